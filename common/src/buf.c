@@ -1,0 +1,258 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "cm/buf.h"
+#include "cm/crc32c.h"
+
+#define CM_BUF_F_INLINE 1u /* data lives in the same allocation as the header */
+
+int
+cm_buf_alloc(size_t len, struct cm_buf **bp)
+{
+	struct cm_buf *b;
+
+	if (len > SIZE_MAX - sizeof(*b))
+		return -ENOMEM;
+	b = malloc(sizeof(*b) + len);
+	if (!b)
+		return -ENOMEM;
+	atomic_init(&b->refs, 1);
+	b->flags = CM_BUF_F_INLINE;
+	b->len = len;
+	b->data = (uint8_t *)(b + 1);
+	b->free_cb = NULL;
+	b->free_arg = NULL;
+	*bp = b;
+	return 0;
+}
+
+static void
+buf_free_aligned(void *arg, void *data)
+{
+	(void)arg;
+	free(data);
+}
+
+int
+cm_buf_alloc_aligned(size_t len, size_t align, struct cm_buf **bp)
+{
+	void *data;
+	int rc;
+
+	if (align < sizeof(void *) || (align & (align - 1)))
+		return -EINVAL;
+	if (posix_memalign(&data, align, len ? len : align))
+		return -ENOMEM;
+	rc = cm_buf_wrap(data, len, buf_free_aligned, NULL, bp);
+	if (rc)
+		free(data);
+	return rc;
+}
+
+int
+cm_buf_wrap(void *data, size_t len, cm_buf_free_cb free_cb, void *arg, struct cm_buf **bp)
+{
+	struct cm_buf *b = malloc(sizeof(*b));
+
+	if (!b)
+		return -ENOMEM;
+	atomic_init(&b->refs, 1);
+	b->flags = 0;
+	b->len = len;
+	b->data = data;
+	b->free_cb = free_cb;
+	b->free_arg = arg;
+	*bp = b;
+	return 0;
+}
+
+struct cm_buf *
+cm_buf_get(struct cm_buf *b)
+{
+	atomic_fetch_add_explicit(&b->refs, 1, memory_order_relaxed);
+	return b;
+}
+
+void
+cm_buf_put(struct cm_buf *b)
+{
+	if (!b)
+		return;
+	if (atomic_fetch_sub_explicit(&b->refs, 1, memory_order_acq_rel) != 1)
+		return;
+	if (!(b->flags & CM_BUF_F_INLINE) && b->free_cb)
+		b->free_cb(b->free_arg, b->data);
+	free(b);
+}
+
+void
+cm_sgl_init(struct cm_sgl *s)
+{
+	s->sg = s->inline_sg;
+	s->n = 0;
+	s->cap = CM_SGL_INLINE;
+	s->len = 0;
+}
+
+void
+cm_sgl_fini(struct cm_sgl *s)
+{
+	for (unsigned i = 0; i < s->n; i++)
+		cm_buf_put(s->sg[i].buf);
+	if (s->sg != s->inline_sg)
+		free(s->sg);
+	cm_sgl_init(s);
+}
+
+static int
+sgl_reserve(struct cm_sgl *s, unsigned want)
+{
+	struct cm_sg *n;
+	unsigned cap;
+
+	if (want <= s->cap)
+		return 0;
+	cap = s->cap * 2;
+	while (cap < want)
+		cap *= 2;
+	if (s->sg == s->inline_sg) {
+		n = malloc(sizeof(*n) * cap);
+		if (!n)
+			return -ENOMEM;
+		memcpy(n, s->inline_sg, sizeof(*n) * s->n);
+	} else {
+		n = realloc(s->sg, sizeof(*n) * cap);
+		if (!n)
+			return -ENOMEM;
+	}
+	s->sg = n;
+	s->cap = cap;
+	return 0;
+}
+
+int
+cm_sgl_append(struct cm_sgl *s, struct cm_buf *buf, size_t off, size_t len)
+{
+	struct cm_sg *last;
+	int rc;
+
+	if (off > buf->len || len > buf->len - off)
+		return -EINVAL;
+	if (len == 0)
+		return 0;
+	/* Merge with the previous slice when contiguous in the same buffer. */
+	if (s->n > 0) {
+		last = &s->sg[s->n - 1];
+		if (last->buf == buf && last->off + last->len == off) {
+			last->len += len;
+			s->len += len;
+			return 0;
+		}
+	}
+	rc = sgl_reserve(s, s->n + 1);
+	if (rc)
+		return rc;
+	s->sg[s->n].buf = cm_buf_get(buf);
+	s->sg[s->n].off = off;
+	s->sg[s->n].len = len;
+	s->n++;
+	s->len += len;
+	return 0;
+}
+
+int
+cm_sgl_append_sgl(struct cm_sgl *s, const struct cm_sgl *src)
+{
+	for (unsigned i = 0; i < src->n; i++) {
+		int rc = cm_sgl_append(s, src->sg[i].buf, src->sg[i].off, src->sg[i].len);
+
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+int
+cm_sgl_move(struct cm_sgl *dst, struct cm_sgl *src)
+{
+	int rc;
+
+	if (dst->n == 0 && src->sg != src->inline_sg) {
+		/* Steal the heap array. */
+		if (dst->sg != dst->inline_sg)
+			free(dst->sg);
+		*dst = *src;
+		cm_sgl_init(src);
+		return 0;
+	}
+	rc = sgl_reserve(dst, dst->n + src->n);
+	if (rc)
+		return rc;
+	memcpy(&dst->sg[dst->n], src->sg, sizeof(*src->sg) * src->n);
+	dst->n += src->n;
+	dst->len += src->len;
+	if (src->sg != src->inline_sg)
+		free(src->sg);
+	cm_sgl_init(src);
+	return 0;
+}
+
+int
+cm_sgl_copy_out(const struct cm_sgl *s, size_t off, void *dst, size_t len)
+{
+	uint8_t *d = dst;
+
+	if (off > s->len || len > s->len - off)
+		return -ERANGE;
+	for (unsigned i = 0; i < s->n && len > 0; i++) {
+		const struct cm_sg *g = &s->sg[i];
+		size_t take;
+
+		if (off >= g->len) {
+			off -= g->len;
+			continue;
+		}
+		take = CM_MIN(g->len - off, len);
+		memcpy(d, g->buf->data + g->off + off, take);
+		d += take;
+		len -= take;
+		off = 0;
+	}
+	return 0;
+}
+
+int
+cm_sgl_to_iov(const struct cm_sgl *s, size_t off, struct iovec *iov, int max)
+{
+	int n = 0;
+
+	for (unsigned i = 0; i < s->n && n < max; i++) {
+		const struct cm_sg *g = &s->sg[i];
+
+		if (off >= g->len) {
+			off -= g->len;
+			continue;
+		}
+		iov[n].iov_base = g->buf->data + g->off + off;
+		iov[n].iov_len = g->len - off;
+		n++;
+		off = 0;
+	}
+	return n;
+}
+
+uint32_t
+cm_sgl_crc32c(const struct cm_sgl *s, uint32_t crc)
+{
+	for (unsigned i = 0; i < s->n; i++)
+		crc = cm_crc32c(crc, s->sg[i].buf->data + s->sg[i].off, s->sg[i].len);
+	return crc;
+}
+
+int
+cm_sgl_flatten(const struct cm_sgl *s, struct cm_buf **bp)
+{
+	int rc = cm_buf_alloc(s->len, bp);
+
+	if (rc)
+		return rc;
+	return cm_sgl_copy_out(s, 0, (*bp)->data, s->len);
+}

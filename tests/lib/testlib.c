@@ -1,0 +1,121 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "testlib.h"
+
+enum cm_reactor_backend
+cm_test_backend(void)
+{
+	enum cm_reactor_backend b = CM_REACTOR_AUTO;
+	const char *e = getenv("CAIRN_REACTOR");
+
+	if (e && cm_reactor_backend_parse(e, &b))
+		b = CM_REACTOR_AUTO;
+	return b;
+}
+
+struct cm_reactor *
+cm_test_reactor(void)
+{
+	struct cm_reactor_opts o;
+	struct cm_reactor *r = NULL;
+	int rc;
+
+	cm_reactor_opts_init(&o, sizeof(o));
+	o.backend = cm_test_backend();
+	o.name = "test";
+	rc = cm_reactor_create(&o, &r);
+	ck_assert_int_eq(rc, 0);
+	return r;
+}
+
+bool
+cm_test_run_until(struct cm_reactor *r, const volatile bool *flag, int timeout_ms)
+{
+	uint64_t end = cm_now_ms() + (uint64_t)timeout_ms;
+
+	while (!*flag) {
+		uint64_t now = cm_now_ms();
+
+		if (now >= end)
+			return false;
+		cm_reactor_run_once(r, (int)CM_MIN(end - now, 50));
+	}
+	return true;
+}
+
+bool
+cm_test_run_until_fn(struct cm_reactor *r, bool (*cond)(void *), void *arg, int timeout_ms)
+{
+	uint64_t end = cm_now_ms() + (uint64_t)timeout_ms;
+
+	while (!cond(arg)) {
+		uint64_t now = cm_now_ms();
+
+		if (now >= end)
+			return false;
+		cm_reactor_run_once(r, (int)CM_MIN(end - now, 50));
+	}
+	return true;
+}
+
+int
+cm_test_main(Suite *s)
+{
+	SRunner *sr = srunner_create(s);
+	int failed;
+
+	srunner_set_fork_status(sr, CK_FORK);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed ? 1 : 0;
+}
+
+static inline uint64_t
+mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	x ^= x >> 33;
+	return x;
+}
+
+void
+cm_test_fill(void *buf, size_t len, uint64_t seed)
+{
+	uint8_t *p = buf;
+	size_t i = 0;
+
+	for (; i + 8 <= len; i += 8) {
+		uint64_t v = mix(seed + i);
+
+		memcpy(p + i, &v, 8);
+	}
+	if (i < len) {
+		uint64_t v = mix(seed + i);
+
+		memcpy(p + i, &v, len - i);
+	}
+}
+
+long
+cm_test_check(const void *buf, size_t len, uint64_t seed)
+{
+	const uint8_t *p = buf;
+	size_t i = 0;
+
+	for (; i + 8 <= len; i += 8) {
+		uint64_t v = mix(seed + i);
+
+		if (memcmp(p + i, &v, 8))
+			return (long)i;
+	}
+	if (i < len) {
+		uint64_t v = mix(seed + i);
+
+		if (memcmp(p + i, &v, len - i))
+			return (long)i;
+	}
+	return -1;
+}

@@ -1,0 +1,29 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Helpers shared by the unit and integration tests. */
+#ifndef CM_TESTLIB_H
+#define CM_TESTLIB_H
+
+#include "cm/reactor.h"
+
+#include <check.h>
+
+/* The backend under test: CAIRN_REACTOR=uring|epoll (ctest runs both), default auto. */
+enum cm_reactor_backend cm_test_backend(void);
+
+/* A reactor on the backend under test; fails the test on error. */
+struct cm_reactor *cm_test_reactor(void);
+
+/* Run r until *flag is true or timeout_ms passes. \return true if the flag was set. */
+bool cm_test_run_until(struct cm_reactor *r, const volatile bool *flag, int timeout_ms);
+
+/* Run r until cond(arg) holds or timeout_ms passes. */
+bool cm_test_run_until_fn(struct cm_reactor *r, bool (*cond)(void *), void *arg, int timeout_ms);
+
+/* Run the suite in fork mode; \return the process exit status. */
+int cm_test_main(Suite *s);
+
+/* A deterministic byte pattern: fill and check (returns the first bad offset or -1). */
+void cm_test_fill(void *buf, size_t len, uint64_t seed);
+long cm_test_check(const void *buf, size_t len, uint64_t seed);
+
+#endif

@@ -1,0 +1,90 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "cm/buf.h"
+#include "cm/crc32c.h"
+#include "testlib.h"
+
+static int g_freed;
+
+static void
+count_free(void *arg, void *data)
+{
+	(void)data;
+	g_freed += (int)(intptr_t)arg;
+}
+
+START_TEST(test_buf_refcount)
+{
+	struct cm_buf *b;
+	static char mem[16];
+
+	ck_assert_int_eq(cm_buf_wrap(mem, sizeof(mem), count_free, (void *)1, &b), 0);
+	cm_buf_get(b);
+	cm_buf_put(b);
+	ck_assert_int_eq(g_freed, 0);
+	cm_buf_put(b);
+	ck_assert_int_eq(g_freed, 1);
+	cm_buf_put(NULL);
+	ck_assert_int_eq(cm_buf_alloc_aligned(8192, 4096, &b), 0);
+	ck_assert_uint_eq((uintptr_t)b->data % 4096, 0);
+	cm_buf_put(b);
+	ck_assert_int_eq(cm_buf_alloc_aligned(10, 3, &b), -EINVAL);
+}
+END_TEST
+
+START_TEST(test_sgl_append_copy_iov)
+{
+	struct cm_buf *a, *b;
+	struct cm_sgl s, t;
+	struct iovec iov[16];
+	char out[64];
+
+	ck_assert_int_eq(cm_buf_alloc(10, &a), 0);
+	ck_assert_int_eq(cm_buf_alloc(10, &b), 0);
+	memcpy(a->data, "0123456789", 10);
+	memcpy(b->data, "abcdefghij", 10);
+	cm_sgl_init(&s);
+	ck_assert_int_eq(cm_sgl_append(&s, a, 0, 4), 0);
+	ck_assert_int_eq(cm_sgl_append(&s, a, 4, 6), 0); /* merges */
+	ck_assert_uint_eq(s.n, 1);
+	ck_assert_int_eq(cm_sgl_append(&s, b, 2, 5), 0);
+	ck_assert_int_eq(cm_sgl_append(&s, b, 8, 5), -EINVAL);
+	ck_assert_uint_eq(s.len, 15);
+	ck_assert_int_eq(cm_sgl_copy_out(&s, 8, out, 5), 0);
+	ck_assert_int_eq(memcmp(out, "89cde", 5), 0);
+	ck_assert_int_eq(cm_sgl_copy_out(&s, 8, out, 8), -ERANGE);
+	ck_assert_int_eq(cm_sgl_to_iov(&s, 12, iov, 16), 1);
+	ck_assert_uint_eq(iov[0].iov_len, 3);
+	ck_assert_uint_eq(cm_sgl_crc32c(&s, 0), cm_crc32c(0, "0123456789cdefg", 15));
+	/* Many slices spill to the heap; references are kept until fini. */
+	cm_sgl_init(&t);
+	for (int i = 0; i < 20; i++)
+		ck_assert_int_eq(cm_sgl_append(&t, (i & 1) ? a : b, (size_t)i % 10, 1), 0);
+	ck_assert_uint_eq(t.n, 20);
+	ck_assert_int_eq(cm_sgl_move(&s, &t), 0);
+	ck_assert_uint_eq(s.len, 35);
+	ck_assert_uint_eq(t.len, 0);
+	cm_buf_put(a);
+	cm_buf_put(b);
+	ck_assert_int_eq(cm_sgl_copy_out(&s, 0, out, 10), 0); /* still alive */
+	ck_assert_int_eq(memcmp(out, "0123456789", 10), 0);
+	struct cm_buf *flat;
+
+	ck_assert_int_eq(cm_sgl_flatten(&s, &flat), 0);
+	ck_assert_uint_eq(flat->len, 35);
+	cm_buf_put(flat);
+	cm_sgl_fini(&s);
+	cm_sgl_fini(&t);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("buf");
+	TCase *tc = tcase_create("buf");
+
+	tcase_add_test(tc, test_buf_refcount);
+	tcase_add_test(tc, test_sgl_append_copy_iov);
+	suite_add_tcase(s, tc);
+	return cm_test_main(s);
+}
