@@ -37,7 +37,7 @@ cm_test_run_until(struct cm_reactor *r, const volatile bool *flag, int timeout_m
 
 		if (now >= end)
 			return false;
-		cm_reactor_run_once(r, (int)CM_MIN(end - now, 50));
+		cm_reactor_run_once(r, (int)CM_MIN(end - now, (uint64_t)50));
 	}
 	return true;
 }
@@ -52,7 +52,7 @@ cm_test_run_until_fn(struct cm_reactor *r, bool (*cond)(void *), void *arg, int 
 
 		if (now >= end)
 			return false;
-		cm_reactor_run_once(r, (int)CM_MIN(end - now, 50));
+		cm_reactor_run_once(r, (int)CM_MIN(end - now, (uint64_t)50));
 	}
 	return true;
 }

@@ -1,0 +1,105 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The wire frame shared by every Cairn link:
+ *
+ *   preamble (48 bytes, little-endian)
+ *     0 magic u32 "CRN1"   4 version u8   5 flags u8   6 type u16
+ *     8 tid u64           16 seq u64     24 ack u64
+ *    32 front_len u32     36 data_len u32
+ *    40 payload_crc u32 (crc32c of front then data)
+ *    44 preamble_crc u32 (crc32c of bytes 0..43)
+ *   front (front_len bytes, a protobuf-c message)
+ *   data  (data_len bytes, raw, passed by reference)
+ *
+ * The preamble carries its own crc so lengths are trusted (and checked
+ * against limits) before anything is allocated for the payload.
+ *
+ * cm_frame_rx is the resumable stream decoder: the caller asks where the next
+ * bytes should land (prepare), reads into that space, and reports how many
+ * arrived (advance); complete frames come out through a callback with their
+ * front and data as slices of refcounted buffers (no copy for small frames
+ * beyond the one recv; large payloads are received straight into their own
+ * buffer).
+ *
+ * Threading: a cm_frame_rx belongs to one thread.
+ */
+#ifndef CM_FRAME_H
+#define CM_FRAME_H
+
+#include "cm/buf.h"
+
+#define CM_FRAME_MAGIC	      0x314e5243u /* "CRN1" */
+#define CM_FRAME_VERSION      1
+#define CM_FRAME_PREAMBLE_LEN 48
+
+struct cm_frame_hdr {
+	uint8_t version;
+	uint8_t flags;
+	uint16_t type;
+	uint64_t tid;
+	uint64_t seq;
+	uint64_t ack;
+	uint32_t front_len;
+	uint32_t data_len;
+	uint32_t payload_crc;
+};
+
+struct cm_frame_limits {
+	uint32_t max_front;
+	uint32_t max_data;
+};
+
+/* Encode h into out, computing the preamble crc. */
+void cm_frame_hdr_encode(const struct cm_frame_hdr *h, uint8_t out[CM_FRAME_PREAMBLE_LEN]);
+
+/*
+ * Decode and validate a preamble.
+ * \return 0; -EBADMSG (bad magic or preamble crc); -EPROTO (unknown frame
+ * version); -EMSGSIZE (front or data over the limits).
+ */
+int cm_frame_hdr_decode(const uint8_t in[CM_FRAME_PREAMBLE_LEN], const struct cm_frame_limits *lim,
+			struct cm_frame_hdr *h);
+
+struct cm_frame {
+	struct cm_frame_hdr hdr;
+	struct cm_sgl front;
+	struct cm_sgl data;
+};
+
+/*
+ * Called once per complete, crc-checked frame. The callback may move f->front
+ * and f->data away (cm_sgl_move); whatever is left is released after it
+ * returns. A negative return stops decoding and is returned by advance.
+ */
+typedef int (*cm_frame_rx_cb)(void *arg, struct cm_frame *f);
+
+struct cm_frame_rx {
+	struct cm_frame_limits lim;
+	size_t rbuf_size;
+	struct cm_buf *rbuf; /* rolling receive buffer */
+	size_t rpos, rend;   /* parsed up to rpos, filled up to rend */
+	struct cm_buf *pbuf; /* dedicated buffer for one large payload */
+	size_t pfill;
+	bool have_hdr;
+	struct cm_frame_hdr hdr;
+};
+
+/* \return 0. rbuf_size is the rolling buffer's size (>= 4096). */
+int cm_frame_rx_init(struct cm_frame_rx *rx, size_t rbuf_size, const struct cm_frame_limits *lim);
+void cm_frame_rx_fini(struct cm_frame_rx *rx);
+
+/* Forget any partial frame (after a reconnect). */
+void cm_frame_rx_reset(struct cm_frame_rx *rx);
+
+/* Where the next bytes should land. \return 0, -ENOMEM. */
+int cm_frame_rx_prepare(struct cm_frame_rx *rx, void **p, size_t *len);
+
+/*
+ * n bytes landed where prepare said. Decodes every complete frame.
+ * \return 0; -EBADMSG, -EPROTO, -EMSGSIZE (preamble); -CM_ECRC (payload crc);
+ * -ENOMEM; or the callback's negative return. After an error the stream is
+ * unusable: reset the connection.
+ */
+int cm_frame_rx_advance(struct cm_frame_rx *rx, size_t n, cm_frame_rx_cb cb, void *arg);
+
+#endif

@@ -1,0 +1,170 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The messenger: framed, authenticated message links over TCP on a reactor.
+ *
+ * A cm_msgr lives on one reactor and owns listening sockets and connections.
+ * A cm_conn is a session with one peer; underneath, TCP sockets come and go:
+ *  - lossless sessions (daemon to daemon): every message gets a sequence
+ *    number; the sender keeps it until the peer acknowledges it; after a
+ *    reconnect both sides say what they delivered and the rest is resent, so
+ *    each message is delivered exactly once, in order. The connecting side
+ *    reconnects with backoff; the accepting side keeps the session for it.
+ *  - lossy sessions (clients): on a socket failure queued messages are dropped
+ *    and CM_CONN_RESET is reported; the client resends by tid.
+ *
+ * Backpressure: each session's queue (queued + in flight + unacknowledged) is
+ * bounded in bytes and messages; cm_conn_send() returns -EAGAIN when full and
+ * on_writable() fires when it drains below half. Keepalives detect a dead peer
+ * (nothing received for timeout_ms) and a stuck one (no send progress for
+ * timeout_ms); both reset the socket.
+ *
+ * Every frame is crc-checked; lengths are checked against limits before any
+ * allocation; a malformed, oversized or corrupt frame resets the socket and
+ * is never delivered. Before authentication only small handshake frames are
+ * accepted.
+ *
+ * Threading: everything runs on the msgr's reactor thread; call the functions
+ * here only from it. Callbacks run on it too.
+ */
+#ifndef CM_MSGR_H
+#define CM_MSGR_H
+
+#include "cm/buf.h"
+#include "cm/msgr_hs.h"
+#include "cm/reactor.h"
+
+#include <protobuf-c/protobuf-c.h>
+
+struct cm_msgr;
+struct cm_conn;
+
+/* A message: type, tid, a protobuf front and a raw data segment. */
+struct cm_msg {
+	uint16_t type; /* >= CM_MSG_USER_MIN for application messages */
+	uint64_t tid;  /* the sender's transaction id (lossy clients resend by it) */
+	struct cm_sgl front;
+	struct cm_sgl data;
+	/* private */
+	uint64_t seq;
+	uint32_t payload_crc;
+	uint32_t wire_len;
+	uint8_t preamble[48];
+	TAILQ_ENTRY(cm_msg) link;
+};
+
+/* \return 0, -ENOMEM. */
+int cm_msg_create(uint16_t type, uint64_t tid, struct cm_msg **mp);
+
+/* Free m and drop its references. NULL is a no-op. */
+void cm_msg_destroy(struct cm_msg *m);
+
+/* Pack pb as the front. \return 0, -ENOMEM. */
+int cm_msg_set_front(struct cm_msg *m, const ProtobufCMessage *pb);
+
+/* Unpack the front. \return the message (free with protobuf_c_message_free_unpacked) or NULL. */
+ProtobufCMessage *cm_msg_unpack_front(const struct cm_msg *m,
+				      const ProtobufCMessageDescriptor *desc);
+
+enum cm_conn_event {
+	CM_CONN_UP,	/* handshake done, messages flow */
+	CM_CONN_DOWN,	/* socket lost; lossless sessions resume after reconnect */
+	CM_CONN_RESET,	/* the session was reset: queued/unacked messages were dropped */
+	CM_CONN_FAILED, /* permanent: authentication or version refused; no retry */
+	CM_CONN_CLOSED, /* the session is gone (server side of a lossy one, or replaced) */
+};
+
+const char *cm_conn_event_name(enum cm_conn_event ev);
+
+struct cm_msgr_ops {
+	/* A message arrived; ownership of m passes to the callee. */
+	void (*on_msg)(void *arg, struct cm_conn *c, struct cm_msg *m);
+	/* A new inbound session was authenticated. c is borrowed: cm_conn_get() to keep it. */
+	void (*on_accept)(void *arg, struct cm_conn *c);
+	/* State changes; rc is the cause (0 for UP). */
+	void (*on_event)(void *arg, struct cm_conn *c, enum cm_conn_event ev, int rc);
+	/* After -EAGAIN from cm_conn_send(), the queue has drained below half. */
+	void (*on_writable)(void *arg, struct cm_conn *c);
+};
+
+struct cm_msgr_opts {
+	size_t opts_size;
+	const char *entity; /* our name, e.g. "osd.3" */
+	const uint8_t *key; /* cluster key (copied) */
+	size_t key_len;
+	struct cm_msgr_ops ops;
+	void *ops_arg;
+	uint32_t max_front;	  /* default 4 MiB */
+	uint32_t max_data;	  /* default 64 MiB */
+	size_t max_queue_bytes;	  /* per session; default 256 MiB */
+	unsigned max_queue_msgs;  /* per session; default 65536 */
+	unsigned keepalive_ms;	  /* default 1000 */
+	unsigned timeout_ms;	  /* dead/stuck peer and handshake; default 15000 */
+	unsigned backoff_min_ms;  /* default 20 */
+	unsigned backoff_max_ms;  /* default 2000 */
+	size_t rbuf_size;	  /* receive buffer; default 256 KiB */
+	uint32_t proto_min;	  /* protocol versions spoken; default CM_MSGR_PROTO_MIN/MAX */
+	uint32_t proto_max;
+};
+
+void cm_msgr_opts_init(struct cm_msgr_opts *o, size_t size);
+
+/* \return 0, -EINVAL (no key or entity), -ENOMEM. */
+int cm_msgr_create(struct cm_reactor *r, const struct cm_msgr_opts *o, struct cm_msgr **mp);
+
+/* Close every session and socket, then free. Runs the reactor until sockets are gone. */
+void cm_msgr_destroy(struct cm_msgr *m);
+
+/*
+ * Listen on addr ("127.0.0.1:0" picks a port, returned in *port).
+ * \return 0 or a negative errno.
+ */
+int cm_msgr_listen(struct cm_msgr *m, const char *addr, uint16_t *port);
+
+/*
+ * Open a session to addr. Returns at once; CM_CONN_UP follows. The caller
+ * gets one reference (cm_conn_put when done, after cm_conn_close).
+ * \return 0, -EINVAL (bad address), -ENOMEM.
+ */
+int cm_msgr_connect(struct cm_msgr *m, const char *addr, bool lossless, struct cm_conn **cp);
+
+/*
+ * Queue m. On success the messenger owns m. \return 0; -EAGAIN (queue full:
+ * wait for on_writable; the caller still owns m); -CM_ECLOSED (session closed
+ * or failed); -EMSGSIZE (larger than the limits).
+ */
+int cm_conn_send(struct cm_conn *c, struct cm_msg *m);
+
+/*
+ * Drop the session's current socket as a network failure would (lossless
+ * sessions reconnect and resend; lossy ones reset). For tests and for an
+ * operator's "reconnect". \return 0, -ENOTCONN when no socket is attached.
+ */
+int cm_conn_reset_socket(struct cm_conn *c);
+
+/* End the session: drop queued messages, close its socket. No more callbacks for c. */
+void cm_conn_close(struct cm_conn *c);
+
+struct cm_conn *cm_conn_get(struct cm_conn *c);
+void cm_conn_put(struct cm_conn *c);
+
+/* The peer's entity name ("?" before the handshake). */
+const char *cm_conn_peer(const struct cm_conn *c);
+bool cm_conn_is_up(const struct cm_conn *c);
+
+/* Bytes queued on the session (queued + in flight + unacknowledged). */
+size_t cm_conn_queued_bytes(const struct cm_conn *c);
+
+/* A pointer for the application. */
+void cm_conn_set_user(struct cm_conn *c, void *user);
+void *cm_conn_user(const struct cm_conn *c);
+
+/* Counters since creation. */
+struct cm_msgr_stats {
+	uint64_t msgs_sent, msgs_recv, bytes_sent, bytes_recv;
+	uint64_t resends, dups_dropped, crc_errors, bad_frames, auth_failures;
+	uint64_t sock_resets, keepalive_timeouts;
+};
+
+void cm_msgr_get_stats(const struct cm_msgr *m, struct cm_msgr_stats *st);
+
+#endif

@@ -1,0 +1,188 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "cm/frame.h"
+#include "cm/crc32c.h"
+#include "cm/err.h"
+
+/* Payloads above this get a buffer of their own instead of the rolling one. */
+#define FRAME_LARGE_PAYLOAD (64u * 1024)
+
+void
+cm_frame_hdr_encode(const struct cm_frame_hdr *h, uint8_t out[CM_FRAME_PREAMBLE_LEN])
+{
+	cm_put_le32(out, CM_FRAME_MAGIC);
+	out[4] = h->version;
+	out[5] = h->flags;
+	cm_put_le16(out + 6, h->type);
+	cm_put_le64(out + 8, h->tid);
+	cm_put_le64(out + 16, h->seq);
+	cm_put_le64(out + 24, h->ack);
+	cm_put_le32(out + 32, h->front_len);
+	cm_put_le32(out + 36, h->data_len);
+	cm_put_le32(out + 40, h->payload_crc);
+	cm_put_le32(out + 44, cm_crc32c(0, out, 44));
+}
+
+int
+cm_frame_hdr_decode(const uint8_t in[CM_FRAME_PREAMBLE_LEN], const struct cm_frame_limits *lim,
+		    struct cm_frame_hdr *h)
+{
+	if (cm_get_le32(in) != CM_FRAME_MAGIC)
+		return -EBADMSG;
+	if (cm_get_le32(in + 44) != cm_crc32c(0, in, 44))
+		return -EBADMSG;
+	h->version = in[4];
+	if (h->version != CM_FRAME_VERSION)
+		return -EPROTO;
+	h->flags = in[5];
+	h->type = cm_get_le16(in + 6);
+	h->tid = cm_get_le64(in + 8);
+	h->seq = cm_get_le64(in + 16);
+	h->ack = cm_get_le64(in + 24);
+	h->front_len = cm_get_le32(in + 32);
+	h->data_len = cm_get_le32(in + 36);
+	h->payload_crc = cm_get_le32(in + 40);
+	if (h->front_len > lim->max_front || h->data_len > lim->max_data)
+		return -EMSGSIZE;
+	return 0;
+}
+
+int
+cm_frame_rx_init(struct cm_frame_rx *rx, size_t rbuf_size, const struct cm_frame_limits *lim)
+{
+	memset(rx, 0, sizeof(*rx));
+	rx->lim = *lim;
+	rx->rbuf_size = CM_MAX(rbuf_size, (size_t)4096);
+	return 0;
+}
+
+void
+cm_frame_rx_reset(struct cm_frame_rx *rx)
+{
+	cm_buf_put(rx->pbuf);
+	rx->pbuf = NULL;
+	rx->pfill = 0;
+	rx->have_hdr = false;
+	rx->rpos = rx->rend = 0;
+	cm_buf_put(rx->rbuf);
+	rx->rbuf = NULL;
+}
+
+void
+cm_frame_rx_fini(struct cm_frame_rx *rx)
+{
+	cm_frame_rx_reset(rx);
+}
+
+static size_t
+frame_need(const struct cm_frame_rx *rx)
+{
+	return (size_t)rx->hdr.front_len + rx->hdr.data_len;
+}
+
+int
+cm_frame_rx_prepare(struct cm_frame_rx *rx, void **p, size_t *len)
+{
+	struct cm_buf *nb;
+	size_t keep;
+	int rc;
+
+	if (rx->pbuf) {
+		*p = rx->pbuf->data + rx->pfill;
+		*len = frame_need(rx) - rx->pfill;
+		return 0;
+	}
+	if (rx->rbuf && rx->rpos == rx->rend && atomic_load(&rx->rbuf->refs) == 1) {
+		/* Nobody holds slices of it: start over at the beginning. */
+		rx->rpos = rx->rend = 0;
+	}
+	if (!rx->rbuf || rx->rend == rx->rbuf->len) {
+		keep = rx->rbuf ? rx->rend - rx->rpos : 0;
+		rc = cm_buf_alloc(rx->rbuf_size, &nb);
+		if (rc)
+			return rc;
+		if (keep)
+			memcpy(nb->data, rx->rbuf->data + rx->rpos, keep);
+		cm_buf_put(rx->rbuf);
+		rx->rbuf = nb;
+		rx->rpos = 0;
+		rx->rend = keep;
+	}
+	*p = rx->rbuf->data + rx->rend;
+	*len = rx->rbuf->len - rx->rend;
+	return 0;
+}
+
+static int
+deliver(struct cm_frame_rx *rx, struct cm_buf *b, size_t off, cm_frame_rx_cb cb, void *arg)
+{
+	struct cm_frame f;
+	int rc;
+
+	f.hdr = rx->hdr;
+	rx->have_hdr = false;
+	cm_sgl_init(&f.front);
+	cm_sgl_init(&f.data);
+	rc = cm_sgl_append(&f.front, b, off, rx->hdr.front_len);
+	if (!rc)
+		rc = cm_sgl_append(&f.data, b, off + rx->hdr.front_len, rx->hdr.data_len);
+	if (!rc && cm_sgl_crc32c(&f.data, cm_sgl_crc32c(&f.front, 0)) != f.hdr.payload_crc)
+		rc = -CM_ECRC;
+	if (!rc)
+		rc = cb(arg, &f);
+	cm_sgl_fini(&f.front);
+	cm_sgl_fini(&f.data);
+	return rc;
+}
+
+int
+cm_frame_rx_advance(struct cm_frame_rx *rx, size_t n, cm_frame_rx_cb cb, void *arg)
+{
+	int rc;
+
+	if (rx->pbuf) {
+		struct cm_buf *pb = rx->pbuf;
+
+		rx->pfill += n;
+		if (rx->pfill < frame_need(rx))
+			return 0;
+		rx->pbuf = NULL;
+		rc = deliver(rx, pb, 0, cb, arg);
+		cm_buf_put(pb);
+		return rc;
+	}
+	rx->rend += n;
+	for (;;) {
+		size_t avail = rx->rend - rx->rpos, need;
+
+		if (!rx->have_hdr) {
+			if (avail < CM_FRAME_PREAMBLE_LEN)
+				return 0;
+			rc = cm_frame_hdr_decode(rx->rbuf->data + rx->rpos, &rx->lim, &rx->hdr);
+			if (rc)
+				return rc;
+			rx->have_hdr = true;
+			rx->rpos += CM_FRAME_PREAMBLE_LEN;
+			avail -= CM_FRAME_PREAMBLE_LEN;
+		}
+		need = frame_need(rx);
+		if (avail >= need) {
+			size_t off = rx->rpos;
+
+			rx->rpos += need;
+			rc = deliver(rx, rx->rbuf, off, cb, arg);
+			if (rc)
+				return rc;
+			continue;
+		}
+		if (need > FRAME_LARGE_PAYLOAD || need > rx->rbuf->len - rx->rpos) {
+			/* Receive the rest straight into a buffer of its own. */
+			rc = cm_buf_alloc(need, &rx->pbuf);
+			if (rc)
+				return rc;
+			memcpy(rx->pbuf->data, rx->rbuf->data + rx->rpos, avail);
+			rx->pfill = avail;
+			rx->rpos = rx->rend;
+		}
+		return 0;
+	}
+}

@@ -1,0 +1,1296 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * DESIGN
+ *
+ * Two objects: a cm_conn is the session the application sees (queues,
+ * sequence numbers, peer identity); a cm_sock is one TCP connection carrying
+ * it (recv/send ios, the frame decoder, the handshake, the batch in flight).
+ * An accepted socket runs its handshake detached and attaches to an existing
+ * session when the peer proves the key and names a known cookie, so session
+ * pointers stay stable across reconnects.
+ *
+ * Sending: cm_conn_send() queues and schedules a flush (a reactor nop), so all
+ * sends of one loop iteration leave in one sendmsg: handshake/control frames
+ * first, then application messages, each as preamble + front + data iovecs
+ * (data by reference). One send is in flight per socket; partial sends resume
+ * at tx_off. In lossless sessions fully sent messages move to `unacked` until
+ * the peer's ack (piggybacked in every preamble, or an ACK frame when nothing
+ * else goes out) covers them.
+ *
+ * Receiving: the frame decoder hands complete, crc-checked frames to
+ * sock_on_frame(); lossless sessions drop seq <= in_seq (duplicates of a
+ * resend) and treat a gap as a protocol error.
+ *
+ * Failure: sock_fail() shuts the socket down and cancels its ios; the session
+ * gets its in-flight messages back (lossless) or drops them (lossy), and the
+ * socket is freed once its last io completes. A periodic tick sends
+ * keepalives, detects dead/stuck peers and handshake timeouts, and starts
+ * reconnects whose backoff has elapsed.
+ */
+#include "cm/msgr.h"
+#include "cm/crc32c.h"
+#include "cm/err.h"
+#include "cm/frame.h"
+#include "cm/log.h"
+#include "cm/sock.h"
+
+#include <cairn/msgr.pb-c.h>
+#include <openssl/rand.h>
+
+CM_LOG_SUBSYS(msgr);
+
+#define MSGR_IOV_MAX 128
+
+TAILQ_HEAD(msg_list, cm_msg);
+
+enum conn_state {
+	C_CONNECTING, /* client: a socket is connecting/handshaking */
+	C_OPEN,
+	C_WAIT, /* client: backing off; server: waiting for the client to return */
+	C_CLOSED,
+};
+
+struct cm_sock;
+
+struct cm_conn {
+	struct cm_msgr *m;
+	unsigned refs;
+	enum conn_state state;
+	bool client;
+	bool lossless;
+	bool closed_by_app;
+	bool had_session;
+	bool accepted_notified;
+	bool want_writable;
+	struct sockaddr_storage addr;
+	socklen_t addrlen;
+	char addr_str[64];
+	char peer[64];
+	uint64_t cookie;
+	struct cm_sock *sock;
+	struct msg_list out_q;
+	struct msg_list unacked;
+	size_t q_bytes;
+	unsigned q_msgs;
+	uint64_t out_seq, in_seq, acked_to_peer;
+	unsigned backoff_ms;
+	uint64_t retry_at_ms;
+	struct cm_io flush_io;
+	void *user;
+	TAILQ_ENTRY(cm_conn) link;
+};
+
+struct cm_sock {
+	struct cm_msgr *m;
+	struct cm_conn *conn; /* holds a reference once attached */
+	int fd;
+	bool server;
+	bool dead;
+	bool open;	/* handshake done */
+	bool draining;	/* sending a REFUSE, then closing */
+	int drain_rc;
+	struct cm_hs hs;
+	struct cm_io rx_io, tx_io, conn_io;
+	struct cm_frame_rx rx;
+	struct msg_list ctl_q;
+	struct msg_list inflight;
+	size_t tx_off;
+	struct iovec iov[MSGR_IOV_MAX];
+	char addr_str[64];
+	uint64_t t_start, last_rx, last_tx, last_progress;
+	TAILQ_ENTRY(cm_sock) link;
+};
+
+TAILQ_HEAD(conn_list, cm_conn);
+TAILQ_HEAD(sock_list, cm_sock);
+
+struct cm_listener {
+	int fd;
+	struct cm_io io;
+	struct cm_msgr *m;
+	struct cm_listener *next;
+};
+
+struct cm_msgr {
+	struct cm_reactor *r;
+	struct cm_msgr_opts o;
+	uint8_t *key;
+	char entity[64];
+	struct conn_list conns;
+	struct sock_list socks;
+	struct cm_listener *listeners;
+	struct cm_timer tick;
+	bool destroying;
+	struct cm_msgr_stats st;
+};
+
+static void sock_fail(struct cm_sock *s, int rc);
+static void sock_flush(struct cm_sock *s);
+static void sock_recv(struct cm_sock *s);
+static void conn_connect(struct cm_conn *c);
+static void conn_flush_schedule(struct cm_conn *c);
+
+/* ---------------- messages ---------------- */
+
+int
+cm_msg_create(uint16_t type, uint64_t tid, struct cm_msg **mp)
+{
+	struct cm_msg *m = calloc(1, sizeof(*m));
+
+	if (!m)
+		return -ENOMEM;
+	m->type = type;
+	m->tid = tid;
+	cm_sgl_init(&m->front);
+	cm_sgl_init(&m->data);
+	*mp = m;
+	return 0;
+}
+
+void
+cm_msg_destroy(struct cm_msg *m)
+{
+	if (!m)
+		return;
+	cm_sgl_fini(&m->front);
+	cm_sgl_fini(&m->data);
+	free(m);
+}
+
+int
+cm_msg_set_front(struct cm_msg *m, const ProtobufCMessage *pb)
+{
+	size_t n = protobuf_c_message_get_packed_size(pb);
+	struct cm_buf *b;
+	int rc = cm_buf_alloc(n, &b);
+
+	if (rc)
+		return rc;
+	protobuf_c_message_pack(pb, b->data);
+	cm_sgl_fini(&m->front);
+	rc = cm_sgl_append(&m->front, b, 0, n);
+	cm_buf_put(b);
+	return rc;
+}
+
+ProtobufCMessage *
+cm_msg_unpack_front(const struct cm_msg *m, const ProtobufCMessageDescriptor *desc)
+{
+	ProtobufCMessage *pb;
+	struct cm_buf *flat;
+
+	if (m->front.n <= 1) {
+		const uint8_t *p = m->front.n ? m->front.sg[0].buf->data + m->front.sg[0].off
+					      : (const uint8_t *)"";
+
+		return protobuf_c_message_unpack(desc, NULL, m->front.len, p);
+	}
+	if (cm_sgl_flatten(&m->front, &flat))
+		return NULL;
+	pb = protobuf_c_message_unpack(desc, NULL, flat->len, flat->data);
+	cm_buf_put(flat);
+	return pb;
+}
+
+const char *
+cm_conn_event_name(enum cm_conn_event ev)
+{
+	static const char *const names[] = { "UP", "DOWN", "RESET", "FAILED", "CLOSED" };
+
+	return (unsigned)ev < CM_ARRAY_SIZE(names) ? names[ev] : "?";
+}
+
+static struct cm_msg *
+ctl_msg(uint16_t type, struct cm_buf *front)
+{
+	struct cm_msg *msg;
+
+	if (cm_msg_create(type, 0, &msg)) {
+		cm_buf_put(front);
+		return NULL;
+	}
+	if (front) {
+		if (cm_sgl_append(&msg->front, front, 0, front->len)) {
+			cm_buf_put(front);
+			cm_msg_destroy(msg);
+			return NULL;
+		}
+		cm_buf_put(front);
+	}
+	return msg;
+}
+
+/* ---------------- sessions ---------------- */
+
+struct cm_conn *
+cm_conn_get(struct cm_conn *c)
+{
+	c->refs++;
+	return c;
+}
+
+static void
+conn_drop_queue(struct cm_conn *c, struct msg_list *l)
+{
+	struct cm_msg *msg;
+
+	while ((msg = TAILQ_FIRST(l))) {
+		TAILQ_REMOVE(l, msg, link);
+		c->q_bytes -= msg->wire_len;
+		c->q_msgs--;
+		cm_msg_destroy(msg);
+	}
+}
+
+void
+cm_conn_put(struct cm_conn *c)
+{
+	if (!c || --c->refs > 0)
+		return;
+	assert(!c->sock);
+	conn_drop_queue(c, &c->out_q);
+	conn_drop_queue(c, &c->unacked);
+	free(c);
+}
+
+const char *
+cm_conn_peer(const struct cm_conn *c)
+{
+	return c->peer[0] ? c->peer : "?";
+}
+
+bool
+cm_conn_is_up(const struct cm_conn *c)
+{
+	return c->state == C_OPEN;
+}
+
+size_t
+cm_conn_queued_bytes(const struct cm_conn *c)
+{
+	return c->q_bytes;
+}
+
+void
+cm_conn_set_user(struct cm_conn *c, void *user)
+{
+	c->user = user;
+}
+
+void *
+cm_conn_user(const struct cm_conn *c)
+{
+	return c->user;
+}
+
+static void
+conn_event(struct cm_conn *c, enum cm_conn_event ev, int rc)
+{
+	struct cm_msgr *m = c->m;
+
+	if (c->closed_by_app || m->destroying || !m->o.ops.on_event)
+		return;
+	m->o.ops.on_event(m->o.ops_arg, c, ev, rc);
+}
+
+static uint64_t
+random_u64(void)
+{
+	uint64_t v = 0;
+
+	while (v == 0) {
+		if (RAND_bytes((unsigned char *)&v, sizeof(v)) != 1)
+			v = cm_now_ns() ^ ((uint64_t)getpid() << 32);
+	}
+	return v;
+}
+
+static void
+flush_io_done(struct cm_io *io, int res)
+{
+	struct cm_conn *c = io->arg;
+
+	(void)res;
+	if (c->sock && c->sock->open)
+		sock_flush(c->sock);
+	cm_conn_put(c);
+}
+
+static void
+conn_flush_schedule(struct cm_conn *c)
+{
+	if (cm_io_pending(&c->flush_io) || !c->sock || !c->sock->open)
+		return;
+	if (cm_io_nop(c->m->r, &c->flush_io) == 0)
+		cm_conn_get(c);
+}
+
+static struct cm_conn *
+conn_new(struct cm_msgr *m, bool client, bool lossless)
+{
+	struct cm_conn *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	c->m = m;
+	c->refs = 1; /* the msgr's, while listed */
+	c->client = client;
+	c->lossless = lossless;
+	c->state = client ? C_CONNECTING : C_WAIT;
+	c->backoff_ms = m->o.backoff_min_ms;
+	TAILQ_INIT(&c->out_q);
+	TAILQ_INIT(&c->unacked);
+	c->flush_io.cb = flush_io_done;
+	c->flush_io.arg = c;
+	TAILQ_INSERT_TAIL(&m->conns, c, link);
+	return c;
+}
+
+/* Remove a session from the msgr (its list reference goes). */
+static void
+conn_unlist(struct cm_conn *c)
+{
+	if (c->state == C_CLOSED)
+		return;
+	c->state = C_CLOSED;
+	TAILQ_REMOVE(&c->m->conns, c, link);
+	cm_conn_put(c);
+}
+
+void
+cm_conn_close(struct cm_conn *c)
+{
+	if (c->closed_by_app)
+		return;
+	c->closed_by_app = true;
+	if (c->sock)
+		sock_fail(c->sock, -CM_ECLOSED);
+	conn_drop_queue(c, &c->out_q);
+	conn_drop_queue(c, &c->unacked);
+	conn_unlist(c);
+}
+
+int
+cm_conn_reset_socket(struct cm_conn *c)
+{
+	if (!c->sock)
+		return -ENOTCONN;
+	sock_fail(c->sock, -ECONNRESET);
+	return 0;
+}
+
+int
+cm_conn_send(struct cm_conn *c, struct cm_msg *msg)
+{
+	struct cm_msgr *m = c->m;
+	size_t wire = CM_FRAME_PREAMBLE_LEN + msg->front.len + msg->data.len;
+
+	if (c->state == C_CLOSED || c->closed_by_app)
+		return -CM_ECLOSED;
+	if (msg->front.len > m->o.max_front || msg->data.len > m->o.max_data)
+		return -EMSGSIZE;
+	if ((c->q_bytes > 0 && c->q_bytes + wire > m->o.max_queue_bytes) ||
+	    c->q_msgs >= m->o.max_queue_msgs) {
+		c->want_writable = true;
+		return -EAGAIN;
+	}
+	msg->wire_len = (uint32_t)wire;
+	msg->payload_crc = cm_sgl_crc32c(&msg->data, cm_sgl_crc32c(&msg->front, 0));
+	msg->seq = ++c->out_seq;
+	TAILQ_INSERT_TAIL(&c->out_q, msg, link);
+	c->q_bytes += wire;
+	c->q_msgs++;
+	conn_flush_schedule(c);
+	return 0;
+}
+
+/* Acknowledged by the peer: release everything up to ack. */
+static void
+conn_acked(struct cm_conn *c, uint64_t ack)
+{
+	struct cm_msg *msg;
+
+	while ((msg = TAILQ_FIRST(&c->unacked)) && msg->seq <= ack) {
+		TAILQ_REMOVE(&c->unacked, msg, link);
+		c->q_bytes -= msg->wire_len;
+		c->q_msgs--;
+		cm_msg_destroy(msg);
+	}
+}
+
+static void
+conn_check_writable(struct cm_conn *c)
+{
+	struct cm_msgr *m = c->m;
+
+	if (!c->want_writable || c->q_bytes > m->o.max_queue_bytes / 2 ||
+	    c->q_msgs > m->o.max_queue_msgs / 2)
+		return;
+	c->want_writable = false;
+	if (m->o.ops.on_writable && !c->closed_by_app && !m->destroying)
+		m->o.ops.on_writable(m->o.ops_arg, c);
+}
+
+/* After a reconnect: what the peer has not delivered goes out again, first. */
+static void
+conn_requeue_unacked(struct cm_conn *c, uint64_t peer_in_seq)
+{
+	struct cm_msg *msg;
+
+	conn_acked(c, peer_in_seq);
+	while ((msg = TAILQ_LAST(&c->unacked, msg_list))) {
+		TAILQ_REMOVE(&c->unacked, msg, link);
+		TAILQ_INSERT_HEAD(&c->out_q, msg, link);
+		c->m->st.resends++;
+	}
+}
+
+/* The session's socket is gone (sock_fail). Decide what the session does next. */
+static void
+conn_sock_lost(struct cm_conn *c, int rc, bool permanent)
+{
+	struct cm_msgr *m = c->m;
+
+	if (c->closed_by_app || c->state == C_CLOSED)
+		return;
+	if (permanent) {
+		conn_drop_queue(c, &c->out_q);
+		conn_drop_queue(c, &c->unacked);
+		cm_conn_get(c);
+		conn_unlist(c);
+		conn_event(c, CM_CONN_FAILED, rc);
+		cm_conn_put(c);
+		return;
+	}
+	if (!c->lossless) {
+		bool dropped = !TAILQ_EMPTY(&c->out_q);
+
+		conn_drop_queue(c, &c->out_q);
+		if (!c->client) {
+			cm_conn_get(c);
+			conn_unlist(c);
+			conn_event(c, CM_CONN_CLOSED, rc);
+			cm_conn_put(c);
+			return;
+		}
+		conn_event(c, dropped ? CM_CONN_RESET : CM_CONN_DOWN, rc);
+	} else {
+		conn_event(c, CM_CONN_DOWN, rc);
+	}
+	if (c->state == C_CLOSED)
+		return;
+	c->state = C_WAIT;
+	if (c->client) {
+		uint64_t jitter = random_u64() % (c->backoff_ms / 2 + 1);
+
+		c->retry_at_ms = cm_now_ms() + c->backoff_ms / 2 + jitter;
+		c->backoff_ms = CM_MIN(c->backoff_ms * 2, m->o.backoff_max_ms);
+	}
+	conn_check_writable(c);
+}
+
+/* ---------------- sockets ---------------- */
+
+static void
+sock_maybe_free(struct cm_sock *s)
+{
+	struct cm_msg *msg;
+
+	if (!s->dead || cm_io_pending(&s->rx_io) || cm_io_pending(&s->tx_io) ||
+	    cm_io_pending(&s->conn_io))
+		return;
+	cm_reactor_close(s->m->r, s->fd);
+	s->fd = -1;
+	while ((msg = TAILQ_FIRST(&s->ctl_q))) {
+		TAILQ_REMOVE(&s->ctl_q, msg, link);
+		cm_msg_destroy(msg);
+	}
+	while ((msg = TAILQ_FIRST(&s->inflight))) {
+		TAILQ_REMOVE(&s->inflight, msg, link);
+		cm_msg_destroy(msg);
+	}
+	cm_frame_rx_fini(&s->rx);
+	TAILQ_REMOVE(&s->m->socks, s, link);
+	if (s->conn)
+		cm_conn_put(s->conn);
+	free(s);
+}
+
+static bool
+is_permanent(int rc)
+{
+	return rc == -CM_EAUTH || rc == -CM_EVERSION || rc == -CM_EREFUSED;
+}
+
+static void
+sock_fail(struct cm_sock *s, int rc)
+{
+	struct cm_conn *c = s->conn;
+	struct cm_msg *msg;
+
+	if (s->dead)
+		return;
+	s->dead = true;
+	s->m->st.sock_resets++;
+	if (rc == -CM_ECLOSED || rc == -ECANCELED)
+		CM_DEBUG("socket closed peer=%s addr=%s", s->hs.peer_entity, s->addr_str);
+	else if (rc == 0 || rc == -ECONNRESET || rc == -EPIPE || rc == -ECONNREFUSED)
+		CM_INFO("socket lost peer=%s addr=%s rc=%d (%s)", s->hs.peer_entity[0] ? s->hs.peer_entity : "?", s->addr_str, rc, cm_strerror(rc));
+	else
+		CM_WARN_RC(rc, "socket reset peer=%s addr=%s",
+			   s->hs.peer_entity[0] ? s->hs.peer_entity : "?", s->addr_str);
+	if (s->fd >= 0)
+		shutdown(s->fd, SHUT_RDWR);
+	cm_io_cancel(s->m->r, &s->rx_io);
+	cm_io_cancel(s->m->r, &s->tx_io);
+	cm_io_cancel(s->m->r, &s->conn_io);
+	if (c && c->sock == s) {
+		c->sock = NULL;
+		/* Messages not fully sent go back to the session, in order. */
+		while ((msg = TAILQ_LAST(&s->inflight, msg_list))) {
+			TAILQ_REMOVE(&s->inflight, msg, link);
+			if (msg->type < CM_MSG_USER_MIN) {
+				cm_msg_destroy(msg);
+				continue;
+			}
+			TAILQ_INSERT_HEAD(&c->out_q, msg, link);
+		}
+		s->tx_off = 0;
+		conn_sock_lost(c, rc, is_permanent(rc));
+	}
+	sock_maybe_free(s);
+}
+
+static void
+sock_queue_ctl(struct cm_sock *s, uint16_t type, struct cm_buf *front)
+{
+	struct cm_msg *msg = ctl_msg(type, front);
+
+	if (!msg) {
+		sock_fail(s, -ENOMEM);
+		return;
+	}
+	msg->wire_len = CM_FRAME_PREAMBLE_LEN + (uint32_t)msg->front.len;
+	msg->payload_crc = cm_sgl_crc32c(&msg->front, 0);
+	TAILQ_INSERT_TAIL(&s->ctl_q, msg, link);
+}
+
+static void
+msg_build_preamble(struct cm_msg *msg, uint64_t ack)
+{
+	struct cm_frame_hdr h = {
+		.version = CM_FRAME_VERSION,
+		.type = msg->type,
+		.tid = msg->tid,
+		.seq = msg->type >= CM_MSG_USER_MIN ? msg->seq : 0,
+		.ack = ack,
+		.front_len = (uint32_t)msg->front.len,
+		.data_len = (uint32_t)msg->data.len,
+		.payload_crc = msg->payload_crc,
+	};
+
+	cm_frame_hdr_encode(&h, msg->preamble);
+}
+
+/* iovecs for msg's wire bytes from `skip` on. \return count. */
+static int
+msg_iov(struct cm_msg *msg, size_t skip, struct iovec *iov, int max)
+{
+	int n = 0;
+
+	if (max <= 0)
+		return 0;
+	if (skip < CM_FRAME_PREAMBLE_LEN) {
+		iov[n].iov_base = msg->preamble + skip;
+		iov[n].iov_len = CM_FRAME_PREAMBLE_LEN - skip;
+		n++;
+		skip = 0;
+	} else {
+		skip -= CM_FRAME_PREAMBLE_LEN;
+	}
+	if (skip < msg->front.len) {
+		n += cm_sgl_to_iov(&msg->front, skip, iov + n, max - n);
+		skip = 0;
+	} else {
+		skip -= msg->front.len;
+	}
+	n += cm_sgl_to_iov(&msg->data, skip, iov + n, max - n);
+	return n;
+}
+
+static void sock_tx_done(struct cm_io *io, int res);
+
+static void
+sock_pull(struct cm_sock *s, struct msg_list *from)
+{
+	struct cm_conn *c = s->conn;
+	struct cm_msg *msg;
+
+	while ((msg = TAILQ_FIRST(from))) {
+		TAILQ_REMOVE(from, msg, link);
+		msg_build_preamble(msg, c ? c->in_seq : 0);
+		if (c)
+			c->acked_to_peer = c->in_seq;
+		TAILQ_INSERT_TAIL(&s->inflight, msg, link);
+	}
+}
+
+static void
+sock_flush(struct cm_sock *s)
+{
+	struct cm_conn *c = s->conn;
+	struct cm_msg *msg;
+	int n = 0, rc;
+	size_t skip;
+
+	if (s->dead || cm_io_pending(&s->tx_io))
+		return;
+	sock_pull(s, &s->ctl_q);
+	if (s->open && c && c->sock == s)
+		sock_pull(s, &c->out_q);
+	skip = s->tx_off;
+	TAILQ_FOREACH(msg, &s->inflight, link)
+	{
+		if (n >= MSGR_IOV_MAX - 2)
+			break;
+		n += msg_iov(msg, skip, s->iov + n, MSGR_IOV_MAX - n);
+		skip = 0;
+	}
+	if (n == 0) {
+		if (s->draining)
+			sock_fail(s, s->drain_rc);
+		return;
+	}
+	rc = cm_io_sendmsg(s->m->r, &s->tx_io, s->fd, s->iov, n);
+	if (rc)
+		sock_fail(s, rc);
+}
+
+static void
+sock_tx_done(struct cm_io *io, int res)
+{
+	struct cm_sock *s = io->arg;
+	struct cm_conn *c = s->conn;
+	struct cm_msg *msg;
+	size_t left;
+
+	if (s->dead) {
+		sock_maybe_free(s);
+		return;
+	}
+	if (res < 0) {
+		sock_fail(s, res);
+		return;
+	}
+	left = (size_t)res;
+	s->m->st.bytes_sent += left;
+	s->last_tx = s->last_progress = cm_now_ms();
+	while (left > 0 && (msg = TAILQ_FIRST(&s->inflight))) {
+		size_t rest = msg->wire_len - s->tx_off;
+
+		if (left < rest) {
+			s->tx_off += left;
+			break;
+		}
+		left -= rest;
+		s->tx_off = 0;
+		TAILQ_REMOVE(&s->inflight, msg, link);
+		if (msg->type < CM_MSG_USER_MIN) {
+			cm_msg_destroy(msg);
+			continue;
+		}
+		s->m->st.msgs_sent++;
+		if (c && c->lossless) {
+			TAILQ_INSERT_TAIL(&c->unacked, msg, link);
+		} else {
+			if (c) {
+				c->q_bytes -= msg->wire_len;
+				c->q_msgs--;
+			}
+			cm_msg_destroy(msg);
+		}
+	}
+	/* An ack owed and nothing else to carry it. */
+	if (c && c->lossless && s->open && c->in_seq != c->acked_to_peer &&
+	    TAILQ_EMPTY(&s->inflight) && TAILQ_EMPTY(&c->out_q) && TAILQ_EMPTY(&s->ctl_q))
+		sock_queue_ctl(s, CM_MSG_ACK, NULL);
+	sock_flush(s);
+	if (c)
+		conn_check_writable(c);
+}
+
+/* ---------------- handshake ---------------- */
+
+static int
+session_find(void *arg, struct cm_hs *hs, uint64_t *in_seq, bool *reset)
+{
+	struct cm_sock *s = arg;
+	struct cm_msgr *m = s->m;
+	struct cm_conn *c, *found = NULL, *tmp;
+
+	TAILQ_FOREACH_SAFE(c, &m->conns, link, tmp)
+	{
+		if (c->client || !c->lossless || !hs->lossless || strcmp(c->peer, hs->peer_entity))
+			continue;
+		if (c->cookie == hs->cookie) {
+			found = c;
+			continue;
+		}
+		/* Same peer, new cookie: it restarted, its old session is void. */
+		CM_NOTICE("peer restarted, session reset peer=%s", c->peer);
+		if (c->sock)
+			sock_fail(c->sock, -CM_ERESET);
+		cm_conn_get(c);
+		conn_drop_queue(c, &c->out_q);
+		conn_drop_queue(c, &c->unacked);
+		conn_unlist(c);
+		conn_event(c, CM_CONN_RESET, -CM_ERESET);
+		cm_conn_put(c);
+	}
+	if (found) {
+		if (found->sock && found->sock != s)
+			sock_fail(found->sock, -CM_ERESET);
+		*in_seq = found->in_seq;
+		*reset = false;
+		c = found;
+	} else {
+		c = conn_new(m, false, hs->lossless);
+		if (!c)
+			return -ENOMEM;
+		snprintf(c->peer, sizeof(c->peer), "%s", hs->peer_entity);
+		c->cookie = hs->cookie;
+		*in_seq = 0;
+		*reset = true;
+	}
+	s->conn = cm_conn_get(c);
+	c->sock = s;
+	return 0;
+}
+
+static void
+sock_set_limits(struct cm_sock *s)
+{
+	/* Before authentication, only small handshake frames; the limits grow after. */
+	s->rx.lim.max_front = s->open ? s->m->o.max_front : CM_HS_MAX_FRONT;
+	s->rx.lim.max_data = s->open ? s->m->o.max_data : 0;
+}
+
+static void
+hs_done(struct cm_sock *s)
+{
+	struct cm_conn *c = s->conn;
+	struct cm_msgr *m = s->m;
+
+	s->open = true;
+	sock_set_limits(s);
+	c->state = C_OPEN;
+	c->backoff_ms = m->o.backoff_min_ms;
+	snprintf(c->peer, sizeof(c->peer), "%s", s->hs.peer_entity);
+	if (c->client && s->hs.session_reset && c->had_session && c->lossless) {
+		/* The server lost our session (it restarted): fates unknown, start over. */
+		CM_NOTICE("session reset by peer=%s, dropping %u queued messages", c->peer,
+			  c->q_msgs);
+		conn_drop_queue(c, &c->out_q);
+		conn_drop_queue(c, &c->unacked);
+		c->out_seq = c->in_seq = c->acked_to_peer = 0;
+		conn_event(c, CM_CONN_RESET, -CM_ERESET);
+	} else if (c->lossless) {
+		conn_requeue_unacked(c, s->hs.peer_in_seq);
+	}
+	c->had_session = true;
+	CM_INFO("session up peer=%s addr=%s lossless=%d proto=%u", c->peer, s->addr_str,
+		c->lossless, s->hs.proto);
+	if (!c->client && !c->accepted_notified) {
+		c->accepted_notified = true;
+		if (m->o.ops.on_accept && !m->destroying)
+			m->o.ops.on_accept(m->o.ops_arg, c);
+	} else {
+		conn_event(c, CM_CONN_UP, 0);
+	}
+	if (s->conn && c->sock == s)
+		sock_flush(s);
+}
+
+static int
+sock_handshake_frame(struct cm_sock *s, struct cm_frame *f)
+{
+	struct cm_hs_out out;
+	struct cm_buf *flat = NULL;
+	const uint8_t *p = (const uint8_t *)"";
+	int rc;
+
+	if (f->hdr.type >= CM_MSG_USER_MIN || f->data.len) {
+		s->m->st.bad_frames++;
+		return -EPROTO;
+	}
+	if (f->front.n == 1) {
+		p = f->front.sg[0].buf->data + f->front.sg[0].off;
+	} else if (f->front.n > 1) {
+		rc = cm_sgl_flatten(&f->front, &flat);
+		if (rc)
+			return rc;
+		p = flat->data;
+	}
+	rc = cm_hs_input(&s->hs, f->hdr.type, p, f->front.len, &out);
+	cm_buf_put(flat);
+	if (out.type)
+		sock_queue_ctl(s, out.type, out.front);
+	if (rc < 0) {
+		if (rc == -CM_EAUTH)
+			s->m->st.auth_failures++;
+		CM_WARN("handshake failed peer=%s addr=%s: %s", s->hs.peer_entity[0] ? s->hs.peer_entity : "?", s->addr_str, s->hs.reason);
+		if (out.type) {
+			/* Let the REFUSE reach the peer, then close. */
+			s->draining = true;
+			s->drain_rc = rc;
+			sock_flush(s);
+			return -CM_ECLOSED;
+		}
+		return rc;
+	}
+	if (rc == 1)
+		hs_done(s);
+	else
+		sock_flush(s);
+	return 0;
+}
+
+/* ---------------- receive ---------------- */
+
+static int
+sock_on_frame(void *arg, struct cm_frame *f)
+{
+	struct cm_sock *s = arg;
+	struct cm_conn *c = s->conn;
+	struct cm_msgr *m = s->m;
+	struct cm_msg *msg;
+
+	if (s->dead || s->draining)
+		return -CM_ECLOSED;
+	if (!s->open)
+		return sock_handshake_frame(s, f);
+	if (c->lossless)
+		conn_acked(c, f->hdr.ack);
+	if (f->hdr.type < CM_MSG_USER_MIN) {
+		switch (f->hdr.type) {
+		case CM_MSG_KEEPALIVE:
+			sock_queue_ctl(s, CM_MSG_KEEPALIVE_ACK, NULL);
+			sock_flush(s);
+			return 0;
+		case CM_MSG_KEEPALIVE_ACK:
+		case CM_MSG_ACK:
+			return 0;
+		default:
+			m->st.bad_frames++;
+			return -EPROTO;
+		}
+	}
+	if (c->lossless) {
+		if (f->hdr.seq <= c->in_seq) {
+			m->st.dups_dropped++;
+			return 0;
+		}
+		if (f->hdr.seq != c->in_seq + 1) {
+			CM_WARN("sequence gap peer=%s got=%" PRIu64 " want=%" PRIu64, c->peer,
+				f->hdr.seq, c->in_seq + 1);
+			m->st.bad_frames++;
+			return -EPROTO;
+		}
+		c->in_seq = f->hdr.seq;
+	}
+	if (cm_msg_create(f->hdr.type, f->hdr.tid, &msg))
+		return -ENOMEM;
+	msg->seq = f->hdr.seq;
+	if (cm_sgl_move(&msg->front, &f->front) || cm_sgl_move(&msg->data, &f->data)) {
+		cm_msg_destroy(msg);
+		return -ENOMEM;
+	}
+	m->st.msgs_recv++;
+	cm_conn_get(c);
+	if (m->o.ops.on_msg && !c->closed_by_app && !m->destroying)
+		m->o.ops.on_msg(m->o.ops_arg, c, msg);
+	else
+		cm_msg_destroy(msg);
+	cm_conn_put(c);
+	return s->dead ? -CM_ECLOSED : 0;
+}
+
+static void
+sock_rx_done(struct cm_io *io, int res)
+{
+	struct cm_sock *s = io->arg;
+	struct cm_conn *c;
+	int rc;
+
+	if (s->dead) {
+		sock_maybe_free(s);
+		return;
+	}
+	if (res <= 0) {
+		sock_fail(s, res == 0 ? -ECONNRESET : res);
+		return;
+	}
+	s->last_rx = cm_now_ms();
+	s->m->st.bytes_recv += (uint64_t)res;
+	rc = cm_frame_rx_advance(&s->rx, (size_t)res, sock_on_frame, s);
+	if (rc == -CM_ECRC)
+		s->m->st.crc_errors++;
+	else if (rc == -EBADMSG || rc == -EMSGSIZE || rc == -EPROTO)
+		s->m->st.bad_frames++;
+	if (rc == -CM_ECLOSED && s->draining && !s->dead)
+		return; /* the REFUSE is on its way; sock_flush closes after it */
+	if (rc) {
+		sock_fail(s, rc);
+		return;
+	}
+	if (s->dead)
+		return;
+	c = s->conn;
+	if (c && c->lossless && s->open && c->in_seq != c->acked_to_peer &&
+	    !cm_io_pending(&s->tx_io) && TAILQ_EMPTY(&c->out_q) && TAILQ_EMPTY(&s->ctl_q)) {
+		sock_queue_ctl(s, CM_MSG_ACK, NULL);
+		sock_flush(s);
+	}
+	sock_recv(s);
+}
+
+static void
+sock_recv(struct cm_sock *s)
+{
+	void *p;
+	size_t len;
+	int rc;
+
+	if (s->dead)
+		return;
+	rc = cm_frame_rx_prepare(&s->rx, &p, &len);
+	if (!rc)
+		rc = cm_io_recv(s->m->r, &s->rx_io, s->fd, p, len);
+	if (rc)
+		sock_fail(s, rc);
+}
+
+static struct cm_sock *
+sock_new(struct cm_msgr *m, int fd, bool server)
+{
+	struct cm_sock *s = calloc(1, sizeof(*s));
+	struct cm_frame_limits lim = { CM_HS_MAX_FRONT, 0 };
+
+	if (!s)
+		return NULL;
+	s->m = m;
+	s->fd = fd;
+	s->server = server;
+	s->rx_io.cb = sock_rx_done;
+	s->rx_io.arg = s;
+	s->tx_io.cb = sock_tx_done;
+	s->tx_io.arg = s;
+	TAILQ_INIT(&s->ctl_q);
+	TAILQ_INIT(&s->inflight);
+	cm_frame_rx_init(&s->rx, m->o.rbuf_size, &lim);
+	cm_hs_init(&s->hs, server ? CM_HS_SERVER : CM_HS_CLIENT, m->key, m->o.key_len, m->entity);
+	s->hs.proto_min = m->o.proto_min;
+	s->hs.proto_max = m->o.proto_max;
+	s->t_start = s->last_rx = s->last_tx = s->last_progress = cm_now_ms();
+	TAILQ_INSERT_TAIL(&m->socks, s, link);
+	return s;
+}
+
+/* ---------------- connect / accept ---------------- */
+
+static void
+sock_connect_done(struct cm_io *io, int res)
+{
+	struct cm_sock *s = io->arg;
+	struct cm_conn *c = s->conn;
+	struct cm_hs_out out;
+	int rc;
+
+	if (s->dead) {
+		sock_maybe_free(s);
+		return;
+	}
+	if (res < 0) {
+		sock_fail(s, res);
+		return;
+	}
+	s->hs.cookie = c->cookie;
+	s->hs.lossless = c->lossless;
+	s->hs.my_in_seq = c->in_seq;
+	rc = cm_hs_start(&s->hs, &out);
+	if (rc) {
+		sock_fail(s, rc);
+		return;
+	}
+	sock_queue_ctl(s, out.type, out.front);
+	sock_flush(s);
+	sock_recv(s);
+}
+
+static void
+conn_connect(struct cm_conn *c)
+{
+	struct cm_msgr *m = c->m;
+	struct cm_sock *s;
+	int fd, rc;
+
+	rc = cm_sock_stream(c->addr.ss_family, &fd);
+	if (rc) {
+		CM_WARN_RC(rc, "socket() for peer addr=%s", c->addr_str);
+		c->retry_at_ms = cm_now_ms() + c->backoff_ms;
+		return;
+	}
+	s = sock_new(m, fd, false);
+	if (!s) {
+		close(fd);
+		c->retry_at_ms = cm_now_ms() + c->backoff_ms;
+		return;
+	}
+	snprintf(s->addr_str, sizeof(s->addr_str), "%s", c->addr_str);
+	s->conn = cm_conn_get(c);
+	c->sock = s;
+	c->state = C_CONNECTING;
+	s->conn_io.cb = sock_connect_done;
+	s->conn_io.arg = s;
+	rc = cm_io_connect(m->r, &s->conn_io, fd, (struct sockaddr *)&c->addr, c->addrlen);
+	if (rc)
+		sock_fail(s, rc);
+}
+
+int
+cm_msgr_connect(struct cm_msgr *m, const char *addr, bool lossless, struct cm_conn **cp)
+{
+	struct cm_conn *c;
+	struct sockaddr_storage ss;
+	socklen_t len;
+	int rc;
+
+	rc = cm_sock_parse_addr(addr, &ss, &len);
+	if (rc)
+		return rc;
+	c = conn_new(m, true, lossless);
+	if (!c)
+		return -ENOMEM;
+	c->addr = ss;
+	c->addrlen = len;
+	snprintf(c->addr_str, sizeof(c->addr_str), "%s", addr);
+	c->cookie = random_u64();
+	conn_connect(c);
+	*cp = cm_conn_get(c);
+	return 0;
+}
+
+static void
+listener_accept(struct cm_listener *l);
+
+static void
+listener_done(struct cm_io *io, int res)
+{
+	struct cm_listener *l = io->arg;
+	struct cm_msgr *m = l->m;
+	struct sockaddr_storage ss;
+	socklen_t len = sizeof(ss);
+	struct cm_sock *s;
+
+	if (res == -ECANCELED || m->destroying)
+		return;
+	if (res < 0) {
+		CM_LOG_RL(CM_LOG_WARN, "accept failed rc=%d (%s)", res, cm_strerror(res));
+		if (res == -EMFILE || res == -ENFILE || res == -ENOMEM) {
+			/* Out of fds: a tick later, try again rather than spin. */
+			usleep(1000);
+		}
+		listener_accept(l);
+		return;
+	}
+	cm_sock_tune(res);
+	s = sock_new(m, res, true);
+	if (!s) {
+		close(res);
+	} else {
+		if (getpeername(res, (struct sockaddr *)&ss, &len) == 0)
+			cm_sock_addr_str((struct sockaddr *)&ss, s->addr_str, sizeof(s->addr_str));
+		s->hs.session_fn = session_find;
+		s->hs.session_arg = s;
+		sock_recv(s);
+	}
+	listener_accept(l);
+}
+
+static void
+listener_accept(struct cm_listener *l)
+{
+	int rc = cm_io_accept(l->m->r, &l->io, l->fd);
+
+	if (rc)
+		CM_ERR_RC(rc, "cannot accept on listener fd=%d", l->fd);
+}
+
+int
+cm_msgr_listen(struct cm_msgr *m, const char *addr, uint16_t *port)
+{
+	struct cm_listener *l = calloc(1, sizeof(*l));
+	int rc;
+
+	if (!l)
+		return -ENOMEM;
+	rc = cm_sock_listen(addr, 512, &l->fd, port);
+	if (rc) {
+		free(l);
+		return rc;
+	}
+	l->m = m;
+	l->io.cb = listener_done;
+	l->io.arg = l;
+	l->next = m->listeners;
+	m->listeners = l;
+	listener_accept(l);
+	return 0;
+}
+
+/* ---------------- tick: keepalive, timeouts, reconnects ---------------- */
+
+static void
+msgr_tick(struct cm_timer *t)
+{
+	struct cm_msgr *m = t->arg;
+	struct cm_sock *s, *stmp;
+	struct cm_conn *c, *ctmp;
+	uint64_t now = cm_now_ms();
+
+	TAILQ_FOREACH_SAFE(s, &m->socks, link, stmp)
+	{
+		if (s->dead)
+			continue;
+		if (!s->open) {
+			if (now - s->t_start >= m->o.timeout_ms)
+				sock_fail(s, -ETIMEDOUT);
+			continue;
+		}
+		if (now - s->last_rx >= m->o.timeout_ms) {
+			m->st.keepalive_timeouts++;
+			sock_fail(s, -CM_EPEERDEAD);
+			continue;
+		}
+		if (!TAILQ_EMPTY(&s->inflight) && now - s->last_progress >= m->o.timeout_ms) {
+			sock_fail(s, -CM_ESTUCK);
+			continue;
+		}
+		if (now - s->last_tx >= m->o.keepalive_ms && TAILQ_EMPTY(&s->ctl_q)) {
+			sock_queue_ctl(s, CM_MSG_KEEPALIVE, NULL);
+			s->last_tx = now;
+			sock_flush(s);
+		}
+	}
+	TAILQ_FOREACH_SAFE(c, &m->conns, link, ctmp)
+	{
+		if (c->client && c->state == C_WAIT && !c->sock && now >= c->retry_at_ms)
+			conn_connect(c);
+	}
+	cm_timer_arm(m->r, &m->tick, CM_MAX(10u, CM_MIN(m->o.keepalive_ms / 4, 100u)));
+}
+
+/* ---------------- msgr ---------------- */
+
+void
+cm_msgr_opts_init(struct cm_msgr_opts *o, size_t size)
+{
+	memset(o, 0, size);
+	o->opts_size = size;
+	o->max_front = 4u << 20;
+	o->max_data = 64u << 20;
+	o->max_queue_bytes = 256u << 20;
+	o->max_queue_msgs = 65536;
+	o->keepalive_ms = 1000;
+	o->timeout_ms = 15000;
+	o->backoff_min_ms = 20;
+	o->backoff_max_ms = 2000;
+	o->rbuf_size = 256u << 10;
+	o->proto_min = CM_MSGR_PROTO_MIN;
+	o->proto_max = CM_MSGR_PROTO_MAX;
+}
+
+int
+cm_msgr_create(struct cm_reactor *r, const struct cm_msgr_opts *o, struct cm_msgr **mp)
+{
+	struct cm_msgr *m;
+
+	if (!o || !o->key || o->key_len == 0 || !o->entity || !o->entity[0])
+		return -EINVAL;
+	m = calloc(1, sizeof(*m));
+	if (!m)
+		return -ENOMEM;
+	cm_msgr_opts_init(&m->o, sizeof(m->o));
+	memcpy(&m->o, o, CM_MIN(o->opts_size, sizeof(m->o)));
+	m->o.opts_size = sizeof(m->o);
+	m->key = malloc(o->key_len);
+	if (!m->key) {
+		free(m);
+		return -ENOMEM;
+	}
+	memcpy(m->key, o->key, o->key_len);
+	m->o.key = m->key;
+	snprintf(m->entity, sizeof(m->entity), "%s", o->entity);
+	m->o.entity = m->entity;
+	if (m->o.keepalive_ms == 0)
+		m->o.keepalive_ms = 1000;
+	if (m->o.timeout_ms == 0)
+		m->o.timeout_ms = 15000;
+	if (m->o.backoff_min_ms == 0)
+		m->o.backoff_min_ms = 20;
+	if (m->o.backoff_max_ms < m->o.backoff_min_ms)
+		m->o.backoff_max_ms = m->o.backoff_min_ms;
+	m->r = r;
+	TAILQ_INIT(&m->conns);
+	TAILQ_INIT(&m->socks);
+	cm_timer_init(&m->tick, msgr_tick, m);
+	cm_timer_arm(r, &m->tick, 10);
+	*mp = m;
+	return 0;
+}
+
+void
+cm_msgr_destroy(struct cm_msgr *m)
+{
+	struct cm_conn *c;
+	struct cm_sock *s, *tmp;
+	struct cm_listener *l;
+	uint64_t end;
+
+	if (!m)
+		return;
+	m->destroying = true;
+	cm_timer_cancel(m->r, &m->tick);
+	for (l = m->listeners; l; l = l->next) {
+		cm_io_cancel(m->r, &l->io);
+		shutdown(l->fd, SHUT_RDWR);
+	}
+	while ((c = TAILQ_FIRST(&m->conns)))
+		cm_conn_close(c);
+	TAILQ_FOREACH_SAFE(s, &m->socks, link, tmp)
+		sock_fail(s, -CM_ECLOSED);
+	/* Let cancelled ios come back before the memory they point at goes. */
+	end = cm_now_ms() + 5000;
+	while (cm_now_ms() < end) {
+		bool busy = !TAILQ_EMPTY(&m->socks);
+
+		for (l = m->listeners; l; l = l->next)
+			busy |= cm_io_pending(&l->io);
+		if (!busy)
+			break;
+		cm_reactor_run_once(m->r, 10);
+	}
+	while ((l = m->listeners)) {
+		m->listeners = l->next;
+		cm_reactor_close(m->r, l->fd);
+		free(l);
+	}
+	free(m->key);
+	free(m);
+}
+
+void
+cm_msgr_get_stats(const struct cm_msgr *m, struct cm_msgr_stats *st)
+{
+	*st = m->st;
+}

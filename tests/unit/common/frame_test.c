@@ -1,0 +1,173 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "cm/crc32c.h"
+#include "cm/err.h"
+#include "cm/frame.h"
+#include "testlib.h"
+
+static const struct cm_frame_limits g_lim = { 1 << 20, 32 << 20 };
+
+/* Build one wire frame with a patterned payload. */
+static size_t
+build(uint8_t *out, uint16_t type, uint64_t seq, uint32_t flen, uint32_t dlen)
+{
+	struct cm_frame_hdr h = { .version = CM_FRAME_VERSION, .type = type, .seq = seq,
+				  .tid = seq * 3, .front_len = flen, .data_len = dlen };
+
+	cm_test_fill(out + CM_FRAME_PREAMBLE_LEN, flen + dlen, seq);
+	h.payload_crc = cm_crc32c(0, out + CM_FRAME_PREAMBLE_LEN, flen + dlen);
+	cm_frame_hdr_encode(&h, out);
+	return CM_FRAME_PREAMBLE_LEN + flen + dlen;
+}
+
+START_TEST(test_hdr_roundtrip_and_rejects)
+{
+	uint8_t b[CM_FRAME_PREAMBLE_LEN + 16];
+	struct cm_frame_hdr h;
+	struct cm_frame_limits small = { 8, 8 };
+
+	build(b, 300, 7, 4, 12);
+	ck_assert_int_eq(cm_frame_hdr_decode(b, &g_lim, &h), 0);
+	ck_assert_uint_eq(h.type, 300);
+	ck_assert_uint_eq(h.seq, 7);
+	ck_assert_uint_eq(h.tid, 21);
+	ck_assert_uint_eq(h.front_len, 4);
+	ck_assert_uint_eq(h.data_len, 12);
+	ck_assert_int_eq(cm_frame_hdr_decode(b, &small, &h), -EMSGSIZE);
+	b[9] ^= 1; /* any preamble bit flip is caught by its crc */
+	ck_assert_int_eq(cm_frame_hdr_decode(b, &g_lim, &h), -EBADMSG);
+	b[9] ^= 1;
+	b[0] = 'X';
+	ck_assert_int_eq(cm_frame_hdr_decode(b, &g_lim, &h), -EBADMSG);
+	build(b, 300, 7, 4, 12);
+	b[4] = 2; /* a future frame version, with a valid crc */
+	cm_put_le32(b + 44, cm_crc32c(0, b, 44));
+	ck_assert_int_eq(cm_frame_hdr_decode(b, &g_lim, &h), -EPROTO);
+}
+END_TEST
+
+struct sink {
+	int n;
+	uint64_t seqs[16];
+	bool bad;
+};
+
+static int
+sink_cb(void *arg, struct cm_frame *f)
+{
+	struct sink *s = arg;
+	struct cm_buf *flat;
+
+	s->seqs[s->n++] = f->hdr.seq;
+	ck_assert_int_eq(cm_sgl_flatten(&f->front, &flat), 0);
+	if (cm_test_check(flat->data, flat->len, f->hdr.seq) != -1)
+		s->bad = true;
+	cm_buf_put(flat);
+	ck_assert_int_eq(cm_sgl_flatten(&f->data, &flat), 0);
+	/* data follows the front in the pattern */
+	{
+		uint8_t *all = malloc(f->front.len + f->data.len + 1);
+
+		cm_sgl_copy_out(&f->front, 0, all, f->front.len);
+		memcpy(all + f->front.len, flat->data, flat->len);
+		if (cm_test_check(all, f->front.len + f->data.len, f->hdr.seq) != -1)
+			s->bad = true;
+		free(all);
+	}
+	cm_buf_put(flat);
+	return 0;
+}
+
+/* Feed `len` bytes to rx in chunks of the given sizes (cycled). */
+static int
+feed(struct cm_frame_rx *rx, const uint8_t *p, size_t len, const size_t *chunks, int nchunks,
+     struct sink *s)
+{
+	size_t off = 0;
+	int i = 0, rc;
+
+	while (off < len) {
+		void *dst;
+		size_t room, take;
+
+		ck_assert_int_eq(cm_frame_rx_prepare(rx, &dst, &room), 0);
+		take = CM_MIN(CM_MIN(room, len - off), chunks[i++ % nchunks]);
+		memcpy(dst, p + off, take);
+		off += take;
+		rc = cm_frame_rx_advance(rx, take, sink_cb, s);
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+START_TEST(test_rx_stream_chunked)
+{
+	static const uint32_t sizes[][2] = { { 0, 0 }, { 5, 0 }, { 0, 100 }, { 10, 70000 },
+					     { 3, 1 << 20 }, { 100, 5 }, { 0, 4000000 } };
+	size_t total = 0, cap = 0;
+	uint8_t *wire;
+	const size_t chunks_a[] = { 1, 7, 48, 1000, 65536, 3 };
+	const size_t chunks_b[] = { 1 << 22 };
+
+	for (size_t i = 0; i < CM_ARRAY_SIZE(sizes); i++)
+		cap += CM_FRAME_PREAMBLE_LEN + sizes[i][0] + sizes[i][1];
+	wire = malloc(cap);
+	for (size_t i = 0; i < CM_ARRAY_SIZE(sizes); i++)
+		total += build(wire + total, 256, i + 1, sizes[i][0], sizes[i][1]);
+	for (int pass = 0; pass < 2; pass++) {
+		struct cm_frame_rx rx;
+		struct sink s = { 0 };
+
+		cm_frame_rx_init(&rx, 8192, &g_lim);
+		ck_assert_int_eq(feed(&rx, wire, total, pass ? chunks_b : chunks_a, pass ? 1 : 6,
+				      &s),
+				 0);
+		ck_assert_int_eq(s.n, (int)CM_ARRAY_SIZE(sizes));
+		ck_assert(!s.bad);
+		for (int i = 0; i < s.n; i++)
+			ck_assert_uint_eq(s.seqs[i], (uint64_t)i + 1);
+		cm_frame_rx_fini(&rx);
+	}
+	free(wire);
+}
+END_TEST
+
+START_TEST(test_rx_corrupt_payload_and_oversize)
+{
+	uint8_t wire[2 * CM_FRAME_PREAMBLE_LEN + 200];
+	size_t n = build(wire, 256, 1, 10, 90);
+	const size_t ch[] = { 17 };
+	struct cm_frame_rx rx;
+	struct sink s = { 0 };
+	struct cm_frame_limits tiny = { 16, 16 };
+
+	wire[CM_FRAME_PREAMBLE_LEN + 50] ^= 0x40;
+	cm_frame_rx_init(&rx, 4096, &g_lim);
+	ck_assert_int_eq(feed(&rx, wire, n, ch, 1, &s), -CM_ECRC);
+	ck_assert_int_eq(s.n, 0); /* never delivered */
+	cm_frame_rx_fini(&rx);
+
+	n = build(wire, 256, 1, 10, 90);
+	cm_frame_rx_init(&rx, 4096, &tiny);
+	ck_assert_int_eq(feed(&rx, wire, n, ch, 1, &s), -EMSGSIZE);
+	cm_frame_rx_fini(&rx);
+
+	memset(wire, 0xAB, sizeof(wire));
+	cm_frame_rx_init(&rx, 4096, &g_lim);
+	ck_assert_int_eq(feed(&rx, wire, sizeof(wire), ch, 1, &s), -EBADMSG);
+	cm_frame_rx_fini(&rx);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("frame");
+	TCase *tc = tcase_create("frame");
+
+	tcase_add_test(tc, test_hdr_roundtrip_and_rejects);
+	tcase_add_test(tc, test_rx_stream_chunked);
+	tcase_add_test(tc, test_rx_corrupt_payload_and_oversize);
+	suite_add_tcase(s, tc);
+	return cm_test_main(s);
+}

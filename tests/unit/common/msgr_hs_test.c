@@ -1,0 +1,145 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "cm/err.h"
+#include "cm/msgr_hs.h"
+#include "testlib.h"
+
+static const uint8_t g_key[] = "cluster-key-0123456789";
+static const uint8_t g_bad[] = "some-other-cluster-key";
+
+static int
+session_cb(void *arg, struct cm_hs *hs, uint64_t *in_seq, bool *reset)
+{
+	(void)hs;
+	*in_seq = *(uint64_t *)arg;
+	*reset = false;
+	return 0;
+}
+
+/* Pass `out` to the other side; \return that side's result. */
+static int
+pass(struct cm_hs *to, struct cm_hs_out *out, struct cm_hs_out *next)
+{
+	int rc;
+
+	ck_assert_uint_ne(out->type, 0);
+	rc = cm_hs_input(to, out->type, out->front->data, out->front->len, next);
+	cm_buf_put(out->front);
+	out->front = NULL;
+	return rc;
+}
+
+START_TEST(test_hs_success)
+{
+	struct cm_hs c, s;
+	struct cm_hs_out o1, o2;
+	uint64_t srv_in = 17;
+
+	cm_hs_init(&c, CM_HS_CLIENT, g_key, sizeof(g_key), "client.1");
+	cm_hs_init(&s, CM_HS_SERVER, g_key, sizeof(g_key), "osd.0");
+	s.session_fn = session_cb;
+	s.session_arg = &srv_in;
+	c.cookie = 99;
+	c.lossless = true;
+	c.my_in_seq = 5;
+	ck_assert_int_eq(cm_hs_start(&c, &o1), 0);
+	ck_assert_int_eq(pass(&s, &o1, &o2), 0);       /* HELLO -> HELLO_REPLY */
+	ck_assert_int_eq(pass(&c, &o2, &o1), 0);       /* -> AUTH */
+	ck_assert_int_eq(pass(&s, &o1, &o2), 0);       /* -> READY */
+	ck_assert_int_eq(pass(&c, &o2, &o1), 1);       /* -> READY_ACK, client done */
+	ck_assert_int_eq(pass(&s, &o1, &o2), 1);       /* server done */
+	ck_assert_uint_eq(o2.type, 0);
+	ck_assert_str_eq(c.peer_entity, "osd.0");
+	ck_assert_str_eq(s.peer_entity, "client.1");
+	ck_assert_uint_eq(s.cookie, 99);
+	ck_assert(s.lossless);
+	ck_assert_uint_eq(c.peer_in_seq, 17);
+	ck_assert_uint_eq(s.peer_in_seq, 5);
+	/* Anything after the handshake is a protocol error. */
+	ck_assert_int_eq(cm_hs_input(&s, CM_MSG_HELLO, NULL, 0, &o2), -EPROTO);
+}
+END_TEST
+
+START_TEST(test_hs_wrong_key_refused_both_sides)
+{
+	struct cm_hs c, s;
+	struct cm_hs_out o1, o2;
+
+	cm_hs_init(&c, CM_HS_CLIENT, g_bad, sizeof(g_bad), "client.1");
+	cm_hs_init(&s, CM_HS_SERVER, g_key, sizeof(g_key), "osd.0");
+	ck_assert_int_eq(cm_hs_start(&c, &o1), 0);
+	ck_assert_int_eq(pass(&s, &o1, &o2), 0);
+	/* The client sees the server's proof fail and refuses. */
+	ck_assert_int_eq(pass(&c, &o2, &o1), -CM_EAUTH);
+	ck_assert_ptr_nonnull(strstr(c.reason, "authentication failed"));
+	ck_assert_uint_eq(o1.type, CM_MSG_REFUSE);
+	ck_assert_int_eq(pass(&s, &o1, &o2), -CM_EAUTH);
+	ck_assert_ptr_nonnull(strstr(s.reason, "authentication failed"));
+}
+END_TEST
+
+START_TEST(test_hs_wrong_key_client_proof)
+{
+	/* A forged AUTH (client without the key, replaying nothing useful) is refused. */
+	struct cm_hs c, s;
+	struct cm_hs_out o1, o2;
+	uint8_t junk[34] = { 0x0a, 32 };
+
+	cm_hs_init(&c, CM_HS_CLIENT, g_key, sizeof(g_key), "client.1");
+	cm_hs_init(&s, CM_HS_SERVER, g_key, sizeof(g_key), "osd.0");
+	ck_assert_int_eq(cm_hs_start(&c, &o1), 0);
+	ck_assert_int_eq(pass(&s, &o1, &o2), 0);
+	cm_buf_put(o2.front);
+	ck_assert_int_eq(cm_hs_input(&s, CM_MSG_AUTH, junk, sizeof(junk), &o2), -CM_EAUTH);
+	ck_assert_uint_eq(o2.type, CM_MSG_REFUSE);
+	ck_assert_ptr_nonnull(strstr(s.reason, "client.1 does not hold this cluster's key"));
+	cm_buf_put(o2.front);
+}
+END_TEST
+
+START_TEST(test_hs_version_mismatch)
+{
+	struct cm_hs c, s;
+	struct cm_hs_out o1, o2;
+
+	cm_hs_init(&c, CM_HS_CLIENT, g_key, sizeof(g_key), "client.1");
+	cm_hs_init(&s, CM_HS_SERVER, g_key, sizeof(g_key), "osd.0");
+	c.proto_min = c.proto_max = 2;
+	ck_assert_int_eq(cm_hs_start(&c, &o1), 0);
+	ck_assert_int_eq(pass(&s, &o1, &o2), -CM_EVERSION);
+	ck_assert_ptr_nonnull(strstr(s.reason, "client.1 speaks 2-2, osd.0 speaks 1-1"));
+	ck_assert_int_eq(pass(&c, &o2, &o1), -CM_EVERSION);
+	ck_assert_ptr_nonnull(strstr(c.reason, "no common protocol version"));
+}
+END_TEST
+
+START_TEST(test_hs_malformed)
+{
+	struct cm_hs s;
+	struct cm_hs_out o;
+	const uint8_t garbage[] = { 0xff, 0xff, 0xff, 0xff, 0x0f };
+
+	cm_hs_init(&s, CM_HS_SERVER, g_key, sizeof(g_key), "osd.0");
+	ck_assert_int_eq(cm_hs_input(&s, CM_MSG_HELLO, garbage, sizeof(garbage), &o), -EBADMSG);
+	cm_hs_init(&s, CM_HS_SERVER, g_key, sizeof(g_key), "osd.0");
+	ck_assert_int_eq(cm_hs_input(&s, CM_MSG_AUTH, NULL, 0, &o), -EPROTO);
+	/* A HELLO without a nonce is refused. */
+	cm_hs_init(&s, CM_HS_SERVER, g_key, sizeof(g_key), "osd.0");
+	ck_assert_int_eq(cm_hs_input(&s, CM_MSG_HELLO, NULL, 0, &o), -EBADMSG);
+	cm_buf_put(o.front);
+}
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("msgr_hs");
+	TCase *tc = tcase_create("hs");
+
+	tcase_add_test(tc, test_hs_success);
+	tcase_add_test(tc, test_hs_wrong_key_refused_both_sides);
+	tcase_add_test(tc, test_hs_wrong_key_client_proof);
+	tcase_add_test(tc, test_hs_version_mismatch);
+	tcase_add_test(tc, test_hs_malformed);
+	suite_add_tcase(s, tc);
+	return cm_test_main(s);
+}
