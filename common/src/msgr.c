@@ -946,6 +946,8 @@ sock_rx_done(struct cm_io *io, int res)
 	if (s->dead)
 		return;
 	c = s->conn;
+	if (c)
+		conn_check_writable(c); /* acks may have freed queue space */
 	if (c && c->lossless && s->open && c->in_seq != c->acked_to_peer &&
 	    !cm_io_pending(&s->tx_io) && TAILQ_EMPTY(&c->out_q) && TAILQ_EMPTY(&s->ctl_q)) {
 		sock_queue_ctl(s, CM_MSG_ACK, NULL);
