@@ -41,10 +41,10 @@ cm_log_write(struct cm_log_subsys *ss, enum cm_log_level lvl, const char *fmt, .
 
 	gettimeofday(&tv, NULL);
 	gmtime_r(&tv.tv_sec, &tm);
-	n = snprintf(line, sizeof(line), "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ %s[%d] %s %s: ",
-		     tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min,
-		     tm.tm_sec, (long)tv.tv_usec, g_log_ident, (int)getpid(), g_level_names[lvl],
-		     ss->name);
+	n = snprintf(line, sizeof(line),
+		     "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ %s[%d] %s %s: ", tm.tm_year + 1900,
+		     tm.tm_mon + 1, tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (long)tv.tv_usec,
+		     g_log_ident, (int)getpid(), g_level_names[lvl], ss->name);
 	if (n < 0)
 		return;
 	va_start(ap, fmt);

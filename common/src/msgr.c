@@ -76,6 +76,7 @@ struct cm_conn {
 	unsigned backoff_ms;
 	uint64_t retry_at_ms;
 	struct cm_io flush_io;
+	struct cm_timer retry_timer;
 	void *user;
 	TAILQ_ENTRY(cm_conn) link;
 };
@@ -86,8 +87,8 @@ struct cm_sock {
 	int fd;
 	bool server;
 	bool dead;
-	bool open;	/* handshake done */
-	bool draining;	/* sending a REFUSE, then closing */
+	bool open;     /* handshake done */
+	bool draining; /* sending a REFUSE, then closing */
 	int drain_rc;
 	struct cm_hs hs;
 	struct cm_io rx_io, tx_io, conn_io;
@@ -325,6 +326,15 @@ conn_flush_schedule(struct cm_conn *c)
 		cm_conn_get(c);
 }
 
+static void
+conn_retry(struct cm_timer *t)
+{
+	struct cm_conn *c = t->arg;
+
+	if (c->client && c->state == C_WAIT && !c->sock && !c->closed_by_app)
+		conn_connect(c);
+}
+
 static struct cm_conn *
 conn_new(struct cm_msgr *m, bool client, bool lossless)
 {
@@ -342,6 +352,7 @@ conn_new(struct cm_msgr *m, bool client, bool lossless)
 	TAILQ_INIT(&c->unacked);
 	c->flush_io.cb = flush_io_done;
 	c->flush_io.arg = c;
+	cm_timer_init(&c->retry_timer, conn_retry, c);
 	TAILQ_INSERT_TAIL(&m->conns, c, link);
 	return c;
 }
@@ -353,6 +364,7 @@ conn_unlist(struct cm_conn *c)
 	if (c->state == C_CLOSED)
 		return;
 	c->state = C_CLOSED;
+	cm_timer_cancel(c->m->r, &c->retry_timer);
 	TAILQ_REMOVE(&c->m->conns, c, link);
 	cm_conn_put(c);
 }
@@ -463,8 +475,10 @@ conn_sock_lost(struct cm_conn *c, int rc, bool permanent)
 		return;
 	}
 	if (!c->lossless) {
-		bool dropped = !TAILQ_EMPTY(&c->out_q);
-
+		/*
+		 * Whatever was queued, or already handed to the kernel, may be lost:
+		 * always a reset, so the client resends what is unanswered by tid.
+		 */
 		conn_drop_queue(c, &c->out_q);
 		if (!c->client) {
 			cm_conn_get(c);
@@ -473,7 +487,7 @@ conn_sock_lost(struct cm_conn *c, int rc, bool permanent)
 			cm_conn_put(c);
 			return;
 		}
-		conn_event(c, dropped ? CM_CONN_RESET : CM_CONN_DOWN, rc);
+		conn_event(c, CM_CONN_RESET, rc);
 	} else {
 		conn_event(c, CM_CONN_DOWN, rc);
 	}
@@ -483,8 +497,13 @@ conn_sock_lost(struct cm_conn *c, int rc, bool permanent)
 	if (c->client) {
 		uint64_t jitter = random_u64() % (c->backoff_ms / 2 + 1);
 
-		c->retry_at_ms = cm_now_ms() + c->backoff_ms / 2 + jitter;
+		uint64_t delay = c->backoff_ms / 2 + jitter;
+
+		c->retry_at_ms = cm_now_ms() + delay;
 		c->backoff_ms = CM_MIN(c->backoff_ms * 2, m->o.backoff_max_ms);
+		if (cm_timer_armed(&c->retry_timer))
+			cm_timer_cancel(m->r, &c->retry_timer);
+		cm_timer_arm(m->r, &c->retry_timer, delay);
 	}
 	conn_check_writable(c);
 }
@@ -535,7 +554,9 @@ sock_fail(struct cm_sock *s, int rc)
 	if (rc == -CM_ECLOSED || rc == -ECANCELED)
 		CM_DEBUG("socket closed peer=%s addr=%s", s->hs.peer_entity, s->addr_str);
 	else if (rc == 0 || rc == -ECONNRESET || rc == -EPIPE || rc == -ECONNREFUSED)
-		CM_INFO("socket lost peer=%s addr=%s rc=%d (%s)", s->hs.peer_entity[0] ? s->hs.peer_entity : "?", s->addr_str, rc, cm_strerror(rc));
+		CM_INFO("socket lost peer=%s addr=%s rc=%d (%s)",
+			s->hs.peer_entity[0] ? s->hs.peer_entity : "?", s->addr_str, rc,
+			cm_strerror(rc));
 	else
 		CM_WARN_RC(rc, "socket reset peer=%s addr=%s",
 			   s->hs.peer_entity[0] ? s->hs.peer_entity : "?", s->addr_str);
@@ -649,8 +670,7 @@ sock_flush(struct cm_sock *s)
 	if (s->open && c && c->sock == s)
 		sock_pull(s, &c->out_q);
 	skip = s->tx_off;
-	TAILQ_FOREACH(msg, &s->inflight, link)
-	{
+	TAILQ_FOREACH(msg, &s->inflight, link) {
 		if (n >= MSGR_IOV_MAX - 2)
 			break;
 		n += msg_iov(msg, skip, s->iov + n, MSGR_IOV_MAX - n);
@@ -728,8 +748,7 @@ session_find(void *arg, struct cm_hs *hs, uint64_t *in_seq, bool *reset)
 	struct cm_msgr *m = s->m;
 	struct cm_conn *c, *found = NULL, *tmp;
 
-	TAILQ_FOREACH_SAFE(c, &m->conns, link, tmp)
-	{
+	TAILQ_FOREACH_SAFE(c, &m->conns, link, tmp) {
 		if (c->client || !c->lossless || !hs->lossless || strcmp(c->peer, hs->peer_entity))
 			continue;
 		if (c->cookie == hs->cookie) {
@@ -838,7 +857,8 @@ sock_handshake_frame(struct cm_sock *s, struct cm_frame *f)
 	if (rc < 0) {
 		if (rc == -CM_EAUTH)
 			s->m->st.auth_failures++;
-		CM_WARN("handshake failed peer=%s addr=%s: %s", s->hs.peer_entity[0] ? s->hs.peer_entity : "?", s->addr_str, s->hs.reason);
+		CM_WARN("handshake failed peer=%s addr=%s: %s",
+			s->hs.peer_entity[0] ? s->hs.peer_entity : "?", s->addr_str, s->hs.reason);
 		if (out.type) {
 			/* Let the REFUSE reach the peer, then close. */
 			s->draining = true;
@@ -1082,8 +1102,7 @@ cm_msgr_connect(struct cm_msgr *m, const char *addr, bool lossless, struct cm_co
 	return 0;
 }
 
-static void
-listener_accept(struct cm_listener *l);
+static void listener_accept(struct cm_listener *l);
 
 static void
 listener_done(struct cm_io *io, int res)
@@ -1160,8 +1179,7 @@ msgr_tick(struct cm_timer *t)
 	struct cm_conn *c, *ctmp;
 	uint64_t now = cm_now_ms();
 
-	TAILQ_FOREACH_SAFE(s, &m->socks, link, stmp)
-	{
+	TAILQ_FOREACH_SAFE(s, &m->socks, link, stmp) {
 		if (s->dead)
 			continue;
 		if (!s->open) {
@@ -1184,8 +1202,7 @@ msgr_tick(struct cm_timer *t)
 			sock_flush(s);
 		}
 	}
-	TAILQ_FOREACH_SAFE(c, &m->conns, link, ctmp)
-	{
+	TAILQ_FOREACH_SAFE(c, &m->conns, link, ctmp) {
 		if (c->client && c->state == C_WAIT && !c->sock && now >= c->retry_at_ms)
 			conn_connect(c);
 	}

@@ -24,8 +24,8 @@ cm_hs_init(struct cm_hs *hs, enum cm_hs_role role, const uint8_t *key, size_t ke
 	snprintf(hs->entity, sizeof(hs->entity), "%s", entity ? entity : "?");
 }
 
-static int
-fail(struct cm_hs *hs, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(struct cm_hs *hs, int err, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 static int
 fail(struct cm_hs *hs, int err, const char *fmt, ...)
@@ -54,8 +54,7 @@ pack(const ProtobufCMessage *m, uint16_t type, struct cm_hs_out *out)
 }
 
 /* Fail with err and queue a REFUSE carrying the reason for the peer's log. */
-static int
-refuse(struct cm_hs *hs, int err, struct cm_hs_out *out, const char *fmt, ...)
+static int refuse(struct cm_hs *hs, int err, struct cm_hs_out *out, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
 
 static int
@@ -341,6 +340,5 @@ cm_hs_input(struct cm_hs *hs, uint16_t type, const uint8_t *front, size_t len,
 	default:
 		break;
 	}
-	return fail(hs, -EPROTO, "unexpected frame type=%u in handshake state %d", type,
-		    hs->state);
+	return fail(hs, -EPROTO, "unexpected frame type=%u in handshake state %d", type, hs->state);
 }

@@ -447,8 +447,7 @@ cm_io_recv(struct cm_reactor *r, struct cm_io *io, int fd, void *buf, size_t len
 }
 
 int
-cm_io_sendmsg(struct cm_reactor *r, struct cm_io *io, int fd, const struct iovec *iov,
-	      int iovcnt)
+cm_io_sendmsg(struct cm_reactor *r, struct cm_io *io, int fd, const struct iovec *iov, int iovcnt)
 {
 	if (io->op != CM_IO_NONE)
 		return -EBUSY;
@@ -499,8 +498,8 @@ cm_io_readv(struct cm_reactor *r, struct cm_io *io, int fd, const struct iovec *
 }
 
 int
-cm_io_writev(struct cm_reactor *r, struct cm_io *io, int fd, const struct iovec *iov,
-	     int iovcnt, off_t off)
+cm_io_writev(struct cm_reactor *r, struct cm_io *io, int fd, const struct iovec *iov, int iovcnt,
+	     off_t off)
 {
 	if (io->op != CM_IO_NONE)
 		return -EBUSY;

@@ -12,13 +12,13 @@ TAILQ_HEAD(cm_reactor_msg_list, cm_reactor_msg);
 
 enum cm_io_state {
 	CM_IO_ST_IDLE = 0,
-	CM_IO_ST_QUEUED,    /* waiting for readiness (epoll) or SQE space */
-	CM_IO_ST_INFLIGHT,  /* with the kernel or a worker */
-	CM_IO_ST_DEFERRED,  /* result known, callback on the next iteration */
+	CM_IO_ST_QUEUED,   /* waiting for readiness (epoll) or SQE space */
+	CM_IO_ST_INFLIGHT, /* with the kernel or a worker */
+	CM_IO_ST_DEFERRED, /* result known, callback on the next iteration */
 };
 
 /* io->flags */
-#define CM_IO_F_CANCEL	    0x1 /* cancel requested */
+#define CM_IO_F_CANCEL       0x1 /* cancel requested */
 #define CM_IO_F_CONNECT_POLL 0x2 /* connect finishing through a poll for POLLOUT */
 
 struct cm_reactor_backend_ops {

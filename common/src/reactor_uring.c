@@ -16,7 +16,7 @@
 CM_LOG_SUBSYS(reactor);
 
 #define URING_TAG_IGNORE ((uint64_t)1) /* cancel requests: completion ignored */
-#define URING_TAG_WAKE	 ((uint64_t)2) /* eventfd read */
+#define URING_TAG_WAKE   ((uint64_t)2) /* eventfd read */
 
 /* io->state values private to this backend */
 #define URING_ST_POLL_RETRY 0x10 /* a POLL_ADD is in flight; resubmit the op after */

@@ -13,7 +13,7 @@ enum cm_err {
 	CM_ERR_BASE = 1000,
 	CM_EAUTH = 1000,     /* peer failed authentication (wrong cluster key) */
 	CM_EVERSION = 1001,  /* no protocol version in common with the peer */
-	CM_ECRC = 1002,	     /* checksum mismatch */
+	CM_ECRC = 1002,      /* checksum mismatch */
 	CM_ECLOSED = 1003,   /* connection closed (by us or the peer) */
 	CM_EREFUSED = 1004,  /* peer refused the session */
 	CM_EPEERDEAD = 1005, /* peer stopped answering (keepalive timeout) */

@@ -28,7 +28,7 @@
 
 #include "cm/buf.h"
 
-#define CM_FRAME_MAGIC	      0x314e5243u /* "CRN1" */
+#define CM_FRAME_MAGIC        0x314e5243u /* "CRN1" */
 #define CM_FRAME_VERSION      1
 #define CM_FRAME_PREAMBLE_LEN 48
 

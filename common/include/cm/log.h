@@ -36,11 +36,11 @@ struct cm_log_ratelimit {
 
 void cm_log_subsys_register(struct cm_log_subsys *ss);
 
-#define CM_LOG_SUBSYS(n)                                                                           \
-	static struct cm_log_subsys cm__log_ss = { .name = #n };                                  \
-	__attribute__((constructor)) static void cm__log_ss_register(void)                        \
-	{                                                                                          \
-		cm_log_subsys_register(&cm__log_ss);                                               \
+#define CM_LOG_SUBSYS(n)                                                   \
+	static struct cm_log_subsys cm__log_ss = { .name = #n };           \
+	__attribute__((constructor)) static void cm__log_ss_register(void) \
+	{                                                                  \
+		cm_log_subsys_register(&cm__log_ss);                       \
 	}
 
 void cm_log_write(struct cm_log_subsys *ss, enum cm_log_level lvl, const char *fmt, ...)
@@ -52,10 +52,10 @@ bool cm_log_enabled(const struct cm_log_subsys *ss, enum cm_log_level lvl);
 /* \return true when this call site may log now (at most `burst` per second). */
 bool cm_log_ratelimit_pass(struct cm_log_ratelimit *rl, unsigned burst, unsigned *suppressed);
 
-#define CM_LOG(lvl, ...)                                                                           \
-	do {                                                                                       \
-		if (cm_log_enabled(&cm__log_ss, (lvl)))                                            \
-			cm_log_write(&cm__log_ss, (lvl), __VA_ARGS__);                             \
+#define CM_LOG(lvl, ...)                                               \
+	do {                                                           \
+		if (cm_log_enabled(&cm__log_ss, (lvl)))                \
+			cm_log_write(&cm__log_ss, (lvl), __VA_ARGS__); \
 	} while (0)
 
 #define CM_ERR(...)    CM_LOG(CM_LOG_ERR, __VA_ARGS__)
@@ -65,25 +65,25 @@ bool cm_log_ratelimit_pass(struct cm_log_ratelimit *rl, unsigned burst, unsigned
 #define CM_DEBUG(...)  CM_LOG(CM_LOG_DEBUG, __VA_ARGS__)
 
 /* Appends " rc=-5 (EIO: Input/output error)". */
-#define CM_LOG_RC(lvl, rc, fmt, ...)                                                               \
-	CM_LOG(lvl, fmt " rc=%d (%s: %s)", ##__VA_ARGS__, (int)(rc), cm_errname(rc),           \
+#define CM_LOG_RC(lvl, rc, fmt, ...)                                                 \
+	CM_LOG(lvl, fmt " rc=%d (%s: %s)", ##__VA_ARGS__, (int)(rc), cm_errname(rc), \
 	       cm_strerror(rc))
-#define CM_ERR_RC(rc, fmt, ...)	 CM_LOG_RC(CM_LOG_ERR, rc, fmt, ##__VA_ARGS__)
+#define CM_ERR_RC(rc, fmt, ...)  CM_LOG_RC(CM_LOG_ERR, rc, fmt, ##__VA_ARGS__)
 #define CM_WARN_RC(rc, fmt, ...) CM_LOG_RC(CM_LOG_WARN, rc, fmt, ##__VA_ARGS__)
 
 /* Rate-limited form for per-I/O paths: at most 10 lines a second per call site. */
-#define CM_LOG_RL(lvl, fmt, ...)                                                                   \
-	do {                                                                                       \
-		static struct cm_log_ratelimit cm__rl;                                             \
-		unsigned cm__supp = 0;                                                             \
-		if (cm_log_enabled(&cm__log_ss, (lvl)) &&                                          \
-		    cm_log_ratelimit_pass(&cm__rl, 10, &cm__supp)) {                               \
-			if (cm__supp)                                                              \
-				cm_log_write(&cm__log_ss, (lvl), fmt " (%u similar suppressed)",   \
-					     ##__VA_ARGS__, cm__supp);                             \
-			else                                                                       \
-				cm_log_write(&cm__log_ss, (lvl), fmt, ##__VA_ARGS__);              \
-		}                                                                                  \
+#define CM_LOG_RL(lvl, fmt, ...)                                                                 \
+	do {                                                                                     \
+		static struct cm_log_ratelimit cm__rl;                                           \
+		unsigned cm__supp = 0;                                                           \
+		if (cm_log_enabled(&cm__log_ss, (lvl)) &&                                        \
+		    cm_log_ratelimit_pass(&cm__rl, 10, &cm__supp)) {                             \
+			if (cm__supp)                                                            \
+				cm_log_write(&cm__log_ss, (lvl), fmt " (%u similar suppressed)", \
+					     ##__VA_ARGS__, cm__supp);                           \
+			else                                                                     \
+				cm_log_write(&cm__log_ss, (lvl), fmt, ##__VA_ARGS__);            \
+		}                                                                                \
 	} while (0)
 
 /* Global threshold; messages above it are dropped (DEBUG also needs the subsystem switch). */

@@ -66,9 +66,9 @@ ProtobufCMessage *cm_msg_unpack_front(const struct cm_msg *m,
 				      const ProtobufCMessageDescriptor *desc);
 
 enum cm_conn_event {
-	CM_CONN_UP,	/* handshake done, messages flow */
-	CM_CONN_DOWN,	/* socket lost; lossless sessions resume after reconnect */
-	CM_CONN_RESET,	/* the session was reset: queued/unacked messages were dropped */
+	CM_CONN_UP,     /* handshake done, messages flow */
+	CM_CONN_DOWN,   /* socket lost; lossless sessions resume after reconnect */
+	CM_CONN_RESET,  /* the session was reset: queued/unacked messages were dropped */
 	CM_CONN_FAILED, /* permanent: authentication or version refused; no retry */
 	CM_CONN_CLOSED, /* the session is gone (server side of a lossy one, or replaced) */
 };
@@ -93,16 +93,16 @@ struct cm_msgr_opts {
 	size_t key_len;
 	struct cm_msgr_ops ops;
 	void *ops_arg;
-	uint32_t max_front;	  /* default 4 MiB */
-	uint32_t max_data;	  /* default 64 MiB */
-	size_t max_queue_bytes;	  /* per session; default 256 MiB */
-	unsigned max_queue_msgs;  /* per session; default 65536 */
-	unsigned keepalive_ms;	  /* default 1000 */
-	unsigned timeout_ms;	  /* dead/stuck peer and handshake; default 15000 */
-	unsigned backoff_min_ms;  /* default 20 */
-	unsigned backoff_max_ms;  /* default 2000 */
-	size_t rbuf_size;	  /* receive buffer; default 256 KiB */
-	uint32_t proto_min;	  /* protocol versions spoken; default CM_MSGR_PROTO_MIN/MAX */
+	uint32_t max_front;      /* default 4 MiB */
+	uint32_t max_data;       /* default 64 MiB */
+	size_t max_queue_bytes;  /* per session; default 256 MiB */
+	unsigned max_queue_msgs; /* per session; default 65536 */
+	unsigned keepalive_ms;   /* default 1000 */
+	unsigned timeout_ms;     /* dead/stuck peer and handshake; default 15000 */
+	unsigned backoff_min_ms; /* default 20 */
+	unsigned backoff_max_ms; /* default 2000 */
+	size_t rbuf_size;        /* receive buffer; default 256 KiB */
+	uint32_t proto_min;      /* protocol versions spoken; default CM_MSGR_PROTO_MIN/MAX */
 	uint32_t proto_max;
 };
 

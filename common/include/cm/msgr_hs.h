@@ -37,17 +37,17 @@ enum cm_msgr_type {
 
 #define CM_MSGR_PROTO_MIN 1
 #define CM_MSGR_PROTO_MAX 1
-#define CM_HS_NONCE_LEN	  32
-#define CM_HS_MAX_FRONT	  4096 /* any pre-auth frame */
+#define CM_HS_NONCE_LEN   32
+#define CM_HS_MAX_FRONT   4096 /* any pre-auth frame */
 
 enum cm_hs_role { CM_HS_CLIENT, CM_HS_SERVER };
 
 enum cm_hs_state {
 	CM_HS_INIT,
-	CM_HS_HELLO_SENT,   /* client */
-	CM_HS_AUTH_SENT,    /* client */
-	CM_HS_WAIT_HELLO,   /* server */
-	CM_HS_WAIT_AUTH,    /* server */
+	CM_HS_HELLO_SENT,     /* client */
+	CM_HS_AUTH_SENT,      /* client */
+	CM_HS_WAIT_HELLO,     /* server */
+	CM_HS_WAIT_AUTH,      /* server */
 	CM_HS_WAIT_READY_ACK, /* server */
 	CM_HS_DONE,
 	CM_HS_FAILED,
@@ -67,7 +67,7 @@ struct cm_hs {
 	char entity[64];
 	char peer_entity[64];
 	uint64_t cookie;      /* client's session cookie (server: the peer's) */
-	bool lossless;	      /* client's choice (server: the peer's) */
+	bool lossless;        /* client's choice (server: the peer's) */
 	uint64_t my_in_seq;   /* client: what we delivered so far on this session */
 	uint64_t peer_in_seq; /* what the peer says it delivered */
 	bool session_reset;   /* client: the server had no such session */
@@ -75,13 +75,13 @@ struct cm_hs {
 	uint8_t nonce_s[CM_HS_NONCE_LEN];
 	cm_hs_session_fn session_fn;
 	void *session_arg;
-	int err;	  /* on failure: the negative error */
+	int err;          /* on failure: the negative error */
 	char reason[160]; /* on failure: why, for the log */
 };
 
 /* A frame the handshake wants sent. */
 struct cm_hs_out {
-	uint16_t type;	     /* 0 = nothing to send */
+	uint16_t type;        /* 0 = nothing to send */
 	struct cm_buf *front; /* packed protobuf; caller puts it */
 };
 

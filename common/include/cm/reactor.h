@@ -147,23 +147,28 @@ struct cm_io {
 	uint8_t flags;
 	int fd;
 	int res;
+
 	union {
 		struct {
 			void *buf;
 			size_t len;
 		} rx;
 		struct msghdr msg;
+
 		struct {
 			const struct iovec *iov;
 			int iovcnt;
 			off_t off;
 		} file;
+
 		struct {
 			struct sockaddr_storage addr;
 			socklen_t addrlen;
 		} conn;
+
 		unsigned poll_events;
 	} u;
+
 	TAILQ_ENTRY(cm_io) link;
 	struct cm_reactor_msg post; /* epoll: worker completion */
 };
@@ -187,8 +192,8 @@ int cm_io_connect(struct cm_reactor *r, struct cm_io *io, int fd, const struct s
 int cm_io_poll(struct cm_reactor *r, struct cm_io *io, int fd, unsigned events);
 
 /* File operations (regular files and block devices, O_DIRECT welcome). res = bytes. */
-int cm_io_readv(struct cm_reactor *r, struct cm_io *io, int fd, const struct iovec *iov,
-		int iovcnt, off_t off);
+int cm_io_readv(struct cm_reactor *r, struct cm_io *io, int fd, const struct iovec *iov, int iovcnt,
+		off_t off);
 int cm_io_writev(struct cm_reactor *r, struct cm_io *io, int fd, const struct iovec *iov,
 		 int iovcnt, off_t off);
 int cm_io_fsync(struct cm_reactor *r, struct cm_io *io, int fd);

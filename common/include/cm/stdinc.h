@@ -29,34 +29,34 @@
 #include <unistd.h>
 
 #ifndef TAILQ_FOREACH_SAFE
-#define TAILQ_FOREACH_SAFE(var, head, field, tvar)                                                 \
-	for ((var) = TAILQ_FIRST((head)); (var) && ((tvar) = TAILQ_NEXT((var), field), 1);         \
+#define TAILQ_FOREACH_SAFE(var, head, field, tvar)                                         \
+	for ((var) = TAILQ_FIRST((head)); (var) && ((tvar) = TAILQ_NEXT((var), field), 1); \
 	     (var) = (tvar))
 #endif
 
 #define CM_ARRAY_SIZE(a) (sizeof(a) / sizeof((a)[0]))
 /* Each argument is evaluated once (unique temporaries, so nesting is fine). */
-#define CM__CAT2(a, b)	       a##b
-#define CM__CAT(a, b)	       CM__CAT2(a, b)
-#define CM__MINMAX(a, b, op, n)                                                                    \
-	({                                                                                         \
-		__typeof__(a) CM__CAT(cm__a, n) = (a);                                             \
-		__typeof__(b) CM__CAT(cm__b, n) = (b);                                             \
-		CM__CAT(cm__a, n) op CM__CAT(cm__b, n) ? CM__CAT(cm__a, n) : CM__CAT(cm__b, n);    \
+#define CM__CAT2(a, b) a##b
+#define CM__CAT(a, b)  CM__CAT2(a, b)
+#define CM__MINMAX(a, b, op, n)                                                                 \
+	({                                                                                      \
+		__typeof__(a) CM__CAT(cm__a, n) = (a);                                          \
+		__typeof__(b) CM__CAT(cm__b, n) = (b);                                          \
+		CM__CAT(cm__a, n) op CM__CAT(cm__b, n) ? CM__CAT(cm__a, n) : CM__CAT(cm__b, n); \
 	})
-#define CM_MIN(a, b) CM__MINMAX(a, b, <, __COUNTER__)
-#define CM_MAX(a, b) CM__MINMAX(a, b, >, __COUNTER__)
-#define CM_ALIGN_UP(x, a) (((x) + ((a)-1)) & ~((__typeof__(x))(a)-1))
+#define CM_MIN(a, b)                       CM__MINMAX(a, b, <, __COUNTER__)
+#define CM_MAX(a, b)                       CM__MINMAX(a, b, >, __COUNTER__)
+#define CM_ALIGN_UP(x, a)                  (((x) + ((a)-1)) & ~((__typeof__(x))(a)-1))
 #define CM_CONTAINER_OF(ptr, type, member) ((type *)((char *)(ptr)-offsetof(type, member)))
-#define CM_UNUSED	 __attribute__((unused))
-#define CM_LIKELY(x)	 __builtin_expect(!!(x), 1)
-#define CM_UNLIKELY(x)	 __builtin_expect(!!(x), 0)
+#define CM_UNUSED                          __attribute__((unused))
+#define CM_LIKELY(x)                       __builtin_expect(!!(x), 1)
+#define CM_UNLIKELY(x)                     __builtin_expect(!!(x), 0)
 
 /* Free and NULL. */
-#define CM_FREE(p)                                                                                 \
-	do {                                                                                       \
-		free(p);                                                                           \
-		(p) = NULL;                                                                        \
+#define CM_FREE(p)          \
+	do {                \
+		free(p);    \
+		(p) = NULL; \
 	} while (0)
 
 /* Monotonic clock in nanoseconds. */

@@ -16,7 +16,7 @@ typedef void (*cm_work_fn)(void *arg);
 
 /* Caller-embedded; owned by the pool from submit until done runs. */
 struct cm_work {
-	cm_work_fn fn;	 /* on a worker thread */
+	cm_work_fn fn;   /* on a worker thread */
 	cm_work_fn done; /* on the submitting reactor; may be NULL */
 	void *arg;
 	struct cm_reactor *r;

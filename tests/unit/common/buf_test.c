@@ -29,6 +29,7 @@ START_TEST(test_buf_refcount)
 	cm_buf_put(b);
 	ck_assert_int_eq(cm_buf_alloc_aligned(10, 3, &b), -EINVAL);
 }
+
 END_TEST
 
 START_TEST(test_sgl_append_copy_iov)
@@ -75,6 +76,7 @@ START_TEST(test_sgl_append_copy_iov)
 	cm_sgl_fini(&s);
 	cm_sgl_fini(&t);
 }
+
 END_TEST
 
 int

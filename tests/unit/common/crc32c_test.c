@@ -20,6 +20,7 @@ START_TEST(test_crc32c_vectors)
 		b[i] = (uint8_t)(31 - i);
 	ck_assert_uint_eq(cm_crc32c(0, b, 32), 0x113FDB5Cu);
 }
+
 END_TEST
 
 START_TEST(test_crc32c_matches_sw_and_chains)
@@ -37,6 +38,7 @@ START_TEST(test_crc32c_matches_sw_and_chains)
 		ck_assert_uint_eq(cm_crc32c(cm_crc32c(0, b, cut), b + cut, n - cut), whole);
 	free(b);
 }
+
 END_TEST
 
 int

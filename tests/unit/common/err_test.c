@@ -11,6 +11,7 @@ START_TEST(test_strerror_errno)
 	ck_assert_str_eq(cm_errname(-EIO), "EIO");
 	ck_assert_str_eq(cm_strerror(0), "success");
 }
+
 END_TEST
 
 START_TEST(test_strerror_cairn)
@@ -24,6 +25,7 @@ START_TEST(test_strerror_cairn)
 	}
 	ck_assert_str_eq(cm_strerror(-999999), "unknown error");
 }
+
 END_TEST
 
 START_TEST(test_log_levels_and_file)
@@ -59,6 +61,7 @@ START_TEST(test_log_levels_and_file)
 	close(fd);
 	unlink(path);
 }
+
 END_TEST
 
 int

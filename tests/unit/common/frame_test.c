@@ -10,8 +10,12 @@ static const struct cm_frame_limits g_lim = { 1 << 20, 32 << 20 };
 static size_t
 build(uint8_t *out, uint16_t type, uint64_t seq, uint32_t flen, uint32_t dlen)
 {
-	struct cm_frame_hdr h = { .version = CM_FRAME_VERSION, .type = type, .seq = seq,
-				  .tid = seq * 3, .front_len = flen, .data_len = dlen };
+	struct cm_frame_hdr h = { .version = CM_FRAME_VERSION,
+				  .type = type,
+				  .seq = seq,
+				  .tid = seq * 3,
+				  .front_len = flen,
+				  .data_len = dlen };
 
 	cm_test_fill(out + CM_FRAME_PREAMBLE_LEN, flen + dlen, seq);
 	h.payload_crc = cm_crc32c(0, out + CM_FRAME_PREAMBLE_LEN, flen + dlen);
@@ -43,6 +47,7 @@ START_TEST(test_hdr_roundtrip_and_rejects)
 	cm_put_le32(b + 44, cm_crc32c(0, b, 44));
 	ck_assert_int_eq(cm_frame_hdr_decode(b, &g_lim, &h), -EPROTO);
 }
+
 END_TEST
 
 struct sink {
@@ -102,8 +107,9 @@ feed(struct cm_frame_rx *rx, const uint8_t *p, size_t len, const size_t *chunks,
 
 START_TEST(test_rx_stream_chunked)
 {
-	static const uint32_t sizes[][2] = { { 0, 0 }, { 5, 0 }, { 0, 100 }, { 10, 70000 },
-					     { 3, 1 << 20 }, { 100, 5 }, { 0, 4000000 } };
+	static const uint32_t sizes[][2] = { { 0, 0 },      { 5, 0 },       { 0, 100 },
+					     { 10, 70000 }, { 3, 1 << 20 }, { 100, 5 },
+					     { 0, 4000000 } };
 	size_t total = 0, cap = 0;
 	uint8_t *wire;
 	const size_t chunks_a[] = { 1, 7, 48, 1000, 65536, 3 };
@@ -119,9 +125,8 @@ START_TEST(test_rx_stream_chunked)
 		struct sink s = { 0 };
 
 		cm_frame_rx_init(&rx, 8192, &g_lim);
-		ck_assert_int_eq(feed(&rx, wire, total, pass ? chunks_b : chunks_a, pass ? 1 : 6,
-				      &s),
-				 0);
+		ck_assert_int_eq(
+			feed(&rx, wire, total, pass ? chunks_b : chunks_a, pass ? 1 : 6, &s), 0);
 		ck_assert_int_eq(s.n, (int)CM_ARRAY_SIZE(sizes));
 		ck_assert(!s.bad);
 		for (int i = 0; i < s.n; i++)
@@ -130,6 +135,7 @@ START_TEST(test_rx_stream_chunked)
 	}
 	free(wire);
 }
+
 END_TEST
 
 START_TEST(test_rx_corrupt_payload_and_oversize)
@@ -157,6 +163,7 @@ START_TEST(test_rx_corrupt_payload_and_oversize)
 	ck_assert_int_eq(feed(&rx, wire, sizeof(wire), ch, 1, &s), -EBADMSG);
 	cm_frame_rx_fini(&rx);
 }
+
 END_TEST
 
 int

@@ -42,11 +42,11 @@ START_TEST(test_hs_success)
 	c.lossless = true;
 	c.my_in_seq = 5;
 	ck_assert_int_eq(cm_hs_start(&c, &o1), 0);
-	ck_assert_int_eq(pass(&s, &o1, &o2), 0);       /* HELLO -> HELLO_REPLY */
-	ck_assert_int_eq(pass(&c, &o2, &o1), 0);       /* -> AUTH */
-	ck_assert_int_eq(pass(&s, &o1, &o2), 0);       /* -> READY */
-	ck_assert_int_eq(pass(&c, &o2, &o1), 1);       /* -> READY_ACK, client done */
-	ck_assert_int_eq(pass(&s, &o1, &o2), 1);       /* server done */
+	ck_assert_int_eq(pass(&s, &o1, &o2), 0); /* HELLO -> HELLO_REPLY */
+	ck_assert_int_eq(pass(&c, &o2, &o1), 0); /* -> AUTH */
+	ck_assert_int_eq(pass(&s, &o1, &o2), 0); /* -> READY */
+	ck_assert_int_eq(pass(&c, &o2, &o1), 1); /* -> READY_ACK, client done */
+	ck_assert_int_eq(pass(&s, &o1, &o2), 1); /* server done */
 	ck_assert_uint_eq(o2.type, 0);
 	ck_assert_str_eq(c.peer_entity, "osd.0");
 	ck_assert_str_eq(s.peer_entity, "client.1");
@@ -57,6 +57,7 @@ START_TEST(test_hs_success)
 	/* Anything after the handshake is a protocol error. */
 	ck_assert_int_eq(cm_hs_input(&s, CM_MSG_HELLO, NULL, 0, &o2), -EPROTO);
 }
+
 END_TEST
 
 START_TEST(test_hs_wrong_key_refused_both_sides)
@@ -75,6 +76,7 @@ START_TEST(test_hs_wrong_key_refused_both_sides)
 	ck_assert_int_eq(pass(&s, &o1, &o2), -CM_EAUTH);
 	ck_assert_ptr_nonnull(strstr(s.reason, "authentication failed"));
 }
+
 END_TEST
 
 START_TEST(test_hs_wrong_key_client_proof)
@@ -94,6 +96,7 @@ START_TEST(test_hs_wrong_key_client_proof)
 	ck_assert_ptr_nonnull(strstr(s.reason, "client.1 does not hold this cluster's key"));
 	cm_buf_put(o2.front);
 }
+
 END_TEST
 
 START_TEST(test_hs_version_mismatch)
@@ -110,6 +113,7 @@ START_TEST(test_hs_version_mismatch)
 	ck_assert_int_eq(pass(&c, &o2, &o1), -CM_EVERSION);
 	ck_assert_ptr_nonnull(strstr(c.reason, "no common protocol version"));
 }
+
 END_TEST
 
 START_TEST(test_hs_malformed)
@@ -127,6 +131,7 @@ START_TEST(test_hs_malformed)
 	ck_assert_int_eq(cm_hs_input(&s, CM_MSG_HELLO, NULL, 0, &o), -EBADMSG);
 	cm_buf_put(o.front);
 }
+
 END_TEST
 
 int

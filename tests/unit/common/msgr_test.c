@@ -183,6 +183,7 @@ START_TEST(test_msgr_exchange)
 	ck_assert_uint_eq(st.msgs_recv, 1000);
 	teardown(r, &srv, &cli, c);
 }
+
 END_TEST
 
 static void
@@ -231,6 +232,7 @@ START_TEST(test_msgr_wrong_key_and_version_refused)
 	cm_msgr_destroy(srv.m);
 	cm_reactor_destroy(r);
 }
+
 END_TEST
 
 START_TEST(test_msgr_lossless_resume)
@@ -262,7 +264,7 @@ START_TEST(test_msgr_lossless_resume)
 	u.v = &cli.replies;
 	ck_assert(cm_test_run_until_fn(r, reached, &u, 30000));
 	ck_assert_uint_eq(srv.got, tid); /* exactly once */
-	ck_assert_uint_eq(srv.bad, 0);	 /* in order, intact */
+	ck_assert_uint_eq(srv.bad, 0);   /* in order, intact */
 	ck_assert_uint_eq(cli.replies, tid);
 	ck_assert_int_eq(srv.events[CM_CONN_RESET], 0);
 	ck_assert_int_eq(cli.events[CM_CONN_RESET], 0);
@@ -275,6 +277,7 @@ START_TEST(test_msgr_lossless_resume)
 	ck_assert_uint_eq(cm_conn_queued_bytes(c), 0);
 	teardown(r, &srv, &cli, c);
 }
+
 END_TEST
 
 START_TEST(test_msgr_lossy_reset)
@@ -297,6 +300,7 @@ START_TEST(test_msgr_lossy_reset)
 	ck_assert_uint_eq(srv.bad, 0);
 	teardown(r, &srv, &cli, c);
 }
+
 END_TEST
 
 static void
@@ -364,6 +368,7 @@ START_TEST(test_msgr_backpressure_bounded)
 	cm_reactor_destroy(r);
 	cm_reactor_destroy(r2);
 }
+
 END_TEST
 
 static void
@@ -411,6 +416,7 @@ START_TEST(test_msgr_dead_peer_detected)
 	cm_reactor_destroy(r);
 	cm_reactor_destroy(r2);
 }
+
 END_TEST
 
 START_TEST(test_msgr_garbage_and_oversize_rejected)
@@ -453,6 +459,7 @@ START_TEST(test_msgr_garbage_and_oversize_rejected)
 	cm_msgr_destroy(srv.m);
 	cm_reactor_destroy(r);
 }
+
 END_TEST
 
 int

@@ -17,14 +17,6 @@ struct ctx {
 	bool ran_in_submit;
 };
 
-static void
-timer_cb(struct cm_timer *t)
-{
-	struct ctx *c = t->arg;
-
-	c->order[c->n++] = (int)(intptr_t)(t - (struct cm_timer *)0) & 0; /* placeholder */
-}
-
 static struct ctx g_tc;
 static int g_tid[3];
 
@@ -40,7 +32,6 @@ START_TEST(test_timer_order_and_cancel)
 	struct cm_timer t[3];
 	uint64_t start = cm_now_ms();
 
-	(void)timer_cb;
 	memset(&g_tc, 0, sizeof(g_tc));
 	for (int i = 0; i < 3; i++) {
 		g_tid[i] = i;
@@ -59,6 +50,7 @@ START_TEST(test_timer_order_and_cancel)
 	ck_assert_uint_ge(cm_now_ms() - start, 59);
 	cm_reactor_destroy(r);
 }
+
 END_TEST
 
 static void
@@ -104,6 +96,7 @@ START_TEST(test_send_msg_cross_thread)
 		pthread_join(th[i], NULL);
 	cm_reactor_destroy(r);
 }
+
 END_TEST
 
 static void
@@ -180,6 +173,7 @@ START_TEST(test_socket_roundtrip)
 	cm_reactor_close(r, lfd);
 	cm_reactor_destroy(r);
 }
+
 END_TEST
 
 START_TEST(test_connect_refused)
@@ -207,6 +201,7 @@ START_TEST(test_connect_refused)
 	cm_reactor_close(r, cfd);
 	cm_reactor_destroy(r);
 }
+
 END_TEST
 
 START_TEST(test_file_io)
@@ -251,6 +246,7 @@ START_TEST(test_file_io)
 	unlink(path);
 	cm_reactor_destroy(r);
 }
+
 END_TEST
 
 static void
@@ -287,6 +283,7 @@ START_TEST(test_worker_completion_on_reactor)
 	ck_assert_int_eq(cm_worker_pool_create(0, "t", &p), -EINVAL);
 	cm_reactor_destroy(r);
 }
+
 END_TEST
 
 START_TEST(test_nop_and_poll)
@@ -315,6 +312,7 @@ START_TEST(test_nop_and_poll)
 	cm_reactor_close(r, sv[1]);
 	cm_reactor_destroy(r);
 }
+
 END_TEST
 
 START_TEST(test_backend_parse)
@@ -327,6 +325,7 @@ START_TEST(test_backend_parse)
 	ck_assert_int_eq(b, CM_REACTOR_URING);
 	ck_assert_int_eq(cm_reactor_backend_parse("kqueue", &b), -EINVAL);
 }
+
 END_TEST
 
 int

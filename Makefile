@@ -1,0 +1,74 @@
+# SPDX-License-Identifier: Apache-2.0
+# Thin wrapper over CMake. `make run` and `make test` are the two commands a
+# new user needs; both install missing Debian packages first.
+
+BUILD      ?= build
+ASAN_BUILD ?= build-asan
+FUZZ_BUILD ?= build-fuzz
+JOBS       ?= $(shell nproc)
+FUZZ_SECONDS ?= 60
+RUN_DIR    ?= run
+
+.PHONY: all build deps run stop test unit-test asan-test format format-check lint bench fuzz fuzz-smoke clean
+
+all: build
+
+deps:
+	@scripts/install-deps
+
+$(BUILD)/Makefile:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCAIRN_WERROR=ON
+
+build: $(BUILD)/Makefile
+	cmake --build $(BUILD) -j $(JOBS)
+
+run: deps build
+	@scripts/run-local start $(RUN_DIR)
+
+stop:
+	@scripts/run-local stop $(RUN_DIR)
+
+# Every gate, in the order that fails fastest.
+test: deps format-check lint build unit-test asan-test fuzz-smoke
+	@echo "make test: all gates passed"
+
+unit-test: build
+	cd $(BUILD) && ctest --output-on-failure --timeout 900 -j 2
+
+$(ASAN_BUILD)/Makefile:
+	CC=clang cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCAIRN_WERROR=ON \
+		-DCAIRN_ASAN=ON -DCAIRN_UBSAN=ON
+
+asan-test: $(ASAN_BUILD)/Makefile
+	cmake --build $(ASAN_BUILD) -j $(JOBS)
+	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+		ctest --output-on-failure --timeout 1800 -j 2 -LE bench
+
+format:
+	@scripts/format apply
+
+format-check:
+	@scripts/format check
+
+lint:
+	@scripts/lint.sh
+
+bench: build
+	@scripts/bench $(BUILD)
+
+$(FUZZ_BUILD)/Makefile:
+	CC=clang cmake -S . -B $(FUZZ_BUILD) -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCAIRN_FUZZ=ON \
+		-DCAIRN_ASAN=ON -DCAIRN_UBSAN=ON
+
+# Every fuzz target for FUZZ_SECONDS each (make fuzz FUZZ_SECONDS=600 for longer).
+fuzz: $(FUZZ_BUILD)/Makefile
+	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_targets
+	@scripts/fuzz $(FUZZ_BUILD) $(FUZZ_SECONDS)
+
+# The 30-second pass make test runs.
+fuzz-smoke:
+	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=30
+
+clean:
+	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)

@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Project rules clang-format cannot check: SPDX lines, no // comments, banned
+# calls, and exported symbol prefixes of each library.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+fail=0
+mapfile -t files < <(git ls-files -co --exclude-standard '*.c' '*.h' | grep -v '^build')
+
+for f in "${files[@]}"; do
+	if ! head -n 2 "$f" | grep -q 'SPDX-License-Identifier'; then
+		echo "lint: $f: missing SPDX line"
+		fail=1
+	fi
+done
+
+# Comments are /* */ only. Strip string literals first so "http://" does not count.
+for f in "${files[@]}"; do
+	if sed -E 's/"([^"\\]|\\.)*"//g' "$f" | grep -nE '(^|[^:*])//' >/tmp/lint.$$ 2>/dev/null; then
+		sed "s|^|lint: $f: // comment: |" /tmp/lint.$$
+		fail=1
+	fi
+done
+rm -f /tmp/lint.$$
+
+if grep -nE '\b(strcpy|sprintf|vsprintf|atoi|atol|strtok|gets)\s*\(' "${files[@]}"; then
+	echo "lint: banned call (use snprintf, strtol/strtoul, strtok_r)"
+	fail=1
+fi
+
+# Every global symbol a library defines starts with its prefix.
+check_prefix() {
+	local lib=$1 re=$2
+	[ -f "$lib" ] || return 0
+	local bad
+	bad=$(nm -g --defined-only "$lib" 2>/dev/null | awk 'NF==3 && $2 ~ /[TDBR]/ {print $3}' |
+		grep -vE "$re" || true)
+	if [ -n "$bad" ]; then
+		echo "lint: $lib exports symbols without its prefix:"
+		echo "$bad" | sed 's/^/  /'
+		fail=1
+	fi
+}
+check_prefix build/common/libcairn_common.a '^(cm_|cm__)'
+
+[ $fail -eq 0 ] && echo "lint: clean"
+exit $fail
