@@ -479,10 +479,10 @@ run_client(const char *addr, uint64_t n, uint64_t seed, unsigned inflight, bool 
 	fflush(stdout);
 	if (k.fail_rc) {
 		fprintf(stderr, "client failed: %s\n", cm_strerror(k.fail_rc));
-		return k.fail_rc == -CM_EAUTH ? 3 : 4;
+		rc = k.fail_rc == -CM_EAUTH ? 3 : 4;
+	} else {
+		rc = k.failed || k.replied != n ? 1 : 0;
 	}
-	if (k.failed || k.replied != n)
-		return 1;
 	cm_conn_close(k.c);
 	cm_conn_put(k.c);
 	cm_msgr_destroy(m);
@@ -490,7 +490,7 @@ run_client(const char *addr, uint64_t n, uint64_t seed, unsigned inflight, bool 
 	free(k.state);
 	free(k.crc);
 	free(k.resend);
-	return 0;
+	return rc;
 }
 
 /* ------------------------------ proxy ------------------------------ */
