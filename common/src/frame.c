@@ -112,8 +112,10 @@ cm_frame_rx_prepare(struct cm_frame_rx *rx, void **p, size_t *len)
 	return 0;
 }
 
+/* crc_known: the payload crc was computed on arrival (pbuf); crc is its value. */
 static int
-deliver(struct cm_frame_rx *rx, struct cm_buf *b, size_t off, cm_frame_rx_cb cb, void *arg)
+deliver(struct cm_frame_rx *rx, struct cm_buf *b, size_t off, bool crc_known, uint32_t crc,
+	cm_frame_rx_cb cb, void *arg)
 {
 	struct cm_frame f;
 	int rc;
@@ -125,7 +127,11 @@ deliver(struct cm_frame_rx *rx, struct cm_buf *b, size_t off, cm_frame_rx_cb cb,
 	rc = cm_sgl_append(&f.front, b, off, rx->hdr.front_len);
 	if (!rc)
 		rc = cm_sgl_append(&f.data, b, off + rx->hdr.front_len, rx->hdr.data_len);
-	if (!rc && cm_sgl_crc32c(&f.data, cm_sgl_crc32c(&f.front, 0)) != f.hdr.payload_crc)
+	if (!rc && (f.hdr.flags & CM_FRAME_F_NO_DATA_CRC))
+		crc = cm_sgl_crc32c(&f.front, 0);
+	else if (!rc && !crc_known)
+		crc = cm_sgl_crc32c(&f.data, cm_sgl_crc32c(&f.front, 0));
+	if (!rc && crc != f.hdr.payload_crc)
 		rc = -CM_ECRC;
 	if (!rc)
 		rc = cb(arg, &f);
@@ -142,11 +148,13 @@ cm_frame_rx_advance(struct cm_frame_rx *rx, size_t n, cm_frame_rx_cb cb, void *a
 	if (rx->pbuf) {
 		struct cm_buf *pb = rx->pbuf;
 
+		if (!(rx->hdr.flags & CM_FRAME_F_NO_DATA_CRC))
+			rx->pcrc = cm_crc32c(rx->pcrc, pb->data + rx->pfill, n);
 		rx->pfill += n;
 		if (rx->pfill < frame_need(rx))
 			return 0;
 		rx->pbuf = NULL;
-		rc = deliver(rx, pb, 0, cb, arg);
+		rc = deliver(rx, pb, 0, true, rx->pcrc, cb, arg);
 		cm_buf_put(pb);
 		return rc;
 	}
@@ -169,7 +177,7 @@ cm_frame_rx_advance(struct cm_frame_rx *rx, size_t n, cm_frame_rx_cb cb, void *a
 			size_t off = rx->rpos;
 
 			rx->rpos += need;
-			rc = deliver(rx, rx->rbuf, off, cb, arg);
+			rc = deliver(rx, rx->rbuf, off, false, 0, cb, arg);
 			if (rc)
 				return rc;
 			continue;
@@ -181,6 +189,9 @@ cm_frame_rx_advance(struct cm_frame_rx *rx, size_t n, cm_frame_rx_cb cb, void *a
 				return rc;
 			memcpy(rx->pbuf->data, rx->rbuf->data + rx->rpos, avail);
 			rx->pfill = avail;
+			rx->pcrc = (rx->hdr.flags & CM_FRAME_F_NO_DATA_CRC)
+					   ? 0
+					   : cm_crc32c(0, rx->pbuf->data, avail);
 			rx->rpos = rx->rend;
 		}
 		return 0;

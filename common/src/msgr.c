@@ -407,7 +407,11 @@ cm_conn_send(struct cm_conn *c, struct cm_msg *msg)
 		return -EAGAIN;
 	}
 	msg->wire_len = (uint32_t)wire;
-	msg->payload_crc = cm_sgl_crc32c(&msg->data, cm_sgl_crc32c(&msg->front, 0));
+	msg->payload_crc = cm_sgl_crc32c(&msg->front, 0);
+	if (m->o.crc_data)
+		msg->payload_crc = cm_sgl_crc32c(&msg->data, msg->payload_crc);
+	else
+		msg->flags = CM_FRAME_F_NO_DATA_CRC;
 	msg->seq = ++c->out_seq;
 	TAILQ_INSERT_TAIL(&c->out_q, msg, link);
 	c->q_bytes += wire;
@@ -601,6 +605,7 @@ msg_build_preamble(struct cm_msg *msg, uint64_t ack)
 {
 	struct cm_frame_hdr h = {
 		.version = CM_FRAME_VERSION,
+		.flags = msg->flags,
 		.type = msg->type,
 		.tid = msg->tid,
 		.seq = msg->type >= CM_MSG_USER_MIN ? msg->seq : 0,
@@ -889,6 +894,14 @@ sock_on_frame(void *arg, struct cm_frame *f)
 		return -CM_ECLOSED;
 	if (!s->open)
 		return sock_handshake_frame(s, f);
+	if ((f->hdr.flags & CM_FRAME_F_NO_DATA_CRC) && m->o.crc_data && f->data.len) {
+		CM_LOG_RL(
+			CM_LOG_ERR,
+			"peer=%s sends data without crc32c but crc_data is on here: set crc_data the same cluster-wide",
+			c->peer);
+		m->st.bad_frames++;
+		return -EPROTO;
+	}
 	if (c->lossless)
 		conn_acked(c, f->hdr.ack);
 	if (f->hdr.type < CM_MSG_USER_MIN) {
@@ -1227,6 +1240,7 @@ cm_msgr_opts_init(struct cm_msgr_opts *o, size_t size)
 	o->rbuf_size = 256u << 10;
 	o->proto_min = CM_MSGR_PROTO_MIN;
 	o->proto_max = CM_MSGR_PROTO_MAX;
+	o->crc_data = true;
 }
 
 int

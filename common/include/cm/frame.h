@@ -6,7 +6,8 @@
  *     0 magic u32 "CRN1"   4 version u8   5 flags u8   6 type u16
  *     8 tid u64           16 seq u64     24 ack u64
  *    32 front_len u32     36 data_len u32
- *    40 payload_crc u32 (crc32c of front then data)
+ *    40 payload_crc u32 (crc32c of front then data; of the front only
+ *                        when flags has CM_FRAME_F_NO_DATA_CRC)
  *    44 preamble_crc u32 (crc32c of bytes 0..43)
  *   front (front_len bytes, a protobuf-c message)
  *   data  (data_len bytes, raw, passed by reference)
@@ -31,6 +32,9 @@
 #define CM_FRAME_MAGIC        0x314e5243u /* "CRN1" */
 #define CM_FRAME_VERSION      1
 #define CM_FRAME_PREAMBLE_LEN 48
+
+/* flags */
+#define CM_FRAME_F_NO_DATA_CRC 0x01 /* payload_crc covers the front only */
 
 struct cm_frame_hdr {
 	uint8_t version;
@@ -80,6 +84,7 @@ struct cm_frame_rx {
 	size_t rpos, rend;   /* parsed up to rpos, filled up to rend */
 	struct cm_buf *pbuf; /* dedicated buffer for one large payload */
 	size_t pfill;
+	uint32_t pcrc; /* running crc of pbuf[0, pfill), computed while the bytes are hot */
 	bool have_hdr;
 	struct cm_frame_hdr hdr;
 };

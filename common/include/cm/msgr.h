@@ -46,6 +46,7 @@ struct cm_msg {
 	struct cm_sgl data;
 	/* private */
 	uint64_t seq;
+	uint8_t flags;
 	uint32_t payload_crc;
 	uint32_t wire_len;
 	uint8_t preamble[48];
@@ -104,6 +105,12 @@ struct cm_msgr_opts {
 	size_t rbuf_size;        /* receive buffer; default 256 KiB */
 	uint32_t proto_min;      /* protocol versions spoken; default CM_MSGR_PROTO_MIN/MAX */
 	uint32_t proto_max;
+	/*
+	 * crc32c over data segments (default true). Fronts are always
+	 * checksummed. With false, frames say so in a flag; a messenger with
+	 * true refuses such frames, so set it the same cluster-wide.
+	 */
+	bool crc_data;
 };
 
 void cm_msgr_opts_init(struct cm_msgr_opts *o, size_t size);

@@ -462,6 +462,51 @@ START_TEST(test_msgr_garbage_and_oversize_rejected)
 
 END_TEST
 
+static void
+no_data_crc(struct cm_msgr_opts *o)
+{
+	o->crc_data = false;
+}
+
+START_TEST(test_msgr_crc_data_off_and_mismatch)
+{
+	struct cm_reactor *r = cm_test_reactor();
+	struct side srv = { 0 }, cli = { 0 }, strict = { 0 }, lax = { 0 };
+	struct cm_conn *c = setup(r, &srv, &cli, true, no_data_crc), *c2;
+	struct until_n u = { &cli.replies, 200 };
+	struct cm_msgr_stats st;
+	uint16_t port;
+
+	/* Both sides off: works, data still intact. */
+	for (uint64_t i = 0; i < 200; i++)
+		ck_assert_int_eq(cm_conn_send(c, req(i, 100000)), 0);
+	ck_assert(cm_test_run_until_fn(r, reached, &u, 20000));
+	ck_assert_uint_eq(srv.bad, 0);
+	teardown(r, &srv, &cli, c);
+
+	/* A strict server refuses frames without a data crc. */
+	r = cm_test_reactor();
+	mk(r, &strict, "osd.0", g_key, NULL);
+	mk(r, &lax, "client.1", g_key, no_data_crc);
+	ck_assert_int_eq(cm_msgr_listen(strict.m, "127.0.0.1:0", &port), 0);
+	snprintf(g_addr, sizeof(g_addr), "127.0.0.1:%u", port);
+	ck_assert_int_eq(cm_msgr_connect(lax.m, g_addr, true, &c2), 0);
+	ck_assert(cm_test_run_until(r, &lax.up, 5000));
+	ck_assert_int_eq(cm_conn_send(c2, req(0, 1000)), 0);
+	for (int i = 0; i < 50; i++)
+		cm_reactor_run_once(r, 5);
+	cm_msgr_get_stats(strict.m, &st);
+	ck_assert_uint_ge(st.bad_frames, 1);
+	ck_assert_uint_eq(strict.got, 0);
+	cm_conn_close(c2);
+	cm_conn_put(c2);
+	cm_msgr_destroy(lax.m);
+	cm_msgr_destroy(strict.m);
+	cm_reactor_destroy(r);
+}
+
+END_TEST
+
 int
 main(void)
 {
@@ -476,6 +521,7 @@ main(void)
 	tcase_add_test(tc, test_msgr_backpressure_bounded);
 	tcase_add_test(tc, test_msgr_dead_peer_detected);
 	tcase_add_test(tc, test_msgr_garbage_and_oversize_rejected);
+	tcase_add_test(tc, test_msgr_crc_data_off_and_mismatch);
 	suite_add_tcase(s, tc);
 	return cm_test_main(s);
 }

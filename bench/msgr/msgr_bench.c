@@ -1,0 +1,370 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Messenger throughput and message rate over loopback, one connection,
+ * beside raw TCP doing the same exchange in the same run:
+ *
+ *  - 4 MiB messages, 8 in flight: MiB/s
+ *  - 4 KiB messages, 1 in flight and 64 in flight: messages/s
+ *
+ * Both use the same exchange: the client sends a request (header + payload),
+ * the server answers each with a small reply, and the client keeps a fixed
+ * number of requests outstanding. Raw TCP is blocking send/recv, one thread
+ * per side; the messenger runs a reactor per side (backend from
+ * CAIRN_REACTOR, default auto), lossless sessions, crc32c on every frame.
+ * Prints a table, then one JSON line.
+ */
+#include "cm/err.h"
+#include "cm/msgr.h"
+#include "cm/sock.h"
+
+#include <fcntl.h>
+#include <pthread.h>
+
+#define T_REQ 500
+#define T_REP 501
+
+static const char g_key[] = "bench-cluster-key-0123456789";
+static double g_secs = 3.0;
+static enum cm_reactor_backend g_backend = CM_REACTOR_AUTO;
+static bool g_crc_data = true;
+
+/* ---------------- raw TCP ---------------- */
+
+struct raw_srv {
+	int lfd;
+	size_t max;
+};
+
+static int
+read_full(int fd, void *buf, size_t len)
+{
+	uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = read(fd, p, len);
+
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int
+write_full(int fd, const void *buf, size_t len)
+{
+	const uint8_t *p = buf;
+
+	while (len) {
+		ssize_t n = write(fd, p, len);
+
+		if (n <= 0)
+			return -1;
+		p += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static void *
+raw_server(void *arg)
+{
+	struct raw_srv *s = arg;
+	uint8_t *buf = malloc(s->max);
+	int fd = accept(s->lfd, NULL, NULL);
+	uint8_t hdr[16];
+
+	cm_sock_tune(fd);
+	while (read_full(fd, hdr, 16) == 0) {
+		uint32_t len = cm_get_le32(hdr);
+
+		if (len > s->max || read_full(fd, buf, len))
+			break;
+		memset(hdr, 0, 4);
+		if (write_full(fd, hdr, 16))
+			break;
+	}
+	close(fd);
+	free(buf);
+	return NULL;
+}
+
+/* \return completed requests per second. */
+static double
+raw_run(size_t size, unsigned window)
+{
+	struct raw_srv s = { .max = size };
+	struct sockaddr_storage ss;
+	socklen_t sl;
+	pthread_t th;
+	uint16_t port;
+	char addr[32];
+	uint8_t *buf = malloc(size + 16), rep[16];
+	uint64_t done = 0, t0, end;
+	double secs;
+	int fd;
+
+	memset(buf, 0xa5, size + 16);
+	if (cm_sock_listen("127.0.0.1:0", 4, &s.lfd, &port))
+		return 0;
+	fcntl(s.lfd, F_SETFL, fcntl(s.lfd, F_GETFL) & ~O_NONBLOCK);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%u", port);
+	pthread_create(&th, NULL, raw_server, &s);
+	cm_sock_parse_addr(addr, &ss, &sl);
+	fd = socket(AF_INET, SOCK_STREAM, 0);
+	if (connect(fd, (struct sockaddr *)&ss, sl) < 0)
+		return 0;
+	cm_sock_tune(fd);
+	cm_put_le32(buf, (uint32_t)size);
+	for (unsigned i = 0; i < window; i++)
+		write_full(fd, buf, size + 16);
+	t0 = cm_now_ns();
+	end = t0 + (uint64_t)(g_secs * 1e9);
+	while (cm_now_ns() < end) {
+		if (read_full(fd, rep, 16))
+			break;
+		done++;
+		write_full(fd, buf, size + 16);
+	}
+	secs = (double)(cm_now_ns() - t0) / 1e9;
+	for (unsigned i = 0; i < window; i++)
+		read_full(fd, rep, 16);
+	shutdown(fd, SHUT_WR);
+	pthread_join(th, NULL);
+	close(fd);
+	close(s.lfd);
+	free(buf);
+	return (double)done / secs;
+}
+
+/* ---------------- messenger ---------------- */
+
+struct msrv {
+	struct cm_reactor *r;
+	struct cm_msgr *m;
+	uint16_t port;
+	bool ready;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+};
+
+static void
+srv_on_msg(void *arg, struct cm_conn *c, struct cm_msg *m)
+{
+	struct cm_msg *rep;
+
+	(void)arg;
+	if (cm_msg_create(T_REP, m->tid, &rep) == 0 && cm_conn_send(c, rep))
+		cm_msg_destroy(rep);
+	cm_msg_destroy(m);
+}
+
+static void
+srv_on_accept(void *arg, struct cm_conn *c)
+{
+	(void)arg;
+	(void)c;
+}
+
+static struct cm_reactor *
+mk_reactor(void)
+{
+	struct cm_reactor_opts o;
+	struct cm_reactor *r;
+
+	cm_reactor_opts_init(&o, sizeof(o));
+	o.backend = g_backend;
+	if (cm_reactor_create(&o, &r)) {
+		fprintf(stderr, "msgr_bench: cannot create a reactor\n");
+		exit(2);
+	}
+	return r;
+}
+
+static struct cm_msgr *
+mk_msgr(struct cm_reactor *r, const char *name, const struct cm_msgr_ops *ops, void *arg)
+{
+	struct cm_msgr_opts o;
+	struct cm_msgr *m;
+
+	cm_msgr_opts_init(&o, sizeof(o));
+	o.entity = name;
+	o.key = (const uint8_t *)g_key;
+	o.key_len = strlen(g_key);
+	o.ops = *ops;
+	o.ops_arg = arg;
+	o.crc_data = g_crc_data;
+	if (cm_msgr_create(r, &o, &m)) {
+		fprintf(stderr, "msgr_bench: cannot create a messenger\n");
+		exit(2);
+	}
+	return m;
+}
+
+static void *
+msrv_main(void *arg)
+{
+	struct msrv *s = arg;
+	struct cm_msgr_ops ops = { .on_msg = srv_on_msg, .on_accept = srv_on_accept };
+
+	s->r = mk_reactor();
+	s->m = mk_msgr(s->r, "osd.0", &ops, s);
+	if (cm_msgr_listen(s->m, "127.0.0.1:0", &s->port))
+		exit(2);
+	pthread_mutex_lock(&s->lock);
+	s->ready = true;
+	pthread_cond_signal(&s->cond);
+	pthread_mutex_unlock(&s->lock);
+	cm_reactor_run(s->r);
+	cm_msgr_destroy(s->m);
+	cm_reactor_destroy(s->r);
+	return NULL;
+}
+
+struct mcli {
+	struct cm_conn *c;
+	struct cm_buf *payload;
+	size_t size;
+	uint64_t done, tid;
+	bool up, counting, stop;
+	unsigned outstanding;
+};
+
+static void
+cli_send(struct mcli *k)
+{
+	struct cm_msg *m;
+
+	if (cm_msg_create(T_REQ, k->tid++, &m))
+		return;
+	cm_sgl_append(&m->data, k->payload, 0, k->size);
+	if (cm_conn_send(k->c, m)) {
+		cm_msg_destroy(m);
+		return;
+	}
+	k->outstanding++;
+}
+
+static void
+cli_on_msg(void *arg, struct cm_conn *c, struct cm_msg *m)
+{
+	struct mcli *k = arg;
+
+	(void)c;
+	cm_msg_destroy(m);
+	k->outstanding--;
+	if (k->counting)
+		k->done++;
+	if (!k->stop)
+		cli_send(k);
+}
+
+static void
+cli_on_event(void *arg, struct cm_conn *c, enum cm_conn_event ev, int rc)
+{
+	struct mcli *k = arg;
+
+	(void)c;
+	if (ev == CM_CONN_UP)
+		k->up = true;
+	else
+		fprintf(stderr, "msgr_bench: session %s (%s)\n", cm_conn_event_name(ev),
+			cm_strerror(rc));
+}
+
+static double
+msgr_run(size_t size, unsigned window, const char **backend)
+{
+	struct msrv s = { .lock = PTHREAD_MUTEX_INITIALIZER, .cond = PTHREAD_COND_INITIALIZER };
+	struct cm_msgr_ops ops = { .on_msg = cli_on_msg, .on_event = cli_on_event };
+	struct mcli k = { .size = size };
+	struct cm_reactor *r;
+	struct cm_msgr *m;
+	pthread_t th;
+	char addr[32];
+	uint64_t t0, end;
+	double secs;
+
+	pthread_create(&th, NULL, msrv_main, &s);
+	pthread_mutex_lock(&s.lock);
+	while (!s.ready)
+		pthread_cond_wait(&s.cond, &s.lock);
+	pthread_mutex_unlock(&s.lock);
+	r = mk_reactor();
+	*backend = cm_reactor_backend_name(r);
+	m = mk_msgr(r, "client.bench", &ops, &k);
+	cm_buf_alloc(size, &k.payload);
+	memset(k.payload->data, 0xa5, size);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%u", s.port);
+	if (cm_msgr_connect(m, addr, true, &k.c))
+		exit(2);
+	while (!k.up)
+		cm_reactor_run_once(r, 100);
+	for (unsigned i = 0; i < window; i++)
+		cli_send(&k);
+	/* A short warm-up, then count. */
+	t0 = cm_now_ns();
+	while (cm_now_ns() - t0 < 200000000ull)
+		cm_reactor_run_once(r, 10);
+	k.counting = true;
+	t0 = cm_now_ns();
+	end = t0 + (uint64_t)(g_secs * 1e9);
+	while (cm_now_ns() < end)
+		cm_reactor_run_once(r, 10);
+	k.counting = false;
+	secs = (double)(cm_now_ns() - t0) / 1e9;
+	k.stop = true;
+	for (int i = 0; i < 1000 && k.outstanding; i++)
+		cm_reactor_run_once(r, 10);
+	cm_conn_close(k.c);
+	cm_conn_put(k.c);
+	cm_msgr_destroy(m);
+	cm_reactor_destroy(r);
+	cm_buf_put(k.payload);
+	cm_reactor_stop(s.r);
+	pthread_join(th, NULL);
+	return (double)k.done / secs;
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *be = getenv("CAIRN_REACTOR"), *bname = "?";
+	double raw_big, big, big_nocrc, raw_1, one, raw_64, many;
+
+	if (argc > 1)
+		g_secs = strtod(argv[1], NULL);
+	if (g_secs <= 0)
+		g_secs = 3.0;
+	if (be && cm_reactor_backend_parse(be, &g_backend)) {
+		fprintf(stderr, "msgr_bench: CAIRN_REACTOR must be auto, uring or epoll\n");
+		return 2;
+	}
+	raw_big = raw_run(4u << 20, 8) * 4.0;
+	big = msgr_run(4u << 20, 8, &bname) * 4.0;
+	g_crc_data = false;
+	big_nocrc = msgr_run(4u << 20, 8, &bname) * 4.0;
+	g_crc_data = true;
+	raw_1 = raw_run(4096, 1);
+	one = msgr_run(4096, 1, &bname);
+	raw_64 = raw_run(4096, 64);
+	many = msgr_run(4096, 64, &bname);
+	printf("msgr bench: loopback, one connection, %.1f s per case, reactor %s\n", g_secs,
+	       bname);
+	printf("  %-30s %14s %14s %8s\n", "case", "messenger", "raw TCP", "ratio");
+	printf("  %-30s %10.0f MiB/s %10.0f MiB/s %8.2f\n", "4 MiB messages, 8 in flight", big,
+	       raw_big, big / raw_big);
+	printf("  %-30s %10.0f MiB/s %10.0f MiB/s %8.2f\n", "  same, crc_data off", big_nocrc,
+	       raw_big, big_nocrc / raw_big);
+	printf("  %-30s %12.0f/s %12.0f/s %8.2f\n", "4 KiB messages, 1 in flight", one, raw_1,
+	       one / raw_1);
+	printf("  %-30s %12.0f/s %12.0f/s %8.2f\n", "4 KiB messages, 64 in flight", many, raw_64,
+	       many / raw_64);
+	printf("{\"bench\":\"msgr\",\"reactor\":\"%s\",\"mib_s\":%.0f,\"raw_mib_s\":%.0f,"
+	       "\"ratio\":%.3f,\"mib_s_nocrc\":%.0f,\"ratio_nocrc\":%.3f,\"msgs_s_4k_1\":%.0f,\"raw_msgs_s_4k_1\":%.0f,\"ratio_4k_1\":%.3f,"
+	       "\"msgs_s_4k\":%.0f,\"raw_msgs_s_4k\":%.0f,\"ratio_4k_64\":%.3f}\n",
+	       bname, big, raw_big, big / raw_big, big_nocrc, big_nocrc / raw_big, one, raw_1,
+	       one / raw_1, many, raw_64, many / raw_64);
+	return 0;
+}
