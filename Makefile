@@ -29,7 +29,7 @@ stop:
 	@scripts/run-local stop $(RUN_DIR)
 
 # Every gate, in the order that fails fastest.
-test: deps format-check lint build unit-test asan-test fuzz-smoke
+test: deps format-check build lint unit-test asan-test fuzz-smoke
 	@echo "make test: all gates passed"
 
 unit-test: build

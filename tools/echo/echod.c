@@ -1,0 +1,246 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * cairn-echod: answers every request on the messenger with a reply carrying
+ * the same data, and serves /metrics. It is the foundation's daemon: option
+ * table, reactor, authenticated messenger, metrics, signals, pid file — the
+ * shape every Cairn daemon takes.
+ */
+#include "echo_common.h"
+#include "cm/err.h"
+#include "cm/http.h"
+#include "cm/log.h"
+#include "cm/metrics.h"
+
+#include <poll.h>
+#include <signal.h>
+#include <sys/signalfd.h>
+
+CM_LOG_SUBSYS(echod);
+
+extern char **environ;
+
+struct echod {
+	struct cm_reactor *r;
+	struct cm_msgr *m;
+	struct cm_metrics *metrics;
+	struct cm_counter *requests, *bytes;
+	struct cm_gauge *sessions;
+	int sigfd;
+	struct cm_io sig_io;
+	struct signalfd_siginfo si;
+};
+
+static void
+on_msg(void *arg, struct cm_conn *c, struct cm_msg *m)
+{
+	struct echod *d = arg;
+	struct cm_msg *rep;
+
+	cm_counter_add(d->requests, 1);
+	cm_counter_add(d->bytes, m->data.len);
+	if (cm_msg_create(ECHO_T_REP, m->tid, &rep) == 0) {
+		/* The reply shares the request's buffers: no copy. */
+		if (cm_sgl_move(&rep->data, &m->data) || cm_conn_send(c, rep))
+			cm_msg_destroy(rep);
+	}
+	cm_msg_destroy(m);
+}
+
+static void
+on_accept(void *arg, struct cm_conn *c)
+{
+	struct echod *d = arg;
+
+	cm_gauge_add(d->sessions, 1);
+	CM_INFO("session opened peer=%s", cm_conn_peer(c));
+}
+
+static void
+on_event(void *arg, struct cm_conn *c, enum cm_conn_event ev, int rc)
+{
+	struct echod *d = arg;
+
+	CM_INFO("session event=%s peer=%s rc=%d", cm_conn_event_name(ev), cm_conn_peer(c), rc);
+	if (ev == CM_CONN_CLOSED || ev == CM_CONN_RESET)
+		cm_gauge_add(d->sessions, -1);
+}
+
+#define STAT_GAUGE(field)                     \
+	static double stat_##field(void *arg) \
+	{                                     \
+		struct cm_msgr_stats st;      \
+		cm_msgr_get_stats(arg, &st);  \
+		return (double)st.field;      \
+	}
+STAT_GAUGE(msgs_sent)
+STAT_GAUGE(msgs_recv)
+STAT_GAUGE(bytes_sent)
+STAT_GAUGE(bytes_recv)
+STAT_GAUGE(resends)
+STAT_GAUGE(crc_errors)
+STAT_GAUGE(bad_frames)
+STAT_GAUGE(auth_failures)
+STAT_GAUGE(sock_resets)
+STAT_GAUGE(keepalive_timeouts)
+
+static int
+register_metrics(struct echod *d, const char *backend)
+{
+	static const struct {
+		const char *name;
+		cm_gauge_fn fn;
+		const char *help;
+	} msgr_stats[] = {
+		{ "cairn_msgr_messages_sent", stat_msgs_sent, "Messages sent." },
+		{ "cairn_msgr_messages_received", stat_msgs_recv, "Messages received." },
+		{ "cairn_msgr_bytes_sent", stat_bytes_sent, "Bytes written to sockets." },
+		{ "cairn_msgr_bytes_received", stat_bytes_recv, "Bytes read from sockets." },
+		{ "cairn_msgr_resends", stat_resends, "Messages resent after a reconnect." },
+		{ "cairn_msgr_crc_errors", stat_crc_errors, "Frames rejected for a bad crc32c." },
+		{ "cairn_msgr_bad_frames", stat_bad_frames, "Malformed frames rejected." },
+		{ "cairn_msgr_auth_failures", stat_auth_failures, "Handshakes failing the key." },
+		{ "cairn_msgr_socket_resets", stat_sock_resets, "Sockets reset." },
+		{ "cairn_msgr_keepalive_timeouts", stat_keepalive_timeouts,
+		  "Peers declared dead." },
+	};
+
+	char label[64];
+
+	if (cm_metrics_create(&d->metrics))
+		return -ENOMEM;
+	d->requests = cm_metrics_counter(d->metrics, "cairn_echo_requests_total", NULL,
+					 "Requests answered.");
+	d->bytes = cm_metrics_counter(d->metrics, "cairn_echo_bytes_total", NULL,
+				      "Payload bytes echoed.");
+	d->sessions = cm_metrics_gauge(d->metrics, "cairn_echo_sessions", NULL, "Open sessions.");
+	snprintf(label, sizeof(label), "backend=\"%s\"", backend);
+	cm_gauge_set(cm_metrics_gauge(d->metrics, "cairn_reactor_info", label,
+				      "Reactor backend in use."),
+		     1);
+	for (size_t i = 0; i < CM_ARRAY_SIZE(msgr_stats); i++)
+		if (cm_metrics_gauge_fn(d->metrics, msgr_stats[i].name, NULL, msgr_stats[i].help,
+					msgr_stats[i].fn, d->m))
+			return -ENOMEM;
+	return d->requests && d->bytes && d->sessions ? 0 : -ENOMEM;
+}
+
+static void
+on_signal(struct cm_io *io, int res)
+{
+	struct echod *d = io->arg;
+
+	if (res < 0 || read(d->sigfd, &d->si, sizeof(d->si)) != (ssize_t)sizeof(d->si)) {
+		/* Spurious: wait again. */
+		if (cm_io_poll(d->r, &d->sig_io, d->sigfd, POLLIN) == 0)
+			return;
+	}
+	CM_NOTICE("signal %u: shutting down", d->si.ssi_signo);
+	cm_reactor_stop(d->r);
+}
+
+static int
+write_pid(const char *path)
+{
+	FILE *f;
+
+	if (!path || !path[0])
+		return 0;
+	f = fopen(path, "w");
+	if (!f)
+		return -errno;
+	fprintf(f, "%d\n", (int)getpid());
+	return fclose(f) ? -errno : 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct echo_conf cfg = { 0 };
+	struct cm_conf conf = {
+		.table = g_echo_opts, .base = &cfg, .section = "echo", .env_prefix = "CAIRN_"
+	};
+	struct echod d = { 0 };
+	struct cm_http_metrics *http = NULL;
+	struct cm_msgr_opts mo;
+	struct cm_msgr_ops ops = { .on_msg = on_msg, .on_accept = on_accept, .on_event = on_event };
+	sigset_t mask;
+	uint16_t port = 0, mport = 0;
+	int rc, first;
+
+	/* Before any thread exists, so that every thread inherits the mask. */
+	sigemptyset(&mask);
+	sigaddset(&mask, SIGTERM);
+	sigaddset(&mask, SIGINT);
+	sigprocmask(SIG_BLOCK, &mask, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	rc = cm_conf_init(&conf, argc, argv, environ, getenv("CAIRN_CONF"), stdout, &first);
+	if (rc == 1)
+		return 0;
+	if (rc) {
+		fprintf(stderr, "cairn-echod: %s\n", conf.err);
+		return 2;
+	}
+	if (first < argc) {
+		fprintf(stderr, "cairn-echod: unexpected argument '%s'\n", argv[first]);
+		return 2;
+	}
+	if (!cfg.cluster_key[0]) {
+		fprintf(stderr, "cairn-echod: cluster_key is not set (in the config file's "
+				"[global] section, CAIRN_CLUSTER_KEY, or --cluster-key)\n");
+		return 2;
+	}
+	if (echo_setup_logging(&cfg))
+		return 2;
+	if (conf.unknown_global)
+		CM_INFO("%s (and %u more)", conf.warning, conf.unknown_global - 1);
+	rc = echo_reactor_create(&cfg, "echod", &d.r);
+	if (rc) {
+		fprintf(stderr, "cairn-echod: reactor: %s\n", cm_strerror(rc));
+		return 1;
+	}
+	echo_msgr_opts(&cfg, &mo);
+	mo.ops = ops;
+	mo.ops_arg = &d;
+	rc = cm_msgr_create(d.r, &mo, &d.m);
+	if (!rc)
+		rc = cm_msgr_listen(d.m, cfg.listen, &port);
+	if (rc) {
+		fprintf(stderr, "cairn-echod: listen %s: %s\n", cfg.listen, cm_strerror(rc));
+		return 1;
+	}
+	if (register_metrics(&d, cm_reactor_backend_name(d.r)))
+		return 1;
+	if (cfg.metrics_addr[0]) {
+		rc = cm_http_metrics_start(d.r, d.metrics, cfg.metrics_addr, &mport, &http);
+		if (rc) {
+			fprintf(stderr, "cairn-echod: metrics on %s: %s\n", cfg.metrics_addr,
+				cm_strerror(rc));
+			return 1;
+		}
+	}
+	d.sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
+	d.sig_io.cb = on_signal;
+	d.sig_io.arg = &d;
+	if (d.sigfd < 0 || cm_io_poll(d.r, &d.sig_io, d.sigfd, POLLIN)) {
+		fprintf(stderr, "cairn-echod: signalfd failed\n");
+		return 1;
+	}
+	rc = write_pid(cfg.pid_file);
+	if (rc) {
+		fprintf(stderr, "cairn-echod: pid_file %s: %s\n", cfg.pid_file, cm_strerror(rc));
+		return 1;
+	}
+	CM_NOTICE("listening msgr=%s port=%u metrics=%s metrics_port=%u reactor=%s", cfg.listen,
+		  port, cfg.metrics_addr[0] ? cfg.metrics_addr : "off", mport,
+		  cm_reactor_backend_name(d.r));
+	rc = cm_reactor_run(d.r);
+	cm_http_metrics_stop(http);
+	cm_msgr_destroy(d.m);
+	cm_reactor_close(d.r, d.sigfd);
+	cm_reactor_destroy(d.r);
+	cm_metrics_destroy(d.metrics);
+	if (cfg.pid_file[0])
+		unlink(cfg.pid_file);
+	cm_conf_free(&conf);
+	return rc ? 1 : 0;
+}
