@@ -35,11 +35,15 @@
 #include "cm/sock.h"
 
 #include <cairn/msgr.pb-c.h>
+#include <openssl/err.h>
 #include <openssl/rand.h>
+#include <openssl/ssl.h>
 
 CM_LOG_SUBSYS(msgr);
 
 #define MSGR_IOV_MAX 128
+#define TLS_IN_SIZE  (64u << 10) /* ciphertext read per recv */
+#define TLS_BATCH    (1u << 20)  /* plaintext encrypted per flush (bounds the BIO) */
 
 TAILQ_HEAD(msg_list, cm_msg);
 
@@ -99,6 +103,16 @@ struct cm_sock {
 	struct iovec iov[MSGR_IOV_MAX];
 	char addr_str[64];
 	uint64_t t_start, last_rx, last_tx, last_progress;
+	unsigned busy;     /* inside one of this socket's io callbacks: do not free */
+	uint64_t rx_total; /* bytes received on this socket */
+	uint8_t *rx_ptr;   /* where the pending recv lands */
+	/* TLS (NULL ssl: plain TCP). Ciphertext moves through memory BIOs. */
+	SSL *ssl;
+	BIO *rbio, *wbio;
+	uint8_t *tls_in;  /* ciphertext receive buffer */
+	uint8_t *tls_out; /* ciphertext being sent */
+	size_t tls_out_len, tls_out_off, tls_out_cap;
+	struct iovec tls_iov;
 	TAILQ_ENTRY(cm_sock) link;
 };
 
@@ -122,6 +136,7 @@ struct cm_msgr {
 	struct cm_listener *listeners;
 	struct cm_timer tick;
 	bool destroying;
+	SSL_CTX *ssl_ctx;
 	struct cm_msgr_stats st;
 };
 
@@ -130,6 +145,10 @@ static void sock_flush(struct cm_sock *s);
 static void sock_recv(struct cm_sock *s);
 static void conn_connect(struct cm_conn *c);
 static void conn_flush_schedule(struct cm_conn *c);
+static void tls_flush(struct cm_sock *s);
+static void sock_tx_account(struct cm_sock *s, size_t left);
+static void sock_pull(struct cm_sock *s, struct msg_list *from);
+static int msg_iov(struct cm_msg *msg, size_t skip, struct iovec *iov, int max);
 
 /* ---------------- messages ---------------- */
 
@@ -519,7 +538,7 @@ sock_maybe_free(struct cm_sock *s)
 {
 	struct cm_msg *msg;
 
-	if (!s->dead || cm_io_pending(&s->rx_io) || cm_io_pending(&s->tx_io) ||
+	if (!s->dead || s->busy || cm_io_pending(&s->rx_io) || cm_io_pending(&s->tx_io) ||
 	    cm_io_pending(&s->conn_io))
 		return;
 	cm_reactor_close(s->m->r, s->fd);
@@ -533,6 +552,9 @@ sock_maybe_free(struct cm_sock *s)
 		cm_msg_destroy(msg);
 	}
 	cm_frame_rx_fini(&s->rx);
+	SSL_free(s->ssl); /* frees both BIOs */
+	free(s->tls_in);
+	free(s->tls_out);
 	TAILQ_REMOVE(&s->m->socks, s, link);
 	if (s->conn)
 		cm_conn_put(s->conn);
@@ -645,6 +667,7 @@ msg_iov(struct cm_msg *msg, size_t skip, struct iovec *iov, int max)
 }
 
 static void sock_tx_done(struct cm_io *io, int res);
+static int sock_on_frame(void *arg, struct cm_frame *f);
 
 static void
 sock_pull(struct cm_sock *s, struct msg_list *from)
@@ -671,6 +694,10 @@ sock_flush(struct cm_sock *s)
 
 	if (s->dead || cm_io_pending(&s->tx_io))
 		return;
+	if (s->ssl) {
+		tls_flush(s);
+		return;
+	}
 	sock_pull(s, &s->ctl_q);
 	if (s->open && c && c->sock == s)
 		sock_pull(s, &c->out_q);
@@ -691,25 +718,13 @@ sock_flush(struct cm_sock *s)
 		sock_fail(s, rc);
 }
 
+/* n plaintext bytes of the in-flight batch are gone: retire whole messages. */
 static void
-sock_tx_done(struct cm_io *io, int res)
+sock_tx_account(struct cm_sock *s, size_t left)
 {
-	struct cm_sock *s = io->arg;
 	struct cm_conn *c = s->conn;
 	struct cm_msg *msg;
-	size_t left;
 
-	if (s->dead) {
-		sock_maybe_free(s);
-		return;
-	}
-	if (res < 0) {
-		sock_fail(s, res);
-		return;
-	}
-	left = (size_t)res;
-	s->m->st.bytes_sent += left;
-	s->last_tx = s->last_progress = cm_now_ms();
 	while (left > 0 && (msg = TAILQ_FIRST(&s->inflight))) {
 		size_t rest = msg->wire_len - s->tx_off;
 
@@ -735,13 +750,298 @@ sock_tx_done(struct cm_io *io, int res)
 			cm_msg_destroy(msg);
 		}
 	}
+}
+
+/* After a send completed: owe an ack? send more, tell a blocked sender. */
+static void
+sock_tx_after(struct cm_sock *s)
+{
+	struct cm_conn *c = s->conn;
+
 	/* An ack owed and nothing else to carry it. */
 	if (c && c->lossless && s->open && c->in_seq != c->acked_to_peer &&
 	    TAILQ_EMPTY(&s->inflight) && TAILQ_EMPTY(&c->out_q) && TAILQ_EMPTY(&s->ctl_q))
 		sock_queue_ctl(s, CM_MSG_ACK, NULL);
 	sock_flush(s);
-	if (c)
+	if (c && !s->dead)
 		conn_check_writable(c);
+}
+
+static void
+sock_tx_done_body(struct cm_sock *s, int res)
+{
+	if (s->dead) {
+		sock_maybe_free(s);
+		return;
+	}
+	if (res < 0) {
+		sock_fail(s, res);
+		return;
+	}
+	s->m->st.bytes_sent += (uint64_t)res;
+	s->last_tx = s->last_progress = cm_now_ms();
+	if (s->ssl) {
+		/* Ciphertext: plaintext was accounted when it was encrypted. */
+		s->tls_out_off += (size_t)res;
+		if (s->tls_out_off < s->tls_out_len) {
+			s->tls_iov.iov_base = s->tls_out + s->tls_out_off;
+			s->tls_iov.iov_len = s->tls_out_len - s->tls_out_off;
+			if (cm_io_sendmsg(s->m->r, &s->tx_io, s->fd, &s->tls_iov, 1))
+				sock_fail(s, -EIO);
+			return;
+		}
+		s->tls_out_len = s->tls_out_off = 0;
+	} else {
+		sock_tx_account(s, (size_t)res);
+	}
+	sock_tx_after(s);
+}
+
+/*
+ * The socket may fail (and would be freed) deep inside the body; hold it
+ * until the body returns.
+ */
+static void
+sock_tx_done(struct cm_io *io, int res)
+{
+	struct cm_sock *s = io->arg;
+
+	s->busy++;
+	sock_tx_done_body(s, res);
+	s->busy--;
+	sock_maybe_free(s);
+}
+
+/* ---------------- TLS (OpenSSL over memory BIOs) ---------------- */
+
+/*
+ * DESIGN: the socket still moves bytes only through reactor ios; OpenSSL
+ * sees two memory BIOs. Received ciphertext is written into rbio and
+ * SSL_read decrypts straight into the frame decoder's buffer; outgoing
+ * plaintext (the same iovecs a plain socket would send) is SSL_written into
+ * wbio, at most TLS_BATCH per flush, and the ciphertext drained from wbio is
+ * sent with one sendmsg. Messages count as sent once encrypted. The cluster
+ * key handshake runs inside TLS.
+ */
+
+/* Send whatever ciphertext OpenSSL produced (handshake records, data, alerts). */
+static void
+tls_send_pending(struct cm_sock *s)
+{
+	size_t pend;
+	int n;
+
+	if (s->dead || cm_io_pending(&s->tx_io) || s->tls_out_len)
+		return;
+	pend = BIO_ctrl_pending(s->wbio);
+	if (!pend)
+		return;
+	if (pend > s->tls_out_cap) {
+		uint8_t *nb = realloc(s->tls_out, pend);
+
+		if (!nb) {
+			sock_fail(s, -ENOMEM);
+			return;
+		}
+		s->tls_out = nb;
+		s->tls_out_cap = pend;
+	}
+	n = BIO_read(s->wbio, s->tls_out, (int)pend);
+	if (n <= 0)
+		return;
+	s->tls_out_len = (size_t)n;
+	s->tls_out_off = 0;
+	s->tls_iov.iov_base = s->tls_out;
+	s->tls_iov.iov_len = (size_t)n;
+	if (cm_io_sendmsg(s->m->r, &s->tx_io, s->fd, &s->tls_iov, 1))
+		sock_fail(s, -EIO);
+}
+
+/* A TLS error: say why, let an alert out if we can, reset the socket. */
+static void
+tls_fail(struct cm_sock *s, const char *what)
+{
+	char reason[256] = "unknown";
+	unsigned long e = ERR_get_error();
+	long vr = SSL_get_verify_result(s->ssl);
+	size_t pend;
+
+	if (e)
+		ERR_error_string_n(e, reason, sizeof(reason));
+	ERR_clear_error();
+	s->m->st.tls_failures++;
+	/* Best effort, non-blocking: the alert tells the peer why. */
+	pend = BIO_ctrl_pending(s->wbio);
+	if (pend && !cm_io_pending(&s->tx_io)) {
+		uint8_t alert[512];
+		int n = BIO_read(s->wbio, alert, (int)CM_MIN(pend, sizeof(alert)));
+
+		if (n > 0 && send(s->fd, alert, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
+			CM_DEBUG("tls alert not sent addr=%s", s->addr_str);
+	}
+	if (vr != X509_V_OK) {
+		CM_WARN("TLS %s failed addr=%s: peer certificate not trusted: %s", what,
+			s->addr_str, X509_verify_cert_error_string(vr));
+		sock_fail(s, -CM_EAUTH);
+		return;
+	}
+	CM_WARN("TLS %s failed addr=%s: %s", what, s->addr_str, reason);
+	sock_fail(s, -EPROTO);
+}
+
+/* Drive the TLS handshake. \return true once it is done. */
+static bool
+tls_handshake(struct cm_sock *s)
+{
+	int rc, err;
+
+	if (SSL_is_init_finished(s->ssl))
+		return true;
+	rc = SSL_do_handshake(s->ssl);
+	if (rc == 1) {
+		CM_INFO("tls up addr=%s version=%s cipher=%s", s->addr_str, SSL_get_version(s->ssl),
+			SSL_get_cipher_name(s->ssl));
+		return true;
+	}
+	err = SSL_get_error(s->ssl, rc);
+	if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE)
+		return false;
+	tls_fail(s, "handshake");
+	return false;
+}
+
+static void
+tls_flush(struct cm_sock *s)
+{
+	struct cm_conn *c = s->conn;
+	struct cm_msg *msg;
+	struct iovec iov[MSGR_IOV_MAX];
+	size_t total = 0, skip;
+	bool full = false;
+
+	if (!tls_handshake(s)) {
+		tls_send_pending(s);
+		return;
+	}
+	if (s->dead)
+		return;
+	sock_pull(s, &s->ctl_q);
+	if (s->open && c && c->sock == s)
+		sock_pull(s, &c->out_q);
+	skip = s->tx_off;
+	TAILQ_FOREACH(msg, &s->inflight, link) {
+		int n = msg_iov(msg, skip, iov, MSGR_IOV_MAX);
+
+		skip = 0;
+		for (int i = 0; i < n; i++) {
+			size_t len = CM_MIN(iov[i].iov_len, (size_t)TLS_BATCH);
+
+			if (len && SSL_write(s->ssl, iov[i].iov_base, (int)len) <= 0) {
+				tls_fail(s, "write");
+				return;
+			}
+			total += len;
+			if (total >= TLS_BATCH || len < iov[i].iov_len) {
+				full = true;
+				break;
+			}
+		}
+		if (full)
+			break;
+	}
+	sock_tx_account(s, total);
+	if (!total && !BIO_ctrl_pending(s->wbio)) {
+		if (s->draining)
+			sock_fail(s, s->drain_rc);
+		return;
+	}
+	tls_send_pending(s);
+}
+
+/*
+ * n bytes of ciphertext arrived in tls_in. \return as cm_frame_rx_advance:
+ * 0, a decode error, or -CM_ECLOSED when the socket went away.
+ */
+static int
+tls_rx(struct cm_sock *s, size_t n, bool first)
+{
+	bool was_done = SSL_is_init_finished(s->ssl);
+
+	if (first && n >= 4 && memcmp(s->tls_in, "CRN1", 4) == 0) {
+		CM_WARN("addr=%s sent a plain Cairn frame but tls is on here: set tls the same on both sides",
+			s->addr_str);
+		s->m->st.tls_failures++;
+		return -EPROTO;
+	}
+	if (BIO_write(s->rbio, s->tls_in, (int)n) != (int)n)
+		return -ENOMEM;
+	if (!tls_handshake(s)) {
+		tls_send_pending(s);
+		return s->dead ? -CM_ECLOSED : 0;
+	}
+	if (!was_done)
+		sock_flush(s); /* the queued HELLO can go now */
+	for (;;) {
+		void *p;
+		size_t room;
+		int r, err, rc;
+
+		if (s->dead)
+			return -CM_ECLOSED;
+		rc = cm_frame_rx_prepare(&s->rx, &p, &room);
+		if (rc)
+			return rc;
+		r = SSL_read(s->ssl, p, (int)CM_MIN(room, (size_t)INT_MAX));
+		if (r > 0) {
+			rc = cm_frame_rx_advance(&s->rx, (size_t)r, sock_on_frame, s);
+			if (rc)
+				return rc;
+			continue;
+		}
+		err = SSL_get_error(s->ssl, r);
+		if (err == SSL_ERROR_WANT_READ)
+			break;
+		if (err == SSL_ERROR_ZERO_RETURN)
+			return -ECONNRESET;
+		tls_fail(s, "read");
+		return -CM_ECLOSED;
+	}
+	tls_send_pending(s);
+	return 0;
+}
+
+static SSL_CTX *
+tls_ctx_create(const struct cm_msgr_opts *o)
+{
+	SSL_CTX *ctx = SSL_CTX_new(TLS_method());
+	char reason[256];
+
+	if (!ctx)
+		return NULL;
+	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	if (o->tls_cert && o->tls_cert[0] &&
+	    SSL_CTX_use_certificate_chain_file(ctx, o->tls_cert) != 1)
+		goto err;
+	if (o->tls_key && o->tls_key[0] &&
+	    (SSL_CTX_use_PrivateKey_file(ctx, o->tls_key, SSL_FILETYPE_PEM) != 1 ||
+	     SSL_CTX_check_private_key(ctx) != 1))
+		goto err;
+	if (o->tls_ca && o->tls_ca[0]) {
+		if (SSL_CTX_load_verify_locations(ctx, o->tls_ca, NULL) != 1)
+			goto err;
+		SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
+	} else {
+		/* Encryption only: the cluster key handshake authenticates peers. */
+		SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
+	}
+	return ctx;
+err:
+	ERR_error_string_n(ERR_get_error(), reason, sizeof(reason));
+	ERR_clear_error();
+	CM_ERR("tls setup failed cert=%s key=%s ca=%s: %s", o->tls_cert ? o->tls_cert : "",
+	       o->tls_key ? o->tls_key : "", o->tls_ca ? o->tls_ca : "", reason);
+	SSL_CTX_free(ctx);
+	return NULL;
 }
 
 /* ---------------- handshake ---------------- */
@@ -949,10 +1249,10 @@ sock_on_frame(void *arg, struct cm_frame *f)
 }
 
 static void
-sock_rx_done(struct cm_io *io, int res)
+sock_rx_done_body(struct cm_sock *s, int res)
 {
-	struct cm_sock *s = io->arg;
 	struct cm_conn *c;
+	bool first;
 	int rc;
 
 	if (s->dead) {
@@ -965,7 +1265,18 @@ sock_rx_done(struct cm_io *io, int res)
 	}
 	s->last_rx = cm_now_ms();
 	s->m->st.bytes_recv += (uint64_t)res;
-	rc = cm_frame_rx_advance(&s->rx, (size_t)res, sock_on_frame, s);
+	first = s->rx_total == 0;
+	s->rx_total += (uint64_t)res;
+	if (s->ssl) {
+		rc = tls_rx(s, (size_t)res, first);
+	} else if (first && res >= 2 && s->rx_ptr[0] == 0x16 && s->rx_ptr[1] == 0x03) {
+		CM_WARN("addr=%s opened with a TLS handshake but tls is off here: set tls the same on both sides",
+			s->addr_str);
+		s->m->st.tls_failures++;
+		rc = -EPROTO;
+	} else {
+		rc = cm_frame_rx_advance(&s->rx, (size_t)res, sock_on_frame, s);
+	}
 	if (rc == -CM_ECRC)
 		s->m->st.crc_errors++;
 	else if (rc == -EBADMSG || rc == -EMSGSIZE || rc == -EPROTO)
@@ -989,6 +1300,21 @@ sock_rx_done(struct cm_io *io, int res)
 	sock_recv(s);
 }
 
+/*
+ * The socket may fail (and would be freed) deep inside the body; hold it
+ * until the body returns.
+ */
+static void
+sock_rx_done(struct cm_io *io, int res)
+{
+	struct cm_sock *s = io->arg;
+
+	s->busy++;
+	sock_rx_done_body(s, res);
+	s->busy--;
+	sock_maybe_free(s);
+}
+
 static void
 sock_recv(struct cm_sock *s)
 {
@@ -998,7 +1324,14 @@ sock_recv(struct cm_sock *s)
 
 	if (s->dead)
 		return;
-	rc = cm_frame_rx_prepare(&s->rx, &p, &len);
+	if (s->ssl) {
+		p = s->tls_in;
+		len = TLS_IN_SIZE;
+		rc = 0;
+	} else {
+		rc = cm_frame_rx_prepare(&s->rx, &p, &len);
+	}
+	s->rx_ptr = p;
 	if (!rc)
 		rc = cm_io_recv(s->m->r, &s->rx_io, s->fd, p, len);
 	if (rc)
@@ -1027,6 +1360,26 @@ sock_new(struct cm_msgr *m, int fd, bool server)
 	s->hs.proto_min = m->o.proto_min;
 	s->hs.proto_max = m->o.proto_max;
 	s->t_start = s->last_rx = s->last_tx = s->last_progress = cm_now_ms();
+	if (m->ssl_ctx) {
+		s->ssl = SSL_new(m->ssl_ctx);
+		s->rbio = BIO_new(BIO_s_mem());
+		s->wbio = BIO_new(BIO_s_mem());
+		s->tls_in = malloc(TLS_IN_SIZE);
+		if (!s->ssl || !s->rbio || !s->wbio || !s->tls_in) {
+			BIO_free(s->rbio);
+			BIO_free(s->wbio);
+			SSL_free(s->ssl);
+			free(s->tls_in);
+			cm_frame_rx_fini(&s->rx);
+			free(s);
+			return NULL;
+		}
+		SSL_set_bio(s->ssl, s->rbio, s->wbio);
+		if (server)
+			SSL_set_accept_state(s->ssl);
+		else
+			SSL_set_connect_state(s->ssl);
+	}
 	TAILQ_INSERT_TAIL(&m->socks, s, link);
 	return s;
 }
@@ -1034,9 +1387,8 @@ sock_new(struct cm_msgr *m, int fd, bool server)
 /* ---------------- connect / accept ---------------- */
 
 static void
-sock_connect_done(struct cm_io *io, int res)
+sock_connect_done_body(struct cm_sock *s, int res)
 {
-	struct cm_sock *s = io->arg;
 	struct cm_conn *c = s->conn;
 	struct cm_hs_out out;
 	int rc;
@@ -1060,6 +1412,21 @@ sock_connect_done(struct cm_io *io, int res)
 	sock_queue_ctl(s, out.type, out.front);
 	sock_flush(s);
 	sock_recv(s);
+}
+
+/*
+ * The socket may fail (and would be freed) deep inside the body; hold it
+ * until the body returns.
+ */
+static void
+sock_connect_done(struct cm_io *io, int res)
+{
+	struct cm_sock *s = io->arg;
+
+	s->busy++;
+	sock_connect_done_body(s, res);
+	s->busy--;
+	sock_maybe_free(s);
 }
 
 static void
@@ -1163,9 +1530,14 @@ listener_accept(struct cm_listener *l)
 int
 cm_msgr_listen(struct cm_msgr *m, const char *addr, uint16_t *port)
 {
-	struct cm_listener *l = calloc(1, sizeof(*l));
+	struct cm_listener *l;
 	int rc;
 
+	if (m->ssl_ctx && !SSL_CTX_get0_certificate(m->ssl_ctx)) {
+		CM_ERR("tls is on but no tls_cert/tls_key: cannot listen on %s", addr);
+		return -EINVAL;
+	}
+	l = calloc(1, sizeof(*l));
 	if (!l)
 		return -ENOMEM;
 	rc = cm_sock_listen(addr, 512, &l->fd, port);
@@ -1273,6 +1645,15 @@ cm_msgr_create(struct cm_reactor *r, const struct cm_msgr_opts *o, struct cm_msg
 		m->o.backoff_min_ms = 20;
 	if (m->o.backoff_max_ms < m->o.backoff_min_ms)
 		m->o.backoff_max_ms = m->o.backoff_min_ms;
+	if (m->o.tls) {
+		m->ssl_ctx = tls_ctx_create(o);
+		if (!m->ssl_ctx) {
+			free(m->key);
+			free(m);
+			return -EINVAL;
+		}
+	}
+	m->o.tls_cert = m->o.tls_key = m->o.tls_ca = NULL; /* read at create only */
 	m->r = r;
 	TAILQ_INIT(&m->conns);
 	TAILQ_INIT(&m->socks);
@@ -1318,6 +1699,7 @@ cm_msgr_destroy(struct cm_msgr *m)
 		cm_reactor_close(m->r, l->fd);
 		free(l);
 	}
+	SSL_CTX_free(m->ssl_ctx);
 	free(m->key);
 	free(m);
 }

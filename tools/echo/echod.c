@@ -159,13 +159,13 @@ main(int argc, char **argv)
 	struct cm_conf conf = {
 		.table = g_echo_opts, .base = &cfg, .section = "echo", .env_prefix = "CAIRN_"
 	};
-	struct echod d = { 0 };
+	struct echod d = { .sigfd = -1 };
 	struct cm_http_metrics *http = NULL;
 	struct cm_msgr_opts mo;
 	struct cm_msgr_ops ops = { .on_msg = on_msg, .on_accept = on_accept, .on_event = on_event };
 	sigset_t mask;
 	uint16_t port = 0, mport = 0;
-	int rc, first;
+	int rc, first, status = 1;
 
 	/* Before any thread exists, so that every thread inherits the mask. */
 	sigemptyset(&mask);
@@ -174,29 +174,33 @@ main(int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &mask, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	rc = cm_conf_init(&conf, argc, argv, environ, getenv("CAIRN_CONF"), stdout, &first);
-	if (rc == 1)
-		return 0;
+	if (rc == 1) {
+		status = 0;
+		goto out;
+	}
+	status = 2; /* configuration errors */
 	if (rc) {
 		fprintf(stderr, "cairn-echod: %s\n", conf.err);
-		return 2;
+		goto out;
 	}
 	if (first < argc) {
 		fprintf(stderr, "cairn-echod: unexpected argument '%s'\n", argv[first]);
-		return 2;
+		goto out;
 	}
 	if (!cfg.cluster_key[0]) {
 		fprintf(stderr, "cairn-echod: cluster_key is not set (in the config file's "
 				"[global] section, CAIRN_CLUSTER_KEY, or --cluster-key)\n");
-		return 2;
+		goto out;
 	}
 	if (echo_setup_logging(&cfg))
-		return 2;
+		goto out;
+	status = 1; /* run-time errors */
 	if (conf.unknown_global)
 		CM_INFO("%s (and %u more)", conf.warning, conf.unknown_global - 1);
 	rc = echo_reactor_create(&cfg, "echod", &d.r);
 	if (rc) {
 		fprintf(stderr, "cairn-echod: reactor: %s\n", cm_strerror(rc));
-		return 1;
+		goto out;
 	}
 	echo_msgr_opts(&cfg, &mo);
 	mo.ops = ops;
@@ -206,16 +210,16 @@ main(int argc, char **argv)
 		rc = cm_msgr_listen(d.m, cfg.listen, &port);
 	if (rc) {
 		fprintf(stderr, "cairn-echod: listen %s: %s\n", cfg.listen, cm_strerror(rc));
-		return 1;
+		goto out;
 	}
 	if (register_metrics(&d, cm_reactor_backend_name(d.r)))
-		return 1;
+		goto out;
 	if (cfg.metrics_addr[0]) {
 		rc = cm_http_metrics_start(d.r, d.metrics, cfg.metrics_addr, &mport, &http);
 		if (rc) {
 			fprintf(stderr, "cairn-echod: metrics on %s: %s\n", cfg.metrics_addr,
 				cm_strerror(rc));
-			return 1;
+			goto out;
 		}
 	}
 	d.sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
@@ -223,24 +227,31 @@ main(int argc, char **argv)
 	d.sig_io.arg = &d;
 	if (d.sigfd < 0 || cm_io_poll(d.r, &d.sig_io, d.sigfd, POLLIN)) {
 		fprintf(stderr, "cairn-echod: signalfd failed\n");
-		return 1;
+		goto out;
 	}
 	rc = write_pid(cfg.pid_file);
 	if (rc) {
 		fprintf(stderr, "cairn-echod: pid_file %s: %s\n", cfg.pid_file, cm_strerror(rc));
-		return 1;
+		goto out;
 	}
 	CM_NOTICE("listening msgr=%s port=%u metrics=%s metrics_port=%u reactor=%s", cfg.listen,
 		  port, cfg.metrics_addr[0] ? cfg.metrics_addr : "off", mport,
 		  cm_reactor_backend_name(d.r));
-	rc = cm_reactor_run(d.r);
-	cm_http_metrics_stop(http);
-	cm_msgr_destroy(d.m);
-	cm_reactor_close(d.r, d.sigfd);
-	cm_reactor_destroy(d.r);
-	cm_metrics_destroy(d.metrics);
+	status = cm_reactor_run(d.r) ? 1 : 0;
 	if (cfg.pid_file[0])
 		unlink(cfg.pid_file);
+out:
+	if (cm_io_pending(&d.sig_io)) {
+		cm_io_cancel(d.r, &d.sig_io);
+		for (int i = 0; i < 100 && cm_io_pending(&d.sig_io); i++)
+			cm_reactor_run_once(d.r, 10);
+	}
+	cm_http_metrics_stop(http);
+	cm_msgr_destroy(d.m);
+	if (d.sigfd >= 0)
+		cm_reactor_close(d.r, d.sigfd);
+	cm_reactor_destroy(d.r);
+	cm_metrics_destroy(d.metrics);
 	cm_conf_free(&conf);
-	return rc ? 1 : 0;
+	return status;
 }

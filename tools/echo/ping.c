@@ -80,34 +80,37 @@ main(int argc, char **argv)
 		.table = g_echo_opts, .base = &cfg, .section = "ping", .env_prefix = "CAIRN_"
 	};
 	struct ping p = { 0 };
-	struct cm_reactor *r;
-	struct cm_msgr *m;
+	struct cm_reactor *r = NULL;
+	struct cm_msgr *m = NULL;
 	struct cm_msgr_opts mo;
 	struct cm_msgr_ops ops = { .on_msg = on_msg, .on_event = on_event };
 	uint64_t t0, deadline;
 	double secs;
-	int rc;
+	int rc, status = 2;
 
 	rc = cm_conf_init(&conf, argc, argv, environ, getenv("CAIRN_CONF"), stdout, NULL);
-	if (rc == 1)
-		return 0;
+	if (rc == 1) {
+		status = 0;
+		goto out;
+	}
 	if (rc) {
 		fprintf(stderr, "cairn-ping: %s\n", conf.err);
-		return 2;
+		goto out;
 	}
 	if (!cfg.cluster_key[0]) {
 		fprintf(stderr, "cairn-ping: cluster_key is not set (-c run/cairn.conf?)\n");
-		return 2;
+		goto out;
 	}
 	free(cfg.entity);
 	cfg.entity = strdup("client.ping");
-	if (echo_setup_logging(&cfg) || echo_reactor_create(&cfg, "ping", &r))
-		return 2;
+	if (!cfg.entity || echo_setup_logging(&cfg) || echo_reactor_create(&cfg, "ping", &r))
+		goto out;
+	status = 1;
 	p.count = cfg.count;
 	p.inflight = (unsigned)cfg.inflight;
 	p.t_sent = calloc(4096, sizeof(*p.t_sent));
-	if (cm_buf_alloc(cfg.size, &p.payload))
-		return 1;
+	if (!p.t_sent || cm_buf_alloc(cfg.size, &p.payload))
+		goto out;
 	for (size_t i = 0; i < cfg.size; i++)
 		p.payload->data[i] = (uint8_t)(i * 131 + 7);
 	p.crc = cm_crc32c(0, p.payload->data, cfg.size);
@@ -116,7 +119,7 @@ main(int argc, char **argv)
 	mo.ops_arg = &p;
 	if (cm_msgr_create(r, &mo, &m) || cm_msgr_connect(m, cfg.listen, true, &p.c)) {
 		fprintf(stderr, "cairn-ping: cannot connect to %s\n", cfg.listen);
-		return 1;
+		goto out;
 	}
 	deadline = cm_now_ms() + 10000;
 	while (!p.up && !p.failed && cm_now_ms() < deadline)
@@ -124,7 +127,7 @@ main(int argc, char **argv)
 	if (!p.up) {
 		fprintf(stderr, "cairn-ping: no session with %s: %s\n", cfg.listen,
 			p.failed ? cm_strerror(p.fail_rc) : "timed out (is cairn-echod running?)");
-		return 1;
+		goto out;
 	}
 	t0 = cm_now_ns();
 	while (p.done < p.count && !p.failed)
@@ -137,12 +140,16 @@ main(int argc, char **argv)
 	       (double)p.done / secs, (double)p.done * (double)cfg.size / secs / 1048576.0,
 	       (double)cm_histogram_quantile_ns(&p.lat, 0.5) / 1000.0,
 	       (double)cm_histogram_quantile_ns(&p.lat, 0.99) / 1000.0, p.bad);
-	cm_conn_close(p.c);
-	cm_conn_put(p.c);
+	status = p.bad ? 1 : 0;
+out:
+	if (p.c) {
+		cm_conn_close(p.c);
+		cm_conn_put(p.c);
+	}
 	cm_msgr_destroy(m);
 	cm_reactor_destroy(r);
 	cm_buf_put(p.payload);
 	free(p.t_sent);
 	cm_conf_free(&conf);
-	return p.bad ? 1 : 0;
+	return status;
 }

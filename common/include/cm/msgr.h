@@ -111,11 +111,21 @@ struct cm_msgr_opts {
 	 * true refuses such frames, so set it the same cluster-wide.
 	 */
 	bool crc_data;
+	/*
+	 * TLS on every connection, from the first byte (both sides must agree).
+	 * tls_cert/tls_key (PEM) are needed to listen; with tls_ca the peer's
+	 * certificate must chain to it, else TLS only encrypts and the cluster
+	 * key authenticates. Files are read by cm_msgr_create.
+	 */
+	bool tls;
+	const char *tls_cert;
+	const char *tls_key;
+	const char *tls_ca;
 };
 
 void cm_msgr_opts_init(struct cm_msgr_opts *o, size_t size);
 
-/* \return 0, -EINVAL (no key or entity), -ENOMEM. */
+/* \return 0, -EINVAL (no key or entity; TLS files unusable, logged), -ENOMEM. */
 int cm_msgr_create(struct cm_reactor *r, const struct cm_msgr_opts *o, struct cm_msgr **mp);
 
 /* Close every session and socket, then free. Runs the reactor until sockets are gone. */
@@ -169,7 +179,7 @@ void *cm_conn_user(const struct cm_conn *c);
 struct cm_msgr_stats {
 	uint64_t msgs_sent, msgs_recv, bytes_sent, bytes_recv;
 	uint64_t resends, dups_dropped, crc_errors, bad_frames, auth_failures;
-	uint64_t sock_resets, keepalive_timeouts;
+	uint64_t sock_resets, keepalive_timeouts, tls_failures;
 };
 
 void cm_msgr_get_stats(const struct cm_msgr *m, struct cm_msgr_stats *st);

@@ -17,7 +17,7 @@ struct side {
 	struct cm_conn *accepted;
 	uint64_t next_tid; /* server: the tid expected next (exactly once, in order) */
 	uint64_t got, bad, replies;
-	bool up, echo;
+	bool up, echo, close_in_cb;
 	int events[8];
 	int last_rc;
 	bool writable;
@@ -50,6 +50,8 @@ on_msg(void *arg, struct cm_conn *c, struct cm_msg *m)
 		s->replies++;
 	}
 	cm_msg_destroy(m);
+	if (s->close_in_cb)
+		cm_conn_close(c); /* from inside the socket's own receive path */
 }
 
 static void
@@ -507,6 +509,190 @@ START_TEST(test_msgr_crc_data_off_and_mismatch)
 
 END_TEST
 
+START_TEST(test_msgr_close_from_callback)
+{
+	struct cm_reactor *r = cm_test_reactor();
+	struct side srv = { 0 }, cli = { 0 };
+	struct cm_conn *c = setup(r, &srv, &cli, false, NULL);
+
+	srv.close_in_cb = true;
+	srv.echo = false;
+	for (uint64_t i = 0; i < 20; i++)
+		ck_assert_int_eq(cm_conn_send(c, req(i, 1000)), 0);
+	for (int i = 0; i < 100 && !cli.events[CM_CONN_RESET]; i++)
+		cm_reactor_run_once(r, 5);
+	ck_assert_uint_ge(srv.got, 1);
+	ck_assert_int_ge(cli.events[CM_CONN_RESET], 1);
+	teardown(r, &srv, &cli, c);
+}
+
+END_TEST
+
+static char g_pki[64];
+
+/* A CA, a node certificate it signs, and a second, unrelated CA. */
+static void
+make_pki(void)
+{
+	char cmd[2048];
+
+	snprintf(g_pki, sizeof(g_pki), "/tmp/cairn-pki-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(g_pki));
+	snprintf(
+		cmd, sizeof(cmd),
+		"cd %s && for ca in ca ca2; do openssl req -x509 -newkey ec "
+		"-pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout $ca.key -out $ca.pem -days 2 "
+		"-subj /CN=cairn-test-$ca; done && openssl req -newkey ec "
+		"-pkeyopt ec_paramgen_curve:prime256v1 -nodes -keyout node.key -out node.csr "
+		"-subj /CN=node && openssl x509 -req -in node.csr -CA ca.pem -CAkey ca.key "
+		"-CAcreateserial -out node.pem -days 2",
+		g_pki);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+static char g_cert[128], g_key_file[128], g_ca[128], g_ca2[128];
+
+static void
+pki_paths(void)
+{
+	snprintf(g_cert, sizeof(g_cert), "%s/node.pem", g_pki);
+	snprintf(g_key_file, sizeof(g_key_file), "%s/node.key", g_pki);
+	snprintf(g_ca, sizeof(g_ca), "%s/ca.pem", g_pki);
+	snprintf(g_ca2, sizeof(g_ca2), "%s/ca2.pem", g_pki);
+}
+
+static void
+tls_on(struct cm_msgr_opts *o)
+{
+	o->tls = true;
+	o->tls_cert = g_cert;
+	o->tls_key = g_key_file;
+	o->tls_ca = g_ca;
+}
+
+static void
+tls_other_ca(struct cm_msgr_opts *o)
+{
+	tls_on(o);
+	o->tls_ca = g_ca2;
+}
+
+START_TEST(test_msgr_tls_exchange_and_resume)
+{
+	struct cm_reactor *r;
+	struct side srv = { 0 }, cli = { 0 };
+	struct cm_conn *c;
+	struct until_n u = { &cli.replies, 0 };
+	struct cm_msgr_stats st;
+	uint64_t tid = 0;
+
+	make_pki();
+	pki_paths();
+	r = cm_test_reactor();
+	c = setup(r, &srv, &cli, true, tls_on);
+	for (int round = 0; round < 4; round++) {
+		for (int i = 0; i < 100 && !cm_conn_is_up(c); i++)
+			cm_reactor_run_once(r, 5);
+		for (int i = 0; i < 150; i++, tid++)
+			ck_assert_int_eq(cm_conn_send(c, req(tid, (tid * 7919) % (256u << 10))), 0);
+		cm_reactor_run_once(r, 0);
+		cm_conn_reset_socket(round & 1 ? srv.accepted : c);
+	}
+	u.n = tid;
+	ck_assert(cm_test_run_until_fn(r, reached, &u, 60000));
+	ck_assert_uint_eq(srv.got, tid);
+	ck_assert_uint_eq(srv.bad, 0);
+	cm_msgr_get_stats(srv.m, &st);
+	ck_assert_uint_eq(st.tls_failures, 0);
+	ck_assert_uint_eq(st.crc_errors, 0);
+	teardown(r, &srv, &cli, c);
+}
+
+END_TEST
+
+START_TEST(test_msgr_tls_mismatch_diagnosed)
+{
+	struct cm_reactor *r;
+	struct side srv = { 0 }, cli = { 0 }, srv2 = { 0 }, cli2 = { 0 };
+	struct cm_conn *c, *c2;
+	struct cm_msgr_stats st;
+	uint16_t port;
+
+	make_pki();
+	pki_paths();
+	r = cm_test_reactor();
+	/* TLS client, plain server. */
+	mk(r, &srv, "osd.0", g_key, NULL);
+	mk(r, &cli, "client.1", g_key, tls_on);
+	ck_assert_int_eq(cm_msgr_listen(srv.m, "127.0.0.1:0", &port), 0);
+	snprintf(g_addr, sizeof(g_addr), "127.0.0.1:%u", port);
+	ck_assert_int_eq(cm_msgr_connect(cli.m, g_addr, true, &c), 0);
+	/* Plain client, TLS server. */
+	mk(r, &srv2, "osd.1", g_key, tls_on);
+	mk(r, &cli2, "client.2", g_key, NULL);
+	ck_assert_int_eq(cm_msgr_listen(srv2.m, "127.0.0.1:0", &port), 0);
+	snprintf(g_addr, sizeof(g_addr), "127.0.0.1:%u", port);
+	ck_assert_int_eq(cm_msgr_connect(cli2.m, g_addr, true, &c2), 0);
+	for (int i = 0; i < 100; i++)
+		cm_reactor_run_once(r, 10);
+	ck_assert(!cli.up && !cli2.up);
+	ck_assert_ptr_null(srv.accepted);
+	ck_assert_ptr_null(srv2.accepted);
+	cm_msgr_get_stats(srv.m, &st);
+	ck_assert_uint_ge(st.tls_failures, 1);
+	cm_msgr_get_stats(srv2.m, &st);
+	ck_assert_uint_ge(st.tls_failures, 1);
+	cm_conn_close(c);
+	cm_conn_put(c);
+	cm_conn_close(c2);
+	cm_conn_put(c2);
+	cm_msgr_destroy(cli.m);
+	cm_msgr_destroy(cli2.m);
+	cm_msgr_destroy(srv.m);
+	cm_msgr_destroy(srv2.m);
+	cm_reactor_destroy(r);
+}
+
+END_TEST
+
+START_TEST(test_msgr_tls_untrusted_certificate)
+{
+	struct cm_reactor *r;
+	struct side srv = { 0 }, cli = { 0 };
+	struct cm_conn *c;
+	uint16_t port;
+	struct cm_msgr_opts o;
+	struct cm_msgr *m;
+
+	make_pki();
+	pki_paths();
+	r = cm_test_reactor();
+	mk(r, &srv, "osd.0", g_key, tls_on);
+	mk(r, &cli, "client.1", g_key, tls_other_ca);
+	ck_assert_int_eq(cm_msgr_listen(srv.m, "127.0.0.1:0", &port), 0);
+	snprintf(g_addr, sizeof(g_addr), "127.0.0.1:%u", port);
+	ck_assert_int_eq(cm_msgr_connect(cli.m, g_addr, true, &c), 0);
+	for (int i = 0; i < 300 && !cli.events[CM_CONN_FAILED]; i++)
+		cm_reactor_run_once(r, 10);
+	ck_assert_int_eq(cli.events[CM_CONN_FAILED], 1);
+	ck_assert_int_eq(cli.last_rc, -CM_EAUTH);
+	ck_assert_ptr_null(srv.accepted);
+	cm_conn_put(c);
+	cm_msgr_destroy(cli.m);
+	cm_msgr_destroy(srv.m);
+	/* Unusable files are refused at create. */
+	cm_msgr_opts_init(&o, sizeof(o));
+	o.entity = "x";
+	o.key = g_key;
+	o.key_len = sizeof(g_key);
+	o.tls = true;
+	o.tls_cert = "/nonexistent.pem";
+	ck_assert_int_eq(cm_msgr_create(r, &o, &m), -EINVAL);
+	cm_reactor_destroy(r);
+}
+
+END_TEST
+
 int
 main(void)
 {
@@ -522,6 +708,10 @@ main(void)
 	tcase_add_test(tc, test_msgr_dead_peer_detected);
 	tcase_add_test(tc, test_msgr_garbage_and_oversize_rejected);
 	tcase_add_test(tc, test_msgr_crc_data_off_and_mismatch);
+	tcase_add_test(tc, test_msgr_close_from_callback);
+	tcase_add_test(tc, test_msgr_tls_exchange_and_resume);
+	tcase_add_test(tc, test_msgr_tls_mismatch_diagnosed);
+	tcase_add_test(tc, test_msgr_tls_untrusted_certificate);
 	suite_add_tcase(s, tc);
 	return cm_test_main(s);
 }
