@@ -27,6 +27,8 @@ static const char g_key[] = "bench-cluster-key-0123456789";
 static double g_secs = 3.0;
 static enum cm_reactor_backend g_backend = CM_REACTOR_AUTO;
 static bool g_crc_data = true;
+static char g_tls_dir[64];
+static bool g_tls;
 
 /* ---------------- raw TCP ---------------- */
 
@@ -195,6 +197,15 @@ mk_msgr(struct cm_reactor *r, const char *name, const struct cm_msgr_ops *ops, v
 	o.ops = *ops;
 	o.ops_arg = arg;
 	o.crc_data = g_crc_data;
+	if (g_tls) {
+		static char cert[128], key[128];
+
+		snprintf(cert, sizeof(cert), "%s/node.pem", g_tls_dir);
+		snprintf(key, sizeof(key), "%s/node.key", g_tls_dir);
+		o.tls = true;
+		o.tls_cert = cert;
+		o.tls_key = key;
+	}
 	if (cm_msgr_create(r, &o, &m)) {
 		fprintf(stderr, "msgr_bench: cannot create a messenger\n");
 		exit(2);
@@ -331,7 +342,8 @@ int
 main(int argc, char **argv)
 {
 	const char *be = getenv("CAIRN_REACTOR"), *bname = "?";
-	double raw_big, big, big_nocrc, raw_1, one, raw_64, many;
+	double raw_big, big, big_nocrc, big_tls = 0, raw_1, one, raw_64, many;
+	char cmd[512];
 
 	if (argc > 1)
 		g_secs = strtod(argv[1], NULL);
@@ -346,6 +358,23 @@ main(int argc, char **argv)
 	g_crc_data = false;
 	big_nocrc = msgr_run(4u << 20, 8, &bname) * 4.0;
 	g_crc_data = true;
+	/* TLS needs a certificate: make a throwaway one if openssl is there. */
+	snprintf(g_tls_dir, sizeof(g_tls_dir), "/tmp/cairn-bench-tls-XXXXXX");
+	if (mkdtemp(g_tls_dir)) {
+		snprintf(cmd, sizeof(cmd),
+			 "openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 "
+			 "-nodes -keyout %s/node.key -out %s/node.pem -days 1 -subj /CN=bench "
+			 ">/dev/null 2>&1",
+			 g_tls_dir, g_tls_dir);
+		if (system(cmd) == 0) {
+			g_tls = true;
+			big_tls = msgr_run(4u << 20, 8, &bname) * 4.0;
+			g_tls = false;
+		}
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", g_tls_dir);
+		if (system(cmd) != 0)
+			fprintf(stderr, "msgr_bench: could not remove %s\n", g_tls_dir);
+	}
 	raw_1 = raw_run(4096, 1);
 	one = msgr_run(4096, 1, &bname);
 	raw_64 = raw_run(4096, 64);
@@ -357,14 +386,16 @@ main(int argc, char **argv)
 	       raw_big, big / raw_big);
 	printf("  %-30s %10.0f MiB/s %10.0f MiB/s %8.2f\n", "  same, crc_data off", big_nocrc,
 	       raw_big, big_nocrc / raw_big);
+	printf("  %-30s %10.0f MiB/s %10.0f MiB/s %8.2f\n", "  same, over TLS", big_tls, raw_big,
+	       big_tls / raw_big);
 	printf("  %-30s %12.0f/s %12.0f/s %8.2f\n", "4 KiB messages, 1 in flight", one, raw_1,
 	       one / raw_1);
 	printf("  %-30s %12.0f/s %12.0f/s %8.2f\n", "4 KiB messages, 64 in flight", many, raw_64,
 	       many / raw_64);
 	printf("{\"bench\":\"msgr\",\"reactor\":\"%s\",\"mib_s\":%.0f,\"raw_mib_s\":%.0f,"
-	       "\"ratio\":%.3f,\"mib_s_nocrc\":%.0f,\"ratio_nocrc\":%.3f,\"msgs_s_4k_1\":%.0f,\"raw_msgs_s_4k_1\":%.0f,\"ratio_4k_1\":%.3f,"
+	       "\"ratio\":%.3f,\"mib_s_nocrc\":%.0f,\"ratio_nocrc\":%.3f,\"mib_s_tls\":%.0f,\"ratio_tls\":%.3f,\"msgs_s_4k_1\":%.0f,\"raw_msgs_s_4k_1\":%.0f,\"ratio_4k_1\":%.3f,"
 	       "\"msgs_s_4k\":%.0f,\"raw_msgs_s_4k\":%.0f,\"ratio_4k_64\":%.3f}\n",
-	       bname, big, raw_big, big / raw_big, big_nocrc, big_nocrc / raw_big, one, raw_1,
-	       one / raw_1, many, raw_64, many / raw_64);
+	       bname, big, raw_big, big / raw_big, big_nocrc, big_nocrc / raw_big, big_tls,
+	       big_tls / raw_big, one, raw_1, one / raw_1, many, raw_64, many / raw_64);
 	return 0;
 }

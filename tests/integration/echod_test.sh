@@ -73,4 +73,40 @@ wait "$pid" || fail "echod exit status $?"
 pid=
 grep -q "signal 15: shutting down" "$dir/echod.log" || fail "no clean shutdown"
 [ ! -f "$dir/echod.pid" ] || fail "pid file left behind"
+
+# TLS: a certificate, a TLS ping that works, a plain ping that is refused.
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes -days 1 \
+	-keyout "$dir/node.key" -out "$dir/node.pem" -subj /CN=echod >/dev/null 2>&1 ||
+	fail "openssl could not make a certificate"
+cat >"$dir/tls.conf" <<CONF
+[global]
+cluster_key = test-cluster-key-0123456789
+tls = true
+tls_cert = $dir/node.pem
+tls_key = $dir/node.key
+[echo]
+listen = 127.0.0.1:0
+metrics_addr =
+log_file = $dir/echod-tls.log
+CONF
+"$build/tools/cairn-echod" -c "$dir/tls.conf" &
+pid=$!
+for _ in $(seq 100); do
+	grep -q "listening" "$dir/echod-tls.log" 2>/dev/null && break
+	sleep 0.05
+done
+port=$(sed -nE 's/.* port=([0-9]+) .*/\1/p' "$dir/echod-tls.log")
+[ -n "$port" ] || fail "TLS echod did not start"
+out=$("$build/tools/cairn-ping" -c "$dir/tls.conf" --listen "127.0.0.1:$port" --count 500 \
+	--size 256K --inflight 4) || fail "TLS ping failed: $out"
+grep -q " 0 bad replies" <<<"$out" || fail "TLS bad replies: $out"
+if "$build/tools/cairn-ping" -c "$dir/tls.conf" --tls false --timeout 1s --listen "127.0.0.1:$port" \
+	--count 1 >"$dir/ping-plain.out" 2>&1; then
+	fail "a plain client got through to a TLS daemon"
+fi
+grep -q "plain Cairn frame but tls is on here" "$dir/echod-tls.log" ||
+	fail "TLS daemon did not say why it refused a plain client"
+kill -TERM "$pid"
+wait "$pid" || fail "TLS echod exit status $?"
+pid=
 echo "1 passed, 0 failed"

@@ -80,6 +80,14 @@ const struct cm_opt g_echo_opts[] = {
 	       max_queue, "per-session send queue bound (backpressure)"),
 	CM_OPT("crc_data", CM_OPT_BOOL, "true", 0, 0, 0, struct echo_conf, crc_data,
 	       "crc32c over message data (set the same cluster-wide)"),
+	CM_OPT("tls", CM_OPT_BOOL, "false", 0, 0, 0, struct echo_conf, tls,
+	       "TLS on every messenger link (set the same cluster-wide)"),
+	CM_OPT("tls_cert", CM_OPT_STR, "", 0, 0, 0, struct echo_conf, tls_cert,
+	       "PEM certificate (chain) this process presents; needed to listen"),
+	CM_OPT("tls_key", CM_OPT_STR, "", 0, 0, 0, struct echo_conf, tls_key,
+	       "PEM private key for tls_cert"),
+	CM_OPT("tls_ca", CM_OPT_STR, "", 0, 0, 0, struct echo_conf, tls_ca,
+	       "PEM CA bundle; when set, peers must present a certificate it signed"),
 	CM_OPT("count", CM_OPT_UINT, "1000", 1, 100000000, 0, struct echo_conf, count,
 	       "cairn-ping: requests to send"),
 	CM_OPT("size", CM_OPT_SIZE, "4K", 0, 67108864, 0, struct echo_conf, size,
@@ -144,4 +152,8 @@ echo_msgr_opts(const struct echo_conf *c, struct cm_msgr_opts *o)
 	o->timeout_ms = (unsigned)c->timeout_ms;
 	o->max_queue_bytes = c->max_queue;
 	o->crc_data = c->crc_data;
+	o->tls = c->tls;
+	o->tls_cert = c->tls_cert;
+	o->tls_key = c->tls_key;
+	o->tls_ca = c->tls_ca;
 }

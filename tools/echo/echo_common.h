@@ -26,6 +26,10 @@ struct echo_conf {
 	uint64_t timeout_ms;
 	uint64_t max_queue;
 	bool crc_data;
+	bool tls;
+	char *tls_cert;
+	char *tls_key;
+	char *tls_ca;
 	/* cairn-ping only */
 	uint64_t count;
 	uint64_t size;

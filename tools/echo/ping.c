@@ -121,7 +121,7 @@ main(int argc, char **argv)
 		fprintf(stderr, "cairn-ping: cannot connect to %s\n", cfg.listen);
 		goto out;
 	}
-	deadline = cm_now_ms() + 10000;
+	deadline = cm_now_ms() + CM_MIN(cfg.timeout_ms, (uint64_t)10000);
 	while (!p.up && !p.failed && cm_now_ms() < deadline)
 		cm_reactor_run_once(r, 50);
 	if (!p.up) {
