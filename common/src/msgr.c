@@ -718,6 +718,21 @@ sock_flush(struct cm_sock *s)
 		sock_fail(s, rc);
 }
 
+/*
+ * Run a socket io callback's body holding the socket: it may fail (and would
+ * be freed) deep inside the body.
+ */
+static void
+sock_io_guarded(struct cm_io *io, int res, void (*body)(struct cm_sock *s, int res))
+{
+	struct cm_sock *s = io->arg;
+
+	s->busy++;
+	body(s, res);
+	s->busy--;
+	sock_maybe_free(s);
+}
+
 /* n plaintext bytes of the in-flight batch are gone: retire whole messages. */
 static void
 sock_tx_account(struct cm_sock *s, size_t left)
@@ -752,16 +767,31 @@ sock_tx_account(struct cm_sock *s, size_t left)
 	}
 }
 
+/*
+ * Lossless: if we delivered messages the peer has not heard about and
+ * nothing is going out to carry the ack in its preamble, queue an ACK frame.
+ * \return true when one was queued.
+ */
+static bool
+sock_ack_if_owed(struct cm_sock *s)
+{
+	struct cm_conn *c = s->conn;
+
+	if (!c || !c->lossless || !s->open || c->in_seq == c->acked_to_peer ||
+	    cm_io_pending(&s->tx_io) || !TAILQ_EMPTY(&s->inflight) || !TAILQ_EMPTY(&c->out_q) ||
+	    !TAILQ_EMPTY(&s->ctl_q))
+		return false;
+	sock_queue_ctl(s, CM_MSG_ACK, NULL);
+	return true;
+}
+
 /* After a send completed: owe an ack? send more, tell a blocked sender. */
 static void
 sock_tx_after(struct cm_sock *s)
 {
 	struct cm_conn *c = s->conn;
 
-	/* An ack owed and nothing else to carry it. */
-	if (c && c->lossless && s->open && c->in_seq != c->acked_to_peer &&
-	    TAILQ_EMPTY(&s->inflight) && TAILQ_EMPTY(&c->out_q) && TAILQ_EMPTY(&s->ctl_q))
-		sock_queue_ctl(s, CM_MSG_ACK, NULL);
+	sock_ack_if_owed(s);
 	sock_flush(s);
 	if (c && !s->dead)
 		conn_check_writable(c);
@@ -797,19 +827,10 @@ sock_tx_done_body(struct cm_sock *s, int res)
 	sock_tx_after(s);
 }
 
-/*
- * The socket may fail (and would be freed) deep inside the body; hold it
- * until the body returns.
- */
 static void
 sock_tx_done(struct cm_io *io, int res)
 {
-	struct cm_sock *s = io->arg;
-
-	s->busy++;
-	sock_tx_done_body(s, res);
-	s->busy--;
-	sock_maybe_free(s);
+	sock_io_guarded(io, res, sock_tx_done_body);
 }
 
 /* ---------------- TLS (OpenSSL over memory BIOs) ---------------- */
@@ -1292,27 +1313,15 @@ sock_rx_done_body(struct cm_sock *s, int res)
 	c = s->conn;
 	if (c)
 		conn_check_writable(c); /* acks may have freed queue space */
-	if (c && c->lossless && s->open && c->in_seq != c->acked_to_peer &&
-	    !cm_io_pending(&s->tx_io) && TAILQ_EMPTY(&c->out_q) && TAILQ_EMPTY(&s->ctl_q)) {
-		sock_queue_ctl(s, CM_MSG_ACK, NULL);
+	if (sock_ack_if_owed(s))
 		sock_flush(s);
-	}
 	sock_recv(s);
 }
 
-/*
- * The socket may fail (and would be freed) deep inside the body; hold it
- * until the body returns.
- */
 static void
 sock_rx_done(struct cm_io *io, int res)
 {
-	struct cm_sock *s = io->arg;
-
-	s->busy++;
-	sock_rx_done_body(s, res);
-	s->busy--;
-	sock_maybe_free(s);
+	sock_io_guarded(io, res, sock_rx_done_body);
 }
 
 static void
@@ -1414,19 +1423,10 @@ sock_connect_done_body(struct cm_sock *s, int res)
 	sock_recv(s);
 }
 
-/*
- * The socket may fail (and would be freed) deep inside the body; hold it
- * until the body returns.
- */
 static void
 sock_connect_done(struct cm_io *io, int res)
 {
-	struct cm_sock *s = io->arg;
-
-	s->busy++;
-	sock_connect_done_body(s, res);
-	s->busy--;
-	sock_maybe_free(s);
+	sock_io_guarded(io, res, sock_connect_done_body);
 }
 
 static void

@@ -485,28 +485,30 @@ cm_io_poll(struct cm_reactor *r, struct cm_io *io, int fd, unsigned events)
 	return io_submit_checked(r, io, CM_IO_POLL, fd);
 }
 
-int
-cm_io_readv(struct cm_reactor *r, struct cm_io *io, int fd, const struct iovec *iov, int iovcnt,
-	    off_t off)
+static int
+io_file(struct cm_reactor *r, struct cm_io *io, int op, int fd, const struct iovec *iov, int iovcnt,
+	off_t off)
 {
 	if (io->op != CM_IO_NONE)
 		return -EBUSY;
 	io->u.file.iov = iov;
 	io->u.file.iovcnt = iovcnt;
 	io->u.file.off = off;
-	return io_submit_checked(r, io, CM_IO_READV, fd);
+	return io_submit_checked(r, io, op, fd);
+}
+
+int
+cm_io_readv(struct cm_reactor *r, struct cm_io *io, int fd, const struct iovec *iov, int iovcnt,
+	    off_t off)
+{
+	return io_file(r, io, CM_IO_READV, fd, iov, iovcnt, off);
 }
 
 int
 cm_io_writev(struct cm_reactor *r, struct cm_io *io, int fd, const struct iovec *iov, int iovcnt,
 	     off_t off)
 {
-	if (io->op != CM_IO_NONE)
-		return -EBUSY;
-	io->u.file.iov = iov;
-	io->u.file.iovcnt = iovcnt;
-	io->u.file.off = off;
-	return io_submit_checked(r, io, CM_IO_WRITEV, fd);
+	return io_file(r, io, CM_IO_WRITEV, fd, iov, iovcnt, off);
 }
 
 int
