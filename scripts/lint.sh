@@ -42,6 +42,7 @@ check_prefix() {
 	fi
 }
 check_prefix build/common/libcairn_common.a '^(cm_|cm__)'
+check_prefix build/crush/libcairn_crush.a '^(crush_|crush__)'
 
 [ $fail -eq 0 ] && echo "lint: clean"
 exit $fail

@@ -1,0 +1,230 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "crush/crush.h"
+#include "testlib.h"
+
+#include <errno.h>
+#include <limits.h>
+
+static char *
+slurp(const char *name)
+{
+	char path[512];
+	FILE *f;
+	char *buf = malloc(1 << 20);
+	size_t n;
+
+	snprintf(path, sizeof(path), "%s/%s", CRUSH_GOLDEN_DIR, name);
+	f = fopen(path, "r");
+	ck_assert_ptr_nonnull(f);
+	n = fread(buf, 1, (1 << 20) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	return buf;
+}
+
+static struct crush_map *
+parse_ok(const char *text)
+{
+	struct crush_map *m = NULL;
+	char err[256];
+	int rc = crush_text_parse(text, &m, err, sizeof(err));
+
+	ck_assert_msg(rc == 0, "parse failed: %s", err);
+	return m;
+}
+
+static char *
+print(const struct crush_map *m)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+
+	ck_assert_int_eq(crush_text_print(m, f), 0);
+	fclose(f);
+	return buf;
+}
+
+START_TEST(test_ln_monotonic_and_bounds)
+{
+	uint64_t prev = crush_ln(0);
+
+	ck_assert_uint_eq(crush_ln(0), 0);          /* log2(0 + 1) = 0 */
+	ck_assert_uint_eq(crush_ln(1), 1ull << 44); /* log2(1 + 1) = 1 */
+	for (unsigned x = 1; x <= 0xffff; x++) {
+		uint64_t v = crush_ln(x);
+
+		ck_assert_uint_ge(v, prev);
+		prev = v;
+	}
+	/* log2(65536) = 16, in 2^44 fixed point, within the table's precision. */
+	ck_assert_uint_le(prev, 16ull << 44);
+	ck_assert_uint_ge(prev, (16ull << 44) - (1ull << 30));
+	ck_assert_uint_eq(crush_ln(3), 2ull << 44);   /* log2(4) */
+	ck_assert_uint_eq(crush_ln(255), 8ull << 44); /* log2(256) */
+}
+
+END_TEST
+
+START_TEST(test_round_trip_stable)
+{
+	const char *maps[] = { "flat12.txt", "hosts4x6.txt", "racks2x3x4.txt" };
+
+	for (size_t i = 0; i < CM_ARRAY_SIZE(maps); i++) {
+		char *text = slurp(maps[i]);
+		struct crush_map *m1 = parse_ok(text), *m2;
+		char *p1 = print(m1), *p2;
+
+		m2 = parse_ok(p1);
+		p2 = print(m2);
+		ck_assert_str_eq(p1, p2); /* text -> map -> text -> map -> text */
+		/* Same mappings from the reprinted map. */
+		uint32_t w[64];
+		int r1[8], r2[8];
+		char work[1024];
+
+		for (int d = 0; d < 64; d++)
+			w[d] = CRUSH_WEIGHT_ONE;
+		for (int x = 0; x < 2000; x++) {
+			int n1 = crush_do_rule(m1, 0, x, r1, 3, w, m1->max_devices, work);
+			int n2 = crush_do_rule(m2, 0, x, r2, 3, w, m2->max_devices, work);
+
+			ck_assert_int_eq(n1, n2);
+			ck_assert_int_eq(memcmp(r1, r2, sizeof(int) * (size_t)n1), 0);
+		}
+		free(p1);
+		free(p2);
+		free(text);
+		crush_map_destroy(m1);
+		crush_map_destroy(m2);
+	}
+}
+
+END_TEST
+
+START_TEST(test_classes_and_shadow_trees)
+{
+	char *text = slurp("racks2x3x4.txt");
+	struct crush_map *m = parse_ok(text);
+	uint32_t w[24];
+	int res[3];
+	char work[256];
+	int ssd = crush_class_by_name(m, "ssd");
+	int32_t sh = crush_item_by_name(m, "default~ssd");
+
+	ck_assert_int_ge(ssd, 0);
+	ck_assert_int_eq(sh, -117); /* the id the text gave it (`id -117 class ssd`) */
+	for (int d = 0; d < 24; d++)
+		w[d] = CRUSH_WEIGHT_ONE;
+	/* Rule 3 takes `default class ssd`: only ssd devices, one per host. */
+	for (int x = 0; x < 3000; x++) {
+		int n = crush_do_rule(m, 3, x, res, 3, w, 24, work);
+
+		ck_assert_int_eq(n, 3);
+		for (int i = 0; i < n; i++)
+			ck_assert_int_eq(m->device_class[res[i]], ssd);
+		ck_assert_int_ne(res[0] / 4, res[1] / 4);
+		ck_assert_int_ne(res[1] / 4, res[2] / 4);
+		ck_assert_int_ne(res[0] / 4, res[2] / 4);
+	}
+	free(text);
+	crush_map_destroy(m);
+}
+
+END_TEST
+
+START_TEST(test_indep_holes_and_out_devices)
+{
+	char *text = slurp("hosts4x6.txt");
+	struct crush_map *m = parse_ok(text);
+	uint32_t w[24];
+	int res[6];
+	char work[512];
+
+	for (int d = 0; d < 24; d++)
+		w[d] = CRUSH_WEIGHT_ONE;
+	w[5] = 0; /* out */
+	for (int x = 0; x < 2000; x++) {
+		/* 4 hosts cannot hold 6 host-separated shards: positions 4 and 5 are holes. */
+		int n = crush_do_rule(m, 1, x, res, 6, w, 24, work), holes = 0;
+
+		ck_assert_int_eq(n, 6);
+		for (int i = 0; i < n; i++) {
+			holes += res[i] == CRUSH_ITEM_NONE;
+			ck_assert_int_ne(res[i], 5);
+		}
+		ck_assert_int_eq(holes, 2);
+	}
+	ck_assert_int_eq(crush_do_rule(m, 42, 1, res, 3, w, 24, work), 0); /* no such rule */
+	free(text);
+	crush_map_destroy(m);
+}
+
+END_TEST
+
+static void
+parse_fails(const char *text, const char *want)
+{
+	struct crush_map *m = NULL;
+	char err[256];
+
+	ck_assert_int_eq(crush_text_parse(text, &m, err, sizeof(err)), -EINVAL);
+	ck_assert_msg(strstr(err, want) != NULL, "error '%s' lacks '%s'", err, want);
+	ck_assert_ptr_null(m);
+}
+
+START_TEST(test_parse_errors_name_line_and_column)
+{
+	parse_fails("tunable nonsense 3\n", "1:9: unknown tunable 'nonsense'");
+	parse_fails("device 0 osd.0\ntype 0 osd\ntype 1 host\nhost h {\n\tid -1\n\titem osd.9\n}\n",
+		    "6:7: item 'osd.9' is not defined (yet)");
+	parse_fails("device 0 osd.0\ntype 0 osd\nhost h {\n", "3:1: unknown keyword 'host'");
+	parse_fails("device 0 osd.0\ntype 0 osd\ntype 1 root\nroot r {\n\tid -1\n\talg straw9\n}\n",
+		    "6:6: unknown bucket alg 'straw9'");
+	parse_fails("device x osd.0\n", "1:8: 'x' is not an integer");
+	parse_fails("type 0 osd\ntype 1 root\nroot r {\n\tid -1\n}\nrule q {\n\tid 0\n"
+		    "\tstep take r\n\tstep chooseleaf firstn 0 type rack\n}\n",
+		    "9:32: no type named 'rack'");
+	parse_fails("device 0 osd.0\ntype 0 osd\ntype 1 root\nroot r {\n\tid -1\n\titem osd.0 "
+		    "weight lots\n}\n",
+		    "6:20: 'lots' is not a weight");
+	parse_fails("type 0 osd\ntype 1 root\nroot r {\n\tid -1\n\talg list\n}\n",
+		    "only straw2 buckets are supported");
+	parse_fails("type 0 osd\ntype 1 root\nroot r {\n\tid -1\n", "is not closed");
+}
+
+END_TEST
+
+START_TEST(test_weights_truncate_like_crushtool)
+{
+	struct crush_map *m = parse_ok("device 0 osd.0\ndevice 1 osd.1\ndevice 2 osd.2\ntype 0 "
+				       "osd\ntype 1 root\nroot r {\n\tid -1\n\titem osd.0 weight "
+				       "0.1\n\titem osd.1 weight 0.33333\n\titem osd.2 weight "
+				       "0.7\n}\n");
+	const struct crush_bucket *b = m->buckets[0];
+
+	/* The values crushtool --dump shows for the same text. */
+	ck_assert_uint_eq(b->item_weights[0], 6553);
+	ck_assert_uint_eq(b->item_weights[1], 21845);
+	ck_assert_uint_eq(b->item_weights[2], 45875);
+	ck_assert_uint_eq(b->weight, 6553 + 21845 + 45875);
+	crush_map_destroy(m);
+}
+
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("crush");
+	TCase *tc = tcase_create("crush");
+
+	tcase_add_test(tc, test_ln_monotonic_and_bounds);
+	tcase_add_test(tc, test_round_trip_stable);
+	tcase_add_test(tc, test_classes_and_shadow_trees);
+	tcase_add_test(tc, test_indep_holes_and_out_devices);
+	tcase_add_test(tc, test_parse_errors_name_line_and_column);
+	tcase_add_test(tc, test_weights_truncate_like_crushtool);
+	suite_add_tcase(s, tc);
+	return cm_test_main(s);
+}

@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * clusterctl: the operator's command line. This first part covers CRUSH maps:
+ *
+ *   clusterctl crush compile -i MAP.txt [-o OUT.txt]  check a text map, write it canonically
+ *   clusterctl crush decompile -i MAP.txt             print a text map canonically
+ *   clusterctl crush test -i MAP.txt --rule R --num-rep N [--min-x A] [--max-x B]
+ *                         [--weight OSD W]...         print mappings as crushtool does
+ */
+#include "crush/crush.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int
+usage(void)
+{
+	fprintf(stderr, "usage: clusterctl crush compile -i MAP.txt [-o OUT.txt]\n"
+			"       clusterctl crush decompile -i MAP.txt\n"
+			"       clusterctl crush test -i MAP.txt --rule R --num-rep N [--min-x A] "
+			"[--max-x B] [--weight OSD W]...\n");
+	return 2;
+}
+
+static char *
+slurp(const char *path)
+{
+	FILE *f = strcmp(path, "-") ? fopen(path, "r") : stdin;
+	size_t cap = 65536, len = 0, n;
+	char *buf;
+
+	if (!f) {
+		fprintf(stderr, "clusterctl: %s: %s\n", path, strerror(errno));
+		return NULL;
+	}
+	buf = malloc(cap);
+	while (buf && (n = fread(buf + len, 1, cap - len - 1, f)) > 0) {
+		len += n;
+		if (len + 1 == cap) {
+			char *nb = realloc(buf, cap * 2);
+
+			if (!nb) {
+				free(buf);
+				buf = NULL;
+				break;
+			}
+			buf = nb;
+			cap *= 2;
+		}
+	}
+	if (buf)
+		buf[len] = '\0';
+	if (f != stdin)
+		fclose(f);
+	return buf;
+}
+
+static struct crush_map *
+load(const char *path)
+{
+	struct crush_map *m = NULL;
+	char err[512];
+	char *text = slurp(path);
+	int rc;
+
+	if (!text)
+		return NULL;
+	rc = crush_text_parse(text, &m, err, sizeof(err));
+	free(text);
+	if (rc) {
+		fprintf(stderr, "clusterctl: %s:%s\n", path, err);
+		return NULL;
+	}
+	return m;
+}
+
+static bool
+parse_long(const char *s, long lo, long hi, long *v)
+{
+	char *end;
+
+	errno = 0;
+	*v = strtol(s, &end, 10);
+	return !errno && *s && !*end && *v >= lo && *v <= hi;
+}
+
+static int
+crush_test(struct crush_map *m, int argc, char **argv)
+{
+	long rule = -1, nrep = -1, minx = 0, maxx = 1023, v;
+	uint32_t *weight;
+	int *res, nres;
+	void *work;
+
+	weight = calloc((size_t)(m->max_devices ? m->max_devices : 1), sizeof(*weight));
+	if (!weight)
+		return 1;
+	/* As crushtool: every device that sits in a bucket starts fully in. */
+	for (int b = 0; b < m->max_buckets; b++) {
+		const struct crush_bucket *bk = m->buckets[b];
+
+		for (unsigned i = 0; bk && i < bk->size; i++)
+			if (bk->items[i] >= 0)
+				weight[bk->items[i]] = CRUSH_WEIGHT_ONE;
+	}
+	for (int i = 0; i < argc; i++) {
+		const char *a = argv[i];
+
+		if (i + 1 >= argc)
+			return usage();
+		if (!strcmp(a, "--rule") && parse_long(argv[i + 1], 0, 255, &v))
+			rule = v;
+		else if (!strcmp(a, "--num-rep") && parse_long(argv[i + 1], 1, 1024, &v))
+			nrep = v;
+		else if (!strcmp(a, "--min-x") && parse_long(argv[i + 1], 0, INT_MAX, &v))
+			minx = v;
+		else if (!strcmp(a, "--max-x") && parse_long(argv[i + 1], 0, INT_MAX, &v))
+			maxx = v;
+		else if (!strcmp(a, "--weight") && i + 2 < argc &&
+			 parse_long(argv[i + 1], 0, m->max_devices - 1, &v)) {
+			float w = strtof(argv[i + 2], NULL);
+
+			if (!(w >= 0.0f && w <= 1.0f)) {
+				fprintf(stderr, "clusterctl: --weight %s: between 0 and 1\n",
+					argv[i + 2]);
+				return 2;
+			}
+			weight[v] = (uint32_t)(int)(w * (float)0x10000);
+			i++;
+		} else {
+			fprintf(stderr, "clusterctl: bad argument %s %s\n", a, argv[i + 1]);
+			return usage();
+		}
+		i++;
+	}
+	if (rule < 0 || nrep < 1)
+		return usage();
+	if (rule >= m->max_rules || !m->rules[rule]) {
+		fprintf(stderr, "clusterctl: no rule %ld in the map\n", rule);
+		return 1;
+	}
+	res = calloc((size_t)nrep, sizeof(*res));
+	work = malloc(crush_work_size(m, (int)nrep));
+	if (!res || !work)
+		return 1;
+	for (long x = minx; x <= maxx; x++) {
+		nres = crush_do_rule(m, (int)rule, (int)x, res, (int)nrep, weight, m->max_devices,
+				     work);
+		printf("CRUSH rule %ld x %ld [", rule, x);
+		for (int i = 0; i < nres; i++)
+			printf("%s%d", i ? "," : "", res[i]);
+		printf("]\n");
+	}
+	free(res);
+	free(work);
+	free(weight);
+	return 0;
+}
+
+static int
+crush_cmd(int argc, char **argv)
+{
+	const char *in = NULL, *out = NULL;
+	struct crush_map *m;
+	int rc = 0, rest = argc;
+
+	if (argc < 1)
+		return usage();
+	for (int i = 1; i + 1 < argc; i++) {
+		if (!strcmp(argv[i], "-i")) {
+			in = argv[i + 1];
+			rest = i;
+			break;
+		}
+	}
+	for (int i = 1; i + 1 < argc; i++)
+		if (!strcmp(argv[i], "-o"))
+			out = argv[i + 1];
+	if (!in)
+		return usage();
+	m = load(in);
+	if (!m)
+		return 1;
+	if (!strcmp(argv[0], "test")) {
+		rc = crush_test(m, argc - rest - 2, argv + rest + 2);
+	} else if (!strcmp(argv[0], "decompile") || !strcmp(argv[0], "compile")) {
+		FILE *f = out ? fopen(out, "w") : stdout;
+
+		if (!f) {
+			fprintf(stderr, "clusterctl: %s: %s\n", out, strerror(errno));
+			rc = 1;
+		} else {
+			rc = crush_text_print(m, f) ? 1 : 0;
+			if (f != stdout && fclose(f))
+				rc = 1;
+		}
+	} else {
+		rc = usage();
+	}
+	crush_map_destroy(m);
+	return rc;
+}
+
+int
+main(int argc, char **argv)
+{
+	if (argc >= 3 && !strcmp(argv[1], "crush"))
+		return crush_cmd(argc - 2, argv + 2);
+	return usage();
+}
