@@ -105,7 +105,7 @@ crush_test(struct crush_map *m, int argc, char **argv)
 			if (bk->items[i] >= 0)
 				weight[bk->items[i]] = CRUSH_WEIGHT_ONE;
 	}
-	for (int i = 0; i < argc; i++) {
+	for (int i = 0; i < argc; i += 2) {
 		const char *a = argv[i];
 
 		if (i + 1 >= argc)
@@ -128,12 +128,11 @@ crush_test(struct crush_map *m, int argc, char **argv)
 				return 2;
 			}
 			weight[v] = (uint32_t)(int)(w * (float)0x10000);
-			i++;
+			i++; /* --weight takes two values */
 		} else {
 			fprintf(stderr, "clusterctl: bad argument %s %s\n", a, argv[i + 1]);
 			return usage();
 		}
-		i++;
 	}
 	if (rule < 0 || nrep < 1)
 		return usage();
