@@ -6,10 +6,16 @@
  *   clusterctl crush decompile -i MAP.txt             print a text map canonically
  *   clusterctl crush test -i MAP.txt --rule R --num-rep N [--min-x A] [--max-x B]
  *                         [--weight OSD W]...         print mappings as crushtool does
+ *   clusterctl crush map-pgs|map-object -i MAP.txt POOL-OPTIONS [OSD-OPTIONS] [NAME...]
+ *       POOL-OPTIONS: --pool ID --pg-num N [--pgp-num N] --size S --rule R [--erasure]
+ *       OSD-OPTIONS:  --out OSD --down OSD --reweight OSD W --upmap PGID FROM TO
+ *       print up sets as osdmaptool --test-map-pgs-dump / --test-map-object do
  */
 #include "crush/crush.h"
+#include "crush/placement.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
@@ -158,6 +164,166 @@ crush_test(struct crush_map *m, int argc, char **argv)
 	return 0;
 }
 
+struct place_args {
+	struct crush_pool pool;
+	struct crush_osd_state *osds;
+	struct crush_upmap_item *upmaps;
+	size_t nupmaps;
+	char **names;
+	int nnames;
+};
+
+static int
+place_parse(struct crush_map *m, int argc, char **argv, struct place_args *a)
+{
+	long v;
+
+	memset(a, 0, sizeof(*a));
+	a->pool.type = CRUSH_POOL_REPLICATED;
+	a->pool.hashpspool = true;
+	a->pool.rule = -1;
+	a->osds = calloc((size_t)(m->max_devices ? m->max_devices : 1), sizeof(*a->osds));
+	a->upmaps = calloc((size_t)argc + 1, sizeof(*a->upmaps));
+	a->names = calloc((size_t)argc + 1, sizeof(*a->names));
+	if (!a->osds || !a->upmaps || !a->names)
+		return -1;
+	for (int i = 0; i < m->max_devices; i++) {
+		a->osds[i].exists = m->device_names[i] != NULL;
+		a->osds[i].up = true;
+		a->osds[i].in_weight = CRUSH_WEIGHT_ONE;
+	}
+	for (int i = 0; i < argc; i++) {
+		const char *o = argv[i];
+		bool has1 = i + 1 < argc;
+
+		if (!strcmp(o, "--erasure")) {
+			a->pool.type = CRUSH_POOL_ERASURE;
+		} else if (!strcmp(o, "--pool") && has1 &&
+			   parse_long(argv[i + 1], 0, INT_MAX, &v)) {
+			a->pool.id = v;
+			i++;
+		} else if (!strcmp(o, "--pg-num") && has1 &&
+			   parse_long(argv[i + 1], 1, 1 << 24, &v)) {
+			a->pool.pg_num = (uint32_t)v;
+			if (!a->pool.pgp_num)
+				a->pool.pgp_num = (uint32_t)v;
+			i++;
+		} else if (!strcmp(o, "--pgp-num") && has1 &&
+			   parse_long(argv[i + 1], 1, 1 << 24, &v)) {
+			a->pool.pgp_num = (uint32_t)v;
+			i++;
+		} else if (!strcmp(o, "--size") && has1 && parse_long(argv[i + 1], 1, 64, &v)) {
+			a->pool.size = (unsigned)v;
+			i++;
+		} else if (!strcmp(o, "--rule") && has1 && parse_long(argv[i + 1], 0, 255, &v)) {
+			a->pool.rule = (int)v;
+			i++;
+		} else if ((!strcmp(o, "--out") || !strcmp(o, "--down")) && has1 &&
+			   parse_long(argv[i + 1], 0, m->max_devices - 1, &v)) {
+			if (!strcmp(o, "--out"))
+				a->osds[v].in_weight = 0;
+			else
+				a->osds[v].up = false;
+			i++;
+		} else if (!strcmp(o, "--reweight") && i + 2 < argc &&
+			   parse_long(argv[i + 1], 0, m->max_devices - 1, &v)) {
+			float w = strtof(argv[i + 2], NULL);
+
+			if (!(w >= 0.0f && w <= 1.0f))
+				return -1;
+			a->osds[v].in_weight = (uint32_t)(int)(w * (float)0x10000);
+			i += 2;
+		} else if (!strcmp(o, "--upmap") && i + 3 < argc) {
+			struct crush_upmap_item *u = &a->upmaps[a->nupmaps];
+			char *dot = strchr(argv[i + 1], '.'), *end;
+			long from, to;
+
+			if (!dot || !parse_long(argv[i + 2], 0, INT_MAX, &from) ||
+			    !parse_long(argv[i + 3], 0, INT_MAX, &to))
+				return -1;
+			*dot = '\0';
+			if (!parse_long(argv[i + 1], 0, INT_MAX, &v))
+				return -1;
+			u->pool = v;
+			errno = 0;
+			u->seed = (uint32_t)strtoul(dot + 1, &end, 16);
+			if (errno || *end)
+				return -1;
+			u->from = (int32_t)from;
+			u->to = (int32_t)to;
+			a->nupmaps++;
+			i += 3;
+		} else if (o[0] != '-') {
+			a->names[a->nnames++] = argv[i];
+		} else {
+			fprintf(stderr, "clusterctl: bad option %s\n", o);
+			return -1;
+		}
+	}
+	if (!a->pool.pg_num || !a->pool.size || a->pool.rule < 0)
+		return -1;
+	return 0;
+}
+
+static void
+print_up(const int32_t *up, int n)
+{
+	printf("[");
+	for (int i = 0; i < n; i++)
+		printf("%s%d", i ? "," : "", up[i]);
+	printf("]");
+}
+
+static int
+crush_place(struct crush_map *m, bool objects, int argc, char **argv)
+{
+	struct place_args a;
+	int32_t up[64];
+	uint32_t *w;
+	void *work;
+	int primary, n, rc = 0;
+
+	if (place_parse(m, argc, argv, &a)) {
+		rc = usage();
+		goto out;
+	}
+	w = calloc((size_t)(m->max_devices ? m->max_devices : 1), sizeof(*w));
+	work = malloc(crush_work_size(m, (int)a.pool.size));
+	if (!w || !work) {
+		free(w);
+		free(work);
+		rc = 1;
+		goto out;
+	}
+	crush_osd_weights(a.osds, m->max_devices, w);
+	if (objects) {
+		for (int i = 0; i < a.nnames; i++) {
+			uint32_t seed = crush_object_to_pg(&a.pool, NULL, a.names[i]);
+
+			n = crush_pg_to_up(m, &a.pool, seed, a.osds, w, m->max_devices, a.upmaps,
+					   a.nupmaps, up, &primary, work);
+			printf(" object '%s' -> %" PRId64 ".%x -> ", a.names[i], a.pool.id, seed);
+			print_up(up, n);
+			printf("\n");
+		}
+	} else {
+		for (uint32_t seed = 0; seed < a.pool.pg_num; seed++) {
+			n = crush_pg_to_up(m, &a.pool, seed, a.osds, w, m->max_devices, a.upmaps,
+					   a.nupmaps, up, &primary, work);
+			printf("%" PRId64 ".%x\t", a.pool.id, seed);
+			print_up(up, n);
+			printf("\t%d\n", primary);
+		}
+	}
+	free(w);
+	free(work);
+out:
+	free(a.osds);
+	free(a.upmaps);
+	free(a.names);
+	return rc;
+}
+
 static int
 crush_cmd(int argc, char **argv)
 {
@@ -184,6 +350,9 @@ crush_cmd(int argc, char **argv)
 		return 1;
 	if (!strcmp(argv[0], "test")) {
 		rc = crush_test(m, argc - rest - 2, argv + rest + 2);
+	} else if (!strcmp(argv[0], "map-pgs") || !strcmp(argv[0], "map-object")) {
+		rc = crush_place(m, !strcmp(argv[0], "map-object"), argc - rest - 2,
+				 argv + rest + 2);
 	} else if (!strcmp(argv[0], "decompile") || !strcmp(argv[0], "compile")) {
 		FILE *f = out ? fopen(out, "w") : stdout;
 

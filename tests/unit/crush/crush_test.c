@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "crush/crush.h"
+#include "crush/placement.h"
 #include "testlib.h"
 
 #include <errno.h>
@@ -213,6 +214,158 @@ START_TEST(test_weights_truncate_like_crushtool)
 
 END_TEST
 
+START_TEST(test_stable_mod_and_mask)
+{
+	ck_assert_uint_eq(crush_pg_mask(192), 255);
+	ck_assert_uint_eq(crush_pg_mask(256), 255);
+	ck_assert_uint_eq(crush_pg_mask(257), 511);
+	ck_assert_uint_eq(crush_pg_mask(1), 0);
+	/* Below pg_num: kept; above: folded onto the lower half. */
+	ck_assert_uint_eq(crush_stable_mod(0x9e, 192, 255), 0x9e);
+	ck_assert_uint_eq(crush_stable_mod(0xc5, 192, 255), 0x45);
+	/* Growing pg_num from 128 to 192 moves only seeds that land in [128, 192). */
+	for (uint32_t x = 0; x < 100000; x += 7) {
+		uint32_t a = crush_stable_mod(x, 128, 127), b = crush_stable_mod(x, 192, 255);
+
+		ck_assert(a == b || (b >= 128 && b < 192 && (b & 127) == a));
+	}
+}
+
+END_TEST
+
+struct place_env {
+	struct crush_map *m;
+	struct crush_pool pool;
+	struct crush_osd_state osds[24];
+	uint32_t w[24];
+	char work[1024];
+};
+
+static void
+place_env_init(struct place_env *e, int type, unsigned size, int rule)
+{
+	char *text = slurp("hosts4x6.txt");
+
+	e->m = parse_ok(text);
+	free(text);
+	e->pool = (struct crush_pool){ .id = 1,
+				       .type = type,
+				       .size = size,
+				       .pg_num = 64,
+				       .pgp_num = 64,
+				       .rule = rule,
+				       .hashpspool = true };
+	for (int i = 0; i < 24; i++)
+		e->osds[i] = (struct crush_osd_state){ .exists = true,
+						       .up = true,
+						       .in_weight = CRUSH_WEIGHT_ONE };
+}
+
+static int
+place(struct place_env *e, uint32_t seed, const struct crush_upmap_item *u, size_t nu, int32_t *up,
+      int *primary)
+{
+	crush_osd_weights(e->osds, 24, e->w);
+	return crush_pg_to_up(e->m, &e->pool, seed, e->osds, e->w, 24, u, nu, up, primary, e->work);
+}
+
+START_TEST(test_upmap_items)
+{
+	struct place_env e;
+	int32_t base[3], up[3];
+	int primary, n;
+
+	place_env_init(&e, CRUSH_POOL_REPLICATED, 3, 0);
+	n = place(&e, 7, NULL, 0, base, &primary);
+	ck_assert_int_eq(n, 3);
+	ck_assert_int_eq(primary, base[0]);
+	/* Move the second replica to an OSD on the host no replica uses. */
+	int used = (1 << (base[0] / 6)) | (1 << (base[1] / 6)) | (1 << (base[2] / 6)), free_host;
+
+	for (free_host = 0; used & (1 << free_host); free_host++)
+		;
+	struct crush_upmap_item u = {
+		.pool = 1, .seed = 7, .from = base[1], .to = free_host * 6 + 2
+	};
+
+	n = place(&e, 7, &u, 1, up, &primary);
+	ck_assert_int_eq(up[0], base[0]);
+	ck_assert_int_eq(up[1], free_host * 6 + 2);
+	ck_assert_int_eq(up[2], base[2]);
+	/* Another PG, another pool: untouched. */
+	u.seed = 8;
+	place(&e, 7, &u, 1, up, &primary);
+	ck_assert_int_eq(memcmp(up, base, sizeof(base)), 0);
+	/* A target already in the set, or marked out, is ignored. */
+	u = (struct crush_upmap_item){ .pool = 1, .seed = 7, .from = base[1], .to = base[2] };
+	place(&e, 7, &u, 1, up, &primary);
+	ck_assert_int_eq(memcmp(up, base, sizeof(base)), 0);
+	u.to = free_host * 6 + 2;
+	e.osds[u.to].in_weight = 0;
+	place(&e, 7, &u, 1, up, &primary);
+	ck_assert_int_eq(memcmp(up, base, sizeof(base)), 0);
+	crush_map_destroy(e.m);
+}
+
+END_TEST
+
+START_TEST(test_down_osds_replicated_and_ec)
+{
+	struct place_env e;
+	int32_t base[6], up[6];
+	int primary, n;
+
+	/* Replicated: a down primary leaves the set, the next one leads. */
+	place_env_init(&e, CRUSH_POOL_REPLICATED, 3, 0);
+	place(&e, 11, NULL, 0, base, &primary);
+	e.osds[base[0]].up = false;
+	n = place(&e, 11, NULL, 0, up, &primary);
+	ck_assert_int_eq(n, 2);
+	ck_assert_int_eq(up[0], base[1]);
+	ck_assert_int_eq(up[1], base[2]);
+	ck_assert_int_eq(primary, base[1]);
+	crush_map_destroy(e.m);
+
+	/* EC (4 per host-separated position): a down shard is a hole in place. */
+	place_env_init(&e, CRUSH_POOL_ERASURE, 4, 1);
+	n = place(&e, 11, NULL, 0, base, &primary);
+	ck_assert_int_eq(n, 4);
+	e.osds[base[1]].up = false;
+	n = place(&e, 11, NULL, 0, up, &primary);
+	ck_assert_int_eq(n, 4);
+	ck_assert_int_eq(up[0], base[0]);
+	ck_assert_int_eq(up[1], CRUSH_ITEM_NONE);
+	ck_assert_int_eq(up[2], base[2]);
+	ck_assert_int_eq(up[3], base[3]);
+	ck_assert_int_eq(primary, base[0]);
+	/* An OSD that does not exist is a hole too, decided before upmaps. */
+	e.osds[base[1]].up = true;
+	e.osds[base[2]].exists = false;
+	n = place(&e, 11, NULL, 0, up, &primary);
+	ck_assert_int_ne(up[2], base[2]);
+	crush_map_destroy(e.m);
+}
+
+END_TEST
+
+START_TEST(test_object_namespace_changes_pg)
+{
+	struct crush_pool p = { .id = 1, .pg_num = 4096, .pgp_num = 4096, .size = 3 };
+	int same = 0;
+
+	for (int i = 0; i < 200; i++) {
+		char name[32];
+
+		snprintf(name, sizeof(name), "obj-%d", i);
+		same += crush_object_to_pg(&p, NULL, name) == crush_object_to_pg(&p, "ns1", name);
+		ck_assert_uint_eq(crush_object_to_pg(&p, "", name),
+				  crush_object_to_pg(&p, NULL, name));
+	}
+	ck_assert_int_lt(same, 5); /* a namespace is part of the hashed key */
+}
+
+END_TEST
+
 int
 main(void)
 {
@@ -225,6 +378,10 @@ main(void)
 	tcase_add_test(tc, test_indep_holes_and_out_devices);
 	tcase_add_test(tc, test_parse_errors_name_line_and_column);
 	tcase_add_test(tc, test_weights_truncate_like_crushtool);
+	tcase_add_test(tc, test_stable_mod_and_mask);
+	tcase_add_test(tc, test_upmap_items);
+	tcase_add_test(tc, test_down_osds_replicated_and_ec);
+	tcase_add_test(tc, test_object_namespace_changes_pg);
 	suite_add_tcase(s, tc);
 	return cm_test_main(s);
 }
