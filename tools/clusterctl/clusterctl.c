@@ -10,9 +10,13 @@
  *       POOL-OPTIONS: --pool ID --pg-num N [--pgp-num N] --size S --rule R [--erasure]
  *       OSD-OPTIONS:  --out OSD --down OSD --reweight OSD W --upmap PGID FROM TO
  *       print up sets as osdmaptool --test-map-pgs-dump / --test-map-object do
+ *   clusterctl crush balance -i MAP.txt POOL-OPTIONS [OSD-OPTIONS] [--max-moves N]
+ *       print an upmap plan ("upmap PGID FROM TO" lines, which --upmap-file applies)
+ *       and the per-OSD targets and counts before and after
  */
 #include "crush/crush.h"
 #include "crush/placement.h"
+#include "crush/balancer.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -165,6 +169,7 @@ crush_test(struct crush_map *m, int argc, char **argv)
 }
 
 struct place_args {
+	unsigned max_moves;
 	struct crush_pool pool;
 	struct crush_osd_state *osds;
 	struct crush_upmap_item *upmaps;
@@ -172,6 +177,47 @@ struct place_args {
 	char **names;
 	int nnames;
 };
+
+/* Lines "upmap POOL.SEED FROM TO" (what `crush balance` prints); '#' starts a comment. */
+static int
+read_upmaps(const char *path, struct place_args *a)
+{
+	FILE *f = fopen(path, "r");
+	char line[256];
+	int lineno = 0;
+
+	if (!f) {
+		fprintf(stderr, "clusterctl: %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		long long pool;
+		unsigned seed;
+		int from, to;
+		struct crush_upmap_item *n;
+
+		lineno++;
+		if (line[0] == '#' || line[0] == '\n')
+			continue;
+		if (sscanf(line, "upmap %lld.%x %d %d", &pool, &seed, &from, &to) != 4) {
+			fprintf(stderr, "clusterctl: %s:%d: expected 'upmap POOL.SEED FROM TO'\n",
+				path, lineno);
+			fclose(f);
+			return -1;
+		}
+		n = realloc(a->upmaps, sizeof(*n) * (a->nupmaps + 1));
+		if (!n) {
+			fclose(f);
+			return -1;
+		}
+		a->upmaps = n;
+		n[a->nupmaps++] = (struct crush_upmap_item){
+			.pool = pool, .seed = seed, .from = from, .to = to
+		};
+	}
+	fclose(f);
+	return 0;
+}
 
 static int
 place_parse(struct crush_map *m, int argc, char **argv, struct place_args *a)
@@ -183,9 +229,8 @@ place_parse(struct crush_map *m, int argc, char **argv, struct place_args *a)
 	a->pool.hashpspool = true;
 	a->pool.rule = -1;
 	a->osds = calloc((size_t)(m->max_devices ? m->max_devices : 1), sizeof(*a->osds));
-	a->upmaps = calloc((size_t)argc + 1, sizeof(*a->upmaps));
 	a->names = calloc((size_t)argc + 1, sizeof(*a->names));
-	if (!a->osds || !a->upmaps || !a->names)
+	if (!a->osds || !a->names)
 		return -1;
 	for (int i = 0; i < m->max_devices; i++) {
 		a->osds[i].exists = m->device_names[i] != NULL;
@@ -234,9 +279,15 @@ place_parse(struct crush_map *m, int argc, char **argv, struct place_args *a)
 			a->osds[v].in_weight = (uint32_t)(int)(w * (float)0x10000);
 			i += 2;
 		} else if (!strcmp(o, "--upmap") && i + 3 < argc) {
-			struct crush_upmap_item *u = &a->upmaps[a->nupmaps];
+			struct crush_upmap_item *u;
 			char *dot = strchr(argv[i + 1], '.'), *end;
 			long from, to;
+
+			u = realloc(a->upmaps, sizeof(*u) * (a->nupmaps + 1));
+			if (!u)
+				return -1;
+			a->upmaps = u;
+			u += a->nupmaps;
 
 			if (!dot || !parse_long(argv[i + 2], 0, INT_MAX, &from) ||
 			    !parse_long(argv[i + 3], 0, INT_MAX, &to))
@@ -253,6 +304,14 @@ place_parse(struct crush_map *m, int argc, char **argv, struct place_args *a)
 			u->to = (int32_t)to;
 			a->nupmaps++;
 			i += 3;
+		} else if (!strcmp(o, "--max-moves") && has1 &&
+			   parse_long(argv[i + 1], 0, INT_MAX, &v)) {
+			a->max_moves = (unsigned)v;
+			i++;
+		} else if (!strcmp(o, "--upmap-file") && has1) {
+			if (read_upmaps(argv[i + 1], a))
+				return -1;
+			i++;
 		} else if (o[0] != '-') {
 			a->names[a->nnames++] = argv[i];
 		} else {
@@ -325,6 +384,43 @@ out:
 }
 
 static int
+crush_balance_cmd(struct crush_map *m, int argc, char **argv)
+{
+	struct place_args a;
+	struct crush_balance_plan pl;
+	int rc;
+
+	if (place_parse(m, argc, argv, &a)) {
+		rc = usage();
+		goto out;
+	}
+	rc = crush_balance(m, &a.pool, a.osds, m->max_devices, a.upmaps, a.nupmaps, NULL,
+			   a.max_moves, &pl);
+	if (rc) {
+		fprintf(stderr, "clusterctl: cannot balance pool %" PRId64 ": %s\n", a.pool.id,
+			strerror(-rc));
+		rc = 1;
+		goto out;
+	}
+	printf("# pool %" PRId64 ": %u replicas moved; max deviation %.2f -> %.2f PGs; %zu upmap "
+	       "items\n",
+	       a.pool.id, pl.moves, pl.max_dev_before, pl.max_dev_after, pl.nitems);
+	for (size_t i = 0; i < pl.nitems; i++)
+		printf("upmap %" PRId64 ".%x %d %d\n", pl.items[i].pool, pl.items[i].seed,
+		       pl.items[i].from, pl.items[i].to);
+	printf("# osd  target  before  after\n");
+	for (int i = 0; i < pl.max_osd; i++)
+		if (pl.target[i] > 0 || pl.before[i] || pl.after[i])
+			printf("# %4d %7.2f %7d %6d\n", i, pl.target[i], pl.before[i], pl.after[i]);
+	crush_balance_plan_free(&pl);
+out:
+	free(a.osds);
+	free(a.upmaps);
+	free(a.names);
+	return rc;
+}
+
+static int
 crush_cmd(int argc, char **argv)
 {
 	const char *in = NULL, *out = NULL;
@@ -350,6 +446,8 @@ crush_cmd(int argc, char **argv)
 		return 1;
 	if (!strcmp(argv[0], "test")) {
 		rc = crush_test(m, argc - rest - 2, argv + rest + 2);
+	} else if (!strcmp(argv[0], "balance")) {
+		rc = crush_balance_cmd(m, argc - rest - 2, argv + rest + 2);
 	} else if (!strcmp(argv[0], "map-pgs") || !strcmp(argv[0], "map-object")) {
 		rc = crush_place(m, !strcmp(argv[0], "map-object"), argc - rest - 2,
 				 argv + rest + 2);

@@ -1,10 +1,12 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "crush/crush.h"
 #include "crush/placement.h"
+#include "crush/balancer.h"
 #include "testlib.h"
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 
 static char *
 slurp(const char *name)
@@ -366,6 +368,135 @@ START_TEST(test_object_namespace_changes_pg)
 
 END_TEST
 
+static const char g_three_hosts[] =
+	"device 0 osd.0\ndevice 1 osd.1\ndevice 2 osd.2\ndevice 3 osd.3\n"
+	"device 4 osd.4\ndevice 5 osd.5\ndevice 6 osd.6\ndevice 7 osd.7\n"
+	"device 8 osd.8\ndevice 9 osd.9\ndevice 10 osd.10\ndevice 11 osd.11\n"
+	"type 0 osd\ntype 1 host\ntype 11 root\n"
+	"host a {\n\tid -2\n\talg straw2\n\thash 0\n\titem osd.0 weight 1\n"
+	"\titem osd.1 weight 2\n\titem osd.2 weight 0.5\n\titem osd.3 weight 1.5\n}\n"
+	"host b {\n\tid -3\n\talg straw2\n\thash 0\n\titem osd.4 weight 3\n"
+	"\titem osd.5 weight 1\n\titem osd.6 weight 1\n\titem osd.7 weight 1\n}\n"
+	"host c {\n\tid -4\n\talg straw2\n\thash 0\n\titem osd.8 weight 0.75\n"
+	"\titem osd.9 weight 0.75\n\titem osd.10 weight 2\n\titem osd.11 weight 4\n}\n"
+	"root default {\n\tid -1\n\talg straw2\n\thash 0\n\titem a\n\titem b\n\titem c\n}\n"
+	"rule r {\n\tid 0\n\ttype replicated\n\tstep take default\n"
+	"\tstep chooseleaf firstn 0 type host\n\tstep emit\n}\n";
+
+/* Recompute every PG with the plan's items: the counts must be the plan's. */
+static void
+verify_plan(const struct crush_map *m, const struct crush_pool *p,
+	    const struct crush_osd_state *osds, int max_osd, const struct crush_balance_plan *pl,
+	    int domain_div, int outer_div, int per_outer)
+{
+	uint32_t w[64];
+	int count[64] = { 0 }, primary;
+	int32_t up[16];
+	char work[1024];
+
+	crush_osd_weights(osds, max_osd, w);
+	for (uint32_t s = 0; s < p->pg_num; s++) {
+		int n = crush_pg_to_up(m, p, s, osds, w, max_osd, pl->items, pl->nitems, up,
+				       &primary, work);
+
+		ck_assert_int_eq(n, (int)p->size);
+		for (int i = 0; i < n; i++) {
+			count[up[i]]++;
+			for (int j = 0; j < i; j++)
+				ck_assert_msg(up[i] / domain_div != up[j] / domain_div,
+					      "pg %u has two OSDs in one failure domain", s);
+		}
+		if (outer_div) {
+			for (int i = 0; i < n; i++) {
+				int same = 0;
+
+				for (int j = 0; j < n; j++)
+					same += up[j] / outer_div == up[i] / outer_div;
+				ck_assert_int_eq(same, per_outer);
+			}
+		}
+	}
+	for (int i = 0; i < max_osd; i++) {
+		ck_assert_int_eq(count[i], pl->after[i]);
+		ck_assert_msg(fabs(pl->after[i] - pl->target[i]) <= 1.0 + 1e-9,
+			      "osd.%d has %d PGs, target %.2f", i, pl->after[i], pl->target[i]);
+	}
+}
+
+START_TEST(test_balance_three_uneven_hosts)
+{
+	struct crush_map *m = parse_ok(g_three_hosts);
+	struct crush_pool p = { .id = 3,
+				.type = CRUSH_POOL_REPLICATED,
+				.size = 3,
+				.pg_num = 256,
+				.pgp_num = 256,
+				.rule = 0,
+				.hashpspool = true };
+	struct crush_osd_state osds[12];
+	struct crush_balance_plan pl, again;
+	double sum = 0;
+
+	for (int i = 0; i < 12; i++)
+		osds[i] = (struct crush_osd_state){ true, true, CRUSH_WEIGHT_ONE };
+	ck_assert_int_eq(crush_balance(m, &p, osds, 12, NULL, 0, NULL, 0, &pl), 0);
+	/* Each host holds one replica of every PG, whatever its weight. */
+	for (int i = 0; i < 4; i++)
+		sum += pl.target[i];
+	ck_assert(fabs(sum - 256) < 1e-6);
+	ck_assert(pl.max_dev_before > 1.0);
+	ck_assert_uint_gt(pl.moves, 0);
+	ck_assert(pl.max_dev_after <= 1.0 + 1e-9);
+	verify_plan(m, &p, osds, 12, &pl, 4, 0, 0);
+	/* Balanced already: a second pass moves nothing. */
+	ck_assert_int_eq(crush_balance(m, &p, osds, 12, pl.items, pl.nitems, NULL, 0, &again), 0);
+	ck_assert_uint_eq(again.moves, 0);
+	ck_assert_uint_eq(again.nitems, pl.nitems);
+	crush_balance_plan_free(&again);
+	/* An OSD marked out gets no target; the rest rebalance around it. */
+	osds[11].in_weight = 0;
+	crush_balance_plan_free(&pl);
+	ck_assert_int_eq(crush_balance(m, &p, osds, 12, NULL, 0, NULL, 0, &pl), 0);
+	ck_assert(pl.target[11] == 0);
+	ck_assert_int_eq(pl.after[11], 0);
+	verify_plan(m, &p, osds, 12, &pl, 4, 0, 0);
+	crush_balance_plan_free(&pl);
+	crush_map_destroy(m);
+}
+
+END_TEST
+
+START_TEST(test_balance_two_step_rule_and_bytes)
+{
+	char *text = slurp("racks2x3x4.txt");
+	struct crush_map *m = parse_ok(text);
+	struct crush_pool p = { .id = 2,
+				.type = CRUSH_POOL_REPLICATED,
+				.size = 4,
+				.pg_num = 128,
+				.pgp_num = 128,
+				.rule = 1,
+				.hashpspool = true };
+	struct crush_osd_state osds[24];
+	struct crush_balance_plan pl;
+	uint64_t bytes[128];
+
+	for (int i = 0; i < 24; i++)
+		osds[i] = (struct crush_osd_state){ true, true, CRUSH_WEIGHT_ONE };
+	for (int i = 0; i < 128; i++)
+		bytes[i] = 1000000 + (uint64_t)(i % 7) * 1000;
+	ck_assert_int_eq(crush_balance(m, &p, osds, 24, NULL, 0, bytes, 0, &pl), 0);
+	ck_assert(pl.max_dev_after <= 1.0 + 1e-9);
+	ck_assert(pl.bytes_dev_after < pl.bytes_dev_before);
+	/* Hosts are 4 OSDs wide, racks 12: two replicas per rack, hosts distinct. */
+	verify_plan(m, &p, osds, 24, &pl, 4, 12, 2);
+	crush_balance_plan_free(&pl);
+	free(text);
+	crush_map_destroy(m);
+}
+
+END_TEST
+
 int
 main(void)
 {
@@ -382,6 +513,8 @@ main(void)
 	tcase_add_test(tc, test_upmap_items);
 	tcase_add_test(tc, test_down_osds_replicated_and_ec);
 	tcase_add_test(tc, test_object_namespace_changes_pg);
+	tcase_add_test(tc, test_balance_three_uneven_hosts);
+	tcase_add_test(tc, test_balance_two_step_rule_and_bytes);
 	suite_add_tcase(s, tc);
 	return cm_test_main(s);
 }
