@@ -325,6 +325,14 @@ place_parse(struct crush_map *m, int argc, char **argv, struct place_args *a)
 }
 
 static void
+place_args_free(struct place_args *a)
+{
+	free(a->osds);
+	free(a->upmaps);
+	free(a->names);
+}
+
+static void
 print_up(const int32_t *up, int n)
 {
 	printf("[");
@@ -377,9 +385,7 @@ crush_place(struct crush_map *m, bool objects, int argc, char **argv)
 	free(w);
 	free(work);
 out:
-	free(a.osds);
-	free(a.upmaps);
-	free(a.names);
+	place_args_free(&a);
 	return rc;
 }
 
@@ -414,9 +420,7 @@ crush_balance_cmd(struct crush_map *m, int argc, char **argv)
 			printf("# %4d %7.2f %7d %6d\n", i, pl.target[i], pl.before[i], pl.after[i]);
 	crush_balance_plan_free(&pl);
 out:
-	free(a.osds);
-	free(a.upmaps);
-	free(a.names);
+	place_args_free(&a);
 	return rc;
 }
 
