@@ -14,6 +14,7 @@ static const struct {
 	[CM_ESTUCK - CM_ERR_BASE] = { "CM_ESTUCK", "peer not reading" },
 	[CM_ERESET - CM_ERR_BASE] = { "CM_ERESET", "session reset" },
 	[CM_ECONF - CM_ERR_BASE] = { "CM_ECONF", "configuration error" },
+	[CM_EETCD - CM_ERR_BASE] = { "CM_EETCD", "no etcd endpoint answered" },
 };
 
 const char *

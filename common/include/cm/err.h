@@ -20,6 +20,7 @@ enum cm_err {
 	CM_ESTUCK = 1006,    /* peer stopped reading: no send progress */
 	CM_ERESET = 1007,    /* session reset: queued messages were dropped */
 	CM_ECONF = 1008,     /* configuration error */
+	CM_EETCD = 1009,     /* no etcd endpoint answered */
 	CM_ERR_LAST
 };
 
