@@ -1,0 +1,213 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+#include "mon/map_store.h"
+#include "cm/log.h"
+
+CM_LOG_SUBSYS(mon);
+
+#define UPDATE_TRIES 100
+
+struct mon_map_store {
+	struct cm_etcd *e;
+	char key[160]; /* /cairn/<fsid>/osdmap */
+	size_t key_len;
+};
+
+int
+mon_map_store_open(struct cm_etcd *e, const char *fsid, struct mon_map_store **sp)
+{
+	struct mon_map_store *s;
+
+	if (!fsid || !fsid[0] || strlen(fsid) > 100 || strchr(fsid, '/'))
+		return -EINVAL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->e = e;
+	s->key_len = (size_t)snprintf(s->key, sizeof(s->key), "/cairn/%s/osdmap", fsid);
+	*sp = s;
+	return 0;
+}
+
+void
+mon_map_store_close(struct mon_map_store *s)
+{
+	free(s);
+}
+
+int
+mon_map_set_str(char **field, const char *value)
+{
+	char *d = strdup(value);
+
+	if (!d)
+		return -ENOMEM;
+	if (*field && *field != protobuf_c_empty_string)
+		free(*field);
+	*field = d;
+	return 0;
+}
+
+static void
+epoch_key(const struct mon_map_store *s, uint64_t epoch, char *out, size_t len)
+{
+	snprintf(out, len, "%s/%020" PRIu64, s->key, epoch);
+}
+
+static int
+encode(const Cairn__Map__OsdMap *m, uint8_t **buf, size_t *len)
+{
+	*len = cairn__map__osd_map__get_packed_size(m);
+	*buf = malloc(*len ? *len : 1);
+	if (!*buf)
+		return -ENOMEM;
+	cairn__map__osd_map__pack(m, *buf);
+	return 0;
+}
+
+static int
+decode(const struct cm_etcd_kv *kv, Cairn__Map__OsdMap **mp)
+{
+	*mp = cairn__map__osd_map__unpack(NULL, kv->value_len, kv->value);
+	return *mp ? 0 : -EBADMSG;
+}
+
+int
+mon_map_create(struct mon_map_store *s, const Cairn__Map__OsdMap *initial)
+{
+	Cairn__Map__OsdMap m = *initial;
+	char hkey[200];
+	uint8_t *buf;
+	size_t len;
+	bool ok;
+	int rc;
+
+	m.epoch = 1;
+	m.modified_ns = cm_now_ns();
+	rc = encode(&m, &buf, &len);
+	if (rc)
+		return rc;
+	epoch_key(s, 1, hkey, sizeof(hkey));
+	struct cm_etcd_cmp absent = { .key = s->key,
+				      .key_len = s->key_len,
+				      .target = CM_ETCD_CREATE,
+				      .result = CM_ETCD_EQUAL,
+				      .number = 0 };
+	struct cm_etcd_op puts[2] = {
+		{ .type = CM_ETCD_OP_PUT,
+		  .key = s->key,
+		  .key_len = s->key_len,
+		  .value = buf,
+		  .value_len = len },
+		{ .type = CM_ETCD_OP_PUT,
+		  .key = hkey,
+		  .key_len = strlen(hkey),
+		  .value = buf,
+		  .value_len = len },
+	};
+
+	rc = cm_etcd_txn(s->e, &absent, 1, puts, 2, NULL, 0, &ok, NULL);
+	free(buf);
+	if (rc)
+		return rc;
+	return ok ? 0 : -EEXIST;
+}
+
+static int
+read_key(struct mon_map_store *s, const char *key, size_t key_len, Cairn__Map__OsdMap **mp,
+	 int64_t *rev)
+{
+	struct cm_etcd_range r;
+	int rc = cm_etcd_get(s->e, key, key_len, NULL, 0, 0, &r);
+
+	if (rc)
+		return rc;
+	if (r.count == 0) {
+		cm_etcd_range_free(&r);
+		return -ENOENT;
+	}
+	rc = decode(&r.kvs[0], mp);
+	if (rev)
+		*rev = r.kvs[0].mod_revision;
+	cm_etcd_range_free(&r);
+	return rc;
+}
+
+int
+mon_map_read(struct mon_map_store *s, Cairn__Map__OsdMap **mp)
+{
+	return read_key(s, s->key, s->key_len, mp, NULL);
+}
+
+int
+mon_map_read_epoch(struct mon_map_store *s, uint64_t epoch, Cairn__Map__OsdMap **mp)
+{
+	char hkey[200];
+
+	epoch_key(s, epoch, hkey, sizeof(hkey));
+	return read_key(s, hkey, strlen(hkey), mp, NULL);
+}
+
+int
+mon_map_update(struct mon_map_store *s, mon_map_update_fn fn, void *arg, uint64_t *epoch)
+{
+	for (int attempt = 0; attempt < UPDATE_TRIES; attempt++) {
+		Cairn__Map__OsdMap *m;
+		int64_t rev;
+		uint8_t *buf;
+		size_t len;
+		char hkey[200], old[200];
+		bool ok;
+		int rc = read_key(s, s->key, s->key_len, &m, &rev);
+
+		if (rc)
+			return rc;
+		rc = fn(arg, m);
+		if (rc) {
+			cairn__map__osd_map__free_unpacked(m, NULL);
+			return rc; /* 1: nothing to change; < 0: refused */
+		}
+		m->epoch++;
+		m->modified_ns = cm_now_ns();
+		rc = encode(m, &buf, &len);
+		if (rc) {
+			cairn__map__osd_map__free_unpacked(m, NULL);
+			return rc;
+		}
+		epoch_key(s, m->epoch, hkey, sizeof(hkey));
+		epoch_key(s, m->epoch > MON_MAP_HISTORY ? m->epoch - MON_MAP_HISTORY : 0, old,
+			  sizeof(old));
+		struct cm_etcd_cmp same = { .key = s->key,
+					    .key_len = s->key_len,
+					    .target = CM_ETCD_MOD,
+					    .result = CM_ETCD_EQUAL,
+					    .number = rev };
+		struct cm_etcd_op ops[3] = {
+			{ .type = CM_ETCD_OP_PUT,
+			  .key = s->key,
+			  .key_len = s->key_len,
+			  .value = buf,
+			  .value_len = len },
+			{ .type = CM_ETCD_OP_PUT,
+			  .key = hkey,
+			  .key_len = strlen(hkey),
+			  .value = buf,
+			  .value_len = len },
+			{ .type = CM_ETCD_OP_DELETE, .key = old, .key_len = strlen(old) },
+		};
+
+		rc = cm_etcd_txn(s->e, &same, 1, ops, m->epoch > MON_MAP_HISTORY ? 3 : 2, NULL, 0,
+				 &ok, NULL);
+		free(buf);
+		if (!rc && ok && epoch)
+			*epoch = m->epoch;
+		cairn__map__osd_map__free_unpacked(m, NULL);
+		if (rc)
+			return rc;
+		if (ok)
+			return 0;
+		/* Someone else changed the map first: re-read and re-apply. */
+		CM_DEBUG("map update conflict, retrying attempt=%d", attempt);
+		usleep((useconds_t)(1000 + (cm_now_ns() % 4000)));
+	}
+	return -EAGAIN;
+}
