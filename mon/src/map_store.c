@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "mon/map_store.h"
+#include "mon/incremental.h"
 #include "cm/log.h"
 
 CM_LOG_SUBSYS(mon);
@@ -168,6 +169,7 @@ mon_map_update(struct mon_map_store *s, mon_map_update_fn fn, void *arg, uint64_
 		}
 		m->epoch++;
 		m->modified_ns = cm_now_ns();
+		mon_map_canonicalize(m); /* stored maps compare byte for byte */
 		rc = encode(m, &buf, &len);
 		if (rc) {
 			cairn__map__osd_map__free_unpacked(m, NULL);
