@@ -553,6 +553,16 @@ make_pki(void)
 static char g_cert[128], g_key_file[128], g_ca[128], g_ca2[128];
 
 static void
+remove_pki(void)
+{
+	char cmd[96];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", g_pki);
+	if (system(cmd) != 0)
+		fprintf(stderr, "could not remove %s\n", g_pki);
+}
+
+static void
 pki_paths(void)
 {
 	snprintf(g_cert, sizeof(g_cert), "%s/node.pem", g_pki);
@@ -606,6 +616,7 @@ START_TEST(test_msgr_tls_exchange_and_resume)
 	ck_assert_uint_eq(st.tls_failures, 0);
 	ck_assert_uint_eq(st.crc_errors, 0);
 	teardown(r, &srv, &cli, c);
+	remove_pki();
 }
 
 END_TEST
@@ -651,6 +662,7 @@ START_TEST(test_msgr_tls_mismatch_diagnosed)
 	cm_msgr_destroy(srv.m);
 	cm_msgr_destroy(srv2.m);
 	cm_reactor_destroy(r);
+	remove_pki();
 }
 
 END_TEST
@@ -689,6 +701,7 @@ START_TEST(test_msgr_tls_untrusted_certificate)
 	o.tls_cert = "/nonexistent.pem";
 	ck_assert_int_eq(cm_msgr_create(r, &o, &m), -EINVAL);
 	cm_reactor_destroy(r);
+	remove_pki();
 }
 
 END_TEST
