@@ -53,6 +53,18 @@ pack(const ProtobufCMessage *m, uint16_t type, struct cm_hs_out *out)
 	return 0;
 }
 
+/* Queue this step's reply and move on to the next state. */
+static int
+step_reply(struct cm_hs *hs, const ProtobufCMessage *m, uint16_t type, enum cm_hs_state next,
+	   struct cm_hs_out *out)
+{
+	int rc = pack(m, type, out);
+
+	if (!rc)
+		hs->state = next;
+	return rc;
+}
+
 /* Fail with err and queue a REFUSE carrying the reason for the peer's log. */
 static int refuse(struct cm_hs *hs, int err, struct cm_hs_out *out, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
@@ -104,7 +116,6 @@ int
 cm_hs_start(struct cm_hs *hs, struct cm_hs_out *out)
 {
 	Cairn__Msgr__Hello h = CAIRN__MSGR__HELLO__INIT;
-	int rc;
 
 	out->type = 0;
 	out->front = NULL;
@@ -117,11 +128,7 @@ cm_hs_start(struct cm_hs *hs, struct cm_hs_out *out)
 	h.nonce.len = CM_HS_NONCE_LEN;
 	h.session_cookie = hs->cookie;
 	h.lossless = hs->lossless;
-	rc = pack(&h.base, CM_MSG_HELLO, out);
-	if (rc)
-		return rc;
-	hs->state = CM_HS_HELLO_SENT;
-	return 0;
+	return step_reply(hs, &h.base, CM_MSG_HELLO, CM_HS_HELLO_SENT, out);
 }
 
 static bool
@@ -177,11 +184,7 @@ server_hello(struct cm_hs *hs, const uint8_t *front, size_t len, struct cm_hs_ou
 	r.nonce.len = CM_HS_NONCE_LEN;
 	r.proof.data = p;
 	r.proof.len = PROOF_LEN;
-	rc = pack(&r.base, CM_MSG_HELLO_REPLY, out);
-	if (rc)
-		return rc;
-	hs->state = CM_HS_WAIT_AUTH;
-	return 0;
+	return step_reply(hs, &r.base, CM_MSG_HELLO_REPLY, CM_HS_WAIT_AUTH, out);
 }
 
 static int
@@ -210,11 +213,7 @@ server_auth(struct cm_hs *hs, const uint8_t *front, size_t len, struct cm_hs_out
 	}
 	r.in_seq = in_seq;
 	r.session_reset = reset;
-	rc = pack(&r.base, CM_MSG_READY, out);
-	if (rc)
-		return rc;
-	hs->state = CM_HS_WAIT_READY_ACK;
-	return 0;
+	return step_reply(hs, &r.base, CM_MSG_READY, CM_HS_WAIT_READY_ACK, out);
 }
 
 static int
@@ -251,11 +250,7 @@ client_hello_reply(struct cm_hs *hs, const uint8_t *front, size_t len, struct cm
 	proof(hs, "cairn-cli", hs->nonce_s, hs->nonce_c, hs->entity, hs->peer_entity, p);
 	a.proof.data = p;
 	a.proof.len = PROOF_LEN;
-	rc = pack(&a.base, CM_MSG_AUTH, out);
-	if (rc)
-		return rc;
-	hs->state = CM_HS_AUTH_SENT;
-	return 0;
+	return step_reply(hs, &a.base, CM_MSG_AUTH, CM_HS_AUTH_SENT, out);
 }
 
 static int

@@ -28,7 +28,6 @@ struct ep_be {
 	int epfd;
 	struct ep_fd *fds;
 	unsigned nfds;
-	unsigned file_inflight;
 };
 
 static int
@@ -194,9 +193,7 @@ static void
 file_op_done(void *arg)
 {
 	struct cm_io *io = arg;
-	struct ep_be *be = io->r->be;
 
-	be->file_inflight--;
 	cm__reactor_complete(io->r, io, io->res);
 }
 
@@ -215,7 +212,6 @@ file_op_run(void *arg)
 static int
 ep_submit_file(struct cm_reactor *r, struct cm_io *io)
 {
-	struct ep_be *be = r->be;
 	int rc;
 
 	io->post.fn = file_op_run;
@@ -224,7 +220,6 @@ ep_submit_file(struct cm_reactor *r, struct cm_io *io)
 	if (rc)
 		return rc;
 	io->state = CM_IO_ST_INFLIGHT;
-	be->file_inflight++;
 	return 0;
 }
 

@@ -25,7 +25,6 @@ struct uring_be {
 	struct io_uring ring;
 	uint64_t wake_val;
 	bool wake_armed;
-	unsigned inflight;
 };
 
 static struct io_uring_sqe *
@@ -144,7 +143,6 @@ uring_submit(struct cm_reactor *r, struct cm_io *io)
 		return -EAGAIN;
 	prep(sqe, io);
 	io->state = CM_IO_ST_INFLIGHT;
-	be->inflight++;
 	return 0;
 }
 
@@ -215,7 +213,6 @@ handle_cqe(struct cm_reactor *r, struct uring_be *be, struct cm_io *io, int res)
 			res = -err;
 		}
 	}
-	be->inflight--;
 	cm__reactor_complete(r, io, res);
 }
 

@@ -9,20 +9,6 @@
 
 static struct cm_test_etcd g_etcd;
 
-static struct cm_etcd *
-client(const char *endpoints, unsigned timeout_ms)
-{
-	struct cm_etcd_opts o;
-	struct cm_etcd *e;
-
-	cm_etcd_opts_init(&o, sizeof(o));
-	o.endpoints = endpoints;
-	o.timeout_ms = timeout_ms;
-	o.attempt_ms = 300;
-	ck_assert_int_eq(cm_etcd_create(&o, &e), 0);
-	return e;
-}
-
 static void
 setup(void)
 {
@@ -37,7 +23,7 @@ teardown(void)
 
 START_TEST(test_kv_put_get_range_delete)
 {
-	struct cm_etcd *e = client(g_etcd.endpoint, 3000);
+	struct cm_etcd *e = cm_test_etcd_client(g_etcd.endpoint, 3000);
 	struct cm_etcd_range r;
 	int64_t rev1, rev2, deleted;
 	char *end;
@@ -95,7 +81,7 @@ static void *
 cas_main(void *p)
 {
 	struct cas_arg *a = p;
-	struct cm_etcd *e = client(a->endpoint, 5000);
+	struct cm_etcd *e = cm_test_etcd_client(a->endpoint, 5000);
 
 	for (int done = 0; done < a->increments;) {
 		struct cm_etcd_range r;
@@ -136,7 +122,7 @@ START_TEST(test_txn_no_lost_update)
 {
 	struct cas_arg a[3];
 	pthread_t th[3];
-	struct cm_etcd *e = client(g_etcd.endpoint, 3000);
+	struct cm_etcd *e = cm_test_etcd_client(g_etcd.endpoint, 3000);
 	struct cm_etcd_range r;
 
 	for (int i = 0; i < 3; i++) {
@@ -155,7 +141,7 @@ END_TEST
 
 START_TEST(test_lease_keepalive_revoke_expire)
 {
-	struct cm_etcd *e = client(g_etcd.endpoint, 3000);
+	struct cm_etcd *e = cm_test_etcd_client(g_etcd.endpoint, 3000);
 	struct cm_etcd_range r;
 	int64_t id, ttl;
 
@@ -234,7 +220,7 @@ wait_seen(struct seen *s, int n)
 
 START_TEST(test_watch_order_and_restart)
 {
-	struct cm_etcd *e = client(g_etcd.endpoint, 8000);
+	struct cm_etcd *e = cm_test_etcd_client(g_etcd.endpoint, 8000);
 	struct seen s = { .lock = PTHREAD_MUTEX_INITIALIZER };
 	struct cm_etcd_watch *w;
 	struct cm_etcd_range r;
@@ -257,7 +243,7 @@ START_TEST(test_watch_order_and_restart)
 	ck_assert_int_lt(s.revs[1], s.revs[2]);
 	/* etcd dies and comes back: calls fail meanwhile, then work; the watch resumes. */
 	cm_test_etcd_kill(&g_etcd);
-	struct cm_etcd *quick = client(g_etcd.endpoint, 400);
+	struct cm_etcd *quick = cm_test_etcd_client(g_etcd.endpoint, 400);
 
 	ck_assert_int_eq(cm_etcd_get(quick, "/map/2", 6, NULL, 0, 0, &r), -CM_EETCD);
 	cm_etcd_destroy(quick);
@@ -283,14 +269,14 @@ START_TEST(test_endpoint_failover_and_none)
 
 	/* A dead endpoint first: the call still succeeds on the live one. */
 	snprintf(eps, sizeof(eps), "http://127.0.0.1:1,%s", g_etcd.endpoint);
-	e = client(eps, 3000);
+	e = cm_test_etcd_client(eps, 3000);
 	ck_assert_int_eq(cm_etcd_put(e, "k", 1, "v", 1, 0, NULL), 0);
 	ck_assert_int_eq(cm_etcd_get(e, "k", 1, NULL, 0, 0, &r), 0);
 	ck_assert_uint_eq(r.count, 1);
 	cm_etcd_range_free(&r);
 	cm_etcd_destroy(e);
 	/* None answers: a clear error, within the call's deadline. */
-	e = client("http://127.0.0.1:1,http://127.0.0.1:2", 700);
+	e = cm_test_etcd_client("http://127.0.0.1:1,http://127.0.0.1:2", 700);
 	t0 = cm_now_ms();
 	ck_assert_int_eq(cm_etcd_get(e, "k", 1, NULL, 0, 0, &r), -CM_EETCD);
 	ck_assert_uint_lt(cm_now_ms() - t0, 3000);

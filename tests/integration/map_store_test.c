@@ -11,13 +11,7 @@ static struct cm_test_etcd g_etcd;
 static struct cm_etcd *
 client(void)
 {
-	struct cm_etcd_opts o;
-	struct cm_etcd *e;
-
-	cm_etcd_opts_init(&o, sizeof(o));
-	o.endpoints = g_etcd.endpoint;
-	ck_assert_int_eq(cm_etcd_create(&o, &e), 0);
-	return e;
+	return cm_test_etcd_client(g_etcd.endpoint, 5000);
 }
 
 static void

@@ -19,6 +19,20 @@ free_port(void)
 	return port;
 }
 
+struct cm_etcd *
+cm_test_etcd_client(const char *endpoints, unsigned timeout_ms)
+{
+	struct cm_etcd_opts o;
+	struct cm_etcd *e;
+
+	cm_etcd_opts_init(&o, sizeof(o));
+	o.endpoints = endpoints;
+	o.timeout_ms = timeout_ms;
+	o.attempt_ms = 300;
+	ck_assert_int_eq(cm_etcd_create(&o, &e), 0);
+	return e;
+}
+
 static void
 spawn(struct cm_test_etcd *t)
 {
@@ -44,15 +58,10 @@ spawn(struct cm_test_etcd *t)
 		_exit(127);
 	}
 	/* Ready when a read works. */
-	struct cm_etcd_opts o;
-	struct cm_etcd *e;
+	struct cm_etcd *e = cm_test_etcd_client(t->endpoint, 300);
 	struct cm_etcd_range r;
 	int rc = -1;
 
-	cm_etcd_opts_init(&o, sizeof(o));
-	o.endpoints = t->endpoint;
-	o.timeout_ms = 300;
-	ck_assert_int_eq(cm_etcd_create(&o, &e), 0);
 	for (int i = 0; i < 100 && rc; i++) {
 		rc = cm_etcd_get(e, "ping", 4, NULL, 0, 0, &r);
 		if (rc)

@@ -21,6 +21,11 @@ void cm_test_etcd_kill(struct cm_test_etcd *t);
 /* Start it again on the same ports and data. */
 void cm_test_etcd_restart(struct cm_test_etcd *t);
 
+struct cm_etcd;
+
+/* A client for endpoints (attempts of 300 ms, calls of timeout_ms); fails the test on error. */
+struct cm_etcd *cm_test_etcd_client(const char *endpoints, unsigned timeout_ms);
+
 /* Stop it and remove the data dir. */
 void cm_test_etcd_stop(struct cm_test_etcd *t);
 
