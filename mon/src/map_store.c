@@ -11,6 +11,7 @@ struct mon_map_store {
 	struct cm_etcd *e;
 	char key[160]; /* /cairn/<fsid>/osdmap */
 	size_t key_len;
+	char inc_prefix[160]; /* /cairn/<fsid>/osdmap_inc */
 };
 
 int
@@ -25,6 +26,7 @@ mon_map_store_open(struct cm_etcd *e, const char *fsid, struct mon_map_store **s
 		return -ENOMEM;
 	s->e = e;
 	s->key_len = (size_t)snprintf(s->key, sizeof(s->key), "/cairn/%s/osdmap", fsid);
+	snprintf(s->inc_prefix, sizeof(s->inc_prefix), "/cairn/%s/osdmap_inc", fsid);
 	*sp = s;
 	return 0;
 }
@@ -52,6 +54,12 @@ static void
 epoch_key(const struct mon_map_store *s, uint64_t epoch, char *out, size_t len)
 {
 	snprintf(out, len, "%s/%020" PRIu64, s->key, epoch);
+}
+
+static void
+inc_key(const struct mon_map_store *s, uint64_t epoch, char *out, size_t len)
+{
+	snprintf(out, len, "%s/%020" PRIu64, s->inc_prefix, epoch);
 }
 
 static int
@@ -113,6 +121,21 @@ mon_map_create(struct mon_map_store *s, const Cairn__Map__OsdMap *initial)
 	return ok ? 0 : -EEXIST;
 }
 
+/* A separately allocated copy for fn to edit (the original stays for the diff). */
+static int
+decode_copy(const Cairn__Map__OsdMap *m, Cairn__Map__OsdMap **cp)
+{
+	uint8_t *buf;
+	size_t len;
+	int rc = encode(m, &buf, &len);
+
+	if (rc)
+		return rc;
+	*cp = cairn__map__osd_map__unpack(NULL, len, buf);
+	free(buf);
+	return *cp ? 0 : -ENOMEM;
+}
+
 static int
 read_key(struct mon_map_store *s, const char *key, size_t key_len, Cairn__Map__OsdMap **mp,
 	 int64_t *rev)
@@ -149,57 +172,115 @@ mon_map_read_epoch(struct mon_map_store *s, uint64_t epoch, Cairn__Map__OsdMap *
 }
 
 int
+mon_map_read_inc(struct mon_map_store *s, uint64_t epoch, Cairn__Map__Incremental **incp)
+{
+	struct cm_etcd_range r;
+	char k[200];
+	int rc;
+
+	inc_key(s, epoch, k, sizeof(k));
+	rc = cm_etcd_get(s->e, k, strlen(k), NULL, 0, 0, &r);
+	if (rc)
+		return rc;
+	if (r.count == 0) {
+		cm_etcd_range_free(&r);
+		return -ENOENT;
+	}
+	*incp = cairn__map__incremental__unpack(NULL, r.kvs[0].value_len, r.kvs[0].value);
+	cm_etcd_range_free(&r);
+	return *incp ? 0 : -EBADMSG;
+}
+
+int
 mon_map_update(struct mon_map_store *s, mon_map_update_fn fn, void *arg, uint64_t *epoch)
 {
 	for (int attempt = 0; attempt < UPDATE_TRIES; attempt++) {
-		Cairn__Map__OsdMap *m;
+		Cairn__Map__OsdMap *m, *old;
+		Cairn__Map__Incremental *inc = NULL;
 		int64_t rev;
-		uint8_t *buf;
-		size_t len;
-		char hkey[200], old[200];
+		uint8_t *buf, *ibuf;
+		size_t len, ilen;
+		char hkey[200], ikey[200], old_full[200], old_inc[200];
+		struct cm_etcd_op ops[5];
+		unsigned nops = 0;
 		bool ok;
-		int rc = read_key(s, s->key, s->key_len, &m, &rev);
+		int rc = read_key(s, s->key, s->key_len, &old, &rev);
 
 		if (rc)
 			return rc;
+		rc = decode_copy(old, &m);
+		if (rc) {
+			cairn__map__osd_map__free_unpacked(old, NULL);
+			return rc;
+		}
 		rc = fn(arg, m);
 		if (rc) {
 			cairn__map__osd_map__free_unpacked(m, NULL);
+			cairn__map__osd_map__free_unpacked(old, NULL);
 			return rc; /* 1: nothing to change; < 0: refused */
 		}
-		m->epoch++;
+		m->epoch = old->epoch + 1;
 		m->modified_ns = cm_now_ns();
 		mon_map_canonicalize(m); /* stored maps compare byte for byte */
-		rc = encode(m, &buf, &len);
+		mon_map_canonicalize(old);
+		rc = mon_map_diff(old, m, &inc);
+		cairn__map__osd_map__free_unpacked(old, NULL);
+		if (!rc)
+			rc = encode(m, &buf, &len);
 		if (rc) {
+			if (inc)
+				cairn__map__incremental__free_unpacked(inc, NULL);
 			cairn__map__osd_map__free_unpacked(m, NULL);
 			return rc;
 		}
+		ilen = cairn__map__incremental__get_packed_size(inc);
+		ibuf = malloc(ilen ? ilen : 1);
+		if (!ibuf) {
+			free(buf);
+			cairn__map__incremental__free_unpacked(inc, NULL);
+			cairn__map__osd_map__free_unpacked(m, NULL);
+			return -ENOMEM;
+		}
+		cairn__map__incremental__pack(inc, ibuf);
+		cairn__map__incremental__free_unpacked(inc, NULL);
 		epoch_key(s, m->epoch, hkey, sizeof(hkey));
-		epoch_key(s, m->epoch > MON_MAP_HISTORY ? m->epoch - MON_MAP_HISTORY : 0, old,
-			  sizeof(old));
+		inc_key(s, m->epoch, ikey, sizeof(ikey));
+		ops[nops++] = (struct cm_etcd_op){ .type = CM_ETCD_OP_PUT,
+						   .key = s->key,
+						   .key_len = s->key_len,
+						   .value = buf,
+						   .value_len = len };
+		ops[nops++] = (struct cm_etcd_op){ .type = CM_ETCD_OP_PUT,
+						   .key = hkey,
+						   .key_len = strlen(hkey),
+						   .value = buf,
+						   .value_len = len };
+		ops[nops++] = (struct cm_etcd_op){ .type = CM_ETCD_OP_PUT,
+						   .key = ikey,
+						   .key_len = strlen(ikey),
+						   .value = ibuf,
+						   .value_len = ilen };
+		if (m->epoch > MON_MAP_HISTORY) {
+			epoch_key(s, m->epoch - MON_MAP_HISTORY, old_full, sizeof(old_full));
+			ops[nops++] = (struct cm_etcd_op){ .type = CM_ETCD_OP_DELETE,
+							   .key = old_full,
+							   .key_len = strlen(old_full) };
+		}
+		if (m->epoch > MON_INC_HISTORY) {
+			inc_key(s, m->epoch - MON_INC_HISTORY, old_inc, sizeof(old_inc));
+			ops[nops++] = (struct cm_etcd_op){ .type = CM_ETCD_OP_DELETE,
+							   .key = old_inc,
+							   .key_len = strlen(old_inc) };
+		}
 		struct cm_etcd_cmp same = { .key = s->key,
 					    .key_len = s->key_len,
 					    .target = CM_ETCD_MOD,
 					    .result = CM_ETCD_EQUAL,
 					    .number = rev };
-		struct cm_etcd_op ops[3] = {
-			{ .type = CM_ETCD_OP_PUT,
-			  .key = s->key,
-			  .key_len = s->key_len,
-			  .value = buf,
-			  .value_len = len },
-			{ .type = CM_ETCD_OP_PUT,
-			  .key = hkey,
-			  .key_len = strlen(hkey),
-			  .value = buf,
-			  .value_len = len },
-			{ .type = CM_ETCD_OP_DELETE, .key = old, .key_len = strlen(old) },
-		};
 
-		rc = cm_etcd_txn(s->e, &same, 1, ops, m->epoch > MON_MAP_HISTORY ? 3 : 2, NULL, 0,
-				 &ok, NULL);
+		rc = cm_etcd_txn(s->e, &same, 1, ops, nops, NULL, 0, &ok, NULL);
 		free(buf);
+		free(ibuf);
 		if (!rc && ok && epoch)
 			*epoch = m->epoch;
 		cairn__map__osd_map__free_unpacked(m, NULL);

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The cluster map in a real etcd: concurrent writers, epochs, history, refusals. */
 #include "mon/map_store.h"
+#include "mon/incremental.h"
 #include "etcd_helper.h"
 #include "testlib.h"
 
@@ -158,8 +159,9 @@ START_TEST(test_three_writers_no_lost_change)
 	for (size_t i = 0; i < m->n_pools; i++)
 		ck_assert_int_eq(m->pools[i]->id, (int64_t)i + 1); /* ids unique, in order */
 	cairn__map__osd_map__free_unpacked(m, NULL);
-	/* Every epoch is in the history, each exactly one change after the one before. */
-	for (uint64_t ep = 1; ep <= 121; ep++) {
+	/* The last MON_MAP_HISTORY epochs are in the history, each one change after the one before.
+	 */
+	for (uint64_t ep = 122 - MON_MAP_HISTORY; ep <= 121; ep++) {
 		ck_assert_int_eq(mon_map_read_epoch(s, ep, &m), 0);
 		ck_assert_uint_eq(m->epoch, ep);
 		ck_assert_uint_eq(m->n_pools, ep - 1);
@@ -167,7 +169,40 @@ START_TEST(test_three_writers_no_lost_change)
 		prev_ns = m->modified_ns;
 		cairn__map__osd_map__free_unpacked(m, NULL);
 	}
+	ck_assert_int_eq(mon_map_read_epoch(s, 122 - MON_MAP_HISTORY - 1, &m), -ENOENT);
 	ck_assert_int_eq(mon_map_read_epoch(s, 122, &m), -ENOENT);
+	/* The oldest full map plus every later incremental gives the current map, byte for byte. */
+	ck_assert_int_eq(mon_map_read_epoch(s, 122 - MON_MAP_HISTORY, &m), 0);
+	for (uint64_t ep = 123 - MON_MAP_HISTORY; ep <= 121; ep++) {
+		Cairn__Map__Incremental *inc;
+		Cairn__Map__OsdMap *next;
+
+		ck_assert_int_eq(mon_map_read_inc(s, ep, &inc), 0);
+		ck_assert_int_eq(mon_map_apply(m, inc, &next), 0);
+		cairn__map__incremental__free_unpacked(inc, NULL);
+		cairn__map__osd_map__free_unpacked(m, NULL);
+		m = next;
+	}
+	{
+		Cairn__Map__OsdMap *cur;
+		size_t la, lb;
+		uint8_t *a, *b;
+
+		ck_assert_int_eq(mon_map_read(s, &cur), 0);
+		la = cairn__map__osd_map__get_packed_size(m);
+		lb = cairn__map__osd_map__get_packed_size(cur);
+		ck_assert_uint_eq(la, lb);
+		a = malloc(la);
+		b = malloc(lb);
+		cairn__map__osd_map__pack(m, a);
+		cairn__map__osd_map__pack(cur, b);
+		ck_assert(memcmp(a, b, la) == 0);
+		free(a);
+		free(b);
+		cairn__map__osd_map__free_unpacked(cur, NULL);
+	}
+	cairn__map__osd_map__free_unpacked(m, NULL);
+	ck_assert_int_eq(mon_map_read_inc(s, 122, &(Cairn__Map__Incremental *){ NULL }), -ENOENT);
 	mon_map_store_close(s);
 	cm_etcd_destroy(e);
 }

@@ -1,6 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * clusterctl: the operator's command line. This first part covers CRUSH maps:
+ * clusterctl: the operator's command line.
+ *
+ *   clusterctl [-c CONF] [--format json] COMMAND...
+ *
+ * Cluster commands go to a monitor (mon_host, cluster_key from CONF, which
+ * defaults to $CAIRN_CONF, then ./run/cairn.conf): status, health [detail],
+ * mon ls, crush show, osd ..., pool ... (see mon/cluster.h). `up` and `down`
+ * start and stop a local cluster (local.c). The rest works offline on CRUSH
+ * text maps:
  *
  *   clusterctl crush compile -i MAP.txt [-o OUT.txt]  check a text map, write it canonically
  *   clusterctl crush decompile -i MAP.txt             print a text map canonically
@@ -14,9 +22,11 @@
  *       print an upmap plan ("upmap PGID FROM TO" lines, which --upmap-file applies)
  *       and the per-OSD targets and counts before and after
  */
+#include "ctl.h"
 #include "crush/crush.h"
 #include "crush/placement.h"
 #include "crush/balancer.h"
+#include "cm/log.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -424,8 +434,20 @@ out:
 	return rc;
 }
 
-static int
-crush_cmd(int argc, char **argv)
+bool
+ctl_crush_is_offline(const char *verb)
+{
+	static const char *const v[] = { "compile", "decompile",  "test",
+					 "map-pgs", "map-object", "balance" };
+
+	for (size_t i = 0; i < sizeof(v) / sizeof(v[0]); i++)
+		if (strcmp(verb, v[i]) == 0)
+			return true;
+	return false;
+}
+
+int
+ctl_crush_offline(int argc, char **argv)
 {
 	const char *in = NULL, *out = NULL;
 	struct crush_map *m;
@@ -473,10 +495,108 @@ crush_cmd(int argc, char **argv)
 	return rc;
 }
 
+const struct cm_opt g_ctl_opts[] = {
+	CM_DAEMON_OPTS(struct ctl_conf, d, "client.admin"),
+	CM_OPT("fsid", CM_OPT_STR, "", 0, 0, 0, struct ctl_conf, fsid, "the cluster's id"),
+	CM_OPT("mon_host", CM_OPT_STR, "", 0, 0, 0, struct ctl_conf, mon_host,
+	       "every mon: NAME=IP:PORT,..."),
+	CM_OPT("etcd_endpoints", CM_OPT_STR, "", 0, 0, 0, struct ctl_conf, etcd_endpoints,
+	       "etcd client URLs (clusterctl up)"),
+	CM_OPT("etcd_peer_port", CM_OPT_UINT, "0", 0, 65535, 0, struct ctl_conf, etcd_peer_port,
+	       "etcd peer port of a local cluster (clusterctl up)"),
+	CM_OPT("command_timeout", CM_OPT_DURATION, "15s", 100, 3600000, 0, struct ctl_conf,
+	       command_timeout_ms, "give up when no monitor answers within this"),
+	{ 0 },
+};
+
+extern char **environ;
+
+static int
+main_usage(void)
+{
+	fprintf(stderr,
+		"usage: clusterctl [-c CONF] [--format text|json] COMMAND...\n"
+		"  local cluster:  up [--dir D] [--mons N] [--osds 0] | down [--dir D]\n"
+		"  cluster:        status | health [detail] | mon ls | crush show\n"
+		"                  osd ls | osd down|out|in|rm ID... | osd reweight ID W\n"
+		"                  osd set|unset FLAG\n"
+		"                  pool ls | pool create NAME [--size N] [--min-size N] [--ec K+M]\n"
+		"                       [--pg-num N] | pool rm NAME --yes-i-really-mean-it\n"
+		"                  pool set NAME size|min_size|pg_num|crush_rule|quota_max_bytes V\n"
+		"  offline CRUSH:  crush compile|decompile|test|map-pgs|map-object|balance -i MAP ...\n");
+	return 2;
+}
+
 int
 main(int argc, char **argv)
 {
-	if (argc >= 3 && !strcmp(argv[1], "crush"))
-		return crush_cmd(argc - 2, argv + 2);
-	return usage();
+	struct ctl_conf cfg = { 0 };
+	struct cm_conf conf = {
+		.table = g_ctl_opts, .base = &cfg, .section = "clusterctl", .env_prefix = "CAIRN_"
+	};
+	char **args = calloc((size_t)argc + 1, sizeof(*args));
+	const char *conf_path = NULL;
+	bool json = false;
+	int n = 0, rc, status;
+
+	if (!args)
+		return 1;
+	/* -c and --format may come anywhere; the rest is the command. */
+	for (int i = 1; i < argc; i++) {
+		if ((!strcmp(argv[i], "-c") || !strcmp(argv[i], "--conf")) && i + 1 < argc) {
+			conf_path = argv[++i];
+		} else if (!strncmp(argv[i], "--conf=", 7)) {
+			conf_path = argv[i] + 7;
+		} else if (!strcmp(argv[i], "--format") && i + 1 < argc) {
+			i++;
+			if (strcmp(argv[i], "json") && strcmp(argv[i], "text")) {
+				fprintf(stderr, "clusterctl: --format json or text\n");
+				free(args);
+				return 2;
+			}
+			json = !strcmp(argv[i], "json");
+		} else if (!strncmp(argv[i], "--format=", 9)) {
+			json = !strcmp(argv[i] + 9, "json");
+		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
+			free(args);
+			return main_usage() - 2;
+		} else {
+			args[n++] = argv[i];
+		}
+	}
+	if (n == 0) {
+		free(args);
+		return main_usage();
+	}
+	if (!strcmp(args[0], "crush") && n >= 2 && ctl_crush_is_offline(args[1])) {
+		status = ctl_crush_offline(n - 1, args + 1);
+		free(args);
+		return status;
+	}
+	if (!strcmp(args[0], "up") || !strcmp(args[0], "down")) {
+		args[n] = NULL;
+		status = !strcmp(args[0], "up") ? ctl_up(n, args, json) : ctl_down(n, args);
+		free(args);
+		return status;
+	}
+	if (!conf_path)
+		conf_path = getenv("CAIRN_CONF");
+	if (!conf_path && access("run/cairn.conf", R_OK) == 0)
+		conf_path = "run/cairn.conf";
+	{
+		char *cargv[] = { "clusterctl", "-c", (char *)conf_path, NULL };
+
+		rc = cm_conf_init(&conf, conf_path ? 3 : 1, cargv, environ, NULL, stdout, NULL);
+	}
+	if (rc) {
+		fprintf(stderr, "clusterctl: %s\n", conf.err);
+		free(args);
+		cm_conf_free(&conf);
+		return 2;
+	}
+	cm_log_set_level(CM_LOG_ERR);
+	status = ctl_online(&cfg, n, args, json);
+	free(args);
+	cm_conf_free(&conf);
+	return status;
 }

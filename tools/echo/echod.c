@@ -11,10 +11,6 @@
 #include "cm/log.h"
 #include "cm/metrics.h"
 
-#include <poll.h>
-#include <signal.h>
-#include <sys/signalfd.h>
-
 CM_LOG_SUBSYS(echod);
 
 extern char **environ;
@@ -25,9 +21,7 @@ struct echod {
 	struct cm_metrics *metrics;
 	struct cm_counter *requests, *bytes;
 	struct cm_gauge *sessions;
-	int sigfd;
-	struct cm_io sig_io;
-	struct signalfd_siginfo si;
+	struct cm_daemon_signals *sigs;
 };
 
 static void
@@ -124,34 +118,6 @@ register_metrics(struct echod *d, const char *backend)
 	return d->requests && d->bytes && d->sessions ? 0 : -ENOMEM;
 }
 
-static void
-on_signal(struct cm_io *io, int res)
-{
-	struct echod *d = io->arg;
-
-	if (res < 0 || read(d->sigfd, &d->si, sizeof(d->si)) != (ssize_t)sizeof(d->si)) {
-		/* Spurious: wait again. */
-		if (cm_io_poll(d->r, &d->sig_io, d->sigfd, POLLIN) == 0)
-			return;
-	}
-	CM_NOTICE("signal %u: shutting down", d->si.ssi_signo);
-	cm_reactor_stop(d->r);
-}
-
-static int
-write_pid(const char *path)
-{
-	FILE *f;
-
-	if (!path || !path[0])
-		return 0;
-	f = fopen(path, "w");
-	if (!f)
-		return -errno;
-	fprintf(f, "%d\n", (int)getpid());
-	return fclose(f) ? -errno : 0;
-}
-
 int
 main(int argc, char **argv)
 {
@@ -159,7 +125,7 @@ main(int argc, char **argv)
 	struct cm_conf conf = {
 		.table = g_echo_opts, .base = &cfg, .section = "echo", .env_prefix = "CAIRN_"
 	};
-	struct echod d = { .sigfd = -1 };
+	struct echod d = { 0 };
 	struct cm_http_metrics *http = NULL;
 	struct cm_msgr_opts mo;
 	struct cm_msgr_ops ops = { .on_msg = on_msg, .on_accept = on_accept, .on_event = on_event };
@@ -168,11 +134,7 @@ main(int argc, char **argv)
 	int rc, first, status = 1;
 
 	/* Before any thread exists, so that every thread inherits the mask. */
-	sigemptyset(&mask);
-	sigaddset(&mask, SIGTERM);
-	sigaddset(&mask, SIGINT);
-	sigprocmask(SIG_BLOCK, &mask, NULL);
-	signal(SIGPIPE, SIG_IGN);
+	cm_daemon_block_signals(&mask);
 	rc = cm_conf_init(&conf, argc, argv, environ, getenv("CAIRN_CONF"), stdout, &first);
 	if (rc == 1) {
 		status = 0;
@@ -187,22 +149,22 @@ main(int argc, char **argv)
 		fprintf(stderr, "cairn-echod: unexpected argument '%s'\n", argv[first]);
 		goto out;
 	}
-	if (!cfg.cluster_key[0]) {
+	if (!cfg.d.cluster_key[0]) {
 		fprintf(stderr, "cairn-echod: cluster_key is not set (in the config file's "
 				"[global] section, CAIRN_CLUSTER_KEY, or --cluster-key)\n");
 		goto out;
 	}
-	if (echo_setup_logging(&cfg))
+	if (cm_daemon_setup_logging(&cfg.d))
 		goto out;
 	status = 1; /* run-time errors */
 	if (conf.unknown_global)
 		CM_INFO("%s (and %u more)", conf.warning, conf.unknown_global - 1);
-	rc = echo_reactor_create(&cfg, "echod", &d.r);
+	rc = cm_daemon_reactor_create(&cfg.d, "echod", &d.r);
 	if (rc) {
 		fprintf(stderr, "cairn-echod: reactor: %s\n", cm_strerror(rc));
 		goto out;
 	}
-	echo_msgr_opts(&cfg, &mo);
+	cm_daemon_msgr_opts(&cfg.d, &mo);
 	mo.ops = ops;
 	mo.ops_arg = &d;
 	rc = cm_msgr_create(d.r, &mo, &d.m);
@@ -222,34 +184,25 @@ main(int argc, char **argv)
 			goto out;
 		}
 	}
-	d.sigfd = signalfd(-1, &mask, SFD_NONBLOCK | SFD_CLOEXEC);
-	d.sig_io.cb = on_signal;
-	d.sig_io.arg = &d;
-	if (d.sigfd < 0 || cm_io_poll(d.r, &d.sig_io, d.sigfd, POLLIN)) {
+	if (cm_daemon_signals_watch(d.r, &mask, &d.sigs)) {
 		fprintf(stderr, "cairn-echod: signalfd failed\n");
 		goto out;
 	}
-	rc = write_pid(cfg.pid_file);
+	rc = cm_daemon_write_pid(cfg.d.pid_file);
 	if (rc) {
-		fprintf(stderr, "cairn-echod: pid_file %s: %s\n", cfg.pid_file, cm_strerror(rc));
+		fprintf(stderr, "cairn-echod: pid_file %s: %s\n", cfg.d.pid_file, cm_strerror(rc));
 		goto out;
 	}
 	CM_NOTICE("listening msgr=%s port=%u metrics=%s metrics_port=%u reactor=%s", cfg.listen,
 		  port, cfg.metrics_addr[0] ? cfg.metrics_addr : "off", mport,
 		  cm_reactor_backend_name(d.r));
 	status = cm_reactor_run(d.r) ? 1 : 0;
-	if (cfg.pid_file[0])
-		unlink(cfg.pid_file);
+	if (cfg.d.pid_file[0])
+		unlink(cfg.d.pid_file);
 out:
-	if (cm_io_pending(&d.sig_io)) {
-		cm_io_cancel(d.r, &d.sig_io);
-		for (int i = 0; i < 100 && cm_io_pending(&d.sig_io); i++)
-			cm_reactor_run_once(d.r, 10);
-	}
+	cm_daemon_signals_stop(d.sigs);
 	cm_http_metrics_stop(http);
 	cm_msgr_destroy(d.m);
-	if (d.sigfd >= 0)
-		cm_reactor_close(d.r, d.sigfd);
 	cm_reactor_destroy(d.r);
 	cm_metrics_destroy(d.metrics);
 	cm_conf_free(&conf);

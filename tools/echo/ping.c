@@ -97,13 +97,14 @@ main(int argc, char **argv)
 		fprintf(stderr, "cairn-ping: %s\n", conf.err);
 		goto out;
 	}
-	if (!cfg.cluster_key[0]) {
+	if (!cfg.d.cluster_key[0]) {
 		fprintf(stderr, "cairn-ping: cluster_key is not set (-c run/cairn.conf?)\n");
 		goto out;
 	}
-	free(cfg.entity);
-	cfg.entity = strdup("client.ping");
-	if (!cfg.entity || echo_setup_logging(&cfg) || echo_reactor_create(&cfg, "ping", &r))
+	free(cfg.d.entity);
+	cfg.d.entity = strdup("client.ping");
+	if (!cfg.d.entity || cm_daemon_setup_logging(&cfg.d) ||
+	    cm_daemon_reactor_create(&cfg.d, "ping", &r))
 		goto out;
 	status = 1;
 	p.count = cfg.count;
@@ -114,14 +115,14 @@ main(int argc, char **argv)
 	for (size_t i = 0; i < cfg.size; i++)
 		p.payload->data[i] = (uint8_t)(i * 131 + 7);
 	p.crc = cm_crc32c(0, p.payload->data, cfg.size);
-	echo_msgr_opts(&cfg, &mo);
+	cm_daemon_msgr_opts(&cfg.d, &mo);
 	mo.ops = ops;
 	mo.ops_arg = &p;
 	if (cm_msgr_create(r, &mo, &m) || cm_msgr_connect(m, cfg.listen, true, &p.c)) {
 		fprintf(stderr, "cairn-ping: cannot connect to %s\n", cfg.listen);
 		goto out;
 	}
-	deadline = cm_now_ms() + CM_MIN(cfg.timeout_ms, (uint64_t)10000);
+	deadline = cm_now_ms() + CM_MIN(cfg.d.timeout_ms, (uint64_t)10000);
 	while (!p.up && !p.failed && cm_now_ms() < deadline)
 		cm_reactor_run_once(r, 50);
 	if (!p.up) {

@@ -3,12 +3,16 @@
  * The cluster map in etcd. Keys under /cairn/<fsid>/:
  *   osdmap                 the current map (protobuf OsdMap)
  *   osdmap/<epoch:020>     each epoch's map, the last MON_MAP_HISTORY kept
+ *   osdmap_inc/<epoch:020> each epoch's incremental (from epoch - 1), the last
+ *                          MON_INC_HISTORY kept: subscribers catch up with
+ *                          these, or take a full map when further behind
  *
  * Every change is read -> apply -> epoch + 1 -> one etcd transaction that
  * succeeds only if osdmap still has the mod_revision that was read, writing
- * the new map and its history entry (and trimming the oldest) together. A
- * conflict re-reads and re-applies, so concurrent writers (several monitors)
- * never lose a change and epochs increase by exactly one per change.
+ * the new map, its history entry and its incremental (and trimming the
+ * oldest) together. A conflict re-reads and re-applies, so concurrent
+ * writers (several monitors) never lose a change and epochs increase by
+ * exactly one per change.
  *
  * Threading: blocking (etcd calls); run on worker threads.
  */
@@ -19,7 +23,8 @@
 
 #include <cairn/osdmap.pb-c.h>
 
-#define MON_MAP_HISTORY 500
+#define MON_MAP_HISTORY 50
+#define MON_INC_HISTORY 500
 
 struct mon_map_store;
 
@@ -41,6 +46,10 @@ int mon_map_read(struct mon_map_store *s, Cairn__Map__OsdMap **mp);
 
 /* Epoch `epoch` from the history. \return 0, -ENOENT (trimmed or never), ... */
 int mon_map_read_epoch(struct mon_map_store *s, uint64_t epoch, Cairn__Map__OsdMap **mp);
+
+/* The incremental that made `epoch` (free with cairn__map__incremental__free_unpacked). \return 0,
+ * -ENOENT (trimmed, never, or epoch 1), -EBADMSG, ... */
+int mon_map_read_inc(struct mon_map_store *s, uint64_t epoch, Cairn__Map__Incremental **incp);
 
 /*
  * Change the map: fn edits it (allocating with malloc: strings via

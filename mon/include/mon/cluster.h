@@ -1,0 +1,65 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The monitors' own keys in etcd, beside the map (under /cairn/<fsid>/):
+ *   mons/<name>    the monmap: every mon that ever joined -> its address
+ *   alive/<name>   the same, under the mon's lease: gone when it dies
+ *   leader         "<name> <addr>", under the leader's lease
+ *   key_check      HMAC-SHA256(cluster key, fsid), hex: a mon started with
+ *                  another key refuses to run
+ *
+ * And the commands every mon answers (clusterctl sends them over the
+ * messenger; tests call mon_command directly).
+ *
+ * Threading: blocking (etcd); worker threads.
+ */
+#ifndef MON_CLUSTER_H
+#define MON_CLUSTER_H
+
+#include "mon/health.h"
+#include "mon/map_store.h"
+
+int mon_key_path(const char *fsid, const char *what, const char *name, char *out, size_t len);
+
+/* The key check value for (key, fsid) as 64 hex chars + NUL. */
+void mon_key_check(const char *key, const char *fsid, char out[65]);
+
+/*
+ * Create the cluster: key check and first map, unless they exist.
+ * \return 0 (created), 1 (existed and the key matches), -EACCES (another
+ * key), or an etcd error.
+ */
+int mon_cluster_create(struct cm_etcd *e, const char *fsid, const char *key);
+
+/* Verify the key. \return 0, -ENOENT (no cluster: run mkfs), -EACCES, or an etcd error. */
+int mon_cluster_verify(struct cm_etcd *e, const char *fsid, const char *key);
+
+struct mon_cluster_view {
+	struct mon_info *mons;
+	size_t nmons;
+	char leader[64];
+	char leader_addr[128];
+};
+
+/* The monmap with who is alive, and the leader. Free with mon_cluster_view_free. */
+int mon_cluster_view_read(struct cm_etcd *e, const char *fsid, struct mon_cluster_view *v);
+void mon_cluster_view_free(struct mon_cluster_view *v);
+
+struct mon_cmd_env {
+	struct cm_etcd *etcd;
+	struct mon_map_store *store;
+	const char *fsid;
+};
+
+/*
+ * Run one command (argv as the user typed it after "clusterctl"):
+ *   status | health [detail] | mon ls | crush show
+ *   osd ls | osd down|out|in|rm ID... | osd reweight ID W | osd set|unset FLAG
+ *   pool ls | pool create NAME [--size N] [--min-size N] [--ec K+M] [--pg-num N]
+ *   pool rm NAME --yes-i-really-mean-it | pool set NAME KEY VALUE
+ * *out (text, or JSON with json) and *err (a sentence when rc != 0) are
+ * malloc'd, either may be NULL. \return 0 or a negative errno
+ * (-EINVAL for usage errors).
+ */
+int mon_command(struct mon_cmd_env *env, int argc, char **argv, bool json, char **out, char **err);
+
+#endif

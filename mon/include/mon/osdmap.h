@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * What the monitors do to the cluster map, as pure functions on an unpacked
+ * OsdMap (the mon_map_update callbacks call these): a new cluster's first
+ * map, OSD boot/down/out/in/reweight/rm, pools, flags, and the placement
+ * view (CRUSH map + OSD states) that health checks and clients compute PGs
+ * with. Errors come back as a negative errno plus a human sentence in err.
+ *
+ * Threading: pure; a map is edited by one thread at a time.
+ */
+#ifndef MON_OSDMAP_H
+#define MON_OSDMAP_H
+
+#include "crush/placement.h"
+#include "cm/stdinc.h"
+
+#include <cairn/osdmap.pb-c.h>
+
+/* Map flags (OsdMap.flags bits). */
+enum mon_flag {
+	MON_FLAG_NOOUT = 1u << 0,       /* down OSDs are not marked out */
+	MON_FLAG_NOREBALANCE = 1u << 1, /* no data movement for balance */
+	MON_FLAG_NOBACKFILL = 1u << 2,
+	MON_FLAG_NORECOVER = 1u << 3,
+	MON_FLAG_NOSCRUB = 1u << 4,
+	MON_FLAG_PAUSE = 1u << 5,  /* clients' reads and writes wait */
+	MON_FLAG_FULL = 1u << 6,   /* writes refused cluster-wide */
+	MON_FLAG_NOUP = 1u << 7,   /* booting OSDs are not marked up */
+	MON_FLAG_NODOWN = 1u << 8, /* failures do not mark OSDs down */
+	MON_FLAG_NOIN = 1u << 9,   /* new OSDs start out */
+};
+
+/* \return the bit, or 0 for an unknown name. */
+uint64_t mon_flag_parse(const char *name);
+/* "noout,pause" ("" for none) into buf. */
+const char *mon_flags_str(uint64_t flags, char *buf, size_t len);
+
+#define MON_ERRLEN 256
+
+/* The map of a new cluster: epoch 0 (mon_map_create stores it as 1), a CRUSH map with the
+ * standard types, root "default" and rule "replicated_rule" (hosts). */
+int mon_map_initial(const char *fsid, Cairn__Map__OsdMap **mp);
+
+Cairn__Map__Osd *mon_osd_find(const Cairn__Map__OsdMap *m, int32_t id);
+Cairn__Map__Pool *mon_pool_find(const Cairn__Map__OsdMap *m, const char *name);
+Cairn__Map__Pool *mon_pool_find_id(const Cairn__Map__OsdMap *m, int64_t id);
+
+struct mon_osd_boot {
+	int32_t id; /* < 0: first boot */
+	const char *uuid, *addr, *host, *device_class;
+	uint32_t weight; /* 16.16; 0: keep (1.0 for a new OSD) */
+};
+
+/*
+ * Register/mark up a booting OSD; a new uuid gets the lowest free id. The
+ * OSD enters CRUSH under host bucket `host` (made under root "default").
+ * \return 0 (*id), -EINVAL (bad fields), -EEXIST (id belongs to another
+ * uuid), -EAGAIN (noup set), -ENOMEM.
+ */
+int mon_osd_boot(Cairn__Map__OsdMap *m, const struct mon_osd_boot *b, int32_t *id, char *err);
+
+/* \return 0, 1 (already so), -ENOENT. down_ns: when it went down (wall clock). */
+int mon_osd_mark_down(Cairn__Map__OsdMap *m, int32_t id, uint64_t down_ns);
+int mon_osd_set_in(Cairn__Map__OsdMap *m, int32_t id, bool in);
+/* reweight 16.16 in [0, 1.0]. \return 0, 1, -ENOENT, -ERANGE. */
+int mon_osd_reweight(Cairn__Map__OsdMap *m, int32_t id, uint32_t reweight);
+/* Remove a down OSD from the map and CRUSH. \return 0, -ENOENT, -EBUSY (up). */
+int mon_osd_rm(Cairn__Map__OsdMap *m, int32_t id, char *err);
+
+struct mon_pool_spec {
+	const char *name;
+	bool erasure;
+	unsigned size, min_size; /* 0: defaults (3 / size - size/2; EC: k+m / k+1) */
+	unsigned ec_k, ec_m;
+	unsigned pg_num; /* 0: 32 */
+};
+
+/* Parse "K+M". \return 0, -EINVAL (with err). */
+int mon_parse_ec_profile(const char *s, unsigned *k, unsigned *m, char *err);
+
+/* \return 0 (*id), -EEXIST, -EINVAL, -ENOMEM; err says why. EC pools get their own indep rule. */
+int mon_pool_create(Cairn__Map__OsdMap *m, const struct mon_pool_spec *s, int64_t *id, char *err);
+/* \return 0, -ENOENT. Drops the pool's upmaps and its own EC rule. */
+int mon_pool_rm(Cairn__Map__OsdMap *m, const char *name, char *err);
+/* key: size, min_size, pg_num, crush_rule, quota_max_bytes. \return 0, 1 (unchanged), -ENOENT,
+ * -EINVAL. */
+int mon_pool_set(Cairn__Map__OsdMap *m, const char *name, const char *key, const char *value,
+		 char *err);
+
+/* Placement view of a map (built once per map; read-only after, thread-safe). */
+struct mon_placement {
+	struct crush_map *crush;
+	int max_osd;
+	struct crush_osd_state *osds;
+	uint32_t *weights;
+	struct crush_upmap_item *upmaps;
+	size_t nupmaps;
+	void *work;
+};
+
+/* \return 0, -EBADMSG (CRUSH text does not parse; err), -ENOMEM. */
+int mon_placement_build(const Cairn__Map__OsdMap *m, struct mon_placement *pl, char *err);
+void mon_placement_free(struct mon_placement *pl);
+void mon_pool_to_crush(const Cairn__Map__Pool *p, struct crush_pool *cp);
+/* Up set of a PG. \return the count (see crush_pg_to_up). Not thread-safe (shared work area). */
+int mon_placement_pg_up(struct mon_placement *pl, const Cairn__Map__Pool *p, uint32_t seed,
+			int32_t *up, int *primary);
+
+#endif

@@ -1,0 +1,823 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Cluster creation, the monmap view, and the commands; see mon/cluster.h.
+ */
+#include "mon/cluster.h"
+#include "mon/osdmap.h"
+#include "cm/err.h"
+
+#include <openssl/evp.h>
+#include <openssl/hmac.h>
+
+int
+mon_key_path(const char *fsid, const char *what, const char *name, char *out, size_t len)
+{
+	int n = name ? snprintf(out, len, "/cairn/%s/%s/%s", fsid, what, name)
+		     : snprintf(out, len, "/cairn/%s/%s", fsid, what);
+
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+void
+mon_key_check(const char *key, const char *fsid, char out[65])
+{
+	unsigned char mac[32];
+	unsigned int len = sizeof(mac);
+
+	HMAC(EVP_sha256(), key, (int)strlen(key), (const unsigned char *)fsid, strlen(fsid), mac,
+	     &len);
+	for (unsigned i = 0; i < 32; i++)
+		snprintf(out + 2 * i, 3, "%02x", mac[i]);
+}
+
+int
+mon_cluster_verify(struct cm_etcd *e, const char *fsid, const char *key)
+{
+	struct cm_etcd_range r;
+	char k[256], want[65];
+	int rc = mon_key_path(fsid, "key_check", NULL, k, sizeof(k));
+
+	if (rc)
+		return rc;
+	rc = cm_etcd_get(e, k, strlen(k), NULL, 0, 0, &r);
+	if (rc)
+		return rc;
+	mon_key_check(key, fsid, want);
+	if (r.count == 0)
+		rc = -ENOENT;
+	else if (r.kvs[0].value_len != 64 || memcmp(r.kvs[0].value, want, 64) != 0)
+		rc = -EACCES;
+	cm_etcd_range_free(&r);
+	return rc;
+}
+
+int
+mon_cluster_create(struct cm_etcd *e, const char *fsid, const char *key)
+{
+	Cairn__Map__OsdMap *m;
+	struct mon_map_store *s;
+	char k[256], val[65];
+	bool ok;
+	int rc = mon_key_path(fsid, "key_check", NULL, k, sizeof(k)), made;
+
+	if (rc)
+		return rc;
+	mon_key_check(key, fsid, val);
+	struct cm_etcd_cmp absent = {
+		.key = k, .key_len = strlen(k), .target = CM_ETCD_CREATE, .result = CM_ETCD_EQUAL
+	};
+	struct cm_etcd_op put = { .type = CM_ETCD_OP_PUT,
+				  .key = k,
+				  .key_len = strlen(k),
+				  .value = val,
+				  .value_len = 64 };
+
+	rc = cm_etcd_txn(e, &absent, 1, &put, 1, NULL, 0, &ok, NULL);
+	if (rc)
+		return rc;
+	if (!ok) {
+		rc = mon_cluster_verify(e, fsid, key);
+		if (rc)
+			return rc;
+	}
+	made = ok ? 0 : 1;
+	rc = mon_map_store_open(e, fsid, &s);
+	if (rc)
+		return rc;
+	rc = mon_map_initial(fsid, &m);
+	if (!rc) {
+		rc = mon_map_create(s, m);
+		cairn__map__osd_map__free_unpacked(m, NULL);
+		if (rc == -EEXIST)
+			rc = 0;
+		else if (!rc)
+			made = 0;
+	}
+	mon_map_store_close(s);
+	return rc ? rc : made;
+}
+
+static char *
+dup_n(const void *p, size_t n)
+{
+	char *s = malloc(n + 1);
+
+	if (s) {
+		memcpy(s, p, n);
+		s[n] = 0;
+	}
+	return s;
+}
+
+/* The part of a key after its last '/'. */
+static const char *
+key_leaf(const struct cm_etcd_kv *kv, size_t *len)
+{
+	size_t i = kv->key_len;
+
+	while (i > 0 && kv->key[i - 1] != '/')
+		i--;
+	*len = kv->key_len - i;
+	return kv->key + i;
+}
+
+int
+mon_cluster_view_read(struct cm_etcd *e, const char *fsid, struct mon_cluster_view *v)
+{
+	struct cm_etcd_range mons, alive, leader;
+	char k[256], *end;
+	size_t end_len;
+	int rc;
+
+	memset(v, 0, sizeof(*v));
+	mon_key_path(fsid, "mons/", NULL, k, sizeof(k));
+	end = cm_etcd_prefix_end(k, strlen(k), &end_len);
+	if (!end)
+		return -ENOMEM;
+	rc = cm_etcd_get(e, k, strlen(k), end, end_len, 0, &mons);
+	free(end);
+	if (rc)
+		return rc;
+	mon_key_path(fsid, "alive/", NULL, k, sizeof(k));
+	end = cm_etcd_prefix_end(k, strlen(k), &end_len);
+	rc = end ? cm_etcd_get(e, k, strlen(k), end, end_len, 0, &alive) : -ENOMEM;
+	free(end);
+	if (rc) {
+		cm_etcd_range_free(&mons);
+		return rc;
+	}
+	mon_key_path(fsid, "leader", NULL, k, sizeof(k));
+	rc = cm_etcd_get(e, k, strlen(k), NULL, 0, 0, &leader);
+	if (rc) {
+		cm_etcd_range_free(&mons);
+		cm_etcd_range_free(&alive);
+		return rc;
+	}
+	if (leader.count) {
+		char *lv = dup_n(leader.kvs[0].value, leader.kvs[0].value_len), *sp;
+
+		if (lv) {
+			sp = strchr(lv, ' ');
+			if (sp)
+				*sp++ = 0;
+			snprintf(v->leader, sizeof(v->leader), "%s", lv);
+			snprintf(v->leader_addr, sizeof(v->leader_addr), "%s", sp ? sp : "");
+			free(lv);
+		}
+	}
+	v->mons = calloc(mons.count + 1, sizeof(*v->mons));
+	if (!v->mons)
+		rc = -ENOMEM;
+	for (size_t i = 0; !rc && i < mons.count; i++) {
+		size_t nl;
+		const char *leaf = key_leaf(&mons.kvs[i], &nl);
+		struct mon_info *mi = &v->mons[v->nmons];
+
+		mi->name = dup_n(leaf, nl);
+		mi->addr = dup_n(mons.kvs[i].value, mons.kvs[i].value_len);
+		if (!mi->name || !mi->addr) {
+			free((char *)mi->name);
+			free((char *)mi->addr);
+			rc = -ENOMEM;
+			break;
+		}
+		for (size_t j = 0; j < alive.count; j++) {
+			size_t al;
+			const char *as = key_leaf(&alive.kvs[j], &al);
+
+			if (al == nl && memcmp(as, leaf, nl) == 0)
+				mi->alive = true;
+		}
+		v->nmons++;
+	}
+	cm_etcd_range_free(&mons);
+	cm_etcd_range_free(&alive);
+	cm_etcd_range_free(&leader);
+	if (rc)
+		mon_cluster_view_free(v);
+	return rc;
+}
+
+void
+mon_cluster_view_free(struct mon_cluster_view *v)
+{
+	for (size_t i = 0; i < v->nmons; i++) {
+		free((char *)v->mons[i].name);
+		free((char *)v->mons[i].addr);
+	}
+	free(v->mons);
+	memset(v, 0, sizeof(*v));
+}
+
+/* ---- commands ---- */
+
+struct cmd {
+	struct mon_cmd_env *env;
+	int argc;
+	char **argv;
+	bool json;
+	FILE *out;
+	char err[MON_ERRLEN];
+	json_t *res; /* JSON result, printed at the end with json */
+};
+
+static int
+usage(struct cmd *c, const char *what)
+{
+	snprintf(c->err, sizeof(c->err), "usage: %s", what);
+	return -EINVAL;
+}
+
+static int
+read_map(struct cmd *c, Cairn__Map__OsdMap **m)
+{
+	int rc = mon_map_read(c->env->store, m);
+
+	if (rc == -ENOENT)
+		snprintf(
+			c->err, sizeof(c->err),
+			"no cluster map in etcd for fsid %s (run cairn-mon --mkfs or clusterctl up)",
+			c->env->fsid);
+	else if (rc)
+		snprintf(c->err, sizeof(c->err), "reading the map: %s", cm_strerror(rc));
+	return rc;
+}
+
+static json_t *
+osd_json(const Cairn__Map__Osd *o)
+{
+	return json_pack("{s:i, s:s, s:s, s:s, s:s, s:f, s:f, s:b, s:b, s:I, s:I}", "id", o->id,
+			 "uuid", o->uuid, "addr", o->addr, "host", o->host, "class",
+			 o->device_class, "weight", (double)o->weight / 65536.0, "reweight",
+			 (double)o->reweight / 65536.0, "up", o->up, "in", o->in, "up_since",
+			 (json_int_t)o->up_since, "down_since", (json_int_t)o->down_since);
+}
+
+static json_t *
+pool_json(const Cairn__Map__Pool *p, const char *rule)
+{
+	json_t *o =
+		json_pack("{s:I, s:s, s:s, s:i, s:i, s:i, s:i, s:s, s:I}", "id", (json_int_t)p->id,
+			  "name", p->name, "type", p->erasure ? "erasure" : "replicated", "size",
+			  (int)p->size, "min_size", (int)p->min_size, "pg_num", (int)p->pg_num,
+			  "crush_rule", (int)p->crush_rule, "crush_rule_name", rule ? rule : "",
+			  "quota_max_bytes", (json_int_t)p->quota_max_bytes);
+
+	if (o && p->erasure) {
+		json_object_set_new(o, "ec_k", json_integer(p->ec_k));
+		json_object_set_new(o, "ec_m", json_integer(p->ec_m));
+	}
+	return o;
+}
+
+static void
+print_health_text(FILE *f, const struct mon_health *h, bool detail, const char *indent)
+{
+	for (size_t i = 0; i < h->nchecks; i++) {
+		const struct mon_health_check *c = &h->checks[i];
+
+		if (detail) {
+			fprintf(f, "%s[%s] %s: %s\n", indent,
+				c->severity == MON_HEALTH_ERR ? "ERR" : "WRN", c->code, c->summary);
+			for (size_t d = 0; d < c->ndetail; d++)
+				fprintf(f, "%s    %s\n", indent, c->detail[d]);
+		} else {
+			fprintf(f, "%s%s: %s\n", indent, c->code, c->summary);
+		}
+	}
+}
+
+static int
+cmd_status(struct cmd *c, bool health_only, bool detail)
+{
+	struct mon_cluster_view v;
+	struct mon_health h;
+	Cairn__Map__OsdMap *m;
+	struct mon_placement pl;
+	struct mon_pg_summary *ps = NULL, tot = { 0 };
+	char flags[160];
+	size_t up = 0, in = 0, alive = 0;
+	uint64_t pgs = 0;
+	int rc = read_map(c, &m);
+
+	if (rc)
+		return rc;
+	rc = mon_cluster_view_read(c->env->etcd, c->env->fsid, &v);
+	if (rc) {
+		snprintf(c->err, sizeof(c->err), "reading the monmap: %s", cm_strerror(rc));
+		cairn__map__osd_map__free_unpacked(m, NULL);
+		return rc;
+	}
+	rc = mon_health_compute(m, v.mons, v.nmons, NULL, 0, &h);
+	if (!rc && !health_only) {
+		rc = mon_placement_build(m, &pl, c->err);
+		if (!rc) {
+			rc = mon_pg_summarize(m, &pl, &ps, &tot);
+			mon_placement_free(&pl);
+		}
+	}
+	if (rc) {
+		if (!c->err[0])
+			snprintf(c->err, sizeof(c->err), "health: %s", cm_strerror(rc));
+		mon_cluster_view_free(&v);
+		cairn__map__osd_map__free_unpacked(m, NULL);
+		return rc;
+	}
+	for (size_t i = 0; i < m->n_osds; i++) {
+		up += m->osds[i]->up;
+		in += m->osds[i]->in;
+	}
+	for (size_t i = 0; i < m->n_pools; i++)
+		pgs += m->pools[i]->pg_num;
+	for (size_t i = 0; i < v.nmons; i++)
+		alive += v.mons[i].alive;
+	mon_flags_str(m->flags, flags, sizeof(flags));
+	if (health_only && c->json) {
+		c->res = mon_health_json(&h);
+	} else if (health_only) {
+		fprintf(c->out, "%s\n", mon_health_status_name(h.status));
+		print_health_text(c->out, &h, detail, detail ? "" : "    ");
+	} else if (c->json) {
+		json_t *mons = json_array(), *pools = json_array();
+
+		for (size_t i = 0; i < v.nmons; i++)
+			json_array_append_new(
+				mons, json_pack("{s:s, s:s, s:b}", "name", v.mons[i].name, "addr",
+						v.mons[i].addr, "alive", v.mons[i].alive));
+		for (size_t i = 0; i < m->n_pools; i++)
+			json_array_append_new(
+				pools, json_pack("{s:s, s:I, s:I, s:I, s:I}", "name",
+						 m->pools[i]->name, "pgs", (json_int_t)ps[i].total,
+						 "clean", (json_int_t)ps[i].clean, "undersized",
+						 (json_int_t)ps[i].undersized, "inactive",
+						 (json_int_t)ps[i].inactive));
+		c->res = json_pack(
+			"{s:s, s:I, s:s, s:o, s:o, s:s, s:{s:i, s:i, s:i}, s:o, s:{s:I, s:I, s:I, s:I}}",
+			"fsid", m->fsid, "epoch", (json_int_t)m->epoch, "flags", flags, "health",
+			mon_health_json(&h), "mons", mons, "leader", v.leader, "osds", "total",
+			(int)m->n_osds, "up", (int)up, "in", (int)in, "pools", pools, "pgs",
+			"total", (json_int_t)tot.total, "clean", (json_int_t)tot.clean,
+			"undersized", (json_int_t)tot.undersized, "inactive",
+			(json_int_t)tot.inactive);
+	} else {
+		fprintf(c->out, "  cluster:\n    id:     %s\n    health: %s\n", m->fsid,
+			mon_health_status_name(h.status));
+		print_health_text(c->out, &h, false, "            ");
+		fprintf(c->out, "\n  services:\n    mon: %zu daemons, %zu alive, leader %s\n",
+			v.nmons, alive, v.leader[0] ? v.leader : "(none)");
+		fprintf(c->out, "    osd: %zu osds: %zu up, %zu in\n", m->n_osds, up, in);
+		fprintf(c->out, "\n  data:\n    pools: %zu pools, %" PRIu64 " pgs\n", m->n_pools,
+			pgs);
+		if (m->n_osds && tot.total)
+			fprintf(c->out,
+				"    pgs:   %" PRIu64 " placed: %" PRIu64 " on a full set, %" PRIu64
+				" undersized, %" PRIu64 " inactive\n",
+				tot.total, tot.clean, tot.undersized, tot.inactive);
+		fprintf(c->out, "\n  map: epoch %" PRIu64 "%s%s\n", m->epoch,
+			flags[0] ? ", flags " : "", flags);
+	}
+	free(ps);
+	mon_health_free(&h);
+	mon_cluster_view_free(&v);
+	cairn__map__osd_map__free_unpacked(m, NULL);
+	return 0;
+}
+
+static int
+cmd_mon_ls(struct cmd *c)
+{
+	struct mon_cluster_view v;
+	int rc = mon_cluster_view_read(c->env->etcd, c->env->fsid, &v);
+
+	if (rc) {
+		snprintf(c->err, sizeof(c->err), "reading the monmap: %s", cm_strerror(rc));
+		return rc;
+	}
+	if (c->json) {
+		json_t *a = json_array();
+
+		for (size_t i = 0; i < v.nmons; i++)
+			json_array_append_new(a, json_pack("{s:s, s:s, s:b, s:b}", "name",
+							   v.mons[i].name, "addr", v.mons[i].addr,
+							   "alive", v.mons[i].alive, "leader",
+							   strcmp(v.leader, v.mons[i].name) == 0));
+		c->res = json_pack("{s:o, s:s}", "mons", a, "leader", v.leader);
+	} else {
+		for (size_t i = 0; i < v.nmons; i++)
+			fprintf(c->out, "mon.%s %s %s%s\n", v.mons[i].name, v.mons[i].addr,
+				v.mons[i].alive ? "alive" : "DOWN",
+				strcmp(v.leader, v.mons[i].name) == 0 ? " leader" : "");
+	}
+	mon_cluster_view_free(&v);
+	return 0;
+}
+
+static int
+cmd_crush_show(struct cmd *c)
+{
+	Cairn__Map__OsdMap *m;
+	int rc = read_map(c, &m);
+
+	if (rc)
+		return rc;
+	if (c->json)
+		c->res = json_pack("{s:I, s:s}", "epoch", (json_int_t)m->epoch, "crush", m->crush);
+	else
+		fputs(m->crush, c->out);
+	cairn__map__osd_map__free_unpacked(m, NULL);
+	return 0;
+}
+
+static int
+cmd_osd_ls(struct cmd *c)
+{
+	Cairn__Map__OsdMap *m;
+	int rc = read_map(c, &m);
+
+	if (rc)
+		return rc;
+	if (c->json) {
+		json_t *a = json_array();
+
+		for (size_t i = 0; i < m->n_osds; i++)
+			json_array_append_new(a, osd_json(m->osds[i]));
+		c->res = json_pack("{s:I, s:o}", "epoch", (json_int_t)m->epoch, "osds", a);
+	} else {
+		fprintf(c->out, "%-6s %-6s %-4s %-4s %-9s %-9s %-8s %-16s %s\n", "ID", "HOST", "UP",
+			"IN", "WEIGHT", "REWEIGHT", "CLASS", "ADDR", "UUID");
+		for (size_t i = 0; i < m->n_osds; i++) {
+			const Cairn__Map__Osd *o = m->osds[i];
+
+			fprintf(c->out, "%-6d %-6s %-4s %-4s %-9.5f %-9.5f %-8s %-16s %s\n", o->id,
+				o->host, o->up ? "up" : "down", o->in ? "in" : "out",
+				(double)o->weight / 65536.0, (double)o->reweight / 65536.0,
+				o->device_class[0] ? o->device_class : "-", o->addr, o->uuid);
+		}
+	}
+	cairn__map__osd_map__free_unpacked(m, NULL);
+	return 0;
+}
+
+/* One map change, with an error sentence from the edit. */
+struct edit {
+	struct cmd *c;
+	const char *verb;
+	int32_t *ids;
+	int nids;
+	uint32_t reweight;
+	uint64_t flag;
+	bool set;
+	struct mon_pool_spec spec;
+	int64_t pool_id;
+	const char *key, *value;
+	uint64_t now_ns;
+};
+
+static int
+edit_fn(void *arg, Cairn__Map__OsdMap *m)
+{
+	struct edit *e = arg;
+	char *err = e->c->err;
+	bool changed = false;
+	int rc;
+
+	err[0] = 0;
+	if (strcmp(e->verb, "flag") == 0) {
+		uint64_t f = e->set ? m->flags | e->flag : m->flags & ~e->flag;
+
+		if (f == m->flags)
+			return 1;
+		m->flags = f;
+		return 0;
+	}
+	if (strcmp(e->verb, "pool create") == 0)
+		return mon_pool_create(m, &e->spec, &e->pool_id, err);
+	if (strcmp(e->verb, "pool rm") == 0)
+		return mon_pool_rm(m, e->spec.name, err);
+	if (strcmp(e->verb, "pool set") == 0)
+		return mon_pool_set(m, e->spec.name, e->key, e->value, err);
+	for (int i = 0; i < e->nids; i++) {
+		int32_t id = e->ids[i];
+
+		if (strcmp(e->verb, "down") == 0)
+			rc = mon_osd_mark_down(m, id, e->now_ns);
+		else if (strcmp(e->verb, "out") == 0)
+			rc = mon_osd_set_in(m, id, false);
+		else if (strcmp(e->verb, "in") == 0)
+			rc = mon_osd_set_in(m, id, true);
+		else if (strcmp(e->verb, "reweight") == 0)
+			rc = mon_osd_reweight(m, id, e->reweight);
+		else
+			rc = mon_osd_rm(m, id, err);
+		if (rc == -ENOENT && !err[0])
+			snprintf(err, MON_ERRLEN, "osd.%d does not exist", id);
+		if (rc < 0)
+			return rc;
+		changed |= rc == 0;
+	}
+	return changed ? 0 : 1;
+}
+
+static int
+run_edit(struct cmd *c, struct edit *e, const char *done)
+{
+	uint64_t epoch = 0;
+	int rc;
+
+	e->c = c;
+	e->now_ns = cm_now_ns();
+	rc = mon_map_update(c->env->store, edit_fn, e, &epoch);
+	if (rc < 0) {
+		if (!c->err[0])
+			snprintf(c->err, sizeof(c->err), "map update: %s", cm_strerror(rc));
+		return rc;
+	}
+	if (c->json)
+		c->res = json_pack("{s:b, s:I, s:s}", "changed", rc == 0, "epoch",
+				   (json_int_t)epoch, "result", done);
+	else
+		fprintf(c->out, "%s%s\n", done, rc == 1 ? " (no change)" : "");
+	return 0;
+}
+
+static int
+parse_osd_id(struct cmd *c, const char *s, int32_t *id)
+{
+	char *end;
+	long v;
+
+	if (strncmp(s, "osd.", 4) == 0)
+		s += 4;
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (!s[0] || *end || errno || v < 0 || v > (1 << 24)) {
+		snprintf(c->err, sizeof(c->err), "'%s' is not an OSD id (N or osd.N)", s);
+		return -EINVAL;
+	}
+	*id = (int32_t)v;
+	return 0;
+}
+
+static int
+cmd_osd(struct cmd *c)
+{
+	struct edit e = { 0 };
+	int32_t ids[64];
+	char done[160];
+	const char *verb = c->argc > 1 ? c->argv[1] : "";
+	int rc;
+
+	if (strcmp(verb, "ls") == 0)
+		return cmd_osd_ls(c);
+	if (strcmp(verb, "set") == 0 || strcmp(verb, "unset") == 0) {
+		if (c->argc != 3)
+			return usage(c, "osd set|unset FLAG");
+		e.flag = mon_flag_parse(c->argv[2]);
+		if (!e.flag) {
+			snprintf(c->err, sizeof(c->err),
+				 "unknown flag '%s' (noout, norebalance, nobackfill, norecover, "
+				 "noscrub, pause, full, noup, nodown, noin)",
+				 c->argv[2]);
+			return -EINVAL;
+		}
+		e.verb = "flag";
+		e.set = verb[0] == 's';
+		snprintf(done, sizeof(done), "%s is %s", c->argv[2], e.set ? "set" : "unset");
+		return run_edit(c, &e, done);
+	}
+	if (strcmp(verb, "reweight") == 0) {
+		char *end;
+		double w;
+
+		if (c->argc != 4)
+			return usage(c, "osd reweight ID WEIGHT (0.0 - 1.0)");
+		rc = parse_osd_id(c, c->argv[2], &ids[0]);
+		if (rc)
+			return rc;
+		w = strtod(c->argv[3], &end);
+		if (*end || end == c->argv[3] || !(w >= 0.0 && w <= 1.0)) {
+			snprintf(c->err, sizeof(c->err), "reweight '%s': a number from 0 to 1",
+				 c->argv[3]);
+			return -EINVAL;
+		}
+		e.verb = "reweight";
+		e.ids = ids;
+		e.nids = 1;
+		e.reweight = (uint32_t)(w * 65536.0 + 0.5);
+		snprintf(done, sizeof(done), "reweighted osd.%d to %.5f", ids[0],
+			 (double)e.reweight / 65536.0);
+		return run_edit(c, &e, done);
+	}
+	if (strcmp(verb, "down") == 0 || strcmp(verb, "out") == 0 || strcmp(verb, "in") == 0 ||
+	    strcmp(verb, "rm") == 0) {
+		size_t off = 0;
+
+		if (c->argc < 3 || c->argc - 2 > (int)CM_ARRAY_SIZE(ids))
+			return usage(c, "osd down|out|in|rm ID...");
+		off += (size_t)snprintf(done, sizeof(done), "marked %s", verb);
+		if (strcmp(verb, "rm") == 0)
+			off = (size_t)snprintf(done, sizeof(done), "removed");
+		for (int i = 2; i < c->argc; i++) {
+			rc = parse_osd_id(c, c->argv[i], &ids[i - 2]);
+			if (rc)
+				return rc;
+			if (off < sizeof(done))
+				off += (size_t)snprintf(done + off, sizeof(done) - off, " osd.%d",
+							ids[i - 2]);
+		}
+		e.verb = verb;
+		e.ids = ids;
+		e.nids = c->argc - 2;
+		return run_edit(c, &e, done);
+	}
+	return usage(c, "osd ls | osd down|out|in|rm ID... | osd reweight ID W | "
+			"osd set|unset FLAG");
+}
+
+static int
+parse_uint_arg(struct cmd *c, const char *opt, const char *v, unsigned lo, unsigned hi,
+	       unsigned *out)
+{
+	char *end;
+	unsigned long x;
+
+	errno = 0;
+	x = strtoul(v, &end, 10);
+	if (!v[0] || *end || errno || x < lo || x > hi || v[0] == '-') {
+		snprintf(c->err, sizeof(c->err), "%s '%s': a whole number from %u to %u", opt, v,
+			 lo, hi);
+		return -EINVAL;
+	}
+	*out = (unsigned)x;
+	return 0;
+}
+
+static int
+cmd_pool_ls(struct cmd *c)
+{
+	Cairn__Map__OsdMap *m;
+	struct crush_map *cm = NULL;
+	int rc = read_map(c, &m);
+
+	if (rc)
+		return rc;
+	crush_text_parse(m->crush, &cm, c->err, sizeof(c->err));
+	c->err[0] = 0;
+	if (c->json) {
+		json_t *a = json_array();
+
+		for (size_t i = 0; i < m->n_pools; i++) {
+			const char *rn = cm && m->pools[i]->crush_rule >= 0 &&
+							 m->pools[i]->crush_rule < cm->max_rules &&
+							 cm->rules[m->pools[i]->crush_rule]
+						 ? cm->rules[m->pools[i]->crush_rule]->name
+						 : "?";
+
+			json_array_append_new(a, pool_json(m->pools[i], rn));
+		}
+		c->res = json_pack("{s:I, s:o}", "epoch", (json_int_t)m->epoch, "pools", a);
+	} else {
+		for (size_t i = 0; i < m->n_pools; i++) {
+			const Cairn__Map__Pool *p = m->pools[i];
+			const char *rn = cm && p->crush_rule >= 0 &&
+							 p->crush_rule < cm->max_rules &&
+							 cm->rules[p->crush_rule]
+						 ? cm->rules[p->crush_rule]->name
+						 : "?";
+
+			if (p->erasure)
+				fprintf(c->out,
+					"pool %" PRId64 " '%s' erasure %u+%u size %u min_size %u "
+					"pg_num %u crush_rule %s\n",
+					p->id, p->name, p->ec_k, p->ec_m, p->size, p->min_size,
+					p->pg_num, rn);
+			else
+				fprintf(c->out,
+					"pool %" PRId64 " '%s' replicated size %u min_size %u "
+					"pg_num %u crush_rule %s\n",
+					p->id, p->name, p->size, p->min_size, p->pg_num, rn);
+		}
+	}
+	crush_map_destroy(cm);
+	cairn__map__osd_map__free_unpacked(m, NULL);
+	return 0;
+}
+
+static int
+cmd_pool(struct cmd *c)
+{
+	struct edit e = { 0 };
+	char done[200];
+	const char *verb = c->argc > 1 ? c->argv[1] : "";
+	int rc;
+
+	if (strcmp(verb, "ls") == 0)
+		return cmd_pool_ls(c);
+	if (strcmp(verb, "create") == 0) {
+		if (c->argc < 3 || c->argv[2][0] == '-')
+			return usage(c, "pool create NAME [--size N] [--min-size N] [--ec K+M] "
+					"[--pg-num N]");
+		e.spec.name = c->argv[2];
+		for (int i = 3; i < c->argc; i++) {
+			const char *o = c->argv[i], *v = i + 1 < c->argc ? c->argv[i + 1] : NULL;
+
+			if (!v) {
+				snprintf(c->err, sizeof(c->err), "%s needs a value", o);
+				return -EINVAL;
+			}
+			i++;
+			if (strcmp(o, "--size") == 0)
+				rc = parse_uint_arg(c, o, v, 1, 32, &e.spec.size);
+			else if (strcmp(o, "--min-size") == 0)
+				rc = parse_uint_arg(c, o, v, 1, 32, &e.spec.min_size);
+			else if (strcmp(o, "--pg-num") == 0)
+				rc = parse_uint_arg(c, o, v, 1, 65536, &e.spec.pg_num);
+			else if (strcmp(o, "--ec") == 0) {
+				e.spec.erasure = true;
+				rc = mon_parse_ec_profile(v, &e.spec.ec_k, &e.spec.ec_m, c->err);
+			} else {
+				snprintf(c->err, sizeof(c->err),
+					 "pool create: unknown option '%s' (--size, --min-size, "
+					 "--ec, --pg-num)",
+					 o);
+				rc = -EINVAL;
+			}
+			if (rc)
+				return rc;
+		}
+		e.verb = "pool create";
+		snprintf(done, sizeof(done), "pool '%s' created", e.spec.name);
+		return run_edit(c, &e, done);
+	}
+	if (strcmp(verb, "rm") == 0) {
+		if (c->argc != 4 || strcmp(c->argv[3], "--yes-i-really-mean-it") != 0)
+			return usage(c, "pool rm NAME --yes-i-really-mean-it (its data goes too)");
+		e.verb = "pool rm";
+		e.spec.name = c->argv[2];
+		snprintf(done, sizeof(done), "pool '%s' removed", e.spec.name);
+		return run_edit(c, &e, done);
+	}
+	if (strcmp(verb, "set") == 0) {
+		if (c->argc != 5)
+			return usage(c, "pool set NAME KEY VALUE (size, min_size, pg_num, "
+					"crush_rule, quota_max_bytes)");
+		e.verb = "pool set";
+		e.spec.name = c->argv[2];
+		e.key = c->argv[3];
+		e.value = c->argv[4];
+		snprintf(done, sizeof(done), "pool '%s': %s = %s", e.spec.name, e.key, e.value);
+		return run_edit(c, &e, done);
+	}
+	return usage(c, "pool ls | pool create NAME [...] | pool rm NAME --yes-i-really-mean-it | "
+			"pool set NAME KEY VALUE");
+}
+
+int
+mon_command(struct mon_cmd_env *env, int argc, char **argv, bool json, char **out, char **err)
+{
+	struct cmd c = { .env = env, .argc = argc, .argv = argv, .json = json };
+	const char *w0 = argc > 0 ? argv[0] : "", *w1 = argc > 1 ? argv[1] : "";
+	size_t len = 0;
+	char *buf = NULL;
+	int rc;
+
+	c.out = open_memstream(&buf, &len);
+	if (!c.out)
+		return -ENOMEM;
+	if (strcmp(w0, "status") == 0 && argc == 1)
+		rc = cmd_status(&c, false, false);
+	else if (strcmp(w0, "health") == 0 && (argc == 1 || strcmp(w1, "detail") == 0))
+		rc = cmd_status(&c, true, argc > 1);
+	else if (strcmp(w0, "mon") == 0 && strcmp(w1, "ls") == 0)
+		rc = cmd_mon_ls(&c);
+	else if (strcmp(w0, "crush") == 0 && strcmp(w1, "show") == 0)
+		rc = cmd_crush_show(&c);
+	else if (strcmp(w0, "osd") == 0)
+		rc = cmd_osd(&c);
+	else if (strcmp(w0, "pool") == 0)
+		rc = cmd_pool(&c);
+	else {
+		snprintf(c.err, sizeof(c.err),
+			 "unknown command '%s%s%s' (status, health [detail], mon ls, crush show, "
+			 "osd ..., pool ...)",
+			 w0, argc > 1 ? " " : "", w1);
+		rc = -EINVAL;
+	}
+	if (!rc && c.res) {
+		char *s = json_dumps(c.res, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+
+		if (s) {
+			fprintf(c.out, "%s\n", s);
+			free(s);
+		}
+	}
+	json_decref(c.res);
+	fclose(c.out);
+	if (out)
+		*out = buf;
+	else
+		free(buf);
+	if (err)
+		*err = rc ? strdup(c.err[0] ? c.err : cm_strerror(rc)) : NULL;
+	return rc;
+}

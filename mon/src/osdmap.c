@@ -1,0 +1,808 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Cluster map operations; see mon/osdmap.h.
+ */
+#include "mon/osdmap.h"
+#include "mon/map_store.h"
+#include "crush/edit.h"
+
+#include <ctype.h>
+
+#define WEIGHT_ONE 0x10000u
+
+static const char *const g_flag_names[] = {
+	"noout", "norebalance", "nobackfill", "norecover", "noscrub",
+	"pause", "full",        "noup",       "nodown",    "noin",
+};
+
+uint64_t
+mon_flag_parse(const char *name)
+{
+	for (size_t i = 0; i < CM_ARRAY_SIZE(g_flag_names); i++)
+		if (strcmp(name, g_flag_names[i]) == 0)
+			return 1ull << i;
+	return 0;
+}
+
+const char *
+mon_flags_str(uint64_t flags, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	buf[0] = 0;
+	for (size_t i = 0; i < CM_ARRAY_SIZE(g_flag_names); i++)
+		if ((flags & (1ull << i)) && off < len)
+			off += (size_t)snprintf(buf + off, len - off, "%s%s", off ? "," : "",
+						g_flag_names[i]);
+	return buf;
+}
+
+static const char g_initial_crush[] = "tunable choose_local_tries 0\n"
+				      "tunable choose_local_fallback_tries 0\n"
+				      "tunable choose_total_tries 50\n"
+				      "tunable chooseleaf_descend_once 1\n"
+				      "tunable chooseleaf_vary_r 1\n"
+				      "tunable chooseleaf_stable 1\n"
+				      "tunable straw_calc_version 1\n"
+				      "tunable allowed_bucket_algs 54\n"
+				      "type 0 osd\ntype 1 host\ntype 2 chassis\ntype 3 rack\n"
+				      "type 4 row\ntype 5 pdu\ntype 6 pod\ntype 7 room\n"
+				      "type 8 datacenter\ntype 9 zone\ntype 10 region\n"
+				      "type 11 root\n"
+				      "root default {\n\tid -1\n\talg straw2\n\thash 0\n}\n"
+				      "rule replicated_rule {\n\tid 0\n\ttype replicated\n"
+				      "\tstep take default\n"
+				      "\tstep chooseleaf firstn 0 type host\n"
+				      "\tstep emit\n}\n";
+
+int
+mon_map_initial(const char *fsid, Cairn__Map__OsdMap **mp)
+{
+	Cairn__Map__OsdMap *m = malloc(sizeof(*m));
+	struct crush_map *cm;
+	char err[MON_ERRLEN], *text;
+	int rc;
+
+	if (!m)
+		return -ENOMEM;
+	cairn__map__osd_map__init(m);
+	m->next_pool_id = 1;
+	rc = crush_text_parse(g_initial_crush, &cm, err, sizeof(err));
+	if (rc) {
+		free(m);
+		return rc;
+	}
+	rc = crush_edit_print(cm, &text);
+	crush_map_destroy(cm);
+	if (rc) {
+		free(m);
+		return rc;
+	}
+	m->crush = text;
+	rc = mon_map_set_str(&m->fsid, fsid);
+	if (rc) {
+		cairn__map__osd_map__free_unpacked(m, NULL);
+		return rc;
+	}
+	*mp = m;
+	return 0;
+}
+
+Cairn__Map__Osd *
+mon_osd_find(const Cairn__Map__OsdMap *m, int32_t id)
+{
+	for (size_t i = 0; i < m->n_osds; i++)
+		if (m->osds[i]->id == id)
+			return m->osds[i];
+	return NULL;
+}
+
+Cairn__Map__Pool *
+mon_pool_find(const Cairn__Map__OsdMap *m, const char *name)
+{
+	for (size_t i = 0; i < m->n_pools; i++)
+		if (strcmp(m->pools[i]->name, name) == 0)
+			return m->pools[i];
+	return NULL;
+}
+
+Cairn__Map__Pool *
+mon_pool_find_id(const Cairn__Map__OsdMap *m, int64_t id)
+{
+	for (size_t i = 0; i < m->n_pools; i++)
+		if (m->pools[i]->id == id)
+			return m->pools[i];
+	return NULL;
+}
+
+/* A bucket or device name: letters, digits, '-', '_', '.'. */
+static bool
+good_name(const char *s, size_t max)
+{
+	size_t n = 0;
+
+	if (!s || !s[0])
+		return false;
+	for (; s[n]; n++)
+		if (!isalnum((unsigned char)s[n]) && !strchr("-_.", s[n]))
+			return false;
+	return n <= max;
+}
+
+/* Edit the CRUSH text of m with fn. \return fn's result, or a parse/print error. */
+static int
+edit_crush(Cairn__Map__OsdMap *m, int (*fn)(struct crush_map *cm, void *arg), void *arg, char *err)
+{
+	struct crush_map *cm;
+	char *text;
+	int rc = crush_text_parse(m->crush, &cm, err, MON_ERRLEN);
+
+	if (rc)
+		return -EBADMSG;
+	rc = fn(cm, arg);
+	if (rc >= 0 && (rc = crush_edit_print(cm, &text)) == 0) {
+		struct crush_map *check;
+
+		/* What we store must parse: catch an edit that broke the map here. */
+		rc = crush_text_parse(text, &check, err, MON_ERRLEN);
+		if (rc) {
+			free(text);
+			crush_map_destroy(cm);
+			return -EBADMSG;
+		}
+		crush_map_destroy(check);
+		if (m->crush != protobuf_c_empty_string)
+			free(m->crush);
+		m->crush = text;
+	}
+	crush_map_destroy(cm);
+	return rc;
+}
+
+struct boot_crush {
+	int32_t id;
+	const char *host, *cls;
+	uint32_t weight;
+	char *err;
+};
+
+static int
+boot_crush_fn(struct crush_map *cm, void *arg)
+{
+	struct boot_crush *b = arg;
+	char name[32];
+	int32_t hid = crush_item_by_name(cm, b->host);
+	int rc;
+
+	snprintf(name, sizeof(name), "osd.%d", b->id);
+	rc = crush_edit_set_device(cm, b->id, name, b->cls);
+	if (rc) {
+		snprintf(b->err, MON_ERRLEN, "crush: cannot add %s: %s", name, strerror(-rc));
+		return rc;
+	}
+	if (hid == INT32_MIN) {
+		rc = crush_edit_add_bucket(cm, b->host, "host", "default", &hid);
+		if (rc) {
+			snprintf(b->err, MON_ERRLEN, "crush: cannot add host %s: %s", b->host,
+				 strerror(-rc));
+			return rc;
+		}
+	} else if (hid >= 0) {
+		snprintf(b->err, MON_ERRLEN, "host name '%s' is a device's name", b->host);
+		return -EINVAL;
+	}
+	/* Moved hosts: out of every old bucket, into the new one. */
+	for (int i = 0; i < cm->max_buckets; i++) {
+		struct crush_bucket *bk = cm->buckets[i];
+
+		if (!bk || bk->class_id >= 0 || bk->id == hid)
+			continue;
+		for (unsigned j = 0; j < bk->size; j++) {
+			if (bk->items[j] == b->id) {
+				memmove(&bk->items[j], &bk->items[j + 1],
+					sizeof(*bk->items) * (bk->size - j - 1));
+				memmove(&bk->item_weights[j], &bk->item_weights[j + 1],
+					sizeof(*bk->item_weights) * (bk->size - j - 1));
+				bk->size--;
+				j--;
+			}
+		}
+	}
+	rc = crush_edit_set_item(cm, hid, b->id, b->weight);
+	if (rc)
+		snprintf(b->err, MON_ERRLEN, "crush: cannot place %s in %s: %s", name, b->host,
+			 strerror(-rc));
+	return rc;
+}
+
+int
+mon_osd_boot(Cairn__Map__OsdMap *m, const struct mon_osd_boot *b, int32_t *idp, char *err)
+{
+	Cairn__Map__Osd *o = NULL;
+	int32_t id = b->id;
+	bool fresh = false;
+	int rc;
+
+	err[0] = 0;
+	if (!b->uuid || !b->uuid[0] || strlen(b->uuid) > 64) {
+		snprintf(err, MON_ERRLEN, "an OSD needs a uuid");
+		return -EINVAL;
+	}
+	if (!b->addr || !b->addr[0] || strlen(b->addr) > 128) {
+		snprintf(err, MON_ERRLEN, "an OSD needs an address");
+		return -EINVAL;
+	}
+	if (!good_name(b->host, 64)) {
+		snprintf(err, MON_ERRLEN, "bad host name '%s' (letters, digits, -_.)",
+			 b->host ? b->host : "");
+		return -EINVAL;
+	}
+	if (b->device_class && b->device_class[0] && !good_name(b->device_class, 32)) {
+		snprintf(err, MON_ERRLEN, "bad device class '%s'", b->device_class);
+		return -EINVAL;
+	}
+	if (id >= 0) {
+		o = mon_osd_find(m, id);
+		if (!o) {
+			snprintf(err, MON_ERRLEN, "osd.%d does not exist (removed?)", id);
+			return -ENOENT;
+		}
+		if (strcmp(o->uuid, b->uuid) != 0) {
+			snprintf(err, MON_ERRLEN, "osd.%d belongs to uuid %s, not %s", id, o->uuid,
+				 b->uuid);
+			return -EEXIST;
+		}
+	} else {
+		for (size_t i = 0; i < m->n_osds && !o; i++)
+			if (strcmp(m->osds[i]->uuid, b->uuid) == 0)
+				o = m->osds[i];
+	}
+	if (m->flags & MON_FLAG_NOUP) {
+		snprintf(err, MON_ERRLEN, "the noup flag is set");
+		return -EAGAIN;
+	}
+	if (!o) {
+		Cairn__Map__Osd **n = realloc(m->osds, sizeof(*n) * (m->n_osds + 1));
+
+		if (!n)
+			return -ENOMEM;
+		m->osds = n;
+		o = malloc(sizeof(*o));
+		if (!o)
+			return -ENOMEM;
+		cairn__map__osd__init(o);
+		/* The lowest free id, as Ceph gives them. */
+		for (id = 0; mon_osd_find(m, id); id++)
+			;
+		o->id = id;
+		o->weight = b->weight ? b->weight : WEIGHT_ONE;
+		o->in = !(m->flags & MON_FLAG_NOIN);
+		o->reweight = o->in ? WEIGHT_ONE : 0;
+		m->osds[m->n_osds++] = o;
+		if (mon_map_set_str(&o->uuid, b->uuid))
+			return -ENOMEM;
+		if (id >= m->next_osd_id)
+			m->next_osd_id = id + 1;
+		fresh = true;
+	}
+	id = o->id;
+	if (b->weight)
+		o->weight = b->weight;
+	if (mon_map_set_str(&o->addr, b->addr) || mon_map_set_str(&o->host, b->host) ||
+	    mon_map_set_str(&o->device_class, b->device_class ? b->device_class : ""))
+		return -ENOMEM;
+	o->up = true;
+	o->up_since = m->epoch + 1;
+	o->down_stamp_ns = 0;
+	{
+		struct boot_crush bc = { .id = id,
+					 .host = b->host,
+					 .cls = b->device_class,
+					 .weight = o->weight,
+					 .err = err };
+
+		rc = edit_crush(m, boot_crush_fn, &bc, err);
+		if (rc)
+			return rc;
+	}
+	(void)fresh;
+	*idp = id;
+	return 0;
+}
+
+int
+mon_osd_mark_down(Cairn__Map__OsdMap *m, int32_t id, uint64_t down_ns)
+{
+	Cairn__Map__Osd *o = mon_osd_find(m, id);
+
+	if (!o)
+		return -ENOENT;
+	if (!o->up)
+		return 1;
+	o->up = false;
+	o->down_since = m->epoch + 1;
+	o->down_stamp_ns = down_ns;
+	return 0;
+}
+
+int
+mon_osd_set_in(Cairn__Map__OsdMap *m, int32_t id, bool in)
+{
+	Cairn__Map__Osd *o = mon_osd_find(m, id);
+
+	if (!o)
+		return -ENOENT;
+	if (o->in == in)
+		return 1;
+	o->in = in;
+	o->reweight = in ? WEIGHT_ONE : 0;
+	return 0;
+}
+
+int
+mon_osd_reweight(Cairn__Map__OsdMap *m, int32_t id, uint32_t reweight)
+{
+	Cairn__Map__Osd *o = mon_osd_find(m, id);
+
+	if (!o)
+		return -ENOENT;
+	if (reweight > WEIGHT_ONE)
+		return -ERANGE;
+	if (o->reweight == reweight && o->in == (reweight > 0))
+		return 1;
+	o->reweight = reweight;
+	o->in = reweight > 0;
+	return 0;
+}
+
+static int
+rm_crush_fn(struct crush_map *cm, void *arg)
+{
+	int32_t id = *(int32_t *)arg;
+
+	if (id < cm->max_devices && cm->device_names[id])
+		return crush_edit_remove_item(cm, id);
+	return 0;
+}
+
+static void
+drop_upmaps(Cairn__Map__OsdMap *m, bool (*match)(const Cairn__Map__UpmapItem *u, int64_t v),
+	    int64_t v)
+{
+	size_t j = 0;
+
+	for (size_t i = 0; i < m->n_upmap_items; i++) {
+		if (match(m->upmap_items[i], v))
+			cairn__map__upmap_item__free_unpacked(m->upmap_items[i], NULL);
+		else
+			m->upmap_items[j++] = m->upmap_items[i];
+	}
+	m->n_upmap_items = j;
+}
+
+static bool
+upmap_uses_osd(const Cairn__Map__UpmapItem *u, int64_t id)
+{
+	return u->from == id || u->to == id;
+}
+
+static bool
+upmap_in_pool(const Cairn__Map__UpmapItem *u, int64_t pool)
+{
+	return u->pool == pool;
+}
+
+int
+mon_osd_rm(Cairn__Map__OsdMap *m, int32_t id, char *err)
+{
+	Cairn__Map__Osd *o = mon_osd_find(m, id);
+	int rc;
+
+	err[0] = 0;
+	if (!o) {
+		snprintf(err, MON_ERRLEN, "osd.%d does not exist", id);
+		return -ENOENT;
+	}
+	if (o->up) {
+		snprintf(err, MON_ERRLEN, "osd.%d is up: stop it (or mark it down) first", id);
+		return -EBUSY;
+	}
+	rc = edit_crush(m, rm_crush_fn, &id, err);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < m->n_osds; i++) {
+		if (m->osds[i] == o) {
+			memmove(&m->osds[i], &m->osds[i + 1],
+				sizeof(*m->osds) * (m->n_osds - i - 1));
+			m->n_osds--;
+			break;
+		}
+	}
+	cairn__map__osd__free_unpacked(o, NULL);
+	drop_upmaps(m, upmap_uses_osd, id);
+	return 0;
+}
+
+int
+mon_parse_ec_profile(const char *s, unsigned *k, unsigned *m, char *err)
+{
+	char *end;
+	unsigned long a, b;
+
+	errno = 0;
+	a = strtoul(s, &end, 10);
+	if (end == s || *end != '+' || !isdigit((unsigned char)end[1]))
+		goto bad;
+	s = end + 1;
+	b = strtoul(s, &end, 10);
+	if (*end || errno)
+		goto bad;
+	if (a < 2 || a > 32 || b < 1 || b > 16 || a + b > 32) {
+		snprintf(err, MON_ERRLEN,
+			 "erasure profile %lu+%lu: need 2 <= k <= 32, 1 <= m <= 16, k + m <= 32", a,
+			 b);
+		return -EINVAL;
+	}
+	*k = (unsigned)a;
+	*m = (unsigned)b;
+	return 0;
+bad:
+	snprintf(err, MON_ERRLEN, "bad erasure profile '%s': expected K+M, e.g. 4+2", s);
+	return -EINVAL;
+}
+
+struct rule_arg {
+	const char *name;
+	int id;
+	char *err;
+};
+
+static int
+add_ec_rule_fn(struct crush_map *cm, void *arg)
+{
+	struct rule_arg *ra = arg;
+	int rc = crush_rule_by_name(cm, ra->name);
+
+	if (rc >= 0) {
+		ra->id = rc;
+		return 0;
+	}
+	rc = crush_edit_add_rule(cm, ra->name, "default", NULL, "host", true, &ra->id);
+	if (rc)
+		snprintf(ra->err, MON_ERRLEN, "crush: cannot add rule %s: %s", ra->name,
+			 strerror(-rc));
+	return rc;
+}
+
+static int
+rule_by_name(const Cairn__Map__OsdMap *m, const char *name, char *err)
+{
+	struct crush_map *cm;
+	int rc = crush_text_parse(m->crush, &cm, err, MON_ERRLEN);
+
+	if (rc)
+		return -EBADMSG;
+	rc = crush_rule_by_name(cm, name);
+	crush_map_destroy(cm);
+	return rc;
+}
+
+int
+mon_pool_create(Cairn__Map__OsdMap *m, const struct mon_pool_spec *s, int64_t *idp, char *err)
+{
+	Cairn__Map__Pool *p, **np;
+	unsigned size, min_size, pg_num = s->pg_num ? s->pg_num : 32;
+	int rule;
+
+	err[0] = 0;
+	if (!good_name(s->name, 64)) {
+		snprintf(err, MON_ERRLEN,
+			 "bad pool name '%s': 1-64 letters, digits, '-', '_' or '.'",
+			 s->name ? s->name : "");
+		return -EINVAL;
+	}
+	if (mon_pool_find(m, s->name)) {
+		snprintf(err, MON_ERRLEN, "pool '%s' already exists", s->name);
+		return -EEXIST;
+	}
+	if (pg_num > 65536) {
+		snprintf(err, MON_ERRLEN, "pg_num %u: at most 65536", pg_num);
+		return -EINVAL;
+	}
+	if (s->erasure) {
+		if (s->ec_k < 2 || s->ec_k > 32 || s->ec_m < 1 || s->ec_m > 16 ||
+		    s->ec_k + s->ec_m > 32) {
+			snprintf(err, MON_ERRLEN,
+				 "erasure profile %u+%u: need 2 <= k <= 32, 1 <= m <= 16, "
+				 "k + m <= 32",
+				 s->ec_k, s->ec_m);
+			return -EINVAL;
+		}
+		size = s->ec_k + s->ec_m;
+		if (s->size && s->size != size) {
+			snprintf(err, MON_ERRLEN, "an EC %u+%u pool has size %u, not %u", s->ec_k,
+				 s->ec_m, size, s->size);
+			return -EINVAL;
+		}
+		min_size = s->min_size ? s->min_size : s->ec_k + (s->ec_m > 1 ? 1 : 0);
+		if (min_size < s->ec_k || min_size > size) {
+			snprintf(err, MON_ERRLEN, "min_size %u: between k=%u and k+m=%u", min_size,
+				 s->ec_k, size);
+			return -EINVAL;
+		}
+	} else {
+		size = s->size ? s->size : 3;
+		if (size > 10) {
+			snprintf(err, MON_ERRLEN, "size %u: between 1 and 10", size);
+			return -EINVAL;
+		}
+		min_size = s->min_size ? s->min_size : size - size / 2;
+		if (min_size > size) {
+			snprintf(err, MON_ERRLEN, "min_size %u is larger than size %u", min_size,
+				 size);
+			return -EINVAL;
+		}
+	}
+	if (s->erasure) {
+		char rname[96];
+		struct rule_arg ra = { .name = rname, .err = err };
+		int rc;
+
+		snprintf(rname, sizeof(rname), "ec_%s", s->name);
+		rc = edit_crush(m, add_ec_rule_fn, &ra, err);
+		if (rc)
+			return rc;
+		rule = ra.id;
+	} else {
+		rule = rule_by_name(m, "replicated_rule", err);
+		if (rule == -EBADMSG)
+			return rule;
+		if (rule < 0) {
+			snprintf(err, MON_ERRLEN, "the CRUSH map has no rule 'replicated_rule'");
+			return -ENOENT;
+		}
+	}
+	np = realloc(m->pools, sizeof(*np) * (m->n_pools + 1));
+	if (!np)
+		return -ENOMEM;
+	m->pools = np;
+	p = malloc(sizeof(*p));
+	if (!p)
+		return -ENOMEM;
+	cairn__map__pool__init(p);
+	m->pools[m->n_pools++] = p;
+	if (mon_map_set_str(&p->name, s->name))
+		return -ENOMEM;
+	if (m->next_pool_id < 1)
+		m->next_pool_id = 1;
+	p->id = m->next_pool_id++;
+	p->erasure = s->erasure;
+	p->size = size;
+	p->min_size = min_size;
+	p->ec_k = s->erasure ? s->ec_k : 0;
+	p->ec_m = s->erasure ? s->ec_m : 0;
+	p->pg_num = p->pgp_num = pg_num;
+	p->crush_rule = rule;
+	*idp = p->id;
+	return 0;
+}
+
+static int
+rm_rule_fn(struct crush_map *cm, void *arg)
+{
+	int id = crush_rule_by_name(cm, arg);
+
+	return id >= 0 ? crush_edit_remove_rule(cm, id) : 0;
+}
+
+int
+mon_pool_rm(Cairn__Map__OsdMap *m, const char *name, char *err)
+{
+	Cairn__Map__Pool *p = mon_pool_find(m, name);
+	char rname[96];
+	int rule;
+	bool shared = false;
+
+	err[0] = 0;
+	if (!p) {
+		snprintf(err, MON_ERRLEN, "pool '%s' does not exist", name);
+		return -ENOENT;
+	}
+	rule = p->crush_rule;
+	for (size_t i = 0; i < m->n_pools; i++) {
+		if (m->pools[i] == p) {
+			memmove(&m->pools[i], &m->pools[i + 1],
+				sizeof(*m->pools) * (m->n_pools - i - 1));
+			m->n_pools--;
+			break;
+		}
+	}
+	drop_upmaps(m, upmap_in_pool, p->id);
+	if (p->erasure) {
+		for (size_t i = 0; i < m->n_pools; i++)
+			shared |= m->pools[i]->crush_rule == rule;
+		snprintf(rname, sizeof(rname), "ec_%s", name);
+		if (!shared && rule_by_name(m, rname, err) == rule) {
+			int rc = edit_crush(m, rm_rule_fn, rname, err);
+
+			if (rc) {
+				cairn__map__pool__free_unpacked(p, NULL);
+				return rc;
+			}
+		}
+	}
+	cairn__map__pool__free_unpacked(p, NULL);
+	return 0;
+}
+
+static int
+parse_u64(const char *v, uint64_t *out)
+{
+	char *end;
+
+	if (!v[0] || !isdigit((unsigned char)v[0]))
+		return -EINVAL;
+	errno = 0;
+	*out = strtoull(v, &end, 10);
+	return *end || errno ? -EINVAL : 0;
+}
+
+int
+mon_pool_set(Cairn__Map__OsdMap *m, const char *name, const char *key, const char *value, char *err)
+{
+	Cairn__Map__Pool *p = mon_pool_find(m, name);
+	uint64_t v = 0;
+
+	err[0] = 0;
+	if (!p) {
+		snprintf(err, MON_ERRLEN, "pool '%s' does not exist", name);
+		return -ENOENT;
+	}
+	if (strcmp(key, "crush_rule") == 0) {
+		int r = rule_by_name(m, value, err);
+
+		if (r == -EBADMSG)
+			return r;
+		if (r < 0) {
+			snprintf(err, MON_ERRLEN, "no CRUSH rule named '%s'", value);
+			return -ENOENT;
+		}
+		if (p->crush_rule == r)
+			return 1;
+		p->crush_rule = r;
+		return 0;
+	}
+	if (parse_u64(value, &v)) {
+		snprintf(err, MON_ERRLEN, "%s: '%s' is not a number", key, value);
+		return -EINVAL;
+	}
+	if (strcmp(key, "size") == 0) {
+		if (p->erasure) {
+			snprintf(err, MON_ERRLEN, "an EC pool's size is k+m; it cannot change");
+			return -EINVAL;
+		}
+		if (v < 1 || v > 10) {
+			snprintf(err, MON_ERRLEN, "size %" PRIu64 ": between 1 and 10", v);
+			return -EINVAL;
+		}
+		if (p->size == v)
+			return 1;
+		p->size = (uint32_t)v;
+		if (p->min_size > p->size)
+			p->min_size = p->size;
+		return 0;
+	}
+	if (strcmp(key, "min_size") == 0) {
+		unsigned lo = p->erasure ? p->ec_k : 1;
+
+		if (v < lo || v > p->size) {
+			snprintf(err, MON_ERRLEN, "min_size %" PRIu64 ": between %u and %u", v, lo,
+				 p->size);
+			return -EINVAL;
+		}
+		if (p->min_size == v)
+			return 1;
+		p->min_size = (uint32_t)v;
+		return 0;
+	}
+	if (strcmp(key, "pg_num") == 0) {
+		if (v < p->pg_num || v > 65536) {
+			snprintf(err, MON_ERRLEN,
+				 "pg_num %" PRIu64 ": between the current %u and 65536 (PGs "
+				 "split; they do not merge)",
+				 v, p->pg_num);
+			return -EINVAL;
+		}
+		if (p->pg_num == v)
+			return 1;
+		p->pg_num = p->pgp_num = (uint32_t)v;
+		return 0;
+	}
+	if (strcmp(key, "quota_max_bytes") == 0) {
+		if (p->quota_max_bytes == v)
+			return 1;
+		p->quota_max_bytes = v;
+		return 0;
+	}
+	snprintf(err, MON_ERRLEN,
+		 "unknown pool setting '%s' (size, min_size, pg_num, crush_rule, "
+		 "quota_max_bytes)",
+		 key);
+	return -EINVAL;
+}
+
+void
+mon_pool_to_crush(const Cairn__Map__Pool *p, struct crush_pool *cp)
+{
+	*cp = (struct crush_pool){ .id = p->id,
+				   .type = p->erasure ? CRUSH_POOL_ERASURE : CRUSH_POOL_REPLICATED,
+				   .size = p->size,
+				   .pg_num = p->pg_num,
+				   .pgp_num = p->pgp_num,
+				   .rule = p->crush_rule,
+				   .hashpspool = true };
+}
+
+int
+mon_placement_build(const Cairn__Map__OsdMap *m, struct mon_placement *pl, char *err)
+{
+	int rc, max = 0;
+
+	memset(pl, 0, sizeof(*pl));
+	rc = crush_text_parse(m->crush, &pl->crush, err, MON_ERRLEN);
+	if (rc)
+		return -EBADMSG;
+	for (size_t i = 0; i < m->n_osds; i++)
+		max = CM_MAX(max, m->osds[i]->id + 1);
+	pl->max_osd = max;
+	pl->osds = calloc((size_t)max + 1, sizeof(*pl->osds));
+	pl->weights = calloc((size_t)max + 1, sizeof(*pl->weights));
+	pl->upmaps = calloc(m->n_upmap_items + 1, sizeof(*pl->upmaps));
+	pl->work = malloc(crush_work_size(pl->crush, 64));
+	if (!pl->osds || !pl->weights || !pl->upmaps || !pl->work) {
+		mon_placement_free(pl);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < m->n_osds; i++) {
+		const Cairn__Map__Osd *o = m->osds[i];
+
+		pl->osds[o->id] = (struct crush_osd_state){ .exists = true,
+							    .up = o->up,
+							    .in_weight = o->in ? o->reweight : 0 };
+	}
+	crush_osd_weights(pl->osds, max, pl->weights);
+	for (size_t i = 0; i < m->n_upmap_items; i++)
+		pl->upmaps[i] = (struct crush_upmap_item){ .pool = m->upmap_items[i]->pool,
+							   .seed = m->upmap_items[i]->seed,
+							   .from = m->upmap_items[i]->from,
+							   .to = m->upmap_items[i]->to };
+	pl->nupmaps = m->n_upmap_items;
+	return 0;
+}
+
+void
+mon_placement_free(struct mon_placement *pl)
+{
+	crush_map_destroy(pl->crush);
+	free(pl->osds);
+	free(pl->weights);
+	free(pl->upmaps);
+	free(pl->work);
+	memset(pl, 0, sizeof(*pl));
+}
+
+int
+mon_placement_pg_up(struct mon_placement *pl, const Cairn__Map__Pool *p, uint32_t seed, int32_t *up,
+		    int *primary)
+{
+	struct crush_pool cp;
+
+	mon_pool_to_crush(p, &cp);
+	if (cp.size > 64 || p->crush_rule < 0 || p->crush_rule >= pl->crush->max_rules ||
+	    !pl->crush->rules[p->crush_rule]) {
+		*primary = -1;
+		return 0;
+	}
+	return crush_pg_to_up(pl->crush, &cp, seed, pl->osds, pl->weights, pl->max_osd, pl->upmaps,
+			      pl->nupmaps, up, primary, pl->work);
+}

@@ -1,0 +1,511 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * clusterctl up|down: a local cluster in one directory (default ./run): a
+ * private etcd on free loopback ports and N mons (OSDs join with their
+ * issue). `up` writes DIR/cairn.conf on first use and reuses it after, so
+ * `down` + `up` resumes the same cluster with its data; one pid file per
+ * daemon (DIR/<daemon>.<id>.pid), one log each (DIR/<daemon>.<id>.log).
+ */
+#include "ctl.h"
+#include "mon/client.h"
+#include "mon/cluster.h"
+#include "cm/err.h"
+#include "cm/etcd.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <limits.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#define MAX_MONS 9
+
+struct local {
+	char dir[PATH_MAX];
+	char conf[PATH_MAX + 16];
+	unsigned mons, osds;
+	bool json;
+};
+
+static int
+free_port(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
+	socklen_t len = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = -1;
+
+	if (fd < 0)
+		return -1;
+	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
+	    getsockname(fd, (struct sockaddr *)&a, &len) == 0)
+		port = ntohs(a.sin_port);
+	close(fd);
+	return port;
+}
+
+static void
+random_hex(char *out, size_t nbytes)
+{
+	unsigned char b[64];
+	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+
+	nbytes = CM_MIN(nbytes, sizeof(b));
+	if (fd < 0 || read(fd, b, nbytes) != (ssize_t)nbytes) {
+		for (size_t i = 0; i < nbytes; i++)
+			b[i] = (unsigned char)(cm_now_ns() >> (i % 8));
+	}
+	if (fd >= 0)
+		close(fd);
+	for (size_t i = 0; i < nbytes; i++)
+		snprintf(out + 2 * i, 3, "%02x", b[i]);
+}
+
+static int
+write_conf(const struct local *l)
+{
+	char fsid[40], key[49], hex[33];
+	int etcd = free_port(), peer = free_port();
+	FILE *f;
+
+	random_hex(hex, 16);
+	snprintf(fsid, sizeof(fsid), "%.8s-%.4s-%.4s-%.4s-%.12s", hex, hex + 8, hex + 12, hex + 16,
+		 hex + 20);
+	random_hex(key, 24);
+	f = fopen(l->conf, "w");
+	if (!f || etcd < 0 || peer < 0) {
+		if (f)
+			fclose(f);
+		return -errno ? -errno : -EIO;
+	}
+	fchmod(fileno(f), 0600);
+	fprintf(f,
+		"# A local Cairn cluster, written by 'clusterctl up'. 'clusterctl down' stops it;\n"
+		"# 'clusterctl up' resumes it with this file and the data in this directory.\n"
+		"[global]\nfsid = %s\ncluster_key = %s\netcd_endpoints = http://127.0.0.1:%d\n"
+		"mon_host = ",
+		fsid, key, etcd);
+	for (unsigned i = 0; i < l->mons; i++) {
+		int p = free_port();
+
+		if (p < 0) {
+			fclose(f);
+			return -EADDRNOTAVAIL;
+		}
+		fprintf(f, "%s%c=127.0.0.1:%d", i ? "," : "", 'a' + i, p);
+	}
+	fprintf(f, "\n\n[clusterctl]\netcd_peer_port = %d\n", peer);
+	for (unsigned i = 0; i < l->mons; i++)
+		fprintf(f, "\n[mon.%c]\npid_file = %s/mon.%c.pid\nlog_file = %s/mon.%c.log\n",
+			'a' + i, l->dir, 'a' + i, l->dir, 'a' + i);
+	return fclose(f) ? -errno : 0;
+}
+
+static pid_t
+read_pid(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	int pid = 0;
+
+	if (!f)
+		return 0;
+	if (fscanf(f, "%d", &pid) != 1)
+		pid = 0;
+	fclose(f);
+	return pid > 0 && kill(pid, 0) == 0 ? pid : 0;
+}
+
+/* Start argv detached, output to log; the pid goes to pidfile. */
+static int
+spawn(char *const argv[], const char *log, const char *pidfile, pid_t *pidp)
+{
+	pid_t pid = fork();
+
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		int fd = open(log, O_WRONLY | O_CREAT | O_APPEND, 0644), nul;
+
+		setsid();
+		nul = open("/dev/null", O_RDONLY);
+		if (nul >= 0)
+			dup2(nul, 0);
+		if (fd >= 0) {
+			dup2(fd, 1);
+			dup2(fd, 2);
+		}
+		execv(argv[0], argv);
+		fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	if (pidfile) {
+		FILE *f = fopen(pidfile, "w");
+
+		if (f) {
+			fprintf(f, "%d\n", (int)pid);
+			fclose(f);
+		}
+	}
+	*pidp = pid;
+	return 0;
+}
+
+static const char *
+find_etcd(void)
+{
+	static const char *const cands[] = { "/usr/bin/etcd", "/usr/local/bin/etcd",
+					     "/usr/sbin/etcd" };
+
+	for (size_t i = 0; i < CM_ARRAY_SIZE(cands); i++)
+		if (access(cands[i], X_OK) == 0)
+			return cands[i];
+	return NULL;
+}
+
+/* cairn-mon: $CAIRN_BIN_DIR, the build tree next to us, our own directory, /usr/bin. */
+static int
+find_mon(char *out, size_t len)
+{
+	char self[PATH_MAX], dir[PATH_MAX];
+	const char *env = getenv("CAIRN_BIN_DIR");
+	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+
+	if (env) {
+		snprintf(out, len, "%s/cairn-mon", env);
+		if (access(out, X_OK) == 0)
+			return 0;
+	}
+	if (n > 0) {
+		self[n] = 0;
+		snprintf(dir, sizeof(dir), "%s", dirname(self));
+		if (snprintf(out, len, "%s/../mon/cairn-mon", dir) < (int)len &&
+		    access(out, X_OK) == 0)
+			return 0;
+		if (snprintf(out, len, "%s/cairn-mon", dir) < (int)len && access(out, X_OK) == 0)
+			return 0;
+	}
+	snprintf(out, len, "/usr/bin/cairn-mon");
+	return access(out, X_OK) == 0 ? 0 : -ENOENT;
+}
+
+static int load_conf(const char *path, struct ctl_conf *cfg, struct cm_conf *conf);
+
+static int
+wait_etcd(const char *endpoints, unsigned ms)
+{
+	struct cm_etcd_opts o;
+	struct cm_etcd *e;
+	struct cm_etcd_range r;
+	int rc;
+
+	cm_etcd_opts_init(&o, sizeof(o));
+	o.endpoints = endpoints;
+	o.timeout_ms = ms;
+	o.attempt_ms = 500;
+	rc = cm_etcd_create(&o, &e);
+	if (rc)
+		return rc;
+	rc = cm_etcd_get(e, "/cairn", 6, NULL, 0, 1, &r);
+	if (!rc)
+		cm_etcd_range_free(&r);
+	cm_etcd_destroy(e);
+	return rc;
+}
+
+static int
+mkfs(const struct ctl_conf *c)
+{
+	struct cm_etcd_opts o;
+	struct cm_etcd *e;
+	int rc;
+
+	cm_etcd_opts_init(&o, sizeof(o));
+	o.endpoints = c->etcd_endpoints;
+	rc = cm_etcd_create(&o, &e);
+	if (rc)
+		return rc;
+	rc = mon_cluster_create(e, c->fsid, c->d.cluster_key);
+	cm_etcd_destroy(e);
+	return rc;
+}
+
+static int
+parse_local_args(int argc, char **argv, struct local *l, bool up)
+{
+	const char *dir = "run";
+
+	l->mons = 3;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+		char *end;
+
+		if (strcmp(a, "--dir") == 0 && v) {
+			dir = v;
+			i++;
+		} else if (up && strcmp(a, "--mons") == 0 && v) {
+			l->mons = (unsigned)strtoul(v, &end, 10);
+			if (*end || l->mons < 1 || l->mons > MAX_MONS) {
+				fprintf(stderr, "clusterctl up: --mons: 1 to %d\n", MAX_MONS);
+				return 2;
+			}
+			i++;
+		} else if (up && strcmp(a, "--osds") == 0 && v) {
+			l->osds = (unsigned)strtoul(v, &end, 10);
+			if (*end) {
+				fprintf(stderr, "clusterctl up: --osds: a number\n");
+				return 2;
+			}
+			i++;
+		} else {
+			fprintf(stderr, "usage: clusterctl %s\n",
+				up ? "up [--dir DIR] [--mons N] [--osds N]" : "down [--dir DIR]");
+			return 2;
+		}
+	}
+	if (l->osds) {
+		fprintf(stderr, "clusterctl up: OSDs are not part of Cairn yet (they come with the "
+				"object store and OSD issues); use --osds 0\n");
+		return 2;
+	}
+	if (mkdir(dir, 0755) && errno != EEXIST) {
+		fprintf(stderr, "clusterctl: mkdir %s: %s\n", dir, strerror(errno));
+		return 1;
+	}
+	if (!realpath(dir, l->dir)) {
+		fprintf(stderr, "clusterctl: %s: %s\n", dir, strerror(errno));
+		return 1;
+	}
+	snprintf(l->conf, sizeof(l->conf), "%s/cairn.conf", l->dir);
+	return 0;
+}
+
+int
+ctl_up(int argc, char **argv, bool json)
+{
+	struct local l = { .json = json };
+	struct ctl_conf c = { 0 };
+	struct cm_conf conf = { 0 };
+	struct mon_addr *mons = NULL;
+	size_t nmons = 0;
+	char path[PATH_MAX + 64], monbin[PATH_MAX], err[256], etcd_dir[PATH_MAX + 16];
+	const char *etcd = find_etcd();
+	bool fresh = false;
+	pid_t pid;
+	int rc, status = 1;
+
+	rc = parse_local_args(argc, argv, &l, true);
+	if (rc)
+		return rc;
+	if (!etcd) {
+		fprintf(stderr,
+			"clusterctl up: etcd is not installed (apt-get install etcd-server)\n");
+		return 1;
+	}
+	if (find_mon(monbin, sizeof(monbin))) {
+		fprintf(stderr,
+			"clusterctl up: cairn-mon not found (build it, or set CAIRN_BIN_DIR)\n");
+		return 1;
+	}
+	if (access(l.conf, R_OK) != 0) {
+		rc = write_conf(&l);
+		if (rc) {
+			fprintf(stderr, "clusterctl up: writing %s: %s\n", l.conf, cm_strerror(rc));
+			return 1;
+		}
+		fresh = true;
+	}
+	if (load_conf(l.conf, &c, &conf))
+		goto out;
+	if (mon_parse_hosts(c.mon_host, &mons, &nmons, err, sizeof(err))) {
+		fprintf(stderr, "clusterctl up: %s: %s\n", l.conf, err);
+		goto out;
+	}
+	/* etcd */
+	snprintf(path, sizeof(path), "%s/etcd.0.pid", l.dir);
+	if (!read_pid(path)) {
+		char client[160], peer[160], cluster[200], name[] = "cairn";
+		const char *cu = c.etcd_endpoints;
+
+		snprintf(client, sizeof(client), "%s", cu);
+		snprintf(peer, sizeof(peer), "http://127.0.0.1:%" PRIu64, c.etcd_peer_port);
+		snprintf(cluster, sizeof(cluster), "%s=%s", name, peer);
+		snprintf(etcd_dir, sizeof(etcd_dir), "%s/etcd", l.dir);
+		char *args[] = { (char *)etcd, "--name",
+				 name,         "--data-dir",
+				 etcd_dir,     "--listen-client-urls",
+				 client,       "--advertise-client-urls",
+				 client,       "--listen-peer-urls",
+				 peer,         "--initial-advertise-peer-urls",
+				 peer,         "--initial-cluster",
+				 cluster,      "--log-level",
+				 "warn",       NULL };
+		char log[PATH_MAX + 16];
+
+		snprintf(log, sizeof(log), "%s/etcd.0.log", l.dir);
+		if (spawn(args, log, path, &pid)) {
+			fprintf(stderr, "clusterctl up: cannot start etcd\n");
+			goto out;
+		}
+		if (!json)
+			printf("started etcd (pid %d) on %s\n", (int)pid, client);
+	}
+	rc = wait_etcd(c.etcd_endpoints, 20000);
+	if (rc) {
+		fprintf(stderr,
+			"clusterctl up: etcd on %s does not answer: %s (see %s/etcd.0.log)\n",
+			c.etcd_endpoints, cm_strerror(rc), l.dir);
+		goto out;
+	}
+	rc = mkfs(&c);
+	if (rc < 0) {
+		fprintf(stderr, "clusterctl up: creating the cluster: %s\n",
+			rc == -EACCES ? "it exists with another cluster_key" : cm_strerror(rc));
+		goto out;
+	}
+	/* mons */
+	for (size_t i = 0; i < nmons; i++) {
+		char pidf[PATH_MAX + 64], log[PATH_MAX + 64];
+
+		if (snprintf(pidf, sizeof(pidf), "%s/mon.%s.pid", l.dir, mons[i].name) >=
+			    (int)sizeof(pidf) ||
+		    snprintf(log, sizeof(log), "%s/mon.%s.out", l.dir, mons[i].name) >=
+			    (int)sizeof(log))
+			goto out;
+		if (read_pid(pidf))
+			continue;
+		char *args[] = { monbin, "--id", mons[i].name, "-c", l.conf, NULL };
+
+		if (spawn(args, log, pidf, &pid)) {
+			fprintf(stderr, "clusterctl up: cannot start mon.%s\n", mons[i].name);
+			goto out;
+		}
+		if (!json)
+			printf("started mon.%s (pid %d) on %s\n", mons[i].name, (int)pid,
+			       mons[i].addr);
+	}
+	/* Wait until a leader is elected and answers. */
+	{
+		struct mon_sync *s;
+		Cairn__Mon__CommandReply *rep = NULL;
+		char *st[] = { "status" };
+		uint64_t deadline = cm_now_ms() + 30000;
+
+		if (mon_sync_open(&c.d, c.mon_host, 3000, &s, err, sizeof(err)) == 0) {
+			while (cm_now_ms() < deadline) {
+				if (rep)
+					cairn__mon__command_reply__free_unpacked(rep, NULL);
+				rep = NULL;
+				if (mon_sync_command(s, 1, st, json, &rep) == 0 && rep->rc == 0 &&
+				    (json ? strstr(rep->out, "\"leader\": \"\"") == NULL
+					  : strstr(rep->out, "leader (none)") == NULL))
+					break;
+				usleep(200000);
+			}
+			if (rep && rep->rc == 0) {
+				if (!json)
+					printf("\n");
+				fputs(rep->out, stdout);
+				status = 0;
+			} else {
+				fprintf(stderr,
+					"clusterctl up: the mons did not elect a leader "
+					"within 30 s (see %s/mon.*.log)\n",
+					l.dir);
+			}
+			if (rep)
+				cairn__mon__command_reply__free_unpacked(rep, NULL);
+			mon_sync_close(s);
+		}
+	}
+	if (!status && !json)
+		printf("\nCluster %s is %s in %s (config %s).\n"
+		       "  clusterctl -c %s status       (or export CAIRN_CONF=%s)\n"
+		       "  clusterctl -c %s down         stops it; 'up' resumes it\n",
+		       c.fsid, fresh ? "up" : "running", l.dir, l.conf, l.conf, l.conf, l.conf);
+out:
+	free(mons);
+	cm_conf_free(&conf);
+	return status;
+}
+
+static int
+stop_pidfile(const char *path, const char *name)
+{
+	pid_t pid = read_pid(path);
+
+	if (!pid) {
+		unlink(path);
+		return 0;
+	}
+	kill(pid, SIGTERM);
+	for (int i = 0; i < 100 && kill(pid, 0) == 0; i++) {
+		waitpid(pid, NULL, WNOHANG);
+		usleep(100000);
+	}
+	if (kill(pid, 0) == 0) {
+		kill(pid, SIGKILL);
+		usleep(100000);
+	}
+	unlink(path);
+	printf("stopped %s (pid %d)\n", name, (int)pid);
+	return 1;
+}
+
+int
+ctl_down(int argc, char **argv)
+{
+	struct local l = { 0 };
+	struct dirent *de;
+	char path[PATH_MAX + 300];
+	int rc = parse_local_args(argc, argv, &l, false), n = 0;
+	DIR *d;
+
+	if (rc)
+		return rc;
+	d = opendir(l.dir);
+	if (!d) {
+		fprintf(stderr, "clusterctl down: %s: %s\n", l.dir, strerror(errno));
+		return 1;
+	}
+	/* Daemons first, etcd last (they deregister through it). */
+	while ((de = readdir(d))) {
+		size_t len = strlen(de->d_name);
+
+		if (len > 4 && strcmp(de->d_name + len - 4, ".pid") == 0 &&
+		    strncmp(de->d_name, "etcd.", 5) != 0) {
+			char name[256];
+
+			snprintf(name, sizeof(name), "%.*s", (int)(len - 4), de->d_name);
+			snprintf(path, sizeof(path), "%s/%s", l.dir, de->d_name);
+			n += stop_pidfile(path, name);
+		}
+	}
+	closedir(d);
+	snprintf(path, sizeof(path), "%s/etcd.0.pid", l.dir);
+	n += stop_pidfile(path, "etcd.0");
+	if (!n)
+		printf("nothing running in %s\n", l.dir);
+	return 0;
+}
+
+extern char **environ;
+
+static int
+load_conf(const char *path, struct ctl_conf *cfg, struct cm_conf *conf)
+{
+	char *argv[] = { "clusterctl", "-c", (char *)path, NULL };
+	int rc;
+
+	*conf = (struct cm_conf){
+		.table = g_ctl_opts, .base = cfg, .section = "clusterctl", .env_prefix = "CAIRN_"
+	};
+	rc = cm_conf_init(conf, 3, argv, environ, NULL, stdout, NULL);
+	if (rc) {
+		fprintf(stderr, "clusterctl: %s\n", conf->err);
+		return -CM_ECONF;
+	}
+	return 0;
+}
