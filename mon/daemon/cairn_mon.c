@@ -218,7 +218,14 @@ set_map(struct mond *d, Cairn__Map__OsdMap *nm)
 	uint64_t now = cm_now_ns();
 	struct sub *s, *tmp;
 
+	char why[MON_ERRLEN];
+
 	if (d->map && nm->epoch <= d->map->epoch) {
+		cairn__map__osd_map__free_unpacked(nm, NULL);
+		return;
+	}
+	if (mon_map_validate(nm, why)) {
+		CM_ERR("ignoring map epoch=%" PRIu64 " from etcd: %s", nm->epoch, why);
 		cairn__map__osd_map__free_unpacked(nm, NULL);
 		return;
 	}

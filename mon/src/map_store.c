@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "mon/map_store.h"
 #include "mon/incremental.h"
+#include "mon/osdmap.h"
 #include "cm/log.h"
 
 CM_LOG_SUBSYS(mon);
@@ -222,6 +223,19 @@ mon_map_update(struct mon_map_store *s, mon_map_update_fn fn, void *arg, uint64_
 		m->epoch = old->epoch + 1;
 		m->modified_ns = cm_now_ns();
 		mon_map_canonicalize(m); /* stored maps compare byte for byte */
+		{
+			char why[MON_ERRLEN];
+
+			/* Never store a map the readers would refuse. */
+			rc = mon_map_validate(m, why);
+			if (rc) {
+				CM_ERR("refusing to store map epoch=%" PRIu64 ": %s", m->epoch,
+				       why);
+				cairn__map__osd_map__free_unpacked(m, NULL);
+				cairn__map__osd_map__free_unpacked(old, NULL);
+				return rc;
+			}
+		}
 		mon_map_canonicalize(old);
 		rc = mon_map_diff(old, m, &inc);
 		cairn__map__osd_map__free_unpacked(old, NULL);

@@ -143,14 +143,23 @@ edit_crush(Cairn__Map__OsdMap *m, int (*fn)(struct crush_map *cm, void *arg), vo
 	if (rc >= 0 && (rc = crush_edit_print(cm, &text)) == 0) {
 		struct crush_map *check;
 
-		/* What we store must parse: catch an edit that broke the map here. */
+		/*
+		 * What we store must parse: catch an edit that broke the map here.
+		 * Store the re-parsed map's text, which names the shadow ids the
+		 * parse gave new buckets, so later edits never renumber them.
+		 */
 		rc = crush_text_parse(text, &check, err, MON_ERRLEN);
+		free(text);
 		if (rc) {
-			free(text);
 			crush_map_destroy(cm);
 			return -EBADMSG;
 		}
+		rc = crush_edit_print(check, &text);
 		crush_map_destroy(check);
+		if (rc) {
+			crush_map_destroy(cm);
+			return rc;
+		}
 		if (m->crush != protobuf_c_empty_string)
 			free(m->crush);
 		m->crush = text;
@@ -731,6 +740,86 @@ mon_pool_set(Cairn__Map__OsdMap *m, const char *name, const char *key, const cha
 	return -EINVAL;
 }
 
+static int
+cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Are the n values unique? (sorts vals) */
+static bool
+unique(int64_t *vals, size_t n)
+{
+	qsort(vals, n, sizeof(*vals), cmp_i64);
+	for (size_t i = 1; i < n; i++)
+		if (vals[i] == vals[i - 1])
+			return false;
+	return true;
+}
+
+int
+mon_map_validate(const Cairn__Map__OsdMap *m, char *err)
+{
+	size_t n = CM_MAX(m->n_osds, m->n_pools);
+	int64_t *ids = malloc(sizeof(*ids) * (n + 1));
+	struct crush_map *cm;
+	int rc = -EBADMSG;
+
+	err[0] = 0;
+	if (!ids) {
+		snprintf(err, MON_ERRLEN, "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < m->n_osds; i++) {
+		ids[i] = m->osds[i]->id;
+		if (ids[i] < 0 || ids[i] >= MON_MAX_OSD_ID) {
+			snprintf(err, MON_ERRLEN, "osd id %" PRId64 " out of range", ids[i]);
+			goto out;
+		}
+	}
+	if (!unique(ids, m->n_osds)) {
+		snprintf(err, MON_ERRLEN, "an osd id appears twice");
+		goto out;
+	}
+	for (size_t i = 0; i < m->n_pools; i++) {
+		const Cairn__Map__Pool *p = m->pools[i];
+
+		ids[i] = p->id;
+		if (p->size < 1 || p->size > 32 || p->min_size > p->size || p->pg_num < 1 ||
+		    p->pg_num > 65536 || p->pgp_num < 1 || p->pgp_num > p->pg_num ||
+		    (p->erasure && p->ec_k + p->ec_m != p->size)) {
+			snprintf(err, MON_ERRLEN, "pool %" PRId64 " has impossible sizes", p->id);
+			goto out;
+		}
+	}
+	if (!unique(ids, m->n_pools)) {
+		snprintf(err, MON_ERRLEN, "a pool id appears twice");
+		goto out;
+	}
+	for (size_t i = 0; i < m->n_upmap_items; i++) {
+		if (m->upmap_items[i]->from < 0 || m->upmap_items[i]->to < 0 ||
+		    m->upmap_items[i]->from >= MON_MAX_OSD_ID ||
+		    m->upmap_items[i]->to >= MON_MAX_OSD_ID) {
+			snprintf(err, MON_ERRLEN, "an upmap item names a bad osd id");
+			goto out;
+		}
+	}
+	if (crush_text_parse(m->crush, &cm, err, MON_ERRLEN)) {
+		char why[MON_ERRLEN];
+
+		snprintf(why, sizeof(why), "crush map: %s", err);
+		snprintf(err, MON_ERRLEN, "%s", why);
+		goto out;
+	}
+	crush_map_destroy(cm);
+	rc = 0;
+out:
+	free(ids);
+	return rc;
+}
+
 void
 mon_pool_to_crush(const Cairn__Map__Pool *p, struct crush_pool *cp)
 {
@@ -749,6 +838,9 @@ mon_placement_build(const Cairn__Map__OsdMap *m, struct mon_placement *pl, char 
 	int rc, max = 0;
 
 	memset(pl, 0, sizeof(*pl));
+	rc = mon_map_validate(m, err);
+	if (rc)
+		return rc;
 	rc = crush_text_parse(m->crush, &pl->crush, err, MON_ERRLEN);
 	if (rc)
 		return -EBADMSG;

@@ -535,13 +535,23 @@ main(int argc, char **argv)
 		.table = g_ctl_opts, .base = &cfg, .section = "clusterctl", .env_prefix = "CAIRN_"
 	};
 	char **args = calloc((size_t)argc + 1, sizeof(*args));
+	char **opts = calloc((size_t)argc + 4, sizeof(*opts));
 	const char *conf_path = NULL;
 	bool json = false;
 	int n = 0, rc, status;
 
-	if (!args)
+	int nopts = 3;
+
+	if (!args || !opts) {
+		free(args);
+		free(opts);
 		return 1;
-	/* -c and --format may come anywhere; the rest is the command. */
+	}
+	/*
+	 * -c and --format may come anywhere; other options before the command
+	 * word are configuration (--command-timeout 2s, --cluster-key ...); the
+	 * rest is the command.
+	 */
 	for (int i = 1; i < argc; i++) {
 		if ((!strcmp(argv[i], "-c") || !strcmp(argv[i], "--conf")) && i + 1 < argc) {
 			conf_path = argv[++i];
@@ -552,6 +562,7 @@ main(int argc, char **argv)
 			if (strcmp(argv[i], "json") && strcmp(argv[i], "text")) {
 				fprintf(stderr, "clusterctl: --format json or text\n");
 				free(args);
+				free(opts);
 				return 2;
 			}
 			json = !strcmp(argv[i], "json");
@@ -559,44 +570,57 @@ main(int argc, char **argv)
 			json = !strcmp(argv[i] + 9, "json");
 		} else if (!strcmp(argv[i], "--help") || !strcmp(argv[i], "-h")) {
 			free(args);
+			free(opts);
 			return main_usage() - 2;
+		} else if (n == 0 && !strncmp(argv[i], "--", 2)) {
+			opts[nopts++] = argv[i];
+			if (!strchr(argv[i], '=') && i + 1 < argc && argv[i + 1][0] != '-')
+				opts[nopts++] = argv[++i];
 		} else {
 			args[n++] = argv[i];
 		}
 	}
 	if (n == 0) {
 		free(args);
+		free(opts);
 		return main_usage();
 	}
 	if (!strcmp(args[0], "crush") && n >= 2 && ctl_crush_is_offline(args[1])) {
 		status = ctl_crush_offline(n - 1, args + 1);
 		free(args);
+		free(opts);
 		return status;
 	}
 	if (!strcmp(args[0], "up") || !strcmp(args[0], "down")) {
 		args[n] = NULL;
 		status = !strcmp(args[0], "up") ? ctl_up(n, args, json) : ctl_down(n, args);
 		free(args);
+		free(opts);
 		return status;
 	}
 	if (!conf_path)
 		conf_path = getenv("CAIRN_CONF");
 	if (!conf_path && access("run/cairn.conf", R_OK) == 0)
 		conf_path = "run/cairn.conf";
-	{
-		char *cargv[] = { "clusterctl", "-c", (char *)conf_path, NULL };
-
-		rc = cm_conf_init(&conf, conf_path ? 3 : 1, cargv, environ, NULL, stdout, NULL);
+	opts[0] = "clusterctl";
+	opts[1] = "-c";
+	opts[2] = (char *)conf_path;
+	if (!conf_path) {
+		memmove(opts + 1, opts + 3, sizeof(*opts) * (size_t)(nopts - 3));
+		nopts -= 2;
 	}
+	rc = cm_conf_init(&conf, nopts, opts, environ, NULL, stdout, NULL);
 	if (rc) {
 		fprintf(stderr, "clusterctl: %s\n", conf.err);
 		free(args);
+		free(opts);
 		cm_conf_free(&conf);
 		return 2;
 	}
 	cm_log_set_level(CM_LOG_ERR);
 	status = ctl_online(&cfg, n, args, json);
 	free(args);
+	free(opts);
 	cm_conf_free(&conf);
 	return status;
 }

@@ -431,27 +431,50 @@ out:
 	return status;
 }
 
-static int
-stop_pidfile(const char *path, const char *name)
-{
-	pid_t pid = read_pid(path);
+struct victim {
+	char path[PATH_MAX + 300];
+	char name[256];
+	pid_t pid;
+};
 
-	if (!pid) {
-		unlink(path);
-		return 0;
+/* SIGTERM every one, wait up to 10 s for all, SIGKILL the rest. \return how many ran. */
+static int
+stop_all(struct victim *v, int n)
+{
+	int running = 0;
+
+	for (int i = 0; i < n; i++) {
+		v[i].pid = read_pid(v[i].path);
+		if (v[i].pid) {
+			kill(v[i].pid, SIGTERM);
+			running++;
+		} else {
+			unlink(v[i].path);
+		}
 	}
-	kill(pid, SIGTERM);
-	for (int i = 0; i < 100 && kill(pid, 0) == 0; i++) {
-		waitpid(pid, NULL, WNOHANG);
-		usleep(100000);
+	for (int t = 0; t < 200; t++) {
+		bool any = false;
+
+		for (int i = 0; i < n; i++)
+			if (v[i].pid && kill(v[i].pid, 0) == 0) {
+				waitpid(v[i].pid, NULL, WNOHANG);
+				any = true;
+			}
+		if (!any)
+			break;
+		usleep(50000);
 	}
-	if (kill(pid, 0) == 0) {
-		kill(pid, SIGKILL);
-		usleep(100000);
+	for (int i = 0; i < n; i++) {
+		if (!v[i].pid)
+			continue;
+		if (kill(v[i].pid, 0) == 0) {
+			kill(v[i].pid, SIGKILL);
+			usleep(100000);
+		}
+		unlink(v[i].path);
+		printf("stopped %s (pid %d)\n", v[i].name, (int)v[i].pid);
 	}
-	unlink(path);
-	printf("stopped %s (pid %d)\n", name, (int)pid);
-	return 1;
+	return running;
 }
 
 int
@@ -459,8 +482,8 @@ ctl_down(int argc, char **argv)
 {
 	struct local l = { 0 };
 	struct dirent *de;
-	char path[PATH_MAX + 300];
-	int rc = parse_local_args(argc, argv, &l, false), n = 0;
+	struct victim *v = NULL, etcd;
+	int rc = parse_local_args(argc, argv, &l, false), n = 0, ran;
 	DIR *d;
 
 	if (rc)
@@ -473,20 +496,26 @@ ctl_down(int argc, char **argv)
 	/* Daemons first, etcd last (they deregister through it). */
 	while ((de = readdir(d))) {
 		size_t len = strlen(de->d_name);
+		struct victim *nv;
 
-		if (len > 4 && strcmp(de->d_name + len - 4, ".pid") == 0 &&
-		    strncmp(de->d_name, "etcd.", 5) != 0) {
-			char name[256];
-
-			snprintf(name, sizeof(name), "%.*s", (int)(len - 4), de->d_name);
-			snprintf(path, sizeof(path), "%s/%s", l.dir, de->d_name);
-			n += stop_pidfile(path, name);
-		}
+		if (len <= 4 || strcmp(de->d_name + len - 4, ".pid") != 0 ||
+		    strncmp(de->d_name, "etcd.", 5) == 0)
+			continue;
+		nv = realloc(v, sizeof(*v) * (size_t)(n + 1));
+		if (!nv)
+			break;
+		v = nv;
+		snprintf(v[n].name, sizeof(v[n].name), "%.*s", (int)(len - 4), de->d_name);
+		snprintf(v[n].path, sizeof(v[n].path), "%s/%s", l.dir, de->d_name);
+		n++;
 	}
 	closedir(d);
-	snprintf(path, sizeof(path), "%s/etcd.0.pid", l.dir);
-	n += stop_pidfile(path, "etcd.0");
-	if (!n)
+	ran = stop_all(v, n);
+	free(v);
+	snprintf(etcd.path, sizeof(etcd.path), "%s/etcd.0.pid", l.dir);
+	snprintf(etcd.name, sizeof(etcd.name), "etcd.0");
+	ran += stop_all(&etcd, 1);
+	if (!ran)
 		printf("nothing running in %s\n", l.dir);
 	return 0;
 }

@@ -35,7 +35,8 @@ uint64_t mon_flag_parse(const char *name);
 /* "noout,pause" ("" for none) into buf. */
 const char *mon_flags_str(uint64_t flags, char *buf, size_t len);
 
-#define MON_ERRLEN 256
+#define MON_ERRLEN     256
+#define MON_MAX_OSD_ID (1 << 20)
 
 /* The map of a new cluster: epoch 0 (mon_map_create stores it as 1), a CRUSH map with the
  * standard types, root "default" and rule "replicated_rule" (hosts). */
@@ -86,6 +87,15 @@ int mon_pool_rm(Cairn__Map__OsdMap *m, const char *name, char *err);
  * -EINVAL. */
 int mon_pool_set(Cairn__Map__OsdMap *m, const char *name, const char *key, const char *value,
 		 char *err);
+
+/*
+ * Is m a map the monitors could have written? OSD ids in [0, 2^20) and
+ * unique, pools with sane sizes (size 1-32, min_size <= size, pg_num
+ * 1-65536, pgp_num <= pg_num) and unique ids, upmaps naming OSD ids, a CRUSH
+ * text that parses. Maps read from etcd or the wire are checked before use.
+ * \return 0, -EBADMSG (err says what).
+ */
+int mon_map_validate(const Cairn__Map__OsdMap *m, char *err);
 
 /* Placement view of a map (built once per map; read-only after, thread-safe). */
 struct mon_placement {
