@@ -44,7 +44,12 @@ set -e
 grep -q "expected K+M" "$dir/err" || fail "bad EC profile message"
 # down keeps the data, up resumes the same cluster.
 fsid=$(grep '^fsid' "$dir/cairn.conf")
-"$ctl" down --dir "$dir" >/dev/null || fail "down"
+"$ctl" --format json down --dir "$dir" >"$dir/down.json" || fail "down"
+"$py" -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+assert sorted(x["daemon"] for x in d["stopped"]) == ["etcd.0", "mon.a", "mon.b", "mon.c"], d
+' "$dir/down.json" || fail "down json: $(cat "$dir/down.json")"
 for d in etcd.0 mon.a mon.b mon.c; do [ ! -f "$dir/$d.pid" ] || fail "$d pid file left"; done
 set +e
 "$ctl" --conf "$dir/cairn.conf" --command-timeout 1s status 2>"$dir/err" >/dev/null

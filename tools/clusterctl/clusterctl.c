@@ -593,7 +593,7 @@ main(int argc, char **argv)
 	}
 	if (!strcmp(args[0], "up") || !strcmp(args[0], "down")) {
 		args[n] = NULL;
-		status = !strcmp(args[0], "up") ? ctl_up(n, args, json) : ctl_down(n, args);
+		status = !strcmp(args[0], "up") ? ctl_up(n, args, json) : ctl_down(n, args, json);
 		free(args);
 		free(opts);
 		return status;

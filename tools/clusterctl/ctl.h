@@ -24,6 +24,6 @@ int ctl_online(const struct ctl_conf *c, int argc, char **argv, bool json);
 
 /* clusterctl up|down. \return the exit status. */
 int ctl_up(int argc, char **argv, bool json);
-int ctl_down(int argc, char **argv);
+int ctl_down(int argc, char **argv, bool json);
 
 #endif

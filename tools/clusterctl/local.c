@@ -13,6 +13,7 @@
 #include "cm/etcd.h"
 
 #include <dirent.h>
+#include <jansson.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
@@ -439,7 +440,7 @@ struct victim {
 
 /* SIGTERM every one, wait up to 10 s for all, SIGKILL the rest. \return how many ran. */
 static int
-stop_all(struct victim *v, int n)
+stop_all(struct victim *v, int n, json_t *stopped)
 {
 	int running = 0;
 
@@ -472,14 +473,19 @@ stop_all(struct victim *v, int n)
 			usleep(100000);
 		}
 		unlink(v[i].path);
-		printf("stopped %s (pid %d)\n", v[i].name, (int)v[i].pid);
+		if (stopped)
+			json_array_append_new(stopped, json_pack("{s:s, s:i}", "daemon", v[i].name,
+								 "pid", (int)v[i].pid));
+		else
+			printf("stopped %s (pid %d)\n", v[i].name, (int)v[i].pid);
 	}
 	return running;
 }
 
 int
-ctl_down(int argc, char **argv)
+ctl_down(int argc, char **argv, bool json)
 {
+	json_t *stopped = json ? json_array() : NULL;
 	struct local l = { 0 };
 	struct dirent *de;
 	struct victim *v = NULL, etcd;
@@ -510,13 +516,22 @@ ctl_down(int argc, char **argv)
 		n++;
 	}
 	closedir(d);
-	ran = stop_all(v, n);
+	ran = stop_all(v, n, stopped);
 	free(v);
 	snprintf(etcd.path, sizeof(etcd.path), "%s/etcd.0.pid", l.dir);
 	snprintf(etcd.name, sizeof(etcd.name), "etcd.0");
-	ran += stop_all(&etcd, 1);
-	if (!ran)
+	ran += stop_all(&etcd, 1, stopped);
+	if (json) {
+		json_t *o = json_pack("{s:s, s:o}", "dir", l.dir, "stopped", stopped);
+		char *t = o ? json_dumps(o, JSON_INDENT(2) | JSON_PRESERVE_ORDER) : NULL;
+
+		if (t)
+			printf("%s\n", t);
+		free(t);
+		json_decref(o);
+	} else if (!ran) {
 		printf("nothing running in %s\n", l.dir);
+	}
 	return 0;
 }
 
