@@ -28,6 +28,9 @@ struct mon_sync {
 	struct cm_msg *reply;
 	char leader_addr[128]; /* from NOT_LEADER */
 	bool not_leader;
+	/* unsolicited messages (tid 0) */
+	struct cm_msg *pushed[64];
+	unsigned npushed;
 };
 
 static void
@@ -52,6 +55,10 @@ on_msg(void *arg, struct cm_conn *c, struct cm_msg *m)
 	}
 	if (m->tid == s->want_tid && m->type == s->want_type && !s->reply) {
 		s->reply = m;
+		return;
+	}
+	if (m->tid == 0 && s->npushed < CM_ARRAY_SIZE(s->pushed)) {
+		s->pushed[s->npushed++] = m;
 		return;
 	}
 	cm_msg_destroy(m);
@@ -128,6 +135,8 @@ mon_sync_close(struct mon_sync *s)
 	drop_conn(s);
 	if (s->reply)
 		cm_msg_destroy(s->reply);
+	for (unsigned i = 0; i < s->npushed; i++)
+		cm_msg_destroy(s->pushed[i]);
 	cm_msgr_destroy(s->m);
 	cm_reactor_destroy(s->r);
 	free(s->mons);
@@ -278,4 +287,29 @@ mon_sync_command(struct mon_sync *s, int argc, char **argv, bool json,
 	cmd.json = json;
 	return mon_sync_call(s, MON_MSG_COMMAND, &cmd.base, false, MON_MSG_COMMAND_REPLY,
 			     &cairn__mon__command_reply__descriptor, (ProtobufCMessage **)rep);
+}
+
+int
+mon_sync_wait_push(struct mon_sync *s, uint16_t type, const ProtobufCMessageDescriptor *desc,
+		   unsigned timeout_ms, ProtobufCMessage **msg)
+{
+	uint64_t deadline = cm_now_ms() + timeout_ms;
+
+	for (;;) {
+		for (unsigned i = 0; i < s->npushed; i++) {
+			struct cm_msg *m = s->pushed[i];
+
+			if (m->type != type)
+				continue;
+			memmove(&s->pushed[i], &s->pushed[i + 1],
+				sizeof(*s->pushed) * (s->npushed - i - 1));
+			s->npushed--;
+			*msg = cm_msg_unpack_front(m, desc);
+			cm_msg_destroy(m);
+			return *msg ? 0 : -EBADMSG;
+		}
+		if (cm_now_ms() >= deadline)
+			return -ETIMEDOUT;
+		cm_reactor_run_once(s->r, 20);
+	}
 }

@@ -312,7 +312,7 @@ START_TEST(test_concurrent_changes_through_three_mons)
 
 END_TEST
 
-/* A subscriber gets the full map, then an incremental per change. */
+/* A subscriber gets the full map, then an incremental per change, pushed. */
 START_TEST(test_subscription_full_then_incrementals)
 {
 	struct mon_sync *s = client(NULL), *w = client(NULL);
@@ -321,6 +321,7 @@ START_TEST(test_subscription_full_then_incrementals)
 	char lname[64];
 
 	wait_leader(lname, sizeof(lname), 10000);
+	req.subscribe = true;
 	ck_assert_int_eq(mon_sync_call(s, MON_MSG_MAP_REQUEST, &req.base, false, MON_MSG_MAP_UPDATE,
 				       &cairn__mon__map_update__descriptor,
 				       (ProtobufCMessage **)&up),
@@ -329,28 +330,42 @@ START_TEST(test_subscription_full_then_incrementals)
 	ck_assert_uint_eq(up->full->epoch, 1);
 	ck_assert_ptr_nonnull(strstr(up->full->crush, "rule replicated_rule"));
 	cairn__mon__map_update__free_unpacked(up, NULL);
+	/* Changes made through other mons reach the subscriber as incrementals. */
 	ck_assert_int_eq(run(w, "pool create sub1", NULL, 0, NULL, 0), 0);
 	ck_assert_int_eq(run(w, "pool create sub2", NULL, 0, NULL, 0), 0);
-	/* The same session asks again from epoch 1: the mon sends incrementals 2 and 3. */
-	req.have_epoch = 1;
-	for (int tries = 0; tries < 50; tries++) {
-		ck_assert_int_eq(mon_sync_call(s, MON_MSG_MAP_REQUEST, &req.base, false,
-					       MON_MSG_MAP_UPDATE,
-					       &cairn__mon__map_update__descriptor,
-					       (ProtobufCMessage **)&up),
+	for (uint64_t ep = 2; ep <= 3;) {
+		ck_assert_int_eq(mon_sync_wait_push(s, MON_MSG_MAP_UPDATE,
+						    &cairn__mon__map_update__descriptor, 10000,
+						    (ProtobufCMessage **)&up),
 				 0);
-		if (up->n_incs == 2)
-			break;
+		ck_assert_ptr_null(up->full);
+		ck_assert_uint_ge(up->n_incs, 1);
+		for (size_t i = 0; i < up->n_incs; i++, ep++)
+			ck_assert_uint_eq(up->incs[i]->epoch, ep);
+		ck_assert_str_eq(up->incs[up->n_incs - 1]->upsert_pools[0]->name,
+				 ep == 3 ? "sub1" : "sub2");
 		cairn__mon__map_update__free_unpacked(up, NULL);
-		up = NULL;
-		usleep(50000); /* this mon's watch has not delivered epoch 3 yet */
 	}
-	ck_assert_ptr_nonnull(up);
+	/* A client that has epoch 1 asks again: incrementals 2 and 3, no full map. */
+	req.subscribe = false;
+	req.have_epoch = 1;
+	ck_assert_int_eq(mon_sync_call(s, MON_MSG_MAP_REQUEST, &req.base, false, MON_MSG_MAP_UPDATE,
+				       &cairn__mon__map_update__descriptor,
+				       (ProtobufCMessage **)&up),
+			 0);
 	ck_assert_ptr_null(up->full);
 	ck_assert_uint_eq(up->n_incs, 2);
 	ck_assert_uint_eq(up->incs[0]->epoch, 2);
 	ck_assert_uint_eq(up->incs[1]->epoch, 3);
-	ck_assert_str_eq(up->incs[1]->upsert_pools[0]->name, "sub2");
+	cairn__mon__map_update__free_unpacked(up, NULL);
+	/* At the current epoch: an empty update. */
+	req.have_epoch = 3;
+	ck_assert_int_eq(mon_sync_call(s, MON_MSG_MAP_REQUEST, &req.base, false, MON_MSG_MAP_UPDATE,
+				       &cairn__mon__map_update__descriptor,
+				       (ProtobufCMessage **)&up),
+			 0);
+	ck_assert_ptr_null(up->full);
+	ck_assert_uint_eq(up->n_incs, 0);
 	cairn__mon__map_update__free_unpacked(up, NULL);
 	mon_sync_close(s);
 	mon_sync_close(w);

@@ -37,6 +37,14 @@ int mon_sync_send_leader(struct mon_sync *s, uint16_t type, const ProtobufCMessa
 int mon_sync_command(struct mon_sync *s, int argc, char **argv, bool json,
 		     Cairn__Mon__CommandReply **rep);
 
+/*
+ * Wait up to timeout_ms for a message the mon sent on its own (tid 0, e.g.
+ * the MAP_UPDATEs of a subscription) of the given type. Up to 64 are queued
+ * between calls. \return 0 (*msg), -ETIMEDOUT, -EBADMSG.
+ */
+int mon_sync_wait_push(struct mon_sync *s, uint16_t type, const ProtobufCMessageDescriptor *desc,
+		       unsigned timeout_ms, ProtobufCMessage **msg);
+
 /* The name of the mon the session is with ("" when none). */
 const char *mon_sync_peer(const struct mon_sync *s);
 
