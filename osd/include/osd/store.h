@@ -1,0 +1,181 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The OSD's object store: objects (bytes, xattrs, omap) in collections, on
+ * one device or preallocated file, crash-consistent. See
+ * docs/design/store.md for the layout and the crash model.
+ *
+ * Data lives on the device in blocks (block_size, default 4 KiB, which is
+ * both the allocation unit and the checksum block); metadata (onodes with
+ * extent maps and per-block crc32c, xattrs, omap, collections, deferred
+ * writes) lives in RocksDB at db_path. A transaction is atomic: after any
+ * crash it is either wholly there or wholly absent; it is durable when its
+ * callback reports 0.
+ *
+ * Threading: a store belongs to one reactor. os_queue, os_read and os_umount
+ * are called on that reactor's thread and call back on it. The metadata
+ * reads (os_stat ... os_list) block on RocksDB: call them from a worker
+ * thread (or a tool), never from a reactor. Device I/O of writes and reads
+ * goes through the reactor (io_uring, or the epoll backend's workers).
+ */
+#ifndef OSD_STORE_H
+#define OSD_STORE_H
+
+#include "cm/buf.h"
+#include "cm/reactor.h"
+
+#define OS_NAME_MAX 1024 /* collection and object names: 1..OS_NAME_MAX bytes, no NUL */
+
+struct os_store;
+struct os_txn;
+
+struct os_opts {
+	size_t opts_size;
+	const char *path;      /* device or preallocated file */
+	const char *db_path;   /* RocksDB directory; NULL: "<path>.db" */
+	uint32_t block_size;   /* allocation and checksum unit; default 4096 */
+	uint64_t deferred_max; /* overwrites of allocated blocks up to this go via the KV; 64 KiB */
+	uint64_t reserve; /* bytes kept free for metadata-only work; default 1% (1 MiB..1 GiB) */
+	uint64_t cache_onodes; /* onodes cached for reads; default 65536 */
+	bool no_direct;        /* buffered I/O (for filesystems without O_DIRECT) */
+	/* mkfs */
+	const char *fsid;
+	int32_t osd_id;
+};
+
+void os_opts_init(struct os_opts *o, size_t size);
+
+/*
+ * Write the label (block 0: magic, uuid, fsid, osd id, size) and create the
+ * metadata. \return 0, -EEXIST (already a store), -EINVAL (too small,
+ * bad block size), or an errno.
+ */
+int os_mkfs(const struct os_opts *o);
+
+/*
+ * Open, check the label against the device and the metadata, replay
+ * deferred writes, rebuild the allocator. Blocking. \return 0, -EINVAL (not
+ * a store, or another store's metadata: err logged), or an errno.
+ */
+int os_mount(struct cm_reactor *r, const struct os_opts *o, struct os_store **sp);
+
+/* Wait for queued transactions and deferred writes, then close. Runs the reactor. */
+void os_umount(struct os_store *s);
+
+/* ---- transactions ---- */
+
+int os_txn_create(struct os_txn **tp);
+void os_txn_destroy(struct os_txn *t);
+
+/* Each records one op (0 or -ENOMEM; -EINVAL for a bad name or range). Data is copied. */
+int os_txn_mkcoll(struct os_txn *t, const char *cid);
+int os_txn_rmcoll(struct os_txn *t, const char *cid);
+int os_txn_touch(struct os_txn *t, const char *cid, const char *oid);
+int os_txn_write(struct os_txn *t, const char *cid, const char *oid, uint64_t off, const void *data,
+		 size_t len);
+int os_txn_zero(struct os_txn *t, const char *cid, const char *oid, uint64_t off, uint64_t len);
+int os_txn_truncate(struct os_txn *t, const char *cid, const char *oid, uint64_t size);
+int os_txn_remove(struct os_txn *t, const char *cid, const char *oid);
+int os_txn_clone(struct os_txn *t, const char *cid, const char *src, const char *dst);
+int os_txn_clone_range(struct os_txn *t, const char *cid, const char *src, uint64_t src_off,
+		       uint64_t len, const char *dst, uint64_t dst_off);
+int os_txn_setattr(struct os_txn *t, const char *cid, const char *oid, const char *name,
+		   const void *val, size_t len);
+int os_txn_rmattr(struct os_txn *t, const char *cid, const char *oid, const char *name);
+int os_txn_omap_set(struct os_txn *t, const char *cid, const char *oid, const void *key,
+		    size_t klen, const void *val, size_t vlen);
+int os_txn_omap_rm(struct os_txn *t, const char *cid, const char *oid, const void *key,
+		   size_t klen);
+/* Remove keys in [first, last). */
+int os_txn_omap_rm_range(struct os_txn *t, const char *cid, const char *oid, const void *first,
+			 size_t flen, const void *last, size_t llen);
+int os_txn_omap_clear(struct os_txn *t, const char *cid, const char *oid);
+int os_txn_omap_set_header(struct os_txn *t, const char *cid, const char *oid, const void *val,
+			   size_t len);
+
+typedef void (*os_commit_cb)(void *arg, int rc);
+
+/*
+ * Apply t (the store takes it). Transactions commit in the order queued.
+ * cb(arg, rc): 0 durable; -ENOENT (a collection or, for remove/clone/rmattr,
+ * an object missing), -EEXIST (mkcoll of an existing one), -ENOTEMPTY
+ * (rmcoll of a non-empty one), -ENOSPC (device full; nothing changed),
+ * -EIO (a block to merge failed its checksum), -EFBIG (beyond 2^48 bytes).
+ * On any error nothing of t is applied.
+ */
+void os_queue(struct os_store *s, struct os_txn *t, os_commit_cb cb, void *arg);
+
+/* ---- reads ---- */
+
+/*
+ * Read [off, off + len) as committed. cb(arg, rc, data): rc 0 with data
+ * (the caller takes the reference; shorter at the end of the object, holes
+ * as zeros), -ENOENT, -EIO (a block failed its checksum: logged with object
+ * and offset, counted; never wrong bytes).
+ */
+typedef void (*os_read_cb)(void *arg, int rc, struct cm_buf *data);
+void os_read(struct os_store *s, const char *cid, const char *oid, uint64_t off, uint64_t len,
+	     os_read_cb cb, void *arg);
+
+struct os_stat {
+	uint64_t size, version, nid;
+	uint32_t nattrs;
+};
+
+struct os_kv {
+	uint8_t *key;
+	size_t klen;
+	uint8_t *val;
+	size_t vlen;
+};
+
+void os_kvs_free(struct os_kv *kv, size_t n);
+
+/* Blocking metadata reads (worker threads). \return 0, -ENOENT, -EIO (RocksDB), -ENOMEM. */
+int os_stat(struct os_store *s, const char *cid, const char *oid, struct os_stat *st);
+int os_getattr(struct os_store *s, const char *cid, const char *oid, const char *name,
+	       struct os_kv *out);
+int os_getattrs(struct os_store *s, const char *cid, const char *oid, struct os_kv **kvs,
+		size_t *n);
+int os_omap_get_header(struct os_store *s, const char *cid, const char *oid, struct os_kv *out);
+/* Values of keys that exist (out[i].val NULL for a missing one). */
+int os_omap_get(struct os_store *s, const char *cid, const char *oid, const struct os_kv *keys,
+		size_t nkeys, struct os_kv *out);
+/* Up to max keys > start_after (NULL: from the first) starting with prefix (may be NULL). */
+int os_omap_iterate(struct os_store *s, const char *cid, const char *oid, const void *start_after,
+		    size_t salen, const void *prefix, size_t plen, unsigned max, struct os_kv **kvs,
+		    size_t *n, bool *more);
+/* Objects of a collection in byte order of their names, after start_after (NULL: first). */
+int os_list(struct os_store *s, const char *cid, const char *start_after, unsigned max,
+	    char ***oids, size_t *n, bool *more);
+int os_list_collections(struct os_store *s, char ***cids, size_t *n);
+void os_names_free(char **names, size_t n);
+
+/* ---- checking ---- */
+
+struct os_fsck_report {
+	uint64_t collections, objects, extents, blocks_used, omap_keys;
+	uint64_t errors;      /* all problems found */
+	uint64_t csum_errors; /* deep: blocks whose data fails its crc */
+	char first_error[320];
+};
+
+/*
+ * Check a mounted, idle store: every extent inside the device and
+ * referenced once, the allocator's in-use set equal to the extents, onodes
+ * decodable and sorted, omap keys owned by live objects, objects in
+ * existing collections; deep: every block read and its crc verified (bad
+ * ones reported with object and offset). Call on the store's reactor
+ * thread: it first runs the reactor until queued work and deferred writes
+ * are done, then checks (blocking). \return 0 (see errors).
+ */
+int os_fsck(struct os_store *s, bool deep, struct os_fsck_report *rep);
+
+struct os_usage {
+	uint64_t total_bytes, free_bytes, reserved_bytes;
+	uint64_t csum_errors; /* reads refused for a bad block since mount */
+	uint64_t deferred_writes, cow_writes, commits, commit_groups;
+};
+
+void os_get_usage(struct os_store *s, struct os_usage *u);
+
+#endif

@@ -1,0 +1,893 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Preparing a transaction (kv thread, one at a time, in queue order):
+ * apply its ops to working copies of the onodes (from this thread's cache,
+ * which holds the newest, possibly uncommitted, state; else the KV),
+ * allocate blocks for copy-on-write data, turn small overwrites of
+ * allocated blocks into deferred writes, and fill one RocksDB batch. On any
+ * error the working copies are dropped and what was taken is given back:
+ * nothing of the transaction happens.
+ */
+#include "store_internal.h"
+#include "cm/crc32c.h"
+#include "cm/log.h"
+
+CM_LOG_SUBSYS(store);
+
+#define MAX_EXT_PER_WRITE 256
+#define CLONE_CHUNK       (4u << 20)
+
+struct pobj {
+	char *key;
+	size_t klen;
+	char *cid, *oid;
+	struct os_onode *on; /* working copy; NULL: does not exist (now) */
+	bool dirty, bumped;
+};
+
+struct pctx {
+	struct os_store *s;
+	struct os_txn *t;
+	struct pobj *objs;
+	size_t nobjs;
+	char **mk, **rm; /* collections made / removed by this transaction */
+	size_t nmk, nrm;
+};
+
+static int
+blk_read(struct pctx *c, const struct os_onode *on, uint64_t lb, uint8_t *dst, const char *what)
+{
+	struct os_store *s = c->s;
+	const struct os_xext *e = os_onode_find(on, lb, NULL);
+	uint64_t pb;
+	ssize_t n;
+
+	if (!e) {
+		memset(dst, 0, s->B);
+		return 0;
+	}
+	pb = e->pblock + (lb - e->lblock);
+	if (os_pend_copy(s, pb, dst))
+		return 0;
+	n = pread(s->fd, dst, s->B, (off_t)(pb * s->B));
+	if (n != (ssize_t)s->B) {
+		CM_ERR("%s: device read of block %" PRIu64 " failed", what, pb);
+		return -EIO;
+	}
+	if (cm_crc32c(0, dst, s->B) != e->csum[lb - e->lblock]) {
+		CM_ERR("%s: checksum mismatch at offset %" PRIu64 " (device block %" PRIu64 ")",
+		       what, lb * s->B, pb);
+		s->c_csum_errors++;
+		return -EIO;
+	}
+	return 0;
+}
+
+static bool
+coll_exists(struct pctx *c, const char *cid)
+{
+	for (size_t i = 0; i < c->nrm; i++)
+		if (!strcmp(c->rm[i], cid))
+			return false;
+	for (size_t i = 0; i < c->nmk; i++)
+		if (!strcmp(c->mk[i], cid))
+			return true;
+	for (size_t i = 0; i < c->s->ncolls; i++)
+		if (!strcmp(c->s->colls[i], cid))
+			return true;
+	return false;
+}
+
+static int
+push_name(char ***v, size_t *n, const char *name)
+{
+	char **nv = realloc(*v, sizeof(*nv) * (*n + 1));
+
+	if (!nv)
+		return -ENOMEM;
+	*v = nv;
+	nv[*n] = strdup(name);
+	if (!nv[*n])
+		return -ENOMEM;
+	(*n)++;
+	return 0;
+}
+
+/* The newest committed-or-queued state of an object (NULL: none). Caller must not free. */
+static int
+base_onode(struct os_store *s, const char *key, size_t klen, struct os_onode **op)
+{
+	struct os_oent *e = os_ocache_get(&s->pcache, key, klen);
+	struct os_onode *on = NULL;
+	char *err = NULL, *v;
+	size_t vl;
+	int rc;
+
+	if (e) {
+		*op = e->on;
+		return 0;
+	}
+	v = rocksdb_get(s->db, s->ro, key, klen, &vl, &err);
+	if (err) {
+		CM_ERR("rocksdb get: %s", err);
+		rocksdb_free(err);
+		return -EIO;
+	}
+	if (v) {
+		rc = os_onode_decode(v, vl, &on);
+		rocksdb_free(v);
+		if (rc)
+			return rc == -EBADMSG ? -EIO : rc;
+	}
+	e = os_ocache_put(&s->pcache, key, klen, on);
+	if (!e)
+		return -ENOMEM;
+	*op = e->on;
+	return 0;
+}
+
+static int
+get_obj(struct pctx *c, const char *cid, const char *oid, bool create, struct pobj **pp)
+{
+	char key[2 * OS_NAME_MAX + 4];
+	size_t klen = os_key_onode(key, cid, oid);
+	struct os_onode *base;
+	struct pobj *p, *n;
+	int rc;
+
+	for (size_t i = 0; i < c->nobjs; i++) {
+		p = &c->objs[i];
+		if (p->klen == klen && !memcmp(p->key, key, klen))
+			goto found;
+	}
+	if (!coll_exists(c, cid))
+		return -ENOENT;
+	rc = base_onode(c->s, key, klen, &base);
+	if (rc)
+		return rc;
+	n = realloc(c->objs, sizeof(*n) * (c->nobjs + 1));
+	if (!n)
+		return -ENOMEM;
+	c->objs = n;
+	p = &c->objs[c->nobjs];
+	memset(p, 0, sizeof(*p));
+	p->key = malloc(klen);
+	p->cid = strdup(cid);
+	p->oid = strdup(oid);
+	if (!p->key || !p->cid || !p->oid) {
+		free(p->key);
+		free(p->cid);
+		free(p->oid);
+		return -ENOMEM;
+	}
+	memcpy(p->key, key, klen);
+	p->klen = klen;
+	if (base && !(p->on = os_onode_dup(base))) {
+		free(p->key);
+		free(p->cid);
+		free(p->oid);
+		return -ENOMEM;
+	}
+	c->nobjs++;
+found:
+	if (!coll_exists(c, cid))
+		return -ENOENT;
+	if (!p->on) {
+		if (!create)
+			return -ENOENT;
+		p->on = os_onode_new(c->s->next_nid++);
+		if (!p->on)
+			return -ENOMEM;
+		p->dirty = true;
+	}
+	if (!p->bumped) {
+		p->on->version++;
+		p->bumped = true;
+	}
+	*pp = p;
+	return 0;
+}
+
+static int
+add_write(struct os_txn *t, uint64_t pblock, uint64_t n, struct cm_buf *buf, size_t off)
+{
+	if (t->nwrites == t->capwrites) {
+		size_t nc = t->capwrites ? t->capwrites * 2 : 4;
+		struct os_dwrite *w = realloc(t->writes, sizeof(*w) * nc);
+
+		if (!w)
+			return -ENOMEM;
+		t->writes = w;
+		t->capwrites = nc;
+	}
+	t->writes[t->nwrites++] =
+		(struct os_dwrite){ .pblock = pblock, .n = n, .buf = cm_buf_get(buf), .off = off };
+	return 0;
+}
+
+static int
+add_pending_tag(struct os_txn *t, uint64_t tag)
+{
+	uint64_t *n = realloc(t->pending_tags, sizeof(*n) * (t->npending + 1));
+
+	if (!n)
+		return -ENOMEM;
+	t->pending_tags = n;
+	n[t->npending++] = tag;
+	return 0;
+}
+
+/* Write the blocks [fb, fb + nb) of p from img (nb blocks). */
+static int
+put_blocks(struct pctx *c, struct pobj *p, uint64_t fb, uint64_t nb, struct cm_buf *img,
+	   uint64_t bytes)
+{
+	struct os_store *s = c->s;
+	struct os_txn *t = c->t;
+	struct os_onode *on = p->on;
+	uint32_t *cs = malloc(sizeof(uint32_t) * nb);
+	bool mapped = true;
+	int rc = 0;
+
+	if (!cs)
+		return -ENOMEM;
+	for (uint64_t i = 0; i < nb; i++)
+		cs[i] = cm_crc32c(0, img->data + i * s->B, s->B);
+	for (uint64_t lb = fb; lb < fb + nb && mapped; lb++)
+		mapped = os_onode_find(on, lb, NULL) != NULL;
+	if (mapped && bytes <= s->deferred_max) {
+		/* Deferred: the data rides in the KV batch; the device write follows the commit. */
+		Cairn__Store__Deferred dpb = CAIRN__STORE__DEFERRED__INIT;
+		struct os_dfr *d = calloc(1, sizeof(*d)), **nd;
+		char key[16];
+		uint8_t *val;
+		size_t vl;
+
+		if (!d || !(d->pblocks = calloc(nb, sizeof(uint64_t))) ||
+		    !(d->tags = calloc(nb, sizeof(uint64_t)))) {
+			if (d) {
+				free(d->pblocks);
+				free(d);
+			}
+			free(cs);
+			return -ENOMEM;
+		}
+		for (uint64_t i = 0; i < nb; i++) {
+			size_t idx;
+			struct os_xext *e = (struct os_xext *)os_onode_find(on, fb + i, &idx);
+
+			d->pblocks[i] = e->pblock + (fb + i - e->lblock);
+			e->csum[fb + i - e->lblock] = cs[i];
+		}
+		d->seq = s->next_dseq++;
+		d->n = nb;
+		d->buf = cm_buf_get(img);
+		dpb.n_pblock = nb;
+		dpb.pblock = d->pblocks;
+		dpb.data.data = img->data;
+		dpb.data.len = nb * s->B;
+		vl = cairn__store__deferred__get_packed_size(&dpb);
+		val = malloc(vl);
+		nd = realloc(t->dfrs, sizeof(*nd) * (t->ndfrs + 1));
+		if (!val || !nd) {
+			free(val);
+			if (nd)
+				t->dfrs = nd;
+			cm_buf_put(d->buf);
+			free(d->pblocks);
+			free(d->tags);
+			free(d);
+			free(cs);
+			return -ENOMEM;
+		}
+		t->dfrs = nd;
+		cairn__store__deferred__pack(&dpb, val);
+		rocksdb_writebatch_put(t->wb, key, os_key_deferred(key, d->seq), (char *)val, vl);
+		free(val);
+		for (uint64_t i = 0; i < nb; i++)
+			d->tags[i] = os_pend_add(s, d->pblocks[i], img, i * s->B);
+		t->dfrs[t->ndfrs++] = d;
+		s->c_deferred++;
+	} else {
+		struct os_extent ex[MAX_EXT_PER_WRITE];
+		int k;
+		uint64_t done = 0;
+
+		pthread_mutex_lock(&s->alloc_mu);
+		k = os_alloc_get(s->alloc, nb, s->reserve_blocks, ex, MAX_EXT_PER_WRITE);
+		pthread_mutex_unlock(&s->alloc_mu);
+		if (k < 0) {
+			free(cs);
+			return k;
+		}
+		rc = os_onode_punch(on, fb, fb + nb, &t->frees, &t->nfrees, &t->capfrees);
+		for (int i = 0; i < k; i++) {
+			if (!rc)
+				rc = add_write(t, ex[i].start, ex[i].len, img, done * s->B);
+			if (rc) {
+				/* Not yet in t->writes: give it back here. */
+				pthread_mutex_lock(&s->alloc_mu);
+				os_alloc_put(s->alloc, ex[i].start, ex[i].len);
+				pthread_mutex_unlock(&s->alloc_mu);
+				continue;
+			}
+			rc = os_onode_insert(on, fb + done, ex[i].start, (uint32_t)ex[i].len,
+					     cs + done);
+			for (uint64_t b = 0; b < ex[i].len && !rc; b++)
+				rc = add_pending_tag(
+					t, os_pend_add(s, ex[i].start + b, img, (done + b) * s->B));
+			done += ex[i].len;
+		}
+		s->c_cow++;
+	}
+	free(cs);
+	p->dirty = true;
+	return rc;
+}
+
+static int
+do_write(struct pctx *c, struct pobj *p, uint64_t off, const uint8_t *data, uint64_t len)
+{
+	struct os_store *s = c->s;
+	uint64_t B = s->B, fb = off / B, le = (off + len + B - 1) / B, nb = le - fb;
+	struct cm_buf *img;
+	int rc = 0;
+
+	if (len == 0) {
+		p->dirty = true;
+		return 0;
+	}
+	if (cm_buf_alloc_aligned(nb * B, 4096, &img))
+		return -ENOMEM;
+	if (off % B)
+		rc = blk_read(c, p->on, fb, img->data, p->oid);
+	if (!rc && (off + len) % B && (le - 1 != fb || off % B == 0))
+		rc = blk_read(c, p->on, le - 1, img->data + (nb - 1) * B, p->oid);
+	if (!rc) {
+		if (data)
+			memcpy(img->data + (off - fb * B), data, len);
+		else
+			memset(img->data + (off - fb * B), 0, len);
+		rc = put_blocks(c, p, fb, nb, img, len);
+	}
+	cm_buf_put(img);
+	if (!rc && off + len > p->on->size)
+		p->on->size = off + len;
+	return rc;
+}
+
+/* Unmap whole blocks, zero partial edges; holes read as zeros. */
+static int
+do_zero(struct pctx *c, struct pobj *p, uint64_t off, uint64_t len)
+{
+	struct os_store *s = c->s;
+	uint64_t B = s->B, end = off + len, size = p->on->size;
+	uint64_t fb_full = (off + B - 1) / B, le_full = end / B;
+	int rc = 0;
+
+	if (len == 0)
+		return 0;
+	if (fb_full < le_full) {
+		rc = os_onode_punch(p->on, fb_full, le_full, &c->t->frees, &c->t->nfrees,
+				    &c->t->capfrees);
+		if (!rc && off < fb_full * B && os_onode_find(p->on, off / B, NULL))
+			rc = do_write(c, p, off, NULL, fb_full * B - off);
+		if (!rc && end > le_full * B && os_onode_find(p->on, le_full, NULL))
+			rc = do_write(c, p, le_full * B, NULL, end - le_full * B);
+	} else {
+		/* Within one block or straddling two without a whole one. */
+		for (uint64_t a = off; !rc && a < end;) {
+			uint64_t b = CM_MIN(end, (a / B + 1) * B);
+
+			if (os_onode_find(p->on, a / B, NULL))
+				rc = do_write(c, p, a, NULL, b - a);
+			a = b;
+		}
+	}
+	p->on->size = CM_MAX(size, end);
+	p->dirty = true;
+	return rc;
+}
+
+static int
+do_truncate(struct pctx *c, struct pobj *p, uint64_t size)
+{
+	struct os_store *s = c->s;
+	uint64_t B = s->B;
+	int rc = 0;
+
+	if (size < p->on->size) {
+		uint64_t keep = (size + B - 1) / B;
+
+		rc = os_onode_punch(p->on, keep, UINT64_MAX / 2, &c->t->frees, &c->t->nfrees,
+				    &c->t->capfrees);
+		/* Bytes past the end of the last block read as zeros later: clear them now. */
+		if (!rc && size % B && os_onode_find(p->on, size / B, NULL))
+			rc = do_write(c, p, size, NULL, B - size % B);
+	}
+	p->on->size = size;
+	p->dirty = true;
+	return rc;
+}
+
+static void
+omap_range(char *a, size_t *al, char *b, size_t *bl, uint64_t nid)
+{
+	*al = os_key_omap(a, nid, NULL, 0);
+	*bl = os_key_omap(b, nid + 1, NULL, 0);
+}
+
+static int
+do_remove(struct pctx *c, struct pobj *p)
+{
+	char a[16], b[16];
+	size_t al, bl;
+	int rc = os_onode_punch(p->on, 0, UINT64_MAX / 2, &c->t->frees, &c->t->nfrees,
+				&c->t->capfrees);
+
+	if (rc)
+		return rc;
+	omap_range(a, &al, b, &bl, p->on->nid);
+	rocksdb_writebatch_delete_range(c->t->wb, a, al, b, bl);
+	os_onode_free(p->on);
+	p->on = NULL;
+	p->dirty = true;
+	return 0;
+}
+
+/* Copy [off, off + len) of src's data into dst at doff, in chunks. */
+static int
+copy_data(struct pctx *c, struct pobj *src, uint64_t off, uint64_t len, struct pobj *dst,
+	  uint64_t doff)
+{
+	struct os_store *s = c->s;
+	uint8_t *buf = aligned_alloc(4096, CLONE_CHUNK + s->B);
+	int rc = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	for (uint64_t done = 0; !rc && done < len;) {
+		uint64_t n = CM_MIN((uint64_t)CLONE_CHUNK, len - done), a = off + done;
+		uint64_t fb = a / s->B, le = (a + n + s->B - 1) / s->B;
+		bool any = false;
+
+		for (uint64_t lb = fb; lb < le && !rc; lb++) {
+			any |= os_onode_find(src->on, lb, NULL) != NULL;
+			rc = blk_read(c, src->on, lb, buf + (lb - fb) * s->B, src->oid);
+		}
+		/* Past the source's end reads as zeros. */
+		if (!rc && a + n > src->on->size) {
+			uint64_t z = a >= src->on->size ? 0 : src->on->size - a;
+
+			memset(buf + (a - fb * s->B) + z, 0, n - z);
+		}
+		if (!rc && any)
+			rc = do_write(c, dst, doff + done, buf + (a - fb * s->B), n);
+		else if (!rc && doff + done + n > dst->on->size)
+			dst->on->size = doff + done + n;
+		done += n;
+	}
+	free(buf);
+	dst->dirty = true;
+	return rc;
+}
+
+static int
+copy_omap(struct pctx *c, uint64_t from, uint64_t to)
+{
+	struct os_store *s = c->s;
+	rocksdb_iterator_t *it = rocksdb_create_iterator(s->db, s->ro);
+	char lo[16], *k2 = malloc(9 + 65536);
+	size_t ll = os_key_omap(lo, from, NULL, 0);
+
+	if (!k2) {
+		rocksdb_iter_destroy(it);
+		return -ENOMEM;
+	}
+	for (rocksdb_iter_seek(it, lo, ll); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+		size_t kl, vl;
+		const char *k = rocksdb_iter_key(it, &kl), *v = rocksdb_iter_value(it, &vl);
+
+		if (kl < 9 || memcmp(k, lo, 9) != 0)
+			break;
+		if (kl - 9 > 65536)
+			continue;
+		rocksdb_writebatch_put(c->t->wb, k2, os_key_omap(k2, to, k + 9, kl - 9), v, vl);
+	}
+	free(k2);
+	rocksdb_iter_destroy(it);
+	return 0;
+}
+
+static int
+attr_set(struct os_onode *on, const char *name, const uint8_t *val, size_t len)
+{
+	size_t i = 0;
+	uint8_t *v = malloc(len ? len : 1);
+
+	if (!v)
+		return -ENOMEM;
+	if (len)
+		memcpy(v, val, len);
+	while (i < on->nattrs && strcmp(on->attrs[i].name, name) < 0)
+		i++;
+	if (i < on->nattrs && !strcmp(on->attrs[i].name, name)) {
+		free(on->attrs[i].val);
+		on->attrs[i].val = v;
+		on->attrs[i].len = len;
+		return 0;
+	}
+	{
+		struct os_attr *na = realloc(on->attrs, sizeof(*na) * (on->nattrs + 1));
+		char *nm = strdup(name);
+
+		if (!na || !nm) {
+			if (na)
+				on->attrs = na;
+			free(nm);
+			free(v);
+			return -ENOMEM;
+		}
+		on->attrs = na;
+		memmove(&na[i + 1], &na[i], sizeof(*na) * (on->nattrs - i));
+		na[i] = (struct os_attr){ .name = nm, .val = v, .len = len };
+		on->nattrs++;
+	}
+	return 0;
+}
+
+static int
+apply_op(struct pctx *c, const struct os_op *op)
+{
+	struct os_txn *t = c->t;
+	struct pobj *p, *q;
+	char key[2 * OS_NAME_MAX + 16], k2[16];
+	size_t kl, k2l;
+	int rc;
+
+	switch (op->type) {
+	case OP_MKCOLL:
+		if (coll_exists(c, op->cid))
+			return -EEXIST;
+		for (size_t i = 0; i < c->nrm; i++)
+			if (!strcmp(c->rm[i], op->cid))
+				c->rm[i][0] = 0; /* made again */
+		rocksdb_writebatch_put(t->wb, key, os_key_coll(key, op->cid), "", 0);
+		return push_name(&c->mk, &c->nmk, op->cid);
+	case OP_RMCOLL: {
+		rocksdb_iterator_t *it;
+		bool empty = true;
+
+		if (!coll_exists(c, op->cid))
+			return -ENOENT;
+		for (size_t i = 0; i < c->nobjs; i++)
+			if (!strcmp(c->objs[i].cid, op->cid) && c->objs[i].on)
+				return -ENOTEMPTY;
+		kl = os_key_onode(key, op->cid, "");
+		it = rocksdb_create_iterator(c->s->db, c->s->ro);
+		rocksdb_iter_seek(it, key, kl);
+		if (rocksdb_iter_valid(it)) {
+			size_t l;
+			const char *k = rocksdb_iter_key(it, &l);
+
+			if (l >= kl && !memcmp(k, key, kl)) {
+				/* Committed, unless this transaction removed it. */
+				empty = false;
+				for (size_t i = 0; i < c->nobjs; i++)
+					if (c->objs[i].klen == l && !memcmp(c->objs[i].key, k, l) &&
+					    !c->objs[i].on)
+						empty = true;
+			}
+		}
+		rocksdb_iter_destroy(it);
+		if (!empty)
+			return -ENOTEMPTY;
+		rocksdb_writebatch_delete(t->wb, key, os_key_coll(key, op->cid));
+		return push_name(&c->rm, &c->nrm, op->cid);
+	}
+	case OP_TOUCH:
+		rc = get_obj(c, op->cid, op->oid, true, &p);
+		if (!rc)
+			p->dirty = true;
+		return rc;
+	case OP_WRITE:
+		rc = get_obj(c, op->cid, op->oid, true, &p);
+		return rc ? rc : do_write(c, p, op->off, op->data, op->len);
+	case OP_ZERO:
+		rc = get_obj(c, op->cid, op->oid, true, &p);
+		return rc ? rc : do_zero(c, p, op->off, op->len);
+	case OP_TRUNCATE:
+		rc = get_obj(c, op->cid, op->oid, true, &p);
+		return rc ? rc : do_truncate(c, p, op->off);
+	case OP_REMOVE:
+		rc = get_obj(c, op->cid, op->oid, false, &p);
+		return rc ? rc : do_remove(c, p);
+	case OP_CLONE:
+		rc = get_obj(c, op->cid, op->oid, false, &p);
+		if (rc)
+			return rc;
+		rc = get_obj(c, op->cid, op->oid2, true, &q);
+		if (rc)
+			return rc;
+		/* The destination starts over: a new object with the source's everything. */
+		rc = do_remove(c, q);
+		if (rc)
+			return rc;
+		rc = get_obj(c, op->cid, op->oid2, true, &q);
+		if (rc)
+			return rc;
+		for (size_t i = 0; i < c->nobjs; i++)
+			if (c->objs[i].klen == os_key_onode(key, op->cid, op->oid) &&
+			    !memcmp(c->objs[i].key, key, c->objs[i].klen))
+				p = &c->objs[i];
+		rc = copy_data(c, p, 0, p->on->size, q, 0);
+		for (size_t i = 0; !rc && i < p->on->nattrs; i++)
+			rc = attr_set(q->on, p->on->attrs[i].name, p->on->attrs[i].val,
+				      p->on->attrs[i].len);
+		if (!rc && p->on->hdrlen) {
+			q->on->hdr = malloc(p->on->hdrlen);
+			if (!q->on->hdr)
+				return -ENOMEM;
+			memcpy(q->on->hdr, p->on->hdr, p->on->hdrlen);
+			q->on->hdrlen = p->on->hdrlen;
+		}
+		q->on->size = p->on->size;
+		return rc ? rc : copy_omap(c, p->on->nid, q->on->nid);
+	case OP_CLONE_RANGE:
+		rc = get_obj(c, op->cid, op->oid, false, &p);
+		if (rc)
+			return rc;
+		rc = get_obj(c, op->cid, op->oid2, true, &q);
+		if (rc)
+			return rc;
+		for (size_t i = 0; i < c->nobjs; i++)
+			if (c->objs[i].klen == os_key_onode(key, op->cid, op->oid) &&
+			    !memcmp(c->objs[i].key, key, c->objs[i].klen))
+				p = &c->objs[i];
+		return copy_data(c, p, op->off, op->len, q, op->off2);
+	case OP_SETATTR:
+		rc = get_obj(c, op->cid, op->oid, true, &p);
+		if (!rc)
+			rc = attr_set(p->on, op->name, op->data, op->dlen);
+		if (!rc)
+			p->dirty = true;
+		return rc;
+	case OP_RMATTR:
+		rc = get_obj(c, op->cid, op->oid, false, &p);
+		if (rc)
+			return rc;
+		for (size_t i = 0; i < p->on->nattrs; i++) {
+			if (strcmp(p->on->attrs[i].name, op->name))
+				continue;
+			free(p->on->attrs[i].name);
+			free(p->on->attrs[i].val);
+			memmove(&p->on->attrs[i], &p->on->attrs[i + 1],
+				sizeof(*p->on->attrs) * (p->on->nattrs - i - 1));
+			p->on->nattrs--;
+			p->dirty = true;
+			return 0;
+		}
+		return -ENODATA;
+	case OP_OMAP_SET:
+	case OP_OMAP_HEADER:
+		rc = get_obj(c, op->cid, op->oid, true, &p);
+		if (rc)
+			return rc;
+		p->dirty = true;
+		if (op->type == OP_OMAP_HEADER) {
+			uint8_t *h = malloc(op->dlen ? op->dlen : 1);
+
+			if (!h)
+				return -ENOMEM;
+			if (op->dlen)
+				memcpy(h, op->data, op->dlen);
+			free(p->on->hdr);
+			p->on->hdr = h;
+			p->on->hdrlen = op->dlen;
+			return 0;
+		}
+		if (op->klen > 65536)
+			return -ENAMETOOLONG;
+		{
+			char *k = malloc(9 + op->klen);
+
+			if (!k)
+				return -ENOMEM;
+			rocksdb_writebatch_put(t->wb, k,
+					       os_key_omap(k, p->on->nid, op->key, op->klen),
+					       (const char *)op->data, op->dlen);
+			free(k);
+		}
+		return 0;
+	case OP_OMAP_RM:
+	case OP_OMAP_RM_RANGE:
+	case OP_OMAP_CLEAR:
+		rc = get_obj(c, op->cid, op->oid, false, &p);
+		if (rc)
+			return rc;
+		if (op->klen > 65536 || op->dlen > 65536)
+			return -ENAMETOOLONG;
+		{
+			char *a = malloc(9 + CM_MAX(op->klen, op->dlen)),
+			     *b = malloc(9 + CM_MAX(op->klen, op->dlen));
+			size_t al, bl;
+
+			if (!a || !b) {
+				free(a);
+				free(b);
+				return -ENOMEM;
+			}
+			if (op->type == OP_OMAP_RM) {
+				rocksdb_writebatch_delete(
+					t->wb, a, os_key_omap(a, p->on->nid, op->key, op->klen));
+			} else if (op->type == OP_OMAP_RM_RANGE) {
+				al = os_key_omap(a, p->on->nid, op->data, op->dlen);
+				bl = os_key_omap(b, p->on->nid, op->key, op->klen);
+				if (memcmp(a, b, CM_MIN(al, bl)) < 0 ||
+				    (memcmp(a, b, CM_MIN(al, bl)) == 0 && al < bl))
+					rocksdb_writebatch_delete_range(t->wb, a, al, b, bl);
+			} else {
+				omap_range(k2, &k2l, a, &al, p->on->nid);
+				rocksdb_writebatch_delete_range(t->wb, k2, k2l, a, al);
+			}
+			free(a);
+			free(b);
+		}
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static void
+rollback(struct pctx *c)
+{
+	struct os_store *s = c->s;
+	struct os_txn *t = c->t;
+
+	pthread_mutex_lock(&s->alloc_mu);
+	for (size_t i = 0; i < t->nwrites; i++)
+		os_alloc_put(s->alloc, t->writes[i].pblock, t->writes[i].n);
+	pthread_mutex_unlock(&s->alloc_mu);
+	for (size_t i = 0, p = 0; i < t->nwrites; i++) {
+		for (uint64_t b = 0; b < t->writes[i].n && p < t->npending; b++, p++)
+			os_pend_del(s, t->writes[i].pblock + b, t->pending_tags[p]);
+		cm_buf_put(t->writes[i].buf);
+	}
+	t->nwrites = 0;
+	t->npending = 0;
+	for (size_t i = 0; i < t->ndfrs; i++) {
+		struct os_dfr *d = t->dfrs[i];
+
+		for (size_t b = 0; b < d->n; b++)
+			os_pend_del(s, d->pblocks[b], d->tags[b]);
+		free(d->pblocks);
+		free(d->tags);
+		cm_buf_put(d->buf);
+		free(d);
+	}
+	t->ndfrs = 0;
+	t->nfrees = 0;
+}
+
+static void
+pctx_free(struct pctx *c)
+{
+	for (size_t i = 0; i < c->nobjs; i++) {
+		free(c->objs[i].key);
+		free(c->objs[i].cid);
+		free(c->objs[i].oid);
+		os_onode_free(c->objs[i].on);
+	}
+	free(c->objs);
+	for (size_t i = 0; i < c->nmk; i++)
+		free(c->mk[i]);
+	for (size_t i = 0; i < c->nrm; i++)
+		free(c->rm[i]);
+	free(c->mk);
+	free(c->rm);
+}
+
+/* Success: onodes into the batch, the prepare cache, and the list for the read cache. */
+static int
+install(struct pctx *c)
+{
+	struct os_store *s = c->s;
+	struct os_txn *t = c->t;
+
+	t->touched = calloc(c->nobjs + 1, sizeof(*t->touched));
+	if (!t->touched)
+		return -ENOMEM;
+	for (size_t i = 0; i < c->nobjs; i++) {
+		struct pobj *p = &c->objs[i];
+		struct os_touched *tt;
+		struct os_onode *cache_copy = NULL, *read_copy = NULL;
+		uint8_t *buf;
+		size_t len;
+
+		if (!p->dirty)
+			continue;
+		if (p->on) {
+			if (os_onode_encode(p->on, &buf, &len))
+				return -ENOMEM;
+			rocksdb_writebatch_put(t->wb, p->key, p->klen, (char *)buf, len);
+			free(buf);
+			cache_copy = os_onode_dup(p->on);
+			read_copy = os_onode_dup(p->on);
+			if (!cache_copy || !read_copy) {
+				os_onode_free(cache_copy);
+				os_onode_free(read_copy);
+				return -ENOMEM;
+			}
+		} else {
+			rocksdb_writebatch_delete(t->wb, p->key, p->klen);
+		}
+		tt = &t->touched[t->ntouched];
+		tt->key = malloc(p->klen);
+		if (!tt->key) {
+			os_onode_free(cache_copy);
+			os_onode_free(read_copy);
+			return -ENOMEM;
+		}
+		memcpy(tt->key, p->key, p->klen);
+		tt->klen = p->klen;
+		tt->on = read_copy;
+		t->ntouched++;
+		{
+			struct os_oent *e = os_ocache_put(&s->pcache, p->key, p->klen, cache_copy);
+
+			if (e)
+				e->pending++;
+		}
+	}
+	/* Collections. */
+	for (size_t i = 0; i < c->nrm; i++) {
+		for (size_t k = 0; c->rm[i][0] && k < s->ncolls; k++) {
+			if (!strcmp(s->colls[k], c->rm[i])) {
+				free(s->colls[k]);
+				s->colls[k] = s->colls[--s->ncolls];
+				break;
+			}
+		}
+	}
+	for (size_t i = 0; i < c->nmk; i++) {
+		bool have = false;
+
+		for (size_t k = 0; k < s->ncolls; k++)
+			have |= !strcmp(s->colls[k], c->mk[i]);
+		if (!have && push_name(&s->colls, &s->ncolls, c->mk[i]))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+void
+os_prepare(void *arg)
+{
+	struct os_txn *t = arg;
+	struct os_store *s = t->s;
+	struct pctx c = { .s = s, .t = t };
+	int rc = 0;
+
+	if (s->failed) {
+		t->rc = -EIO;
+		return;
+	}
+	t->wb = rocksdb_writebatch_create();
+	t->dfr_tag = s->next_dseq - 1;
+	for (size_t i = 0; i < t->nops && !rc; i++)
+		rc = apply_op(&c, &t->ops[i]);
+	/* Any deferred record this transaction made itself must be retired before its frees. */
+	if (!rc)
+		t->dfr_tag = s->next_dseq - 1;
+	if (!rc) {
+		rc = install(&c);
+		if (rc)
+			s->failed = true; /* the prepare cache may be half updated */
+	}
+	if (rc) {
+		rollback(&c);
+		rocksdb_writebatch_clear(t->wb);
+		t->rc = rc;
+	}
+	pctx_free(&c);
+}

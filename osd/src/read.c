@@ -1,0 +1,781 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Reads: data through the reactor (onode from the read cache, else fetched
+ * on a reader thread; blocks read with O_DIRECT into a bounce buffer and
+ * checked against their crc32c), metadata straight from the KV (blocking),
+ * and fsck.
+ */
+#include "store_internal.h"
+#include "cm/crc32c.h"
+#include "cm/log.h"
+
+CM_LOG_SUBSYS(store);
+
+static void
+rd_finish(struct os_rd *rd)
+{
+	struct os_store *s = rd->s;
+
+	TAILQ_REMOVE(&s->reads, rd, link);
+	if (rd->rc) {
+		cm_buf_put(rd->out);
+		rd->out = NULL;
+	}
+	rd->cb(rd->arg, rd->rc, rd->out);
+	cm_buf_put(rd->bounce);
+	os_onode_free(rd->on);
+	free(rd->blks);
+	free(rd->ios);
+	free(rd->key);
+	free(rd->cid);
+	free(rd->oid);
+	free(rd);
+	os_read_gate_release(s);
+}
+
+static void
+rio_done(struct cm_io *io, int res)
+{
+	struct os_rio *x = io->arg;
+	struct os_rd *rd = x->rd;
+	struct os_store *s = rd->s;
+
+	if (res != (int)x->iov.iov_len && !rd->rc) {
+		CM_ERR("read %s/%s: device read of block %" PRIu64 " failed: %s", rd->cid, rd->oid,
+		       x->pblock, res < 0 ? strerror(-res) : "short read");
+		rd->rc = -EIO;
+	}
+	if (--rd->ios_left)
+		return;
+	for (size_t i = 0; i < rd->nblks && !rd->rc; i++) {
+		const struct os_rblk *b = &rd->blks[i];
+		const uint8_t *src = rd->bounce->data + b->boff;
+		uint64_t bs = b->lblock * s->B, lo = CM_MAX(bs, rd->off),
+			 hi = CM_MIN(bs + s->B, rd->off + rd->len);
+
+		if (cm_crc32c(0, src, s->B) != b->csum) {
+			CM_ERR("read %s/%s: checksum mismatch at offset %" PRIu64
+			       " (device block %" PRIu64 "): refusing the read",
+			       rd->cid, rd->oid, bs, b->pblock);
+			s->c_csum_errors++;
+			rd->rc = -EIO;
+			break;
+		}
+		memcpy(rd->out->data + (lo - rd->off), src + (lo - bs), hi - lo);
+	}
+	rd_finish(rd);
+}
+
+static void
+start_io(struct os_rd *rd, const struct os_onode *on)
+{
+	struct os_store *s = rd->s;
+	uint64_t B = s->B, fb, le;
+	uint8_t *tmp = NULL;
+	size_t nb = 0;
+
+	if (!on) {
+		rd->rc = -ENOENT;
+		rd_finish(rd);
+		return;
+	}
+	if (rd->off >= on->size)
+		rd->len = 0;
+	else
+		rd->len = CM_MIN(rd->len, on->size - rd->off);
+	if (cm_buf_alloc(rd->len ? rd->len : 1, &rd->out)) {
+		rd->rc = -ENOMEM;
+		rd_finish(rd);
+		return;
+	}
+	rd->out->len = rd->len;
+	if (rd->len == 0) {
+		rd_finish(rd);
+		return;
+	}
+	fb = rd->off / B;
+	le = (rd->off + rd->len + B - 1) / B;
+	rd->blks = calloc(le - fb, sizeof(*rd->blks));
+	rd->ios = calloc(le - fb, sizeof(*rd->ios));
+	tmp = aligned_alloc(4096, B);
+	if (!rd->blks || !rd->ios || !tmp) {
+		free(tmp);
+		rd->rc = -ENOMEM;
+		rd_finish(rd);
+		return;
+	}
+	for (uint64_t lb = fb; lb < le; lb++) {
+		const struct os_xext *e = os_onode_find(on, lb, NULL);
+		uint64_t bs = lb * B, lo = CM_MAX(bs, rd->off),
+			 hi = CM_MIN(bs + B, rd->off + rd->len);
+		uint64_t pb;
+
+		if (!e) {
+			memset(rd->out->data + (lo - rd->off), 0, hi - lo);
+			continue;
+		}
+		pb = e->pblock + (lb - e->lblock);
+		/* A deferred write not applied yet: its data is the newest. */
+		if (os_pend_copy(s, pb, tmp)) {
+			memcpy(rd->out->data + (lo - rd->off), tmp + (lo - bs), hi - lo);
+			continue;
+		}
+		rd->blks[rd->nblks] = (struct os_rblk){
+			.lblock = lb, .pblock = pb, .csum = e->csum[lb - e->lblock], .boff = nb * B
+		};
+		if (rd->nios && rd->ios[rd->nios - 1].pblock + rd->ios[rd->nios - 1].n == pb &&
+		    rd->blks[rd->nblks - 1].lblock == lb - 1)
+			rd->ios[rd->nios - 1].n++;
+		else
+			rd->ios[rd->nios++] =
+				(struct os_rio){ .pblock = pb, .n = 1, .boff = nb * B };
+		rd->nblks++;
+		nb++;
+	}
+	free(tmp);
+	if (!rd->nios) {
+		rd_finish(rd);
+		return;
+	}
+	if (cm_buf_alloc_aligned(nb * B, 4096, &rd->bounce)) {
+		rd->rc = -ENOMEM;
+		rd_finish(rd);
+		return;
+	}
+	rd->ios_left = (unsigned)rd->nios;
+	for (size_t i = 0; i < rd->nios; i++) {
+		struct os_rio *x = &rd->ios[i];
+
+		x->rd = rd;
+		x->iov.iov_base = rd->bounce->data + x->boff;
+		x->iov.iov_len = x->n * B;
+		x->io.cb = rio_done;
+		x->io.arg = x;
+		if (cm_io_readv(s->r, &x->io, s->fd, &x->iov, 1, (off_t)(x->pblock * B)))
+			rio_done(&x->io, -EIO);
+	}
+}
+
+static void
+fetch_fn(void *arg)
+{
+	struct os_rd *rd = arg;
+	struct os_store *s = rd->s;
+	char *err = NULL, *v;
+	size_t vl;
+
+	rd->on = NULL;
+	rd->missing = false;
+	v = rocksdb_get(s->db, s->ro, rd->key, rd->klen, &vl, &err);
+	if (err) {
+		CM_ERR("rocksdb get: %s", err);
+		rocksdb_free(err);
+		rd->rc = -EIO;
+		return;
+	}
+	if (!v) {
+		rd->missing = true;
+		return;
+	}
+	if (os_onode_decode(v, vl, &rd->on))
+		rd->rc = -EIO;
+	rocksdb_free(v);
+}
+
+static void fetch_submit(struct os_rd *rd);
+
+static void
+fetch_done(void *arg)
+{
+	struct os_rd *rd = arg;
+	struct os_store *s = rd->s;
+	struct os_oent *e;
+
+	if (rd->rc) {
+		rd_finish(rd);
+		return;
+	}
+	if (rd->fetch_gen != s->commit_gen) {
+		/* A commit landed meanwhile: what we read may be stale. */
+		os_onode_free(rd->on);
+		rd->on = NULL;
+		e = os_ocache_get(&s->rcache, rd->key, rd->klen);
+		if (e) {
+			start_io(rd, e->on);
+			return;
+		}
+		fetch_submit(rd);
+		return;
+	}
+	e = os_ocache_get(&s->rcache, rd->key, rd->klen);
+	if (!e) {
+		e = os_ocache_put(&s->rcache, rd->key, rd->klen, rd->on);
+		rd->on = NULL;
+		os_ocache_trim(&s->rcache);
+		e = os_ocache_get(&s->rcache, rd->key, rd->klen);
+	}
+	if (!e) {
+		start_io(rd, rd->missing ? NULL : rd->on);
+		return;
+	}
+	start_io(rd, e->on);
+}
+
+static void
+fetch_submit(struct os_rd *rd)
+{
+	rd->fetch_gen = rd->s->commit_gen;
+	rd->work = (struct cm_work){ .fn = fetch_fn, .done = fetch_done, .arg = rd };
+	if (cm_worker_submit(rd->s->rd, rd->s->r, &rd->work)) {
+		rd->rc = -ESHUTDOWN;
+		rd_finish(rd);
+	}
+}
+
+void
+os_read(struct os_store *s, const char *cid, const char *oid, uint64_t off, uint64_t len,
+	os_read_cb cb, void *arg)
+{
+	struct os_rd *rd = calloc(1, sizeof(*rd));
+	struct os_oent *e;
+
+	if (!rd || !cid || !oid || strlen(cid) > OS_NAME_MAX || strlen(oid) > OS_NAME_MAX) {
+		free(rd);
+		cb(arg, rd ? -EINVAL : -ENOMEM, NULL);
+		return;
+	}
+	rd->s = s;
+	rd->gen = s->gen;
+	rd->off = off;
+	rd->len = len;
+	rd->cb = cb;
+	rd->arg = arg;
+	rd->cid = strdup(cid);
+	rd->oid = strdup(oid);
+	rd->key = malloc(strlen(cid) + strlen(oid) + 2);
+	TAILQ_INSERT_TAIL(&s->reads, rd, link);
+	if (!rd->cid || !rd->oid || !rd->key) {
+		rd->rc = -ENOMEM;
+		rd_finish(rd);
+		return;
+	}
+	rd->klen = os_key_onode(rd->key, cid, oid);
+	e = os_ocache_get(&s->rcache, rd->key, rd->klen);
+	if (e)
+		start_io(rd, e->on);
+	else
+		fetch_submit(rd);
+}
+
+/* ---------- metadata (blocking) ---------- */
+
+static int
+load(struct os_store *s, const char *cid, const char *oid, struct os_onode **op)
+{
+	char key[2 * OS_NAME_MAX + 4], *err = NULL, *v;
+	size_t vl;
+	int rc;
+
+	if (!cid || !oid || strlen(cid) > OS_NAME_MAX || strlen(oid) > OS_NAME_MAX)
+		return -EINVAL;
+	v = rocksdb_get(s->db, s->ro, key, os_key_onode(key, cid, oid), &vl, &err);
+	if (err) {
+		rocksdb_free(err);
+		return -EIO;
+	}
+	if (!v)
+		return -ENOENT;
+	rc = os_onode_decode(v, vl, op);
+	rocksdb_free(v);
+	return rc == -EBADMSG ? -EIO : rc;
+}
+
+int
+os_stat(struct os_store *s, const char *cid, const char *oid, struct os_stat *st)
+{
+	struct os_onode *on;
+	int rc = load(s, cid, oid, &on);
+
+	if (rc)
+		return rc;
+	st->size = on->size;
+	st->version = on->version;
+	st->nid = on->nid;
+	st->nattrs = (uint32_t)on->nattrs;
+	os_onode_free(on);
+	return 0;
+}
+
+static int
+kv_set(struct os_kv *kv, const void *k, size_t kl, const void *v, size_t vl)
+{
+	kv->key = malloc(kl + 1);
+	kv->val = malloc(vl + 1);
+	if (!kv->key || !kv->val) {
+		free(kv->key);
+		free(kv->val);
+		kv->key = kv->val = NULL;
+		return -ENOMEM;
+	}
+	if (kl)
+		memcpy(kv->key, k, kl);
+	kv->key[kl] = 0;
+	if (vl)
+		memcpy(kv->val, v, vl);
+	kv->val[vl] = 0;
+	kv->klen = kl;
+	kv->vlen = vl;
+	return 0;
+}
+
+void
+os_kvs_free(struct os_kv *kv, size_t n)
+{
+	for (size_t i = 0; kv && i < n; i++) {
+		free(kv[i].key);
+		free(kv[i].val);
+	}
+	free(kv);
+}
+
+int
+os_getattr(struct os_store *s, const char *cid, const char *oid, const char *name,
+	   struct os_kv *out)
+{
+	struct os_onode *on;
+	int rc = load(s, cid, oid, &on);
+
+	if (rc)
+		return rc;
+	rc = -ENODATA;
+	for (size_t i = 0; i < on->nattrs; i++)
+		if (!strcmp(on->attrs[i].name, name))
+			rc = kv_set(out, name, strlen(name), on->attrs[i].val, on->attrs[i].len);
+	os_onode_free(on);
+	return rc;
+}
+
+int
+os_getattrs(struct os_store *s, const char *cid, const char *oid, struct os_kv **kvs, size_t *n)
+{
+	struct os_onode *on;
+	int rc = load(s, cid, oid, &on);
+
+	if (rc)
+		return rc;
+	*kvs = calloc(on->nattrs + 1, sizeof(**kvs));
+	*n = 0;
+	if (!*kvs)
+		rc = -ENOMEM;
+	for (size_t i = 0; !rc && i < on->nattrs; i++) {
+		rc = kv_set(&(*kvs)[i], on->attrs[i].name, strlen(on->attrs[i].name),
+			    on->attrs[i].val, on->attrs[i].len);
+		if (!rc)
+			(*n)++;
+	}
+	os_onode_free(on);
+	return rc;
+}
+
+int
+os_omap_get_header(struct os_store *s, const char *cid, const char *oid, struct os_kv *out)
+{
+	struct os_onode *on;
+	int rc = load(s, cid, oid, &on);
+
+	if (rc)
+		return rc;
+	rc = kv_set(out, "", 0, on->hdr, on->hdrlen);
+	os_onode_free(on);
+	return rc;
+}
+
+int
+os_omap_get(struct os_store *s, const char *cid, const char *oid, const struct os_kv *keys,
+	    size_t nkeys, struct os_kv *out)
+{
+	struct os_onode *on;
+	int rc = load(s, cid, oid, &on);
+
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < nkeys && !rc; i++) {
+		char *k = malloc(9 + keys[i].klen), *err = NULL, *v;
+		size_t vl;
+
+		memset(&out[i], 0, sizeof(out[i]));
+		if (!k) {
+			rc = -ENOMEM;
+			break;
+		}
+		v = rocksdb_get(s->db, s->ro, k, os_key_omap(k, on->nid, keys[i].key, keys[i].klen),
+				&vl, &err);
+		free(k);
+		if (err) {
+			rocksdb_free(err);
+			rc = -EIO;
+		} else if (v) {
+			rc = kv_set(&out[i], keys[i].key, keys[i].klen, v, vl);
+			rocksdb_free(v);
+		}
+	}
+	os_onode_free(on);
+	return rc;
+}
+
+int
+os_omap_iterate(struct os_store *s, const char *cid, const char *oid, const void *start_after,
+		size_t salen, const void *prefix, size_t plen, unsigned max, struct os_kv **kvs,
+		size_t *n, bool *more)
+{
+	struct os_onode *on;
+	rocksdb_iterator_t *it;
+	char *seek;
+	size_t sl, cap = 16;
+	int rc = load(s, cid, oid, &on);
+
+	*n = 0;
+	*more = false;
+	*kvs = NULL;
+	if (rc)
+		return rc;
+	seek = malloc(9 + CM_MAX(salen, plen));
+	*kvs = calloc(cap, sizeof(**kvs));
+	if (!seek || !*kvs) {
+		free(seek);
+		os_onode_free(on);
+		return -ENOMEM;
+	}
+	if (start_after && (!prefix || memcmp(start_after, prefix, CM_MIN(salen, plen)) >= 0))
+		sl = os_key_omap(seek, on->nid, start_after, salen);
+	else
+		sl = os_key_omap(seek, on->nid, prefix, prefix ? plen : 0);
+	it = rocksdb_create_iterator(s->db, s->ro);
+	for (rocksdb_iter_seek(it, seek, sl); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+		size_t kl, vl;
+		const char *k = rocksdb_iter_key(it, &kl), *v;
+
+		if (kl < 9 || memcmp(k, seek, 9) != 0)
+			break;
+		if (start_after && kl - 9 == salen && !memcmp(k + 9, start_after, salen))
+			continue;
+		if (prefix && (kl - 9 < plen || memcmp(k + 9, prefix, plen) != 0))
+			break;
+		if (*n == max) {
+			*more = true;
+			break;
+		}
+		if (*n + 1 >= cap) {
+			struct os_kv *nk = realloc(*kvs, sizeof(*nk) * cap * 2);
+
+			if (!nk) {
+				rc = -ENOMEM;
+				break;
+			}
+			*kvs = nk;
+			cap *= 2;
+		}
+		v = rocksdb_iter_value(it, &vl);
+		rc = kv_set(&(*kvs)[*n], k + 9, kl - 9, v, vl);
+		if (rc)
+			break;
+		(*n)++;
+	}
+	rocksdb_iter_destroy(it);
+	free(seek);
+	os_onode_free(on);
+	if (rc) {
+		os_kvs_free(*kvs, *n);
+		*kvs = NULL;
+		*n = 0;
+	}
+	return rc;
+}
+
+void
+os_names_free(char **names, size_t n)
+{
+	for (size_t i = 0; names && i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+int
+os_list(struct os_store *s, const char *cid, const char *start_after, unsigned max, char ***oids,
+	size_t *n, bool *more)
+{
+	char key[2 * OS_NAME_MAX + 4];
+	size_t pl, cap = 16;
+	rocksdb_iterator_t *it;
+	int rc = 0;
+
+	*n = 0;
+	*more = false;
+	if (!cid || strlen(cid) > OS_NAME_MAX || (start_after && strlen(start_after) > OS_NAME_MAX))
+		return -EINVAL;
+	{
+		char ck[OS_NAME_MAX + 2], *err = NULL, *v;
+		size_t vl;
+
+		v = rocksdb_get(s->db, s->ro, ck, os_key_coll(ck, cid), &vl, &err);
+		rocksdb_free(err);
+		if (!v)
+			return -ENOENT;
+		rocksdb_free(v);
+	}
+	*oids = calloc(cap, sizeof(**oids));
+	if (!*oids)
+		return -ENOMEM;
+	pl = os_key_onode(key, cid, "");
+	it = rocksdb_create_iterator(s->db, s->ro);
+	rocksdb_iter_seek(it, key, start_after ? os_key_onode(key, cid, start_after) : pl);
+	for (; rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+		size_t kl;
+		const char *k = rocksdb_iter_key(it, &kl);
+
+		if (kl < pl || memcmp(k, key, pl) != 0)
+			break;
+		if (start_after && kl - pl == strlen(start_after) &&
+		    !memcmp(k + pl, start_after, kl - pl))
+			continue;
+		if (*n == max) {
+			*more = true;
+			break;
+		}
+		if (*n + 1 >= cap) {
+			char **nn = realloc(*oids, sizeof(*nn) * cap * 2);
+
+			if (!nn) {
+				rc = -ENOMEM;
+				break;
+			}
+			*oids = nn;
+			cap *= 2;
+		}
+		(*oids)[*n] = strndup(k + pl, kl - pl);
+		if (!(*oids)[*n]) {
+			rc = -ENOMEM;
+			break;
+		}
+		(*n)++;
+	}
+	rocksdb_iter_destroy(it);
+	if (rc) {
+		os_names_free(*oids, *n);
+		*oids = NULL;
+		*n = 0;
+	}
+	return rc;
+}
+
+int
+os_list_collections(struct os_store *s, char ***cids, size_t *n)
+{
+	rocksdb_iterator_t *it = rocksdb_create_iterator(s->db, s->ro);
+	size_t cap = 16;
+	int rc = 0;
+
+	*n = 0;
+	*cids = calloc(cap, sizeof(**cids));
+	if (!*cids) {
+		rocksdb_iter_destroy(it);
+		return -ENOMEM;
+	}
+	for (rocksdb_iter_seek(it, "C", 1); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+		size_t kl;
+		const char *k = rocksdb_iter_key(it, &kl);
+
+		if (kl < 1 || k[0] != 'C')
+			break;
+		if (*n + 1 >= cap) {
+			char **nn = realloc(*cids, sizeof(*nn) * cap * 2);
+
+			if (!nn) {
+				rc = -ENOMEM;
+				break;
+			}
+			*cids = nn;
+			cap *= 2;
+		}
+		(*cids)[*n] = strndup(k + 1, kl - 1);
+		if (!(*cids)[(*n)])
+			break;
+		(*n)++;
+	}
+	rocksdb_iter_destroy(it);
+	return rc;
+}
+
+/* ---------- fsck ---------- */
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+#define FSCK_ERR(rep, ...)                                                                     \
+	do {                                                                                   \
+		if (!(rep)->errors++)                                                          \
+			snprintf((rep)->first_error, sizeof((rep)->first_error), __VA_ARGS__); \
+	} while (0)
+
+int
+os_fsck(struct os_store *s, bool deep, struct os_fsck_report *rep)
+{
+	rocksdb_iterator_t *it = rocksdb_create_iterator(s->db, s->ro);
+	struct os_alloc *seen;
+	uint64_t *nids = NULL;
+	size_t nnids = 0, capn = 0;
+	uint8_t *blk = aligned_alloc(4096, s->B);
+	char **colls = NULL;
+	size_t ncolls = 0;
+	int rc;
+
+	memset(rep, 0, sizeof(*rep));
+	os_drain(s);
+	rc = os_alloc_create(s->nblocks, 1, &seen);
+	if (rc || !blk) {
+		free(blk);
+		rocksdb_iter_destroy(it);
+		os_alloc_destroy(seen);
+		return -ENOMEM;
+	}
+	for (rocksdb_iter_seek(it, "C", 1); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+		size_t kl;
+		const char *k = rocksdb_iter_key(it, &kl);
+		char **nc;
+
+		if (kl < 1 || k[0] != 'C')
+			break;
+		nc = realloc(colls, sizeof(*nc) * (ncolls + 1));
+		if (!nc)
+			break;
+		colls = nc;
+		colls[ncolls] = strndup(k + 1, kl - 1);
+		if (colls[ncolls])
+			ncolls++;
+		rep->collections++;
+	}
+	for (rocksdb_iter_seek(it, "O", 1); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+		size_t kl, vl;
+		const char *k = rocksdb_iter_key(it, &kl), *v = rocksdb_iter_value(it, &vl);
+		const char *cid = k + 1, *oid;
+		struct os_onode *on;
+		bool have_coll = false;
+
+		if (kl < 1 || k[0] != 'O')
+			break;
+		oid = memchr(k + 1, 0, kl - 1);
+		if (!oid) {
+			FSCK_ERR(rep, "malformed onode key");
+			continue;
+		}
+		oid++;
+		rep->objects++;
+		for (size_t i = 0; i < ncolls; i++)
+			have_coll |= !strcmp(colls[i], cid);
+		if (!have_coll)
+			FSCK_ERR(rep, "object %s/%.*s is in a collection that does not exist", cid,
+				 (int)(kl - (size_t)(oid - k)), oid);
+		if (os_onode_decode(v, vl, &on)) {
+			FSCK_ERR(rep, "object %s/%.*s: undecodable onode", cid,
+				 (int)(kl - (size_t)(oid - k)), oid);
+			continue;
+		}
+		if (nnids == capn) {
+			uint64_t *nn = realloc(nids, sizeof(*nn) * (capn ? capn * 2 : 256));
+
+			if (nn) {
+				nids = nn;
+				capn = capn ? capn * 2 : 256;
+			}
+		}
+		if (nnids < capn)
+			nids[nnids++] = on->nid;
+		for (size_t i = 0; i < on->next; i++) {
+			const struct os_xext *e = &on->ext[i];
+
+			rep->extents++;
+			rep->blocks_used += e->n;
+			if (e->pblock < 1 || e->pblock + e->n > s->nblocks) {
+				FSCK_ERR(rep,
+					 "object %s/%.*s: extent %" PRIu64 "+%u outside the device",
+					 cid, (int)(kl - (size_t)(oid - k)), oid, e->pblock, e->n);
+				continue;
+			}
+			if (os_alloc_mark(seen, e->pblock, e->n))
+				FSCK_ERR(rep,
+					 "object %s/%.*s: blocks %" PRIu64 "+%u referenced twice",
+					 cid, (int)(kl - (size_t)(oid - k)), oid, e->pblock, e->n);
+			if (e->lblock * s->B >= on->size + s->B)
+				FSCK_ERR(rep, "object %s/%.*s: extent past the end", cid,
+					 (int)(kl - (size_t)(oid - k)), oid);
+			for (uint32_t b = 0; deep && b < e->n; b++) {
+				if (pread(s->fd, blk, s->B, (off_t)((e->pblock + b) * s->B)) !=
+					    (ssize_t)s->B ||
+				    cm_crc32c(0, blk, s->B) != e->csum[b]) {
+					rep->csum_errors++;
+					FSCK_ERR(rep,
+						 "object %s/%.*s: bad checksum at offset %" PRIu64
+						 " (device block %" PRIu64 ")",
+						 cid, (int)(kl - (size_t)(oid - k)), oid,
+						 (e->lblock + b) * s->B, e->pblock + b);
+				}
+			}
+		}
+		os_onode_free(on);
+	}
+	/* The allocator's in-use set is exactly the referenced blocks (plus held frees). */
+	{
+		uint64_t leaked = 0, missing = 0;
+
+		pthread_mutex_lock(&s->alloc_mu);
+		for (uint64_t b = 1; b < s->nblocks; b++) {
+			bool used = os_alloc_is_used(s->alloc, b), ref = os_alloc_is_used(seen, b);
+
+			if (used && !ref)
+				leaked++;
+			else if (!used && ref)
+				missing++;
+		}
+		pthread_mutex_unlock(&s->alloc_mu);
+		if (missing)
+			FSCK_ERR(rep, "%" PRIu64 " referenced blocks are free in the allocator",
+				 missing);
+		if (leaked && TAILQ_EMPTY(&s->held) && !s->inflight)
+			FSCK_ERR(rep, "%" PRIu64 " blocks in use but referenced by no object",
+				 leaked);
+	}
+	/* Omap keys of live objects only. */
+	if (nids)
+		qsort(nids, nnids, sizeof(*nids), cmp_u64);
+	for (rocksdb_iter_seek(it, "M", 1); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+		size_t kl;
+		const char *k = rocksdb_iter_key(it, &kl);
+		uint64_t nid = 0;
+
+		if (kl < 1 || k[0] != 'M')
+			break;
+		if (kl < 9) {
+			FSCK_ERR(rep, "malformed omap key");
+			continue;
+		}
+		for (int i = 1; i < 9; i++)
+			nid = (nid << 8) | (uint8_t)k[i];
+		rep->omap_keys++;
+		if (!nids || !bsearch(&nid, nids, nnids, sizeof(*nids), cmp_u64))
+			FSCK_ERR(rep, "omap key of object id %" PRIu64 " which does not exist",
+				 nid);
+	}
+	rocksdb_iter_destroy(it);
+	os_alloc_destroy(seen);
+	for (size_t i = 0; i < ncolls; i++)
+		free(colls[i]);
+	free(colls);
+	free(nids);
+	free(blk);
+	return 0;
+}

@@ -1,0 +1,731 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The object store: label, mkfs, mount (allocator rebuild, deferred
+ * replay), the transaction pipeline on the reactor (prepare on the kv
+ * thread -> device writes -> fsync -> group commit on the kv thread ->
+ * callbacks, deferred applies, block releases), umount. See
+ * docs/design/store.md.
+ */
+#include "store_internal.h"
+#include "cm/crc32c.h"
+#include "cm/log.h"
+
+#include <fcntl.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
+#include <sys/stat.h>
+
+CM_LOG_SUBSYS(store);
+
+#define LABEL_MAGIC   "CAIRNOSD"
+#define LABEL_VERSION 1
+
+void
+os_opts_init(struct os_opts *o, size_t size)
+{
+	memset(o, 0, size);
+	o->opts_size = size;
+	o->block_size = 4096;
+	o->deferred_max = 64 << 10;
+	o->cache_onodes = 65536;
+	o->osd_id = -1;
+}
+
+uint64_t
+os_hash(const void *p, size_t n)
+{
+	const uint8_t *b = p;
+	uint64_t h = 1469598103934665603ull;
+
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ b[i]) * 1099511628211ull;
+	return h;
+}
+
+/* ---------- onode caches ---------- */
+
+int
+os_ocache_init(struct os_ocache *c, size_t max)
+{
+	memset(c, 0, sizeof(*c));
+	c->nb = 1024;
+	while (c->nb < max)
+		c->nb *= 2;
+	c->b = calloc(c->nb, sizeof(*c->b));
+	c->max = max;
+	TAILQ_INIT(&c->lru);
+	return c->b ? 0 : -ENOMEM;
+}
+
+static void
+oent_free(struct os_oent *e)
+{
+	os_onode_free(e->on);
+	free(e->key);
+	free(e);
+}
+
+static void
+oent_unlink(struct os_ocache *c, struct os_oent *e)
+{
+	struct os_oent **pp = &c->b[e->h & (c->nb - 1)];
+
+	while (*pp != e)
+		pp = &(*pp)->hnext;
+	*pp = e->hnext;
+	TAILQ_REMOVE(&c->lru, e, lru);
+	c->n--;
+}
+
+void
+os_ocache_fini(struct os_ocache *c)
+{
+	struct os_oent *e;
+
+	while ((e = TAILQ_FIRST(&c->lru))) {
+		oent_unlink(c, e);
+		oent_free(e);
+	}
+	free(c->b);
+	c->b = NULL;
+}
+
+struct os_oent *
+os_ocache_get(struct os_ocache *c, const char *key, size_t klen)
+{
+	uint64_t h = os_hash(key, klen);
+
+	for (struct os_oent *e = c->b[h & (c->nb - 1)]; e; e = e->hnext) {
+		if (e->h == h && e->klen == klen && memcmp(e->key, key, klen) == 0) {
+			TAILQ_REMOVE(&c->lru, e, lru);
+			TAILQ_INSERT_TAIL(&c->lru, e, lru);
+			return e;
+		}
+	}
+	return NULL;
+}
+
+struct os_oent *
+os_ocache_put(struct os_ocache *c, const char *key, size_t klen, struct os_onode *on)
+{
+	struct os_oent *e = os_ocache_get(c, key, klen);
+
+	if (e) {
+		os_onode_free(e->on);
+		e->on = on;
+		return e;
+	}
+	e = calloc(1, sizeof(*e));
+	if (!e || !(e->key = malloc(klen ? klen : 1))) {
+		free(e);
+		os_onode_free(on);
+		return NULL;
+	}
+	memcpy(e->key, key, klen);
+	e->klen = klen;
+	e->h = os_hash(key, klen);
+	e->on = on;
+	e->hnext = c->b[e->h & (c->nb - 1)];
+	c->b[e->h & (c->nb - 1)] = e;
+	TAILQ_INSERT_TAIL(&c->lru, e, lru);
+	c->n++;
+	return e;
+}
+
+void
+os_ocache_trim(struct os_ocache *c)
+{
+	struct os_oent *e, *tmp;
+
+	TAILQ_FOREACH_SAFE(e, &c->lru, lru, tmp) {
+		if (c->n <= c->max)
+			break;
+		if (e->pending)
+			continue;
+		oent_unlink(c, e);
+		oent_free(e);
+	}
+}
+
+/* ---------- pending map ---------- */
+
+uint64_t
+os_pend_add(struct os_store *s, uint64_t pblock, struct cm_buf *buf, size_t off)
+{
+	struct os_pend *p = malloc(sizeof(*p)), **pp;
+	uint64_t tag;
+
+	if (!p)
+		return 0;
+	pthread_mutex_lock(&s->pend_mu);
+	tag = ++s->pend_tag;
+	pp = &s->pend[pblock & (s->npend_b - 1)];
+	/* Newest first: a lookup finds the latest content. */
+	*p = (struct os_pend){
+		.next = *pp, .pblock = pblock, .tag = tag, .buf = cm_buf_get(buf), .off = off
+	};
+	*pp = p;
+	pthread_mutex_unlock(&s->pend_mu);
+	return tag;
+}
+
+void
+os_pend_del(struct os_store *s, uint64_t pblock, uint64_t tag)
+{
+	struct os_pend **pp, *p = NULL;
+
+	pthread_mutex_lock(&s->pend_mu);
+	for (pp = &s->pend[pblock & (s->npend_b - 1)]; *pp; pp = &(*pp)->next) {
+		if ((*pp)->pblock == pblock && (*pp)->tag == tag) {
+			p = *pp;
+			*pp = p->next;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&s->pend_mu);
+	if (p) {
+		cm_buf_put(p->buf);
+		free(p);
+	}
+}
+
+bool
+os_pend_copy(struct os_store *s, uint64_t pblock, void *dst)
+{
+	bool found = false;
+
+	pthread_mutex_lock(&s->pend_mu);
+	for (struct os_pend *p = s->pend[pblock & (s->npend_b - 1)]; p; p = p->next) {
+		if (p->pblock == pblock) {
+			memcpy(dst, p->buf->data + p->off, s->B);
+			found = true;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&s->pend_mu);
+	return found;
+}
+
+/* ---------- label ---------- */
+
+struct label {
+	char uuid[40], fsid[64];
+	uint64_t dev_size;
+	uint32_t block_size;
+	int32_t osd_id;
+};
+
+static void
+put_le(uint8_t *p, uint64_t v, int n)
+{
+	for (int i = 0; i < n; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t
+get_le(const uint8_t *p, int n)
+{
+	uint64_t v = 0;
+
+	for (int i = n - 1; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+static int
+label_write(int fd, const struct label *l)
+{
+	uint8_t *b = aligned_alloc(4096, 4096);
+	ssize_t n;
+
+	if (!b)
+		return -ENOMEM;
+	memset(b, 0, 4096);
+	memcpy(b, LABEL_MAGIC, 8);
+	put_le(b + 8, LABEL_VERSION, 4);
+	put_le(b + 12, l->block_size, 4);
+	put_le(b + 16, l->dev_size, 8);
+	put_le(b + 24, (uint32_t)l->osd_id, 4);
+	memcpy(b + 32, l->uuid, sizeof(l->uuid));
+	memcpy(b + 72, l->fsid, sizeof(l->fsid));
+	put_le(b + 4092, cm_crc32c(0, b, 4092), 4);
+	n = pwrite(fd, b, 4096, 0);
+	free(b);
+	if (n != 4096)
+		return n < 0 ? -errno : -EIO;
+	return fdatasync(fd) ? -errno : 0;
+}
+
+static int
+label_read(int fd, struct label *l)
+{
+	uint8_t *b = aligned_alloc(4096, 4096);
+	ssize_t n;
+	int rc = 0;
+
+	if (!b)
+		return -ENOMEM;
+	n = pread(fd, b, 4096, 0);
+	if (n != 4096)
+		rc = n < 0 ? -errno : -EINVAL;
+	else if (memcmp(b, LABEL_MAGIC, 8) != 0)
+		rc = -ENODATA; /* not a store */
+	else if (get_le(b + 4092, 4) != cm_crc32c(0, b, 4092) || get_le(b + 8, 4) != LABEL_VERSION)
+		rc = -EINVAL;
+	if (!rc) {
+		l->block_size = (uint32_t)get_le(b + 12, 4);
+		l->dev_size = get_le(b + 16, 8);
+		l->osd_id = (int32_t)get_le(b + 24, 4);
+		memcpy(l->uuid, b + 32, sizeof(l->uuid));
+		memcpy(l->fsid, b + 72, sizeof(l->fsid));
+		l->uuid[sizeof(l->uuid) - 1] = l->fsid[sizeof(l->fsid) - 1] = 0;
+	}
+	free(b);
+	return rc;
+}
+
+static int
+dev_size(int fd, uint64_t *size)
+{
+	struct stat st;
+
+	if (fstat(fd, &st))
+		return -errno;
+	if (S_ISBLK(st.st_mode))
+		return ioctl(fd, BLKGETSIZE64, size) ? -errno : 0;
+	*size = (uint64_t)st.st_size;
+	return 0;
+}
+
+static char *
+default_db_path(const struct os_opts *o)
+{
+	char *p;
+
+	if (o->db_path && o->db_path[0])
+		return strdup(o->db_path);
+	p = malloc(strlen(o->path) + 4);
+	if (p)
+		snprintf(p, strlen(o->path) + 4, "%s.db", o->path);
+	return p;
+}
+
+static rocksdb_t *
+db_open(const char *path, bool create, rocksdb_options_t **optp, int *rc)
+{
+	rocksdb_options_t *opt = rocksdb_options_create();
+	char *err = NULL;
+	rocksdb_t *db;
+
+	rocksdb_options_set_create_if_missing(opt, create);
+	rocksdb_options_set_error_if_exists(opt, create);
+	rocksdb_options_increase_parallelism(opt, 2);
+	rocksdb_options_set_max_background_jobs(opt, 2);
+	rocksdb_options_set_write_buffer_size(opt, 32 << 20);
+	db = rocksdb_open(opt, path, &err);
+	if (!db) {
+		CM_ERR("rocksdb open %s: %s", path, err ? err : "?");
+		*rc = err && strstr(err, "exists") ? -EEXIST : -EIO;
+		rocksdb_free(err);
+		rocksdb_options_destroy(opt);
+		return NULL;
+	}
+	*optp = opt;
+	*rc = 0;
+	return db;
+}
+
+static void
+random_uuid(char out[40])
+{
+	uint8_t b[16];
+	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+
+	if (fd < 0 || read(fd, b, sizeof(b)) != (ssize_t)sizeof(b))
+		for (int i = 0; i < 16; i++)
+			b[i] = (uint8_t)(cm_now_ns() >> (i * 3));
+	if (fd >= 0)
+		close(fd);
+	b[6] = (b[6] & 0x0f) | 0x40;
+	b[8] = (b[8] & 0x3f) | 0x80;
+	snprintf(out, 40, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+		 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
+		 b[13], b[14], b[15]);
+}
+
+static int
+put_super(rocksdb_t *db, const struct label *l, uint64_t next_nid)
+{
+	Cairn__Store__Super sp = CAIRN__STORE__SUPER__INIT;
+	rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
+	char *err = NULL;
+	uint8_t *buf;
+	size_t len;
+
+	sp.uuid = (char *)l->uuid;
+	sp.fsid = (char *)l->fsid;
+	sp.osd_id = l->osd_id;
+	sp.dev_size = l->dev_size;
+	sp.block_size = l->block_size;
+	sp.next_nid = next_nid;
+	len = cairn__store__super__get_packed_size(&sp);
+	buf = malloc(len + 1);
+	if (!buf) {
+		rocksdb_writeoptions_destroy(wo);
+		return -ENOMEM;
+	}
+	cairn__store__super__pack(&sp, buf);
+	rocksdb_writeoptions_set_sync(wo, 1);
+	rocksdb_put(db, wo, "S", 1, (char *)buf, len, &err);
+	free(buf);
+	rocksdb_writeoptions_destroy(wo);
+	if (err) {
+		CM_ERR("rocksdb put: %s", err);
+		rocksdb_free(err);
+		return -EIO;
+	}
+	return 0;
+}
+
+int
+os_mkfs(const struct os_opts *o)
+{
+	struct label l = { 0 }, old;
+	rocksdb_options_t *dbo = NULL;
+	rocksdb_t *db;
+	char *dbp;
+	int fd, rc;
+
+	if (!o->path || (o->block_size & (o->block_size - 1)) || o->block_size < 4096 ||
+	    o->block_size > (1 << 20))
+		return -EINVAL;
+	fd = open(o->path, O_RDWR | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	rc = dev_size(fd, &l.dev_size);
+	if (!rc && l.dev_size < 64ull * o->block_size)
+		rc = -EINVAL;
+	if (!rc && label_read(fd, &old) == 0)
+		rc = -EEXIST;
+	if (rc) {
+		close(fd);
+		return rc;
+	}
+	l.block_size = o->block_size;
+	l.osd_id = o->osd_id;
+	random_uuid(l.uuid);
+	snprintf(l.fsid, sizeof(l.fsid), "%s", o->fsid ? o->fsid : "");
+	dbp = default_db_path(o);
+	if (!dbp) {
+		close(fd);
+		return -ENOMEM;
+	}
+	db = db_open(dbp, true, &dbo, &rc);
+	free(dbp);
+	if (!db) {
+		close(fd);
+		return rc;
+	}
+	rc = put_super(db, &l, 1);
+	rocksdb_close(db);
+	rocksdb_options_destroy(dbo);
+	/* The label last: a half-made store is not taken for a store. */
+	if (!rc)
+		rc = label_write(fd, &l);
+	close(fd);
+	if (!rc)
+		CM_NOTICE("mkfs %s: uuid=%s size=%" PRIu64 " block=%u", o->path, l.uuid, l.dev_size,
+			  l.block_size);
+	return rc;
+}
+
+/* Rebuild the allocator from every onode; load collections and the next nid. */
+static int
+scan_onodes(struct os_store *s)
+{
+	rocksdb_iterator_t *it = rocksdb_create_iterator(s->db, s->ro);
+	int rc = 0;
+
+	for (rocksdb_iter_seek(it, "C", 1); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+		size_t kl;
+		const char *k = rocksdb_iter_key(it, &kl);
+		char **nc;
+
+		if (kl < 1 || k[0] != 'C')
+			break;
+		nc = realloc(s->colls, sizeof(*nc) * (s->ncolls + 1));
+		if (!nc || !(nc[s->ncolls] = strndup(k + 1, kl - 1))) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		s->colls = nc;
+		s->ncolls++;
+	}
+	for (rocksdb_iter_seek(it, "O", 1); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+		size_t kl, vl;
+		const char *k = rocksdb_iter_key(it, &kl), *v;
+		struct os_onode *on;
+
+		if (kl < 1 || k[0] != 'O')
+			break;
+		v = rocksdb_iter_value(it, &vl);
+		rc = os_onode_decode(v, vl, &on);
+		if (rc) {
+			CM_ERR("undecodable onode %.*s", (int)CM_MIN(kl, (size_t)200), k + 1);
+			goto out;
+		}
+		if (on->nid >= s->next_nid)
+			s->next_nid = on->nid + 1;
+		for (size_t i = 0; i < on->next && !rc; i++) {
+			rc = os_alloc_mark(s->alloc, on->ext[i].pblock, on->ext[i].n);
+			if (rc)
+				CM_ERR("onode %.*s: blocks %" PRIu64 "+%u %s",
+				       (int)CM_MIN(kl, (size_t)200), k + 1, on->ext[i].pblock,
+				       on->ext[i].n,
+				       rc == -EEXIST ? "referenced twice" : "outside the device");
+		}
+		os_onode_free(on);
+		if (rc) {
+			rc = -EUCLEAN;
+			goto out;
+		}
+	}
+out:
+	rocksdb_iter_destroy(it);
+	return rc;
+}
+
+/* Apply deferred writes a crash left in the KV, then retire them. */
+static int
+replay_deferred(struct os_store *s)
+{
+	rocksdb_iterator_t *it = rocksdb_create_iterator(s->db, s->ro);
+	rocksdb_writebatch_t *wb = rocksdb_writebatch_create();
+	uint8_t *blk = aligned_alloc(4096, s->B);
+	unsigned n = 0;
+	char *err = NULL;
+	int rc = 0;
+
+	for (rocksdb_iter_seek(it, "D", 1); blk && rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+		size_t kl, vl;
+		const char *k = rocksdb_iter_key(it, &kl), *v = rocksdb_iter_value(it, &vl);
+		Cairn__Store__Deferred *d;
+
+		if (kl < 1 || k[0] != 'D')
+			break;
+		d = cairn__store__deferred__unpack(NULL, vl, (const uint8_t *)v);
+		if (!d || d->data.len != d->n_pblock * s->B) {
+			if (d)
+				cairn__store__deferred__free_unpacked(d, NULL);
+			rc = -EUCLEAN;
+			break;
+		}
+		if (d->data.len && d->data.data) {
+			for (size_t i = 0; i < d->n_pblock && !rc; i++) {
+				memcpy(blk, d->data.data + i * s->B, s->B);
+				if (d->pblock[i] >= s->nblocks ||
+				    pwrite(s->fd, blk, s->B, (off_t)(d->pblock[i] * s->B)) !=
+					    (ssize_t)s->B)
+					rc = -EIO;
+			}
+		}
+		cairn__store__deferred__free_unpacked(d, NULL);
+		rocksdb_writebatch_delete(wb, k, kl);
+		n++;
+	}
+	if (!blk)
+		rc = -ENOMEM;
+	if (!rc && n) {
+		if (fdatasync(s->fd))
+			rc = -errno;
+		if (!rc) {
+			rocksdb_write(s->db, s->wo_sync, wb, &err);
+			if (err) {
+				CM_ERR("rocksdb write: %s", err);
+				rocksdb_free(err);
+				rc = -EIO;
+			}
+		}
+		CM_NOTICE("replayed %u deferred writes", n);
+	}
+	free(blk);
+	rocksdb_writebatch_destroy(wb);
+	rocksdb_iter_destroy(it);
+	return rc;
+}
+
+int
+os_mount(struct cm_reactor *r, const struct os_opts *o, struct os_store **sp)
+{
+	struct os_store *s = calloc(1, sizeof(*s));
+	struct label l;
+	Cairn__Store__Super *sup = NULL;
+	uint64_t size;
+	char *val, *err = NULL;
+	size_t vl;
+	int rc;
+
+	if (!s)
+		return -ENOMEM;
+	s->fd = -1;
+	s->r = r;
+	TAILQ_INIT(&s->q);
+	TAILQ_INIT(&s->dfr_waiting);
+	TAILQ_INIT(&s->dfr_applying);
+	TAILQ_INIT(&s->dfr_applied);
+	TAILQ_INIT(&s->dfr_retiring);
+	TAILQ_INIT(&s->held);
+	TAILQ_INIT(&s->reads);
+	pthread_mutex_init(&s->alloc_mu, NULL);
+	pthread_mutex_init(&s->pend_mu, NULL);
+	s->path = strdup(o->path);
+	s->db_path = default_db_path(o);
+	s->fd = open(o->path, O_RDWR | O_CLOEXEC | (o->no_direct ? 0 : O_DIRECT));
+	if (!s->path || !s->db_path) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	if (s->fd < 0) {
+		rc = -errno;
+		CM_ERR("open %s: %s", o->path, strerror(-rc));
+		goto fail;
+	}
+	rc = label_read(s->fd, &l);
+	if (!rc)
+		rc = dev_size(s->fd, &size);
+	if (rc) {
+		CM_ERR("%s: %s", o->path,
+		       rc == -ENODATA ? "no store label (run mkfs)" : "unreadable label");
+		rc = -EINVAL;
+		goto fail;
+	}
+	if (size < l.dev_size) {
+		CM_ERR("%s: device is %" PRIu64 " bytes, the label says %" PRIu64, o->path, size,
+		       l.dev_size);
+		rc = -EINVAL;
+		goto fail;
+	}
+	s->B = l.block_size;
+	s->nblocks = l.dev_size / s->B;
+	s->deferred_max = o->deferred_max;
+	s->reserve_blocks = o->reserve
+				    ? o->reserve / s->B
+				    : CM_MIN(CM_MAX(s->nblocks / 100, (uint64_t)(1 << 20) / s->B),
+					     (uint64_t)(1 << 30) / s->B);
+	s->db = db_open(s->db_path, false, &s->dbo, &rc);
+	if (!s->db)
+		goto fail;
+	s->wo_sync = rocksdb_writeoptions_create();
+	rocksdb_writeoptions_set_sync(s->wo_sync, 1);
+	s->wo_async = rocksdb_writeoptions_create();
+	s->ro = rocksdb_readoptions_create();
+	val = rocksdb_get(s->db, s->ro, "S", 1, &vl, &err);
+	if (err || !val) {
+		CM_ERR("%s: no superblock in %s", o->path, s->db_path);
+		rocksdb_free(err);
+		rc = -EINVAL;
+		goto fail;
+	}
+	sup = cairn__store__super__unpack(NULL, vl, (uint8_t *)val);
+	rocksdb_free(val);
+	if (!sup || strcmp(sup->uuid, l.uuid) != 0 || sup->block_size != l.block_size) {
+		CM_ERR("%s: the metadata in %s belongs to another store (uuid %s, label %s)",
+		       o->path, s->db_path, sup ? sup->uuid : "?", l.uuid);
+		rc = -EINVAL;
+		goto fail;
+	}
+	s->next_nid = sup->next_nid;
+	cairn__store__super__free_unpacked(sup, NULL);
+	sup = NULL;
+	s->npend_b = 4096;
+	s->pend = calloc(s->npend_b, sizeof(*s->pend));
+	if (!s->pend || os_alloc_create(s->nblocks, 1, &s->alloc) ||
+	    os_ocache_init(&s->pcache, 4096) || os_ocache_init(&s->rcache, o->cache_onodes)) {
+		rc = -ENOMEM;
+		goto fail;
+	}
+	rc = replay_deferred(s);
+	if (!rc)
+		rc = scan_onodes(s);
+	if (rc) {
+		CM_ERR("%s: mount: %s", o->path, cm_strerror(rc));
+		goto fail;
+	}
+	s->next_dseq = 1;
+	rc = cm_worker_pool_create(1, "store-kv", &s->kv);
+	if (!rc)
+		rc = cm_worker_pool_create(2, "store-rd", &s->rd);
+	if (rc)
+		goto fail;
+	CM_NOTICE("mounted %s uuid=%s blocks=%" PRIu64 " free=%" PRIu64 " collections=%zu", o->path,
+		  l.uuid, s->nblocks, os_alloc_free_blocks(s->alloc), s->ncolls);
+	*sp = s;
+	return 0;
+fail:
+	if (sup)
+		cairn__store__super__free_unpacked(sup, NULL);
+	os_store_free(s);
+	return rc;
+}
+
+void
+os_store_free(struct os_store *s)
+{
+	cm_worker_pool_destroy(s->kv);
+	cm_worker_pool_destroy(s->rd);
+	if (s->db)
+		rocksdb_close(s->db);
+	if (s->dbo)
+		rocksdb_options_destroy(s->dbo);
+	if (s->wo_sync)
+		rocksdb_writeoptions_destroy(s->wo_sync);
+	if (s->wo_async)
+		rocksdb_writeoptions_destroy(s->wo_async);
+	if (s->ro)
+		rocksdb_readoptions_destroy(s->ro);
+	if (s->fd >= 0) {
+		if (s->r)
+			cm_reactor_close(s->r, s->fd);
+		else
+			close(s->fd);
+	}
+	for (size_t i = 0; s->pend && i < s->npend_b; i++) {
+		while (s->pend[i]) {
+			struct os_pend *p = s->pend[i];
+
+			s->pend[i] = p->next;
+			cm_buf_put(p->buf);
+			free(p);
+		}
+	}
+	free(s->pend);
+	for (size_t i = 0; i < s->ncolls; i++)
+		free(s->colls[i]);
+	free(s->colls);
+	if (s->pcache.b)
+		os_ocache_fini(&s->pcache);
+	if (s->rcache.b)
+		os_ocache_fini(&s->rcache);
+	os_alloc_destroy(s->alloc);
+	pthread_mutex_destroy(&s->alloc_mu);
+	pthread_mutex_destroy(&s->pend_mu);
+	free(s->round);
+	free(s->path);
+	free(s->db_path);
+	free(s);
+}
+
+void
+os_get_usage(struct os_store *s, struct os_usage *u)
+{
+	pthread_mutex_lock(&s->alloc_mu);
+	u->total_bytes = s->nblocks * s->B;
+	u->free_bytes = os_alloc_free_blocks(s->alloc) * s->B;
+	pthread_mutex_unlock(&s->alloc_mu);
+	u->reserved_bytes = s->reserve_blocks * s->B;
+	u->csum_errors = s->c_csum_errors;
+	u->deferred_writes = s->c_deferred;
+	u->cow_writes = s->c_cow;
+	u->commits = s->c_commits;
+	u->commit_groups = s->c_groups;
+}

@@ -1,0 +1,287 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Object store internals shared by its source files. */
+#ifndef OSD_STORE_INTERNAL_H
+#define OSD_STORE_INTERNAL_H
+
+#include "osd/alloc.h"
+#include "osd/store.h"
+#include "cm/worker.h"
+
+#include <cairn/store.pb-c.h>
+#include <pthread.h>
+#include <rocksdb/c.h>
+
+#define OS_MAX_OBJ_BYTES (1ull << 48)
+
+/* An object's metadata in memory. */
+struct os_xext {
+	uint64_t lblock, pblock;
+	uint32_t n;
+	uint32_t *csum; /* n entries */
+};
+
+struct os_attr {
+	char *name;
+	uint8_t *val;
+	size_t len;
+};
+
+struct os_onode {
+	uint64_t nid, size, version;
+	struct os_xext *ext;
+	size_t next, cap;
+	struct os_attr *attrs;
+	size_t nattrs;
+	uint8_t *hdr;
+	size_t hdrlen;
+};
+
+struct os_onode *os_onode_new(uint64_t nid);
+void os_onode_free(struct os_onode *o);
+struct os_onode *os_onode_dup(const struct os_onode *o);
+int os_onode_decode(const void *buf, size_t len, struct os_onode **op);
+int os_onode_encode(const struct os_onode *o, uint8_t **buf, size_t *len);
+/* The extent holding logical block lb, or NULL; *idx its index. */
+const struct os_xext *os_onode_find(const struct os_onode *o, uint64_t lb, size_t *idx);
+/* Unmap [start, end); freed physical ranges are appended to *fr. \return 0 or -ENOMEM. */
+int os_onode_punch(struct os_onode *o, uint64_t start, uint64_t end, struct os_extent **fr,
+		   size_t *nfr, size_t *cap);
+/* Map [lblock, lblock + n) to pblock (the range must be unmapped). csum copied. */
+int os_onode_insert(struct os_onode *o, uint64_t lblock, uint64_t pblock, uint32_t n,
+		    const uint32_t *csum);
+
+/* Keys. out must hold 2 + strlen(cid) + strlen(oid) (+ 8) bytes. */
+size_t os_key_onode(char *out, const char *cid, const char *oid);
+size_t os_key_coll(char *out, const char *cid);
+size_t os_key_omap(char *out, uint64_t nid, const void *k, size_t klen);
+size_t os_key_deferred(char *out, uint64_t seq);
+
+/* ---- the store ---- */
+
+enum os_op_type {
+	OP_MKCOLL,
+	OP_RMCOLL,
+	OP_TOUCH,
+	OP_WRITE,
+	OP_ZERO,
+	OP_TRUNCATE,
+	OP_REMOVE,
+	OP_CLONE,
+	OP_CLONE_RANGE,
+	OP_SETATTR,
+	OP_RMATTR,
+	OP_OMAP_SET,
+	OP_OMAP_RM,
+	OP_OMAP_RM_RANGE,
+	OP_OMAP_CLEAR,
+	OP_OMAP_HEADER,
+};
+
+struct os_op {
+	enum os_op_type type;
+	char *cid, *oid, *oid2, *name;
+	uint64_t off, len, off2;
+	uint8_t *data; /* write data, attr value, omap value / first key, header */
+	size_t dlen;
+	uint8_t *key; /* omap key / last key */
+	size_t klen;
+};
+
+/* A device write of a prepared transaction. */
+struct os_dwrite {
+	uint64_t pblock, n;
+	struct cm_buf *buf; /* block images, B-aligned */
+	size_t off;         /* into buf */
+	struct iovec iov;
+	struct cm_io io;
+	struct os_txn *t;   /* COW write of t, or NULL */
+	struct os_dfr *dfr; /* deferred apply, or NULL */
+	struct os_store *s;
+};
+
+/* A deferred write: committed in the KV, applied to the device afterwards. */
+struct os_dfr {
+	TAILQ_ENTRY(os_dfr) link;
+	uint64_t seq;
+	uint64_t *tags; /* pending-map entries, per block */
+	uint64_t *pblocks;
+	size_t n;
+	struct cm_buf *buf; /* n blocks */
+	unsigned ios_left;
+	struct os_dwrite *ios;
+	size_t nios;
+	bool applied;
+};
+
+struct os_touched {
+	char *key;
+	size_t klen;
+	struct os_onode *on; /* NULL: removed */
+};
+
+enum os_txn_state { T_QUEUED, T_PREPARING, T_WRITING, T_READY, T_COMMITTING };
+
+struct os_txn {
+	TAILQ_ENTRY(os_txn) link;
+	struct os_op *ops;
+	size_t nops, cap;
+	bool barrier; /* clone / rmcoll: prepare only once everything before has committed */
+	os_commit_cb cb;
+	void *arg;
+	struct os_store *s;
+	int rc;
+	enum os_txn_state state;
+	struct cm_work work;
+	/* prepared */
+	rocksdb_writebatch_t *wb;
+	struct os_dwrite *writes;
+	size_t nwrites, capwrites;
+	unsigned writes_left;
+	struct os_dfr **dfrs;
+	size_t ndfrs, capdfrs;
+	struct os_extent *frees;
+	size_t nfrees, capfrees;
+	uint64_t dfr_tag; /* frees wait until deferred records <= this are retired */
+	struct os_touched *touched;
+	size_t ntouched, captouched;
+	uint64_t *pending_tags; /* pending-map entries of its COW blocks */
+	size_t npending;
+};
+
+/* Blocks whose newest content is not (yet) on the device. */
+struct os_pend {
+	struct os_pend *next;
+	uint64_t pblock, tag;
+	struct cm_buf *buf;
+	size_t off;
+};
+
+/* An onode cache (by key), LRU-bounded; entries with pending > 0 stay. */
+struct os_oent {
+	struct os_oent *hnext;
+	TAILQ_ENTRY(os_oent) lru;
+	char *key;
+	size_t klen;
+	uint64_t h;
+	struct os_onode *on; /* NULL: known not to exist */
+	unsigned pending;
+};
+
+struct os_ocache {
+	struct os_oent **b;
+	size_t nb, n, max;
+	TAILQ_HEAD(, os_oent) lru;
+};
+
+int os_ocache_init(struct os_ocache *c, size_t max);
+void os_ocache_fini(struct os_ocache *c);
+struct os_oent *os_ocache_get(struct os_ocache *c, const char *key, size_t klen);
+/* Insert or replace (takes on). \return the entry or NULL (-ENOMEM). */
+struct os_oent *os_ocache_put(struct os_ocache *c, const char *key, size_t klen,
+			      struct os_onode *on);
+void os_ocache_trim(struct os_ocache *c);
+
+struct os_held {
+	TAILQ_ENTRY(os_held) link;
+	struct os_extent ex;
+	uint64_t dfr_tag, gen;
+};
+
+struct os_rio {
+	struct cm_io io;
+	struct iovec iov;
+	uint64_t pblock;
+	uint64_t n;
+	size_t boff; /* into the bounce buffer */
+	struct os_rd *rd;
+};
+
+struct os_rblk {
+	uint64_t lblock, pblock;
+	uint32_t csum;
+	size_t boff; /* into the bounce buffer */
+};
+
+/* A read in flight (listed in start order: releases wait for older reads). */
+struct os_rd {
+	TAILQ_ENTRY(os_rd) link;
+	uint64_t gen;
+	struct os_store *s;
+	char *cid, *oid;
+	char *key;
+	size_t klen;
+	uint64_t off, len;
+	os_read_cb cb;
+	void *arg;
+	struct cm_work work;
+	struct os_onode *on;
+	bool missing;
+	int rc;
+	uint64_t fetch_gen;
+	struct cm_buf *out, *bounce;
+	struct os_rblk *blks;
+	size_t nblks;
+	struct os_rio *ios;
+	size_t nios;
+	unsigned ios_left;
+};
+
+struct os_store {
+	struct cm_reactor *r;
+	int fd;
+	char *path, *db_path;
+	uint32_t B;
+	uint64_t nblocks, reserve_blocks, deferred_max;
+	rocksdb_t *db;
+	rocksdb_options_t *dbo;
+	rocksdb_writeoptions_t *wo_sync, *wo_async;
+	rocksdb_readoptions_t *ro;
+	struct cm_worker_pool *kv; /* one thread: prepare and commit, in order */
+	struct cm_worker_pool *rd; /* onode fetches for reads */
+	struct os_alloc *alloc;
+	pthread_mutex_t alloc_mu;
+	/* pending map (mutex) */
+	pthread_mutex_t pend_mu;
+	struct os_pend **pend;
+	size_t npend_b;
+	uint64_t pend_tag;
+	/* prepare state (kv thread) */
+	struct os_ocache pcache;
+	uint64_t next_nid, next_dseq;
+	char **colls;
+	size_t ncolls;
+	/* reactor state */
+	TAILQ_HEAD(, os_txn) q;
+	unsigned inflight; /* queued transactions not yet called back */
+	bool round_busy, dirty;
+	struct os_txn **round;
+	size_t nround;
+	struct cm_io fsync_io;
+	struct cm_work commit_work;
+	int commit_rc;
+	TAILQ_HEAD(, os_dfr) dfr_waiting, dfr_applying, dfr_applied, dfr_retiring;
+	bool failed; /* a KV commit failed: the prepare state is no longer trusted */
+	TAILQ_HEAD(, os_held) held;
+	uint64_t gen;
+	struct os_ocache rcache;
+	TAILQ_HEAD(, os_rd) reads;
+	uint64_t commit_gen;
+	/* counters */
+	uint64_t c_csum_errors, c_deferred, c_cow, c_commits, c_groups;
+};
+
+/* Pending map. */
+uint64_t os_pend_add(struct os_store *s, uint64_t pblock, struct cm_buf *buf, size_t off);
+void os_pend_del(struct os_store *s, uint64_t pblock, uint64_t tag);
+/* Copy the pending content of pblock into dst. \return true if there was one. */
+bool os_pend_copy(struct os_store *s, uint64_t pblock, void *dst);
+
+void os_prepare(void *arg); /* work fn: os_txn */
+void os_store_free(struct os_store *s);
+/* Run the reactor until nothing is queued, in flight or waiting to be applied. */
+void os_drain(struct os_store *s);
+int os_load_onode(struct os_store *s, const char *key, size_t klen, struct os_onode **op);
+void os_read_gate_release(struct os_store *s);
+uint64_t os_hash(const void *p, size_t n);
+
+#endif

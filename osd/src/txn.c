@@ -1,0 +1,752 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Transactions: building them, and their pipeline on the reactor.
+ *
+ *   os_queue -> prepare (kv thread, in order) -> COW device writes (reactor)
+ *   -> READY; a commit round takes the READY prefix of the queue: fsync the
+ *   device if anything was written since the last one, then (kv thread) the
+ *   rounds' batches in order, the last one synced, plus deletions of
+ *   deferred records already applied; then callbacks, deferred applies,
+ *   releases of freed blocks once nothing can still read or replay them.
+ */
+#include "store_internal.h"
+#include "cm/log.h"
+
+CM_LOG_SUBSYS(store);
+
+int
+os_txn_create(struct os_txn **tp)
+{
+	*tp = calloc(1, sizeof(**tp));
+	return *tp ? 0 : -ENOMEM;
+}
+
+static void
+op_free(struct os_op *op)
+{
+	free(op->cid);
+	free(op->oid);
+	free(op->oid2);
+	free(op->name);
+	free(op->data);
+	free(op->key);
+}
+
+static void
+dfr_free(struct os_dfr *d)
+{
+	if (!d)
+		return;
+	free(d->pblocks);
+	free(d->tags);
+	cm_buf_put(d->buf);
+	free(d->ios);
+	free(d);
+}
+
+void
+os_txn_destroy(struct os_txn *t)
+{
+	if (!t)
+		return;
+	for (size_t i = 0; i < t->nops; i++)
+		op_free(&t->ops[i]);
+	free(t->ops);
+	if (t->wb)
+		rocksdb_writebatch_destroy(t->wb);
+	for (size_t i = 0; i < t->nwrites; i++)
+		cm_buf_put(t->writes[i].buf);
+	free(t->writes);
+	for (size_t i = 0; i < t->ndfrs; i++)
+		dfr_free(t->dfrs[i]);
+	free(t->dfrs);
+	free(t->frees);
+	for (size_t i = 0; i < t->ntouched; i++) {
+		free(t->touched[i].key);
+		os_onode_free(t->touched[i].on);
+	}
+	free(t->touched);
+	free(t->pending_tags);
+	free(t);
+}
+
+static bool
+good_name(const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+
+	return n >= 1 && n <= OS_NAME_MAX;
+}
+
+static struct os_op *
+add_op(struct os_txn *t, enum os_op_type type, const char *cid, const char *oid)
+{
+	struct os_op *op;
+
+	if (!good_name(cid) || (oid && !good_name(oid)))
+		return NULL;
+	if (t->nops == t->cap) {
+		size_t nc = t->cap ? t->cap * 2 : 4;
+		struct os_op *n = realloc(t->ops, sizeof(*n) * nc);
+
+		if (!n)
+			return NULL;
+		t->ops = n;
+		t->cap = nc;
+	}
+	op = &t->ops[t->nops];
+	memset(op, 0, sizeof(*op));
+	op->type = type;
+	op->cid = strdup(cid);
+	op->oid = oid ? strdup(oid) : NULL;
+	if (!op->cid || (oid && !op->oid)) {
+		op_free(op);
+		return NULL;
+	}
+	t->nops++;
+	return op;
+}
+
+static int
+dup_bytes(uint8_t **dst, size_t *dlen, const void *src, size_t len)
+{
+	*dst = malloc(len ? len : 1);
+	if (!*dst)
+		return -ENOMEM;
+	if (len)
+		memcpy(*dst, src, len);
+	*dlen = len;
+	return 0;
+}
+
+/* Undo the last add_op (its allocation of extra fields failed). */
+static int
+drop_last(struct os_txn *t)
+{
+	op_free(&t->ops[--t->nops]);
+	return -ENOMEM;
+}
+
+int
+os_txn_mkcoll(struct os_txn *t, const char *cid)
+{
+	return add_op(t, OP_MKCOLL, cid, NULL) ? 0 : -EINVAL;
+}
+
+int
+os_txn_rmcoll(struct os_txn *t, const char *cid)
+{
+	if (!add_op(t, OP_RMCOLL, cid, NULL))
+		return -EINVAL;
+	t->barrier = true;
+	return 0;
+}
+
+int
+os_txn_touch(struct os_txn *t, const char *cid, const char *oid)
+{
+	return add_op(t, OP_TOUCH, cid, oid) ? 0 : -EINVAL;
+}
+
+int
+os_txn_write(struct os_txn *t, const char *cid, const char *oid, uint64_t off, const void *data,
+	     size_t len)
+{
+	struct os_op *op;
+
+	if (off + len < off || off + len > OS_MAX_OBJ_BYTES)
+		return -EFBIG;
+	op = add_op(t, OP_WRITE, cid, oid);
+	if (!op)
+		return -EINVAL;
+	op->off = off;
+	op->len = len;
+	return dup_bytes(&op->data, &op->dlen, data, len) ? drop_last(t) : 0;
+}
+
+int
+os_txn_zero(struct os_txn *t, const char *cid, const char *oid, uint64_t off, uint64_t len)
+{
+	struct os_op *op;
+
+	if (off + len < off || off + len > OS_MAX_OBJ_BYTES)
+		return -EFBIG;
+	op = add_op(t, OP_ZERO, cid, oid);
+	if (!op)
+		return -EINVAL;
+	op->off = off;
+	op->len = len;
+	return 0;
+}
+
+int
+os_txn_truncate(struct os_txn *t, const char *cid, const char *oid, uint64_t size)
+{
+	struct os_op *op;
+
+	if (size > OS_MAX_OBJ_BYTES)
+		return -EFBIG;
+	op = add_op(t, OP_TRUNCATE, cid, oid);
+	if (!op)
+		return -EINVAL;
+	op->off = size;
+	return 0;
+}
+
+int
+os_txn_remove(struct os_txn *t, const char *cid, const char *oid)
+{
+	return add_op(t, OP_REMOVE, cid, oid) ? 0 : -EINVAL;
+}
+
+int
+os_txn_clone_range(struct os_txn *t, const char *cid, const char *src, uint64_t src_off,
+		   uint64_t len, const char *dst, uint64_t dst_off)
+{
+	struct os_op *op;
+
+	if (!good_name(dst))
+		return -EINVAL;
+	if (src_off + len < src_off || dst_off + len < dst_off || dst_off + len > OS_MAX_OBJ_BYTES)
+		return -EFBIG;
+	op = add_op(t, OP_CLONE_RANGE, cid, src);
+	if (!op)
+		return -EINVAL;
+	op->off = src_off;
+	op->len = len;
+	op->off2 = dst_off;
+	op->oid2 = strdup(dst);
+	if (!op->oid2)
+		return drop_last(t);
+	t->barrier = true;
+	return 0;
+}
+
+int
+os_txn_clone(struct os_txn *t, const char *cid, const char *src, const char *dst)
+{
+	struct os_op *op;
+
+	if (!good_name(dst) || (src && dst && strcmp(src, dst) == 0))
+		return -EINVAL;
+	op = add_op(t, OP_CLONE, cid, src);
+	if (!op)
+		return -EINVAL;
+	op->oid2 = strdup(dst);
+	if (!op->oid2)
+		return drop_last(t);
+	t->barrier = true; /* it copies the source's omap, read from committed state */
+	return 0;
+}
+
+int
+os_txn_setattr(struct os_txn *t, const char *cid, const char *oid, const char *name,
+	       const void *val, size_t len)
+{
+	struct os_op *op;
+
+	if (!name || !name[0] || strlen(name) > 256)
+		return -EINVAL;
+	op = add_op(t, OP_SETATTR, cid, oid);
+	if (!op)
+		return -EINVAL;
+	op->name = strdup(name);
+	if (!op->name || dup_bytes(&op->data, &op->dlen, val, len))
+		return drop_last(t);
+	return 0;
+}
+
+int
+os_txn_rmattr(struct os_txn *t, const char *cid, const char *oid, const char *name)
+{
+	struct os_op *op;
+
+	if (!name || !name[0])
+		return -EINVAL;
+	op = add_op(t, OP_RMATTR, cid, oid);
+	if (!op)
+		return -EINVAL;
+	op->name = strdup(name);
+	return op->name ? 0 : drop_last(t);
+}
+
+int
+os_txn_omap_set(struct os_txn *t, const char *cid, const char *oid, const void *key, size_t klen,
+		const void *val, size_t vlen)
+{
+	struct os_op *op = add_op(t, OP_OMAP_SET, cid, oid);
+
+	if (!op)
+		return -EINVAL;
+	if (dup_bytes(&op->key, &op->klen, key, klen) || dup_bytes(&op->data, &op->dlen, val, vlen))
+		return drop_last(t);
+	return 0;
+}
+
+int
+os_txn_omap_rm(struct os_txn *t, const char *cid, const char *oid, const void *key, size_t klen)
+{
+	struct os_op *op = add_op(t, OP_OMAP_RM, cid, oid);
+
+	if (!op)
+		return -EINVAL;
+	return dup_bytes(&op->key, &op->klen, key, klen) ? drop_last(t) : 0;
+}
+
+int
+os_txn_omap_rm_range(struct os_txn *t, const char *cid, const char *oid, const void *first,
+		     size_t flen, const void *last, size_t llen)
+{
+	struct os_op *op = add_op(t, OP_OMAP_RM_RANGE, cid, oid);
+
+	if (!op)
+		return -EINVAL;
+	if (dup_bytes(&op->data, &op->dlen, first, flen) ||
+	    dup_bytes(&op->key, &op->klen, last, llen))
+		return drop_last(t);
+	return 0;
+}
+
+int
+os_txn_omap_clear(struct os_txn *t, const char *cid, const char *oid)
+{
+	return add_op(t, OP_OMAP_CLEAR, cid, oid) ? 0 : -EINVAL;
+}
+
+int
+os_txn_omap_set_header(struct os_txn *t, const char *cid, const char *oid, const void *val,
+		       size_t len)
+{
+	struct os_op *op = add_op(t, OP_OMAP_HEADER, cid, oid);
+
+	if (!op)
+		return -EINVAL;
+	return dup_bytes(&op->data, &op->dlen, val, len) ? drop_last(t) : 0;
+}
+
+/* ---------- the pipeline ---------- */
+
+static void kick(struct os_store *s);
+static void kick_commit(struct os_store *s);
+static void start_waiting(struct os_store *s);
+
+static void
+write_done(struct cm_io *io, int res)
+{
+	struct os_dwrite *w = io->arg;
+	struct os_store *s = w->s;
+
+	if (res != (int)w->iov.iov_len) {
+		CM_ERR("device write of %" PRIu64 " blocks at block %" PRIu64 " failed: %s", w->n,
+		       w->pblock, res < 0 ? strerror(-res) : "short write");
+		if (w->t && !w->t->rc)
+			w->t->rc = -EIO;
+	}
+	s->dirty = true;
+	if (w->t) {
+		if (--w->t->writes_left == 0) {
+			w->t->state = T_READY;
+			kick_commit(s);
+		}
+		return;
+	}
+	/* A deferred apply. */
+	if (--w->dfr->ios_left == 0) {
+		struct os_dfr *d = w->dfr;
+
+		for (size_t i = 0; i < d->n; i++)
+			os_pend_del(s, d->pblocks[i], d->tags[i]);
+		d->applied = true;
+		TAILQ_REMOVE(&s->dfr_applying, d, link);
+		TAILQ_INSERT_TAIL(&s->dfr_applied, d, link);
+		start_waiting(s);
+		kick_commit(s);
+	}
+}
+
+static void
+prepare_done(void *arg)
+{
+	struct os_txn *t = arg;
+	struct os_store *s = t->s;
+
+	if (t->rc || t->nwrites == 0) {
+		t->state = T_READY;
+		kick_commit(s);
+		return;
+	}
+	t->state = T_WRITING;
+	t->writes_left = (unsigned)t->nwrites;
+	for (size_t i = 0; i < t->nwrites; i++) {
+		struct os_dwrite *w = &t->writes[i];
+
+		w->s = s;
+		w->t = t;
+		w->iov.iov_base = w->buf->data + w->off;
+		w->iov.iov_len = w->n * s->B;
+		w->io.cb = write_done;
+		w->io.arg = w;
+		if (cm_io_writev(s->r, &w->io, s->fd, &w->iov, 1, (off_t)(w->pblock * s->B)))
+			write_done(&w->io, -EIO);
+	}
+}
+
+/* Submit prepares in order; a barrier waits until everything before it is done. */
+static void
+kick(struct os_store *s)
+{
+	struct os_txn *t;
+
+	TAILQ_FOREACH(t, &s->q, link) {
+		if (t->state != T_QUEUED)
+			continue;
+		if (t->barrier && TAILQ_FIRST(&s->q) != t)
+			return;
+		t->state = T_PREPARING;
+		t->work = (struct cm_work){ .fn = os_prepare, .done = prepare_done, .arg = t };
+		if (cm_worker_submit(s->kv, s->r, &t->work)) {
+			t->rc = -ESHUTDOWN;
+			t->state = T_READY;
+		}
+		if (t->barrier)
+			return; /* those after it are prepared after it */
+	}
+}
+
+void
+os_queue(struct os_store *s, struct os_txn *t, os_commit_cb cb, void *arg)
+{
+	t->s = s;
+	t->cb = cb;
+	t->arg = arg;
+	t->state = T_QUEUED;
+	TAILQ_INSERT_TAIL(&s->q, t, link);
+	s->inflight++;
+	kick(s);
+}
+
+/* kv thread: the round's batches in order (the last synced), and retired deferred keys. */
+static void
+commit_fn(void *arg)
+{
+	struct os_store *s = arg;
+	rocksdb_writebatch_t *retire = rocksdb_writebatch_create();
+	struct os_dfr *d;
+	char key[16], *err = NULL;
+	size_t last = SIZE_MAX;
+
+	s->commit_rc = 0;
+	TAILQ_FOREACH(d, &s->dfr_retiring, link)
+		rocksdb_writebatch_delete(retire, key, os_key_deferred(key, d->seq));
+	for (size_t i = 0; i < s->nround; i++)
+		if (!s->round[i]->rc)
+			last = i;
+	if (rocksdb_writebatch_count(retire))
+		rocksdb_write(s->db, last == SIZE_MAX ? s->wo_sync : s->wo_async, retire, &err);
+	for (size_t i = 0; i < s->nround && !err; i++) {
+		struct os_txn *t = s->round[i];
+
+		if (t->rc)
+			continue;
+		rocksdb_write(s->db, i == last ? s->wo_sync : s->wo_async, t->wb, &err);
+	}
+	if (err) {
+		CM_ERR("rocksdb commit failed: %s; refusing further transactions", err);
+		rocksdb_free(err);
+		s->commit_rc = -EIO;
+		s->failed = true;
+	}
+	rocksdb_writebatch_destroy(retire);
+	/* The prepare cache may forget what is now in the KV. */
+	for (size_t i = 0; i < s->nround; i++) {
+		struct os_txn *t = s->round[i];
+
+		for (size_t k = 0; k < t->ntouched; k++) {
+			struct os_oent *e =
+				os_ocache_get(&s->pcache, t->touched[k].key, t->touched[k].klen);
+
+			if (e && e->pending)
+				e->pending--;
+		}
+	}
+	os_ocache_trim(&s->pcache);
+}
+
+static void
+release_held(struct os_store *s)
+{
+	struct os_held *h, *tmp;
+	struct os_dfr *d = TAILQ_FIRST(&s->dfr_applying);
+	uint64_t min_dfr = UINT64_MAX, min_read_gen = UINT64_MAX;
+
+	/* Deferred records not yet retired may still be replayed onto their blocks. */
+	if (d)
+		min_dfr = d->seq;
+	if ((d = TAILQ_FIRST(&s->dfr_applied)) && d->seq < min_dfr)
+		min_dfr = d->seq;
+	if ((d = TAILQ_FIRST(&s->dfr_retiring)) && d->seq < min_dfr)
+		min_dfr = d->seq;
+	for (size_t i = 0; i < s->nround; i++)
+		for (size_t k = 0; k < s->round[i]->ndfrs; k++)
+			min_dfr = CM_MIN(min_dfr, s->round[i]->dfrs[k]->seq);
+	if ((d = TAILQ_FIRST(&s->dfr_waiting)) && d->seq < min_dfr)
+		min_dfr = d->seq;
+	if (!TAILQ_EMPTY(&s->reads))
+		min_read_gen = TAILQ_FIRST(&s->reads)->gen;
+	pthread_mutex_lock(&s->alloc_mu);
+	TAILQ_FOREACH_SAFE(h, &s->held, link, tmp) {
+		if (h->dfr_tag >= min_dfr || h->gen >= min_read_gen)
+			continue;
+		if (os_alloc_put(s->alloc, h->ex.start, h->ex.len))
+			CM_ERR("freeing blocks %" PRIu64 "+%" PRIu64 " twice", h->ex.start,
+			       h->ex.len);
+		TAILQ_REMOVE(&s->held, h, link);
+		free(h);
+	}
+	pthread_mutex_unlock(&s->alloc_mu);
+}
+
+void
+os_read_gate_release(struct os_store *s)
+{
+	release_held(s);
+}
+
+static bool
+dfr_overlap(const struct os_dfr *a, const struct os_dfr *b)
+{
+	for (size_t i = 0; i < a->n; i++)
+		for (size_t j = 0; j < b->n; j++)
+			if (a->pblocks[i] == b->pblocks[j])
+				return true;
+	return false;
+}
+
+static void start_dfr(struct os_store *s, struct os_dfr *d);
+
+/*
+ * Start waiting deferred writes in order, each once no earlier one (applying
+ * or waiting) writes one of its blocks: two writes of a block never race.
+ */
+static void
+start_waiting(struct os_store *s)
+{
+	struct os_dfr *d, *tmp, *o;
+
+	TAILQ_FOREACH_SAFE(d, &s->dfr_waiting, link, tmp) {
+		bool blocked = false;
+
+		TAILQ_FOREACH(o, &s->dfr_applying, link)
+			if ((blocked = dfr_overlap(d, o)))
+				break;
+		for (o = TAILQ_FIRST(&s->dfr_waiting); !blocked && o != d; o = TAILQ_NEXT(o, link))
+			blocked = dfr_overlap(d, o);
+		if (blocked)
+			continue;
+		TAILQ_REMOVE(&s->dfr_waiting, d, link);
+		start_dfr(s, d);
+	}
+}
+
+static void
+apply_deferred(struct os_store *s, struct os_dfr *d)
+{
+	TAILQ_INSERT_TAIL(&s->dfr_waiting, d, link);
+	start_waiting(s);
+}
+
+static void
+start_dfr(struct os_store *s, struct os_dfr *d)
+{
+	size_t runs = 0;
+
+	/* One write per run of consecutive blocks. */
+	d->ios = calloc(d->n, sizeof(*d->ios));
+	if (!d->ios) {
+		CM_ERR("no memory to apply a deferred write; it stays in the KV for the next mount");
+		return;
+	}
+	for (size_t i = 0; i < d->n;) {
+		size_t j = i + 1;
+
+		while (j < d->n && d->pblocks[j] == d->pblocks[j - 1] + 1)
+			j++;
+		d->ios[runs++] = (struct os_dwrite){ .pblock = d->pblocks[i],
+						     .n = j - i,
+						     .buf = d->buf,
+						     .off = i * s->B,
+						     .dfr = d,
+						     .s = s };
+		i = j;
+	}
+	d->nios = runs;
+	d->ios_left = (unsigned)runs;
+	TAILQ_INSERT_TAIL(&s->dfr_applying, d, link);
+	for (size_t i = 0; i < runs; i++) {
+		struct os_dwrite *w = &d->ios[i];
+
+		w->iov.iov_base = w->buf->data + w->off;
+		w->iov.iov_len = w->n * s->B;
+		w->io.cb = write_done;
+		w->io.arg = w;
+		if (cm_io_writev(s->r, &w->io, s->fd, &w->iov, 1, (off_t)(w->pblock * s->B)))
+			write_done(&w->io, -EIO);
+	}
+}
+
+static void
+commit_done(void *arg)
+{
+	struct os_store *s = arg;
+	struct os_dfr *d, *tmp;
+
+	s->gen++;
+	s->commit_gen++;
+	/* Retired deferred records are gone from the KV now. */
+	TAILQ_FOREACH_SAFE(d, &s->dfr_retiring, link, tmp) {
+		TAILQ_REMOVE(&s->dfr_retiring, d, link);
+		dfr_free(d);
+	}
+	for (size_t i = 0; i < s->nround; i++) {
+		struct os_txn *t = s->round[i];
+		int rc = t->rc ? t->rc : s->commit_rc;
+
+		TAILQ_REMOVE(&s->q, t, link);
+		if (!rc) {
+			s->c_commits++;
+			for (size_t k = 0; k < t->ntouched; k++) {
+				os_ocache_put(&s->rcache, t->touched[k].key, t->touched[k].klen,
+					      t->touched[k].on);
+				t->touched[k].on = NULL;
+			}
+			os_ocache_trim(&s->rcache);
+			for (size_t k = 0; k < t->nfrees; k++) {
+				struct os_held *h = malloc(sizeof(*h));
+
+				if (!h)
+					continue; /* leaked until the next mount rebuilds */
+				h->ex = t->frees[k];
+				h->dfr_tag = t->dfr_tag;
+				h->gen = s->gen;
+				TAILQ_INSERT_TAIL(&s->held, h, link);
+			}
+			for (size_t k = 0; k < t->ndfrs; k++) {
+				apply_deferred(s, t->dfrs[k]);
+				t->dfrs[k] = NULL;
+			}
+			t->ndfrs = 0;
+		} else {
+			/* Nothing of it happened: give back what prepare took. */
+			pthread_mutex_lock(&s->alloc_mu);
+			for (size_t k = 0; k < t->nwrites; k++)
+				os_alloc_put(s->alloc, t->writes[k].pblock, t->writes[k].n);
+			pthread_mutex_unlock(&s->alloc_mu);
+			for (size_t k = 0; k < t->ndfrs; k++)
+				for (size_t b = 0; b < t->dfrs[k]->n; b++)
+					os_pend_del(s, t->dfrs[k]->pblocks[b], t->dfrs[k]->tags[b]);
+		}
+		/* COW blocks are on the device now: reads go there. */
+		for (size_t k = 0, p = 0; k < t->nwrites; k++)
+			for (uint64_t b = 0; b < t->writes[k].n && p < t->npending; b++, p++)
+				os_pend_del(s, t->writes[k].pblock + b, t->pending_tags[p]);
+		if (t->cb)
+			t->cb(t->arg, rc);
+		s->inflight--;
+		os_txn_destroy(t);
+	}
+	s->nround = 0;
+	s->round_busy = false;
+	release_held(s);
+	kick(s);
+	kick_commit(s);
+}
+
+static void
+fsync_done(struct cm_io *io, int res)
+{
+	struct os_store *s = io->arg;
+
+	if (res < 0) {
+		CM_ERR("device fsync failed: %s", strerror(-res));
+		for (size_t i = 0; i < s->nround; i++)
+			if (!s->round[i]->rc)
+				s->round[i]->rc = -EIO;
+		s->failed = true;
+	}
+	s->commit_work = (struct cm_work){ .fn = commit_fn, .done = commit_done, .arg = s };
+	if (cm_worker_submit(s->kv, s->r, &s->commit_work))
+		commit_done(s);
+}
+
+static void
+kick_commit(struct os_store *s)
+{
+	struct os_txn *t;
+	size_t n = 0;
+
+	if (s->round_busy)
+		return;
+	TAILQ_FOREACH(t, &s->q, link) {
+		if (t->state != T_READY)
+			break;
+		n++;
+	}
+	if (n == 0 && TAILQ_EMPTY(&s->dfr_applied))
+		return;
+	free(s->round);
+	s->round = calloc(n + 1, sizeof(*s->round));
+	if (!s->round)
+		return;
+	s->nround = 0;
+	TAILQ_FOREACH(t, &s->q, link) {
+		if (t->state != T_READY)
+			break;
+		t->state = T_COMMITTING;
+		s->round[s->nround++] = t;
+	}
+	/* Applied deferred writes become durable with this fsync: retire their records. */
+	TAILQ_CONCAT(&s->dfr_retiring, &s->dfr_applied, link);
+	s->round_busy = true;
+	s->c_groups++;
+	s->fsync_io.cb = fsync_done;
+	s->fsync_io.arg = s;
+	if (s->dirty) {
+		s->dirty = false;
+		if (cm_io_fsync(s->r, &s->fsync_io, s->fd))
+			fsync_done(&s->fsync_io, -EIO);
+	} else {
+		fsync_done(&s->fsync_io, 0);
+	}
+}
+
+void
+os_drain(struct os_store *s)
+{
+	/* Everything queued commits; every deferred write is applied and retired. */
+	while (s->inflight || s->round_busy || !TAILQ_EMPTY(&s->dfr_waiting) ||
+	       !TAILQ_EMPTY(&s->dfr_applying) || !TAILQ_EMPTY(&s->dfr_applied) ||
+	       !TAILQ_EMPTY(&s->reads)) {
+		kick_commit(s);
+		cm_reactor_run_once(s->r, 10);
+	}
+	release_held(s);
+}
+
+void
+os_umount(struct os_store *s)
+{
+	if (!s)
+		return;
+	os_drain(s);
+	while (!TAILQ_EMPTY(&s->held)) {
+		struct os_held *h = TAILQ_FIRST(&s->held);
+
+		TAILQ_REMOVE(&s->held, h, link);
+		free(h);
+	}
+	CM_NOTICE("unmounted %s", s->path);
+	cm_worker_pool_destroy(s->kv);
+	cm_worker_pool_destroy(s->rd);
+	s->kv = s->rd = NULL;
+	os_store_free(s);
+}

@@ -1,0 +1,677 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The object store on a preallocated file: every transaction op and read op,
+ * errors, persistence across remounts, checksums (a flipped byte on the
+ * device reads as -EIO and fsck --deep names the object), and a full device
+ * (-ENOSPC with nothing changed, then delete and write again). Each test
+ * ends with fsck.
+ */
+#include "osd/alloc.h"
+#include "osd/store.h"
+#include "cm/log.h"
+#include "testlib.h"
+
+#include <fcntl.h>
+#include <sys/stat.h>
+
+static char g_dir[64], g_dev[96];
+static struct cm_reactor *g_r;
+static struct os_store *g_s;
+
+static void
+make_dev(uint64_t size)
+{
+	int fd;
+
+	snprintf(g_dir, sizeof(g_dir), "/tmp/cairn-store-test-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(g_dir));
+	snprintf(g_dev, sizeof(g_dev), "%s/block", g_dir);
+	fd = open(g_dev, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(posix_fallocate(fd, 0, (off_t)size), 0);
+	close(fd);
+}
+
+static void
+opts(struct os_opts *o)
+{
+	os_opts_init(o, sizeof(*o));
+	o->path = g_dev;
+	o->fsid = "test-fsid";
+	o->osd_id = 3;
+}
+
+static void
+mount_store(void)
+{
+	struct os_opts o;
+
+	opts(&o);
+	ck_assert_int_eq(os_mount(g_r, &o, &g_s), 0);
+}
+
+static void
+setup_size(uint64_t size)
+{
+	struct os_opts o;
+
+	cm_log_set_level(CM_LOG_ERR);
+	make_dev(size);
+	opts(&o);
+	ck_assert_int_eq(os_mkfs(&o), 0);
+	ck_assert_int_eq(os_mkfs(&o), -EEXIST);
+	g_r = cm_test_reactor();
+	mount_store();
+}
+
+static void
+setup(void)
+{
+	setup_size(256ull << 20);
+}
+
+static void
+fsck_clean(bool deep)
+{
+	struct os_fsck_report rep;
+
+	ck_assert_int_eq(os_fsck(g_s, deep, &rep), 0);
+	ck_assert_msg(rep.errors == 0, "fsck: %" PRIu64 " errors, first: %s", rep.errors,
+		      rep.first_error);
+}
+
+static void
+teardown(void)
+{
+	char cmd[128];
+
+	if (g_s) {
+		fsck_clean(true);
+		os_umount(g_s);
+		g_s = NULL;
+	}
+	cm_reactor_destroy(g_r);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", g_dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+struct done {
+	bool done;
+	int rc;
+	struct cm_buf *buf;
+};
+
+static void
+commit_cb(void *arg, int rc)
+{
+	struct done *d = arg;
+
+	d->rc = rc;
+	d->done = true;
+}
+
+static int
+apply(struct os_txn *t)
+{
+	struct done d = { 0 };
+
+	os_queue(g_s, t, commit_cb, &d);
+	ck_assert(cm_test_run_until(g_r, &d.done, 30000));
+	return d.rc;
+}
+
+static void
+read_cb(void *arg, int rc, struct cm_buf *b)
+{
+	struct done *d = arg;
+
+	d->rc = rc;
+	d->buf = b;
+	d->done = true;
+}
+
+/* Read; returns rc, *out the data (caller puts). */
+static int
+rd(const char *oid, uint64_t off, uint64_t len, struct cm_buf **out)
+{
+	struct done d = { 0 };
+
+	os_read(g_s, "c", oid, off, len, read_cb, &d);
+	ck_assert(cm_test_run_until(g_r, &d.done, 30000));
+	*out = d.buf;
+	return d.rc;
+}
+
+static struct os_txn *
+txn(void)
+{
+	struct os_txn *t;
+
+	ck_assert_int_eq(os_txn_create(&t), 0);
+	return t;
+}
+
+static void
+mkcoll(void)
+{
+	struct os_txn *t = txn();
+
+	ck_assert_int_eq(os_txn_mkcoll(t, "c"), 0);
+	ck_assert_int_eq(apply(t), 0);
+}
+
+static void
+write_obj(const char *oid, uint64_t off, const void *data, size_t len)
+{
+	struct os_txn *t = txn();
+
+	ck_assert_int_eq(os_txn_write(t, "c", oid, off, data, len), 0);
+	ck_assert_int_eq(apply(t), 0);
+}
+
+/* The object's bytes equal model[0, size). */
+static void
+check_obj(const char *oid, const uint8_t *model, uint64_t size)
+{
+	struct cm_buf *b;
+	struct os_stat st;
+
+	ck_assert_int_eq(rd(oid, 0, size + 12345, &b), 0);
+	ck_assert_uint_eq(b->len, size);
+	ck_assert_msg(memcmp(b->data, model, size) == 0, "%s differs from the model", oid);
+	cm_buf_put(b);
+	ck_assert_int_eq(os_stat(g_s, "c", oid, &st), 0);
+	ck_assert_uint_eq(st.size, size);
+}
+
+START_TEST(test_write_read_patterns)
+{
+	static uint8_t model[1 << 20], data[600000];
+	uint64_t size = 0;
+	uint64_t seed = 42;
+	struct os_usage u;
+
+	mkcoll();
+	/* Random writes: unaligned, small (deferred once allocated) and large (COW). */
+	for (int i = 0; i < 120; i++) {
+		uint64_t off, len;
+
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		off = (seed >> 20) % (sizeof(model) - sizeof(data));
+		len = i % 3 == 0 ? (seed >> 40) % sizeof(data) : (seed >> 40) % 9000;
+		cm_test_fill(data, len, seed);
+		write_obj("obj", off, data, len);
+		memcpy(model + off, data, len);
+		size = CM_MAX(size, off + len);
+		if (i % 10 == 0)
+			check_obj("obj", model, size);
+	}
+	check_obj("obj", model, size);
+	os_get_usage(g_s, &u);
+	ck_assert_uint_gt(u.deferred_writes, 10);
+	ck_assert_uint_gt(u.cow_writes, 10);
+	/* The same after a remount (deferred writes applied or replayed). */
+	os_umount(g_s);
+	mount_store();
+	check_obj("obj", model, size);
+}
+
+END_TEST
+
+START_TEST(test_zero_truncate_remove)
+{
+	uint8_t model[40000], buf[40000];
+	struct cm_buf *b;
+	struct os_txn *t;
+
+	mkcoll();
+	cm_test_fill(model, sizeof(model), 7);
+	write_obj("o", 0, model, sizeof(model));
+	/* zero: unaligned edges and whole blocks in between. */
+	t = txn();
+	ck_assert_int_eq(os_txn_zero(t, "c", "o", 1000, 20000), 0);
+	ck_assert_int_eq(apply(t), 0);
+	memset(model + 1000, 0, 20000);
+	check_obj("o", model, sizeof(model));
+	/* truncate down to mid-block, then up: the gap reads as zeros. */
+	t = txn();
+	ck_assert_int_eq(os_txn_truncate(t, "c", "o", 5000), 0);
+	ck_assert_int_eq(os_txn_truncate(t, "c", "o", 30000), 0);
+	ck_assert_int_eq(apply(t), 0);
+	memcpy(buf, model, 5000);
+	memset(buf + 5000, 0, sizeof(buf) - 5000);
+	check_obj("o", buf, 30000);
+	/* Writing past the end leaves a hole of zeros. */
+	write_obj("o", 35000, "tail", 4);
+	memcpy(buf + 35000, "tail", 4);
+	memset(buf + 30000, 0, 5000);
+	check_obj("o", buf, 35004);
+	ck_assert_int_eq(rd("o", 40000, 10, &b), 0);
+	ck_assert_uint_eq(b->len, 0);
+	cm_buf_put(b);
+	/* remove, and the errors of a missing object. */
+	t = txn();
+	ck_assert_int_eq(os_txn_remove(t, "c", "o"), 0);
+	ck_assert_int_eq(apply(t), 0);
+	ck_assert_int_eq(rd("o", 0, 10, &b), -ENOENT);
+	t = txn();
+	ck_assert_int_eq(os_txn_remove(t, "c", "o"), 0);
+	ck_assert_int_eq(apply(t), -ENOENT);
+	/* A failed transaction changes nothing: the write before the bad op is not applied. */
+	t = txn();
+	ck_assert_int_eq(os_txn_write(t, "c", "new", 0, "abc", 3), 0);
+	ck_assert_int_eq(os_txn_rmattr(t, "c", "missing", "x"), 0);
+	ck_assert_int_eq(apply(t), -ENOENT);
+	ck_assert_int_eq(rd("new", 0, 10, &b), -ENOENT);
+	t = txn();
+	ck_assert_int_eq(os_txn_write(t, "nocoll", "x", 0, "abc", 3), 0);
+	ck_assert_int_eq(apply(t), -ENOENT);
+}
+
+END_TEST
+
+START_TEST(test_collections_and_listing)
+{
+	struct os_txn *t;
+	char **names;
+	size_t n;
+	bool more;
+
+	mkcoll();
+	t = txn();
+	ck_assert_int_eq(os_txn_mkcoll(t, "c"), 0);
+	ck_assert_int_eq(apply(t), -EEXIST);
+	t = txn();
+	for (int i = 0; i < 25; i++) {
+		char oid[16];
+
+		snprintf(oid, sizeof(oid), "obj%02d", 24 - i);
+		ck_assert_int_eq(os_txn_touch(t, "c", oid), 0);
+	}
+	ck_assert_int_eq(os_txn_mkcoll(t, "d"), 0);
+	ck_assert_int_eq(apply(t), 0);
+	ck_assert_int_eq(os_list(g_s, "c", NULL, 10, &names, &n, &more), 0);
+	ck_assert_uint_eq(n, 10);
+	ck_assert(more);
+	ck_assert_str_eq(names[0], "obj00");
+	ck_assert_str_eq(names[9], "obj09");
+	os_names_free(names, n);
+	ck_assert_int_eq(os_list(g_s, "c", "obj09", 100, &names, &n, &more), 0);
+	ck_assert_uint_eq(n, 15);
+	ck_assert(!more);
+	ck_assert_str_eq(names[0], "obj10");
+	os_names_free(names, n);
+	ck_assert_int_eq(os_list(g_s, "nope", NULL, 10, &names, &n, &more), -ENOENT);
+	ck_assert_int_eq(os_list_collections(g_s, &names, &n), 0);
+	ck_assert_uint_eq(n, 2);
+	os_names_free(names, n);
+	t = txn();
+	ck_assert_int_eq(os_txn_rmcoll(t, "c"), 0);
+	ck_assert_int_eq(apply(t), -ENOTEMPTY);
+	t = txn();
+	ck_assert_int_eq(os_txn_rmcoll(t, "d"), 0);
+	ck_assert_int_eq(apply(t), 0);
+	t = txn();
+	ck_assert_int_eq(os_txn_rmcoll(t, "d"), 0);
+	ck_assert_int_eq(apply(t), -ENOENT);
+	/* Bad names are refused when the op is built. */
+	t = txn();
+	ck_assert_int_eq(os_txn_touch(t, "", "x"), -EINVAL);
+	ck_assert_int_eq(os_txn_touch(t, "c", ""), -EINVAL);
+	ck_assert_int_eq(os_txn_write(t, "c", "x", UINT64_MAX - 2, "abc", 3), -EFBIG);
+	os_txn_destroy(t);
+}
+
+END_TEST
+
+START_TEST(test_attrs_and_omap)
+{
+	struct os_txn *t;
+	struct os_kv kv, *kvs,
+		keys[3] = { { .key = (uint8_t *)"k1", .klen = 2 },
+			    { .key = (uint8_t *)"zz", .klen = 2 },
+			    { .key = (uint8_t *)"k3", .klen = 2 } },
+		out[3];
+	size_t n;
+	bool more;
+
+	mkcoll();
+	t = txn();
+	ck_assert_int_eq(os_txn_setattr(t, "c", "o", "user.b", "two", 3), 0);
+	ck_assert_int_eq(os_txn_setattr(t, "c", "o", "user.a", "one", 3), 0);
+	ck_assert_int_eq(os_txn_setattr(t, "c", "o", "user.a", "ONE!", 4), 0);
+	for (int i = 0; i < 10; i++) {
+		char k[8], v[8];
+
+		snprintf(k, sizeof(k), "k%d", i);
+		snprintf(v, sizeof(v), "v%d", i);
+		ck_assert_int_eq(os_txn_omap_set(t, "c", "o", k, strlen(k), v, strlen(v)), 0);
+	}
+	ck_assert_int_eq(os_txn_omap_set(t, "c", "o", "p/1", 3, "x", 1), 0);
+	ck_assert_int_eq(os_txn_omap_set(t, "c", "o", "p/2", 3, "y", 1), 0);
+	ck_assert_int_eq(os_txn_omap_set_header(t, "c", "o", "HDR", 3), 0);
+	ck_assert_int_eq(apply(t), 0);
+	ck_assert_int_eq(os_getattr(g_s, "c", "o", "user.a", &kv), 0);
+	ck_assert_str_eq((char *)kv.val, "ONE!");
+	free(kv.key);
+	free(kv.val);
+	ck_assert_int_eq(os_getattr(g_s, "c", "o", "user.zz", &kv), -ENODATA);
+	ck_assert_int_eq(os_getattrs(g_s, "c", "o", &kvs, &n), 0);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_str_eq((char *)kvs[0].key, "user.a");
+	os_kvs_free(kvs, n);
+	ck_assert_int_eq(os_omap_get(g_s, "c", "o", keys, 3, out), 0);
+	ck_assert_str_eq((char *)out[0].val, "v1");
+	ck_assert_ptr_null(out[1].val);
+	ck_assert_str_eq((char *)out[2].val, "v3");
+	free(out[0].key);
+	free(out[0].val);
+	free(out[2].key);
+	free(out[2].val);
+	ck_assert_int_eq(os_omap_iterate(g_s, "c", "o", NULL, 0, "p/", 2, 10, &kvs, &n, &more), 0);
+	ck_assert_uint_eq(n, 2);
+	ck_assert(!more);
+	ck_assert_str_eq((char *)kvs[1].key, "p/2");
+	os_kvs_free(kvs, n);
+	ck_assert_int_eq(os_omap_iterate(g_s, "c", "o", "k3", 2, NULL, 0, 3, &kvs, &n, &more), 0);
+	ck_assert_uint_eq(n, 3);
+	ck_assert(more);
+	ck_assert_str_eq((char *)kvs[0].key, "k4");
+	os_kvs_free(kvs, n);
+	ck_assert_int_eq(os_omap_get_header(g_s, "c", "o", &kv), 0);
+	ck_assert_str_eq((char *)kv.val, "HDR");
+	free(kv.key);
+	free(kv.val);
+	/* rm, rm_range [k2, k5), rmattr, clear */
+	t = txn();
+	ck_assert_int_eq(os_txn_omap_rm(t, "c", "o", "k0", 2), 0);
+	ck_assert_int_eq(os_txn_omap_rm_range(t, "c", "o", "k2", 2, "k5", 2), 0);
+	ck_assert_int_eq(os_txn_rmattr(t, "c", "o", "user.b"), 0);
+	ck_assert_int_eq(apply(t), 0);
+	ck_assert_int_eq(os_omap_iterate(g_s, "c", "o", NULL, 0, "k", 1, 100, &kvs, &n, &more), 0);
+	ck_assert_uint_eq(n, 6); /* k1 k5 k6 k7 k8 k9 */
+	ck_assert_str_eq((char *)kvs[0].key, "k1");
+	ck_assert_str_eq((char *)kvs[1].key, "k5");
+	os_kvs_free(kvs, n);
+	t = txn();
+	ck_assert_int_eq(os_txn_rmattr(t, "c", "o", "user.b"), 0);
+	ck_assert_int_eq(apply(t), -ENODATA);
+	t = txn();
+	ck_assert_int_eq(os_txn_omap_clear(t, "c", "o"), 0);
+	ck_assert_int_eq(apply(t), 0);
+	ck_assert_int_eq(os_omap_iterate(g_s, "c", "o", NULL, 0, NULL, 0, 100, &kvs, &n, &more), 0);
+	ck_assert_uint_eq(n, 0);
+	os_kvs_free(kvs, n);
+}
+
+END_TEST
+
+START_TEST(test_clone)
+{
+	static uint8_t a[300000], m[400000];
+	struct os_txn *t;
+	struct os_kv kv;
+
+	mkcoll();
+	cm_test_fill(a, sizeof(a), 3);
+	t = txn();
+	ck_assert_int_eq(os_txn_write(t, "c", "src", 0, a, sizeof(a)), 0);
+	ck_assert_int_eq(os_txn_setattr(t, "c", "src", "_", "attr", 4), 0);
+	ck_assert_int_eq(os_txn_omap_set(t, "c", "src", "key", 3, "val", 3), 0);
+	ck_assert_int_eq(apply(t), 0);
+	write_obj("dst", 0, "old content", 11);
+	t = txn();
+	ck_assert_int_eq(os_txn_clone(t, "c", "src", "dst"), 0);
+	ck_assert_int_eq(apply(t), 0);
+	check_obj("dst", a, sizeof(a));
+	ck_assert_int_eq(os_getattr(g_s, "c", "dst", "_", &kv), 0);
+	ck_assert_str_eq((char *)kv.val, "attr");
+	free(kv.key);
+	free(kv.val);
+	{
+		struct os_kv key = { .key = (uint8_t *)"key", .klen = 3 }, out;
+
+		ck_assert_int_eq(os_omap_get(g_s, "c", "dst", &key, 1, &out), 0);
+		ck_assert_str_eq((char *)out.val, "val");
+		free(out.key);
+		free(out.val);
+	}
+	/* Changing the source leaves the clone alone. */
+	write_obj("src", 0, "XXXX", 4);
+	check_obj("dst", a, sizeof(a));
+	/* clone_range at an unaligned offset into another object. */
+	t = txn();
+	ck_assert_int_eq(os_txn_clone_range(t, "c", "dst", 1234, 100000, "cr", 5555), 0);
+	ck_assert_int_eq(apply(t), 0);
+	memset(m, 0, sizeof(m));
+	memcpy(m + 5555, a + 1234, 100000);
+	check_obj("cr", m, 105555);
+	t = txn();
+	ck_assert_int_eq(os_txn_clone(t, "c", "nope", "x"), 0);
+	ck_assert_int_eq(apply(t), -ENOENT);
+}
+
+END_TEST
+
+START_TEST(test_checksum_catches_corruption)
+{
+	static uint8_t a[65536];
+	struct os_fsck_report rep;
+	struct cm_buf *b;
+	uint8_t byte;
+	int fd;
+	uint64_t victim = 0;
+
+	mkcoll();
+	cm_test_fill(a, sizeof(a), 9);
+	write_obj("good", 0, a, sizeof(a));
+	write_obj("bad", 0, a, sizeof(a));
+	os_umount(g_s);
+	g_s = NULL;
+	/* Find a block of "bad" on the device by its content and flip a byte in it. */
+	fd = open(g_dev, O_RDWR);
+	ck_assert_int_ge(fd, 0);
+	{
+		uint8_t blk[4096];
+		int hits = 0;
+
+		for (uint64_t off = 4096; pread(fd, blk, 4096, (off_t)off) == 4096; off += 4096) {
+			if (memcmp(blk, a + 8192, 4096) == 0 && ++hits == 2) {
+				victim = off; /* the second copy: "bad" was written second */
+				break;
+			}
+		}
+	}
+	ck_assert_uint_ne(victim, 0);
+	ck_assert_int_eq(pread(fd, &byte, 1, (off_t)victim + 100), 1);
+	byte ^= 0x5a;
+	ck_assert_int_eq(pwrite(fd, &byte, 1, (off_t)victim + 100), 1);
+	close(fd);
+	mount_store();
+	ck_assert_int_eq(rd("bad", 0, sizeof(a), &b), -EIO);
+	ck_assert_int_eq(rd("bad", 8192 + 100, 1, &b), -EIO);
+	ck_assert_int_eq(rd("bad", 0, 8192, &b), 0); /* the blocks before are fine */
+	cm_buf_put(b);
+	check_obj("good", a, sizeof(a));
+	ck_assert_int_eq(os_fsck(g_s, false, &rep), 0);
+	ck_assert_uint_eq(rep.errors, 0);
+	ck_assert_int_eq(os_fsck(g_s, true, &rep), 0);
+	ck_assert_uint_eq(rep.csum_errors, 1);
+	ck_assert_msg(strstr(rep.first_error, "c/bad") && strstr(rep.first_error, "offset 8192"),
+		      "%s", rep.first_error);
+	{
+		struct os_usage u;
+
+		os_get_usage(g_s, &u);
+		ck_assert_uint_ge(u.csum_errors, 2);
+	}
+	/* Rewriting the object heals it. */
+	write_obj("bad", 0, a, sizeof(a));
+	check_obj("bad", a, sizeof(a));
+}
+
+END_TEST
+
+static void
+setup_small(void)
+{
+	setup_size(16ull << 20);
+}
+
+START_TEST(test_enospc_then_delete)
+{
+	static uint8_t a[1 << 20];
+	struct os_usage u0, u1;
+	struct os_txn *t;
+	int i, rc = 0;
+
+	mkcoll();
+	cm_test_fill(a, sizeof(a), 5);
+	os_get_usage(g_s, &u0);
+	for (i = 0; i < 64; i++) {
+		char oid[16];
+
+		snprintf(oid, sizeof(oid), "fill%d", i);
+		t = txn();
+		ck_assert_int_eq(os_txn_write(t, "c", oid, 0, a, sizeof(a)), 0);
+		ck_assert_int_eq(os_txn_setattr(t, "c", oid, "a", "b", 1), 0);
+		rc = apply(t);
+		if (rc)
+			break;
+	}
+	ck_assert_int_eq(rc, -ENOSPC);
+	ck_assert_int_gt(i, 8);
+	/* Nothing of the failed transaction exists; metadata-only work still goes. */
+	{
+		char oid[16];
+		struct os_stat st;
+		struct cm_buf *b;
+
+		snprintf(oid, sizeof(oid), "fill%d", i);
+		ck_assert_int_eq(os_stat(g_s, "c", oid, &st), -ENOENT);
+		t = txn();
+		ck_assert_int_eq(os_txn_omap_set(t, "c", "fill0", "k", 1, "v", 1), 0);
+		ck_assert_int_eq(apply(t), 0);
+		/* A small overwrite of allocated blocks needs no new space. */
+		t = txn();
+		ck_assert_int_eq(os_txn_write(t, "c", "fill0", 100, "hello", 5), 0);
+		ck_assert_int_eq(apply(t), 0);
+		ck_assert_int_eq(rd("fill0", 100, 5, &b), 0);
+		ck_assert(memcmp(b->data, "hello", 5) == 0);
+		cm_buf_put(b);
+	}
+	/* Delete half, then writing works again. */
+	for (int k = 0; k < i; k += 2) {
+		char oid[16];
+
+		snprintf(oid, sizeof(oid), "fill%d", k);
+		t = txn();
+		ck_assert_int_eq(os_txn_remove(t, "c", oid), 0);
+		ck_assert_int_eq(apply(t), 0);
+	}
+	for (int k = 0; k < 10; k++)
+		cm_reactor_run_once(g_r, 10);
+	write_obj("after", 0, a, sizeof(a));
+	check_obj("after", a, sizeof(a));
+	os_get_usage(g_s, &u1);
+	ck_assert_uint_lt(u1.free_bytes, u0.free_bytes);
+}
+
+END_TEST
+
+START_TEST(test_mount_refusals)
+{
+	struct os_opts o;
+	struct os_store *s2;
+	char other[128];
+	int fd;
+
+	os_umount(g_s);
+	g_s = NULL;
+	opts(&o);
+	/* Not a store. */
+	snprintf(other, sizeof(other), "%s/empty", g_dir);
+	fd = open(other, O_RDWR | O_CREAT, 0600);
+	ck_assert_int_eq(posix_fallocate(fd, 0, 1 << 20), 0);
+	close(fd);
+	o.path = other;
+	ck_assert_int_eq(os_mount(g_r, &o, &s2), -EINVAL);
+	/* Metadata of another store. */
+	ck_assert_int_eq(os_mkfs(&o), 0);
+	o.path = g_dev;
+	{
+		char db[160];
+
+		snprintf(db, sizeof(db), "%s.db", other);
+		o.db_path = db;
+		ck_assert_int_eq(os_mount(g_r, &o, &s2), -EINVAL);
+	}
+	mount_store();
+}
+
+END_TEST
+
+START_TEST(test_allocator)
+{
+	struct os_alloc *a;
+	struct os_extent ex[8];
+	int k;
+
+	ck_assert_int_eq(os_alloc_create(1000, 10, &a), 0);
+	ck_assert_uint_eq(os_alloc_free_blocks(a), 990);
+	k = os_alloc_get(a, 1, 0, ex, 8);
+	ck_assert_int_eq(k, 1);
+	ck_assert_uint_eq(ex[0].start, 10);
+	k = os_alloc_get(a, 500, 0, ex, 8);
+	ck_assert_int_eq(k, 1);
+	ck_assert_uint_eq(ex[0].len, 500);
+	ck_assert_int_eq(os_alloc_put(a, 11, 100), 0);
+	ck_assert_int_eq(os_alloc_put(a, 11, 100), -EINVAL); /* double free */
+	ck_assert_int_eq(os_alloc_put(a, 5, 1), -EINVAL);    /* reserved */
+	ck_assert_int_eq(os_alloc_mark(a, 11, 1), 0);
+	ck_assert_int_eq(os_alloc_mark(a, 11, 1), -EEXIST);
+	/* Fragmented: 99 free at 12.., 489 at 511..: a big request spans both. */
+	k = os_alloc_get(a, 580, 0, ex, 8);
+	ck_assert_int_ge(k, 2);
+	ck_assert_uint_eq(os_alloc_free_blocks(a), 990 - 1 - 500 + 100 - 1 - 580);
+	ck_assert_int_eq(os_alloc_get(a, 100, 0, ex, 8), -ENOSPC);
+	ck_assert_int_eq(os_alloc_get(a, 5, 5, ex, 8), -ENOSPC); /* the reserve stays */
+	ck_assert_int_eq(os_alloc_get(a, 3, 5, ex, 8), 1);
+	os_alloc_destroy(a);
+	/* Large: 4 KiB and 4 MiB allocations on a 1 TiB bitmap. */
+	ck_assert_int_eq(os_alloc_create(1ull << 28, 1, &a), 0);
+	for (int i = 0; i < 1000; i++) {
+		ck_assert_int_eq(os_alloc_get(a, i % 2 ? 1 : 1024, 0, ex, 8), 1);
+		if (i % 3 == 0)
+			ck_assert_int_eq(os_alloc_put(a, ex[0].start, ex[0].len), 0);
+	}
+	os_alloc_destroy(a);
+}
+
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("store");
+	TCase *tc = tcase_create("ops"), *small = tcase_create("small"),
+	      *alloc = tcase_create("alloc");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_write_read_patterns);
+	tcase_add_test(tc, test_zero_truncate_remove);
+	tcase_add_test(tc, test_collections_and_listing);
+	tcase_add_test(tc, test_attrs_and_omap);
+	tcase_add_test(tc, test_clone);
+	tcase_add_test(tc, test_checksum_catches_corruption);
+	tcase_add_test(tc, test_mount_refusals);
+	tcase_add_checked_fixture(small, setup_small, teardown);
+	tcase_set_timeout(small, 120);
+	tcase_add_test(small, test_enospc_then_delete);
+	tcase_add_test(alloc, test_allocator);
+	suite_add_tcase(s, tc);
+	suite_add_tcase(s, small);
+	suite_add_tcase(s, alloc);
+	return cm_test_main(s);
+}
