@@ -25,14 +25,29 @@ struct pobj {
 	bool dirty, bumped;
 };
 
+/* What this transaction did to an omap so far (clone reads committed keys + these). */
+struct ovl {
+	uint64_t nid;
+	enum os_op_type type; /* OP_OMAP_SET, OP_OMAP_RM, OP_OMAP_RM_RANGE, OP_OMAP_CLEAR */
+	const uint8_t *k, *v;
+	size_t kl, vl;
+};
+
 struct pctx {
 	struct os_store *s;
 	struct os_txn *t;
+	struct ovl *ovl;
+	size_t novl;
+	uint8_t **owned; /* buffers the overlay points into */
+	size_t nowned;
 	struct pobj *objs;
 	size_t nobjs;
 	char **mk, **rm; /* collections made / removed by this transaction */
 	size_t nmk, nrm;
 };
+
+static int ovl_add(struct pctx *c, uint64_t nid, enum os_op_type type, const uint8_t *k, size_t kl,
+		   const uint8_t *v, size_t vl);
 
 static int
 blk_read(struct pctx *c, const struct os_onode *on, uint64_t lb, uint8_t *dst, const char *what)
@@ -429,6 +444,9 @@ do_remove(struct pctx *c, struct pobj *p)
 		return rc;
 	omap_range(a, &al, b, &bl, p->on->nid);
 	rocksdb_writebatch_delete_range(c->t->wb, a, al, b, bl);
+	rc = ovl_add(c, p->on->nid, OP_OMAP_CLEAR, NULL, 0, NULL, 0);
+	if (rc)
+		return rc;
 	os_onode_free(p->on);
 	p->on = NULL;
 	p->dirty = true;
@@ -473,30 +491,162 @@ copy_data(struct pctx *c, struct pobj *src, uint64_t off, uint64_t len, struct p
 }
 
 static int
+ovl_add(struct pctx *c, uint64_t nid, enum os_op_type type, const uint8_t *k, size_t kl,
+	const uint8_t *v, size_t vl)
+{
+	struct ovl *n = realloc(c->ovl, sizeof(*n) * (c->novl + 1));
+
+	if (!n)
+		return -ENOMEM;
+	c->ovl = n;
+	n[c->novl++] = (struct ovl){ .nid = nid, .type = type, .k = k, .kl = kl, .v = v, .vl = vl };
+	return 0;
+}
+
+static int
+kcmp(const uint8_t *a, size_t al, const uint8_t *b, size_t bl)
+{
+	int r = memcmp(a, b, CM_MIN(al, bl));
+
+	return r ? r : (al < bl ? -1 : al > bl);
+}
+
+struct okv {
+	uint8_t *k, *v;
+	size_t kl, vl;
+	bool gone;
+};
+
+/* Copy the omap of nid `from` (committed keys, then this transaction's changes) to `to`. */
+static int
 copy_omap(struct pctx *c, uint64_t from, uint64_t to)
 {
 	struct os_store *s = c->s;
 	rocksdb_iterator_t *it = rocksdb_create_iterator(s->db, s->ro);
 	char lo[16], *k2 = malloc(9 + 65536);
-	size_t ll = os_key_omap(lo, from, NULL, 0);
+	size_t ll = os_key_omap(lo, from, NULL, 0), n = 0, cap = 0;
+	struct okv *kv = NULL;
+	int rc = 0;
 
 	if (!k2) {
 		rocksdb_iter_destroy(it);
 		return -ENOMEM;
 	}
-	for (rocksdb_iter_seek(it, lo, ll); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+	for (rocksdb_iter_seek(it, lo, ll); !rc && rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
 		size_t kl, vl;
 		const char *k = rocksdb_iter_key(it, &kl), *v = rocksdb_iter_value(it, &vl);
 
 		if (kl < 9 || memcmp(k, lo, 9) != 0)
 			break;
-		if (kl - 9 > 65536)
-			continue;
-		rocksdb_writebatch_put(c->t->wb, k2, os_key_omap(k2, to, k + 9, kl - 9), v, vl);
+		if (n == cap) {
+			struct okv *nk = realloc(kv, sizeof(*nk) * (cap ? cap * 2 : 16));
+
+			if (!nk) {
+				rc = -ENOMEM;
+				break;
+			}
+			kv = nk;
+			cap = cap ? cap * 2 : 16;
+		}
+		kv[n].k = malloc(kl - 9 + 1);
+		kv[n].v = malloc(vl + 1);
+		if (!kv[n].k || !kv[n].v) {
+			free(kv[n].k);
+			free(kv[n].v);
+			rc = -ENOMEM;
+			break;
+		}
+		memcpy(kv[n].k, k + 9, kl - 9);
+		memcpy(kv[n].v, v, vl);
+		kv[n].kl = kl - 9;
+		kv[n].vl = vl;
+		kv[n].gone = false;
+		n++;
 	}
-	free(k2);
 	rocksdb_iter_destroy(it);
-	return 0;
+	/* This transaction's own changes to the source, in order. */
+	for (size_t i = 0; !rc && i < c->novl; i++) {
+		const struct ovl *o = &c->ovl[i];
+
+		if (o->nid != from)
+			continue;
+		for (size_t j = 0; j < n; j++) {
+			bool hit = o->type == OP_OMAP_CLEAR ||
+				   (o->type == OP_OMAP_RM_RANGE
+					    ? kcmp(kv[j].k, kv[j].kl, o->k, o->kl) >= 0 &&
+						      kcmp(kv[j].k, kv[j].kl, o->v, o->vl) < 0
+					    : kcmp(kv[j].k, kv[j].kl, o->k, o->kl) == 0);
+
+			if (hit)
+				kv[j].gone = true;
+		}
+	}
+	for (size_t j = 0; !rc && j < n; j++) {
+		if (kv[j].gone)
+			continue;
+		rocksdb_writebatch_put(c->t->wb, k2, os_key_omap(k2, to, kv[j].k, kv[j].kl),
+				       (char *)kv[j].v, kv[j].vl);
+		rc = ovl_add(c, to, OP_OMAP_SET, kv[j].k, kv[j].kl, kv[j].v, kv[j].vl);
+	}
+	/* Keys set by this transaction (after any clear or removal that hid older ones). */
+	for (size_t i = 0; !rc && i < c->novl; i++) {
+		const struct ovl *o = &c->ovl[i];
+		bool later_gone = false;
+
+		if (o->nid != from || o->type != OP_OMAP_SET)
+			continue;
+		for (size_t j = i + 1; j < c->novl; j++) {
+			const struct ovl *x = &c->ovl[j];
+
+			if (x->nid != from)
+				continue;
+			if (x->type == OP_OMAP_CLEAR ||
+			    (x->type == OP_OMAP_RM && !kcmp(o->k, o->kl, x->k, x->kl)) ||
+			    (x->type == OP_OMAP_SET && !kcmp(o->k, o->kl, x->k, x->kl)) ||
+			    (x->type == OP_OMAP_RM_RANGE && kcmp(o->k, o->kl, x->k, x->kl) >= 0 &&
+			     kcmp(o->k, o->kl, x->v, x->vl) < 0))
+				later_gone = true;
+		}
+		if (later_gone || !o->v)
+			continue;
+		rocksdb_writebatch_put(c->t->wb, k2, os_key_omap(k2, to, o->k, o->kl),
+				       (const char *)o->v, o->vl);
+		rc = ovl_add(c, to, OP_OMAP_SET, o->k, o->kl, o->v, o->vl);
+	}
+	for (size_t j = 0; j < n; j++) {
+		/* Keys copied from the KV: the overlay points at them; keep them until the end. */
+		if (kv[j].gone) {
+			free(kv[j].k);
+			free(kv[j].v);
+		}
+	}
+	{
+		/* Remember the surviving copies for pctx_free. */
+		struct okv *keep = kv;
+		size_t nk = 0;
+
+		for (size_t j = 0; j < n; j++)
+			if (!kv[j].gone)
+				keep[nk++] = kv[j];
+		uint8_t **no = realloc(c->owned, sizeof(*no) * (c->nowned + 2 * nk + 1));
+
+		if (no)
+			c->owned = no;
+		else
+			rc = -ENOMEM;
+		for (size_t j = 0; j < nk; j++) {
+			if (no) {
+				c->owned[c->nowned++] = keep[j].k;
+				c->owned[c->nowned++] = keep[j].v;
+			} else {
+				free(keep[j].k);
+				free(keep[j].v);
+			}
+		}
+	}
+	free(kv);
+	free(k2);
+	return rc;
 }
 
 static int
@@ -698,7 +848,7 @@ apply_op(struct pctx *c, const struct os_op *op)
 					       (const char *)op->data, op->dlen);
 			free(k);
 		}
-		return 0;
+		return ovl_add(c, p->on->nid, OP_OMAP_SET, op->key, op->klen, op->data, op->dlen);
 	case OP_OMAP_RM:
 	case OP_OMAP_RM_RANGE:
 	case OP_OMAP_CLEAR:
@@ -733,7 +883,10 @@ apply_op(struct pctx *c, const struct os_op *op)
 			free(a);
 			free(b);
 		}
-		return 0;
+		if (op->type == OP_OMAP_RM_RANGE)
+			return ovl_add(c, p->on->nid, op->type, op->data, op->dlen, op->key,
+				       op->klen);
+		return ovl_add(c, p->on->nid, op->type, op->key, op->klen, NULL, 0);
 	}
 	return -EINVAL;
 }
@@ -785,6 +938,10 @@ pctx_free(struct pctx *c)
 		free(c->rm[i]);
 	free(c->mk);
 	free(c->rm);
+	free(c->ovl);
+	for (size_t i = 0; i < c->nowned; i++)
+		free(c->owned[i]);
+	free(c->owned);
 }
 
 /* Success: onodes into the batch, the prepare cache, and the list for the read cache. */

@@ -1,0 +1,650 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Crash consistency of the object store. A child process mounts the store
+ * and runs a deterministic random workload (writes of random sizes and
+ * offsets, overwrites small and large, zero, truncate, xattrs, omap changes,
+ * removes, clones), up to 8 transactions in flight, telling the parent over
+ * a pipe what it queued and what committed. The parent SIGKILLs it at a
+ * random moment, mounts, runs fsck, and checks that the store equals the
+ * model after exactly k transactions for some k between the last one
+ * reported committed and the last one queued: every acknowledged
+ * transaction fully present, every other fully absent. Then the next child
+ * continues from there. CAIRN_CRASH_ITERS sets the number of kills
+ * (default 100).
+ */
+#include "osd/store.h"
+#include "cm/log.h"
+#include "testlib.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/wait.h>
+
+#define NOBJ     6
+#define MAXSIZE  (1u << 20)
+#define NATTR    4
+#define NKEYS    8
+#define INFLIGHT 8
+
+struct mobj {
+	bool exists;
+	uint8_t *data;
+	uint64_t size;
+	bool has_attr[NATTR];
+	uint32_t attr[NATTR];
+	bool has_key[NKEYS];
+	uint32_t key[NKEYS];
+};
+
+struct model {
+	struct mobj o[NOBJ];
+};
+
+enum { W_WRITE, W_ZERO, W_TRUNC, W_SETATTR, W_RMATTR, W_OMAPSET, W_OMAPRM, W_REMOVE, W_CLONE };
+
+struct wop {
+	int type, obj, obj2, idx;
+	uint64_t off, len, seed;
+};
+
+struct wtxn {
+	int nops;
+	struct wop ops[3];
+};
+
+static char g_dir[64], g_dev[96];
+
+static uint64_t
+rnd(uint64_t *s)
+{
+	*s = *s * 6364136223846793005ull + 1442695040888963407ull;
+	return *s >> 17;
+}
+
+/* Transaction i of the workload (pure function of i). */
+static void
+gen(uint32_t i, struct wtxn *t)
+{
+	uint64_t s = 0x9e3779b97f4a7c15ull ^ ((uint64_t)i * 0x100000001b3ull);
+
+	rnd(&s);
+	t->nops = 1 + (int)(rnd(&s) % 3);
+	for (int k = 0; k < t->nops; k++) {
+		struct wop *op = &t->ops[k];
+		uint64_t r = rnd(&s) % 100;
+
+		op->obj = (int)(rnd(&s) % NOBJ);
+		op->obj2 = (op->obj + 1 + (int)(rnd(&s) % (NOBJ - 1))) % NOBJ;
+		op->idx = (int)(rnd(&s) % NKEYS);
+		op->seed = rnd(&s);
+		op->off = rnd(&s) % (MAXSIZE - 300000);
+		op->len = r % 2 ? rnd(&s) % 9000 : rnd(&s) % 300000;
+		op->type = r < 45   ? W_WRITE
+			   : r < 50 ? W_ZERO
+			   : r < 55 ? W_TRUNC
+			   : r < 65 ? W_SETATTR
+			   : r < 70 ? W_RMATTR
+			   : r < 85 ? W_OMAPSET
+			   : r < 90 ? W_OMAPRM
+			   : r < 95 ? W_REMOVE
+				    : W_CLONE;
+		if (op->type == W_TRUNC)
+			op->off = rnd(&s) % MAXSIZE;
+	}
+}
+
+static void
+oname(int i, char *out)
+{
+	snprintf(out, 8, "o%d", i);
+}
+
+static void
+build(struct os_txn *t, const struct wtxn *w)
+{
+	static uint8_t buf[300000];
+	char a[8], b[8], k[8];
+
+	for (int n = 0; n < w->nops; n++) {
+		const struct wop *op = &w->ops[n];
+
+		oname(op->obj, a);
+		oname(op->obj2, b);
+		snprintf(k, sizeof(k), "k%d", op->idx);
+		switch (op->type) {
+		case W_WRITE:
+			cm_test_fill(buf, op->len, op->seed);
+			os_txn_write(t, "c", a, op->off, buf, op->len);
+			break;
+		case W_ZERO:
+			os_txn_zero(t, "c", a, op->off, op->len);
+			break;
+		case W_TRUNC:
+			os_txn_truncate(t, "c", a, op->off);
+			break;
+		case W_SETATTR:
+			snprintf(k, sizeof(k), "a%d", op->idx % NATTR);
+			os_txn_setattr(t, "c", a, k, &op->seed, 4);
+			break;
+		case W_RMATTR:
+			snprintf(k, sizeof(k), "a%d", op->idx % NATTR);
+			os_txn_rmattr(t, "c", a, k);
+			break;
+		case W_OMAPSET:
+			os_txn_omap_set(t, "c", a, k, strlen(k), &op->seed, 4);
+			break;
+		case W_OMAPRM:
+			os_txn_omap_rm(t, "c", a, k, strlen(k));
+			break;
+		case W_REMOVE:
+			os_txn_remove(t, "c", a);
+			break;
+		case W_CLONE:
+			os_txn_clone(t, "c", a, b);
+			break;
+		}
+	}
+}
+
+static void
+mobj_reset(struct mobj *o)
+{
+	uint8_t *d = o->data;
+
+	memset(o, 0, sizeof(*o));
+	o->data = d;
+	memset(d, 0, MAXSIZE + 300000);
+}
+
+/* Apply w to m as the store must: all or nothing. */
+static void
+model_apply(struct model *m, const struct wtxn *w)
+{
+	static uint8_t buf[300000];
+	struct model n;
+	bool fail = false;
+
+	for (int i = 0; i < NOBJ; i++) {
+		n.o[i] = m->o[i];
+		n.o[i].data = malloc(MAXSIZE + 300000);
+		ck_assert_ptr_nonnull(n.o[i].data);
+		memcpy(n.o[i].data, m->o[i].data, MAXSIZE + 300000);
+	}
+	for (int k = 0; k < w->nops && !fail; k++) {
+		const struct wop *op = &w->ops[k];
+		struct mobj *o = &n.o[op->obj];
+
+		switch (op->type) {
+		case W_WRITE:
+			cm_test_fill(buf, op->len, op->seed);
+			o->exists = true;
+			memcpy(o->data + op->off, buf, op->len);
+			if (op->len)
+				o->size = CM_MAX(o->size, op->off + op->len);
+			break;
+		case W_ZERO:
+			o->exists = true;
+			memset(o->data + op->off, 0, op->len);
+			if (op->len)
+				o->size = CM_MAX(o->size, op->off + op->len);
+			break;
+		case W_TRUNC:
+			o->exists = true;
+			if (op->off < o->size)
+				memset(o->data + op->off, 0, o->size - op->off);
+			o->size = op->off;
+			break;
+		case W_SETATTR:
+			o->exists = true;
+			o->has_attr[op->idx % NATTR] = true;
+			o->attr[op->idx % NATTR] = (uint32_t)op->seed;
+			break;
+		case W_RMATTR:
+			if (!o->exists || !o->has_attr[op->idx % NATTR])
+				fail = true;
+			else
+				o->has_attr[op->idx % NATTR] = false;
+			break;
+		case W_OMAPSET:
+			o->exists = true;
+			o->has_key[op->idx] = true;
+			o->key[op->idx] = (uint32_t)op->seed;
+			break;
+		case W_OMAPRM:
+			if (!o->exists)
+				fail = true;
+			else
+				o->has_key[op->idx] = false;
+			break;
+		case W_REMOVE:
+			if (!o->exists)
+				fail = true;
+			else
+				mobj_reset(o);
+			break;
+		case W_CLONE:
+			if (!o->exists) {
+				fail = true;
+			} else {
+				struct mobj *d = &n.o[op->obj2];
+				uint8_t *dd = d->data;
+
+				*d = *o;
+				d->data = dd;
+				memcpy(dd, o->data, MAXSIZE + 300000);
+			}
+			break;
+		}
+	}
+	for (int i = 0; i < NOBJ; i++) {
+		if (!fail)
+			memcpy(m->o[i].data, n.o[i].data, MAXSIZE + 300000);
+		free(n.o[i].data);
+		if (!fail) {
+			uint8_t *d = m->o[i].data;
+
+			m->o[i] = n.o[i];
+			m->o[i].data = d;
+		}
+	}
+}
+
+/* ---- the child ---- */
+
+struct child {
+	struct os_store *s;
+	int fd;
+	unsigned inflight;
+	uint32_t next;
+};
+
+static void
+report(int fd, char type, uint32_t idx)
+{
+	char msg[5] = { type };
+
+	memcpy(msg + 1, &idx, 4);
+	if (write(fd, msg, 5) != 5)
+		_exit(3);
+}
+
+static void
+child_cb(void *arg, int rc)
+{
+	struct child *c = arg;
+
+	(void)rc;
+	c->inflight--;
+	report(c->fd, 'C', 0); /* completions arrive in order: the parent counts them */
+}
+
+static void
+child_main(int fd, uint32_t start)
+{
+	struct cm_reactor *r = cm_test_reactor();
+	struct os_opts o;
+	struct child c = { .fd = fd, .next = start };
+	uint64_t deadline = cm_now_ms() + 20000;
+
+	cm_log_set_level(CM_LOG_ERR);
+	os_opts_init(&o, sizeof(o));
+	o.path = g_dev;
+	if (os_mount(r, &o, &c.s))
+		_exit(2);
+	report(fd, 'M', start);
+	while (cm_now_ms() < deadline) {
+		while (c.inflight < INFLIGHT) {
+			struct os_txn *t;
+			struct wtxn w;
+
+			gen(c.next, &w);
+			if (os_txn_create(&t))
+				_exit(4);
+			build(t, &w);
+			report(fd, 'Q', c.next);
+			c.inflight++;
+			c.next++;
+			os_queue(c.s, t, child_cb, &c);
+		}
+		cm_reactor_run_once(r, 10);
+	}
+	_exit(0);
+}
+
+/* ---- the parent ---- */
+
+static bool store_equals(struct os_store *s, struct cm_reactor *r, const struct model *m, char *why,
+			 size_t wl);
+
+struct rdone {
+	bool done;
+	int rc;
+	struct cm_buf *b;
+};
+
+static void
+rcb(void *arg, int rc, struct cm_buf *b)
+{
+	struct rdone *d = arg;
+
+	d->rc = rc;
+	d->b = b;
+	d->done = true;
+}
+
+static bool
+store_equals(struct os_store *s, struct cm_reactor *r, const struct model *m, char *why, size_t wl)
+{
+	for (int i = 0; i < NOBJ; i++) {
+		const struct mobj *o = &m->o[i];
+		struct os_stat st;
+		char name[8];
+		int rc;
+
+		oname(i, name);
+		rc = os_stat(s, "c", name, &st);
+		if (!o->exists) {
+			if (rc != -ENOENT) {
+				snprintf(why, wl, "%s exists, the model says not", name);
+				return false;
+			}
+			continue;
+		}
+		if (rc || st.size != o->size) {
+			snprintf(why, wl, "%s: stat %d size %" PRIu64 " vs %" PRIu64, name, rc,
+				 rc ? 0 : st.size, o->size);
+			return false;
+		}
+		{
+			struct rdone d = { 0 };
+			bool same;
+
+			os_read(s, "c", name, 0, o->size, rcb, &d);
+			ck_assert(cm_test_run_until(r, &d.done, 30000));
+			if (d.rc) {
+				snprintf(why, wl, "%s: read %d", name, d.rc);
+				return false;
+			}
+			same = d.b->len == o->size && memcmp(d.b->data, o->data, o->size) == 0;
+			cm_buf_put(d.b);
+			if (!same) {
+				snprintf(why, wl, "%s: data differs", name);
+				return false;
+			}
+		}
+		for (int a = 0; a < NATTR; a++) {
+			struct os_kv kv;
+			char an[8];
+
+			snprintf(an, sizeof(an), "a%d", a);
+			rc = os_getattr(s, "c", name, an, &kv);
+			if (rc == 0) {
+				bool ok = o->has_attr[a] && kv.vlen == 4 &&
+					  !memcmp(kv.val, &o->attr[a], 4);
+
+				free(kv.key);
+				free(kv.val);
+				if (!ok) {
+					snprintf(why, wl, "%s: attr %s differs", name, an);
+					return false;
+				}
+			} else if (o->has_attr[a]) {
+				snprintf(why, wl, "%s: attr %s missing", name, an);
+				return false;
+			}
+		}
+		{
+			struct os_kv *kvs;
+			size_t n;
+			bool more;
+			int want = 0;
+
+			ck_assert_int_eq(os_omap_iterate(s, "c", name, NULL, 0, NULL, 0, 100, &kvs,
+							 &n, &more),
+					 0);
+			for (int k = 0; k < NKEYS; k++)
+				want += o->has_key[k];
+			for (size_t j = 0; j < n; j++) {
+				int k = kvs[j].key[1] - '0';
+
+				if (k < 0 || k >= NKEYS || !o->has_key[k] ||
+				    memcmp(kvs[j].val, &o->key[k], 4) != 0)
+					want = -1;
+			}
+			if (want != (int)n) {
+				size_t off =
+					(size_t)snprintf(why, wl, "%s: omap differs: store", name);
+
+				for (size_t j = 0; j < n && off < wl; j++)
+					off += (size_t)snprintf(why + off, wl - off, " %.*s=%08x",
+								(int)kvs[j].klen, kvs[j].key,
+								*(uint32_t *)(void *)kvs[j].val);
+				for (int k = 0; k < NKEYS && off < wl; k++)
+					if (o->has_key[k])
+						off += (size_t)snprintf(why + off, wl - off,
+									" model k%d=%08x", k,
+									o->key[k]);
+				os_kvs_free(kvs, n);
+				return false;
+			}
+			os_kvs_free(kvs, n);
+		}
+	}
+	return true;
+}
+
+START_TEST(test_kill_and_recover)
+{
+	const char *it = getenv("CAIRN_CRASH_ITERS");
+	int iters = it ? atoi(it) : 100, fd;
+	struct cm_reactor *r;
+	struct model m;
+	struct os_opts o;
+	uint32_t next = 1; /* transaction 0 made the collection */
+	uint64_t seed = (uint64_t)cm_now_ns(), total_acked = 0, lost_tail = 0;
+	char cmd[128];
+
+	cm_log_set_level(CM_LOG_ERR);
+	snprintf(g_dir, sizeof(g_dir), "/tmp/cairn-crash-test-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(g_dir));
+	snprintf(g_dev, sizeof(g_dev), "%s/block", g_dir);
+	fd = open(g_dev, O_RDWR | O_CREAT, 0600);
+	ck_assert_int_eq(posix_fallocate(fd, 0, 256 << 20), 0);
+	close(fd);
+	os_opts_init(&o, sizeof(o));
+	o.path = g_dev;
+	ck_assert_int_eq(os_mkfs(&o), 0);
+	r = cm_test_reactor();
+	{
+		struct os_store *s;
+		struct os_txn *t;
+		bool done = false;
+
+		ck_assert_int_eq(os_mount(r, &o, &s), 0);
+		ck_assert_int_eq(os_txn_create(&t), 0);
+		os_txn_mkcoll(t, "c");
+		os_queue(s, t, (os_commit_cb)(void (*)(void))NULL, NULL);
+		os_umount(s);
+		(void)done;
+	}
+	memset(&m, 0, sizeof(m));
+	for (int i = 0; i < NOBJ; i++) {
+		m.o[i].data = calloc(1, MAXSIZE + 300000);
+		ck_assert_ptr_nonnull(m.o[i].data);
+	}
+	fprintf(stderr, "store_crash_test: %d kills, seed %" PRIu64 "\n", iters, seed);
+	for (int iter = 0; iter < iters; iter++) {
+		int p[2], status;
+		pid_t pid;
+		uint32_t queued = next - 1, completed = 0;
+		bool mounted = false;
+		char msg[5], why[256] = "";
+		struct os_store *s;
+		struct os_fsck_report rep;
+		uint64_t wait_ms;
+		bool found = false;
+
+		ck_assert_int_eq(pipe(p), 0);
+		pid = fork();
+		ck_assert_int_ge(pid, 0);
+		if (pid == 0) {
+			close(p[0]);
+			child_main(p[1], next);
+		}
+		close(p[1]);
+		/* Let it mount and run for a random while, then kill it mid-flight. */
+		while (!mounted && read(p[0], msg, 5) == 5)
+			mounted = msg[0] == 'M';
+		ck_assert_msg(mounted, "iteration %d: the child did not mount", iter);
+		wait_ms = 5 + rnd(&seed) % 250;
+		usleep((useconds_t)wait_ms * 1000);
+		kill(pid, SIGKILL);
+		waitpid(pid, &status, 0);
+		while (read(p[0], msg, 5) == 5) {
+			if (msg[0] == 'Q')
+				memcpy(&queued, msg + 1, 4);
+			else if (msg[0] == 'C')
+				completed++;
+		}
+		close(p[0]);
+		/* Mount (replays deferred writes), fsck, compare with the model. */
+		ck_assert_int_eq(os_mount(r, &o, &s), 0);
+		ck_assert_int_eq(os_fsck(s, iter % 10 == 0, &rep), 0);
+		ck_assert_msg(rep.errors == 0, "iteration %d: fsck: %s", iter, rep.first_error);
+		{
+			struct wtxn w;
+			uint32_t k = next;
+
+			/* Everything acknowledged must be there. */
+			for (; k < next + completed; k++) {
+				gen(k, &w);
+				model_apply(&m, &w);
+			}
+			total_acked += completed;
+			for (;; k++) {
+				if (store_equals(s, r, &m, why, sizeof(why))) {
+					found = true;
+					break;
+				}
+				if (k > queued)
+					break;
+				gen(k, &w);
+				model_apply(&m, &w);
+				lost_tail++;
+			}
+			ck_assert_msg(
+				found,
+				"iteration %d: the store matches no state between transaction "
+				"%u (last acknowledged) and %u (last queued): %s",
+				iter, next + completed - 1, queued, why);
+			next = k;
+		}
+		os_umount(s);
+	}
+	fprintf(stderr,
+		"store_crash_test: %d kills, %" PRIu64 " acknowledged transactions all present, "
+		"%" PRIu64 " unacknowledged ones found committed, none partial\n",
+		iters, total_acked, lost_tail);
+	for (int i = 0; i < NOBJ; i++)
+		free(m.o[i].data);
+	cm_reactor_destroy(r);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", g_dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+END_TEST
+
+struct qdone {
+	unsigned left;
+};
+
+static void
+qcb(void *arg, int rc)
+{
+	(void)rc;
+	((struct qdone *)arg)->left--;
+}
+
+static bool
+q_empty(void *arg)
+{
+	return ((struct qdone *)arg)->left == 0;
+}
+
+/* Without crashes: after every batch of 8 queued transactions the store equals the model. */
+START_TEST(test_model_agrees)
+{
+	struct cm_reactor *r;
+	struct model m;
+	struct os_opts o;
+	struct os_store *s;
+	char why[256], cmd[128];
+	int fd;
+
+	cm_log_set_level(CM_LOG_ERR);
+	snprintf(g_dir, sizeof(g_dir), "/tmp/cairn-crash-test-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(g_dir));
+	snprintf(g_dev, sizeof(g_dev), "%s/block", g_dir);
+	fd = open(g_dev, O_RDWR | O_CREAT, 0600);
+	ck_assert_int_eq(posix_fallocate(fd, 0, 256 << 20), 0);
+	close(fd);
+	os_opts_init(&o, sizeof(o));
+	o.path = g_dev;
+	ck_assert_int_eq(os_mkfs(&o), 0);
+	r = cm_test_reactor();
+	ck_assert_int_eq(os_mount(r, &o, &s), 0);
+	memset(&m, 0, sizeof(m));
+	for (int i = 0; i < NOBJ; i++)
+		m.o[i].data = calloc(1, MAXSIZE + 300000);
+	{
+		struct os_txn *t;
+		struct qdone q = { 1 };
+
+		os_txn_create(&t);
+		os_txn_mkcoll(t, "c");
+		os_queue(s, t, qcb, &q);
+		ck_assert(cm_test_run_until_fn(r, q_empty, &q, 10000));
+	}
+	for (uint32_t i = 1; i < 1200; i += INFLIGHT) {
+		struct qdone q = { INFLIGHT };
+
+		for (uint32_t k = i; k < i + INFLIGHT; k++) {
+			struct os_txn *t;
+			struct wtxn w;
+
+			gen(k, &w);
+			os_txn_create(&t);
+			build(t, &w);
+			os_queue(s, t, qcb, &q);
+			model_apply(&m, &w);
+		}
+		ck_assert(cm_test_run_until_fn(r, q_empty, &q, 30000));
+		ck_assert_msg(store_equals(s, r, &m, why, sizeof(why)), "after transaction %u: %s",
+			      i + INFLIGHT - 1, why);
+		if (i % 200 == 1) {
+			os_umount(s);
+			ck_assert_int_eq(os_mount(r, &o, &s), 0);
+		}
+	}
+	os_umount(s);
+	for (int i = 0; i < NOBJ; i++)
+		free(m.o[i].data);
+	cm_reactor_destroy(r);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", g_dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+END_TEST
+
+int
+main(void)
+{
+	Suite *su = suite_create("store_crash");
+	TCase *tc = tcase_create("crash");
+
+	tcase_set_timeout(tc, 1200);
+	tcase_add_test(tc, test_model_agrees);
+	tcase_add_test(tc, test_kill_and_recover);
+	suite_add_tcase(su, tc);
+	return cm_test_main(su);
+}
