@@ -436,7 +436,7 @@ store_equals(struct os_store *s, struct cm_reactor *r, const struct model *m, ch
 START_TEST(test_kill_and_recover)
 {
 	const char *it = getenv("CAIRN_CRASH_ITERS");
-	int iters = it ? atoi(it) : 100, fd;
+	int iters = it ? (int)strtol(it, NULL, 10) : 100, fd;
 	struct cm_reactor *r;
 	struct model m;
 	struct os_opts o;
