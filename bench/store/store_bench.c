@@ -24,7 +24,7 @@
 static char g_file[256];
 
 static double
-fio(const char *rw, const char *bs, int depth, uint64_t size, int secs, bool iops)
+fio_sync(const char *rw, const char *bs, int depth, uint64_t size, int secs, bool iops, int sync)
 {
 	char cmd[1024], out[300];
 	json_t *j, *job, *side;
@@ -35,8 +35,8 @@ fio(const char *rw, const char *bs, int depth, uint64_t size, int secs, bool iop
 	snprintf(cmd, sizeof(cmd),
 		 "fio --name=bench --filename=%s --ioengine=io_uring --direct=1 --rw=%s --bs=%s "
 		 "--iodepth=%d --size=%" PRIu64 " --runtime=%d --time_based --ramp_time=1 "
-		 "--output-format=json --output=%s >/dev/null 2>&1",
-		 g_file, rw, bs, depth, size, secs, out);
+		 "--fdatasync=%d --output-format=json --output=%s >/dev/null 2>&1",
+		 g_file, rw, bs, depth, size, secs, sync, out);
 	if (system(cmd) != 0) {
 		fprintf(stderr, "store_bench: fio failed (is it installed?): %s\n", cmd);
 		return 0;
@@ -51,6 +51,12 @@ fio(const char *rw, const char *bs, int depth, uint64_t size, int secs, bool iop
 		 : json_number_value(json_object_get(side, "bw_bytes")) / 1048576.0;
 	json_decref(j);
 	return v;
+}
+
+static double
+fio(const char *rw, const char *bs, int depth, uint64_t size, int secs, bool iops)
+{
+	return fio_sync(rw, bs, depth, size, secs, iops, 0);
 }
 
 struct run {
@@ -121,7 +127,8 @@ issue(struct run *x)
 		if (x->write) {
 			struct os_txn *t;
 
-			if (os_txn_create(&t) || os_txn_write(t, "c", oid, off, x->data, x->io_size)) {
+			if (os_txn_create(&t) ||
+			    os_txn_write(t, "c", oid, off, x->data, x->io_size)) {
 				x->errors++;
 				x->inflight--;
 				return;
@@ -138,6 +145,7 @@ static double
 store_run(struct run *x, int secs, bool iops)
 {
 	uint64_t t0, t1, d0;
+	struct os_usage u0, u1;
 
 	x->stop = false;
 	x->done = 0;
@@ -148,11 +156,24 @@ store_run(struct run *x, int secs, bool iops)
 	while (cm_now_ns() - t0 < 1000000000ull)
 		cm_reactor_run_once(x->r, 10);
 	d0 = x->done;
+	os_get_usage(x->s, &u0);
 	t0 = cm_now_ns();
 	while (cm_now_ns() - t0 < (uint64_t)secs * 1000000000ull)
 		cm_reactor_run_once(x->r, 10);
 	t1 = cm_now_ns();
 	d0 = x->done - d0;
+	os_get_usage(x->s, &u1);
+	printf("  %s %s: %" PRIu64 " ops, %" PRIu64 " commit rounds, %" PRIu64
+	       " fsyncs (%.2f ms avg), KV commit %.2f ms avg per round\n",
+	       x->random ? "random" : "sequential", x->write ? "write" : "read", d0,
+	       u1.commit_groups - u0.commit_groups, u1.fsyncs - u0.fsyncs,
+	       u1.fsyncs > u0.fsyncs
+		       ? (double)(u1.fsync_ns - u0.fsync_ns) / 1e6 / (double)(u1.fsyncs - u0.fsyncs)
+		       : 0.0,
+	       u1.commit_groups > u0.commit_groups
+		       ? (double)(u1.kv_commit_ns - u0.kv_commit_ns) / 1e6 /
+				 (double)(u1.commit_groups - u0.commit_groups)
+		       : 0.0);
 	x->stop = true;
 	while (x->inflight)
 		cm_reactor_run_once(x->r, 10);
@@ -178,7 +199,7 @@ main(int argc, char **argv)
 	struct os_opts o;
 	struct os_store *s;
 	struct run x = { 0 };
-	double f_sw, f_sr, f_rw, f_rr, s_sw, s_sr, s_rw, s_rr;
+	double f_sw, f_sr, f_rw, f_rr, s_sw, s_sr, s_rw, s_rr, fd_sw = 0, fd_rw = 0;
 	char dbcmd[600];
 	int fd, done = 0;
 
@@ -186,16 +207,24 @@ main(int argc, char **argv)
 	snprintf(g_file, sizeof(g_file), "%s/cairn-store-bench.%d", dir, (int)getpid());
 	fd = open(g_file, O_RDWR | O_CREAT | O_TRUNC, 0600);
 	if (fd < 0 || posix_fallocate(fd, 0, (off_t)size)) {
-		fprintf(stderr, "store_bench: cannot make a %" PRIu64 " GiB file in %s\n", gib, dir);
+		fprintf(stderr, "store_bench: cannot make a %" PRIu64 " GiB file in %s\n", gib,
+			dir);
 		return 1;
 	}
 	close(fd);
 	printf("store bench: %" PRIu64 " GiB file in %s, %d s per pattern\n", gib, dir, secs);
 	/* fio on the file first. Random patterns over the region the store uses for them. */
-	f_sw = fio("write", "4m", 16, size / 2, secs, false);
-	f_sr = fio("read", "4m", 16, size / 2, secs, false);
-	f_rw = fio("randwrite", "4k", 32, region, secs, true);
-	f_rr = fio("randread", "4k", 32, region, secs, true);
+	if (getenv("STORE_BENCH_NO_FIO")) { /* for profiling the store alone */
+		f_sw = f_sr = f_rw = f_rr = 0;
+	} else {
+		f_sw = fio("write", "4m", 16, size / 2, secs, false);
+		f_sr = fio("read", "4m", 16, size / 2, secs, false);
+		f_rw = fio("randwrite", "4k", 32, region, secs, true);
+		f_rr = fio("randread", "4k", 32, region, secs, true);
+		/* Durable baselines: fio flushing once per queue depth of writes. */
+		fd_sw = fio_sync("write", "4m", 16, size / 2, secs, false, 16);
+		fd_rw = fio_sync("randwrite", "4k", 32, region, secs, true, 32);
+	}
 	/* The store on the same file. */
 	os_opts_init(&o, sizeof(o));
 	o.path = g_file;
@@ -264,7 +293,15 @@ main(int argc, char **argv)
 	       f_rw ? s_rw / f_rw : 0);
 	printf("%-28s %12.0f %12.0f %8.2f\n", "4 KiB rand read QD32 IOPS", s_rr, f_rr,
 	       f_rr ? s_rr / f_rr : 0);
-	printf("{\"bench\":\"store\",\"seq_write_mibs\":%.1f,\"fio_seq_write_mibs\":%.1f,"
+	printf("%-28s %12.0f %12.0f %8.2f   (fio with fdatasync every 16)\n",
+	       "4 MiB seq write, durable", s_sw, fd_sw, fd_sw ? s_sw / fd_sw : 0);
+	printf("%-28s %12.0f %12.0f %8.2f   (fio with fdatasync every 32)\n",
+	       "4 KiB rand write, durable", s_rw, fd_rw, fd_rw ? s_rw / fd_rw : 0);
+	printf("{\"bench\":\"store\",\"fio_durable_seq_write_mibs\":%.1f,"
+	       "\"durable_seq_write_ratio\":%.3f,\"fio_durable_rand_write_iops\":%.0f,"
+	       "\"durable_rand_write_ratio\":%.3f,",
+	       fd_sw, fd_sw ? s_sw / fd_sw : 0, fd_rw, fd_rw ? s_rw / fd_rw : 0);
+	printf("\"seq_write_mibs\":%.1f,\"fio_seq_write_mibs\":%.1f,"
 	       "\"seq_write_ratio\":%.3f,\"seq_read_mibs\":%.1f,\"fio_seq_read_mibs\":%.1f,"
 	       "\"seq_read_ratio\":%.3f,\"rand_write_iops\":%.0f,\"fio_rand_write_iops\":%.0f,"
 	       "\"rand_write_ratio\":%.3f,\"rand_read_iops\":%.0f,\"fio_rand_read_iops\":%.0f,"

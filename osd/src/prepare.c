@@ -108,20 +108,28 @@ push_name(char ***v, size_t *n, const char *name)
 	return 0;
 }
 
-/* The newest committed-or-queued state of an object (NULL: none). Caller must not free. */
+/*
+ * A copy of the newest committed-or-queued state of an object (*op NULL:
+ * none), made under the cache lock (the commit thread may evict entries).
+ */
 static int
 base_onode(struct os_store *s, const char *key, size_t klen, struct os_onode **op)
 {
-	struct os_oent *e = os_ocache_get(&s->pcache, key, klen);
+	struct os_oent *e;
 	struct os_onode *on = NULL;
 	char *err = NULL, *v;
 	size_t vl;
-	int rc;
+	int rc = 0;
 
+	pthread_mutex_lock(&s->pcache_mu);
+	e = os_ocache_get(&s->pcache, key, klen);
 	if (e) {
-		*op = e->on;
-		return 0;
+		*op = e->on ? os_onode_dup(e->on) : NULL;
+		rc = e->on && !*op ? -ENOMEM : 0;
 	}
+	pthread_mutex_unlock(&s->pcache_mu);
+	if (e)
+		return rc;
 	v = rocksdb_get(s->db, s->ro, key, klen, &vl, &err);
 	if (err) {
 		CM_ERR("rocksdb get: %s", err);
@@ -134,10 +142,18 @@ base_onode(struct os_store *s, const char *key, size_t klen, struct os_onode **o
 		if (rc)
 			return rc == -EBADMSG ? -EIO : rc;
 	}
-	e = os_ocache_put(&s->pcache, key, klen, on);
-	if (!e)
+	*op = on ? os_onode_dup(on) : NULL;
+	if (on && !*op) {
+		os_onode_free(on);
 		return -ENOMEM;
-	*op = e->on;
+	}
+	pthread_mutex_lock(&s->pcache_mu);
+	e = os_ocache_put(&s->pcache, key, klen, on);
+	pthread_mutex_unlock(&s->pcache_mu);
+	if (!e) {
+		os_onode_free(*op);
+		return -ENOMEM;
+	}
 	return 0;
 }
 
@@ -177,12 +193,7 @@ get_obj(struct pctx *c, const char *cid, const char *oid, bool create, struct po
 	}
 	memcpy(p->key, key, klen);
 	p->klen = klen;
-	if (base && !(p->on = os_onode_dup(base))) {
-		free(p->key);
-		free(p->cid);
-		free(p->oid);
-		return -ENOMEM;
-	}
+	p->on = base;
 	c->nobjs++;
 found:
 	if (!coll_exists(c, cid))
@@ -341,7 +352,8 @@ put_blocks(struct pctx *c, struct pobj *p, uint64_t fb, uint64_t nb, struct cm_b
 }
 
 static int
-do_write(struct pctx *c, struct pobj *p, uint64_t off, const uint8_t *data, uint64_t len)
+do_write_buf(struct pctx *c, struct pobj *p, uint64_t off, const uint8_t *data, uint64_t len,
+	     struct cm_buf *src)
 {
 	struct os_store *s = c->s;
 	uint64_t B = s->B, fb = off / B, le = (off + len + B - 1) / B, nb = le - fb;
@@ -351,6 +363,14 @@ do_write(struct pctx *c, struct pobj *p, uint64_t off, const uint8_t *data, uint
 	if (len == 0) {
 		p->dirty = true;
 		return 0;
+	}
+	/* Whole blocks from an aligned buffer: the buffer is the image. */
+	if (src && off % B == 0 && len % B == 0 && data == src->data &&
+	    (uintptr_t)data % 4096 == 0 && len > s->deferred_max) {
+		rc = put_blocks(c, p, fb, nb, src, len);
+		if (!rc && off + len > p->on->size)
+			p->on->size = off + len;
+		return rc;
 	}
 	if (cm_buf_alloc_aligned(nb * B, 4096, &img))
 		return -ENOMEM;
@@ -369,6 +389,12 @@ do_write(struct pctx *c, struct pobj *p, uint64_t off, const uint8_t *data, uint
 	if (!rc && off + len > p->on->size)
 		p->on->size = off + len;
 	return rc;
+}
+
+static int
+do_write(struct pctx *c, struct pobj *p, uint64_t off, const uint8_t *data, uint64_t len)
+{
+	return do_write_buf(c, p, off, data, len, NULL);
 }
 
 /* Unmap whole blocks, zero partial edges; holes read as zeros. */
@@ -742,7 +768,7 @@ apply_op(struct pctx *c, const struct os_op *op)
 		return rc;
 	case OP_WRITE:
 		rc = get_obj(c, op->cid, op->oid, true, &p);
-		return rc ? rc : do_write(c, p, op->off, op->data, op->len);
+		return rc ? rc : do_write_buf(c, p, op->off, op->data, op->len, op->buf);
 	case OP_ZERO:
 		rc = get_obj(c, op->cid, op->oid, true, &p);
 		return rc ? rc : do_zero(c, p, op->off, op->len);
@@ -990,10 +1016,13 @@ install(struct pctx *c)
 		tt->on = read_copy;
 		t->ntouched++;
 		{
-			struct os_oent *e = os_ocache_put(&s->pcache, p->key, p->klen, cache_copy);
+			struct os_oent *e;
 
+			pthread_mutex_lock(&s->pcache_mu);
+			e = os_ocache_put(&s->pcache, p->key, p->klen, cache_copy);
 			if (e)
 				e->pending++;
+			pthread_mutex_unlock(&s->pcache_mu);
 		}
 	}
 	/* Collections. */

@@ -83,7 +83,8 @@ struct os_op {
 	uint64_t off, len, off2;
 	uint8_t *data; /* write data, attr value, omap value / first key, header */
 	size_t dlen;
-	uint8_t *key; /* omap key / last key */
+	struct cm_buf *buf; /* write data by reference (data points into it) */
+	uint8_t *key;       /* omap key / last key */
 	size_t klen;
 };
 
@@ -181,6 +182,20 @@ struct os_oent *os_ocache_put(struct os_ocache *c, const char *key, size_t klen,
 			      struct os_onode *on);
 void os_ocache_trim(struct os_ocache *c);
 
+/* A group commit: fsync (if needed), then its batches in one KV commit. Up to two in flight. */
+struct os_round {
+	TAILQ_ENTRY(os_round) link;
+	struct os_store *s;
+	struct os_txn **txns;
+	size_t n;
+	TAILQ_HEAD(, os_dfr) retiring; /* deferred records deleted by this commit */
+	struct cm_io fsync_io;
+	struct cm_work work;
+	int commit_rc;
+	bool synced, submitted;
+	uint64_t t_fsync, t_kv;
+};
+
 struct os_held {
 	TAILQ_ENTRY(os_held) link;
 	struct os_extent ex;
@@ -236,8 +251,10 @@ struct os_store {
 	rocksdb_options_t *dbo;
 	rocksdb_writeoptions_t *wo_sync, *wo_async;
 	rocksdb_readoptions_t *ro;
-	struct cm_worker_pool *kv; /* one thread: prepare and commit, in order */
-	struct cm_worker_pool *rd; /* onode fetches for reads */
+	struct cm_worker_pool *kv;     /* one thread: prepare, in order */
+	struct cm_worker_pool *commit; /* one thread: KV commits, in order */
+	pthread_mutex_t pcache_mu;     /* pcache: prepare and commit threads */
+	struct cm_worker_pool *rd;     /* onode fetches for reads */
 	struct os_alloc *alloc;
 	pthread_mutex_t alloc_mu;
 	/* pending map (mutex) */
@@ -253,13 +270,11 @@ struct os_store {
 	/* reactor state */
 	TAILQ_HEAD(, os_txn) q;
 	unsigned inflight; /* queued transactions not yet called back */
-	bool round_busy, dirty;
-	struct os_txn **round;
-	size_t nround;
-	struct cm_io fsync_io;
-	struct cm_work commit_work;
-	int commit_rc;
-	TAILQ_HEAD(, os_dfr) dfr_waiting, dfr_applying, dfr_applied, dfr_retiring;
+	TAILQ_HEAD(, os_round) rounds;
+	unsigned nrounds;
+	bool dirty;
+	unsigned napplied; /* deferred writes applied, not yet retired */
+	TAILQ_HEAD(, os_dfr) dfr_waiting, dfr_applying, dfr_applied;
 	bool failed; /* a KV commit failed: the prepare state is no longer trusted */
 	TAILQ_HEAD(, os_held) held;
 	uint64_t gen;
@@ -268,6 +283,7 @@ struct os_store {
 	uint64_t commit_gen;
 	/* counters */
 	uint64_t c_csum_errors, c_deferred, c_cow, c_commits, c_groups;
+	uint64_t c_fsyncs, c_fsync_ns, c_kv_ns;
 };
 
 /* Pending map. */

@@ -28,7 +28,10 @@ op_free(struct os_op *op)
 	free(op->oid);
 	free(op->oid2);
 	free(op->name);
-	free(op->data);
+	if (op->buf)
+		cm_buf_put(op->buf);
+	else
+		free(op->data);
 	free(op->key);
 }
 
@@ -161,7 +164,35 @@ os_txn_write(struct os_txn *t, const char *cid, const char *oid, uint64_t off, c
 		return -EINVAL;
 	op->off = off;
 	op->len = len;
-	return dup_bytes(&op->data, &op->dlen, data, len) ? drop_last(t) : 0;
+	/* One copy, into an aligned buffer the device write can use as it is. */
+	if (cm_buf_alloc_aligned(len ? len : 1, 4096, &op->buf))
+		return drop_last(t);
+	if (len)
+		memcpy(op->buf->data, data, len);
+	op->data = op->buf->data;
+	op->dlen = len;
+	return 0;
+}
+
+int
+os_txn_write_buf(struct os_txn *t, const char *cid, const char *oid, uint64_t off,
+		 struct cm_buf *buf, size_t boff, size_t len)
+{
+	struct os_op *op;
+
+	if (off + len < off || off + len > OS_MAX_OBJ_BYTES)
+		return -EFBIG;
+	if (boff + len > buf->len)
+		return -EINVAL;
+	op = add_op(t, OP_WRITE, cid, oid);
+	if (!op)
+		return -EINVAL;
+	op->off = off;
+	op->len = len;
+	op->buf = cm_buf_get(buf);
+	op->data = buf->data + boff;
+	op->dlen = len;
+	return 0;
 }
 
 int
@@ -359,6 +390,7 @@ write_done(struct cm_io *io, int res)
 		d->applied = true;
 		TAILQ_REMOVE(&s->dfr_applying, d, link);
 		TAILQ_INSERT_TAIL(&s->dfr_applied, d, link);
+		s->napplied++;
 		start_waiting(s);
 		kick_commit(s);
 	}
@@ -425,26 +457,27 @@ os_queue(struct os_store *s, struct os_txn *t, os_commit_cb cb, void *arg)
 	kick(s);
 }
 
-/* kv thread: the round's batches in order (the last synced), and retired deferred keys. */
+/* commit thread: the round's batches in order (the last synced), and retired deferred keys. */
 static void
 commit_fn(void *arg)
 {
-	struct os_store *s = arg;
+	struct os_round *rd = arg;
+	struct os_store *s = rd->s;
 	rocksdb_writebatch_t *retire = rocksdb_writebatch_create();
 	struct os_dfr *d;
 	char key[16], *err = NULL;
 	size_t last = SIZE_MAX;
 
-	s->commit_rc = 0;
-	TAILQ_FOREACH(d, &s->dfr_retiring, link)
+	rd->commit_rc = 0;
+	TAILQ_FOREACH(d, &rd->retiring, link)
 		rocksdb_writebatch_delete(retire, key, os_key_deferred(key, d->seq));
-	for (size_t i = 0; i < s->nround; i++)
-		if (!s->round[i]->rc)
+	for (size_t i = 0; i < rd->n; i++)
+		if (!rd->txns[i]->rc)
 			last = i;
 	if (rocksdb_writebatch_count(retire))
 		rocksdb_write(s->db, last == SIZE_MAX ? s->wo_sync : s->wo_async, retire, &err);
-	for (size_t i = 0; i < s->nround && !err; i++) {
-		struct os_txn *t = s->round[i];
+	for (size_t i = 0; i < rd->n && !err; i++) {
+		struct os_txn *t = rd->txns[i];
 
 		if (t->rc)
 			continue;
@@ -453,13 +486,14 @@ commit_fn(void *arg)
 	if (err) {
 		CM_ERR("rocksdb commit failed: %s; refusing further transactions", err);
 		rocksdb_free(err);
-		s->commit_rc = -EIO;
+		rd->commit_rc = -EIO;
 		s->failed = true;
 	}
 	rocksdb_writebatch_destroy(retire);
 	/* The prepare cache may forget what is now in the KV. */
-	for (size_t i = 0; i < s->nround; i++) {
-		struct os_txn *t = s->round[i];
+	pthread_mutex_lock(&s->pcache_mu);
+	for (size_t i = 0; i < rd->n; i++) {
+		struct os_txn *t = rd->txns[i];
 
 		for (size_t k = 0; k < t->ntouched; k++) {
 			struct os_oent *e =
@@ -470,6 +504,7 @@ commit_fn(void *arg)
 		}
 	}
 	os_ocache_trim(&s->pcache);
+	pthread_mutex_unlock(&s->pcache_mu);
 }
 
 static void
@@ -484,11 +519,13 @@ release_held(struct os_store *s)
 		min_dfr = d->seq;
 	if ((d = TAILQ_FIRST(&s->dfr_applied)) && d->seq < min_dfr)
 		min_dfr = d->seq;
-	if ((d = TAILQ_FIRST(&s->dfr_retiring)) && d->seq < min_dfr)
-		min_dfr = d->seq;
-	for (size_t i = 0; i < s->nround; i++)
-		for (size_t k = 0; k < s->round[i]->ndfrs; k++)
-			min_dfr = CM_MIN(min_dfr, s->round[i]->dfrs[k]->seq);
+	{
+		struct os_round *rd;
+
+		TAILQ_FOREACH(rd, &s->rounds, link)
+			if ((d = TAILQ_FIRST(&rd->retiring)) && d->seq < min_dfr)
+				min_dfr = d->seq;
+	}
 	if ((d = TAILQ_FIRST(&s->dfr_waiting)) && d->seq < min_dfr)
 		min_dfr = d->seq;
 	if (!TAILQ_EMPTY(&s->reads))
@@ -594,22 +631,26 @@ start_dfr(struct os_store *s, struct os_dfr *d)
 	}
 }
 
+static void submit_commits(struct os_store *s);
+
 static void
 commit_done(void *arg)
 {
-	struct os_store *s = arg;
+	struct os_round *rd = arg;
+	struct os_store *s = rd->s;
 	struct os_dfr *d, *tmp;
 
 	s->gen++;
 	s->commit_gen++;
+	s->c_kv_ns += cm_now_ns() - rd->t_kv;
 	/* Retired deferred records are gone from the KV now. */
-	TAILQ_FOREACH_SAFE(d, &s->dfr_retiring, link, tmp) {
-		TAILQ_REMOVE(&s->dfr_retiring, d, link);
+	TAILQ_FOREACH_SAFE(d, &rd->retiring, link, tmp) {
+		TAILQ_REMOVE(&rd->retiring, d, link);
 		dfr_free(d);
 	}
-	for (size_t i = 0; i < s->nround; i++) {
-		struct os_txn *t = s->round[i];
-		int rc = t->rc ? t->rc : s->commit_rc;
+	for (size_t i = 0; i < rd->n; i++) {
+		struct os_txn *t = rd->txns[i];
+		int rc = t->rc ? t->rc : rd->commit_rc;
 
 		TAILQ_REMOVE(&s->q, t, link);
 		if (!rc) {
@@ -654,68 +695,119 @@ commit_done(void *arg)
 		s->inflight--;
 		os_txn_destroy(t);
 	}
-	s->nround = 0;
-	s->round_busy = false;
+	TAILQ_REMOVE(&s->rounds, rd, link);
+	s->nrounds--;
+	free(rd->txns);
+	free(rd);
 	release_held(s);
 	kick(s);
 	kick_commit(s);
 }
 
+/* KV commits go in round order: submit those whose fsync is done, up to the first that is not. */
+static void
+submit_commits(struct os_store *s)
+{
+	struct os_round *rd;
+
+	TAILQ_FOREACH(rd, &s->rounds, link) {
+		if (rd->submitted)
+			continue;
+		if (!rd->synced)
+			break;
+		rd->submitted = true;
+		rd->t_kv = cm_now_ns();
+		rd->work = (struct cm_work){ .fn = commit_fn, .done = commit_done, .arg = rd };
+		if (cm_worker_submit(s->commit, s->r, &rd->work)) {
+			rd->commit_rc = -ESHUTDOWN;
+			commit_done(rd);
+			return;
+		}
+	}
+}
+
 static void
 fsync_done(struct cm_io *io, int res)
 {
-	struct os_store *s = io->arg;
+	struct os_round *rd = io->arg;
+	struct os_store *s = rd->s;
 
+	if (rd->t_fsync)
+		s->c_fsync_ns += cm_now_ns() - rd->t_fsync;
 	if (res < 0) {
 		CM_ERR("device fsync failed: %s", strerror(-res));
-		for (size_t i = 0; i < s->nround; i++)
-			if (!s->round[i]->rc)
-				s->round[i]->rc = -EIO;
+		for (size_t i = 0; i < rd->n; i++)
+			if (!rd->txns[i]->rc)
+				rd->txns[i]->rc = -EIO;
 		s->failed = true;
 	}
-	s->commit_work = (struct cm_work){ .fn = commit_fn, .done = commit_done, .arg = s };
-	if (cm_worker_submit(s->kv, s->r, &s->commit_work))
-		commit_done(s);
+	rd->synced = true;
+	submit_commits(s);
 }
+
+/* Deferred writes applied but not retired: retire them in bulk, or when idle. */
+#define RETIRE_BATCH 256
 
 static void
 kick_commit(struct os_store *s)
 {
+	struct os_round *rd;
 	struct os_txn *t;
 	size_t n = 0;
+	bool cow = false, retire;
 
-	if (s->round_busy)
+	/* One round syncing while the one before commits to the KV. */
+	if (s->nrounds >= 2)
 		return;
 	TAILQ_FOREACH(t, &s->q, link) {
+		if (t->state == T_COMMITTING)
+			continue;
 		if (t->state != T_READY)
 			break;
+		cow |= t->nwrites > 0 && !t->rc;
 		n++;
 	}
-	if (n == 0 && TAILQ_EMPTY(&s->dfr_applied))
+	/*
+	 * Retiring a deferred record needs its device write durable, i.e. an
+	 * fsync: do it when one is due anyway (copy-on-write data in the
+	 * round), when many have piled up, or when nothing else is waiting.
+	 */
+	retire = s->napplied && (cow || s->napplied >= RETIRE_BATCH || (n == 0 && !s->nrounds));
+	if (n == 0 && !retire)
 		return;
-	free(s->round);
-	s->round = calloc(n + 1, sizeof(*s->round));
-	if (!s->round)
+	rd = calloc(1, sizeof(*rd));
+	if (!rd || !(rd->txns = calloc(n + 1, sizeof(*rd->txns)))) {
+		free(rd);
 		return;
-	s->nround = 0;
+	}
+	rd->s = s;
+	TAILQ_INIT(&rd->retiring);
 	TAILQ_FOREACH(t, &s->q, link) {
+		if (t->state == T_COMMITTING)
+			continue;
 		if (t->state != T_READY)
 			break;
 		t->state = T_COMMITTING;
-		s->round[s->nround++] = t;
+		rd->txns[rd->n++] = t;
 	}
-	/* Applied deferred writes become durable with this fsync: retire their records. */
-	TAILQ_CONCAT(&s->dfr_retiring, &s->dfr_applied, link);
-	s->round_busy = true;
+	if (retire) {
+		TAILQ_CONCAT(&rd->retiring, &s->dfr_applied, link);
+		s->napplied = 0;
+	}
+	TAILQ_INSERT_TAIL(&s->rounds, rd, link);
+	s->nrounds++;
 	s->c_groups++;
-	s->fsync_io.cb = fsync_done;
-	s->fsync_io.arg = s;
-	if (s->dirty) {
+	rd->fsync_io.cb = fsync_done;
+	rd->fsync_io.arg = rd;
+	/* A round of deferred writes alone is durable with the KV's own sync. */
+	if (s->dirty && (cow || retire)) {
 		s->dirty = false;
-		if (cm_io_fsync(s->r, &s->fsync_io, s->fd))
-			fsync_done(&s->fsync_io, -EIO);
+		s->c_fsyncs++;
+		rd->t_fsync = cm_now_ns();
+		if (cm_io_fsync(s->r, &rd->fsync_io, s->fd))
+			fsync_done(&rd->fsync_io, -EIO);
 	} else {
-		fsync_done(&s->fsync_io, 0);
+		fsync_done(&rd->fsync_io, 0);
 	}
 }
 
@@ -723,7 +815,7 @@ void
 os_drain(struct os_store *s)
 {
 	/* Everything queued commits; every deferred write is applied and retired. */
-	while (s->inflight || s->round_busy || !TAILQ_EMPTY(&s->dfr_waiting) ||
+	while (s->inflight || s->nrounds || !TAILQ_EMPTY(&s->dfr_waiting) ||
 	       !TAILQ_EMPTY(&s->dfr_applying) || !TAILQ_EMPTY(&s->dfr_applied) ||
 	       !TAILQ_EMPTY(&s->reads)) {
 		kick_commit(s);
@@ -746,7 +838,8 @@ os_umount(struct os_store *s)
 	}
 	CM_NOTICE("unmounted %s", s->path);
 	cm_worker_pool_destroy(s->kv);
+	cm_worker_pool_destroy(s->commit);
 	cm_worker_pool_destroy(s->rd);
-	s->kv = s->rd = NULL;
+	s->kv = s->commit = s->rd = NULL;
 	os_store_free(s);
 }

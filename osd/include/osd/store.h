@@ -72,6 +72,13 @@ int os_txn_rmcoll(struct os_txn *t, const char *cid);
 int os_txn_touch(struct os_txn *t, const char *cid, const char *oid);
 int os_txn_write(struct os_txn *t, const char *cid, const char *oid, uint64_t off, const void *data,
 		 size_t len);
+/*
+ * The same without a copy: the transaction takes a reference on buf and
+ * writes buf->data[boff, boff + len). Block-aligned writes from a 4 KiB
+ * aligned buffer go to the device straight from it.
+ */
+int os_txn_write_buf(struct os_txn *t, const char *cid, const char *oid, uint64_t off,
+		     struct cm_buf *buf, size_t boff, size_t len);
 int os_txn_zero(struct os_txn *t, const char *cid, const char *oid, uint64_t off, uint64_t len);
 int os_txn_truncate(struct os_txn *t, const char *cid, const char *oid, uint64_t size);
 int os_txn_remove(struct os_txn *t, const char *cid, const char *oid);
@@ -174,6 +181,7 @@ struct os_usage {
 	uint64_t total_bytes, free_bytes, reserved_bytes;
 	uint64_t csum_errors; /* reads refused for a bad block since mount */
 	uint64_t deferred_writes, cow_writes, commits, commit_groups;
+	uint64_t fsyncs, fsync_ns, kv_commit_ns; /* time spent syncing the device and the KV */
 };
 
 void os_get_usage(struct os_store *s, struct os_usage *u);
