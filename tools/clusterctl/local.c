@@ -233,6 +233,28 @@ mkfs(const struct ctl_conf *c)
 	return rc;
 }
 
+/* Does a JSON status show n mons, all alive, and a leader? */
+static bool
+all_up(const char *status_json, size_t n)
+{
+	json_error_t e;
+	json_t *j = json_loads(status_json, 0, &e), *mons;
+	const char *leader;
+	bool ok = false;
+
+	if (!j)
+		return false;
+	mons = json_object_get(j, "mons");
+	leader = json_string_value(json_object_get(j, "leader"));
+	if (json_array_size(mons) == n && leader && leader[0]) {
+		ok = true;
+		for (size_t i = 0; i < n; i++)
+			ok &= json_is_true(json_object_get(json_array_get(mons, i), "alive"));
+	}
+	json_decref(j);
+	return ok;
+}
+
 static int
 parse_local_args(int argc, char **argv, struct local *l, bool up)
 {
@@ -387,33 +409,33 @@ ctl_up(int argc, char **argv, bool json)
 			printf("started mon.%s (pid %d) on %s\n", mons[i].name, (int)pid,
 			       mons[i].addr);
 	}
-	/* Wait until a leader is elected and answers. */
+	/* Wait until every mon has registered and a leader is elected. */
 	{
 		struct mon_sync *s;
 		Cairn__Mon__CommandReply *rep = NULL;
 		char *st[] = { "status" };
 		uint64_t deadline = cm_now_ms() + 30000;
+		bool ready = false;
 
 		if (mon_sync_open(&c.d, c.mon_host, 3000, &s, err, sizeof(err)) == 0) {
-			while (cm_now_ms() < deadline) {
+			while (!ready && cm_now_ms() < deadline) {
+				if (mon_sync_command(s, 1, st, true, &rep) == 0 && rep->rc == 0)
+					ready = all_up(rep->out, nmons);
 				if (rep)
 					cairn__mon__command_reply__free_unpacked(rep, NULL);
 				rep = NULL;
-				if (mon_sync_command(s, 1, st, json, &rep) == 0 && rep->rc == 0 &&
-				    (json ? strstr(rep->out, "\"leader\": \"\"") == NULL
-					  : strstr(rep->out, "leader (none)") == NULL))
-					break;
-				usleep(200000);
+				if (!ready)
+					usleep(200000);
 			}
-			if (rep && rep->rc == 0) {
+			if (ready && mon_sync_command(s, 1, st, json, &rep) == 0 && rep->rc == 0) {
 				if (!json)
 					printf("\n");
 				fputs(rep->out, stdout);
 				status = 0;
 			} else {
 				fprintf(stderr,
-					"clusterctl up: the mons did not elect a leader "
-					"within 30 s (see %s/mon.*.log)\n",
+					"clusterctl up: the mons did not all register and elect "
+					"a leader within 30 s (see %s/mon.*.log)\n",
 					l.dir);
 			}
 			if (rep)
