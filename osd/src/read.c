@@ -49,7 +49,7 @@ rio_done(struct cm_io *io, int res)
 		return;
 	for (size_t i = 0; i < rd->nblks && !rd->rc; i++) {
 		const struct os_rblk *b = &rd->blks[i];
-		const uint8_t *src = rd->bounce->data + b->boff;
+		const uint8_t *src = (rd->bounce ? rd->bounce : rd->out)->data + b->boff;
 		uint64_t bs = b->lblock * s->B, lo = CM_MAX(bs, rd->off),
 			 hi = CM_MIN(bs + s->B, rd->off + rd->len);
 
@@ -61,7 +61,8 @@ rio_done(struct cm_io *io, int res)
 			rd->rc = -EIO;
 			break;
 		}
-		memcpy(rd->out->data + (lo - rd->off), src + (lo - bs), hi - lo);
+		if (rd->bounce)
+			memcpy(rd->out->data + (lo - rd->off), src + (lo - bs), hi - lo);
 	}
 	rd_finish(rd);
 }
@@ -73,6 +74,7 @@ start_io(struct os_rd *rd, const struct os_onode *on)
 	uint64_t B = s->B, fb, le;
 	uint8_t *tmp = NULL;
 	size_t nb = 0;
+	bool direct;
 
 	if (!on) {
 		rd->rc = -ENOENT;
@@ -83,7 +85,10 @@ start_io(struct os_rd *rd, const struct os_onode *on)
 		rd->len = 0;
 	else
 		rd->len = CM_MIN(rd->len, on->size - rd->off);
-	if (cm_buf_alloc(rd->len ? rd->len : 1, &rd->out)) {
+	/* Whole blocks: read straight into the result (aligned), no bounce, no copy. */
+	direct = rd->off % B == 0 && rd->len % B == 0 && rd->len;
+	if (direct ? cm_buf_alloc_aligned(rd->len, 4096, &rd->out)
+		   : cm_buf_alloc(rd->len ? rd->len : 1, &rd->out)) {
 		rd->rc = -ENOMEM;
 		rd_finish(rd);
 		return;
@@ -97,7 +102,7 @@ start_io(struct os_rd *rd, const struct os_onode *on)
 	le = (rd->off + rd->len + B - 1) / B;
 	rd->blks = calloc(le - fb, sizeof(*rd->blks));
 	rd->ios = calloc(le - fb, sizeof(*rd->ios));
-	tmp = aligned_alloc(4096, B);
+	tmp = malloc(B);
 	if (!rd->blks || !rd->ios || !tmp) {
 		free(tmp);
 		rd->rc = -ENOMEM;
@@ -137,7 +142,7 @@ start_io(struct os_rd *rd, const struct os_onode *on)
 		rd_finish(rd);
 		return;
 	}
-	if (cm_buf_alloc_aligned(nb * B, 4096, &rd->bounce)) {
+	if (!direct && cm_buf_alloc_aligned(nb * B, 4096, &rd->bounce)) {
 		rd->rc = -ENOMEM;
 		rd_finish(rd);
 		return;
@@ -147,7 +152,7 @@ start_io(struct os_rd *rd, const struct os_onode *on)
 		struct os_rio *x = &rd->ios[i];
 
 		x->rd = rd;
-		x->iov.iov_base = rd->bounce->data + x->boff;
+		x->iov.iov_base = (direct ? rd->out : rd->bounce)->data + x->boff;
 		x->iov.iov_len = x->n * B;
 		x->io.cb = rio_done;
 		x->io.arg = x;

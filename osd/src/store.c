@@ -165,6 +165,7 @@ os_pend_add(struct os_store *s, uint64_t pblock, struct cm_buf *buf, size_t off)
 		.next = *pp, .pblock = pblock, .tag = tag, .buf = cm_buf_get(buf), .off = off
 	};
 	*pp = p;
+	__atomic_add_fetch(&s->npend, 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&s->pend_mu);
 	return tag;
 }
@@ -179,6 +180,7 @@ os_pend_del(struct os_store *s, uint64_t pblock, uint64_t tag)
 		if ((*pp)->pblock == pblock && (*pp)->tag == tag) {
 			p = *pp;
 			*pp = p->next;
+			__atomic_sub_fetch(&s->npend, 1, __ATOMIC_RELEASE);
 			break;
 		}
 	}
@@ -194,6 +196,8 @@ os_pend_copy(struct os_store *s, uint64_t pblock, void *dst)
 {
 	bool found = false;
 
+	if (__atomic_load_n(&s->npend, __ATOMIC_ACQUIRE) == 0)
+		return false;
 	pthread_mutex_lock(&s->pend_mu);
 	for (struct os_pend *p = s->pend[pblock & (s->npend_b - 1)]; p; p = p->next) {
 		if (p->pblock == pblock) {

@@ -233,7 +233,7 @@ struct os_rd {
 	bool missing;
 	int rc;
 	uint64_t fetch_gen;
-	struct cm_buf *out, *bounce;
+	struct cm_buf *out, *bounce; /* bounce NULL: blocks read straight into out */
 	struct os_rblk *blks;
 	size_t nblks;
 	struct os_rio *ios;
@@ -261,6 +261,7 @@ struct os_store {
 	pthread_mutex_t pend_mu;
 	struct os_pend **pend;
 	size_t npend_b;
+	unsigned long npend; /* entries (atomic: read without the lock to skip empty lookups) */
 	uint64_t pend_tag;
 	/* prepare state (kv thread) */
 	struct os_ocache pcache;
