@@ -164,7 +164,7 @@ store_run(struct run *x, int secs, bool iops)
 	d0 = x->done - d0;
 	os_get_usage(x->s, &u1);
 	printf("  %s %s: %" PRIu64 " ops, %" PRIu64 " commit rounds, %" PRIu64
-	       " fsyncs (%.2f ms avg), KV commit %.2f ms avg per round\n",
+	       " fsyncs (%.2f ms avg), KV commit %.2f ms avg per round (synced write %.2f, on the thread %.2f)\n",
 	       x->random ? "random" : "sequential", x->write ? "write" : "read", d0,
 	       u1.commit_groups - u0.commit_groups, u1.fsyncs - u0.fsyncs,
 	       u1.fsyncs > u0.fsyncs
@@ -172,6 +172,14 @@ store_run(struct run *x, int secs, bool iops)
 		       : 0.0,
 	       u1.commit_groups > u0.commit_groups
 		       ? (double)(u1.kv_commit_ns - u0.kv_commit_ns) / 1e6 /
+				 (double)(u1.commit_groups - u0.commit_groups)
+		       : 0.0,
+	       u1.commit_groups > u0.commit_groups
+		       ? (double)(u1.kv_sync_ns - u0.kv_sync_ns) / 1e6 /
+				 (double)(u1.commit_groups - u0.commit_groups)
+		       : 0.0,
+	       u1.commit_groups > u0.commit_groups
+		       ? (double)(u1.kv_fn_ns - u0.kv_fn_ns) / 1e6 /
 				 (double)(u1.commit_groups - u0.commit_groups)
 		       : 0.0);
 	x->stop = true;

@@ -745,4 +745,6 @@ os_get_usage(struct os_store *s, struct os_usage *u)
 	u->fsyncs = s->c_fsyncs;
 	u->fsync_ns = s->c_fsync_ns;
 	u->kv_commit_ns = s->c_kv_ns;
+	u->kv_sync_ns = s->c_kv_sync_ns;
+	u->kv_fn_ns = s->c_kv_fn_ns;
 }

@@ -468,6 +468,8 @@ commit_fn(void *arg)
 	char key[16], *err = NULL;
 	size_t last = SIZE_MAX;
 
+	uint64_t t_start = cm_now_ns();
+
 	rd->commit_rc = 0;
 	TAILQ_FOREACH(d, &rd->retiring, link)
 		rocksdb_writebatch_delete(retire, key, os_key_deferred(key, d->seq));
@@ -478,10 +480,13 @@ commit_fn(void *arg)
 		rocksdb_write(s->db, last == SIZE_MAX ? s->wo_sync : s->wo_async, retire, &err);
 	for (size_t i = 0; i < rd->n && !err; i++) {
 		struct os_txn *t = rd->txns[i];
+		uint64_t t0 = cm_now_ns();
 
 		if (t->rc)
 			continue;
 		rocksdb_write(s->db, i == last ? s->wo_sync : s->wo_async, t->wb, &err);
+		if (i == last)
+			s->c_kv_sync_ns += cm_now_ns() - t0;
 	}
 	if (err) {
 		CM_ERR("rocksdb commit failed: %s; refusing further transactions", err);
@@ -505,6 +510,7 @@ commit_fn(void *arg)
 	}
 	os_ocache_trim(&s->pcache);
 	pthread_mutex_unlock(&s->pcache_mu);
+	s->c_kv_fn_ns += cm_now_ns() - t_start;
 }
 
 static void
@@ -756,8 +762,14 @@ kick_commit(struct os_store *s)
 	size_t n = 0;
 	bool cow = false, retire;
 
-	/* One round syncing while the one before commits to the KV. */
+	/*
+	 * One round syncing the device while the one before commits to the KV;
+	 * but never two waiting for the KV alone: a round that needs no fsync
+	 * waits, and grows, while the one before commits.
+	 */
 	if (s->nrounds >= 2)
+		return;
+	if (s->nrounds == 1 && TAILQ_FIRST(&s->rounds)->synced)
 		return;
 	TAILQ_FOREACH(t, &s->q, link) {
 		if (t->state == T_COMMITTING)

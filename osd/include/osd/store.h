@@ -182,6 +182,8 @@ struct os_usage {
 	uint64_t csum_errors; /* reads refused for a bad block since mount */
 	uint64_t deferred_writes, cow_writes, commits, commit_groups;
 	uint64_t fsyncs, fsync_ns, kv_commit_ns; /* time spent syncing the device and the KV */
+	uint64_t kv_sync_ns;                     /* of which in the last, synced, KV write */
+	uint64_t kv_fn_ns;                       /* on the commit thread in all */
 };
 
 void os_get_usage(struct os_store *s, struct os_usage *u);
