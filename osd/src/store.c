@@ -327,11 +327,11 @@ db_open(const char *path, bool create, rocksdb_options_t **optp, int *rc)
 	rocksdb_options_set_max_background_jobs(opt, 2);
 	rocksdb_options_set_write_buffer_size(opt, 32 << 20);
 	/*
-	 * Reuse WAL files: a synced append then only writes data (no size
-	 * change for the filesystem to journal), which is what makes each
-	 * commit cost about one device flush.
+	 * No WAL recycling (recycle_log_file_num): with it, recovery after a
+	 * crash can leave a hole in the replayed writes (RocksDB #6351,
+	 * #12918); the crash test caught one here (a state that no prefix of
+	 * the transactions explains).
 	 */
-	rocksdb_options_set_recycle_log_file_num(opt, 4);
 	db = rocksdb_open(opt, path, &err);
 	if (!db) {
 		CM_ERR("rocksdb open %s: %s", path, err ? err : "?");
@@ -607,6 +607,16 @@ os_mount(struct cm_reactor *r, const struct os_opts *o, struct os_store **sp)
 	if (rc) {
 		CM_ERR("%s: %s", o->path,
 		       rc == -ENODATA ? "no store label (run mkfs)" : "unreadable label");
+		rc = -EINVAL;
+		goto fail;
+	}
+	if (o->fsid && o->fsid[0] && l.fsid[0] && strcmp(o->fsid, l.fsid) != 0) {
+		CM_ERR("%s: belongs to cluster %s, not %s", o->path, l.fsid, o->fsid);
+		rc = -EINVAL;
+		goto fail;
+	}
+	if (o->osd_id >= 0 && l.osd_id >= 0 && o->osd_id != l.osd_id) {
+		CM_ERR("%s: is osd.%d's store, not osd.%d's", o->path, l.osd_id, o->osd_id);
 		rc = -EINVAL;
 		goto fail;
 	}

@@ -366,11 +366,24 @@ store_equals(struct os_store *s, struct cm_reactor *r, const struct model *m, ch
 				return false;
 			}
 			same = d.b->len == o->size && memcmp(d.b->data, o->data, o->size) == 0;
-			cm_buf_put(d.b);
 			if (!same) {
-				snprintf(why, wl, "%s: data differs", name);
-				return false;
+				uint64_t at = 0, end;
+
+				while (at < o->size && at < d.b->len &&
+				       d.b->data[at] == o->data[at])
+					at++;
+				end = at;
+				while (end < o->size && end < d.b->len &&
+				       d.b->data[end] != o->data[end])
+					end++;
+				snprintf(why, wl,
+					 "%s: data differs from offset %" PRIu64
+					 " to about %" PRIu64 " (size %" PRIu64 ")",
+					 name, at, end, o->size);
 			}
+			cm_buf_put(d.b);
+			if (!same)
+				return false;
 		}
 		for (int a = 0; a < NATTR; a++) {
 			struct os_kv kv;

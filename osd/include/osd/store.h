@@ -52,7 +52,8 @@ void os_opts_init(struct os_opts *o, size_t size);
 int os_mkfs(const struct os_opts *o);
 
 /*
- * Open, check the label against the device and the metadata, replay
+ * Open, check the label against the device, the metadata, and (when set in
+ * o) the cluster fsid and OSD id, replay
  * deferred writes, rebuild the allocator. Blocking. \return 0, -EINVAL (not
  * a store, or another store's metadata: err logged), or an errno.
  */

@@ -596,6 +596,15 @@ START_TEST(test_mount_refusals)
 	close(fd);
 	o.path = other;
 	ck_assert_int_eq(os_mount(g_r, &o, &s2), -EINVAL);
+	/* Another cluster's or another OSD's store. */
+	o.path = g_dev;
+	o.fsid = "another-fsid";
+	ck_assert_int_eq(os_mount(g_r, &o, &s2), -EINVAL);
+	o.fsid = "test-fsid";
+	o.osd_id = 4;
+	ck_assert_int_eq(os_mount(g_r, &o, &s2), -EINVAL);
+	o.osd_id = 3;
+	o.path = other;
 	/* Metadata of another store. */
 	ck_assert_int_eq(os_mkfs(&o), 0);
 	o.path = g_dev;
