@@ -163,6 +163,10 @@ store_run(struct run *x, int secs, bool iops)
 	t1 = cm_now_ns();
 	d0 = x->done - d0;
 	os_get_usage(x->s, &u1);
+	printf("  prepare %.1f us per transaction\n",
+	       d0 ? (double)(u1.prepare_ns - u0.prepare_ns) / 1e3 /
+			       (double)(u1.commits - u0.commits + 1)
+		  : 0.0);
 	printf("  %s %s: %" PRIu64 " ops, %" PRIu64 " commit rounds, %" PRIu64
 	       " fsyncs (%.2f ms avg), KV commit %.2f ms avg per round (synced write %.2f, on the thread %.2f)\n",
 	       x->random ? "random" : "sequential", x->write ? "write" : "read", d0,

@@ -1054,6 +1054,8 @@ os_prepare(void *arg)
 	struct pctx c = { .s = s, .t = t };
 	int rc = 0;
 
+	uint64_t t0 = cm_now_ns();
+
 	if (s->failed) {
 		t->rc = -EIO;
 		return;
@@ -1076,4 +1078,5 @@ os_prepare(void *arg)
 		t->rc = rc;
 	}
 	pctx_free(&c);
+	s->c_prep_ns += cm_now_ns() - t0;
 }

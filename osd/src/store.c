@@ -757,4 +757,5 @@ os_get_usage(struct os_store *s, struct os_usage *u)
 	u->kv_commit_ns = s->c_kv_ns;
 	u->kv_sync_ns = s->c_kv_sync_ns;
 	u->kv_fn_ns = s->c_kv_fn_ns;
+	u->prepare_ns = s->c_prep_ns;
 }

@@ -185,6 +185,7 @@ struct os_usage {
 	uint64_t fsyncs, fsync_ns, kv_commit_ns; /* time spent syncing the device and the KV */
 	uint64_t kv_sync_ns;                     /* of which in the last, synced, KV write */
 	uint64_t kv_fn_ns;                       /* on the commit thread in all */
+	uint64_t prepare_ns;                     /* preparing transactions */
 };
 
 void os_get_usage(struct os_store *s, struct os_usage *u);
