@@ -470,6 +470,7 @@ do_remove(struct pctx *c, struct pobj *p)
 		return rc;
 	omap_range(a, &al, b, &bl, p->on->nid);
 	rocksdb_writebatch_delete_range(c->t->wb, a, al, b, bl);
+	c->t->range_deletes = true;
 	rc = ovl_add(c, p->on->nid, OP_OMAP_CLEAR, NULL, 0, NULL, 0);
 	if (rc)
 		return rc;
@@ -902,9 +903,11 @@ apply_op(struct pctx *c, const struct os_op *op)
 				if (memcmp(a, b, CM_MIN(al, bl)) < 0 ||
 				    (memcmp(a, b, CM_MIN(al, bl)) == 0 && al < bl))
 					rocksdb_writebatch_delete_range(t->wb, a, al, b, bl);
+				t->range_deletes = true;
 			} else {
 				omap_range(k2, &k2l, a, &al, p->on->nid);
 				rocksdb_writebatch_delete_range(t->wb, k2, k2l, a, al);
+				t->range_deletes = true;
 			}
 			free(a);
 			free(b);

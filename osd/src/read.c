@@ -114,6 +114,7 @@ start_io(struct os_rd *rd, const struct os_onode *on)
 		uint64_t bs = lb * B, lo = CM_MAX(bs, rd->off),
 			 hi = CM_MIN(bs + B, rd->off + rd->len);
 		uint64_t pb;
+		size_t boff;
 
 		if (!e) {
 			memset(rd->out->data + (lo - rd->off), 0, hi - lo);
@@ -125,15 +126,16 @@ start_io(struct os_rd *rd, const struct os_onode *on)
 			memcpy(rd->out->data + (lo - rd->off), tmp + (lo - bs), hi - lo);
 			continue;
 		}
+		/* Where the block lands: its place in the result, or the next bounce slot. */
+		boff = direct ? (lb - fb) * B : nb * B;
 		rd->blks[rd->nblks] = (struct os_rblk){
-			.lblock = lb, .pblock = pb, .csum = e->csum[lb - e->lblock], .boff = nb * B
+			.lblock = lb, .pblock = pb, .csum = e->csum[lb - e->lblock], .boff = boff
 		};
 		if (rd->nios && rd->ios[rd->nios - 1].pblock + rd->ios[rd->nios - 1].n == pb &&
 		    rd->blks[rd->nblks - 1].lblock == lb - 1)
 			rd->ios[rd->nios - 1].n++;
 		else
-			rd->ios[rd->nios++] =
-				(struct os_rio){ .pblock = pb, .n = 1, .boff = nb * B };
+			rd->ios[rd->nios++] = (struct os_rio){ .pblock = pb, .n = 1, .boff = boff };
 		rd->nblks++;
 		nb++;
 	}

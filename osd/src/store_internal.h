@@ -135,6 +135,7 @@ struct os_txn {
 	struct cm_work work;
 	/* prepared */
 	rocksdb_writebatch_t *wb;
+	bool range_deletes; /* wb has DeleteRange ops (which batches cannot be merged across) */
 	struct os_dwrite *writes;
 	size_t nwrites, capwrites;
 	unsigned writes_left;

@@ -218,6 +218,33 @@ START_TEST(test_write_read_patterns)
 
 END_TEST
 
+/* Block-aligned reads land straight in the result: holes and mapped blocks in their places. */
+START_TEST(test_aligned_reads_with_holes)
+{
+	uint8_t model[40960] = { 0 }, blk[4096];
+	struct cm_buf *b;
+
+	mkcoll();
+	cm_test_fill(blk, sizeof(blk), 11);
+	write_obj("h", 5 * 4096, blk, sizeof(blk));
+	memcpy(model + 5 * 4096, blk, sizeof(blk));
+	cm_test_fill(blk, sizeof(blk), 12);
+	write_obj("h", 9 * 4096, blk, sizeof(blk));
+	memcpy(model + 9 * 4096, blk, sizeof(blk));
+	ck_assert_int_eq(rd("h", 0, sizeof(model), &b), 0);
+	ck_assert_uint_eq(b->len, sizeof(model));
+	ck_assert(memcmp(b->data, model, sizeof(model)) == 0);
+	cm_buf_put(b);
+	ck_assert_int_eq(rd("h", 4096, 8192, &b), 0); /* a hole, then a block */
+	ck_assert(memcmp(b->data, model + 4096, 8192) == 0);
+	cm_buf_put(b);
+	ck_assert_int_eq(rd("h", 9 * 4096, 4096, &b), 0);
+	ck_assert(memcmp(b->data, model + 9 * 4096, 4096) == 0);
+	cm_buf_put(b);
+}
+
+END_TEST
+
 START_TEST(test_zero_truncate_remove)
 {
 	uint8_t model[40000], buf[40000];
@@ -669,6 +696,7 @@ main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_write_read_patterns);
+	tcase_add_test(tc, test_aligned_reads_with_holes);
 	tcase_add_test(tc, test_zero_truncate_remove);
 	tcase_add_test(tc, test_collections_and_listing);
 	tcase_add_test(tc, test_attrs_and_omap);
