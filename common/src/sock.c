@@ -127,3 +127,16 @@ cm_sock_listen(const char *addr, int backlog, int *fdp, uint16_t *port)
 	*fdp = fd;
 	return 0;
 }
+
+int
+cm_sock_free_port(const char *ip, uint16_t *port)
+{
+	char addr[64];
+	int fd, rc;
+
+	snprintf(addr, sizeof(addr), "%s:0", ip);
+	rc = cm_sock_listen(addr, 1, &fd, port);
+	if (!rc)
+		close(fd);
+	return rc;
+}

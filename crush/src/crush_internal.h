@@ -17,5 +17,7 @@ extern const int64_t crush__ll_tbl[CRUSH_LL_ENTRIES];
 /* Add a bucket (takes ownership of b). \return 0, -EEXIST, -ENOMEM. */
 int crush__add_bucket(struct crush_map *m, struct crush_bucket *b);
 int crush__add_class(struct crush_map *m, const char *name);
+/* Make room for devices [0, n) (new slots: no name, no class). \return 0, -ENOMEM. */
+int crush__grow_devices(struct crush_map *m, int n);
 
 #endif

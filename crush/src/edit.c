@@ -58,24 +58,8 @@ crush_edit_set_device(struct crush_map *m, int32_t id, const char *name, const c
 		if (m->nclasses != old && grow_class_ids(m, old))
 			return -ENOMEM;
 	}
-	if (id >= m->max_devices) {
-		int n = id + 1;
-		char **dn = realloc(m->device_names, sizeof(*dn) * (size_t)n);
-		int *dc;
-
-		if (!dn)
-			return -ENOMEM;
-		m->device_names = dn;
-		dc = realloc(m->device_class, sizeof(*dc) * (size_t)n);
-		if (!dc)
-			return -ENOMEM;
-		m->device_class = dc;
-		for (int i = m->max_devices; i < n; i++) {
-			dn[i] = NULL;
-			dc[i] = -1;
-		}
-		m->max_devices = n;
-	}
+	if (crush__grow_devices(m, id + 1))
+		return -ENOMEM;
 	if (!m->device_names[id] || strcmp(m->device_names[id], name) != 0) {
 		char *d = strdup(name);
 

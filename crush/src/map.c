@@ -118,6 +118,30 @@ crush__add_bucket(struct crush_map *m, struct crush_bucket *b)
 }
 
 int
+crush__grow_devices(struct crush_map *m, int n)
+{
+	char **dn;
+	int *dc;
+
+	if (n <= m->max_devices)
+		return 0;
+	dn = realloc(m->device_names, sizeof(*dn) * (size_t)n);
+	if (!dn)
+		return -ENOMEM;
+	m->device_names = dn;
+	dc = realloc(m->device_class, sizeof(*dc) * (size_t)n);
+	if (!dc)
+		return -ENOMEM;
+	m->device_class = dc;
+	for (int i = m->max_devices; i < n; i++) {
+		dn[i] = NULL;
+		dc[i] = -1;
+	}
+	m->max_devices = n;
+	return 0;
+}
+
+int
 crush__add_class(struct crush_map *m, const char *name)
 {
 	char **n;

@@ -200,24 +200,8 @@ parse_device(struct parser *p)
 		return rc;
 	if (crush_item_by_name(m, name->s) != INT32_MIN)
 		return perr(p, name, "item name '%s' already used", name->s);
-	if (id >= m->max_devices) {
-		int n = (int)id + 1;
-		char **dn = realloc(m->device_names, sizeof(*dn) * (size_t)n);
-		int *dc;
-
-		if (!dn)
-			return -ENOMEM;
-		m->device_names = dn;
-		dc = realloc(m->device_class, sizeof(*dc) * (size_t)n);
-		if (!dc)
-			return -ENOMEM;
-		m->device_class = dc;
-		for (int i = m->max_devices; i < n; i++) {
-			dn[i] = NULL;
-			dc[i] = -1;
-		}
-		m->max_devices = n;
-	}
+	if (crush__grow_devices(m, (int)id + 1))
+		return -ENOMEM;
 	if (m->device_names[id])
 		return perr(p, name, "device %ld defined twice", id);
 	m->device_names[id] = strdup(name->s);

@@ -293,8 +293,7 @@ cmd_status(struct cmd *c, bool health_only, bool detail)
 	struct mon_cluster_view v;
 	struct mon_health h;
 	Cairn__Map__OsdMap *m;
-	struct mon_placement pl;
-	struct mon_pg_summary *ps = NULL, tot = { 0 };
+	const struct mon_pg_summary *ps, *tot;
 	char flags[160];
 	size_t up = 0, in = 0, alive = 0;
 	uint64_t pgs = 0;
@@ -309,13 +308,6 @@ cmd_status(struct cmd *c, bool health_only, bool detail)
 		return rc;
 	}
 	rc = mon_health_compute(m, v.mons, v.nmons, NULL, 0, &h);
-	if (!rc && !health_only) {
-		rc = mon_placement_build(m, &pl, c->err);
-		if (!rc) {
-			rc = mon_pg_summarize(m, &pl, &ps, &tot);
-			mon_placement_free(&pl);
-		}
-	}
 	if (rc) {
 		if (!c->err[0])
 			snprintf(c->err, sizeof(c->err), "health: %s", cm_strerror(rc));
@@ -323,6 +315,8 @@ cmd_status(struct cmd *c, bool health_only, bool detail)
 		cairn__map__osd_map__free_unpacked(m, NULL);
 		return rc;
 	}
+	ps = h.pg_pools; /* the PG counts the health checks used */
+	tot = &h.pg_total;
 	for (size_t i = 0; i < m->n_osds; i++) {
 		up += m->osds[i]->up;
 		in += m->osds[i]->in;
@@ -356,9 +350,9 @@ cmd_status(struct cmd *c, bool health_only, bool detail)
 			"fsid", m->fsid, "epoch", (json_int_t)m->epoch, "flags", flags, "health",
 			mon_health_json(&h), "mons", mons, "leader", v.leader, "osds", "total",
 			(int)m->n_osds, "up", (int)up, "in", (int)in, "pools", pools, "pgs",
-			"total", (json_int_t)tot.total, "clean", (json_int_t)tot.clean,
-			"undersized", (json_int_t)tot.undersized, "inactive",
-			(json_int_t)tot.inactive);
+			"total", (json_int_t)tot->total, "clean", (json_int_t)tot->clean,
+			"undersized", (json_int_t)tot->undersized, "inactive",
+			(json_int_t)tot->inactive);
 	} else {
 		fprintf(c->out, "  cluster:\n    id:     %s\n    health: %s\n", m->fsid,
 			mon_health_status_name(h.status));
@@ -368,15 +362,14 @@ cmd_status(struct cmd *c, bool health_only, bool detail)
 		fprintf(c->out, "    osd: %zu osds: %zu up, %zu in\n", m->n_osds, up, in);
 		fprintf(c->out, "\n  data:\n    pools: %zu pools, %" PRIu64 " pgs\n", m->n_pools,
 			pgs);
-		if (m->n_osds && tot.total)
+		if (m->n_osds && tot->total)
 			fprintf(c->out,
 				"    pgs:   %" PRIu64 " placed: %" PRIu64 " on a full set, %" PRIu64
 				" undersized, %" PRIu64 " inactive\n",
-				tot.total, tot.clean, tot.undersized, tot.inactive);
+				tot->total, tot->clean, tot->undersized, tot->inactive);
 		fprintf(c->out, "\n  map: epoch %" PRIu64 "%s%s\n", m->epoch,
 			flags[0] ? ", flags " : "", flags);
 	}
-	free(ps);
 	mon_health_free(&h);
 	mon_cluster_view_free(&v);
 	cairn__map__osd_map__free_unpacked(m, NULL);

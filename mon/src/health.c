@@ -108,6 +108,34 @@ add_detail(struct mon_health_check *c, const char *fmt, ...)
 			goto nomem; \
 	} while (0)
 
+/* PG_DEGRADED (fewer OSDs up than size) or PG_AVAILABILITY (than min_size). */
+static int
+pg_check(struct mon_health *h, const Cairn__Map__OsdMap *m, bool inactive)
+{
+	uint64_t n = inactive ? h->pg_total.inactive : h->pg_total.undersized;
+	struct mon_health_check *c;
+
+	if (!n || !m->n_osds)
+		return 0;
+	c = add_check(h, inactive ? "PG_AVAILABILITY" : "PG_DEGRADED",
+		      inactive ? MON_HEALTH_ERR : MON_HEALTH_WARN,
+		      "%" PRIu64 " pgs %s (fewer OSDs up than %s)", n,
+		      inactive ? "inactive" : "undersized", inactive ? "min_size" : "size");
+	if (!c)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->n_pools; i++) {
+		const struct mon_pg_summary *p = &h->pg_pools[i];
+		uint64_t k = inactive ? p->inactive : p->undersized;
+
+		if (k &&
+		    add_detail(c, "pool '%s': %" PRIu64 " of %" PRIu64 " pgs have fewer than %u",
+			       m->pools[i]->name, k, p->total,
+			       inactive ? m->pools[i]->min_size : m->pools[i]->size))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 int
 mon_health_compute(const Cairn__Map__OsdMap *m, const struct mon_info *mons, size_t nmons,
 		   const struct mon_pool_usage *usage, size_t nusage, struct mon_health *h)
@@ -190,33 +218,11 @@ mon_health_compute(const Cairn__Map__OsdMap *m, const struct mon_info *mons, siz
 	mon_placement_free(&pl);
 	if (rc)
 		goto nomem;
-	if (tot.undersized && m->n_osds) {
-		c = add_check(h, "PG_DEGRADED", MON_HEALTH_WARN,
-			      "%" PRIu64 " pgs undersized (fewer OSDs up than size)",
-			      tot.undersized);
-		CHECK_OR_NOMEM(c);
-		for (size_t i = 0; i < m->n_pools; i++)
-			if (ps[i].undersized && add_detail(c,
-							   "pool '%s': %" PRIu64 " of %" PRIu64
-							   " pgs have fewer than %u",
-							   m->pools[i]->name, ps[i].undersized,
-							   ps[i].total, m->pools[i]->size))
-				goto nomem;
-	}
-	if (tot.inactive && m->n_osds) {
-		c = add_check(h, "PG_AVAILABILITY", MON_HEALTH_ERR,
-			      "%" PRIu64 " pgs inactive (fewer OSDs up than min_size)",
-			      tot.inactive);
-		CHECK_OR_NOMEM(c);
-		for (size_t i = 0; i < m->n_pools; i++)
-			if (ps[i].inactive && add_detail(c,
-							 "pool '%s': %" PRIu64 " of %" PRIu64
-							 " pgs have fewer than %u",
-							 m->pools[i]->name, ps[i].inactive,
-							 ps[i].total, m->pools[i]->min_size))
-				goto nomem;
-	}
-	free(ps);
+	h->pg_pools = ps;
+	h->pg_total = tot;
+	ps = NULL;
+	if (pg_check(h, m, false) || pg_check(h, m, true))
+		goto nomem;
 	return 0;
 nomem:
 	free(ps);
@@ -233,6 +239,7 @@ mon_health_free(struct mon_health *h)
 		free(h->checks[i].detail);
 	}
 	free(h->checks);
+	free(h->pg_pools);
 	memset(h, 0, sizeof(*h));
 }
 

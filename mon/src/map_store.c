@@ -122,24 +122,11 @@ mon_map_create(struct mon_map_store *s, const Cairn__Map__OsdMap *initial)
 	return ok ? 0 : -EEXIST;
 }
 
-/* A separately allocated copy for fn to edit (the original stays for the diff). */
+/* Read a map; with cp, also a second, separately allocated copy (for an edit beside the original).
+ */
 static int
-decode_copy(const Cairn__Map__OsdMap *m, Cairn__Map__OsdMap **cp)
-{
-	uint8_t *buf;
-	size_t len;
-	int rc = encode(m, &buf, &len);
-
-	if (rc)
-		return rc;
-	*cp = cairn__map__osd_map__unpack(NULL, len, buf);
-	free(buf);
-	return *cp ? 0 : -ENOMEM;
-}
-
-static int
-read_key(struct mon_map_store *s, const char *key, size_t key_len, Cairn__Map__OsdMap **mp,
-	 int64_t *rev)
+read_key2(struct mon_map_store *s, const char *key, size_t key_len, Cairn__Map__OsdMap **mp,
+	  Cairn__Map__OsdMap **cp, int64_t *rev)
 {
 	struct cm_etcd_range r;
 	int rc = cm_etcd_get(s->e, key, key_len, NULL, 0, 0, &r);
@@ -151,10 +138,19 @@ read_key(struct mon_map_store *s, const char *key, size_t key_len, Cairn__Map__O
 		return -ENOENT;
 	}
 	rc = decode(&r.kvs[0], mp);
+	if (!rc && cp && (rc = decode(&r.kvs[0], cp)) != 0)
+		cairn__map__osd_map__free_unpacked(*mp, NULL);
 	if (rev)
 		*rev = r.kvs[0].mod_revision;
 	cm_etcd_range_free(&r);
 	return rc;
+}
+
+static int
+read_key(struct mon_map_store *s, const char *key, size_t key_len, Cairn__Map__OsdMap **mp,
+	 int64_t *rev)
+{
+	return read_key2(s, key, key_len, mp, NULL, rev);
 }
 
 int
@@ -205,15 +201,10 @@ mon_map_update(struct mon_map_store *s, mon_map_update_fn fn, void *arg, uint64_
 		struct cm_etcd_op ops[5];
 		unsigned nops = 0;
 		bool ok;
-		int rc = read_key(s, s->key, s->key_len, &old, &rev);
+		int rc = read_key2(s, s->key, s->key_len, &old, &m, &rev);
 
 		if (rc)
 			return rc;
-		rc = decode_copy(old, &m);
-		if (rc) {
-			cairn__map__osd_map__free_unpacked(old, NULL);
-			return rc;
-		}
 		rc = fn(arg, m);
 		if (rc) {
 			cairn__map__osd_map__free_unpacked(m, NULL);

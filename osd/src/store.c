@@ -9,6 +9,7 @@
 #include "store_internal.h"
 #include "cm/crc32c.h"
 #include "cm/log.h"
+#include "cm/random.h"
 
 #include <fcntl.h>
 #include <linux/fs.h>
@@ -345,24 +346,6 @@ db_open(const char *path, bool create, rocksdb_options_t **optp, int *rc)
 	return db;
 }
 
-static void
-random_uuid(char out[40])
-{
-	uint8_t b[16];
-	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
-
-	if (fd < 0 || read(fd, b, sizeof(b)) != (ssize_t)sizeof(b))
-		for (int i = 0; i < 16; i++)
-			b[i] = (uint8_t)(cm_now_ns() >> (i * 3));
-	if (fd >= 0)
-		close(fd);
-	b[6] = (b[6] & 0x0f) | 0x40;
-	b[8] = (b[8] & 0x3f) | 0x80;
-	snprintf(out, 40, "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-		 b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12],
-		 b[13], b[14], b[15]);
-}
-
 static int
 put_super(rocksdb_t *db, const struct label *l, uint64_t next_nid)
 {
@@ -423,7 +406,10 @@ os_mkfs(const struct os_opts *o)
 	}
 	l.block_size = o->block_size;
 	l.osd_id = o->osd_id;
-	random_uuid(l.uuid);
+	if (cm_uuid_generate(l.uuid)) {
+		close(fd);
+		return -EIO;
+	}
 	snprintf(l.fsid, sizeof(l.fsid), "%s", o->fsid ? o->fsid : "");
 	dbp = default_db_path(o);
 	if (!dbp) {

@@ -11,11 +11,10 @@
 #include "mon/incremental.h"
 #include "cm/etcd.h"
 #include "cm/log.h"
+#include "cm/sock.h"
 #include "etcd_helper.h"
 #include "testlib.h"
 
-#include <arpa/inet.h>
-#include <netinet/in.h>
 #include <pthread.h>
 #include <signal.h>
 #include <sys/wait.h>
@@ -37,15 +36,9 @@ static struct cm_daemon_conf g_client;
 static int
 free_port(void)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM, 0), port;
+	uint16_t port;
 
-	ck_assert_int_ge(fd, 0);
-	ck_assert_int_eq(bind(fd, (struct sockaddr *)&a, sizeof(a)), 0);
-	ck_assert_int_eq(getsockname(fd, (struct sockaddr *)&a, &len), 0);
-	port = ntohs(a.sin_port);
-	close(fd);
+	ck_assert_int_eq(cm_sock_free_port("127.0.0.1", &port), 0);
 	return port;
 }
 

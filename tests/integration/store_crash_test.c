@@ -462,16 +462,32 @@ store_equals(struct os_store *s, struct cm_reactor *r, const struct model *m, ch
 	return true;
 }
 
-START_TEST(test_kill_and_recover)
+struct qdone {
+	unsigned left;
+};
+
+static void
+qcb(void *arg, int rc)
 {
-	const char *it = getenv("CAIRN_CRASH_ITERS");
-	int iters = it ? (int)strtol(it, NULL, 10) : 100, fd;
-	struct cm_reactor *r;
-	struct model m;
-	struct os_opts o;
-	uint32_t next = 1; /* transaction 0 made the collection */
-	uint64_t seed = (uint64_t)cm_now_ns(), total_acked = 0, lost_tail = 0;
-	char cmd[128];
+	(void)rc;
+	((struct qdone *)arg)->left--;
+}
+
+static bool
+q_empty(void *arg)
+{
+	return ((struct qdone *)arg)->left == 0;
+}
+
+/* A store on a fresh 256 MiB file with collection "c" (transaction 0), unmounted; an empty model.
+ */
+static void
+fresh_store(struct os_opts *o, struct cm_reactor **rp, struct model *m)
+{
+	struct os_store *s;
+	struct os_txn *t;
+	struct qdone q = { 1 };
+	int fd;
 
 	cm_log_set_level(CM_LOG_ERR);
 	snprintf(g_dir, sizeof(g_dir), "/tmp/cairn-crash-test-XXXXXX");
@@ -480,27 +496,46 @@ START_TEST(test_kill_and_recover)
 	fd = open(g_dev, O_RDWR | O_CREAT, 0600);
 	ck_assert_int_eq(posix_fallocate(fd, 0, 256 << 20), 0);
 	close(fd);
-	os_opts_init(&o, sizeof(o));
-	o.path = g_dev;
-	ck_assert_int_eq(os_mkfs(&o), 0);
-	r = cm_test_reactor();
-	{
-		struct os_store *s;
-		struct os_txn *t;
-		bool done = false;
-
-		ck_assert_int_eq(os_mount(r, &o, &s), 0);
-		ck_assert_int_eq(os_txn_create(&t), 0);
-		os_txn_mkcoll(t, "c");
-		os_queue(s, t, (os_commit_cb)(void (*)(void))NULL, NULL);
-		os_umount(s);
-		(void)done;
-	}
-	memset(&m, 0, sizeof(m));
+	os_opts_init(o, sizeof(*o));
+	o->path = g_dev;
+	ck_assert_int_eq(os_mkfs(o), 0);
+	*rp = cm_test_reactor();
+	ck_assert_int_eq(os_mount(*rp, o, &s), 0);
+	ck_assert_int_eq(os_txn_create(&t), 0);
+	ck_assert_int_eq(os_txn_mkcoll(t, "c"), 0);
+	os_queue(s, t, qcb, &q);
+	ck_assert(cm_test_run_until_fn(*rp, q_empty, &q, 10000));
+	os_umount(s);
+	memset(m, 0, sizeof(*m));
 	for (int i = 0; i < NOBJ; i++) {
-		m.o[i].data = calloc(1, MAXSIZE + 300000);
-		ck_assert_ptr_nonnull(m.o[i].data);
+		m->o[i].data = calloc(1, MAXSIZE + 300000);
+		ck_assert_ptr_nonnull(m->o[i].data);
 	}
+}
+
+static void
+cleanup(struct cm_reactor *r, struct model *m)
+{
+	char cmd[128];
+
+	for (int i = 0; i < NOBJ; i++)
+		free(m->o[i].data);
+	cm_reactor_destroy(r);
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", g_dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+START_TEST(test_kill_and_recover)
+{
+	const char *it = getenv("CAIRN_CRASH_ITERS");
+	int iters = it ? (int)strtol(it, NULL, 10) : 100;
+	struct cm_reactor *r;
+	struct model m;
+	struct os_opts o;
+	uint32_t next = 1; /* transaction 0 made the collection */
+	uint64_t seed = (uint64_t)cm_now_ns(), total_acked = 0, lost_tail = 0;
+
+	fresh_store(&o, &r, &m);
 	fprintf(stderr, "store_crash_test: %d kills, seed %" PRIu64 "\n", iters, seed);
 	for (int iter = 0; iter < iters; iter++) {
 		int p[2], status;
@@ -574,31 +609,10 @@ START_TEST(test_kill_and_recover)
 		"store_crash_test: %d kills, %" PRIu64 " acknowledged transactions all present, "
 		"%" PRIu64 " unacknowledged ones found committed, none partial\n",
 		iters, total_acked, lost_tail);
-	for (int i = 0; i < NOBJ; i++)
-		free(m.o[i].data);
-	cm_reactor_destroy(r);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", g_dir);
-	ck_assert_int_eq(system(cmd), 0);
+	cleanup(r, &m);
 }
 
 END_TEST
-
-struct qdone {
-	unsigned left;
-};
-
-static void
-qcb(void *arg, int rc)
-{
-	(void)rc;
-	((struct qdone *)arg)->left--;
-}
-
-static bool
-q_empty(void *arg)
-{
-	return ((struct qdone *)arg)->left == 0;
-}
 
 /* Without crashes: after every batch of 8 queued transactions the store equals the model. */
 START_TEST(test_model_agrees)
@@ -607,33 +621,10 @@ START_TEST(test_model_agrees)
 	struct model m;
 	struct os_opts o;
 	struct os_store *s;
-	char why[256], cmd[128];
-	int fd;
+	char why[256];
 
-	cm_log_set_level(CM_LOG_ERR);
-	snprintf(g_dir, sizeof(g_dir), "/tmp/cairn-crash-test-XXXXXX");
-	ck_assert_ptr_nonnull(mkdtemp(g_dir));
-	snprintf(g_dev, sizeof(g_dev), "%s/block", g_dir);
-	fd = open(g_dev, O_RDWR | O_CREAT, 0600);
-	ck_assert_int_eq(posix_fallocate(fd, 0, 256 << 20), 0);
-	close(fd);
-	os_opts_init(&o, sizeof(o));
-	o.path = g_dev;
-	ck_assert_int_eq(os_mkfs(&o), 0);
-	r = cm_test_reactor();
+	fresh_store(&o, &r, &m);
 	ck_assert_int_eq(os_mount(r, &o, &s), 0);
-	memset(&m, 0, sizeof(m));
-	for (int i = 0; i < NOBJ; i++)
-		m.o[i].data = calloc(1, MAXSIZE + 300000);
-	{
-		struct os_txn *t;
-		struct qdone q = { 1 };
-
-		os_txn_create(&t);
-		os_txn_mkcoll(t, "c");
-		os_queue(s, t, qcb, &q);
-		ck_assert(cm_test_run_until_fn(r, q_empty, &q, 10000));
-	}
 	const char *mt = getenv("CAIRN_MODEL_TXNS");
 	uint32_t ntx = mt ? (uint32_t)strtoul(mt, NULL, 10) : 4000;
 
@@ -659,11 +650,7 @@ START_TEST(test_model_agrees)
 		}
 	}
 	os_umount(s);
-	for (int i = 0; i < NOBJ; i++)
-		free(m.o[i].data);
-	cm_reactor_destroy(r);
-	snprintf(cmd, sizeof(cmd), "rm -rf %s", g_dir);
-	ck_assert_int_eq(system(cmd), 0);
+	cleanup(r, &m);
 }
 
 END_TEST

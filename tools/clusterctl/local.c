@@ -11,15 +11,15 @@
 #include "mon/cluster.h"
 #include "cm/err.h"
 #include "cm/etcd.h"
+#include "cm/random.h"
+#include "cm/sock.h"
 
 #include <dirent.h>
 #include <jansson.h>
 #include <fcntl.h>
 #include <libgen.h>
 #include <limits.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -35,47 +35,33 @@ struct local {
 static int
 free_port(void)
 {
-	struct sockaddr_in a = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_LOOPBACK) };
-	socklen_t len = sizeof(a);
-	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0), port = -1;
+	uint16_t port;
 
-	if (fd < 0)
-		return -1;
-	if (bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0 &&
-	    getsockname(fd, (struct sockaddr *)&a, &len) == 0)
-		port = ntohs(a.sin_port);
-	close(fd);
-	return port;
+	return cm_sock_free_port("127.0.0.1", &port) ? -1 : port;
 }
 
-static void
+static int
 random_hex(char *out, size_t nbytes)
 {
 	unsigned char b[64];
-	int fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
 
 	nbytes = CM_MIN(nbytes, sizeof(b));
-	if (fd < 0 || read(fd, b, nbytes) != (ssize_t)nbytes) {
-		for (size_t i = 0; i < nbytes; i++)
-			b[i] = (unsigned char)(cm_now_ns() >> (i % 8));
-	}
-	if (fd >= 0)
-		close(fd);
+	if (cm_random_bytes(b, nbytes))
+		return -EIO;
 	for (size_t i = 0; i < nbytes; i++)
 		snprintf(out + 2 * i, 3, "%02x", b[i]);
+	return 0;
 }
 
 static int
 write_conf(const struct local *l)
 {
-	char fsid[40], key[49], hex[33];
+	char fsid[37], key[49];
 	int etcd = free_port(), peer = free_port();
 	FILE *f;
 
-	random_hex(hex, 16);
-	snprintf(fsid, sizeof(fsid), "%.8s-%.4s-%.4s-%.4s-%.12s", hex, hex + 8, hex + 12, hex + 16,
-		 hex + 20);
-	random_hex(key, 24);
+	if (cm_uuid_generate(fsid) || random_hex(key, 24))
+		return -EIO;
 	f = fopen(l->conf, "w");
 	if (!f || etcd < 0 || peer < 0) {
 		if (f)

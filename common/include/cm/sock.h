@@ -22,6 +22,12 @@ void cm_sock_addr_str(const struct sockaddr *sa, char *buf, size_t len);
  */
 int cm_sock_listen(const char *addr, int backlog, int *fdp, uint16_t *port);
 
+/*
+ * A TCP port free on ip now (bind to port 0, read it, close): for tools and
+ * tests that hand ports to other processes. \return 0 or a negative errno.
+ */
+int cm_sock_free_port(const char *ip, uint16_t *port);
+
 /* A non-blocking TCP socket for addr's family, TCP_NODELAY set. */
 int cm_sock_stream(int family, int *fdp);
 

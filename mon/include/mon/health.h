@@ -35,10 +35,18 @@ struct mon_health_check {
 	size_t ndetail;
 };
 
+/* PGs by where CRUSH puts them now. */
+struct mon_pg_summary {
+	uint64_t total, clean, undersized, inactive;
+};
+
 struct mon_health {
 	enum mon_health_status status;
 	struct mon_health_check *checks;
 	size_t nchecks;
+	/* The PG counts the checks were made from, per pool (in map order) and in all. */
+	struct mon_pg_summary *pg_pools;
+	struct mon_pg_summary pg_total;
 };
 
 struct mon_info {
@@ -49,11 +57,6 @@ struct mon_info {
 struct mon_pool_usage {
 	int64_t pool;
 	uint64_t bytes, objects;
-};
-
-/* PGs by where CRUSH puts them now. */
-struct mon_pg_summary {
-	uint64_t total, clean, undersized, inactive;
 };
 
 /* Per-pool summaries in pools[] (m->n_pools entries; caller frees) and the total. */
