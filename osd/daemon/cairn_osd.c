@@ -1,30 +1,21 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * cairn-osd: an OSD. Today: its object store's tools.
+ * cairn-osd: an OSD. It serves its PGs (osd.c, pg.c; docs/design/osd.md),
+ * or runs one of its store's tools:
  *
+ *   cairn-osd [-c CONF] [--id N] --mon-host H --osd-data DEV   serve
  *   cairn-osd --mkfs  --osd-data DEV [--osd-db DIR] [--fsid F] [--id N]
  *   cairn-osd --fsck [--deep] --osd-data DEV [--osd-db DIR]
  *
- * Serving PGs (boot against the mons, replication, recovery) arrives with
- * the OSD issue; until then the daemon refuses to start without a tool flag.
+ * Serving makes the store on first start when the device has none.
  */
-#include "osd/store.h"
-#include "cm/daemon.h"
+#include "osd.h"
 #include "cm/err.h"
 #include "cm/log.h"
 
 extern char **environ;
 
-struct osd_conf {
-	struct cm_daemon_conf d;
-	char *id;
-	char *fsid;
-	char *osd_data;
-	char *osd_db;
-	uint64_t block_size;
-	uint64_t deferred_max;
-	bool mkfs, fsck, deep;
-};
+int osd_serve(struct osd_conf *cfg);
 
 static const struct cm_opt g_osd_opts[] = {
 	CM_DAEMON_OPTS(struct osd_conf, d, ""),
@@ -38,6 +29,20 @@ static const struct cm_opt g_osd_opts[] = {
 	       "allocation and checksum unit (mkfs)"),
 	CM_OPT("deferred_max", CM_OPT_SIZE, "64K", 0, 16777216, 0, struct osd_conf, deferred_max,
 	       "overwrites up to this go through the KV store (one device write + one commit)"),
+	CM_OPT("mon_host", CM_OPT_STR, "", 0, 0, 0, struct osd_conf, mon_host,
+	       "the monitors: name=ip:port,..."),
+	CM_OPT("public_addr", CM_OPT_STR, "127.0.0.1:0", 0, 0, 0, struct osd_conf, public_addr,
+	       "listen here (port 0: any free port)"),
+	CM_OPT("host", CM_OPT_STR, "localhost", 0, 0, 0, struct osd_conf, host,
+	       "the CRUSH host bucket this OSD joins"),
+	CM_OPT("device_class", CM_OPT_STR, "ssd", 0, 0, 0, struct osd_conf, device_class,
+	       "CRUSH device class (ssd, nvme, hdd, ...)"),
+	CM_OPT("osd_beacon_interval", CM_OPT_DURATION, "1s", 100, 60000, 0, struct osd_conf,
+	       beacon_ms, "how often to tell the leader we are alive"),
+	CM_OPT("osd_pg_log_max", CM_OPT_UINT, "3000", 10, 1000000, 0, struct osd_conf, pg_log_max,
+	       "PG log entries kept (duplicate detection and log-based recovery)"),
+	CM_OPT("osd_op_threads", CM_OPT_UINT, "2", 1, 64, 0, struct osd_conf, op_threads,
+	       "worker threads for metadata reads"),
 	CM_OPT("mkfs", CM_OPT_BOOL, "false", 0, 0, 0, struct osd_conf, mkfs,
 	       "make a new store on osd_data, then exit"),
 	CM_OPT("fsck", CM_OPT_BOOL, "false", 0, 0, 0, struct osd_conf, fsck,
@@ -124,8 +129,7 @@ main(int argc, char **argv)
 		       rep.errors ? "; first: " : "", rep.errors ? rep.first_error : "");
 		status = rep.errors ? 1 : 0;
 	} else {
-		fprintf(stderr, "cairn-osd: only --mkfs and --fsck exist so far; serving PGs comes "
-				"with the OSD issue\n");
+		status = osd_serve(&cfg);
 	}
 out:
 	cm_conf_free(&conf);

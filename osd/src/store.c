@@ -613,6 +613,7 @@ os_mount(struct cm_reactor *r, const struct os_opts *o, struct os_store **sp)
 		goto fail;
 	}
 	s->B = l.block_size;
+	memcpy(s->uuid, l.uuid, sizeof(s->uuid));
 	s->nblocks = l.dev_size / s->B;
 	s->deferred_max = o->deferred_max;
 	s->reserve_blocks = o->reserve
@@ -744,4 +745,10 @@ os_get_usage(struct os_store *s, struct os_usage *u)
 	u->kv_sync_ns = s->c_kv_sync_ns;
 	u->kv_fn_ns = s->c_kv_fn_ns;
 	u->prepare_ns = s->c_prep_ns;
+}
+
+const char *
+os_uuid(const struct os_store *s)
+{
+	return s->uuid;
 }

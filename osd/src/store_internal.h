@@ -246,6 +246,7 @@ struct os_store {
 	struct cm_reactor *r;
 	int fd;
 	char *path, *db_path;
+	char uuid[40];
 	uint32_t B;
 	uint64_t nblocks, reserve_blocks, deferred_max;
 	rocksdb_t *db;

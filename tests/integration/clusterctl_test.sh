@@ -11,7 +11,7 @@ dir=$(mktemp -d /tmp/cairn-ctl-test-XXXXXX)
 trap '"$ctl" down --dir "$dir" >/dev/null 2>&1 || true; rm -rf "$dir"' EXIT
 fail() { echo "FAIL: $*" >&2; for f in "$dir"/*.log; do echo "== $f"; tail -n 20 "$f"; done >&2; exit 1; }
 
-"$ctl" up --dir "$dir" --mons 3 >"$dir/up.out" || fail "up"
+"$ctl" up --dir "$dir" --mons 3 --osds 0 >"$dir/up.out" || fail "up"
 grep -q "3 daemons, 3 alive" "$dir/up.out" || fail "up did not report 3 mons: $(cat "$dir/up.out")"
 for d in etcd.0 mon.a mon.b mon.c; do
 	[ -f "$dir/$d.pid" ] && kill -0 "$(cat "$dir/$d.pid")" || fail "$d not running"
@@ -57,7 +57,7 @@ rc=$?
 set -e
 [ $rc -eq 1 ] || fail "status with everything down exit $rc"
 grep -q "no monitor answered" "$dir/err" || fail "down message: $(cat "$dir/err")"
-"$ctl" up --dir "$dir" >/dev/null || fail "up again"
+"$ctl" up --dir "$dir" --osds 0 >/dev/null || fail "up again"
 [ "$(grep '^fsid' "$dir/cairn.conf")" = "$fsid" ] || fail "fsid changed"
 "$ctl" pool ls | grep -q "'data' replicated size 3" || fail "pool lost across down/up"
 "$ctl" down --dir "$dir" >/dev/null

@@ -523,6 +523,9 @@ main_usage(void)
 		"                  pool ls | pool create NAME [--size N] [--min-size N] [--ec K+M]\n"
 		"                       [--pg-num N] | pool rm NAME --yes-i-really-mean-it\n"
 		"                  pool set NAME size|min_size|pg_num|crush_rule|quota_max_bytes V\n"
+		"  objects:        obj put|get POOL NAME [FILE|-] | obj stat|rm POOL NAME | obj ls POOL\n"
+		"                  bench POOL write|seq|rand [--seconds S] [--size B] [--threads T]\n"
+		"                       [--cleanup]\n"
 		"  offline CRUSH:  crush compile|decompile|test|map-pgs|map-object|balance -i MAP ...\n");
 	return 2;
 }
@@ -618,7 +621,12 @@ main(int argc, char **argv)
 		return 2;
 	}
 	cm_log_set_level(CM_LOG_ERR);
-	status = ctl_online(&cfg, n, args, json);
+	if (!strcmp(args[0], "obj"))
+		status = ctl_obj(&cfg, n, args, json);
+	else if (!strcmp(args[0], "bench"))
+		status = ctl_bench(&cfg, n, args, json);
+	else
+		status = ctl_online(&cfg, n, args, json);
 	free(args);
 	free(opts);
 	cm_conf_free(&conf);

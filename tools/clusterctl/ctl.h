@@ -22,6 +22,10 @@ bool ctl_crush_is_offline(const char *verb);
 /* Commands answered by the mons. \return the exit status. */
 int ctl_online(const struct ctl_conf *c, int argc, char **argv, bool json);
 
+/* Objects through libcairn: obj put|get|stat|rm|ls, bench. \return the exit status. */
+int ctl_obj(const struct ctl_conf *c, int argc, char **argv, bool json);
+int ctl_bench(const struct ctl_conf *c, int argc, char **argv, bool json);
+
 /* clusterctl up|down. \return the exit status. */
 int ctl_up(int argc, char **argv, bool json);
 int ctl_down(int argc, char **argv, bool json);

@@ -1,8 +1,9 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * clusterctl up|down: a local cluster in one directory (default ./run): a
- * private etcd on free loopback ports and N mons (OSDs join with their
- * issue). `up` writes DIR/cairn.conf on first use and reuses it after, so
+ * private etcd on free loopback ports, N mons and M OSDs (each on a
+ * preallocated file DIR/osd.<i>.data in its own CRUSH host, node<i>), and a
+ * pool `default`. `up` writes DIR/cairn.conf on first use and reuses it after, so
  * `down` + `up` resumes the same cluster with its data; one pid file per
  * daemon (DIR/<daemon>.<id>.pid), one log each (DIR/<daemon>.<id>.log).
  */
@@ -29,6 +30,7 @@ struct local {
 	char dir[PATH_MAX];
 	char conf[PATH_MAX + 16];
 	unsigned mons, osds;
+	uint64_t osd_size;
 	bool json;
 };
 
@@ -152,33 +154,141 @@ find_etcd(void)
 	return NULL;
 }
 
-/* cairn-mon: $CAIRN_BIN_DIR, the build tree next to us, our own directory, /usr/bin. */
+/* A daemon: $CAIRN_BIN_DIR, the build tree next to us, our own directory, /usr/bin. */
 static int
-find_mon(char *out, size_t len)
+find_bin(const char *name, const char *subdir, char *out, size_t len)
 {
 	char self[PATH_MAX], dir[PATH_MAX];
 	const char *env = getenv("CAIRN_BIN_DIR");
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 
 	if (env) {
-		snprintf(out, len, "%s/cairn-mon", env);
+		snprintf(out, len, "%s/%s", env, name);
 		if (access(out, X_OK) == 0)
 			return 0;
 	}
 	if (n > 0) {
 		self[n] = 0;
 		snprintf(dir, sizeof(dir), "%s", dirname(self));
-		if (snprintf(out, len, "%s/../mon/cairn-mon", dir) < (int)len &&
+		if (snprintf(out, len, "%s/../%s/%s", dir, subdir, name) < (int)len &&
 		    access(out, X_OK) == 0)
 			return 0;
-		if (snprintf(out, len, "%s/cairn-mon", dir) < (int)len && access(out, X_OK) == 0)
+		if (snprintf(out, len, "%s/%s", dir, name) < (int)len && access(out, X_OK) == 0)
 			return 0;
 	}
-	snprintf(out, len, "/usr/bin/cairn-mon");
+	snprintf(out, len, "/usr/bin/%s", name);
 	return access(out, X_OK) == 0 ? 0 : -ENOENT;
 }
 
 static int load_conf(const char *path, struct ctl_conf *cfg, struct cm_conf *conf);
+
+/* How many OSDs a JSON status shows up. */
+static long
+osds_up(const char *status_json)
+{
+	json_error_t e;
+	json_t *j = json_loads(status_json, 0, &e);
+	long n =
+		j ? (long)json_integer_value(json_object_get(json_object_get(j, "osds"), "up")) : 0;
+
+	json_decref(j);
+	return n;
+}
+
+/*
+ * Start the OSDs that are not running (each makes its store on first
+ * start), wait until all are up, and make the pool `default` (size 3, or
+ * fewer with fewer OSDs) on a fresh cluster.
+ */
+static int
+start_osds(const struct local *l, struct mon_sync *s)
+{
+	char osdbin[PATH_MAX], pidf[PATH_MAX + 64], log[PATH_MAX + 64], data[PATH_MAX + 64];
+	char host[32];
+	Cairn__Mon__CommandReply *rep = NULL;
+	char *st[] = { "status" }, *pl[] = { "pool", "ls" };
+	uint64_t deadline = cm_now_ms() + 30000;
+	long up = 0;
+	pid_t pid;
+
+	if (find_bin("cairn-osd", "osd", osdbin, sizeof(osdbin))) {
+		fprintf(stderr,
+			"clusterctl up: cairn-osd not found (build it, or set CAIRN_BIN_DIR)\n");
+		return -ENOENT;
+	}
+	for (unsigned i = 0; i < l->osds; i++) {
+		int fd;
+
+		snprintf(pidf, sizeof(pidf), "%s/osd.%u.pid", l->dir, i);
+		snprintf(log, sizeof(log), "%s/osd.%u.log", l->dir, i);
+		snprintf(data, sizeof(data), "%s/osd.%u.data", l->dir, i);
+		snprintf(host, sizeof(host), "node%u", i);
+		if (read_pid(pidf))
+			continue;
+		fd = open(data, O_RDWR | O_CREAT, 0600);
+		if (fd < 0) {
+			fprintf(stderr, "clusterctl up: %s: %s\n", data, strerror(errno));
+			return -errno;
+		}
+		if (lseek(fd, 0, SEEK_END) < (off_t)l->osd_size) {
+			int rc = posix_fallocate(fd, 0, (off_t)l->osd_size);
+
+			if (rc) {
+				fprintf(stderr,
+					"clusterctl up: preallocating %s (%" PRIu64 " MiB): %s\n",
+					data, l->osd_size >> 20, strerror(rc));
+				close(fd);
+				return -rc;
+			}
+		}
+		close(fd);
+		char *args[] = { osdbin,   "-c", (char *)l->conf, "--osd-data", data,
+				 "--host", host, "--log-file",    log,          "--pid-file",
+				 pidf,     NULL };
+
+		if (spawn(args, log, NULL, &pid)) {
+			fprintf(stderr, "clusterctl up: cannot start OSD %u\n", i);
+			return -EIO;
+		}
+		if (!l->json)
+			printf("started osd on %s (pid %d, host %s)\n", data, (int)pid, host);
+	}
+	while (cm_now_ms() < deadline) {
+		if (mon_sync_command(s, 1, st, true, &rep) == 0 && rep->rc == 0)
+			up = osds_up(rep->out);
+		if (rep)
+			cairn__mon__command_reply__free_unpacked(rep, NULL);
+		rep = NULL;
+		if (up >= (long)l->osds)
+			break;
+		usleep(100000);
+	}
+	if (up < (long)l->osds) {
+		fprintf(stderr, "clusterctl up: %ld of %u OSDs up after 30 s (see %s/osd.*.log)\n",
+			up, l->osds, l->dir);
+		return -ETIMEDOUT;
+	}
+	if (mon_sync_command(s, 2, pl, false, &rep) == 0 && rep->rc == 0 &&
+	    !strstr(rep->out, "default")) {
+		char sz[8], msz[8];
+		char *pc[] = { "pool", "create", "default", "--size", sz, "--min-size", msz };
+
+		snprintf(sz, sizeof(sz), "%u", CM_MIN(l->osds, 3u));
+		snprintf(msz, sizeof(msz), "%u", CM_MIN(l->osds, 3u) > 1 ? 2 : 1);
+		cairn__mon__command_reply__free_unpacked(rep, NULL);
+		rep = NULL;
+		if (mon_sync_command(s, 7, pc, false, &rep) || rep->rc) {
+			fprintf(stderr, "clusterctl up: creating pool default: %s\n",
+				rep ? rep->err : "no answer");
+			if (rep)
+				cairn__mon__command_reply__free_unpacked(rep, NULL);
+			return -EIO;
+		}
+	}
+	if (rep)
+		cairn__mon__command_reply__free_unpacked(rep, NULL);
+	return 0;
+}
 
 static int
 wait_etcd(const char *endpoints, unsigned ms)
@@ -247,6 +357,8 @@ parse_local_args(int argc, char **argv, struct local *l, bool up)
 	const char *dir = "run";
 
 	l->mons = 3;
+	l->osds = 3;
+	l->osd_size = 8ull << 30;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 		char *end;
@@ -263,21 +375,24 @@ parse_local_args(int argc, char **argv, struct local *l, bool up)
 			i++;
 		} else if (up && strcmp(a, "--osds") == 0 && v) {
 			l->osds = (unsigned)strtoul(v, &end, 10);
-			if (*end) {
-				fprintf(stderr, "clusterctl up: --osds: a number\n");
+			if (*end || l->osds > 64) {
+				fprintf(stderr, "clusterctl up: --osds: 0 to 64\n");
+				return 2;
+			}
+			i++;
+		} else if (up && strcmp(a, "--osd-size") == 0 && v) {
+			if (cm_parse_size(v, &l->osd_size) || l->osd_size < (64u << 20)) {
+				fprintf(stderr,
+					"clusterctl up: --osd-size: a size >= 64M (e.g. 8G)\n");
 				return 2;
 			}
 			i++;
 		} else {
 			fprintf(stderr, "usage: clusterctl %s\n",
-				up ? "up [--dir DIR] [--mons N] [--osds N]" : "down [--dir DIR]");
+				up ? "up [--dir DIR] [--mons N] [--osds N] [--osd-size SIZE]"
+				   : "down [--dir DIR]");
 			return 2;
 		}
-	}
-	if (l->osds) {
-		fprintf(stderr, "clusterctl up: OSDs are not part of Cairn yet (they come with the "
-				"object store and OSD issues); use --osds 0\n");
-		return 2;
 	}
 	if (mkdir(dir, 0755) && errno != EEXIST) {
 		fprintf(stderr, "clusterctl: mkdir %s: %s\n", dir, strerror(errno));
@@ -313,7 +428,7 @@ ctl_up(int argc, char **argv, bool json)
 			"clusterctl up: etcd is not installed (apt-get install etcd-server)\n");
 		return 1;
 	}
-	if (find_mon(monbin, sizeof(monbin))) {
+	if (find_bin("cairn-mon", "mon", monbin, sizeof(monbin))) {
 		fprintf(stderr,
 			"clusterctl up: cairn-mon not found (build it, or set CAIRN_BIN_DIR)\n");
 		return 1;
@@ -413,6 +528,8 @@ ctl_up(int argc, char **argv, bool json)
 				if (!ready)
 					usleep(200000);
 			}
+			if (ready && l.osds)
+				ready = start_osds(&l, s) == 0;
 			if (ready && mon_sync_command(s, 1, st, json, &rep) == 0 && rep->rc == 0) {
 				if (!json)
 					printf("\n");

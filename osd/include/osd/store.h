@@ -59,6 +59,9 @@ int os_mkfs(const struct os_opts *o);
  */
 int os_mount(struct cm_reactor *r, const struct os_opts *o, struct os_store **sp);
 
+/* The store's uuid (made by mkfs; the OSD's identity towards the mons). */
+const char *os_uuid(const struct os_store *s);
+
 /* Wait for queued transactions and deferred writes, then close. Runs the reactor. */
 void os_umount(struct os_store *s);
 

@@ -1,0 +1,212 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * libcairn: the client of a Cairn cluster's object layer.
+ *
+ * Objects live in pools; each object has bytes, xattrs and (in replicated
+ * pools) an omap of sorted keys. The client computes where an object lives
+ * from the cluster map (CRUSH) and talks to the object's primary OSD
+ * directly; no lookup service is on the data path.
+ *
+ * Handles. cairn_connect() returns a cluster handle: one background thread
+ * with its own event loop, messenger sessions with the monitors and OSDs,
+ * and the current map. cairn_ioctx_t names a pool. cairn_op_t is a compound
+ * op: any number of sub-ops applied to one object atomically (all or
+ * nothing; guards first). cairn_completion_t reports an async op's end.
+ *
+ * Threading. Every function may be called from any thread; handles may be
+ * shared, except that one cairn_op_t is built and submitted by one thread
+ * at a time. Completion callbacks run on the client's thread: keep them
+ * short and never wait in them for another op.
+ *
+ * Ownership. Buffers given to write sub-ops are not copied: they must stay
+ * valid until the op completes. Output pointers given to read sub-ops are
+ * filled before the op completes. Arrays returned as struct cairn_kv are the
+ * caller's (cairn_kvs_free); names from cairn_list are freed with
+ * cairn_names_free.
+ *
+ * Errors. Functions return 0 or a negative errno:
+ *   -ENOENT      no such object (or pool)
+ *   -EEXIST      exclusive create of an existing object
+ *   -ENODATA     no such xattr
+ *   -ERANGE      assert-version failed (or a getxattr buffer is too small)
+ *   -ECANCELED   cmpxattr failed
+ *   -ENAMETOOLONG, -EINVAL  bad names or arguments
+ *   -ETIMEDOUT   no answer within the op timeout (the op may or may not
+ *                have been applied; a resend of the same op is safe)
+ *   -ENOTCONN    no monitor answered at connect
+ *   -ENOSPC      the cluster is full
+ * Ops are resent automatically when the map changes where they go; the
+ * primary recognises a resend and never applies it twice.
+ */
+#ifndef CAIRN_H
+#define CAIRN_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+typedef struct cairn_cluster cairn_cluster_t;
+typedef struct cairn_ioctx cairn_ioctx_t;
+typedef struct cairn_op cairn_op_t;
+typedef struct cairn_completion cairn_completion_t;
+
+#define CAIRN_NAME_MAX 1000 /* object names: 1..1000 bytes, not starting with \x01 */
+
+struct cairn_version {
+	uint64_t epoch, seq;
+};
+
+struct cairn_kv {
+	void *key;
+	size_t klen;
+	void *val;
+	size_t vlen;
+};
+
+void cairn_kvs_free(struct cairn_kv *kvs, size_t n);
+
+struct cairn_opts {
+	size_t opts_size;
+	const char *conf_file;   /* a cairn.conf ([global] mon_host, cluster_key); may be NULL */
+	const char *mon_host;    /* overrides the file: "a=127.0.0.1:6789,..." */
+	const char *cluster_key; /* overrides the file */
+	unsigned op_timeout_ms;  /* per op; default 30000 */
+	unsigned connect_timeout_ms; /* for the first map; default 10000 */
+	const char *log_level;       /* "err" (default), "warn", "notice", "info", "debug" */
+};
+
+void cairn_opts_init(struct cairn_opts *o, size_t size);
+
+/*
+ * Connect: read the config, start the client thread, wait for the first
+ * map. \return 0; -EINVAL (bad config: err says what), -ENOTCONN (no map in
+ * time), -ENOMEM.
+ */
+int cairn_connect(const struct cairn_opts *o, cairn_cluster_t **clp, char *err, size_t errlen);
+
+/* Stop the client thread and free; ops still in flight complete with -ESHUTDOWN. */
+void cairn_shutdown(cairn_cluster_t *cl);
+
+/* The map epoch the client holds. */
+uint64_t cairn_map_epoch(cairn_cluster_t *cl);
+
+/* \return 0, -ENOENT (no such pool in the current map), -ENOMEM. */
+int cairn_ioctx_create(cairn_cluster_t *cl, const char *pool, cairn_ioctx_t **iop);
+void cairn_ioctx_destroy(cairn_ioctx_t *io);
+
+/* ---- compound ops ---- */
+
+cairn_op_t *cairn_op_create(void);
+void cairn_op_release(cairn_op_t *op);
+
+/* Writes (the object is created if it does not exist). */
+void cairn_op_write(cairn_op_t *op, uint64_t off, const void *buf, size_t len);
+void cairn_op_write_full(cairn_op_t *op, const void *buf, size_t len);
+void cairn_op_append(cairn_op_t *op, const void *buf, size_t len);
+void cairn_op_truncate(cairn_op_t *op, uint64_t size);
+void cairn_op_zero(cairn_op_t *op, uint64_t off, uint64_t len);
+void cairn_op_remove(cairn_op_t *op);
+void cairn_op_create_object(cairn_op_t *op, bool exclusive);
+void cairn_op_setxattr(cairn_op_t *op, const char *name, const void *val, size_t len);
+void cairn_op_rmxattr(cairn_op_t *op, const char *name);
+/* Consecutive calls of one kind join one sub-op. Keys and values are copied. */
+void cairn_op_omap_set(cairn_op_t *op, const void *key, size_t klen, const void *val, size_t vlen);
+void cairn_op_omap_rm(cairn_op_t *op, const void *key, size_t klen);
+void cairn_op_omap_rm_range(cairn_op_t *op, const void *first, size_t flen, const void *last,
+			    size_t llen);
+void cairn_op_omap_clear(cairn_op_t *op);
+void cairn_op_omap_set_header(cairn_op_t *op, const void *val, size_t len);
+
+/* Guards: checked before anything is written; a failure fails the whole op. */
+void cairn_op_assert_exists(cairn_op_t *op);
+void cairn_op_assert_version(cairn_op_t *op, const struct cairn_version *v);
+
+enum cairn_cmp {
+	CAIRN_CMP_EQ = 1,
+	CAIRN_CMP_NE,
+	CAIRN_CMP_GT, /* the stored value is greater, bytewise */
+	CAIRN_CMP_GE,
+	CAIRN_CMP_LT,
+	CAIRN_CMP_LE,
+	CAIRN_CMP_ABSENT, /* the xattr does not exist */
+};
+
+void cairn_op_cmpxattr(cairn_op_t *op, const char *name, enum cairn_cmp cmp, const void *val,
+		       size_t len);
+
+/*
+ * Reads (they see the object as it was before the op's writes). rval, when
+ * not NULL, gets the sub-op's own result.
+ */
+void cairn_op_read(cairn_op_t *op, uint64_t off, size_t len, void *buf, size_t *bytes_read,
+		   int *rval);
+void cairn_op_stat(cairn_op_t *op, uint64_t *size, struct cairn_version *ver, int *rval);
+/* *len gets the value's length; -ERANGE in rval when buflen is too small. */
+void cairn_op_getxattr(cairn_op_t *op, const char *name, void *buf, size_t buflen, size_t *len,
+		       int *rval);
+void cairn_op_getxattrs(cairn_op_t *op, struct cairn_kv **kvs, size_t *n, int *rval);
+/* The values of those keys that exist. */
+void cairn_op_omap_get(cairn_op_t *op, const struct cairn_kv *keys, size_t nkeys,
+		       struct cairn_kv **kvs, size_t *n, int *rval);
+/* Up to max keys after start_after (NULL: from the first) with prefix (NULL: any). */
+void cairn_op_omap_list(cairn_op_t *op, const void *start_after, size_t salen, const void *prefix,
+			size_t plen, unsigned max, struct cairn_kv **kvs, size_t *n, bool *more,
+			int *rval);
+void cairn_op_omap_get_header(cairn_op_t *op, struct cairn_kv *header, int *rval);
+
+/*
+ * Run op on object oid and wait. \return 0 or the first failing sub-op's
+ * error; *ver (may be NULL) gets the version the op wrote, or the object's
+ * version for a read-only op.
+ */
+int cairn_operate(cairn_ioctx_t *io, const char *oid, cairn_op_t *op, struct cairn_version *ver);
+
+typedef void (*cairn_callback_t)(cairn_completion_t *c, void *arg);
+
+/* cb may be NULL (then wait). */
+cairn_completion_t *cairn_completion_create(cairn_callback_t cb, void *arg);
+void cairn_completion_release(cairn_completion_t *c);
+/* Block until the op completed. \return its result. */
+int cairn_completion_wait(cairn_completion_t *c);
+bool cairn_completion_done(cairn_completion_t *c);
+int cairn_completion_rc(cairn_completion_t *c);
+struct cairn_version cairn_completion_version(cairn_completion_t *c);
+
+/* Start op; c completes it. op must live until then. \return 0 or -EINVAL/-ENOMEM. */
+int cairn_aio_operate(cairn_ioctx_t *io, const char *oid, cairn_op_t *op, cairn_completion_t *c);
+
+/* ---- shorthands (one sub-op each, synchronous) ---- */
+
+int cairn_write_full(cairn_ioctx_t *io, const char *oid, const void *buf, size_t len);
+int cairn_write(cairn_ioctx_t *io, const char *oid, const void *buf, size_t len, uint64_t off);
+/* \return bytes read (short at the end), or a negative errno. */
+int64_t cairn_read(cairn_ioctx_t *io, const char *oid, void *buf, size_t len, uint64_t off);
+int cairn_stat(cairn_ioctx_t *io, const char *oid, uint64_t *size, struct cairn_version *ver);
+int cairn_remove(cairn_ioctx_t *io, const char *oid);
+
+/* ---- listing ---- */
+
+struct cairn_list_cursor {
+	uint32_t pg;                    /* next PG to list */
+	char after[CAIRN_NAME_MAX + 1]; /* last name returned in it */
+	bool done;
+};
+
+/*
+ * The next page (up to max names) of the pool's objects, PG by PG; start
+ * with a zeroed cursor and stop when cur->done. Objects written during a
+ * listing may or may not appear. \return 0 (*names, *n), or an error.
+ */
+int cairn_list(cairn_ioctx_t *io, struct cairn_list_cursor *cur, unsigned max, char ***names,
+	       size_t *n);
+void cairn_names_free(char **names, size_t n);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif

@@ -1,0 +1,1601 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * libcairn: see cairn.h. One client thread runs a reactor with the
+ * messenger, the monitor client and every op in flight; API calls post
+ * requests to it and wait on completions.
+ */
+#include "cairn.h"
+#include "osd/proto.h"
+#include "mon/monc.h"
+#include "mon/osdmap.h"
+#include "cm/daemon.h"
+#include "cm/err.h"
+#include "cm/log.h"
+#include "cm/random.h"
+
+#include <pthread.h>
+
+CM_LOG_SUBSYS(client);
+
+#define TICK_MS   100
+#define RESEND_MS 5000 /* an op unanswered this long is resent (the log dedups) */
+#define RETRY_MS  500  /* an op the OSD could not take yet */
+
+struct cl_conf {
+	struct cm_daemon_conf d;
+	char *mon_host;
+};
+
+static const struct cm_opt g_cl_opts[] = {
+	CM_DAEMON_OPTS(struct cl_conf, d, "client"),
+	CM_OPT("mon_host", CM_OPT_STR, "", 0, 0, 0, struct cl_conf, mon_host,
+	       "the monitors: name=ip:port,..."),
+	{ 0 },
+};
+
+/* One sub-op as the caller built it, with its outputs. */
+struct csub {
+	uint32_t type;
+	uint64_t off, len;
+	const void *wbuf;
+	char *name;
+	ProtobufCBinaryData value, end, start_after, prefix;
+	ProtobufCBinaryData *keys, *vals;
+	size_t nkeys, nvals;
+	uint32_t cmp, max;
+	bool excl;
+	struct cairn_version ver;
+	/* outputs */
+	void *rbuf;
+	size_t rbuflen;
+	size_t *out_len;
+	int *rval;
+	uint64_t *out_size;
+	struct cairn_version *out_ver;
+	struct cairn_kv **out_kvs;
+	size_t *out_n;
+	bool *out_more;
+	struct cairn_kv *out_header;
+};
+
+struct cairn_op {
+	struct csub *subs;
+	size_t n, cap;
+	int err; /* a build error, reported at submit */
+};
+
+struct cairn_completion {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool done;
+	int rc;
+	struct cairn_version ver;
+	cairn_callback_t cb;
+	void *arg;
+};
+
+struct cairn_ioctx {
+	struct cairn_cluster *cl;
+	int64_t pool;
+};
+
+enum { CREQ_OP, CREQ_LIST };
+
+struct creq {
+	TAILQ_ENTRY(creq) link;
+	struct cairn_cluster *cl;
+	int kind;
+	int64_t pool;
+	char oid[CAIRN_NAME_MAX + 1];
+	uint32_t seed;
+	cairn_op_t *op;
+	cairn_completion_t *comp;
+	uint64_t tid;
+	uint64_t deadline_ms, sent_ms, retry_ms;
+	bool sent_once, linked;
+	int32_t target;
+	int32_t acting[16];
+	int nacting;
+	struct cm_reactor_msg post;
+	/* list */
+	char after[CAIRN_NAME_MAX + 1];
+	unsigned max;
+	char **names;
+	size_t nnames;
+	bool more;
+};
+
+struct osd_link {
+	struct cm_conn *c;
+	char addr[128];
+};
+
+struct cairn_cluster {
+	struct cl_conf cfg;
+	struct cm_conf conf;
+	unsigned op_timeout_ms;
+	char entity[48];
+	struct cm_reactor *r;
+	pthread_t th;
+	bool th_started;
+	int start_rc;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool started;
+	/* under mu: what API threads need from the map */
+	uint64_t epoch;
+
+	struct {
+		int64_t id;
+		char *name;
+		uint32_t pg_num;
+	} * pools;
+
+	size_t npools;
+	/* client thread */
+	struct cm_msgr *msgr;
+	struct mon_client *monc;
+	const Cairn__Map__OsdMap *map;
+	struct mon_placement pl;
+	bool pl_ok;
+	struct osd_link *osds;
+	int nosds;
+	TAILQ_HEAD(, creq) inflight;
+	uint64_t tid;
+	struct cm_timer tick;
+};
+
+/* ---------- ops (any thread) ---------- */
+
+cairn_op_t *
+cairn_op_create(void)
+{
+	return calloc(1, sizeof(struct cairn_op));
+}
+
+static void
+bin_free(ProtobufCBinaryData *b)
+{
+	free(b->data);
+	b->data = NULL;
+	b->len = 0;
+}
+
+void
+cairn_op_release(cairn_op_t *op)
+{
+	if (!op)
+		return;
+	for (size_t i = 0; i < op->n; i++) {
+		struct csub *s = &op->subs[i];
+
+		free(s->name);
+		bin_free(&s->value);
+		bin_free(&s->end);
+		bin_free(&s->start_after);
+		bin_free(&s->prefix);
+		for (size_t k = 0; k < s->nkeys; k++)
+			free(s->keys[k].data);
+		for (size_t k = 0; k < s->nvals; k++)
+			free(s->vals[k].data);
+		free(s->keys);
+		free(s->vals);
+	}
+	free(op->subs);
+	free(op);
+}
+
+static struct csub *
+sub_add(cairn_op_t *op, uint32_t type)
+{
+	struct csub *s;
+
+	if (op->err)
+		return NULL;
+	if (op->n == OSD_MAX_SUBOPS) {
+		op->err = -E2BIG;
+		return NULL;
+	}
+	if (op->n == op->cap) {
+		size_t cap = op->cap ? op->cap * 2 : 4;
+		struct csub *ns = realloc(op->subs, cap * sizeof(*ns));
+
+		if (!ns) {
+			op->err = -ENOMEM;
+			return NULL;
+		}
+		op->subs = ns;
+		op->cap = cap;
+	}
+	s = &op->subs[op->n++];
+	memset(s, 0, sizeof(*s));
+	s->type = type;
+	return s;
+}
+
+static int
+bin_set(ProtobufCBinaryData *b, const void *p, size_t n)
+{
+	b->data = malloc(n ? n : 1);
+	if (!b->data)
+		return -ENOMEM;
+	if (n)
+		memcpy(b->data, p, n);
+	b->len = n;
+	return 0;
+}
+
+static void
+sub_name(cairn_op_t *op, struct csub *s, const char *name)
+{
+	if (!s)
+		return;
+	if (!name || !name[0] || strlen(name) > 255) {
+		op->err = -EINVAL;
+		return;
+	}
+	s->name = strdup(name);
+	if (!s->name)
+		op->err = -ENOMEM;
+}
+
+void
+cairn_op_write(cairn_op_t *op, uint64_t off, const void *buf, size_t len)
+{
+	struct csub *s = sub_add(op, OSD_OP_WRITE);
+
+	if (s) {
+		s->off = off;
+		s->len = len;
+		s->wbuf = buf;
+	}
+}
+
+void
+cairn_op_write_full(cairn_op_t *op, const void *buf, size_t len)
+{
+	struct csub *s = sub_add(op, OSD_OP_WRITEFULL);
+
+	if (s) {
+		s->len = len;
+		s->wbuf = buf;
+	}
+}
+
+void
+cairn_op_append(cairn_op_t *op, const void *buf, size_t len)
+{
+	struct csub *s = sub_add(op, OSD_OP_APPEND);
+
+	if (s) {
+		s->len = len;
+		s->wbuf = buf;
+	}
+}
+
+void
+cairn_op_truncate(cairn_op_t *op, uint64_t size)
+{
+	struct csub *s = sub_add(op, OSD_OP_TRUNCATE);
+
+	if (s)
+		s->len = size;
+}
+
+void
+cairn_op_zero(cairn_op_t *op, uint64_t off, uint64_t len)
+{
+	struct csub *s = sub_add(op, OSD_OP_ZERO);
+
+	if (s) {
+		s->off = off;
+		s->len = len;
+	}
+}
+
+void
+cairn_op_remove(cairn_op_t *op)
+{
+	sub_add(op, OSD_OP_REMOVE);
+}
+
+void
+cairn_op_create_object(cairn_op_t *op, bool exclusive)
+{
+	struct csub *s = sub_add(op, OSD_OP_CREATE);
+
+	if (s)
+		s->excl = exclusive;
+}
+
+void
+cairn_op_setxattr(cairn_op_t *op, const char *name, const void *val, size_t len)
+{
+	struct csub *s = sub_add(op, OSD_OP_SETXATTR);
+
+	sub_name(op, s, name);
+	if (s && !op->err && bin_set(&s->value, val, len))
+		op->err = -ENOMEM;
+}
+
+void
+cairn_op_rmxattr(cairn_op_t *op, const char *name)
+{
+	sub_name(op, sub_add(op, OSD_OP_RMXATTR), name);
+}
+
+/* The last sub-op when it is of this type (for joining keys), else a new one. */
+static struct csub *
+sub_join(cairn_op_t *op, uint32_t type)
+{
+	if (op->n && op->subs[op->n - 1].type == type && op->subs[op->n - 1].nkeys < OSD_MAX_KEYS)
+		return &op->subs[op->n - 1];
+	return sub_add(op, type);
+}
+
+static int
+push_bin(ProtobufCBinaryData **arr, size_t *n, const void *p, size_t len)
+{
+	ProtobufCBinaryData *na = realloc(*arr, (*n + 1) * sizeof(*na));
+
+	if (!na)
+		return -ENOMEM;
+	*arr = na;
+	if (bin_set(&na[*n], p, len))
+		return -ENOMEM;
+	(*n)++;
+	return 0;
+}
+
+void
+cairn_op_omap_set(cairn_op_t *op, const void *key, size_t klen, const void *val, size_t vlen)
+{
+	struct csub *s = sub_join(op, OSD_OP_OMAP_SET);
+
+	if (s &&
+	    (push_bin(&s->keys, &s->nkeys, key, klen) || push_bin(&s->vals, &s->nvals, val, vlen)))
+		op->err = -ENOMEM;
+}
+
+void
+cairn_op_omap_rm(cairn_op_t *op, const void *key, size_t klen)
+{
+	struct csub *s = sub_join(op, OSD_OP_OMAP_RM);
+
+	if (s && push_bin(&s->keys, &s->nkeys, key, klen))
+		op->err = -ENOMEM;
+}
+
+void
+cairn_op_omap_rm_range(cairn_op_t *op, const void *first, size_t flen, const void *last,
+		       size_t llen)
+{
+	struct csub *s = sub_add(op, OSD_OP_OMAP_RM_RANGE);
+
+	if (s && (push_bin(&s->keys, &s->nkeys, first, flen) || bin_set(&s->end, last, llen)))
+		op->err = -ENOMEM;
+}
+
+void
+cairn_op_omap_clear(cairn_op_t *op)
+{
+	sub_add(op, OSD_OP_OMAP_CLEAR);
+}
+
+void
+cairn_op_omap_set_header(cairn_op_t *op, const void *val, size_t len)
+{
+	struct csub *s = sub_add(op, OSD_OP_OMAP_SET_HEADER);
+
+	if (s && bin_set(&s->value, val, len))
+		op->err = -ENOMEM;
+}
+
+void
+cairn_op_assert_exists(cairn_op_t *op)
+{
+	sub_add(op, OSD_OP_ASSERT_EXISTS);
+}
+
+void
+cairn_op_assert_version(cairn_op_t *op, const struct cairn_version *v)
+{
+	struct csub *s = sub_add(op, OSD_OP_ASSERT_VERSION);
+
+	if (s)
+		s->ver = *v;
+}
+
+void
+cairn_op_cmpxattr(cairn_op_t *op, const char *name, enum cairn_cmp cmp, const void *val, size_t len)
+{
+	struct csub *s = sub_add(op, OSD_OP_CMPXATTR);
+
+	sub_name(op, s, name);
+	if (!s || op->err)
+		return;
+	if (cmp < CAIRN_CMP_EQ || cmp > CAIRN_CMP_ABSENT) {
+		op->err = -EINVAL;
+		return;
+	}
+	s->cmp = (uint32_t)cmp;
+	if (bin_set(&s->value, val, len))
+		op->err = -ENOMEM;
+}
+
+void
+cairn_op_read(cairn_op_t *op, uint64_t off, size_t len, void *buf, size_t *bytes_read, int *rval)
+{
+	struct csub *s = sub_add(op, OSD_OP_READ);
+
+	if (!s)
+		return;
+	if (!len) {
+		op->err = -EINVAL;
+		return;
+	}
+	s->off = off;
+	s->len = len;
+	s->rbuf = buf;
+	s->rbuflen = len;
+	s->out_len = bytes_read;
+	s->rval = rval;
+}
+
+void
+cairn_op_stat(cairn_op_t *op, uint64_t *size, struct cairn_version *ver, int *rval)
+{
+	struct csub *s = sub_add(op, OSD_OP_STAT);
+
+	if (s) {
+		s->out_size = size;
+		s->out_ver = ver;
+		s->rval = rval;
+	}
+}
+
+void
+cairn_op_getxattr(cairn_op_t *op, const char *name, void *buf, size_t buflen, size_t *len,
+		  int *rval)
+{
+	struct csub *s = sub_add(op, OSD_OP_GETXATTR);
+
+	sub_name(op, s, name);
+	if (s) {
+		s->rbuf = buf;
+		s->rbuflen = buflen;
+		s->out_len = len;
+		s->rval = rval;
+	}
+}
+
+void
+cairn_op_getxattrs(cairn_op_t *op, struct cairn_kv **kvs, size_t *n, int *rval)
+{
+	struct csub *s = sub_add(op, OSD_OP_GETXATTRS);
+
+	if (s) {
+		s->out_kvs = kvs;
+		s->out_n = n;
+		s->rval = rval;
+	}
+}
+
+void
+cairn_op_omap_get(cairn_op_t *op, const struct cairn_kv *keys, size_t nkeys, struct cairn_kv **kvs,
+		  size_t *n, int *rval)
+{
+	struct csub *s = sub_add(op, OSD_OP_OMAP_GET);
+
+	if (!s)
+		return;
+	if (nkeys > OSD_MAX_KEYS) {
+		op->err = -E2BIG;
+		return;
+	}
+	for (size_t i = 0; i < nkeys; i++)
+		if (push_bin(&s->keys, &s->nkeys, keys[i].key, keys[i].klen)) {
+			op->err = -ENOMEM;
+			return;
+		}
+	s->out_kvs = kvs;
+	s->out_n = n;
+	s->rval = rval;
+}
+
+void
+cairn_op_omap_list(cairn_op_t *op, const void *start_after, size_t salen, const void *prefix,
+		   size_t plen, unsigned max, struct cairn_kv **kvs, size_t *n, bool *more,
+		   int *rval)
+{
+	struct csub *s = sub_add(op, OSD_OP_OMAP_LIST);
+
+	if (!s)
+		return;
+	if ((start_after && bin_set(&s->start_after, start_after, salen)) ||
+	    (prefix && bin_set(&s->prefix, prefix, plen))) {
+		op->err = -ENOMEM;
+		return;
+	}
+	s->max = max;
+	s->out_kvs = kvs;
+	s->out_n = n;
+	s->out_more = more;
+	s->rval = rval;
+}
+
+void
+cairn_op_omap_get_header(cairn_op_t *op, struct cairn_kv *header, int *rval)
+{
+	struct csub *s = sub_add(op, OSD_OP_OMAP_GET_HEADER);
+
+	if (s) {
+		s->out_header = header;
+		s->rval = rval;
+	}
+}
+
+void
+cairn_kvs_free(struct cairn_kv *kvs, size_t n)
+{
+	if (!kvs)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		free(kvs[i].key);
+		free(kvs[i].val);
+	}
+	free(kvs);
+}
+
+void
+cairn_names_free(char **names, size_t n)
+{
+	if (!names)
+		return;
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+/* ---------- completions ---------- */
+
+cairn_completion_t *
+cairn_completion_create(cairn_callback_t cb, void *arg)
+{
+	cairn_completion_t *c = calloc(1, sizeof(*c));
+
+	if (!c)
+		return NULL;
+	pthread_mutex_init(&c->mu, NULL);
+	pthread_cond_init(&c->cv, NULL);
+	c->cb = cb;
+	c->arg = arg;
+	return c;
+}
+
+void
+cairn_completion_release(cairn_completion_t *c)
+{
+	if (!c)
+		return;
+	pthread_mutex_destroy(&c->mu);
+	pthread_cond_destroy(&c->cv);
+	free(c);
+}
+
+int
+cairn_completion_wait(cairn_completion_t *c)
+{
+	int rc;
+
+	pthread_mutex_lock(&c->mu);
+	while (!c->done)
+		pthread_cond_wait(&c->cv, &c->mu);
+	rc = c->rc;
+	pthread_mutex_unlock(&c->mu);
+	return rc;
+}
+
+bool
+cairn_completion_done(cairn_completion_t *c)
+{
+	bool d;
+
+	pthread_mutex_lock(&c->mu);
+	d = c->done;
+	pthread_mutex_unlock(&c->mu);
+	return d;
+}
+
+int
+cairn_completion_rc(cairn_completion_t *c)
+{
+	return cairn_completion_wait(c);
+}
+
+struct cairn_version
+cairn_completion_version(cairn_completion_t *c)
+{
+	struct cairn_version v;
+
+	cairn_completion_wait(c);
+	pthread_mutex_lock(&c->mu);
+	v = c->ver;
+	pthread_mutex_unlock(&c->mu);
+	return v;
+}
+
+static void
+complete(cairn_completion_t *c, int rc, const struct cairn_version *v)
+{
+	cairn_callback_t cb;
+	void *arg;
+
+	pthread_mutex_lock(&c->mu);
+	c->rc = rc;
+	if (v)
+		c->ver = *v;
+	c->done = true;
+	cb = c->cb;
+	arg = c->arg;
+	pthread_cond_broadcast(&c->cv);
+	pthread_mutex_unlock(&c->mu);
+	if (cb)
+		cb(c, arg);
+}
+
+/* ---------- the client thread: targeting and sending ---------- */
+
+static void
+creq_finish(struct creq *q, int rc, const struct cairn_version *v)
+{
+	struct cairn_cluster *cl = q->cl;
+
+	if (q->linked) {
+		TAILQ_REMOVE(&cl->inflight, q, link);
+		q->linked = false;
+	}
+	if (q->op && q->op->err == 0 && rc)
+		for (size_t i = 0; i < q->op->n; i++)
+			if (q->op->subs[i].rval && *q->op->subs[i].rval == 0)
+				*q->op->subs[i].rval = rc;
+	/* A list request belongs to its waiter, who may free it as soon as it completes. */
+	if (q->kind == CREQ_OP) {
+		cairn_completion_t *c = q->comp;
+
+		free(q);
+		complete(c, rc, v);
+	} else {
+		complete(q->comp, rc, v);
+	}
+}
+
+static struct cm_conn *
+osd_conn(struct cairn_cluster *cl, int32_t id)
+{
+	const Cairn__Map__Osd *o = mon_osd_find(cl->map, id);
+	struct osd_link *l;
+
+	if (!o || !o->up || !o->addr[0])
+		return NULL;
+	if (id >= cl->nosds) {
+		struct osd_link *n = realloc(cl->osds, sizeof(*n) * (size_t)(id + 1));
+
+		if (!n)
+			return NULL;
+		memset(n + cl->nosds, 0, sizeof(*n) * (size_t)(id + 1 - cl->nosds));
+		cl->osds = n;
+		cl->nosds = id + 1;
+	}
+	l = &cl->osds[id];
+	if (l->c && strcmp(l->addr, o->addr) != 0) {
+		cm_conn_close(l->c);
+		cm_conn_put(l->c);
+		l->c = NULL;
+	}
+	if (!l->c) {
+		if (cm_msgr_connect(cl->msgr, o->addr, false, &l->c))
+			return (l->c = NULL);
+		cm_conn_set_user(l->c, (void *)(intptr_t)(id + 1));
+		snprintf(l->addr, sizeof(l->addr), "%s", o->addr);
+	}
+	return l->c;
+}
+
+/* Where q goes in the current map. \return 0, -ENOENT (pool gone), -EAGAIN (no primary). */
+static int
+creq_target(struct creq *q, int32_t *acting, int *nacting, int32_t *primary)
+{
+	struct cairn_cluster *cl = q->cl;
+	const Cairn__Map__Pool *p;
+	int32_t up[64];
+	int prim = -1, n, k = 0;
+
+	if (!cl->map || !cl->pl_ok)
+		return -EAGAIN;
+	p = mon_pool_find_id(cl->map, q->pool);
+	if (!p)
+		return -ENOENT;
+	if (q->kind == CREQ_OP) {
+		struct crush_pool cp;
+
+		mon_pool_to_crush(p, &cp);
+		q->seed = crush_object_to_pg(&cp, NULL, q->oid);
+	} else if (q->seed >= p->pg_num) {
+		return -ENOENT;
+	}
+	n = mon_placement_pg_up(&cl->pl, p, q->seed, up, &prim);
+	for (int i = 0; i < n && k < 16; i++)
+		if (up[i] != CRUSH_ITEM_NONE)
+			acting[k++] = up[i];
+	*nacting = k;
+	*primary = prim;
+	return prim < 0 ? -EAGAIN : 0;
+}
+
+static int
+build_msg(struct creq *q, struct cm_msg **mp)
+{
+	Cairn__Osd__OsdOp req = CAIRN__OSD__OSD_OP__INIT;
+	Cairn__Osd__SubOp *so = NULL, **sop = NULL;
+	Cairn__Osd__Version *vv = NULL;
+	cairn_op_t *op = q->op;
+	struct cm_msg *m = NULL;
+	uint64_t doff = 0;
+	int rc = -ENOMEM;
+
+	so = calloc(op->n, sizeof(*so));
+	sop = calloc(op->n, sizeof(*sop));
+	vv = calloc(op->n, sizeof(*vv));
+	if (!so || !sop || !vv || cm_msg_create(OSD_MSG_OP, q->tid, &m))
+		goto out;
+	rc = 0;
+	for (size_t i = 0; i < op->n && !rc; i++) {
+		struct csub *s = &op->subs[i];
+
+		cairn__osd__sub_op__init(&so[i]);
+		sop[i] = &so[i];
+		so[i].op = s->type;
+		so[i].off = s->off;
+		so[i].len = s->len;
+		so[i].name = s->name ? s->name : (char *)"";
+		so[i].value = s->value;
+		so[i].keys = s->keys;
+		so[i].n_keys = s->nkeys;
+		so[i].vals = s->vals;
+		so[i].n_vals = s->nvals;
+		so[i].start_after = s->start_after;
+		so[i].prefix = s->prefix;
+		so[i].max = s->max;
+		so[i].exclusive = s->excl;
+		so[i].cmp = s->cmp;
+		so[i].end = s->end;
+		if (s->type == OSD_OP_ASSERT_VERSION) {
+			cairn__osd__version__init(&vv[i]);
+			vv[i].epoch = s->ver.epoch;
+			vv[i].seq = s->ver.seq;
+			so[i].ver = &vv[i];
+		}
+		if ((s->type == OSD_OP_WRITE || s->type == OSD_OP_WRITEFULL ||
+		     s->type == OSD_OP_APPEND) &&
+		    s->len) {
+			struct cm_buf *b;
+
+			so[i].data_off = doff;
+			rc = cm_buf_wrap((void *)s->wbuf, s->len, NULL, NULL, &b);
+			if (!rc) {
+				rc = cm_sgl_append(&m->data, b, 0, s->len);
+				cm_buf_put(b);
+			}
+			doff += s->len;
+		}
+	}
+	req.pool = q->pool;
+	req.seed = q->seed;
+	req.oid = q->oid;
+	req.epoch = q->cl->map->epoch;
+	req.n_ops = op->n;
+	req.ops = sop;
+	req.flags = q->sent_once ? OSD_OPF_RESEND : 0;
+	if (!rc)
+		rc = cm_msg_set_front(m, &req.base);
+out:
+	free(so);
+	free(sop);
+	free(vv);
+	if (rc) {
+		cm_msg_destroy(m);
+		return rc;
+	}
+	*mp = m;
+	return 0;
+}
+
+static int
+build_list_msg(struct creq *q, struct cm_msg **mp)
+{
+	Cairn__Osd__PgList req = CAIRN__OSD__PG_LIST__INIT;
+	struct cm_msg *m;
+	int rc = cm_msg_create(OSD_MSG_PG_LIST, q->tid, &m);
+
+	if (rc)
+		return rc;
+	req.pool = q->pool;
+	req.seed = q->seed;
+	req.epoch = q->cl->map->epoch;
+	req.start_after = q->after;
+	req.max = q->max;
+	rc = cm_msg_set_front(m, &req.base);
+	if (rc) {
+		cm_msg_destroy(m);
+		return rc;
+	}
+	*mp = m;
+	return 0;
+}
+
+/* Send q to its primary when it is not already there (or force). */
+static void
+creq_send(struct creq *q, bool force)
+{
+	int32_t acting[16], primary;
+	int nacting = 0, rc;
+	struct cm_conn *c;
+	struct cm_msg *m;
+
+	rc = creq_target(q, acting, &nacting, &primary);
+	if (rc == -ENOENT) {
+		creq_finish(q, -ENOENT, NULL);
+		return;
+	}
+	if (rc) {
+		q->target = -1;
+		return;
+	}
+	if (!force && q->target == primary && q->nacting == nacting &&
+	    memcmp(q->acting, acting, sizeof(*acting) * (size_t)nacting) == 0)
+		return;
+	c = osd_conn(q->cl, primary);
+	if (!c) {
+		q->target = -1;
+		return;
+	}
+	rc = q->kind == CREQ_OP ? build_msg(q, &m) : build_list_msg(q, &m);
+	if (rc) {
+		creq_finish(q, rc, NULL);
+		return;
+	}
+	rc = cm_conn_send(c, m);
+	if (rc) {
+		cm_msg_destroy(m);
+		q->target = -1;
+		return;
+	}
+	q->target = primary;
+	memcpy(q->acting, acting, sizeof(*acting) * (size_t)nacting);
+	q->nacting = nacting;
+	q->sent_once = true;
+	q->sent_ms = cm_now_ms();
+}
+
+static void
+submit_fn(void *arg)
+{
+	struct creq *q = arg;
+	struct cairn_cluster *cl = q->cl;
+
+	q->tid = ++cl->tid;
+	q->target = -1;
+	q->deadline_ms = cm_now_ms() + cl->op_timeout_ms;
+	TAILQ_INSERT_TAIL(&cl->inflight, q, link);
+	q->linked = true;
+	creq_send(q, true);
+}
+
+static struct creq *
+creq_find(struct cairn_cluster *cl, uint64_t tid)
+{
+	struct creq *q;
+
+	TAILQ_FOREACH(q, &cl->inflight, link)
+		if (q->tid == tid)
+			return q;
+	return NULL;
+}
+
+static int
+kvs_from(ProtobufCBinaryData *k, ProtobufCBinaryData *v, size_t n, struct cairn_kv **out)
+{
+	struct cairn_kv *kv = calloc(n + 1, sizeof(*kv));
+
+	if (!kv)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		kv[i].key = malloc(k[i].len + 1);
+		kv[i].val = malloc(v[i].len + 1);
+		if (!kv[i].key || !kv[i].val) {
+			cairn_kvs_free(kv, i + 1);
+			return -ENOMEM;
+		}
+		memcpy(kv[i].key, k[i].data, k[i].len);
+		memcpy(kv[i].val, v[i].data, v[i].len);
+		((char *)kv[i].key)[k[i].len] = 0;
+		((char *)kv[i].val)[v[i].len] = 0;
+		kv[i].klen = k[i].len;
+		kv[i].vlen = v[i].len;
+	}
+	*out = kv;
+	return 0;
+}
+
+static void
+fill_outputs(struct creq *q, const Cairn__Osd__OsdOpReply *r, const struct cm_msg *m)
+{
+	cairn_op_t *op = q->op;
+
+	for (size_t i = 0; i < op->n && i < r->n_results; i++) {
+		struct csub *s = &op->subs[i];
+		const Cairn__Osd__SubOpResult *x = r->results[i];
+		int rc = x->rc;
+
+		if (!rc) {
+			switch (s->type) {
+			case OSD_OP_READ: {
+				size_t n = (size_t)CM_MIN(x->data_len, (uint64_t)s->rbuflen);
+
+				if (x->data_off > m->data.len || n > m->data.len - x->data_off)
+					rc = -EBADMSG;
+				else if (n)
+					cm_sgl_copy_out(&m->data, (size_t)x->data_off, s->rbuf, n);
+				if (s->out_len)
+					*s->out_len = rc ? 0 : n;
+				break;
+			}
+			case OSD_OP_STAT:
+				if (s->out_size)
+					*s->out_size = x->size;
+				if (s->out_ver && x->ver) {
+					s->out_ver->epoch = x->ver->epoch;
+					s->out_ver->seq = x->ver->seq;
+				}
+				break;
+			case OSD_OP_GETXATTR:
+				if (s->out_len)
+					*s->out_len = x->value.len;
+				if (x->value.len > s->rbuflen)
+					rc = -ERANGE;
+				else if (x->value.len)
+					memcpy(s->rbuf, x->value.data, x->value.len);
+				break;
+			case OSD_OP_GETXATTRS:
+			case OSD_OP_OMAP_GET:
+			case OSD_OP_OMAP_LIST: {
+				size_t n = CM_MIN(x->n_keys, x->n_vals);
+				struct cairn_kv *kv = NULL;
+
+				rc = kvs_from(x->keys, x->vals, n, &kv);
+				if (!rc && s->out_kvs)
+					*s->out_kvs = kv;
+				else
+					cairn_kvs_free(kv, n);
+				if (s->out_n)
+					*s->out_n = rc ? 0 : n;
+				if (s->out_more)
+					*s->out_more = x->more;
+				break;
+			}
+			case OSD_OP_OMAP_GET_HEADER:
+				if (s->out_header) {
+					memset(s->out_header, 0, sizeof(*s->out_header));
+					s->out_header->val = malloc(x->value.len + 1);
+					if (!s->out_header->val) {
+						rc = -ENOMEM;
+						break;
+					}
+					memcpy(s->out_header->val, x->value.data, x->value.len);
+					s->out_header->vlen = x->value.len;
+				}
+				break;
+			default:
+				break;
+			}
+		}
+		if (s->rval)
+			*s->rval = rc;
+	}
+}
+
+static void
+on_op_reply(struct cairn_cluster *cl, struct cm_msg *m)
+{
+	Cairn__Osd__OsdOpReply *r = (Cairn__Osd__OsdOpReply *)cm_msg_unpack_front(
+		m, &cairn__osd__osd_op_reply__descriptor);
+	struct creq *q = creq_find(cl, m->tid);
+	struct cairn_version v = { 0, 0 };
+
+	if (!r || !q || q->kind != CREQ_OP)
+		goto out;
+	if (r->rc == -ESTALE || r->rc == -EAGAIN) {
+		/* The OSD sees another map: catch up and resend. */
+		if (r->epoch > cl->map->epoch)
+			mon_client_want_map(cl->monc, cl->map->epoch);
+		q->target = -1;
+		q->retry_ms = cm_now_ms() + RETRY_MS;
+		goto out;
+	}
+	if (r->ver) {
+		v.epoch = r->ver->epoch;
+		v.seq = r->ver->seq;
+	}
+	fill_outputs(q, r, m);
+	creq_finish(q, r->rc, &v);
+out:
+	if (r)
+		cairn__osd__osd_op_reply__free_unpacked(r, NULL);
+	cm_msg_destroy(m);
+}
+
+static void
+on_list_reply(struct cairn_cluster *cl, struct cm_msg *m)
+{
+	Cairn__Osd__PgListReply *r = (Cairn__Osd__PgListReply *)cm_msg_unpack_front(
+		m, &cairn__osd__pg_list_reply__descriptor);
+	struct creq *q = creq_find(cl, m->tid);
+	int rc = 0;
+
+	if (!r || !q || q->kind != CREQ_LIST)
+		goto out;
+	if (r->rc == -ESTALE || r->rc == -EAGAIN) {
+		if (r->epoch > cl->map->epoch)
+			mon_client_want_map(cl->monc, cl->map->epoch);
+		q->target = -1;
+		q->retry_ms = cm_now_ms() + RETRY_MS;
+		goto out;
+	}
+	if (!r->rc && r->n_oids) {
+		q->names = calloc(r->n_oids, sizeof(*q->names));
+		if (!q->names)
+			rc = -ENOMEM;
+		for (size_t i = 0; !rc && i < r->n_oids; i++) {
+			q->names[i] = strdup(r->oids[i]);
+			if (!q->names[i])
+				rc = -ENOMEM;
+			else
+				q->nnames++;
+		}
+	}
+	q->more = r->more;
+	creq_finish(q, r->rc ? r->rc : rc, NULL);
+out:
+	if (r)
+		cairn__osd__pg_list_reply__free_unpacked(r, NULL);
+	cm_msg_destroy(m);
+}
+
+static void
+resend_all(struct cairn_cluster *cl, bool force_unsent)
+{
+	struct creq *q, *tmp;
+	uint64_t now = cm_now_ms();
+
+	TAILQ_FOREACH_SAFE(q, &cl->inflight, link, tmp) {
+		if (q->target < 0 && !force_unsent && now < q->retry_ms)
+			continue;
+		creq_send(q, q->target < 0);
+	}
+}
+
+static void
+on_map(void *arg, const Cairn__Map__OsdMap *m)
+{
+	struct cairn_cluster *cl = arg;
+	char err[MON_ERRLEN];
+	void *np;
+
+	cl->map = m;
+	if (cl->pl_ok)
+		mon_placement_free(&cl->pl);
+	cl->pl_ok = mon_placement_build(m, &cl->pl, err) == 0;
+	if (!cl->pl_ok)
+		CM_ERR("map epoch %" PRIu64 ": %s", m->epoch, err);
+	pthread_mutex_lock(&cl->mu);
+	for (size_t i = 0; i < cl->npools; i++)
+		free(cl->pools[i].name);
+	cl->npools = 0;
+	np = realloc(cl->pools, (m->n_pools + 1) * sizeof(*cl->pools));
+	if (np) {
+		cl->pools = np;
+		for (size_t i = 0; i < m->n_pools; i++) {
+			cl->pools[cl->npools].id = m->pools[i]->id;
+			cl->pools[cl->npools].pg_num = m->pools[i]->pg_num;
+			cl->pools[cl->npools].name = strdup(m->pools[i]->name);
+			if (cl->pools[cl->npools].name)
+				cl->npools++;
+		}
+	}
+	cl->epoch = m->epoch;
+	pthread_cond_broadcast(&cl->cv);
+	pthread_mutex_unlock(&cl->mu);
+	resend_all(cl, true);
+}
+
+static void
+on_msg(void *arg, struct cm_conn *c, struct cm_msg *m)
+{
+	struct cairn_cluster *cl = arg;
+
+	if (mon_client_handle_msg(cl->monc, c, m))
+		return;
+	if (m->type == OSD_MSG_OP_REPLY)
+		on_op_reply(cl, m);
+	else if (m->type == OSD_MSG_PG_LIST_REPLY)
+		on_list_reply(cl, m);
+	else
+		cm_msg_destroy(m);
+}
+
+static void
+on_event(void *arg, struct cm_conn *c, enum cm_conn_event ev, int rc)
+{
+	struct cairn_cluster *cl = arg;
+	intptr_t id;
+	struct creq *q;
+
+	if (mon_client_handle_event(cl->monc, c, ev, rc))
+		return;
+	id = (intptr_t)cm_conn_user(c) - 1;
+	if (ev == CM_CONN_UP || id < 0 || id >= cl->nosds || cl->osds[id].c != c)
+		return;
+	/* The session is gone with whatever it carried: resend on a new one. */
+	cm_conn_close(c);
+	cm_conn_put(c);
+	cl->osds[id].c = NULL;
+	TAILQ_FOREACH(q, &cl->inflight, link)
+		if (q->target == id) {
+			q->target = -1;
+			q->retry_ms = cm_now_ms() + 50;
+		}
+}
+
+static void
+on_tick(struct cm_timer *t)
+{
+	struct cairn_cluster *cl = t->arg;
+	struct creq *q, *tmp;
+	uint64_t now = cm_now_ms();
+
+	TAILQ_FOREACH_SAFE(q, &cl->inflight, link, tmp) {
+		if (now >= q->deadline_ms) {
+			creq_finish(q, -ETIMEDOUT, NULL);
+			continue;
+		}
+		if (q->target >= 0 && now - q->sent_ms >= RESEND_MS)
+			creq_send(q, true);
+	}
+	resend_all(cl, false);
+	cm_timer_arm(cl->r, &cl->tick, TICK_MS);
+}
+
+static void *
+client_thread(void *arg)
+{
+	struct cairn_cluster *cl = arg;
+	struct mon_client_opts mco = { 0 };
+	struct cm_msgr_opts mo;
+	char err[256];
+	struct creq *q;
+	int rc;
+
+	cm_daemon_msgr_opts(&cl->cfg.d, &mo);
+	mo.entity = cl->entity;
+	mo.ops = (struct cm_msgr_ops){ .on_msg = on_msg, .on_event = on_event };
+	mo.ops_arg = cl;
+	mo.backoff_min_ms = 20;
+	mo.backoff_max_ms = 500;
+	rc = cm_msgr_create(cl->r, &mo, &cl->msgr);
+	if (!rc) {
+		mco.mon_host = cl->cfg.mon_host;
+		mco.subscribe = true;
+		mco.ops.on_map = on_map;
+		mco.arg = cl;
+		rc = mon_client_create(cl->r, cl->msgr, &mco, &cl->monc, err, sizeof(err));
+	}
+	pthread_mutex_lock(&cl->mu);
+	cl->start_rc = rc;
+	cl->started = true;
+	pthread_cond_broadcast(&cl->cv);
+	pthread_mutex_unlock(&cl->mu);
+	if (rc)
+		return NULL;
+	cm_timer_init(&cl->tick, on_tick, cl);
+	cm_timer_arm(cl->r, &cl->tick, TICK_MS);
+	cm_reactor_run(cl->r);
+	cm_timer_cancel(cl->r, &cl->tick);
+	while ((q = TAILQ_FIRST(&cl->inflight)))
+		creq_finish(q, -ESHUTDOWN, NULL);
+	mon_client_destroy(cl->monc);
+	cl->monc = NULL;
+	for (int i = 0; i < cl->nosds; i++)
+		if (cl->osds[i].c) {
+			cm_conn_close(cl->osds[i].c);
+			cm_conn_put(cl->osds[i].c);
+		}
+	cm_msgr_destroy(cl->msgr);
+	cl->msgr = NULL;
+	return NULL;
+}
+
+/* ---------- the cluster handle ---------- */
+
+void
+cairn_opts_init(struct cairn_opts *o, size_t size)
+{
+	memset(o, 0, size);
+	o->opts_size = size;
+}
+
+static void
+cluster_free(struct cairn_cluster *cl)
+{
+	if (cl->pl_ok)
+		mon_placement_free(&cl->pl);
+	for (size_t i = 0; i < cl->npools; i++)
+		free(cl->pools[i].name);
+	free(cl->pools);
+	free(cl->osds);
+	cm_reactor_destroy(cl->r);
+	cm_conf_free(&cl->conf);
+	pthread_mutex_destroy(&cl->mu);
+	pthread_cond_destroy(&cl->cv);
+	free(cl);
+}
+
+int
+cairn_connect(const struct cairn_opts *o, cairn_cluster_t **clp, char *err, size_t errlen)
+{
+	struct cairn_cluster *cl = calloc(1, sizeof(*cl));
+	struct cairn_opts opts;
+	struct cm_reactor_opts ro;
+	uint8_t rnd[8];
+	struct timespec ts;
+	uint64_t deadline;
+	int rc;
+
+	if (!cl)
+		return -ENOMEM;
+	cairn_opts_init(&opts, sizeof(opts));
+	memcpy(&opts, o, CM_MIN(o->opts_size ? o->opts_size : sizeof(opts), sizeof(opts)));
+	pthread_mutex_init(&cl->mu, NULL);
+	pthread_cond_init(&cl->cv, NULL);
+	TAILQ_INIT(&cl->inflight);
+	cl->conf = (struct cm_conf){
+		.table = g_cl_opts, .base = &cl->cfg, .section = "client", .env_prefix = "CAIRN_"
+	};
+	rc = cm_conf_defaults(&cl->conf);
+	if (!rc && opts.conf_file && opts.conf_file[0])
+		rc = cm_conf_load_file(&cl->conf, opts.conf_file);
+	if (!rc && opts.mon_host)
+		rc = cm_conf_set(&cl->conf, "mon_host", opts.mon_host, "cairn_opts");
+	if (!rc && opts.cluster_key)
+		rc = cm_conf_set(&cl->conf, "cluster_key", opts.cluster_key, "cairn_opts");
+	if (!rc && !cl->cfg.mon_host[0]) {
+		snprintf(cl->conf.err, sizeof(cl->conf.err), "mon_host is not set");
+		rc = -CM_ECONF;
+	}
+	if (!rc && !cl->cfg.d.cluster_key[0]) {
+		snprintf(cl->conf.err, sizeof(cl->conf.err), "cluster_key is not set");
+		rc = -CM_ECONF;
+	}
+	if (rc) {
+		snprintf(err, errlen, "%s", rc == -ENOENT ? "no such config file" : cl->conf.err);
+		cluster_free(cl);
+		return -EINVAL;
+	}
+	if (opts.log_level) {
+		enum cm_log_level lvl;
+
+		if (cm_log_level_parse(opts.log_level, &lvl) == 0)
+			cm_log_set_level(lvl);
+	}
+	cl->op_timeout_ms = opts.op_timeout_ms ? opts.op_timeout_ms : 30000;
+	if (cm_random_bytes(rnd, sizeof(rnd)))
+		memset(rnd, 0, sizeof(rnd));
+	snprintf(cl->entity, sizeof(cl->entity), "client.%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0],
+		 rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
+	cm_reactor_opts_init(&ro, sizeof(ro));
+	ro.name = "cairn-client";
+	cm_reactor_backend_parse(cl->cfg.d.reactor, &ro.backend);
+	rc = cm_reactor_create(&ro, &cl->r);
+	if (rc) {
+		snprintf(err, errlen, "event loop: %s", cm_strerror(rc));
+		cluster_free(cl);
+		return rc;
+	}
+	rc = pthread_create(&cl->th, NULL, client_thread, cl);
+	if (rc) {
+		snprintf(err, errlen, "thread: %s", strerror(rc));
+		cluster_free(cl);
+		return -rc;
+	}
+	cl->th_started = true;
+	deadline = cm_now_ms() + (opts.connect_timeout_ms ? opts.connect_timeout_ms : 10000);
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ts.tv_sec += (time_t)((deadline - cm_now_ms()) / 1000 + 1);
+	pthread_mutex_lock(&cl->mu);
+	while (!cl->started)
+		pthread_cond_wait(&cl->cv, &cl->mu);
+	rc = cl->start_rc;
+	while (!rc && !cl->epoch && cm_now_ms() < deadline) {
+		struct timespec t;
+
+		clock_gettime(CLOCK_REALTIME, &t);
+		t.tv_nsec += 50 * 1000000L;
+		if (t.tv_nsec >= 1000000000L) {
+			t.tv_sec++;
+			t.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&cl->cv, &cl->mu, &t);
+	}
+	if (!rc && !cl->epoch)
+		rc = -ENOTCONN;
+	pthread_mutex_unlock(&cl->mu);
+	(void)ts;
+	if (rc) {
+		snprintf(err, errlen, "%s",
+			 rc == -ENOTCONN ? "no monitor answered (mon_host, cluster_key?)"
+					 : cm_strerror(rc));
+		cairn_shutdown(cl);
+		return rc;
+	}
+	*clp = cl;
+	return 0;
+}
+
+void
+cairn_shutdown(cairn_cluster_t *cl)
+{
+	if (!cl)
+		return;
+	if (cl->th_started) {
+		cm_reactor_stop(cl->r);
+		pthread_join(cl->th, NULL);
+	}
+	cluster_free(cl);
+}
+
+uint64_t
+cairn_map_epoch(cairn_cluster_t *cl)
+{
+	uint64_t e;
+
+	pthread_mutex_lock(&cl->mu);
+	e = cl->epoch;
+	pthread_mutex_unlock(&cl->mu);
+	return e;
+}
+
+int
+cairn_ioctx_create(cairn_cluster_t *cl, const char *pool, cairn_ioctx_t **iop)
+{
+	cairn_ioctx_t *io;
+	int rc = -ENOENT;
+
+	pthread_mutex_lock(&cl->mu);
+	for (size_t i = 0; i < cl->npools; i++)
+		if (strcmp(cl->pools[i].name, pool) == 0) {
+			io = calloc(1, sizeof(*io));
+			if (!io) {
+				rc = -ENOMEM;
+				break;
+			}
+			io->cl = cl;
+			io->pool = cl->pools[i].id;
+			*iop = io;
+			rc = 0;
+			break;
+		}
+	pthread_mutex_unlock(&cl->mu);
+	return rc;
+}
+
+void
+cairn_ioctx_destroy(cairn_ioctx_t *io)
+{
+	free(io);
+}
+
+static int
+check_oid(const char *oid)
+{
+	size_t n = oid ? strlen(oid) : 0;
+
+	if (!n)
+		return -EINVAL;
+	if (n > CAIRN_NAME_MAX)
+		return -ENAMETOOLONG;
+	if ((uint8_t)oid[0] == 1)
+		return -EINVAL;
+	return 0;
+}
+
+int
+cairn_aio_operate(cairn_ioctx_t *io, const char *oid, cairn_op_t *op, cairn_completion_t *c)
+{
+	struct creq *q;
+	int rc = check_oid(oid);
+
+	if (rc)
+		return rc;
+	if (op->err)
+		return op->err;
+	if (!op->n)
+		return -EINVAL;
+	q = calloc(1, sizeof(*q));
+	if (!q)
+		return -ENOMEM;
+	q->cl = io->cl;
+	q->kind = CREQ_OP;
+	q->pool = io->pool;
+	snprintf(q->oid, sizeof(q->oid), "%s", oid);
+	q->op = op;
+	q->comp = c;
+	q->post = (struct cm_reactor_msg){ .fn = submit_fn, .arg = q };
+	cm_reactor_post(io->cl->r, &q->post);
+	return 0;
+}
+
+int
+cairn_operate(cairn_ioctx_t *io, const char *oid, cairn_op_t *op, struct cairn_version *ver)
+{
+	cairn_completion_t *c = cairn_completion_create(NULL, NULL);
+	int rc;
+
+	if (!c)
+		return -ENOMEM;
+	rc = cairn_aio_operate(io, oid, op, c);
+	if (!rc) {
+		rc = cairn_completion_wait(c);
+		if (ver)
+			*ver = c->ver;
+	}
+	cairn_completion_release(c);
+	return rc;
+}
+
+int
+cairn_write_full(cairn_ioctx_t *io, const char *oid, const void *buf, size_t len)
+{
+	cairn_op_t *op = cairn_op_create();
+	int rc;
+
+	if (!op)
+		return -ENOMEM;
+	cairn_op_write_full(op, buf, len);
+	rc = cairn_operate(io, oid, op, NULL);
+	cairn_op_release(op);
+	return rc;
+}
+
+int
+cairn_write(cairn_ioctx_t *io, const char *oid, const void *buf, size_t len, uint64_t off)
+{
+	cairn_op_t *op = cairn_op_create();
+	int rc;
+
+	if (!op)
+		return -ENOMEM;
+	cairn_op_write(op, off, buf, len);
+	rc = cairn_operate(io, oid, op, NULL);
+	cairn_op_release(op);
+	return rc;
+}
+
+int64_t
+cairn_read(cairn_ioctx_t *io, const char *oid, void *buf, size_t len, uint64_t off)
+{
+	cairn_op_t *op = cairn_op_create();
+	size_t got = 0;
+	int rc, rval = 0;
+
+	if (!op)
+		return -ENOMEM;
+	cairn_op_read(op, off, len, buf, &got, &rval);
+	rc = cairn_operate(io, oid, op, NULL);
+	cairn_op_release(op);
+	return rc ? rc : (int64_t)got;
+}
+
+int
+cairn_stat(cairn_ioctx_t *io, const char *oid, uint64_t *size, struct cairn_version *ver)
+{
+	cairn_op_t *op = cairn_op_create();
+	int rc;
+
+	if (!op)
+		return -ENOMEM;
+	cairn_op_stat(op, size, ver, NULL);
+	rc = cairn_operate(io, oid, op, NULL);
+	cairn_op_release(op);
+	return rc;
+}
+
+int
+cairn_remove(cairn_ioctx_t *io, const char *oid)
+{
+	cairn_op_t *op = cairn_op_create();
+	int rc;
+
+	if (!op)
+		return -ENOMEM;
+	cairn_op_remove(op);
+	rc = cairn_operate(io, oid, op, NULL);
+	cairn_op_release(op);
+	return rc;
+}
+
+int
+cairn_list(cairn_ioctx_t *io, struct cairn_list_cursor *cur, unsigned max, char ***names, size_t *n)
+{
+	struct cairn_cluster *cl = io->cl;
+
+	*names = NULL;
+	*n = 0;
+	if (!max)
+		max = 1000;
+	while (!cur->done) {
+		uint32_t pg_num = 0;
+		cairn_completion_t *c;
+		struct creq *q;
+		int rc;
+
+		pthread_mutex_lock(&cl->mu);
+		for (size_t i = 0; i < cl->npools; i++)
+			if (cl->pools[i].id == io->pool)
+				pg_num = cl->pools[i].pg_num;
+		pthread_mutex_unlock(&cl->mu);
+		if (!pg_num)
+			return -ENOENT;
+		if (cur->pg >= pg_num) {
+			cur->done = true;
+			break;
+		}
+		c = cairn_completion_create(NULL, NULL);
+		q = calloc(1, sizeof(*q));
+		if (!c || !q) {
+			cairn_completion_release(c);
+			free(q);
+			return -ENOMEM;
+		}
+		q->cl = cl;
+		q->kind = CREQ_LIST;
+		q->pool = io->pool;
+		q->seed = cur->pg;
+		snprintf(q->after, sizeof(q->after), "%s", cur->after);
+		q->max = max;
+		q->comp = c;
+		q->post = (struct cm_reactor_msg){ .fn = submit_fn, .arg = q };
+		cm_reactor_post(cl->r, &q->post);
+		rc = cairn_completion_wait(c);
+		cairn_completion_release(c);
+		if (rc) {
+			cairn_names_free(q->names, q->nnames);
+			free(q);
+			return rc;
+		}
+		if (q->more && q->nnames) {
+			snprintf(cur->after, sizeof(cur->after), "%s", q->names[q->nnames - 1]);
+		} else {
+			cur->pg++;
+			cur->after[0] = 0;
+		}
+		if (q->nnames) {
+			*names = q->names;
+			*n = q->nnames;
+			free(q);
+			return 0;
+		}
+		free(q->names);
+		free(q);
+	}
+	return 0;
+}

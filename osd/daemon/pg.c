@@ -1,0 +1,2149 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * PGs: the table, PG creation and loading, intervals and peering, client ops
+ * on the primary (per-object order, read phase, guards, write phase),
+ * replication with versions and the PG log, duplicate detection, listing.
+ * docs/design/osd.md.
+ */
+#include "osd.h"
+#include "cm/err.h"
+#include "cm/log.h"
+
+CM_LOG_SUBSYS(pg);
+
+#define PGMETA     "\x01pgmeta"
+#define LOGKEY_LEN 17 /* 'l' + epoch be64 + seq be64 */
+#define TRIM_SLACK 64 /* trim in batches */
+
+struct pg_lent {
+	struct osd_ver ver, prior;
+	char *oid;
+	char *client;
+	uint64_t tid;
+	int rc;
+	uint8_t op;
+};
+
+/* A client op on the primary. */
+struct op {
+	struct osd *osd;
+	struct pg *pg;
+	TAILQ_ENTRY(op) link;
+	struct cm_conn *c;
+	struct cm_msg *m;
+	Cairn__Osd__OsdOp *req;
+	char client[64];
+	bool blocked; /* behind an earlier op on the same object */
+	bool queued;  /* on pg->running, pg->waiting or osd->wait_map */
+	bool busy;    /* a worker or a data read will call back */
+	bool dropped; /* its interval ended while busy: free it when it calls back */
+	/* the read phase */
+	bool exists;
+	uint64_t size;
+	struct osd_ver ver;
+	unsigned reads_pending;
+	struct cm_work w;
+	/* results */
+	int rc;
+	unsigned failed;
+	size_t nres;
+	Cairn__Osd__SubOpResult *res;
+	Cairn__Osd__SubOpResult **resp;
+	Cairn__Osd__Version *rver;
+	struct cm_sgl rdata;
+	struct cm_buf **rbufs; /* read results, in sub-op order */
+	/* the write phase */
+	Cairn__Osd__TxOp *tx;
+	Cairn__Osd__TxOp **txp;
+	size_t ntx, txcap;
+	char **owned; /* strings the TxOps point at */
+	size_t nowned;
+	uint8_t verbuf[16];
+	struct osd_ver new_ver;
+};
+
+/* One replicated change in flight (primary). */
+struct repop {
+	TAILQ_ENTRY(repop) link;
+	struct pg *pg;
+	struct op *op;
+	struct osd_ver ver;
+	unsigned waiting; /* local commit + replicas */
+	bool local_pending;
+	int rc;
+};
+
+/* A replica's pending apply. */
+struct rapply {
+	struct osd *osd;
+	struct cm_conn *c;
+	int64_t pool;
+	uint32_t seed;
+	struct osd_ver ver;
+};
+
+const char *
+pg_state_name(enum pg_state s)
+{
+	switch (s) {
+	case PG_NONE:
+		return "stray";
+	case PG_CREATING:
+		return "creating";
+	case PG_PEERING:
+		return "peering";
+	case PG_ACTIVE:
+		return "active";
+	case PG_REPLICA:
+		return "replica";
+	case PG_DOWN:
+		return "down";
+	case PG_INCOMPLETE:
+		return "incomplete";
+	}
+	return "?";
+}
+
+/* ---------- encoding helpers ---------- */
+
+static void
+put_be64(uint8_t *p, uint64_t v)
+{
+	for (int i = 7; i >= 0; i--, v >>= 8)
+		p[i] = (uint8_t)v;
+}
+
+static uint64_t
+get_be64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 8; i++)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static void
+ver_pack(const struct osd_ver *v, uint8_t b[16])
+{
+	put_be64(b, v->epoch);
+	put_be64(b + 8, v->seq);
+}
+
+static void
+log_key(const struct osd_ver *v, uint8_t k[LOGKEY_LEN])
+{
+	k[0] = 'l';
+	ver_pack(v, k + 1);
+}
+
+static void
+ver_from_pb(const Cairn__Osd__Version *pv, struct osd_ver *v)
+{
+	v->epoch = pv ? pv->epoch : 0;
+	v->seq = pv ? pv->seq : 0;
+}
+
+static void
+ver_to_pb(const struct osd_ver *v, Cairn__Osd__Version *pv)
+{
+	cairn__osd__version__init(pv);
+	pv->epoch = v->epoch;
+	pv->seq = v->seq;
+}
+
+/* Free what a single os_kv holds (not the struct). */
+static void
+kv_clear(struct os_kv *kv)
+{
+	free(kv->key);
+	free(kv->val);
+	memset(kv, 0, sizeof(*kv));
+}
+
+/* ---------- the PG table ---------- */
+
+static size_t
+pg_hash(int64_t pool, uint32_t seed, size_t nb)
+{
+	uint64_t h = (uint64_t)pool * 0x9e3779b97f4a7c15ull ^ seed * 0xc2b2ae3d27d4eb4full;
+
+	return (size_t)(h >> 17) % nb;
+}
+
+struct pg *
+pg_find(struct osd *o, int64_t pool, uint32_t seed)
+{
+	struct pg *pg;
+
+	if (!o->pgs)
+		return NULL;
+	for (pg = o->pgs[pg_hash(pool, seed, o->npg_b)]; pg; pg = pg->hnext)
+		if (pg->pool == pool && pg->seed == seed)
+			return pg;
+	return NULL;
+}
+
+static struct pg *
+pg_new(struct osd *o, int64_t pool, uint32_t seed)
+{
+	struct pg *pg;
+	size_t h;
+
+	if (!o->pgs) {
+		o->npg_b = 1024;
+		o->pgs = calloc(o->npg_b, sizeof(*o->pgs));
+		if (!o->pgs)
+			return NULL;
+	}
+	pg = calloc(1, sizeof(*pg));
+	if (!pg)
+		return NULL;
+	pg->log_cap = o->cfg->pg_log_max + TRIM_SLACK + 1;
+	pg->log = calloc(pg->log_cap, sizeof(*pg->log));
+	if (!pg->log) {
+		free(pg);
+		return NULL;
+	}
+	pg->osd = o;
+	pg->pool = pool;
+	pg->seed = seed;
+	pg->primary = -1;
+	snprintf(pg->cid, sizeof(pg->cid), "pg.%" PRId64 ".%x", pool, seed);
+	TAILQ_INIT(&pg->waiting);
+	TAILQ_INIT(&pg->running);
+	TAILQ_INIT(&pg->repops);
+	h = pg_hash(pool, seed, o->npg_b);
+	pg->hnext = o->pgs[h];
+	o->pgs[h] = pg;
+	o->npgs++;
+	return pg;
+}
+
+static struct pg_lent *
+log_at(struct pg *pg, size_t i)
+{
+	return &pg->log[(pg->log_head + i) % pg->log_cap];
+}
+
+static void
+lent_clear(struct pg_lent *e)
+{
+	free(e->oid);
+	free(e->client);
+	memset(e, 0, sizeof(*e));
+}
+
+static int
+log_append(struct pg *pg, const Cairn__Osd__LogEntry *le)
+{
+	struct pg_lent *e;
+
+	if (pg->log_n == pg->log_cap) {
+		lent_clear(log_at(pg, 0));
+		pg->log_head = (pg->log_head + 1) % pg->log_cap;
+		pg->log_n--;
+	}
+	e = log_at(pg, pg->log_n);
+	ver_from_pb(le->ver, &e->ver);
+	ver_from_pb(le->prior, &e->prior);
+	e->oid = strdup(le->oid ? le->oid : "");
+	e->client = strdup(le->client ? le->client : "");
+	e->tid = le->tid;
+	e->rc = le->rc;
+	e->op = (uint8_t)le->op;
+	if (!e->oid || !e->client) {
+		lent_clear(e);
+		return -ENOMEM;
+	}
+	pg->log_n++;
+	return 0;
+}
+
+/* Drop entries <= v from memory. */
+static void
+log_trim_mem(struct pg *pg, const struct osd_ver *v)
+{
+	while (pg->log_n && osd_ver_cmp(&log_at(pg, 0)->ver, v) <= 0) {
+		lent_clear(log_at(pg, 0));
+		pg->log_head = (pg->log_head + 1) % pg->log_cap;
+		pg->log_n--;
+	}
+	if (osd_ver_cmp(&pg->log_tail, v) < 0)
+		pg->log_tail = *v;
+}
+
+static const struct pg_lent *
+log_find_req(struct pg *pg, const char *client, uint64_t tid)
+{
+	for (size_t i = pg->log_n; i-- > 0;) {
+		const struct pg_lent *e = log_at(pg, i);
+
+		if (e->tid == tid && strcmp(e->client, client) == 0)
+			return e;
+	}
+	return NULL;
+}
+
+static void op_free(struct op *op);
+
+static void
+pg_destroy(struct pg *pg)
+{
+	struct op *op;
+	struct repop *rp;
+
+	while ((rp = TAILQ_FIRST(&pg->repops))) {
+		TAILQ_REMOVE(&pg->repops, rp, link);
+		free(rp);
+	}
+	while ((op = TAILQ_FIRST(&pg->waiting))) {
+		TAILQ_REMOVE(&pg->waiting, op, link);
+		op->queued = false;
+		op_free(op);
+	}
+	while ((op = TAILQ_FIRST(&pg->running))) {
+		TAILQ_REMOVE(&pg->running, op, link);
+		op->queued = false;
+		op_free(op);
+	}
+	for (size_t i = 0; i < pg->log_n; i++)
+		lent_clear(log_at(pg, i));
+	free(pg->log);
+	free(pg);
+}
+
+void
+pg_free_all(struct osd *o)
+{
+	struct op *op;
+
+	while ((op = TAILQ_FIRST(&o->wait_map))) {
+		TAILQ_REMOVE(&o->wait_map, op, link);
+		op->queued = false;
+		op_free(op);
+	}
+	for (size_t b = 0; b < o->npg_b; b++) {
+		struct pg *pg = o->pgs[b], *next;
+
+		for (; pg; pg = next) {
+			next = pg->hnext;
+			pg_destroy(pg);
+		}
+	}
+	free(o->pgs);
+	o->pgs = NULL;
+	o->npgs = 0;
+}
+
+/* ---------- loading PGs at start (blocking) ---------- */
+
+static int
+pg_load(struct pg *pg)
+{
+	struct os_store *s = pg->osd->store;
+	struct os_kv key = { .key = (uint8_t *)"info", .klen = 4 }, val = { 0 };
+	uint8_t after[LOGKEY_LEN];
+	size_t salen = 0;
+	bool more = true;
+	int rc;
+
+	rc = os_omap_get(s, pg->cid, PGMETA, &key, 1, &val);
+	if (rc)
+		return rc;
+	if (val.val) {
+		Cairn__Osd__PgInfo *pi = cairn__osd__pg_info__unpack(NULL, val.vlen, val.val);
+
+		if (!pi) {
+			kv_clear(&val);
+			CM_ERR("%s: undecodable PG info", pg->cid);
+			return -EIO;
+		}
+		ver_from_pb(pi->last_update, &pg->last_update);
+		ver_from_pb(pi->log_tail, &pg->log_tail);
+		pg->last_epoch_started = pi->last_epoch_started;
+		cairn__osd__pg_info__free_unpacked(pi, NULL);
+	}
+	kv_clear(&val);
+	while (more) {
+		struct os_kv *kvs = NULL;
+		size_t n = 0;
+
+		rc = os_omap_iterate(s, pg->cid, PGMETA, salen ? after : NULL, salen, "l", 1, 512,
+				     &kvs, &n, &more);
+		if (rc)
+			return rc;
+		for (size_t i = 0; i < n && !rc; i++) {
+			Cairn__Osd__LogEntry *le =
+				cairn__osd__log_entry__unpack(NULL, kvs[i].vlen, kvs[i].val);
+
+			if (!le) {
+				rc = -EIO;
+				break;
+			}
+			rc = log_append(pg, le);
+			cairn__osd__log_entry__free_unpacked(le, NULL);
+			if (kvs[i].klen == LOGKEY_LEN) {
+				memcpy(after, kvs[i].key, LOGKEY_LEN);
+				salen = LOGKEY_LEN;
+			}
+		}
+		os_kvs_free(kvs, n);
+		if (rc)
+			return rc;
+		if (!n)
+			break;
+	}
+	pg->in_store = true;
+	return 0;
+}
+
+int
+pg_load_all(struct osd *o)
+{
+	char **cids = NULL;
+	size_t n = 0;
+	int rc = os_list_collections(o->store, &cids, &n);
+
+	for (size_t i = 0; i < n && !rc; i++) {
+		int64_t pool;
+		unsigned seed;
+		struct pg *pg;
+		int end = 0;
+
+		if (sscanf(cids[i], "pg.%" SCNd64 ".%x%n", &pool, &seed, &end) != 2 || cids[i][end])
+			continue;
+		pg = pg_new(o, pool, seed);
+		if (!pg) {
+			rc = -ENOMEM;
+			break;
+		}
+		rc = pg_load(pg);
+		if (rc)
+			CM_ERR("cannot load %s: %s", cids[i], cm_strerror(rc));
+	}
+	os_names_free(cids, n);
+	return rc;
+}
+
+/* ---------- store transactions from TxOps ---------- */
+
+static int
+txn_write_sgl(struct os_txn *t, const char *cid, const char *oid, uint64_t off,
+	      const struct cm_sgl *d, uint64_t doff, uint64_t len)
+{
+	uint64_t pos = 0;
+
+	for (unsigned i = 0; i < d->n && len; i++) {
+		const struct cm_sg *sg = &d->sg[i];
+		uint64_t n;
+		int rc;
+
+		if (doff >= pos + sg->len) {
+			pos += sg->len;
+			continue;
+		}
+		n = CM_MIN(len, pos + sg->len - doff);
+		rc = os_txn_write_buf(t, cid, oid, off, sg->buf, sg->off + (size_t)(doff - pos),
+				      (size_t)n);
+		if (rc)
+			return rc;
+		off += n;
+		doff += n;
+		len -= n;
+		pos += sg->len;
+	}
+	return len ? -EINVAL : 0;
+}
+
+static int
+txn_add_ops(struct os_txn *t, const char *cid, Cairn__Osd__TxOp *const *ops, size_t n,
+	    const struct cm_sgl *data)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < n && !rc; i++) {
+		const Cairn__Osd__TxOp *x = ops[i];
+		const char *oid = x->oid;
+
+		switch (x->op) {
+		case OSD_TX_TOUCH:
+			rc = os_txn_touch(t, cid, oid);
+			break;
+		case OSD_TX_WRITE:
+			if (x->data_off > data->len || x->len > data->len - x->data_off)
+				return -EINVAL;
+			rc = txn_write_sgl(t, cid, oid, x->off, data, x->data_off, x->len);
+			break;
+		case OSD_TX_TRUNCATE:
+			rc = os_txn_truncate(t, cid, oid, x->len);
+			break;
+		case OSD_TX_ZERO:
+			rc = os_txn_zero(t, cid, oid, x->off, x->len);
+			break;
+		case OSD_TX_REMOVE:
+			/* Touch first: removing is idempotent on every copy. */
+			rc = os_txn_touch(t, cid, oid);
+			if (!rc)
+				rc = os_txn_remove(t, cid, oid);
+			break;
+		case OSD_TX_SETATTR:
+			rc = os_txn_setattr(t, cid, oid, x->name, x->value.data, x->value.len);
+			break;
+		case OSD_TX_RMATTR:
+			rc = os_txn_rmattr(t, cid, oid, x->name);
+			break;
+		case OSD_TX_OMAP_SET:
+			if (x->n_keys != x->n_vals)
+				return -EINVAL;
+			for (size_t k = 0; k < x->n_keys && !rc; k++)
+				rc = os_txn_omap_set(t, cid, oid, x->keys[k].data, x->keys[k].len,
+						     x->vals[k].data, x->vals[k].len);
+			break;
+		case OSD_TX_OMAP_RM:
+			for (size_t k = 0; k < x->n_keys && !rc; k++)
+				rc = os_txn_omap_rm(t, cid, oid, x->keys[k].data, x->keys[k].len);
+			break;
+		case OSD_TX_OMAP_RM_RANGE:
+			if (x->n_keys != 1)
+				return -EINVAL;
+			rc = os_txn_omap_rm_range(t, cid, oid, x->keys[0].data, x->keys[0].len,
+						  x->end.data, x->end.len);
+			break;
+		case OSD_TX_OMAP_CLEAR:
+			rc = os_txn_omap_clear(t, cid, oid);
+			break;
+		case OSD_TX_OMAP_SET_HEADER:
+			rc = os_txn_omap_set_header(t, cid, oid, x->value.data, x->value.len);
+			break;
+		default:
+			return -EINVAL;
+		}
+	}
+	return rc;
+}
+
+/* The log entry, the new info and a trim, into t. */
+static int
+txn_add_log(struct pg *pg, struct os_txn *t, const Cairn__Osd__LogEntry *le,
+	    const struct osd_ver *trim_to)
+{
+	Cairn__Osd__PgInfo pi = CAIRN__OSD__PG_INFO__INIT;
+	Cairn__Osd__Version lu, tail;
+	uint8_t k[LOGKEY_LEN], buf[256], *lebuf;
+	struct osd_ver v;
+	size_t n;
+	int rc;
+
+	ver_from_pb(le->ver, &v);
+	log_key(&v, k);
+	n = cairn__osd__log_entry__get_packed_size(le);
+	lebuf = malloc(n ? n : 1);
+	if (!lebuf)
+		return -ENOMEM;
+	cairn__osd__log_entry__pack(le, lebuf);
+	rc = os_txn_omap_set(t, pg->cid, PGMETA, k, sizeof(k), lebuf, n);
+	free(lebuf);
+	if (!rc && trim_to && trim_to->seq) {
+		uint8_t first[LOGKEY_LEN] = { 'l' }, last[LOGKEY_LEN];
+		struct osd_ver end = { trim_to->epoch, trim_to->seq + 1 };
+
+		log_key(&end, last);
+		rc = os_txn_omap_rm_range(t, pg->cid, PGMETA, first, sizeof(first), last,
+					  sizeof(last));
+	}
+	if (rc)
+		return rc;
+	pi.pool = pg->pool;
+	pi.seed = pg->seed;
+	ver_to_pb(&v, &lu);
+	ver_to_pb(trim_to && osd_ver_cmp(trim_to, &pg->log_tail) > 0 ? trim_to : &pg->log_tail,
+		  &tail);
+	pi.last_update = &lu;
+	pi.log_tail = &tail;
+	pi.last_epoch_started = pg->last_epoch_started;
+	n = cairn__osd__pg_info__pack(&pi, buf);
+	return os_txn_omap_set(t, pg->cid, PGMETA, "info", 4, buf, n);
+}
+
+/* ---------- replies ---------- */
+
+static void
+op_free(struct op *op)
+{
+	if (!op)
+		return;
+	for (size_t i = 0; i < op->nres; i++) {
+		Cairn__Osd__SubOpResult *r = &op->res[i];
+
+		free(r->value.data);
+		for (size_t k = 0; k < r->n_keys; k++)
+			free(r->keys[k].data);
+		for (size_t k = 0; k < r->n_vals; k++)
+			free(r->vals[k].data);
+		free(r->keys);
+		free(r->vals);
+		if (op->rbufs && op->rbufs[i])
+			cm_buf_put(op->rbufs[i]);
+	}
+	for (size_t i = 0; i < op->ntx; i++) {
+		free(op->tx[i].keys);
+		free(op->tx[i].vals);
+	}
+	for (size_t i = 0; i < op->nowned; i++)
+		free(op->owned[i]);
+	free(op->owned);
+	free(op->tx);
+	free(op->txp);
+	free(op->rbufs);
+	free(op->res);
+	free(op->resp);
+	free(op->rver);
+	cm_sgl_fini(&op->rdata);
+	if (op->req)
+		cairn__osd__osd_op__free_unpacked(op->req, NULL);
+	if (op->m)
+		cm_msg_destroy(op->m);
+	if (op->c)
+		cm_conn_put(op->c);
+	free(op);
+}
+
+static void
+reply_simple(struct osd *o, struct cm_conn *c, uint64_t tid, int rc)
+{
+	Cairn__Osd__OsdOpReply r = CAIRN__OSD__OSD_OP_REPLY__INIT;
+
+	r.rc = rc;
+	r.epoch = o->epoch;
+	osd_send_pb(c, OSD_MSG_OP_REPLY, tid, &r.base, NULL);
+}
+
+static void op_start_next(struct pg *pg, const char *oid);
+
+/* Reply to the client and finish op (it leaves pg->running). */
+static void
+op_reply(struct op *op, const struct osd_ver *ver)
+{
+	Cairn__Osd__OsdOpReply r = CAIRN__OSD__OSD_OP_REPLY__INIT;
+	Cairn__Osd__Version v;
+	struct pg *pg = op->pg;
+	char oid[OSD_NAME_MAX + 1];
+
+	r.rc = op->rc;
+	r.failed_op = op->failed;
+	r.epoch = op->osd->epoch;
+	if (ver) {
+		ver_to_pb(ver, &v);
+		r.ver = &v;
+	}
+	r.n_results = op->nres;
+	r.results = op->resp;
+	osd_send_pb(op->c, OSD_MSG_OP_REPLY, op->m->tid, &r.base, &op->rdata);
+	op->osd->ops++;
+	snprintf(oid, sizeof(oid), "%s", op->req->oid);
+	if (op->queued && pg) {
+		TAILQ_REMOVE(&pg->running, op, link);
+		op->queued = false;
+	}
+	op_free(op);
+	if (pg)
+		op_start_next(pg, oid);
+}
+
+static void
+op_fail(struct op *op, unsigned i, int rc)
+{
+	if (op->rc)
+		return;
+	op->rc = rc;
+	op->failed = i;
+	if (i < op->nres)
+		op->res[i].rc = rc;
+}
+
+/* ---------- the read phase ---------- */
+
+static bool
+subop_reads_meta(uint32_t t)
+{
+	switch (t) {
+	case OSD_OP_STAT:
+	case OSD_OP_APPEND:
+	case OSD_OP_REMOVE:
+	case OSD_OP_CREATE:
+	case OSD_OP_GETXATTR:
+	case OSD_OP_GETXATTRS:
+	case OSD_OP_OMAP_GET:
+	case OSD_OP_OMAP_LIST:
+	case OSD_OP_OMAP_GET_HEADER:
+	case OSD_OP_ASSERT_VERSION:
+	case OSD_OP_CMPXATTR:
+	case OSD_OP_ASSERT_EXISTS:
+	case OSD_OP_READ:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static bool
+subop_writes(uint32_t t)
+{
+	switch (t) {
+	case OSD_OP_WRITE:
+	case OSD_OP_WRITEFULL:
+	case OSD_OP_APPEND:
+	case OSD_OP_TRUNCATE:
+	case OSD_OP_ZERO:
+	case OSD_OP_REMOVE:
+	case OSD_OP_CREATE:
+	case OSD_OP_SETXATTR:
+	case OSD_OP_RMXATTR:
+	case OSD_OP_OMAP_SET:
+	case OSD_OP_OMAP_RM:
+	case OSD_OP_OMAP_CLEAR:
+	case OSD_OP_OMAP_SET_HEADER:
+	case OSD_OP_OMAP_RM_RANGE:
+		return true;
+	default:
+		return false;
+	}
+}
+
+static int
+dup_bin(ProtobufCBinaryData *d, const void *p, size_t n)
+{
+	d->data = malloc(n ? n : 1);
+	if (!d->data)
+		return -ENOMEM;
+	memcpy(d->data, p, n);
+	d->len = n;
+	return 0;
+}
+
+static int
+cmp_bytes(const uint8_t *a, size_t al, const uint8_t *b, size_t bl)
+{
+	int c = memcmp(a, b, CM_MIN(al, bl));
+
+	if (c)
+		return c;
+	return al < bl ? -1 : al > bl;
+}
+
+static char *
+xattr_name(const char *name)
+{
+	size_t n = strlen(name);
+	char *s = malloc(n + 2);
+
+	if (s) {
+		s[0] = '_';
+		memcpy(s + 1, name, n + 1);
+	}
+	return s;
+}
+
+/* On a worker: object state and every metadata result. */
+static void
+op_meta_fn(void *arg)
+{
+	struct op *op = arg;
+	struct os_store *s = op->osd->store;
+	const char *cid = op->pg->cid, *oid = op->req->oid;
+	struct os_stat st;
+	struct os_kv v = { 0 };
+	int rc;
+
+	rc = os_stat(s, cid, oid, &st);
+	if (rc && rc != -ENOENT) {
+		op_fail(op, 0, rc);
+		return;
+	}
+	op->exists = rc == 0;
+	op->size = op->exists ? st.size : 0;
+	if (op->exists && os_getattr(s, cid, oid, "v", &v) == 0) {
+		if (v.val && v.vlen == 16) {
+			op->ver.epoch = get_be64(v.val);
+			op->ver.seq = get_be64(v.val + 8);
+		}
+		kv_clear(&v);
+	}
+	for (size_t i = 0; i < op->req->n_ops && !op->rc; i++) {
+		const Cairn__Osd__SubOp *so = op->req->ops[i];
+		Cairn__Osd__SubOpResult *r = &op->res[i];
+		char *xn;
+
+		switch (so->op) {
+		case OSD_OP_READ:
+		case OSD_OP_STAT:
+		case OSD_OP_ASSERT_EXISTS:
+		case OSD_OP_REMOVE:
+			if (!op->exists)
+				op_fail(op, (unsigned)i, -ENOENT);
+			break;
+		case OSD_OP_CREATE:
+			if (so->exclusive && op->exists)
+				op_fail(op, (unsigned)i, -EEXIST);
+			break;
+		case OSD_OP_ASSERT_VERSION: {
+			struct osd_ver want;
+
+			ver_from_pb(so->ver, &want);
+			if (!op->exists)
+				op_fail(op, (unsigned)i, -ENOENT);
+			else if (osd_ver_cmp(&want, &op->ver) != 0)
+				op_fail(op, (unsigned)i, -ERANGE);
+			break;
+		}
+		case OSD_OP_GETXATTR:
+		case OSD_OP_CMPXATTR:
+			if (!op->exists) {
+				if (so->op == OSD_OP_CMPXATTR && so->cmp == OSD_CMP_ABSENT)
+					break;
+				op_fail(op, (unsigned)i, -ENOENT);
+				break;
+			}
+			xn = xattr_name(so->name);
+			if (!xn) {
+				op_fail(op, (unsigned)i, -ENOMEM);
+				break;
+			}
+			memset(&v, 0, sizeof(v));
+			rc = os_getattr(s, cid, oid, xn, &v);
+			free(xn);
+			if (rc && rc != -ENODATA && rc != -ENOENT) {
+				op_fail(op, (unsigned)i, rc);
+				break;
+			}
+			if (so->op == OSD_OP_GETXATTR) {
+				if (rc || !v.val)
+					op_fail(op, (unsigned)i, -ENODATA);
+				else if (dup_bin(&r->value, v.val, v.vlen))
+					op_fail(op, (unsigned)i, -ENOMEM);
+			} else {
+				bool have = rc == 0 && v.val;
+				int c = have ? cmp_bytes(v.val, v.vlen, so->value.data,
+							 so->value.len)
+					     : 0;
+				bool ok;
+
+				switch (so->cmp) {
+				case OSD_CMP_ABSENT:
+					ok = !have;
+					break;
+				case OSD_CMP_EQ:
+					ok = have && c == 0;
+					break;
+				case OSD_CMP_NE:
+					ok = !have || c != 0;
+					break;
+				case OSD_CMP_GT:
+					ok = have && c > 0;
+					break;
+				case OSD_CMP_GE:
+					ok = have && c >= 0;
+					break;
+				case OSD_CMP_LT:
+					ok = have && c < 0;
+					break;
+				case OSD_CMP_LE:
+					ok = have && c <= 0;
+					break;
+				default:
+					ok = false;
+					break;
+				}
+				if (!ok)
+					op_fail(op, (unsigned)i, -ECANCELED);
+			}
+			if (!rc)
+				kv_clear(&v);
+			break;
+		case OSD_OP_GETXATTRS: {
+			struct os_kv *kvs = NULL;
+			size_t n = 0, k = 0;
+
+			if (!op->exists) {
+				op_fail(op, (unsigned)i, -ENOENT);
+				break;
+			}
+			rc = os_getattrs(s, cid, oid, &kvs, &n);
+			if (rc) {
+				op_fail(op, (unsigned)i, rc);
+				break;
+			}
+			r->keys = calloc(n + 1, sizeof(*r->keys));
+			r->vals = calloc(n + 1, sizeof(*r->vals));
+			for (size_t j = 0; j < n && r->keys && r->vals; j++) {
+				if (kvs[j].klen < 1 || kvs[j].key[0] != '_')
+					continue;
+				if (dup_bin(&r->keys[k], kvs[j].key + 1, kvs[j].klen - 1) ||
+				    dup_bin(&r->vals[k], kvs[j].val, kvs[j].vlen)) {
+					free(r->keys[k].data);
+					r->keys[k].data = NULL;
+					op_fail(op, (unsigned)i, -ENOMEM);
+					break;
+				}
+				k++;
+			}
+			if (!r->keys || !r->vals)
+				op_fail(op, (unsigned)i, -ENOMEM);
+			r->n_keys = r->n_vals = k;
+			os_kvs_free(kvs, n);
+			break;
+		}
+		case OSD_OP_OMAP_GET: {
+			struct os_kv *keys, *out;
+			size_t k = 0;
+
+			if (!op->exists) {
+				op_fail(op, (unsigned)i, -ENOENT);
+				break;
+			}
+			keys = calloc(so->n_keys + 1, sizeof(*keys));
+			out = calloc(so->n_keys + 1, sizeof(*out));
+			r->keys = calloc(so->n_keys + 1, sizeof(*r->keys));
+			r->vals = calloc(so->n_keys + 1, sizeof(*r->vals));
+			if (!keys || !out || !r->keys || !r->vals) {
+				free(keys);
+				free(out);
+				op_fail(op, (unsigned)i, -ENOMEM);
+				break;
+			}
+			for (size_t j = 0; j < so->n_keys; j++) {
+				keys[j].key = so->keys[j].data;
+				keys[j].klen = so->keys[j].len;
+			}
+			rc = os_omap_get(s, cid, oid, keys, so->n_keys, out);
+			for (size_t j = 0; !rc && j < so->n_keys; j++) {
+				if (!out[j].val)
+					continue;
+				if (dup_bin(&r->keys[k], out[j].key, out[j].klen) ||
+				    dup_bin(&r->vals[k], out[j].val, out[j].vlen)) {
+					free(r->keys[k].data);
+					r->keys[k].data = NULL;
+					rc = -ENOMEM;
+					break;
+				}
+				k++;
+			}
+			r->n_keys = r->n_vals = k;
+			if (rc)
+				op_fail(op, (unsigned)i, rc);
+			os_kvs_free(out, so->n_keys);
+			free(keys);
+			break;
+		}
+		case OSD_OP_OMAP_LIST: {
+			struct os_kv *kvs = NULL;
+			size_t n = 0, k = 0;
+			bool more = false;
+			unsigned max = so->max ? CM_MIN(so->max, (uint32_t)OSD_MAX_KEYS) : 1000;
+
+			if (!op->exists) {
+				op_fail(op, (unsigned)i, -ENOENT);
+				break;
+			}
+			rc = os_omap_iterate(
+				s, cid, oid, so->start_after.len ? so->start_after.data : NULL,
+				so->start_after.len, so->prefix.len ? so->prefix.data : NULL,
+				so->prefix.len, max, &kvs, &n, &more);
+			if (rc) {
+				op_fail(op, (unsigned)i, rc);
+				break;
+			}
+			r->keys = calloc(n + 1, sizeof(*r->keys));
+			r->vals = calloc(n + 1, sizeof(*r->vals));
+			for (size_t j = 0; j < n && r->keys && r->vals; j++, k++)
+				if (dup_bin(&r->keys[k], kvs[j].key, kvs[j].klen) ||
+				    dup_bin(&r->vals[k], kvs[j].val, kvs[j].vlen)) {
+					free(r->keys[k].data);
+					r->keys[k].data = NULL;
+					op_fail(op, (unsigned)i, -ENOMEM);
+					break;
+				}
+			if (!r->keys || !r->vals)
+				op_fail(op, (unsigned)i, -ENOMEM);
+			r->n_keys = r->n_vals = k;
+			r->more = more;
+			os_kvs_free(kvs, n);
+			break;
+		}
+		case OSD_OP_OMAP_GET_HEADER:
+			if (!op->exists) {
+				op_fail(op, (unsigned)i, -ENOENT);
+				break;
+			}
+			memset(&v, 0, sizeof(v));
+			rc = os_omap_get_header(s, cid, oid, &v);
+			if (rc && rc != -ENODATA && rc != -ENOENT) {
+				op_fail(op, (unsigned)i, rc);
+				break;
+			}
+			if (!rc && v.val && dup_bin(&r->value, v.val, v.vlen))
+				op_fail(op, (unsigned)i, -ENOMEM);
+			if (!rc)
+				kv_clear(&v);
+			break;
+		default:
+			break;
+		}
+	}
+}
+
+static void op_after_reads(struct op *op);
+
+static void
+reads_done(struct op *op)
+{
+	op->busy = false;
+	if (op->dropped)
+		op_free(op);
+	else
+		op_after_reads(op);
+}
+
+static void
+on_data_read(void *arg, int rc, struct cm_buf *data)
+{
+	struct op *op = arg;
+	unsigned i = 0;
+
+	/* Reads complete in the order issued: the first unfilled READ is ours. */
+	for (; i < op->req->n_ops; i++)
+		if (op->req->ops[i]->op == OSD_OP_READ && !op->rbufs[i] && op->res[i].rc == 0 &&
+		    !op->res[i].more)
+			break;
+	if (i < op->req->n_ops) {
+		op->res[i].more = true; /* marks it done; cleared before the reply */
+		if (rc)
+			op_fail(op, i, rc);
+		else
+			op->rbufs[i] = data;
+	} else if (data) {
+		cm_buf_put(data);
+	}
+	if (--op->reads_pending == 0)
+		reads_done(op);
+}
+
+static void
+op_meta_done(void *arg)
+{
+	struct op *op = arg;
+
+	op->busy = false;
+	if (op->dropped) {
+		op_free(op);
+		return;
+	}
+	if (op->rc) {
+		op_reply(op, NULL);
+		return;
+	}
+	/* Data reads, through the reactor. */
+	for (size_t i = 0; i < op->req->n_ops; i++) {
+		const Cairn__Osd__SubOp *so = op->req->ops[i];
+		uint64_t len;
+
+		if (so->op != OSD_OP_READ)
+			continue;
+		len = so->len ? so->len : (so->off < op->size ? op->size - so->off : 0);
+		if (so->off >= op->size || !len) {
+			op->res[i].more = true;
+			continue;
+		}
+		op->reads_pending++;
+	}
+	if (!op->reads_pending) {
+		op_after_reads(op);
+		return;
+	}
+	{
+		unsigned n = op->reads_pending;
+
+		op->busy = true;
+		op->reads_pending++; /* hold until all are issued */
+		for (size_t i = 0; i < op->req->n_ops && n; i++) {
+			const Cairn__Osd__SubOp *so = op->req->ops[i];
+			uint64_t len;
+
+			if (so->op != OSD_OP_READ || op->res[i].more)
+				continue;
+			len = so->len ? so->len : op->size - so->off;
+			n--;
+			os_read(op->osd->store, op->pg->cid, op->req->oid, so->off, len,
+				on_data_read, op);
+		}
+		if (--op->reads_pending == 0)
+			reads_done(op);
+	}
+}
+
+/* ---------- the write phase ---------- */
+
+static Cairn__Osd__TxOp *
+tx_add(struct op *op, uint32_t type)
+{
+	Cairn__Osd__TxOp *x;
+
+	if (op->ntx == op->txcap) {
+		size_t cap = op->txcap ? op->txcap * 2 : 8;
+		Cairn__Osd__TxOp *nt = realloc(op->tx, cap * sizeof(*nt));
+
+		if (!nt)
+			return NULL;
+		op->tx = nt;
+		op->txcap = cap;
+	}
+	x = &op->tx[op->ntx++];
+	cairn__osd__tx_op__init(x);
+	x->op = type;
+	x->oid = op->req->oid;
+	return x;
+}
+
+static char *
+own(struct op *op, char *s)
+{
+	char **no;
+
+	if (!s)
+		return NULL;
+	no = realloc(op->owned, (op->nowned + 1) * sizeof(*no));
+	if (!no) {
+		free(s);
+		return NULL;
+	}
+	op->owned = no;
+	op->owned[op->nowned++] = s;
+	return s;
+}
+
+/* The sub-ops as store mutations. \return 0 or -ENOMEM. */
+static int
+build_txops(struct op *op)
+{
+	bool exists = op->exists;
+	uint64_t size = op->size;
+	Cairn__Osd__TxOp *x;
+
+	for (size_t i = 0; i < op->req->n_ops; i++) {
+		const Cairn__Osd__SubOp *so = op->req->ops[i];
+
+		if (!subop_writes(so->op))
+			continue;
+		if (so->op == OSD_OP_REMOVE) {
+			if (!tx_add(op, OSD_TX_REMOVE))
+				return -ENOMEM;
+			exists = false;
+			size = 0;
+			continue;
+		}
+		if (!exists) {
+			if (!tx_add(op, OSD_TX_TOUCH))
+				return -ENOMEM;
+			exists = true;
+		}
+		switch (so->op) {
+		case OSD_OP_WRITE:
+		case OSD_OP_APPEND:
+			x = tx_add(op, OSD_TX_WRITE);
+			if (!x)
+				return -ENOMEM;
+			x->off = so->op == OSD_OP_APPEND ? size : so->off;
+			x->len = so->len;
+			x->data_off = so->data_off;
+			size = CM_MAX(size, x->off + x->len);
+			break;
+		case OSD_OP_WRITEFULL:
+			x = tx_add(op, OSD_TX_TRUNCATE);
+			if (!x)
+				return -ENOMEM;
+			x->len = 0;
+			if (so->len) {
+				x = tx_add(op, OSD_TX_WRITE);
+				if (!x)
+					return -ENOMEM;
+				x->len = so->len;
+				x->data_off = so->data_off;
+			}
+			size = so->len;
+			break;
+		case OSD_OP_TRUNCATE:
+			x = tx_add(op, OSD_TX_TRUNCATE);
+			if (!x)
+				return -ENOMEM;
+			x->len = so->len;
+			size = so->len;
+			break;
+		case OSD_OP_ZERO:
+			x = tx_add(op, OSD_TX_ZERO);
+			if (!x)
+				return -ENOMEM;
+			x->off = so->off;
+			x->len = so->len;
+			break;
+		case OSD_OP_CREATE:
+			break;
+		case OSD_OP_SETXATTR:
+		case OSD_OP_RMXATTR:
+			x = tx_add(op, so->op == OSD_OP_SETXATTR ? OSD_TX_SETATTR : OSD_TX_RMATTR);
+			if (!x)
+				return -ENOMEM;
+			x->name = own(op, xattr_name(so->name));
+			if (!x->name)
+				return -ENOMEM;
+			x->value = so->value;
+			break;
+		case OSD_OP_OMAP_SET:
+		case OSD_OP_OMAP_RM:
+		case OSD_OP_OMAP_RM_RANGE:
+			x = tx_add(op, so->op == OSD_OP_OMAP_SET  ? OSD_TX_OMAP_SET
+				       : so->op == OSD_OP_OMAP_RM ? OSD_TX_OMAP_RM
+								  : OSD_TX_OMAP_RM_RANGE);
+			if (!x)
+				return -ENOMEM;
+			/* Borrowed from the request; freed arrays are ours (see op_free). */
+			x->keys = malloc((so->n_keys + 1) * sizeof(*x->keys));
+			x->vals = malloc((so->n_vals + 1) * sizeof(*x->vals));
+			if (!x->keys || !x->vals)
+				return -ENOMEM;
+			if (so->n_keys)
+				memcpy(x->keys, so->keys, so->n_keys * sizeof(*x->keys));
+			if (so->n_vals)
+				memcpy(x->vals, so->vals, so->n_vals * sizeof(*x->vals));
+			x->n_keys = so->n_keys;
+			x->n_vals = so->op == OSD_OP_OMAP_SET ? so->n_vals : 0;
+			x->end = so->end;
+			break;
+		case OSD_OP_OMAP_CLEAR:
+			if (!tx_add(op, OSD_TX_OMAP_CLEAR))
+				return -ENOMEM;
+			break;
+		case OSD_OP_OMAP_SET_HEADER:
+			x = tx_add(op, OSD_TX_OMAP_SET_HEADER);
+			if (!x)
+				return -ENOMEM;
+			x->value = so->value;
+			break;
+		default:
+			break;
+		}
+	}
+	if (exists) {
+		x = tx_add(op, OSD_TX_SETATTR);
+		if (!x)
+			return -ENOMEM;
+		x->name = "v";
+		ver_pack(&op->new_ver, op->verbuf);
+		x->value.data = op->verbuf;
+		x->value.len = sizeof(op->verbuf);
+	}
+	op->txp = malloc((op->ntx + 1) * sizeof(*op->txp));
+	if (!op->txp)
+		return -ENOMEM;
+	for (size_t i = 0; i < op->ntx; i++)
+		op->txp[i] = &op->tx[i];
+	return 0;
+}
+
+static void
+repop_finish(struct repop *rp)
+{
+	struct pg *pg = rp->pg;
+	struct op *op = rp->op;
+
+	TAILQ_REMOVE(&pg->repops, rp, link);
+	if (op) {
+		if (rp->rc)
+			op_fail(op, 0, rp->rc);
+		op_reply(op, &rp->ver);
+	}
+	free(rp);
+}
+
+static void
+on_local_commit(void *arg, int rc)
+{
+	struct repop *rp = arg;
+
+	rp->local_pending = false;
+	if (rc) {
+		CM_ERR("%s: local commit of %" PRIu64 ".%" PRIu64 " failed: %s", rp->pg->cid,
+		       rp->ver.epoch, rp->ver.seq, cm_strerror(rc));
+		rp->rc = rc;
+	}
+	if (--rp->waiting == 0)
+		repop_finish(rp);
+}
+
+static void
+fill_entry(Cairn__Osd__LogEntry *le, Cairn__Osd__Version *v, Cairn__Osd__Version *pv, struct op *op,
+	   bool deleted)
+{
+	cairn__osd__log_entry__init(le);
+	ver_to_pb(&op->new_ver, v);
+	ver_to_pb(&op->ver, pv);
+	le->ver = v;
+	le->prior = pv;
+	le->op = deleted ? OSD_LOG_DELETE : OSD_LOG_MODIFY;
+	le->oid = op->req->oid;
+	le->client = op->client;
+	le->tid = op->m->tid;
+}
+
+static void
+op_write(struct op *op)
+{
+	struct pg *pg = op->pg;
+	struct osd *o = op->osd;
+	Cairn__Osd__LogEntry le;
+	Cairn__Osd__Version v, pv, tv;
+	Cairn__Osd__RepOp ro = CAIRN__OSD__REP_OP__INIT;
+	struct osd_ver trim = { 0, 0 };
+	struct os_txn *t = NULL;
+	struct repop *rp;
+	bool deleted;
+	int rc;
+
+	op->new_ver.epoch = o->epoch;
+	op->new_ver.seq = pg->last_update.seq + 1;
+	rc = build_txops(op);
+	if (rc) {
+		op_fail(op, 0, rc);
+		op_reply(op, NULL);
+		return;
+	}
+	deleted = op->ntx && op->tx[op->ntx - 1].op == OSD_TX_REMOVE;
+	fill_entry(&le, &v, &pv, op, deleted);
+	if (pg->log_n >= o->cfg->pg_log_max + TRIM_SLACK)
+		trim = log_at(pg, pg->log_n - o->cfg->pg_log_max - 1)->ver;
+	rp = calloc(1, sizeof(*rp));
+	rc = rp ? os_txn_create(&t) : -ENOMEM;
+	if (!rc)
+		rc = txn_add_ops(t, pg->cid, op->txp, op->ntx, &op->m->data);
+	if (!rc)
+		rc = txn_add_log(pg, t, &le, &trim);
+	if (!rc)
+		rc = log_append(pg, &le);
+	if (rc) {
+		os_txn_destroy(t);
+		free(rp);
+		op_fail(op, 0, rc);
+		op_reply(op, NULL);
+		return;
+	}
+	pg->last_update = op->new_ver;
+	if (trim.seq)
+		log_trim_mem(pg, &trim);
+	rp->pg = pg;
+	rp->op = op;
+	rp->ver = op->new_ver;
+	rp->waiting = 1;
+	rp->local_pending = true;
+	TAILQ_INSERT_TAIL(&pg->repops, rp, link);
+	/* Replicas. */
+	ro.pool = pg->pool;
+	ro.seed = pg->seed;
+	ro.epoch = pg->interval_epoch;
+	ro.entry = &le;
+	ro.n_ops = op->ntx;
+	ro.ops = op->txp;
+	ver_to_pb(&trim, &tv);
+	ro.trim_to = &tv;
+	for (int i = 0; i < pg->nacting; i++) {
+		int32_t id = pg->acting[i];
+
+		if (id == o->id || id < 0)
+			continue;
+		if (osd_send_pb(osd_peer_conn(o, id), OSD_MSG_REP_OP, 0, &ro.base, &op->m->data)) {
+			/* The session is gone: the interval will change; the client resends. */
+			rp->rc = -EAGAIN;
+			continue;
+		}
+		rp->waiting++;
+		o->repops++;
+	}
+	os_queue(o->store, t, on_local_commit, rp);
+}
+
+static void
+op_after_reads(struct op *op)
+{
+	bool writes = false;
+
+	for (size_t i = 0; i < op->req->n_ops; i++) {
+		op->res[i].more = op->req->ops[i]->op == OSD_OP_OMAP_LIST && op->res[i].more;
+		writes |= subop_writes(op->req->ops[i]->op);
+	}
+	if (op->rc) {
+		op_reply(op, NULL);
+		return;
+	}
+	/* Results of reads and stats. */
+	for (size_t i = 0; i < op->req->n_ops; i++) {
+		const Cairn__Osd__SubOp *so = op->req->ops[i];
+		Cairn__Osd__SubOpResult *r = &op->res[i];
+
+		if (so->op == OSD_OP_STAT) {
+			r->size = op->size;
+			ver_to_pb(&op->ver, &op->rver[i]);
+			r->ver = &op->rver[i];
+		} else if (so->op == OSD_OP_READ && op->rbufs[i]) {
+			r->data_off = op->rdata.len;
+			r->data_len = op->rbufs[i]->len;
+			if (cm_sgl_append(&op->rdata, op->rbufs[i], 0, op->rbufs[i]->len)) {
+				op_fail(op, (unsigned)i, -ENOMEM);
+				op_reply(op, NULL);
+				return;
+			}
+			op->osd->op_bytes_out += r->data_len;
+		}
+	}
+	if (!writes) {
+		op_reply(op, &op->ver);
+		return;
+	}
+	if (op->osd->map && (op->osd->map->flags & MON_FLAG_FULL)) {
+		op_fail(op, 0, -ENOSPC);
+		op_reply(op, NULL);
+		return;
+	}
+	op_write(op);
+}
+
+/* ---------- running ops ---------- */
+
+static void
+op_exec(struct op *op)
+{
+	bool meta = false;
+
+	if (op->req->flags & OSD_OPF_RESEND) { /* was it applied already? */
+		const struct pg_lent *e = log_find_req(op->pg, op->client, op->m->tid);
+
+		if (e) {
+			op->osd->dups++;
+			op->rc = e->rc;
+			op_reply(op, &e->ver);
+			return;
+		}
+	}
+	for (size_t i = 0; i < op->req->n_ops; i++)
+		meta |= subop_reads_meta(op->req->ops[i]->op);
+	if (!meta) {
+		op_after_reads(op);
+		return;
+	}
+	op->w = (struct cm_work){ .fn = op_meta_fn, .done = op_meta_done, .arg = op };
+	op->busy = true;
+	if (cm_worker_submit(op->osd->wp, op->osd->r, &op->w)) {
+		op->busy = false;
+		op_fail(op, 0, -ESHUTDOWN);
+		op_reply(op, NULL);
+	}
+}
+
+static void
+op_start_next(struct pg *pg, const char *oid)
+{
+	struct op *op;
+
+	TAILQ_FOREACH(op, &pg->running, link)
+		if (strcmp(op->req->oid, oid) == 0) {
+			if (op->blocked) {
+				op->blocked = false;
+				op_exec(op);
+			}
+			return;
+		}
+}
+
+static void
+op_start(struct pg *pg, struct op *op)
+{
+	struct op *x;
+	bool busy = false;
+
+	TAILQ_FOREACH(x, &pg->running, link)
+		if (strcmp(x->req->oid, op->req->oid) == 0) {
+			busy = true;
+			break;
+		}
+	op->pg = pg;
+	op->blocked = busy;
+	op->queued = true;
+	TAILQ_INSERT_TAIL(&pg->running, op, link);
+	if (!busy)
+		op_exec(op);
+}
+
+/* ---------- client messages ---------- */
+
+static int
+op_validate(const Cairn__Osd__OsdOp *q, const struct cm_msg *m)
+{
+	size_t nl = q->oid ? strlen(q->oid) : 0;
+
+	if (!nl || nl > OSD_NAME_MAX)
+		return nl ? -ENAMETOOLONG : -EINVAL;
+	if ((uint8_t)q->oid[0] == 1)
+		return -EINVAL;
+	if (!q->n_ops || q->n_ops > OSD_MAX_SUBOPS)
+		return -EINVAL;
+	for (size_t i = 0; i < q->n_ops; i++) {
+		const Cairn__Osd__SubOp *so = q->ops[i];
+
+		if (!so->op || so->op >= OSD_OP_MAX_)
+			return -EOPNOTSUPP;
+		if (so->n_keys > OSD_MAX_KEYS || so->n_vals > OSD_MAX_KEYS)
+			return -E2BIG;
+		if ((so->op == OSD_OP_WRITE || so->op == OSD_OP_WRITEFULL ||
+		     so->op == OSD_OP_APPEND) &&
+		    (so->data_off > m->data.len || so->len > m->data.len - so->data_off))
+			return -EINVAL;
+		if ((so->op == OSD_OP_WRITE || so->op == OSD_OP_ZERO || so->op == OSD_OP_READ) &&
+		    (so->off > (1ull << 46) || so->len > (1ull << 46)))
+			return -EFBIG;
+		if (so->op == OSD_OP_TRUNCATE && so->len > (1ull << 46))
+			return -EFBIG;
+		if ((so->op == OSD_OP_GETXATTR || so->op == OSD_OP_SETXATTR ||
+		     so->op == OSD_OP_RMXATTR || so->op == OSD_OP_CMPXATTR) &&
+		    (!so->name || !so->name[0] || strlen(so->name) > 255))
+			return -EINVAL;
+		if (so->op == OSD_OP_OMAP_SET && so->n_keys != so->n_vals)
+			return -EINVAL;
+		if (so->op == OSD_OP_OMAP_RM_RANGE && so->n_keys != 1)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+/* Queue op on its PG, or answer that the client must look again. */
+static void
+op_dispatch(struct osd *o, struct op *op)
+{
+	struct pg *pg;
+
+	if (op->req->epoch > o->epoch) {
+		op->queued = true;
+		TAILQ_INSERT_TAIL(&o->wait_map, op, link);
+		mon_client_want_map(o->monc, o->epoch);
+		return;
+	}
+	pg = pg_find(o, op->req->pool, op->req->seed);
+	if (!osd_pool(o, op->req->pool)) {
+		reply_simple(o, op->c, op->m->tid, -ENOENT);
+		op_free(op);
+		return;
+	}
+	if (!pg || pg->primary != o->id || pg->state == PG_NONE || pg->state == PG_REPLICA) {
+		/* Not ours in our map: the client's map differs; it looks again. */
+		reply_simple(o, op->c, op->m->tid, -ESTALE);
+		op_free(op);
+		return;
+	}
+	op->pg = pg;
+	if (pg->state != PG_ACTIVE) {
+		op->queued = true;
+		TAILQ_INSERT_TAIL(&pg->waiting, op, link);
+		return;
+	}
+	op_start(pg, op);
+}
+
+void
+pg_handle_op(struct osd *o, struct cm_conn *c, struct cm_msg *m)
+{
+	struct op *op = calloc(1, sizeof(*op));
+	int rc;
+
+	if (!op) {
+		reply_simple(o, c, m->tid, -ENOMEM);
+		cm_msg_destroy(m);
+		return;
+	}
+	op->osd = o;
+	op->c = cm_conn_get(c);
+	op->m = m;
+	cm_sgl_init(&op->rdata);
+	snprintf(op->client, sizeof(op->client), "%s", cm_conn_peer(c));
+	op->req = (Cairn__Osd__OsdOp *)cm_msg_unpack_front(m, &cairn__osd__osd_op__descriptor);
+	rc = op->req ? op_validate(op->req, m) : -EBADMSG;
+	if (!rc) {
+		op->nres = op->req->n_ops;
+		op->res = calloc(op->nres, sizeof(*op->res));
+		op->resp = calloc(op->nres, sizeof(*op->resp));
+		op->rver = calloc(op->nres, sizeof(*op->rver));
+		op->rbufs = calloc(op->nres, sizeof(*op->rbufs));
+		if (!op->res || !op->resp || !op->rver || !op->rbufs)
+			rc = -ENOMEM;
+		for (size_t i = 0; !rc && i < op->nres; i++) {
+			cairn__osd__sub_op_result__init(&op->res[i]);
+			op->resp[i] = &op->res[i];
+		}
+	}
+	if (rc) {
+		CM_LOG_RL(CM_LOG_WARN, "bad op from %s: %s", op->client, cm_strerror(rc));
+		reply_simple(o, c, m->tid, rc);
+		op->nres = 0;
+		op_free(op);
+		return;
+	}
+	for (size_t i = 0; i < op->req->n_ops; i++)
+		if (subop_writes(op->req->ops[i]->op))
+			o->op_bytes_in += op->req->ops[i]->len;
+	op_dispatch(o, op);
+}
+
+void
+pg_retry_wait_map(struct osd *o)
+{
+	TAILQ_HEAD(, op) q = TAILQ_HEAD_INITIALIZER(q);
+	struct op *op;
+
+	TAILQ_CONCAT(&q, &o->wait_map, link);
+	while ((op = TAILQ_FIRST(&q))) {
+		TAILQ_REMOVE(&q, op, link);
+		op->queued = false;
+		op_dispatch(o, op);
+	}
+}
+
+/* Listing a PG's objects (on the worker). */
+struct list_req {
+	struct osd *osd;
+	struct cm_conn *c;
+	uint64_t tid;
+	Cairn__Osd__PgList *q;
+	char cid[48];
+	char **oids;
+	size_t n;
+	bool more;
+	int rc;
+	struct cm_work w;
+};
+
+static void
+list_fn(void *arg)
+{
+	struct list_req *l = arg;
+	unsigned max = l->q->max ? CM_MIN(l->q->max, 10000u) : 1000;
+	size_t k = 0;
+
+	l->rc = os_list(l->osd->store, l->cid, l->q->start_after[0] ? l->q->start_after : NULL,
+			max + 1, &l->oids, &l->n, &l->more);
+	if (l->rc)
+		return;
+	for (size_t i = 0; i < l->n; i++) {
+		if ((uint8_t)l->oids[i][0] == 1) {
+			free(l->oids[i]);
+			continue;
+		}
+		l->oids[k++] = l->oids[i];
+	}
+	l->n = k;
+	if (l->n > max) {
+		for (size_t i = max; i < l->n; i++)
+			free(l->oids[i]);
+		l->n = max;
+		l->more = true;
+	}
+}
+
+static void
+list_done(void *arg)
+{
+	struct list_req *l = arg;
+	Cairn__Osd__PgListReply r = CAIRN__OSD__PG_LIST_REPLY__INIT;
+
+	r.rc = l->rc == -ENOENT ? 0 : l->rc;
+	r.oids = l->oids;
+	r.n_oids = l->rc ? 0 : l->n;
+	r.more = l->more;
+	r.epoch = l->osd->epoch;
+	osd_send_pb(l->c, OSD_MSG_PG_LIST_REPLY, l->tid, &r.base, NULL);
+	if (!l->rc)
+		os_names_free(l->oids, l->n);
+	cairn__osd__pg_list__free_unpacked(l->q, NULL);
+	cm_conn_put(l->c);
+	free(l);
+}
+
+void
+pg_handle_list(struct osd *o, struct cm_conn *c, struct cm_msg *m)
+{
+	Cairn__Osd__PgList *q =
+		(Cairn__Osd__PgList *)cm_msg_unpack_front(m, &cairn__osd__pg_list__descriptor);
+	Cairn__Osd__PgListReply r = CAIRN__OSD__PG_LIST_REPLY__INIT;
+	struct list_req *l;
+	struct pg *pg;
+
+	r.epoch = o->epoch;
+	if (!q) {
+		r.rc = -EBADMSG;
+		goto reply;
+	}
+	pg = pg_find(o, q->pool, q->seed);
+	if (!osd_pool(o, q->pool)) {
+		r.rc = -ENOENT;
+		goto reply;
+	}
+	if (!pg || pg->primary != o->id || pg->state != PG_ACTIVE) {
+		r.rc = pg && pg->primary == o->id ? -EAGAIN : -ESTALE;
+		goto reply;
+	}
+	l = calloc(1, sizeof(*l));
+	if (!l) {
+		r.rc = -ENOMEM;
+		goto reply;
+	}
+	l->osd = o;
+	l->c = cm_conn_get(c);
+	l->tid = m->tid;
+	l->q = q;
+	snprintf(l->cid, sizeof(l->cid), "%s", pg->cid);
+	l->w = (struct cm_work){ .fn = list_fn, .done = list_done, .arg = l };
+	cm_msg_destroy(m);
+	if (cm_worker_submit(o->wp, o->r, &l->w))
+		list_done(l);
+	return;
+reply:
+	osd_send_pb(c, OSD_MSG_PG_LIST_REPLY, m->tid, &r.base, NULL);
+	if (q)
+		cairn__osd__pg_list__free_unpacked(q, NULL);
+	cm_msg_destroy(m);
+}
+
+/* ---------- replicas ---------- */
+
+static void
+on_replica_commit(void *arg, int rc)
+{
+	struct rapply *ra = arg;
+	Cairn__Osd__RepOpReply r = CAIRN__OSD__REP_OP_REPLY__INIT;
+	Cairn__Osd__Version v;
+
+	r.pool = ra->pool;
+	r.seed = ra->seed;
+	ver_to_pb(&ra->ver, &v);
+	r.ver = &v;
+	r.rc = rc;
+	if (rc)
+		CM_ERR("pg.%" PRId64 ".%x: applying %" PRIu64 ".%" PRIu64 " failed: %s", ra->pool,
+		       ra->seed, ra->ver.epoch, ra->ver.seq, cm_strerror(rc));
+	osd_send_pb(ra->c, OSD_MSG_REP_OP_REPLY, 0, &r.base, NULL);
+	cm_conn_put(ra->c);
+	free(ra);
+}
+
+void
+pg_handle_repop(struct osd *o, struct cm_conn *c, struct cm_msg *m)
+{
+	Cairn__Osd__RepOp *ro =
+		(Cairn__Osd__RepOp *)cm_msg_unpack_front(m, &cairn__osd__rep_op__descriptor);
+	struct rapply *ra = NULL;
+	struct os_txn *t = NULL;
+	struct osd_ver trim = { 0, 0 }, v;
+	struct pg *pg;
+	int rc;
+
+	if (!ro || !ro->entry || !ro->entry->ver || !ro->entry->oid) {
+		CM_LOG_RL(CM_LOG_WARN, "undecodable replication op from %s", cm_conn_peer(c));
+		goto out;
+	}
+	pg = pg_find(o, ro->pool, ro->seed);
+	ver_from_pb(ro->entry->ver, &v);
+	ra = calloc(1, sizeof(*ra));
+	if (!ra)
+		goto out;
+	ra->osd = o;
+	ra->c = cm_conn_get(c);
+	ra->pool = ro->pool;
+	ra->seed = ro->seed;
+	ra->ver = v;
+	if (!pg || !pg->in_store || ro->epoch < pg->interval_epoch) {
+		/* Not (or no longer) a replica of this interval: the primary re-peers. */
+		on_replica_commit(ra, -ESTALE);
+		goto out;
+	}
+	ver_from_pb(ro->trim_to, &trim);
+	rc = os_txn_create(&t);
+	if (!rc)
+		rc = txn_add_ops(t, pg->cid, ro->ops, ro->n_ops, &m->data);
+	if (!rc)
+		rc = txn_add_log(pg, t, ro->entry, &trim);
+	if (!rc)
+		rc = log_append(pg, ro->entry);
+	if (rc) {
+		os_txn_destroy(t);
+		on_replica_commit(ra, rc);
+		goto out;
+	}
+	pg->last_update = v;
+	if (trim.seq)
+		log_trim_mem(pg, &trim);
+	o->repops++;
+	os_queue(o->store, t, on_replica_commit, ra);
+out:
+	if (ro)
+		cairn__osd__rep_op__free_unpacked(ro, NULL);
+	cm_msg_destroy(m);
+}
+
+void
+pg_handle_repop_reply(struct osd *o, struct cm_conn *c, struct cm_msg *m)
+{
+	Cairn__Osd__RepOpReply *r = (Cairn__Osd__RepOpReply *)cm_msg_unpack_front(
+		m, &cairn__osd__rep_op_reply__descriptor);
+	struct repop *rp;
+	struct osd_ver v;
+	struct pg *pg;
+
+	(void)c;
+	if (!r)
+		goto out;
+	pg = pg_find(o, r->pool, r->seed);
+	if (!pg)
+		goto out;
+	ver_from_pb(r->ver, &v);
+	TAILQ_FOREACH(rp, &pg->repops, link)
+		if (osd_ver_cmp(&rp->ver, &v) == 0)
+			break;
+	if (!rp || !rp->op)
+		goto out; /* unknown, or from an interval that ended */
+	if (r->rc && !rp->rc)
+		rp->rc = r->rc == -ESTALE ? -EAGAIN : r->rc;
+	if (--rp->waiting == 0)
+		repop_finish(rp);
+out:
+	if (r)
+		cairn__osd__rep_op_reply__free_unpacked(r, NULL);
+	cm_msg_destroy(m);
+}
+
+/* ---------- intervals and peering ---------- */
+
+static void
+pg_activate(struct pg *pg)
+{
+	struct op *op;
+	TAILQ_HEAD(, op) q = TAILQ_HEAD_INITIALIZER(q);
+
+	pg->state = PG_ACTIVE;
+	pg->last_epoch_started = pg->osd->epoch;
+	CM_INFO("%s: active (acting %d of %u) at %" PRIu64 ".%" PRIu64, pg->cid, pg->nacting,
+		pg->size, pg->last_update.epoch, pg->last_update.seq);
+	TAILQ_CONCAT(&q, &pg->waiting, link);
+	while ((op = TAILQ_FIRST(&q))) {
+		TAILQ_REMOVE(&q, op, link);
+		op->queued = false;
+		op_start(pg, op);
+	}
+}
+
+static void
+pg_send_queries(struct pg *pg)
+{
+	Cairn__Osd__PgQuery q = CAIRN__OSD__PG_QUERY__INIT;
+	struct osd *o = pg->osd;
+
+	q.pool = pg->pool;
+	q.seed = pg->seed;
+	q.epoch = pg->interval_epoch;
+	pg->notifies_wanted = 0;
+	for (int i = 0; i < pg->nacting; i++) {
+		pg->peer_have[i] = pg->acting[i] == o->id;
+		pg->peer_lu[i] = pg->last_update;
+		if (pg->acting[i] == o->id)
+			continue;
+		if (osd_send_pb(osd_peer_conn(o, pg->acting[i]), OSD_MSG_PG_QUERY, 0, &q.base,
+				NULL) == 0)
+			pg->notifies_wanted++;
+	}
+}
+
+static void
+pg_peer_decide(struct pg *pg)
+{
+	struct osd_ver auth = pg->last_update;
+	bool same = true;
+
+	for (int i = 0; i < pg->nacting; i++) {
+		if (osd_ver_cmp(&pg->peer_lu[i], &auth) > 0)
+			auth = pg->peer_lu[i];
+		if (osd_ver_cmp(&pg->peer_lu[i], &pg->last_update) != 0)
+			same = false;
+	}
+	if (same) {
+		pg_activate(pg);
+		return;
+	}
+	/* Copies differ: recovery brings them together (next step of #6). Until
+	 * then the PG waits rather than serve possibly stale data. */
+	pg->state = PG_INCOMPLETE;
+	CM_WARN("%s: copies differ (ours %" PRIu64 ".%" PRIu64 ", newest %" PRIu64 ".%" PRIu64
+		"): waiting for recovery",
+		pg->cid, pg->last_update.epoch, pg->last_update.seq, auth.epoch, auth.seq);
+}
+
+static void
+pg_start_peering(struct pg *pg)
+{
+	if ((unsigned)pg->nacting < pg->min_size) {
+		pg->state = PG_DOWN;
+		CM_INFO("%s: down (%d of min_size %u up)", pg->cid, pg->nacting, pg->min_size);
+		return;
+	}
+	pg->state = PG_PEERING;
+	pg_send_queries(pg);
+	if (!pg->notifies_wanted)
+		pg_peer_decide(pg);
+}
+
+static void
+pg_created(void *arg, int rc)
+{
+	struct pg *pg = arg;
+
+	pg->creating = false;
+	if (rc) {
+		CM_ERR("%s: cannot create: %s", pg->cid, cm_strerror(rc));
+		return;
+	}
+	pg->in_store = true;
+	if (pg->primary == pg->osd->id && pg->state == PG_CREATING)
+		pg_start_peering(pg);
+	else if (pg->state == PG_CREATING)
+		pg->state = PG_REPLICA;
+}
+
+static void
+pg_create_in_store(struct pg *pg)
+{
+	Cairn__Osd__PgInfo pi = CAIRN__OSD__PG_INFO__INIT;
+	struct os_txn *t;
+	uint8_t buf[128];
+	size_t n;
+	int rc;
+
+	pi.pool = pg->pool;
+	pi.seed = pg->seed;
+	pi.epoch_created = pg->osd->epoch;
+	n = cairn__osd__pg_info__pack(&pi, buf);
+	rc = os_txn_create(&t);
+	if (!rc)
+		rc = os_txn_mkcoll(t, pg->cid);
+	if (!rc)
+		rc = os_txn_touch(t, pg->cid, PGMETA);
+	if (!rc)
+		rc = os_txn_omap_set(t, pg->cid, PGMETA, "info", 4, buf, n);
+	if (rc) {
+		os_txn_destroy(t);
+		CM_ERR("%s: cannot create: %s", pg->cid, cm_strerror(rc));
+		return;
+	}
+	pg->creating = true;
+	os_queue(pg->osd->store, t, pg_created, pg);
+}
+
+/*
+ * A new interval: drop every op of the PG (clients resend when they see the
+ * acting set change; the log answers those already applied).
+ */
+static void
+pg_reset_interval(struct pg *pg)
+{
+	struct repop *rp, *rtmp;
+	struct op *op;
+
+	TAILQ_FOREACH_SAFE(rp, &pg->repops, link, rtmp) {
+		rp->op = NULL; /* the op is freed below */
+		if (rp->local_pending) {
+			rp->waiting = 1; /* keep it for the local commit's callback */
+		} else {
+			TAILQ_REMOVE(&pg->repops, rp, link);
+			free(rp);
+		}
+	}
+	while ((op = TAILQ_FIRST(&pg->running))) {
+		TAILQ_REMOVE(&pg->running, op, link);
+		op->queued = false;
+		if (op->busy)
+			op->dropped = true;
+		else
+			op_free(op);
+	}
+	while ((op = TAILQ_FIRST(&pg->waiting))) {
+		TAILQ_REMOVE(&pg->waiting, op, link);
+		op->queued = false;
+		op_free(op);
+	}
+}
+
+void
+pg_peer_reset(struct osd *o, int32_t peer)
+{
+	for (size_t b = 0; b < o->npg_b; b++)
+		for (struct pg *pg = o->pgs[b]; pg; pg = pg->hnext) {
+			if (pg->primary != o->id)
+				continue;
+			for (int i = 0; i < pg->nacting; i++)
+				if (pg->acting[i] == peer && pg->state == PG_PEERING) {
+					/* Ask again on a fresh session. */
+					pg_send_queries(pg);
+					if (!pg->notifies_wanted)
+						pg_peer_decide(pg);
+				}
+		}
+}
+
+void
+pg_on_map(struct osd *o)
+{
+	const Cairn__Map__OsdMap *m = o->map;
+
+	for (size_t p = 0; p < m->n_pools; p++) {
+		const Cairn__Map__Pool *pool = m->pools[p];
+
+		for (uint32_t seed = 0; seed < pool->pg_num; seed++) {
+			int32_t up[64];
+			int primary = -1, n, k = 0;
+			int32_t acting[OSD_MAX_ACTING];
+			struct pg *pg;
+			bool mine = false, changed;
+
+			n = mon_placement_pg_up(&o->pl, pool, seed, up, &primary);
+			for (int i = 0; i < n && k < OSD_MAX_ACTING; i++) {
+				if (up[i] == CRUSH_ITEM_NONE)
+					continue;
+				acting[k++] = up[i];
+				mine |= up[i] == o->id;
+			}
+			pg = pg_find(o, pool->id, seed);
+			if (!mine || !o->booted) {
+				if (pg && pg->state != PG_NONE) {
+					pg_reset_interval(pg);
+					pg->state = PG_NONE;
+					pg->primary = primary;
+					pg->nacting = 0;
+				}
+				continue;
+			}
+			if (!pg) {
+				pg = pg_new(o, pool->id, seed);
+				if (!pg)
+					continue;
+			}
+			changed = pg->state == PG_NONE || pg->primary != primary ||
+				  pg->nacting != k ||
+				  memcmp(pg->acting, acting, sizeof(*acting) * (size_t)k) != 0;
+			pg->size = pool->size;
+			pg->min_size = pool->min_size ? pool->min_size : 1;
+			if (!changed) {
+				if (pg->state == PG_DOWN || pg->state == PG_INCOMPLETE)
+					pg_start_peering(pg);
+				continue;
+			}
+			pg_reset_interval(pg);
+			memcpy(pg->acting, acting, sizeof(*acting) * (size_t)k);
+			pg->nacting = k;
+			pg->primary = primary;
+			pg->interval_epoch = m->epoch;
+			if (!pg->in_store) {
+				pg->state = PG_CREATING;
+				if (!pg->creating)
+					pg_create_in_store(pg);
+				continue;
+			}
+			if (primary == o->id)
+				pg_start_peering(pg);
+			else
+				pg->state = PG_REPLICA;
+		}
+	}
+}
+
+void
+pg_handle_query(struct osd *o, struct cm_conn *c, struct cm_msg *m)
+{
+	Cairn__Osd__PgQuery *q =
+		(Cairn__Osd__PgQuery *)cm_msg_unpack_front(m, &cairn__osd__pg_query__descriptor);
+	Cairn__Osd__PgNotify n = CAIRN__OSD__PG_NOTIFY__INIT;
+	Cairn__Osd__PgInfo pi = CAIRN__OSD__PG_INFO__INIT;
+	Cairn__Osd__Version lu, tail;
+	struct pg *pg;
+
+	if (!q)
+		goto out;
+	pg = pg_find(o, q->pool, q->seed);
+	n.pool = q->pool;
+	n.seed = q->seed;
+	n.epoch = q->epoch;
+	n.exists = pg && pg->in_store;
+	if (n.exists) {
+		pi.pool = pg->pool;
+		pi.seed = pg->seed;
+		ver_to_pb(&pg->last_update, &lu);
+		ver_to_pb(&pg->log_tail, &tail);
+		pi.last_update = &lu;
+		pi.log_tail = &tail;
+		pi.last_epoch_started = pg->last_epoch_started;
+		n.info = &pi;
+	}
+	osd_send_pb(c, OSD_MSG_PG_NOTIFY, 0, &n.base, NULL);
+out:
+	if (q)
+		cairn__osd__pg_query__free_unpacked(q, NULL);
+	cm_msg_destroy(m);
+}
+
+void
+pg_handle_notify(struct osd *o, struct cm_conn *c, struct cm_msg *m)
+{
+	Cairn__Osd__PgNotify *n =
+		(Cairn__Osd__PgNotify *)cm_msg_unpack_front(m, &cairn__osd__pg_notify__descriptor);
+	intptr_t peer = (intptr_t)cm_conn_user(c) - 1;
+	struct pg *pg;
+
+	if (!n)
+		goto out;
+	pg = pg_find(o, n->pool, n->seed);
+	if (!pg || pg->state != PG_PEERING || n->epoch != pg->interval_epoch)
+		goto out;
+	for (int i = 0; i < pg->nacting; i++) {
+		if (pg->acting[i] != peer || pg->peer_have[i])
+			continue;
+		pg->peer_have[i] = true;
+		if (n->exists && n->info)
+			ver_from_pb(n->info->last_update, &pg->peer_lu[i]);
+		else
+			pg->peer_lu[i] = (struct osd_ver){ 0, 0 };
+		if (--pg->notifies_wanted == 0)
+			pg_peer_decide(pg);
+		break;
+	}
+out:
+	if (n)
+		cairn__osd__pg_notify__free_unpacked(n, NULL);
+	cm_msg_destroy(m);
+}
+
+void
+pg_handle_push(struct osd *o, struct cm_conn *c, struct cm_msg *m)
+{
+	(void)o;
+	CM_LOG_RL(CM_LOG_WARN, "push from %s: recovery is not built yet", cm_conn_peer(c));
+	cm_msg_destroy(m);
+}
+
+void
+pg_handle_push_reply(struct osd *o, struct cm_conn *c, struct cm_msg *m)
+{
+	(void)o;
+	(void)c;
+	cm_msg_destroy(m);
+}

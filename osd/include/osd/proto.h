@@ -1,0 +1,100 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Message types and op codes of the OSD protocol (fronts in proto/osd.proto).
+ *
+ *   client -> primary   OSD_OP -> OSD_OP_REPLY (same tid)
+ *   client -> primary   PG_LIST -> PG_LIST_REPLY
+ *   primary -> replica  REP_OP -> REP_OP_REPLY
+ *   primary -> peer     PG_QUERY -> PG_NOTIFY
+ *   primary -> peer     PUSH -> PUSH_REPLY (recovery, backfill)
+ *   OSD <-> OSD         PING (heartbeats)
+ */
+#ifndef OSD_PROTO_H
+#define OSD_PROTO_H
+
+#include <cairn/osd.pb-c.h>
+
+enum osd_msg_type {
+	OSD_MSG_OP = 800,
+	OSD_MSG_OP_REPLY = 801,
+	OSD_MSG_PG_LIST = 802,
+	OSD_MSG_PG_LIST_REPLY = 803,
+	OSD_MSG_REP_OP = 810,
+	OSD_MSG_REP_OP_REPLY = 811,
+	OSD_MSG_PG_QUERY = 812,
+	OSD_MSG_PG_NOTIFY = 813,
+	OSD_MSG_PUSH = 814,
+	OSD_MSG_PUSH_REPLY = 815,
+	OSD_MSG_PING = 816,
+};
+
+/* Client sub-ops (SubOp.op). */
+enum osd_subop {
+	OSD_OP_READ = 1,      /* off, len (0: to the end) */
+	OSD_OP_STAT = 2,      /* size, version */
+	OSD_OP_WRITE = 3,     /* off, len, data */
+	OSD_OP_WRITEFULL = 4, /* len, data: the object becomes exactly this */
+	OSD_OP_APPEND = 5,    /* len, data */
+	OSD_OP_TRUNCATE = 6,  /* len = new size */
+	OSD_OP_ZERO = 7,      /* off, len */
+	OSD_OP_REMOVE = 8,
+	OSD_OP_CREATE = 9, /* exclusive: -EEXIST if it exists */
+	OSD_OP_GETXATTR = 10,
+	OSD_OP_GETXATTRS = 11,
+	OSD_OP_SETXATTR = 12,
+	OSD_OP_RMXATTR = 13,
+	OSD_OP_OMAP_GET = 14,  /* keys -> keys + vals of those that exist */
+	OSD_OP_OMAP_SET = 15,  /* keys, vals */
+	OSD_OP_OMAP_RM = 16,   /* keys */
+	OSD_OP_OMAP_LIST = 17, /* start_after, prefix, max -> keys, vals, more */
+	OSD_OP_OMAP_CLEAR = 18,
+	OSD_OP_OMAP_GET_HEADER = 19,
+	OSD_OP_OMAP_SET_HEADER = 20,
+	OSD_OP_OMAP_RM_RANGE = 21,  /* [keys[0], end) */
+	OSD_OP_ASSERT_VERSION = 22, /* -ERANGE unless the object's version is ver */
+	OSD_OP_CMPXATTR = 23,       /* -ECANCELED unless xattr name cmp value holds */
+	OSD_OP_ASSERT_EXISTS = 24,  /* -ENOENT unless the object exists */
+	OSD_OP_MAX_
+};
+
+enum osd_cmp {
+	OSD_CMP_EQ = 1,
+	OSD_CMP_NE = 2,
+	OSD_CMP_GT = 3, /* the stored value is greater (bytewise) */
+	OSD_CMP_GE = 4,
+	OSD_CMP_LT = 5,
+	OSD_CMP_LE = 6,
+	OSD_CMP_ABSENT = 7, /* the xattr does not exist */
+};
+
+/* Store mutations (TxOp.op), replicated as they are. */
+enum osd_txop {
+	OSD_TX_TOUCH = 1,
+	OSD_TX_WRITE = 2,
+	OSD_TX_TRUNCATE = 3,
+	OSD_TX_ZERO = 4,
+	OSD_TX_REMOVE = 5,
+	OSD_TX_SETATTR = 6,
+	OSD_TX_RMATTR = 7,
+	OSD_TX_OMAP_SET = 8,
+	OSD_TX_OMAP_RM = 9,
+	OSD_TX_OMAP_RM_RANGE = 10,
+	OSD_TX_OMAP_CLEAR = 11,
+	OSD_TX_OMAP_SET_HEADER = 12,
+};
+
+enum osd_log_op { OSD_LOG_MODIFY = 1, OSD_LOG_DELETE = 2 };
+
+/* OsdOp.flags */
+enum osd_op_flags {
+	OSD_OPF_RESEND = 1, /* sent before: the primary checks the PG log for it */
+};
+
+/* Object names: 1..OSD_NAME_MAX bytes, not starting with \x01 (internal names). */
+#define OSD_NAME_MAX 1000
+
+/* Sub-ops per compound op, and keys per omap sub-op. */
+#define OSD_MAX_SUBOPS 64
+#define OSD_MAX_KEYS   4096
+
+#endif

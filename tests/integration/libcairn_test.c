@@ -1,0 +1,271 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * libcairn against a running cluster (cluster_test.sh starts it and sets
+ * CAIRN_CONF): compound ops are atomic (a guard failure changes nothing),
+ * every sub-op kind, async ops, listing, and clear errors for bad input.
+ */
+#include "cairn.h"
+#include "testlib.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static cairn_cluster_t *g_cl;
+static cairn_ioctx_t *g_io;
+
+static void
+setup(void)
+{
+	struct cairn_opts o;
+	char err[256];
+	int rc;
+
+	cairn_opts_init(&o, sizeof(o));
+	o.conf_file = getenv("CAIRN_CONF");
+	o.op_timeout_ms = 20000;
+	ck_assert_ptr_nonnull(o.conf_file);
+	rc = cairn_connect(&o, &g_cl, err, sizeof(err));
+	ck_assert_msg(rc == 0, "connect: %s", err);
+	ck_assert_int_eq(cairn_ioctx_create(g_cl, "default", &g_io), 0);
+}
+
+static void
+teardown(void)
+{
+	cairn_ioctx_destroy(g_io);
+	cairn_shutdown(g_cl);
+}
+
+START_TEST(test_guards_are_atomic)
+{
+	cairn_op_t *op = cairn_op_create();
+	struct cairn_version v1, v2;
+	char buf[64];
+	size_t got = 0;
+	struct cairn_kv *kvs = NULL;
+	size_t n = 0;
+	int rval = 0, rc;
+
+	cairn_op_write_full(op, "hello", 5);
+	cairn_op_setxattr(op, "a", "1", 1);
+	cairn_op_omap_set(op, "k1", 2, "v1", 2);
+	cairn_op_omap_set(op, "k2", 2, "v2", 2);
+	ck_assert_int_eq(cairn_operate(g_io, "guarded", op, &v1), 0);
+	cairn_op_release(op);
+
+	/* cmpxattr fails: the write, the xattr and the omap change must not happen. */
+	op = cairn_op_create();
+	cairn_op_cmpxattr(op, "a", CAIRN_CMP_EQ, "2", 1);
+	cairn_op_write(op, 0, "XXXXX", 5);
+	cairn_op_setxattr(op, "b", "new", 3);
+	cairn_op_omap_rm(op, "k1", 2);
+	rc = cairn_operate(g_io, "guarded", op, NULL);
+	ck_assert_int_eq(rc, -ECANCELED);
+	cairn_op_release(op);
+
+	/* assert-version with a stale version fails too. */
+	op = cairn_op_create();
+	v2 = v1;
+	v2.seq += 1000;
+	cairn_op_assert_version(op, &v2);
+	cairn_op_truncate(op, 0);
+	ck_assert_int_eq(cairn_operate(g_io, "guarded", op, NULL), -ERANGE);
+	cairn_op_release(op);
+
+	/* Exclusive create of an existing object. */
+	op = cairn_op_create();
+	cairn_op_create_object(op, true);
+	ck_assert_int_eq(cairn_operate(g_io, "guarded", op, NULL), -EEXIST);
+	cairn_op_release(op);
+
+	/* Nothing changed. */
+	op = cairn_op_create();
+	cairn_op_read(op, 0, sizeof(buf), buf, &got, &rval);
+	cairn_op_getxattrs(op, &kvs, &n, NULL);
+	ck_assert_int_eq(cairn_operate(g_io, "guarded", op, &v2), 0);
+	cairn_op_release(op);
+	ck_assert_int_eq(rval, 0);
+	ck_assert_uint_eq(got, 5);
+	ck_assert_mem_eq(buf, "hello", 5);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_mem_eq(kvs[0].key, "a", 1);
+	cairn_kvs_free(kvs, n);
+	ck_assert_uint_eq(v2.epoch, v1.epoch);
+	ck_assert_uint_eq(v2.seq, v1.seq);
+
+	/* With the right version and value the same op applies. */
+	op = cairn_op_create();
+	cairn_op_assert_version(op, &v1);
+	cairn_op_cmpxattr(op, "a", CAIRN_CMP_EQ, "1", 1);
+	cairn_op_append(op, " world", 6);
+	cairn_op_omap_rm(op, "k1", 2);
+	ck_assert_int_eq(cairn_operate(g_io, "guarded", op, &v2), 0);
+	cairn_op_release(op);
+	ck_assert(v2.seq > v1.seq || v2.epoch > v1.epoch);
+	memset(buf, 0, sizeof(buf));
+	ck_assert_int_eq(cairn_read(g_io, "guarded", buf, sizeof(buf), 0), 11);
+	ck_assert_str_eq(buf, "hello world");
+	op = cairn_op_create();
+	cairn_op_omap_list(op, NULL, 0, NULL, 0, 10, &kvs, &n, NULL, NULL);
+	ck_assert_int_eq(cairn_operate(g_io, "guarded", op, NULL), 0);
+	cairn_op_release(op);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_mem_eq(kvs[0].key, "k2", 2);
+	cairn_kvs_free(kvs, n);
+}
+
+END_TEST
+
+START_TEST(test_subops)
+{
+	cairn_op_t *op = cairn_op_create();
+	struct cairn_kv keys[2] = { { .key = "b", .klen = 1 }, { .key = "zz", .klen = 2 } };
+	struct cairn_kv *kvs = NULL, hdr = { 0 };
+	char xv[8];
+	size_t n = 0, xl = 0;
+	uint64_t size = 0;
+	bool more = true;
+	int r1 = 1, r2 = 1;
+
+	cairn_op_write(op, 8192, "tail", 4);
+	cairn_op_zero(op, 0, 100);
+	cairn_op_omap_set_header(op, "H", 1);
+	for (char c = 'a'; c <= 'f'; c++)
+		cairn_op_omap_set(op, &c, 1, &c, 1);
+	ck_assert_int_eq(cairn_operate(g_io, "subops", op, NULL), 0);
+	cairn_op_release(op);
+
+	op = cairn_op_create();
+	cairn_op_stat(op, &size, NULL, NULL);
+	cairn_op_getxattr(op, "nope", xv, sizeof(xv), &xl, &r2);
+	ck_assert_int_eq(cairn_operate(g_io, "subops", op, NULL), -ENODATA);
+	cairn_op_release(op);
+	ck_assert_int_eq(r2, -ENODATA);
+
+	op = cairn_op_create();
+	cairn_op_stat(op, &size, NULL, NULL);
+	cairn_op_omap_get(op, keys, 2, &kvs, &n, &r1);
+	cairn_op_omap_get_header(op, &hdr, NULL);
+	ck_assert_int_eq(cairn_operate(g_io, "subops", op, NULL), 0);
+	cairn_op_release(op);
+	ck_assert_uint_eq(size, 8196);
+	ck_assert_int_eq(r1, 0);
+	ck_assert_uint_eq(n, 1); /* "zz" does not exist */
+	ck_assert_mem_eq(kvs[0].val, "b", 1);
+	cairn_kvs_free(kvs, n);
+	ck_assert_uint_eq(hdr.vlen, 1);
+	free(hdr.val);
+
+	/* Paged omap listing with a prefix-free range removal. */
+	op = cairn_op_create();
+	cairn_op_omap_rm_range(op, "b", 1, "d", 1);
+	cairn_op_truncate(op, 10);
+	ck_assert_int_eq(cairn_operate(g_io, "subops", op, NULL), 0);
+	cairn_op_release(op);
+	op = cairn_op_create();
+	cairn_op_omap_list(op, "a", 1, NULL, 0, 2, &kvs, &n, &more, NULL);
+	ck_assert_int_eq(cairn_operate(g_io, "subops", op, NULL), 0);
+	cairn_op_release(op);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_mem_eq(kvs[0].key, "d", 1);
+	ck_assert_mem_eq(kvs[1].key, "e", 1);
+	ck_assert(more);
+	cairn_kvs_free(kvs, n);
+	ck_assert_int_eq(cairn_stat(g_io, "subops", &size, NULL), 0);
+	ck_assert_uint_eq(size, 10);
+
+	/* Remove, then everything about it is gone. */
+	ck_assert_int_eq(cairn_remove(g_io, "subops"), 0);
+	ck_assert_int_eq(cairn_stat(g_io, "subops", &size, NULL), -ENOENT);
+	ck_assert_int_eq(cairn_remove(g_io, "subops"), -ENOENT);
+}
+
+END_TEST
+
+#define NASYNC 64
+
+START_TEST(test_async_and_list)
+{
+	static char bufs[NASYNC][5000];
+	cairn_completion_t *c[NASYNC];
+	cairn_op_t *op[NASYNC];
+	char name[32];
+	struct cairn_list_cursor cur;
+	size_t seen = 0;
+
+	for (int i = 0; i < NASYNC; i++) {
+		cm_test_fill(bufs[i], sizeof(bufs[i]), (uint64_t)i + 1);
+		snprintf(name, sizeof(name), "async.%03d", i);
+		op[i] = cairn_op_create();
+		cairn_op_write_full(op[i], bufs[i], sizeof(bufs[i]) - (size_t)i);
+		c[i] = cairn_completion_create(NULL, NULL);
+		ck_assert_int_eq(cairn_aio_operate(g_io, name, op[i], c[i]), 0);
+	}
+	for (int i = 0; i < NASYNC; i++) {
+		ck_assert_int_eq(cairn_completion_wait(c[i]), 0);
+		cairn_completion_release(c[i]);
+		cairn_op_release(op[i]);
+	}
+	for (int i = 0; i < NASYNC; i++) {
+		char back[5000];
+
+		snprintf(name, sizeof(name), "async.%03d", i);
+		ck_assert_int_eq(cairn_read(g_io, name, back, sizeof(back), 0),
+				 (int64_t)(sizeof(back) - (size_t)i));
+		ck_assert_int_eq(cm_test_check(back, sizeof(back) - (size_t)i, (uint64_t)i + 1),
+				 -1);
+	}
+	memset(&cur, 0, sizeof(cur));
+	while (!cur.done) {
+		char **names;
+		size_t n;
+
+		ck_assert_int_eq(cairn_list(g_io, &cur, 7, &names, &n), 0);
+		ck_assert_uint_le(n, 7);
+		for (size_t i = 0; i < n; i++)
+			seen += strncmp(names[i], "async.", 6) == 0;
+		cairn_names_free(names, n);
+	}
+	ck_assert_uint_eq(seen, NASYNC);
+}
+
+END_TEST
+
+START_TEST(test_bad_input)
+{
+	char longname[CAIRN_NAME_MAX + 2];
+	cairn_ioctx_t *io;
+	cairn_op_t *op;
+
+	ck_assert_int_eq(cairn_ioctx_create(g_cl, "no-such-pool", &io), -ENOENT);
+	memset(longname, 'n', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = 0;
+	ck_assert_int_eq(cairn_write_full(g_io, longname, "x", 1), -ENAMETOOLONG);
+	ck_assert_int_eq(cairn_write_full(g_io, "", "x", 1), -EINVAL);
+	ck_assert_int_eq(cairn_write_full(g_io, "\x01internal", "x", 1), -EINVAL);
+	op = cairn_op_create();
+	ck_assert_int_eq(cairn_operate(g_io, "empty-op", op, NULL), -EINVAL);
+	cairn_op_setxattr(op, "", "x", 1);
+	ck_assert_int_eq(cairn_operate(g_io, "bad-xattr", op, NULL), -EINVAL);
+	cairn_op_release(op);
+	ck_assert_int_eq(cairn_read(g_io, "never-written", (char[4]){ 0 }, 4, 0), -ENOENT);
+}
+
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("libcairn");
+	TCase *tc = tcase_create("cluster");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, test_guards_are_atomic);
+	tcase_add_test(tc, test_subops);
+	tcase_add_test(tc, test_async_and_list);
+	tcase_add_test(tc, test_bad_input);
+	suite_add_tcase(s, tc);
+	return cm_test_main(s);
+}

@@ -1,0 +1,485 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * clusterctl obj put|get|stat|rm|ls and clusterctl bench: objects through
+ * libcairn.
+ */
+#include "ctl.h"
+#include "cairn.h"
+#include "cm/err.h"
+
+#include <jansson.h>
+#include <pthread.h>
+
+#define BENCH_META "bench_meta"
+
+static int
+connect_cluster(const struct ctl_conf *c, cairn_cluster_t **clp)
+{
+	struct cairn_opts o;
+	char err[256];
+	int rc;
+
+	if (!c->mon_host[0] || !c->d.cluster_key[0]) {
+		fprintf(stderr, "clusterctl: mon_host and cluster_key must be set: pass -c "
+				"DIR/cairn.conf, set CAIRN_CONF, or run 'clusterctl up' first\n");
+		return 2;
+	}
+	cairn_opts_init(&o, sizeof(o));
+	o.mon_host = c->mon_host;
+	o.cluster_key = c->d.cluster_key;
+	o.op_timeout_ms = (unsigned)c->command_timeout_ms;
+	o.connect_timeout_ms = (unsigned)c->command_timeout_ms;
+	rc = cairn_connect(&o, clp, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "clusterctl: cannot connect: %s\n", err);
+		return 1;
+	}
+	return 0;
+}
+
+static int
+open_pool(cairn_cluster_t *cl, const char *pool, cairn_ioctx_t **io)
+{
+	int rc = cairn_ioctx_create(cl, pool, io);
+
+	if (rc)
+		fprintf(stderr, "clusterctl: pool '%s': %s\n", pool,
+			rc == -ENOENT ? "no such pool" : cm_strerror(rc));
+	return rc;
+}
+
+static int
+read_all(const char *path, uint8_t **bufp, size_t *lenp)
+{
+	FILE *f = strcmp(path, "-") ? fopen(path, "rb") : stdin;
+	size_t cap = 1 << 20, len = 0;
+	uint8_t *buf;
+
+	if (!f)
+		return -errno;
+	buf = malloc(cap);
+	while (buf) {
+		size_t n = fread(buf + len, 1, cap - len, f);
+
+		len += n;
+		if (len < cap) {
+			if (ferror(f)) {
+				free(buf);
+				buf = NULL;
+				errno = EIO;
+			}
+			break;
+		}
+		cap *= 2;
+		uint8_t *nb = realloc(buf, cap);
+
+		if (!nb)
+			free(buf);
+		buf = nb;
+	}
+	if (f != stdin)
+		fclose(f);
+	if (!buf)
+		return errno ? -errno : -ENOMEM;
+	*bufp = buf;
+	*lenp = len;
+	return 0;
+}
+
+static int
+obj_put(cairn_ioctx_t *io, const char *name, const char *path)
+{
+	uint8_t *buf = NULL;
+	size_t len = 0;
+	int rc = read_all(path, &buf, &len);
+
+	if (rc) {
+		fprintf(stderr, "clusterctl: %s: %s\n", path, cm_strerror(rc));
+		return 1;
+	}
+	rc = cairn_write_full(io, name, buf, len);
+	free(buf);
+	if (rc) {
+		fprintf(stderr, "clusterctl: put %s: %s\n", name, cm_strerror(rc));
+		return 1;
+	}
+	return 0;
+}
+
+static int
+obj_get(cairn_ioctx_t *io, const char *name, const char *path)
+{
+	const size_t chunk = 16u << 20;
+	uint64_t size, off = 0;
+	uint8_t *buf;
+	FILE *f;
+	int rc = cairn_stat(io, name, &size, NULL);
+
+	if (rc) {
+		fprintf(stderr, "clusterctl: get %s: %s\n", name, cm_strerror(rc));
+		return 1;
+	}
+	f = strcmp(path, "-") ? fopen(path, "wb") : stdout;
+	if (!f) {
+		fprintf(stderr, "clusterctl: %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	buf = malloc(chunk);
+	rc = buf ? 0 : -ENOMEM;
+	while (!rc && off < size) {
+		int64_t n = cairn_read(io, name, buf, chunk, off);
+
+		if (n < 0) {
+			rc = (int)n;
+			break;
+		}
+		if (n == 0)
+			break;
+		if (fwrite(buf, 1, (size_t)n, f) != (size_t)n)
+			rc = -EIO;
+		off += (uint64_t)n;
+	}
+	free(buf);
+	if (f != stdout && fclose(f))
+		rc = rc ? rc : -EIO;
+	if (rc) {
+		fprintf(stderr, "clusterctl: get %s: %s\n", name, cm_strerror(rc));
+		return 1;
+	}
+	return 0;
+}
+
+static int
+obj_ls(cairn_ioctx_t *io, bool json)
+{
+	struct cairn_list_cursor cur;
+	json_t *arr = json ? json_array() : NULL;
+	int rc = 0;
+
+	memset(&cur, 0, sizeof(cur));
+	while (!cur.done) {
+		char **names;
+		size_t n;
+
+		rc = cairn_list(io, &cur, 1000, &names, &n);
+		if (rc)
+			break;
+		for (size_t i = 0; i < n; i++) {
+			if (arr)
+				json_array_append_new(arr, json_string(names[i]));
+			else
+				printf("%s\n", names[i]);
+		}
+		cairn_names_free(names, n);
+	}
+	if (arr) {
+		char *t = json_dumps(arr, 0);
+
+		if (t && !rc)
+			printf("%s\n", t);
+		free(t);
+		json_decref(arr);
+	}
+	if (rc) {
+		fprintf(stderr, "clusterctl: ls: %s\n", cm_strerror(rc));
+		return 1;
+	}
+	return 0;
+}
+
+int
+ctl_obj(const struct ctl_conf *c, int argc, char **argv, bool json)
+{
+	cairn_cluster_t *cl;
+	cairn_ioctx_t *io;
+	const char *verb = argc > 1 ? argv[1] : "";
+	int status, rc;
+
+	if (argc < 3 || (strcmp(verb, "ls") && argc < 4) ||
+	    (strcmp(verb, "put") && strcmp(verb, "get") && strcmp(verb, "stat") &&
+	     strcmp(verb, "rm") && strcmp(verb, "ls"))) {
+		fprintf(stderr, "usage: clusterctl obj put|get POOL NAME [FILE|-]\n"
+				"       clusterctl obj stat|rm POOL NAME\n"
+				"       clusterctl obj ls POOL\n");
+		return 2;
+	}
+	status = connect_cluster(c, &cl);
+	if (status)
+		return status;
+	if (open_pool(cl, argv[2], &io)) {
+		cairn_shutdown(cl);
+		return 1;
+	}
+	if (!strcmp(verb, "put")) {
+		status = obj_put(io, argv[3], argc > 4 ? argv[4] : "-");
+	} else if (!strcmp(verb, "get")) {
+		status = obj_get(io, argv[3], argc > 4 ? argv[4] : "-");
+	} else if (!strcmp(verb, "stat")) {
+		uint64_t size = 0;
+		struct cairn_version v = { 0, 0 };
+
+		rc = cairn_stat(io, argv[3], &size, &v);
+		status = rc ? 1 : 0;
+		if (rc)
+			fprintf(stderr, "clusterctl: stat %s: %s\n", argv[3], cm_strerror(rc));
+		else if (json)
+			printf("{\"name\":\"%s\",\"size\":%" PRIu64 ",\"version\":\"%" PRIu64
+			       ".%" PRIu64 "\"}\n",
+			       argv[3], size, v.epoch, v.seq);
+		else
+			printf("%s size %" PRIu64 " version %" PRIu64 ".%" PRIu64 "\n", argv[3],
+			       size, v.epoch, v.seq);
+	} else if (!strcmp(verb, "rm")) {
+		rc = cairn_remove(io, argv[3]);
+		status = rc ? 1 : 0;
+		if (rc)
+			fprintf(stderr, "clusterctl: rm %s: %s\n", argv[3], cm_strerror(rc));
+	} else {
+		status = obj_ls(io, json);
+	}
+	cairn_ioctx_destroy(io);
+	cairn_shutdown(cl);
+	return status;
+}
+
+/* ---------- bench ---------- */
+
+struct bench {
+	cairn_ioctx_t *io;
+	int mode; /* 0 write, 1 seq, 2 rand */
+	size_t size;
+	uint64_t nobj; /* objects available (reads) */
+	uint64_t next; /* next object index */
+	uint64_t done, errors;
+	uint64_t deadline_ns;
+	uint64_t *lat_us;
+	size_t nlat, caplat;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	unsigned inflight;
+	uint64_t seed;
+};
+
+struct bslot {
+	struct bench *b;
+	cairn_op_t *op;
+	cairn_completion_t *c;
+	uint8_t *buf;
+	size_t got;
+	uint64_t start_ns;
+	char name[64];
+};
+
+static void bench_issue(struct bslot *s);
+
+static void
+bench_cb(cairn_completion_t *c, void *arg)
+{
+	struct bslot *s = arg;
+	struct bench *b = s->b;
+	int rc = cairn_completion_rc(c);
+	uint64_t now = cm_now_ns();
+
+	pthread_mutex_lock(&b->mu);
+	if (rc)
+		b->errors++;
+	else
+		b->done++;
+	if (b->nlat < b->caplat)
+		b->lat_us[b->nlat++] = (now - s->start_ns) / 1000;
+	pthread_mutex_unlock(&b->mu);
+	cairn_completion_release(s->c);
+	s->c = NULL;
+	cairn_op_release(s->op);
+	s->op = NULL;
+	bench_issue(s);
+}
+
+static void
+bench_issue(struct bslot *s)
+{
+	struct bench *b = s->b;
+	uint64_t idx;
+	int rc;
+
+	pthread_mutex_lock(&b->mu);
+	if (cm_now_ns() >= b->deadline_ns || (b->mode == 1 && b->next >= b->nobj)) {
+		b->inflight--;
+		pthread_cond_broadcast(&b->cv);
+		pthread_mutex_unlock(&b->mu);
+		return;
+	}
+	if (b->mode == 2) {
+		b->seed = b->seed * 6364136223846793005ull + 1442695040888963407ull;
+		idx = (b->seed >> 33) % b->nobj;
+	} else {
+		idx = b->next++;
+	}
+	pthread_mutex_unlock(&b->mu);
+	snprintf(s->name, sizeof(s->name), "bench_obj_%" PRIu64, idx);
+	s->op = cairn_op_create();
+	s->c = cairn_completion_create(bench_cb, s);
+	if (b->mode == 0)
+		cairn_op_write_full(s->op, s->buf, b->size);
+	else
+		cairn_op_read(s->op, 0, b->size, s->buf, &s->got, NULL);
+	s->start_ns = cm_now_ns();
+	rc = cairn_aio_operate(b->io, s->name, s->op, s->c);
+	if (rc) {
+		pthread_mutex_lock(&b->mu);
+		b->errors++;
+		b->inflight--;
+		pthread_cond_broadcast(&b->cv);
+		pthread_mutex_unlock(&b->mu);
+	}
+}
+
+static int
+cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+int
+ctl_bench(const struct ctl_conf *c, int argc, char **argv, bool json)
+{
+	const char *pool = argc > 1 ? argv[1] : NULL, *mode = argc > 2 ? argv[2] : "";
+	uint64_t seconds = 10, size = 4 << 20, threads = 16;
+	bool cleanup = false;
+	struct bench b;
+	struct bslot *slots;
+	cairn_cluster_t *cl;
+	uint64_t t0, el;
+	int status;
+
+	memset(&b, 0, sizeof(b));
+	b.mode = !strcmp(mode, "write")  ? 0
+		 : !strcmp(mode, "seq")  ? 1
+		 : !strcmp(mode, "rand") ? 2
+					 : -1;
+	for (int i = 3; i < argc; i++) {
+		int bad = 0;
+
+		if (!strcmp(argv[i], "--seconds") && i + 1 < argc) {
+			char *end;
+
+			seconds = strtoull(argv[++i], &end, 10);
+			bad = *end || !seconds || seconds > 86400;
+		} else if (0) {
+		} else if (!strcmp(argv[i], "--size") && i + 1 < argc)
+			bad = cm_parse_size(argv[++i], &size) || !size || size > (1u << 30);
+		else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+			bad = cm_parse_size(argv[++i], &threads) || !threads || threads > 1024;
+		else if (!strcmp(argv[i], "--cleanup"))
+			cleanup = true;
+		else
+			bad = 1;
+		if (bad) {
+			b.mode = -1;
+			break;
+		}
+	}
+	if (!pool || b.mode < 0) {
+		fprintf(stderr,
+			"usage: clusterctl bench POOL write|seq|rand [--seconds S] [--size B] "
+			"[--threads T] [--cleanup]\n");
+		return 2;
+	}
+	status = connect_cluster(c, &cl);
+	if (status)
+		return status;
+	if (open_pool(cl, pool, &b.io)) {
+		cairn_shutdown(cl);
+		return 1;
+	}
+	if (b.mode) {
+		/* What `write` left: object count and size. */
+		char meta[64] = "";
+		int64_t n = cairn_read(b.io, BENCH_META, meta, sizeof(meta) - 1, 0);
+		unsigned long long cnt = 0, sz = 0;
+
+		if (n <= 0 || sscanf(meta, "%llu %llu", &cnt, &sz) != 2 || !cnt) {
+			fprintf(stderr, "clusterctl bench: no objects from a 'write' run in %s\n",
+				pool);
+			cairn_ioctx_destroy(b.io);
+			cairn_shutdown(cl);
+			return 1;
+		}
+		b.nobj = cnt;
+		size = sz;
+	}
+	b.size = (size_t)size;
+	b.caplat = 1 << 20;
+	b.lat_us = malloc(b.caplat * sizeof(*b.lat_us));
+	slots = calloc(threads, sizeof(*slots));
+	pthread_mutex_init(&b.mu, NULL);
+	pthread_cond_init(&b.cv, NULL);
+	b.seed = cm_now_ns();
+	t0 = cm_now_ns();
+	b.deadline_ns = t0 + seconds * 1000000000ull;
+	for (uint64_t i = 0; slots && b.lat_us && i < threads; i++) {
+		slots[i].b = &b;
+		slots[i].buf = aligned_alloc(4096, (b.size + 4095) & ~(size_t)4095);
+		if (!slots[i].buf)
+			break;
+		memset(slots[i].buf, (int)(0x41 + i % 26), b.size);
+		pthread_mutex_lock(&b.mu);
+		b.inflight++;
+		pthread_mutex_unlock(&b.mu);
+		bench_issue(&slots[i]);
+	}
+	pthread_mutex_lock(&b.mu);
+	while (b.inflight)
+		pthread_cond_wait(&b.cv, &b.mu);
+	pthread_mutex_unlock(&b.mu);
+	el = cm_now_ns() - t0;
+	if (b.mode == 0) {
+		char meta[64];
+		int n = snprintf(meta, sizeof(meta), "%" PRIu64 " %zu", b.next, b.size);
+
+		cairn_write_full(b.io, BENCH_META, meta, (size_t)n);
+	}
+	if (cleanup && b.mode == 0) {
+		for (uint64_t i = 0; i < b.next; i++) {
+			char name[64];
+
+			snprintf(name, sizeof(name), "bench_obj_%" PRIu64, i);
+			cairn_remove(b.io, name);
+		}
+		cairn_remove(b.io, BENCH_META);
+	}
+	{
+		double secs = (double)el / 1e9;
+		double mib = (double)b.done * (double)b.size / (1 << 20) / secs;
+		double iops = (double)b.done / secs;
+		uint64_t p50 = 0, p99 = 0;
+
+		if (b.nlat) {
+			qsort(b.lat_us, b.nlat, sizeof(*b.lat_us), cmp_u64);
+			p50 = b.lat_us[b.nlat / 2];
+			p99 = b.lat_us[CM_MIN(b.nlat - 1, b.nlat * 99 / 100)];
+		}
+		if (!json)
+			printf("%s %s: %" PRIu64 " ops of %zu bytes in %.2f s, %" PRIu64
+			       " errors: %.1f MiB/s, %.0f IOPS, latency p50 %.2f ms p99 %.2f ms\n",
+			       pool, mode, b.done, b.size, secs, b.errors, mib, iops, p50 / 1000.0,
+			       p99 / 1000.0);
+		printf("{\"bench\":\"%s\",\"pool\":\"%s\",\"size\":%zu,\"threads\":%" PRIu64
+		       ",\"seconds\":%.3f,\"ops\":%" PRIu64 ",\"errors\":%" PRIu64
+		       ",\"mib_s\":%.2f,\"iops\":%.1f,\"lat_p50_ms\":%.3f,\"lat_p99_ms\":%.3f}\n",
+		       mode, pool, b.size, threads, secs, b.done, b.errors, mib, iops, p50 / 1000.0,
+		       p99 / 1000.0);
+		status = b.errors ? 1 : 0;
+	}
+	for (uint64_t i = 0; slots && i < threads; i++)
+		free(slots[i].buf);
+	free(slots);
+	free(b.lat_us);
+	pthread_mutex_destroy(&b.mu);
+	pthread_cond_destroy(&b.cv);
+	cairn_ioctx_destroy(b.io);
+	cairn_shutdown(cl);
+	return status;
+}
