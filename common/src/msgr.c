@@ -193,6 +193,25 @@ cm_msg_set_front(struct cm_msg *m, const ProtobufCMessage *pb)
 	return rc;
 }
 
+int
+cm_conn_send_pb(struct cm_conn *c, uint16_t type, uint64_t tid, const ProtobufCMessage *pb,
+		const struct cm_sgl *data)
+{
+	struct cm_msg *m;
+	int rc = cm_msg_create(type, tid, &m);
+
+	if (rc)
+		return rc;
+	rc = cm_msg_set_front(m, pb);
+	if (!rc && data)
+		rc = cm_sgl_append_sgl(&m->data, data);
+	if (!rc)
+		rc = cm_conn_send(c, m);
+	if (rc)
+		cm_msg_destroy(m);
+	return rc;
+}
+
 ProtobufCMessage *
 cm_msg_unpack_front(const struct cm_msg *m, const ProtobufCMessageDescriptor *desc)
 {

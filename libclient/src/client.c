@@ -1257,7 +1257,6 @@ cairn_connect(const struct cairn_opts *o, cairn_cluster_t **clp, char *err, size
 	struct cairn_opts opts;
 	struct cm_reactor_opts ro;
 	uint8_t rnd[8];
-	struct timespec ts;
 	uint64_t deadline;
 	int rc;
 
@@ -1319,8 +1318,6 @@ cairn_connect(const struct cairn_opts *o, cairn_cluster_t **clp, char *err, size
 	}
 	cl->th_started = true;
 	deadline = cm_now_ms() + (opts.connect_timeout_ms ? opts.connect_timeout_ms : 10000);
-	clock_gettime(CLOCK_REALTIME, &ts);
-	ts.tv_sec += (time_t)((deadline - cm_now_ms()) / 1000 + 1);
 	pthread_mutex_lock(&cl->mu);
 	while (!cl->started)
 		pthread_cond_wait(&cl->cv, &cl->mu);
@@ -1339,7 +1336,6 @@ cairn_connect(const struct cairn_opts *o, cairn_cluster_t **clp, char *err, size
 	if (!rc && !cl->epoch)
 		rc = -ENOTCONN;
 	pthread_mutex_unlock(&cl->mu);
-	(void)ts;
 	if (rc) {
 		snprintf(err, errlen, "%s",
 			 rc == -ENOTCONN ? "no monitor answered (mon_host, cluster_key?)"

@@ -158,22 +158,6 @@ struct mond {
 
 /* ---------- map state and subscribers (reactor) ---------- */
 
-static int
-send_pb(struct cm_conn *c, uint16_t type, uint64_t tid, const ProtobufCMessage *pb)
-{
-	struct cm_msg *m;
-	int rc = cm_msg_create(type, tid, &m);
-
-	if (rc)
-		return rc;
-	rc = cm_msg_set_front(m, pb);
-	if (!rc)
-		rc = cm_conn_send(c, m);
-	if (rc)
-		cm_msg_destroy(m);
-	return rc;
-}
-
 /* Bring a client at `have` up to date: incrementals from the ring, else the full map. */
 static int
 send_map(struct mond *d, struct cm_conn *c, uint64_t tid, uint64_t have)
@@ -190,7 +174,7 @@ send_map(struct mond *d, struct cm_conn *c, uint64_t tid, uint64_t have)
 		up.full = d->map;
 	}
 	cm_counter_add(d->map_msgs, 1);
-	return send_pb(c, MON_MSG_MAP_UPDATE, tid, &up.base);
+	return cm_conn_send_pb(c, MON_MSG_MAP_UPDATE, tid, &up.base, NULL);
 }
 
 static struct track *
@@ -644,7 +628,7 @@ cmd_done(void *arg)
 	rep.rc = q->rc;
 	rep.out = q->out ? q->out : (char *)"";
 	rep.err = q->err ? q->err : (char *)"";
-	send_pb(q->c, MON_MSG_COMMAND_REPLY, q->tid, &rep.base);
+	cm_conn_send_pb(q->c, MON_MSG_COMMAND_REPLY, q->tid, &rep.base, NULL);
 	req_free(q);
 }
 
@@ -699,7 +683,7 @@ boot_done(void *arg)
 		t->last_beacon_ns = cm_now_ns();
 		t->nrep = 0;
 	}
-	send_pb(q->c, MON_MSG_OSD_BOOT_REPLY, q->tid, &rep.base);
+	cm_conn_send_pb(q->c, MON_MSG_OSD_BOOT_REPLY, q->tid, &rep.base, NULL);
 	req_free(q);
 }
 
@@ -712,7 +696,7 @@ need_leader(struct mond *d, struct cm_conn *c, uint64_t tid)
 		return false;
 	nl.leader = d->leader_name;
 	nl.addr = d->leader_addr;
-	send_pb(c, MON_MSG_NOT_LEADER, tid, &nl.base);
+	cm_conn_send_pb(c, MON_MSG_NOT_LEADER, tid, &nl.base, NULL);
 	return true;
 }
 

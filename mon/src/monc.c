@@ -44,22 +44,6 @@ conn_drop(struct cm_conn **cp)
 	*cp = NULL;
 }
 
-static int
-send_raw(struct cm_conn *c, uint16_t type, uint64_t tid, const ProtobufCMessage *pb)
-{
-	struct cm_msg *m;
-	int rc = cm_msg_create(type, tid, &m);
-
-	if (rc)
-		return rc;
-	rc = cm_msg_set_front(m, pb);
-	if (!rc)
-		rc = cm_conn_send(c, m);
-	if (rc)
-		cm_msg_destroy(m);
-	return rc;
-}
-
 static void
 request_map(struct mon_client *mc)
 {
@@ -69,7 +53,7 @@ request_map(struct mon_client *mc)
 		return;
 	req.have_epoch = mc->map && !mc->want_full ? mc->map->epoch : 0;
 	req.subscribe = mc->o.subscribe;
-	if (send_raw(mc->c, MON_MSG_MAP_REQUEST, 0, &req.base) == 0 && !mc->map)
+	if (cm_conn_send_pb(mc->c, MON_MSG_MAP_REQUEST, 0, &req.base, NULL) == 0 && !mc->map)
 		mc->hunt_since_ms = cm_now_ms();
 }
 
@@ -350,7 +334,7 @@ mon_client_send(struct mon_client *mc, uint16_t type, uint64_t tid, const Protob
 		mc->last_type = type;
 		mc->last_tid = tid;
 	}
-	rc = send_raw(c, type, tid, pb);
+	rc = cm_conn_send_pb(c, type, tid, pb, NULL);
 	if (rc && c == mc->c) {
 		conn_drop(&mc->c);
 		mc->up = false;

@@ -16,26 +16,16 @@ int osd_serve(struct osd_conf *cfg);
 
 int
 osd_send_pb(struct cm_conn *c, uint16_t type, uint64_t tid, const ProtobufCMessage *pb,
-	    struct cm_sgl *data)
+	    const struct cm_sgl *data)
 {
-	struct cm_msg *m;
 	int rc;
 
 	if (!c)
 		return -ENOTCONN;
-	rc = cm_msg_create(type, tid, &m);
+	rc = cm_conn_send_pb(c, type, tid, pb, data);
 	if (rc)
-		return rc;
-	rc = cm_msg_set_front(m, pb);
-	if (!rc && data)
-		rc = cm_sgl_append_sgl(&m->data, data);
-	if (!rc)
-		rc = cm_conn_send(c, m);
-	if (rc) {
 		CM_LOG_RL(CM_LOG_WARN, "send type=%u to %s: %s", type, cm_conn_peer(c),
 			  cm_strerror(rc));
-		cm_msg_destroy(m);
-	}
 	return rc;
 }
 

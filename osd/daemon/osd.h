@@ -134,7 +134,7 @@ struct osd {
 /* osd.c */
 struct cm_conn *osd_peer_conn(struct osd *o, int32_t id);
 int osd_send_pb(struct cm_conn *c, uint16_t type, uint64_t tid, const ProtobufCMessage *pb,
-		struct cm_sgl *data);
+		const struct cm_sgl *data);
 const Cairn__Map__Pool *osd_pool(struct osd *o, int64_t id);
 
 /* pg.c */

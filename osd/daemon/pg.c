@@ -1997,6 +1997,7 @@ pg_peer_reset(struct osd *o, int32_t peer)
 					pg_send_queries(pg);
 					if (!pg->notifies_wanted)
 						pg_peer_decide(pg);
+					break;
 				}
 		}
 }

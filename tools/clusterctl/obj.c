@@ -367,7 +367,6 @@ ctl_bench(const struct ctl_conf *c, int argc, char **argv, bool json)
 
 			seconds = strtoull(argv[++i], &end, 10);
 			bad = *end || !seconds || seconds > 86400;
-		} else if (0) {
 		} else if (!strcmp(argv[i], "--size") && i + 1 < argc)
 			bad = cm_parse_size(argv[++i], &size) || !size || size > (1u << 30);
 		else if (!strcmp(argv[i], "--threads") && i + 1 < argc)

@@ -152,6 +152,14 @@ int cm_msgr_connect(struct cm_msgr *m, const char *addr, bool lossless, struct c
 int cm_conn_send(struct cm_conn *c, struct cm_msg *m);
 
 /*
+ * Send a message built from pb (the front) and, when data is not NULL, a
+ * reference to data's buffers (no copy). On failure the message is dropped.
+ * \return as cm_conn_send, or -ENOMEM.
+ */
+int cm_conn_send_pb(struct cm_conn *c, uint16_t type, uint64_t tid, const ProtobufCMessage *pb,
+		    const struct cm_sgl *data);
+
+/*
  * Drop the session's current socket as a network failure would (lossless
  * sessions reconnect and resend; lossy ones reset). For tests and for an
  * operator's "reconnect". \return 0, -ENOTCONN when no socket is attached.
