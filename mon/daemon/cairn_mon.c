@@ -88,6 +88,9 @@ struct report {
 struct track {
 	bool up; /* as of the last map */
 	uint64_t last_beacon_ns;
+	Cairn__Mon__OsdBeacon *b; /* the last beacon (stats) */
+	uint64_t b_ns;
+	double r_ops, r_in, r_out, r_robj, r_rbytes; /* rates between its last two */
 	struct report rep[MAX_REPORTS];
 	int nrep;
 };
@@ -114,6 +117,7 @@ struct req {
 	Cairn__Mon__OsdBoot *boot;
 	int rc;
 	char *out, *err;
+	struct mon_stats stats;
 	int32_t osd_id;
 	uint64_t epoch;
 	char errbuf[MON_ERRLEN];
@@ -175,6 +179,135 @@ send_map(struct mond *d, struct cm_conn *c, uint64_t tid, uint64_t have)
 	}
 	cm_counter_add(d->map_msgs, 1);
 	return cm_conn_send_pb(c, MON_MSG_MAP_UPDATE, tid, &up.base, NULL);
+}
+
+/* Keep b as t's last beacon; rates from the counters' change since the one before. */
+static void
+track_beacon(struct track *t, Cairn__Mon__OsdBeacon *b)
+{
+	static const double ns = 1e9;
+	uint64_t now = cm_now_ns();
+
+	if (t->b) {
+		Cairn__Mon__OsdBeacon *p = t->b;
+		double dt = (double)(now - t->b_ns) / ns;
+
+		if (dt > 0.05 && b->ops >= p->ops && b->rec_bytes >= p->rec_bytes) {
+			t->r_ops = (double)(b->ops - p->ops) / dt;
+			t->r_in = (double)(b->bytes_in - p->bytes_in) / dt;
+			t->r_out = (double)(b->bytes_out - p->bytes_out) / dt;
+			t->r_robj = (double)(b->rec_objects - p->rec_objects) / dt;
+			t->r_rbytes = (double)(b->rec_bytes - p->rec_bytes) / dt;
+		} else if (dt > 0.05) { /* it restarted */
+			t->r_ops = t->r_in = t->r_out = t->r_robj = t->r_rbytes = 0;
+		}
+		cairn__mon__osd_beacon__free_unpacked(p, NULL);
+	}
+	t->b = b;
+	t->b_ns = now;
+}
+
+struct pg_rep {
+	int64_t pool;
+	uint32_t seed;
+	uint64_t epoch;
+	char state[48];
+};
+
+static int
+pg_rep_cmp(const void *a, const void *b)
+{
+	const struct pg_rep *x = a, *y = b;
+
+	if (x->pool != y->pool)
+		return x->pool < y->pool ? -1 : 1;
+	if (x->seed != y->seed)
+		return x->seed < y->seed ? -1 : 1;
+	return x->epoch > y->epoch ? -1 : x->epoch < y->epoch; /* newest first */
+}
+
+/* Sum what the up OSDs last reported; a PG two OSDs report counts as the newer one's. */
+static void
+stats_collect(struct mond *d, struct mon_stats *st)
+{
+	struct pg_rep *reps = NULL;
+	size_t nreps = 0, cap = 0;
+
+	memset(st, 0, sizeof(*st));
+	st->valid = true;
+	for (int i = 0; i < d->ntrack; i++) {
+		const struct track *t = &d->track[i];
+		const Cairn__Mon__OsdBeacon *b = t->b;
+
+		if (!t->up || !b)
+			continue;
+		st->osds++;
+		st->total_bytes += b->total_bytes;
+		st->free_bytes += b->free_bytes;
+		st->op_rate += t->r_ops;
+		st->wr_bps += t->r_in;
+		st->rd_bps += t->r_out;
+		st->rec_objps += t->r_robj;
+		st->rec_bps += t->r_rbytes;
+		st->rec_objects += b->rec_objects;
+		st->rec_bytes += b->rec_bytes;
+		if (nreps + b->n_pgs > cap) {
+			size_t ncap = CM_MAX(cap * 2, nreps + b->n_pgs + 64);
+			struct pg_rep *g = realloc(reps, ncap * sizeof(*g));
+
+			if (!g)
+				continue;
+			reps = g;
+			cap = ncap;
+		}
+		for (size_t k = 0; k < b->n_pgs; k++) {
+			const Cairn__Mon__PgStat *p = b->pgs[k];
+			const Cairn__Map__Pool *pool =
+				d->map ? mon_pool_find_id(d->map, p->pool) : NULL;
+
+			if (!pool || p->seed >= pool->pg_num || !p->state)
+				continue;
+			reps[nreps] = (struct pg_rep){ p->pool, p->seed, p->epoch, "" };
+			/* Not heard of since the map changed: it may have changed too. */
+			snprintf(reps[nreps].state, sizeof(reps[nreps].state), "%s%s", p->state,
+				 p->epoch < d->map->epoch ? "+stale" : "");
+			nreps++;
+		}
+	}
+	if (nreps) {
+		qsort(reps, nreps, sizeof(*reps), pg_rep_cmp);
+		st->pg = calloc(nreps, sizeof(*st->pg));
+	}
+	for (size_t i = 0; i < nreps; i++) {
+		size_t k;
+
+		if (i && reps[i].pool == reps[i - 1].pool && reps[i].seed == reps[i - 1].seed)
+			continue;
+		st->pgs++;
+		if (st->pg) {
+			struct mon_pg_state *g = &st->pg[st->npg++];
+
+			g->pool = reps[i].pool;
+			g->seed = reps[i].seed;
+			snprintf(g->state, sizeof(g->state), "%s", reps[i].state);
+		}
+		for (k = 0; k < st->nstates; k++)
+			if (strcmp(st->states[k].state, reps[i].state) == 0)
+				break;
+		if (k == st->nstates) {
+			struct mon_pg_state_count *g =
+				realloc(st->states, (k + 1) * sizeof(*st->states));
+
+			if (!g)
+				continue;
+			st->states = g;
+			snprintf(g[k].state, sizeof(g[k].state), "%s", reps[i].state);
+			g[k].n = 0;
+			st->nstates++;
+		}
+		st->states[k].n++;
+	}
+	free(reps);
 }
 
 static struct track *
@@ -605,6 +738,7 @@ req_free(struct req *q)
 		cairn__mon__osd_boot__free_unpacked(q->boot, NULL);
 	free(q->out);
 	free(q->err);
+	mon_stats_free(&q->stats);
 	cm_conn_put(q->c);
 	free(q);
 }
@@ -613,7 +747,9 @@ static void
 cmd_fn(void *arg)
 {
 	struct req *q = arg;
-	struct mon_cmd_env env = { .etcd = q->d->e, .store = q->d->store, .fsid = q->d->cfg.fsid };
+	struct mon_cmd_env env = {
+		.etcd = q->d->e, .store = q->d->store, .fsid = q->d->cfg.fsid, .stats = &q->stats
+	};
 
 	q->rc = mon_command(&env, (int)q->cmd->n_args, q->cmd->args, q->cmd->json, &q->out,
 			    &q->err);
@@ -782,6 +918,17 @@ on_msg(void *arg, struct cm_conn *c, struct cm_msg *m)
 			req_free(q);
 			break;
 		}
+		if ((q->cmd->n_args == 1 && strcmp(q->cmd->args[0], "status") == 0) ||
+		    (q->cmd->n_args >= 2 && strcmp(q->cmd->args[0], "pg") == 0)) {
+			/* The OSDs' stats live at the leader: send status there. */
+			if (!d->leader && d->leader_addr[0]) {
+				need_leader(d, c, m->tid);
+				req_free(q);
+				break;
+			}
+			if (d->leader)
+				stats_collect(d, &q->stats);
+		}
 		cm_counter_add(d->commands, 1);
 		q->w = (struct cm_work){ .fn = cmd_fn, .done = cmd_done, .arg = q };
 		if (cm_worker_submit(d->wp, d->r, &q->w))
@@ -812,8 +959,11 @@ on_msg(void *arg, struct cm_conn *c, struct cm_msg *m)
 		if (!b || need_leader(d, c, m->tid))
 			break;
 		t = track_get(d, b->osd_id);
-		if (t)
+		if (t) {
 			t->last_beacon_ns = cm_now_ns();
+			track_beacon(t, b);
+			pb = NULL; /* kept */
+		}
 		break;
 	}
 	case MON_MSG_OSD_FAILURE: {
@@ -1117,6 +1267,9 @@ out:
 			cairn__map__incremental__free_unpacked(d.ring[i], NULL);
 	if (d.map)
 		cairn__map__osd_map__free_unpacked(d.map, NULL);
+	for (int i = 0; i < d.ntrack; i++)
+		if (d.track[i].b)
+			cairn__mon__osd_beacon__free_unpacked(d.track[i].b, NULL);
 	free(d.track);
 	mon_map_store_close(d.store);
 	cm_etcd_destroy(d.e);

@@ -287,6 +287,48 @@ print_health_text(FILE *f, const struct mon_health *h, bool detail, const char *
 	}
 }
 
+void
+mon_stats_free(struct mon_stats *s)
+{
+	free(s->pg);
+	free(s->states);
+	memset(s, 0, sizeof(*s));
+}
+
+/* "30 active+clean, 2 recovering, 1 unknown" into buf. */
+static void
+pg_states_str(const struct mon_stats *st, uint64_t total, char *buf, size_t len)
+{
+	size_t off = 0;
+
+	buf[0] = 0;
+	for (size_t i = 0; i < st->nstates && off < len; i++)
+		off += (size_t)snprintf(buf + off, len - off, "%s%" PRIu64 " %s", off ? ", " : "",
+					st->states[i].n, st->states[i].state);
+	if (total > st->pgs && off < len)
+		snprintf(buf + off, len - off, "%s%" PRIu64 " unknown", off ? ", " : "",
+			 total - st->pgs);
+}
+
+static json_t *
+stats_json(const struct mon_stats *st, uint64_t total)
+{
+	json_t *states = json_object();
+
+	for (size_t i = 0; i < st->nstates; i++)
+		json_object_set_new(states, st->states[i].state,
+				    json_integer((json_int_t)st->states[i].n));
+	if (total > st->pgs)
+		json_object_set_new(states, "unknown", json_integer((json_int_t)(total - st->pgs)));
+	return json_pack("{s:o, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:I, s:I}", "pg_states",
+			 states, "osds_reporting", (json_int_t)st->osds, "total_bytes",
+			 (json_int_t)st->total_bytes, "free_bytes", (json_int_t)st->free_bytes,
+			 "client_ops", st->op_rate, "client_wr_bps", st->wr_bps, "client_rd_bps",
+			 st->rd_bps, "recovery_objps", st->rec_objps, "recovery_bps", st->rec_bps,
+			 "recovered_objects", (json_int_t)st->rec_objects, "recovered_bytes",
+			 (json_int_t)st->rec_bytes);
+}
+
 static int
 cmd_status(struct cmd *c, bool health_only, bool detail)
 {
@@ -353,6 +395,8 @@ cmd_status(struct cmd *c, bool health_only, bool detail)
 			"total", (json_int_t)tot->total, "clean", (json_int_t)tot->clean,
 			"undersized", (json_int_t)tot->undersized, "inactive",
 			(json_int_t)tot->inactive);
+		if (c->env->stats && c->env->stats->valid)
+			json_object_set_new(c->res, "stats", stats_json(c->env->stats, pgs));
 	} else {
 		fprintf(c->out, "  cluster:\n    id:     %s\n    health: %s\n", m->fsid,
 			mon_health_status_name(h.status));
@@ -364,14 +408,118 @@ cmd_status(struct cmd *c, bool health_only, bool detail)
 			pgs);
 		if (m->n_osds && tot->total)
 			fprintf(c->out,
-				"    pgs:   %" PRIu64 " placed: %" PRIu64 " on a full set, %" PRIu64
-				" undersized, %" PRIu64 " inactive\n",
+				"    placement: %" PRIu64 " pgs, %" PRIu64
+				" on a full set, %" PRIu64 " undersized, %" PRIu64
+				" without OSDs\n",
 				tot->total, tot->clean, tot->undersized, tot->inactive);
+		if (c->env->stats && c->env->stats->valid) {
+			const struct mon_stats *st = c->env->stats;
+			char buf[1024];
+
+			pg_states_str(st, pgs, buf, sizeof(buf));
+			fprintf(c->out, "    pgs:   %" PRIu64 " pgs: %s\n", pgs, buf);
+			fprintf(c->out, "    usage: %.1f GiB used, %.1f GiB / %.1f GiB avail\n",
+				(double)(st->total_bytes - st->free_bytes) / (1 << 30),
+				(double)st->free_bytes / (1 << 30),
+				(double)st->total_bytes / (1 << 30));
+			fprintf(c->out,
+				"\n  io:\n    client:   %.0f op/s, %.1f MiB/s wr, %.1f MiB/s rd\n",
+				st->op_rate, st->wr_bps / (1 << 20), st->rd_bps / (1 << 20));
+			if (st->rec_objps > 0 || st->rec_bps > 0)
+				fprintf(c->out, "    recovery: %.0f objects/s, %.1f MiB/s\n",
+					st->rec_objps, st->rec_bps / (1 << 20));
+		}
 		fprintf(c->out, "\n  map: epoch %" PRIu64 "%s%s\n", m->epoch,
 			flags[0] ? ", flags " : "", flags);
 	}
 	mon_health_free(&h);
 	mon_cluster_view_free(&v);
+	cairn__map__osd_map__free_unpacked(m, NULL);
+	return 0;
+}
+
+static const char *
+pg_state_of(const struct mon_stats *st, int64_t pool, uint32_t seed)
+{
+	size_t lo = 0, hi = st ? st->npg : 0;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		const struct mon_pg_state *g = &st->pg[mid];
+
+		if (g->pool == pool && g->seed == seed)
+			return g->state;
+		if (g->pool < pool || (g->pool == pool && g->seed < seed))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return st && st->valid ? "unknown" : "?";
+}
+
+/* pg ls [POOL]: every PG's up set and primary from the map, its state from the primaries. */
+static int
+cmd_pg_ls(struct cmd *c)
+{
+	const struct mon_stats *st = c->env->stats;
+	const char *only = c->argc > 2 ? c->argv[2] : NULL;
+	struct mon_placement pl;
+	Cairn__Map__OsdMap *m;
+	json_t *a = NULL;
+	int rc = read_map(c, &m);
+
+	if (rc)
+		return rc;
+	if (only && !mon_pool_find(m, only)) {
+		snprintf(c->err, sizeof(c->err), "no such pool '%s'", only);
+		cairn__map__osd_map__free_unpacked(m, NULL);
+		return -ENOENT;
+	}
+	rc = mon_placement_build(m, &pl, c->err);
+	if (rc) {
+		cairn__map__osd_map__free_unpacked(m, NULL);
+		return rc;
+	}
+	if (c->json)
+		a = json_array();
+	else
+		fprintf(c->out, "%-10s %-28s %-7s %s\n", "PG", "STATE", "PRIMARY", "UP");
+	for (size_t i = 0; i < m->n_pools; i++) {
+		const Cairn__Map__Pool *p = m->pools[i];
+
+		if (only && strcmp(p->name, only) != 0)
+			continue;
+		for (uint32_t seed = 0; seed < p->pg_num; seed++) {
+			int32_t up[64];
+			int primary = -1, n = mon_placement_pg_up(&pl, p, seed, up, &primary);
+			const char *state = pg_state_of(st, p->id, seed);
+			char id[48], ups[512];
+			size_t off = 0;
+
+			snprintf(id, sizeof(id), "%" PRId64 ".%x", p->id, seed);
+			ups[0] = 0;
+			for (int k = 0; k < n && off < sizeof(ups); k++)
+				off += (size_t)snprintf(ups + off, sizeof(ups) - off, "%s%d",
+							k ? "," : "",
+							up[k] == CRUSH_ITEM_NONE ? -1 : up[k]);
+			if (a) {
+				json_t *u = json_array();
+
+				for (int k = 0; k < n; k++)
+					json_array_append_new(
+						u, json_integer(up[k] == CRUSH_ITEM_NONE ? -1
+											 : up[k]));
+				json_array_append_new(a, json_pack("{s:s, s:s, s:i, s:o}", "pg", id,
+								   "state", state, "primary",
+								   primary, "up", u));
+			} else {
+				fprintf(c->out, "%-10s %-28s %-7d [%s]\n", id, state, primary, ups);
+			}
+		}
+	}
+	if (a)
+		c->res = json_pack("{s:I, s:o}", "epoch", (json_int_t)m->epoch, "pgs", a);
+	mon_placement_free(&pl);
 	cairn__map__osd_map__free_unpacked(m, NULL);
 	return 0;
 }
@@ -789,10 +937,12 @@ mon_command(struct mon_cmd_env *env, int argc, char **argv, bool json, char **ou
 		rc = cmd_osd(&c);
 	else if (strcmp(w0, "pool") == 0)
 		rc = cmd_pool(&c);
+	else if (strcmp(w0, "pg") == 0 && strcmp(w1, "ls") == 0)
+		rc = cmd_pg_ls(&c);
 	else {
 		snprintf(c.err, sizeof(c.err),
 			 "unknown command '%s%s%s' (status, health [detail], mon ls, crush show, "
-			 "osd ..., pool ...)",
+			 "osd ..., pool ..., pg ls)",
 			 w0, argc > 1 ? " " : "", w1);
 		rc = -EINVAL;
 	}

@@ -122,6 +122,7 @@ on_map(void *arg, const Cairn__Map__OsdMap *m)
 	if (o->pl_ok)
 		pg_on_map(o);
 	pg_retry_wait_map(o);
+	o->last_beacon_ms = 0; /* tell the mons our PGs' states soon */
 }
 
 static void
@@ -157,6 +158,9 @@ on_reply(void *arg, struct cm_msg *m)
 			CM_NOTICE("booted as osd.%d (epoch %" PRIu64 ") at %s", o->id, r->epoch,
 				  o->addr);
 			mon_client_want_map(o->monc, r->epoch);
+			/* The map that marks us up may have come before this reply. */
+			if (o->map && o->pl_ok && o->epoch >= r->epoch)
+				pg_on_map(o);
 		} else if (r && r->rc) {
 			CM_LOG_RL(CM_LOG_WARN, "boot refused: %s (%s)", cm_strerror(r->rc),
 				  r->error);
@@ -165,6 +169,87 @@ on_reply(void *arg, struct cm_msg *m)
 			cairn__mon__osd_boot_reply__free_unpacked(r, NULL);
 	}
 	cm_msg_destroy(m);
+}
+
+/*
+ * Heartbeats: ping every other up OSD each osd_heartbeat_interval; one that
+ * has not answered for osd_heartbeat_grace is reported failed to the mons
+ * (they mark it down once mon_osd_min_down_reporters agree), and reported
+ * alive again if it answers after all.
+ */
+static void
+send_failure(struct osd *o, int32_t target, uint64_t silent_ms, bool alive)
+{
+	Cairn__Mon__OsdFailure f = CAIRN__MON__OSD_FAILURE__INIT;
+
+	f.reporter = o->id;
+	f.target = target;
+	f.failed_for_ms = (uint32_t)CM_MIN(silent_ms, UINT32_MAX);
+	f.alive = alive;
+	mon_client_send(o->monc, MON_MSG_OSD_FAILURE, 0, &f.base, true);
+}
+
+static void
+heartbeat(struct osd *o, uint64_t now)
+{
+	Cairn__Osd__Ping p = CAIRN__OSD__PING__INIT;
+
+	p.from = o->id;
+	p.epoch = o->epoch;
+	p.stamp_ns = cm_now_ns();
+	for (int i = 0; i < o->npeers; i++) {
+		const Cairn__Map__Osd *mo = mon_osd_find(o->map, i);
+		struct osd_peer *pe = &o->peers[i];
+
+		if (i == o->id || !mo || !mo->up)
+			continue;
+		if (pe->hb_up_since != mo->up_since || !pe->hb_since_ms) {
+			pe->hb_up_since = mo->up_since;
+			pe->hb_since_ms = now;
+			pe->hb_rx_ms = 0;
+			pe->hb_report_ms = 0;
+		}
+		osd_send_pb(osd_peer_conn(o, i), OSD_MSG_PING, 0, &p.base, NULL);
+		{
+			uint64_t last = CM_MAX(pe->hb_rx_ms, pe->hb_since_ms);
+
+			if (now - last >= o->cfg->hb_grace_ms &&
+			    (!pe->hb_report_ms || now - pe->hb_report_ms >= o->cfg->hb_grace_ms)) {
+				CM_LOG_RL(CM_LOG_WARN,
+					  "osd.%d silent for %" PRIu64 " ms: reporting it", i,
+					  now - last);
+				send_failure(o, i, now - last, false);
+				pe->hb_report_ms = now;
+			}
+		}
+	}
+}
+
+static void
+handle_ping(struct osd *o, struct cm_conn *c, struct cm_msg *m)
+{
+	Cairn__Osd__Ping *p =
+		(Cairn__Osd__Ping *)cm_msg_unpack_front(m, &cairn__osd__ping__descriptor);
+
+	cm_msg_destroy(m);
+	if (!p)
+		return;
+	if (!p->reply) {
+		Cairn__Osd__Ping r = *p;
+
+		r.from = o->id;
+		r.reply = true;
+		osd_send_pb(c, OSD_MSG_PING, 0, &r.base, NULL);
+	} else if (p->from >= 0 && p->from < o->npeers && p->from != o->id) {
+		struct osd_peer *pe = &o->peers[p->from];
+
+		pe->hb_rx_ms = cm_now_ms();
+		if (pe->hb_report_ms) {
+			send_failure(o, p->from, 0, true);
+			pe->hb_report_ms = 0;
+		}
+	}
+	cairn__osd__ping__free_unpacked(p, NULL);
 }
 
 static void
@@ -177,12 +262,42 @@ on_tick(struct cm_timer *t)
 		send_boot(o);
 	if (o->booted && now - o->last_beacon_ms >= o->cfg->beacon_ms) {
 		Cairn__Mon__OsdBeacon b = CAIRN__MON__OSD_BEACON__INIT;
+		Cairn__Mon__PgStat *st = NULL, **stp = NULL;
+		struct os_usage u;
+		size_t n = 0;
 
+		os_get_usage(o->store, &u);
 		b.osd_id = o->id;
 		b.epoch = o->epoch;
+		b.total_bytes = u.total_bytes;
+		b.free_bytes = u.free_bytes;
+		b.ops = o->ops;
+		b.bytes_in = o->op_bytes_in;
+		b.bytes_out = o->op_bytes_out;
+		b.rec_objects = o->rec_objects;
+		b.rec_bytes = o->rec_bytes;
+		if (pg_stats(o, &st, &n) == 0 && (stp = calloc(n + 1, sizeof(*stp)))) {
+			for (size_t i = 0; i < n; i++)
+				stp[i] = &st[i];
+			b.pgs = stp;
+			b.n_pgs = n;
+		}
 		if (mon_client_send(o->monc, MON_MSG_OSD_BEACON, 0, &b.base, true) == 0)
 			o->last_beacon_ms = now;
+		free(stp);
+		free(st);
 	}
+	if (o->booted && o->epoch < o->up_epoch && now - o->last_map_ask_ms >= 1000) {
+		/* Booted but the map that says so has not come: ask again. */
+		o->last_map_ask_ms = now;
+		mon_client_want_map(o->monc, o->up_epoch);
+	}
+	if (o->booted && o->map && now - o->last_hb_ms >= o->cfg->hb_interval_ms) {
+		o->last_hb_ms = now;
+		heartbeat(o, now);
+	}
+	if (o->booted)
+		pg_tick(o);
 	cm_timer_arm(o->r, &o->tick, TICK_MS);
 }
 
@@ -217,6 +332,21 @@ on_msg(void *arg, struct cm_conn *c, struct cm_msg *m)
 		break;
 	case OSD_MSG_PUSH_REPLY:
 		pg_handle_push_reply(o, c, m);
+		break;
+	case OSD_MSG_PING:
+		handle_ping(o, c, m);
+		break;
+	case OSD_MSG_RECOVER:
+		pg_handle_recover(o, c, m);
+		break;
+	case OSD_MSG_RECOVER_DONE:
+		pg_handle_recover_done(o, c, m);
+		break;
+	case OSD_MSG_PG_LOG:
+		pg_handle_pg_log(o, c, m);
+		break;
+	case OSD_MSG_PG_LOG_ACK:
+		pg_handle_pg_log_ack(o, c, m);
 		break;
 	default:
 		CM_LOG_RL(CM_LOG_WARN, "unexpected message type=%u from %s", m->type,
@@ -285,6 +415,8 @@ osd_serve(struct osd_conf *cfg)
 	int rc;
 
 	TAILQ_INIT(&o.wait_map);
+	TAILQ_INIT(&o.rjobs);
+	TAILQ_INIT(&o.rjobs_ready);
 	if (!cfg->mon_host[0]) {
 		fprintf(stderr, "cairn-osd: mon_host is not set\n");
 		return 2;

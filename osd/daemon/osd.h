@@ -31,6 +31,8 @@ struct osd_conf {
 	uint64_t beacon_ms;
 	uint64_t pg_log_max;
 	uint64_t op_threads;
+	uint64_t recovery_max_active;
+	uint64_t hb_interval_ms, hb_grace_ms;
 	bool mkfs, fsck, deep;
 };
 
@@ -51,16 +53,40 @@ osd_ver_cmp(const struct osd_ver *a, const struct osd_ver *b)
 #define OSD_MAX_ACTING 16
 
 enum pg_state {
-	PG_NONE = 0,   /* not ours in this map (stray) */
-	PG_CREATING,   /* collection being made */
-	PG_PEERING,    /* primary: collecting infos */
-	PG_ACTIVE,     /* primary: serving */
-	PG_REPLICA,    /* replica in this interval */
-	PG_DOWN,       /* primary with fewer than min_size up: waiting */
-	PG_INCOMPLETE, /* primary: peers diverge and recovery cannot proceed */
+	PG_NONE = 0,    /* not ours in this map (stray) */
+	PG_CREATING,    /* collection being made */
+	PG_PEERING,     /* primary: collecting infos */
+	PG_ACTIVE,      /* primary: serving */
+	PG_REPLICA,     /* replica in this interval */
+	PG_DOWN,        /* primary with fewer than min_size up: waiting */
+	PG_INCOMPLETE,  /* primary: no complete copy among the acting OSDs: waiting */
+	PG_RECOVERING,  /* primary: bringing acting copies up to date from the log */
+	PG_BACKFILLING, /* primary: copying whole PGs to OSDs the log cannot catch up */
+};
+
+/* A primary's view of one acting OSD while peering and recovering. */
+enum rec_step {
+	REC_NONE = 0, /* in sync (or not looked at yet) */
+	REC_WIPE,     /* backfill: waiting for the target to empty its copy */
+	REC_PUSH,     /* waiting for the source to push objects */
+	REC_LOG,      /* waiting for the target to adopt the log */
+	REC_DONE,
+};
+
+struct pg_peer {
+	bool have;       /* its notify arrived */
+	bool exists;     /* it holds the PG */
+	bool incomplete; /* its copy is being backfilled */
+	struct osd_ver lu, tail;
+	Cairn__Osd__PgNotify *n; /* its info and log (remote OSDs) */
+	uint8_t step;            /* enum rec_step */
+	bool backfill;
+	char **oids; /* log-based recovery: the objects to push */
+	size_t noids;
 };
 
 struct pg_lent; /* a log entry in memory */
+struct rjob;    /* a recovery job on a source OSD */
 struct op;
 struct repop;
 
@@ -84,12 +110,16 @@ struct pg {
 	uint64_t last_epoch_started;
 	struct pg_lent *log; /* ring */
 	size_t log_cap, log_head, log_n;
-	/* peering */
+	bool incomplete; /* our copy is being backfilled */
+	/* peering and recovery (primary) */
 	unsigned notifies_wanted;
-	struct osd_ver peer_lu[OSD_MAX_ACTING];
-	bool peer_have[OSD_MAX_ACTING];
-	/* missing objects on peers to recover (primary) */
-	unsigned recovering;
+	struct pg_peer peer[OSD_MAX_ACTING];
+	uint64_t peer_up_since[OSD_MAX_ACTING]; /* incarnations peering talked to */
+	int auth;                               /* acting slot of the authoritative copy */
+	unsigned rec_pending;                   /* slots not yet REC_DONE/REC_NONE */
+	uint64_t retry_ms;                      /* re-peer at this time after a failed recovery */
+	uint64_t rec_gen;                       /* recovery attempt: stale acks are ignored */
+	uint64_t rec_objects, rec_bytes;
 	/* ops */
 	TAILQ_HEAD(op_q, op) waiting; /* until active */
 	struct op_q running;          /* being executed (for per-object order) */
@@ -101,6 +131,11 @@ struct osd_peer {
 	struct cm_conn *c;
 	char addr[128];
 	uint64_t up_since;
+	/* heartbeats */
+	uint64_t hb_since_ms;  /* we started pinging this incarnation */
+	uint64_t hb_rx_ms;     /* its last answer */
+	uint64_t hb_report_ms; /* we last reported it failed (0: not reported) */
+	uint64_t hb_up_since;  /* the incarnation the above are about */
 };
 
 struct osd {
@@ -116,7 +151,7 @@ struct osd {
 	bool booted;
 	uint64_t tid;
 	struct cm_timer tick;
-	uint64_t last_boot_ms, last_beacon_ms;
+	uint64_t last_boot_ms, last_beacon_ms, last_map_ask_ms, last_hb_ms;
 	const Cairn__Map__OsdMap *map;
 	uint64_t epoch;
 	uint64_t up_epoch; /* the epoch that marked us up */
@@ -127,6 +162,10 @@ struct osd {
 	struct pg **pgs;
 	size_t npg_b, npgs;
 	struct op_q wait_map;
+	/* recovery jobs this OSD runs as a source (recovery.c) */
+	TAILQ_HEAD(rjob_q, rjob) rjobs, rjobs_ready;
+	unsigned rec_active; /* pushes in flight */
+	uint64_t rec_objects, rec_bytes;
 	/* counters */
 	uint64_t ops, op_bytes_in, op_bytes_out, repops, dups;
 };
@@ -152,6 +191,14 @@ void pg_handle_query(struct osd *o, struct cm_conn *c, struct cm_msg *m);
 void pg_handle_notify(struct osd *o, struct cm_conn *c, struct cm_msg *m);
 void pg_handle_push(struct osd *o, struct cm_conn *c, struct cm_msg *m);
 void pg_handle_push_reply(struct osd *o, struct cm_conn *c, struct cm_msg *m);
+void pg_handle_recover(struct osd *o, struct cm_conn *c, struct cm_msg *m);
+void pg_handle_recover_done(struct osd *o, struct cm_conn *c, struct cm_msg *m);
+void pg_handle_pg_log(struct osd *o, struct cm_conn *c, struct cm_msg *m);
+void pg_handle_pg_log_ack(struct osd *o, struct cm_conn *c, struct cm_msg *m);
+/* The PGs we are primary of, for beacons (a[i].state points at constants). */
+int pg_stats(struct osd *o, Cairn__Mon__PgStat **a, size_t *n);
+/* Once per tick: retries of failed recoveries. */
+void pg_tick(struct osd *o);
 /* A peer session was reset: replication to it is lost for this interval. */
 void pg_peer_reset(struct osd *o, int32_t peer);
 /* Ops waiting for a newer map: retry them. */

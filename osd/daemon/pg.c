@@ -5,24 +5,11 @@
  * replication with versions and the PG log, duplicate detection, listing.
  * docs/design/osd.md.
  */
-#include "osd.h"
+#include "pg_int.h"
 #include "cm/err.h"
 #include "cm/log.h"
 
 CM_LOG_SUBSYS(pg);
-
-#define PGMETA     "\x01pgmeta"
-#define LOGKEY_LEN 17 /* 'l' + epoch be64 + seq be64 */
-#define TRIM_SLACK 64 /* trim in batches */
-
-struct pg_lent {
-	struct osd_ver ver, prior;
-	char *oid;
-	char *client;
-	uint64_t tid;
-	int rc;
-	uint8_t op;
-};
 
 /* A client op on the primary. */
 struct op {
@@ -100,66 +87,15 @@ pg_state_name(enum pg_state s)
 		return "down";
 	case PG_INCOMPLETE:
 		return "incomplete";
+	case PG_RECOVERING:
+		return "recovering";
+	case PG_BACKFILLING:
+		return "backfilling";
 	}
 	return "?";
 }
 
 /* ---------- encoding helpers ---------- */
-
-static void
-put_be64(uint8_t *p, uint64_t v)
-{
-	for (int i = 7; i >= 0; i--, v >>= 8)
-		p[i] = (uint8_t)v;
-}
-
-static uint64_t
-get_be64(const uint8_t *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 0; i < 8; i++)
-		v = v << 8 | p[i];
-	return v;
-}
-
-static void
-ver_pack(const struct osd_ver *v, uint8_t b[16])
-{
-	put_be64(b, v->epoch);
-	put_be64(b + 8, v->seq);
-}
-
-static void
-log_key(const struct osd_ver *v, uint8_t k[LOGKEY_LEN])
-{
-	k[0] = 'l';
-	ver_pack(v, k + 1);
-}
-
-static void
-ver_from_pb(const Cairn__Osd__Version *pv, struct osd_ver *v)
-{
-	v->epoch = pv ? pv->epoch : 0;
-	v->seq = pv ? pv->seq : 0;
-}
-
-static void
-ver_to_pb(const struct osd_ver *v, Cairn__Osd__Version *pv)
-{
-	cairn__osd__version__init(pv);
-	pv->epoch = v->epoch;
-	pv->seq = v->seq;
-}
-
-/* Free what a single os_kv holds (not the struct). */
-static void
-kv_clear(struct os_kv *kv)
-{
-	free(kv->key);
-	free(kv->val);
-	memset(kv, 0, sizeof(*kv));
-}
 
 /* ---------- the PG table ---------- */
 
@@ -220,8 +156,8 @@ pg_new(struct osd *o, int64_t pool, uint32_t seed)
 	return pg;
 }
 
-static struct pg_lent *
-log_at(struct pg *pg, size_t i)
+struct pg_lent *
+pg_log_at(struct pg *pg, size_t i)
 {
 	return &pg->log[(pg->log_head + i) % pg->log_cap];
 }
@@ -234,17 +170,17 @@ lent_clear(struct pg_lent *e)
 	memset(e, 0, sizeof(*e));
 }
 
-static int
-log_append(struct pg *pg, const Cairn__Osd__LogEntry *le)
+int
+pg_log_append(struct pg *pg, const Cairn__Osd__LogEntry *le)
 {
 	struct pg_lent *e;
 
 	if (pg->log_n == pg->log_cap) {
-		lent_clear(log_at(pg, 0));
+		lent_clear(pg_log_at(pg, 0));
 		pg->log_head = (pg->log_head + 1) % pg->log_cap;
 		pg->log_n--;
 	}
-	e = log_at(pg, pg->log_n);
+	e = pg_log_at(pg, pg->log_n);
 	ver_from_pb(le->ver, &e->ver);
 	ver_from_pb(le->prior, &e->prior);
 	e->oid = strdup(le->oid ? le->oid : "");
@@ -264,8 +200,8 @@ log_append(struct pg *pg, const Cairn__Osd__LogEntry *le)
 static void
 log_trim_mem(struct pg *pg, const struct osd_ver *v)
 {
-	while (pg->log_n && osd_ver_cmp(&log_at(pg, 0)->ver, v) <= 0) {
-		lent_clear(log_at(pg, 0));
+	while (pg->log_n && osd_ver_cmp(&pg_log_at(pg, 0)->ver, v) <= 0) {
+		lent_clear(pg_log_at(pg, 0));
 		pg->log_head = (pg->log_head + 1) % pg->log_cap;
 		pg->log_n--;
 	}
@@ -277,12 +213,86 @@ static const struct pg_lent *
 log_find_req(struct pg *pg, const char *client, uint64_t tid)
 {
 	for (size_t i = pg->log_n; i-- > 0;) {
-		const struct pg_lent *e = log_at(pg, i);
+		const struct pg_lent *e = pg_log_at(pg, i);
 
 		if (e->tid == tid && strcmp(e->client, client) == 0)
 			return e;
 	}
 	return NULL;
+}
+
+void
+pg_log_clear(struct pg *pg)
+{
+	for (size_t i = 0; i < pg->log_n; i++)
+		lent_clear(pg_log_at(pg, i));
+	pg->log_head = 0;
+	pg->log_n = 0;
+}
+
+void
+pg_info_fill(struct pg *pg, Cairn__Osd__PgInfo *pi, Cairn__Osd__Version *lu,
+	     Cairn__Osd__Version *tail)
+{
+	cairn__osd__pg_info__init(pi);
+	pi->pool = pg->pool;
+	pi->seed = pg->seed;
+	ver_to_pb(&pg->last_update, lu);
+	ver_to_pb(&pg->log_tail, tail);
+	pi->last_update = lu;
+	pi->log_tail = tail;
+	pi->last_epoch_started = pg->last_epoch_started;
+	pi->incomplete = pg->incomplete;
+}
+
+void
+pg_log_pb_free(Cairn__Osd__LogEntry **les, size_t n)
+{
+	if (!les)
+		return;
+	for (size_t i = 0; i < n; i++)
+		free(les[i]);
+	free(les);
+}
+
+/* One allocation per entry: the entry, its two versions; strings point into the log. */
+struct lent_pb {
+	Cairn__Osd__LogEntry le;
+	Cairn__Osd__Version v, p;
+};
+
+int
+pg_log_pb(struct pg *pg, Cairn__Osd__LogEntry ***out, size_t *n)
+{
+	Cairn__Osd__LogEntry **les = calloc(pg->log_n ? pg->log_n : 1, sizeof(*les));
+
+	*out = NULL;
+	*n = 0;
+	if (!les)
+		return -ENOMEM;
+	for (size_t i = 0; i < pg->log_n; i++) {
+		const struct pg_lent *e = pg_log_at(pg, i);
+		struct lent_pb *x = calloc(1, sizeof(*x));
+
+		if (!x) {
+			pg_log_pb_free(les, i);
+			return -ENOMEM;
+		}
+		cairn__osd__log_entry__init(&x->le);
+		ver_to_pb(&e->ver, &x->v);
+		ver_to_pb(&e->prior, &x->p);
+		x->le.ver = &x->v;
+		x->le.prior = &x->p;
+		x->le.op = e->op;
+		x->le.oid = e->oid;
+		x->le.client = e->client;
+		x->le.tid = e->tid;
+		x->le.rc = e->rc;
+		les[i] = &x->le;
+	}
+	*out = les;
+	*n = pg->log_n;
+	return 0;
 }
 
 static void op_free(struct op *op);
@@ -307,8 +317,8 @@ pg_destroy(struct pg *pg)
 		op->queued = false;
 		op_free(op);
 	}
-	for (size_t i = 0; i < pg->log_n; i++)
-		lent_clear(log_at(pg, i));
+	rec_reset(pg);
+	pg_log_clear(pg);
 	free(pg->log);
 	free(pg);
 }
@@ -318,6 +328,7 @@ pg_free_all(struct osd *o)
 {
 	struct op *op;
 
+	rec_free_all(o);
 	while ((op = TAILQ_FIRST(&o->wait_map))) {
 		TAILQ_REMOVE(&o->wait_map, op, link);
 		op->queued = false;
@@ -362,6 +373,7 @@ pg_load(struct pg *pg)
 		ver_from_pb(pi->last_update, &pg->last_update);
 		ver_from_pb(pi->log_tail, &pg->log_tail);
 		pg->last_epoch_started = pi->last_epoch_started;
+		pg->incomplete = pi->incomplete;
 		cairn__osd__pg_info__free_unpacked(pi, NULL);
 	}
 	kv_clear(&val);
@@ -381,7 +393,7 @@ pg_load(struct pg *pg)
 				rc = -EIO;
 				break;
 			}
-			rc = log_append(pg, le);
+			rc = pg_log_append(pg, le);
 			cairn__osd__log_entry__free_unpacked(le, NULL);
 			if (kvs[i].klen == LOGKEY_LEN) {
 				memcpy(after, kvs[i].key, LOGKEY_LEN);
@@ -562,6 +574,7 @@ txn_add_log(struct pg *pg, struct os_txn *t, const Cairn__Osd__LogEntry *le,
 	pi.last_update = &lu;
 	pi.log_tail = &tail;
 	pi.last_epoch_started = pg->last_epoch_started;
+	pi.incomplete = pg->incomplete;
 	n = cairn__osd__pg_info__pack(&pi, buf);
 	return os_txn_omap_set(t, pg->cid, PGMETA, "info", 4, buf, n);
 }
@@ -1320,7 +1333,7 @@ op_write(struct op *op)
 	deleted = op->ntx && op->tx[op->ntx - 1].op == OSD_TX_REMOVE;
 	fill_entry(&le, &v, &pv, op, deleted);
 	if (pg->log_n >= o->cfg->pg_log_max + TRIM_SLACK)
-		trim = log_at(pg, pg->log_n - o->cfg->pg_log_max - 1)->ver;
+		trim = pg_log_at(pg, pg->log_n - o->cfg->pg_log_max - 1)->ver;
 	rp = calloc(1, sizeof(*rp));
 	rc = rp ? os_txn_create(&t) : -ENOMEM;
 	if (!rc)
@@ -1328,7 +1341,7 @@ op_write(struct op *op)
 	if (!rc)
 		rc = txn_add_log(pg, t, &le, &trim);
 	if (!rc)
-		rc = log_append(pg, &le);
+		rc = pg_log_append(pg, &le);
 	if (rc) {
 		os_txn_destroy(t);
 		free(rp);
@@ -1777,7 +1790,7 @@ pg_handle_repop(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 	if (!rc)
 		rc = txn_add_log(pg, t, ro->entry, &trim);
 	if (!rc)
-		rc = log_append(pg, ro->entry);
+		rc = pg_log_append(pg, ro->entry);
 	if (rc) {
 		os_txn_destroy(t);
 		on_replica_commit(ra, rc);
@@ -1827,7 +1840,7 @@ out:
 
 /* ---------- intervals and peering ---------- */
 
-static void
+void
 pg_activate(struct pg *pg)
 {
 	struct op *op;
@@ -1835,6 +1848,7 @@ pg_activate(struct pg *pg)
 
 	pg->state = PG_ACTIVE;
 	pg->last_epoch_started = pg->osd->epoch;
+	pg->osd->last_beacon_ms = 0; /* report the new state at the next tick */
 	CM_INFO("%s: active (acting %d of %u) at %" PRIu64 ".%" PRIu64, pg->cid, pg->nacting,
 		pg->size, pg->last_update.epoch, pg->last_update.seq);
 	TAILQ_CONCAT(&q, &pg->waiting, link);
@@ -1854,46 +1868,34 @@ pg_send_queries(struct pg *pg)
 	q.pool = pg->pool;
 	q.seed = pg->seed;
 	q.epoch = pg->interval_epoch;
+	rec_reset(pg);
 	pg->notifies_wanted = 0;
 	for (int i = 0; i < pg->nacting; i++) {
-		pg->peer_have[i] = pg->acting[i] == o->id;
-		pg->peer_lu[i] = pg->last_update;
-		if (pg->acting[i] == o->id)
+		struct pg_peer *p = &pg->peer[i];
+		const Cairn__Map__Osd *mo = mon_osd_find(o->map, pg->acting[i]);
+
+		pg->peer_up_since[i] = mo ? mo->up_since : 0;
+
+		if (pg->acting[i] == o->id) {
+			p->have = true;
+			p->exists = true;
+			p->incomplete = pg->incomplete;
+			p->lu = pg->last_update;
+			p->tail = pg->log_tail;
 			continue;
+		}
 		if (osd_send_pb(osd_peer_conn(o, pg->acting[i]), OSD_MSG_PG_QUERY, 0, &q.base,
 				NULL) == 0)
 			pg->notifies_wanted++;
 	}
 }
 
-static void
-pg_peer_decide(struct pg *pg)
-{
-	struct osd_ver auth = pg->last_update;
-	bool same = true;
-
-	for (int i = 0; i < pg->nacting; i++) {
-		if (osd_ver_cmp(&pg->peer_lu[i], &auth) > 0)
-			auth = pg->peer_lu[i];
-		if (osd_ver_cmp(&pg->peer_lu[i], &pg->last_update) != 0)
-			same = false;
-	}
-	if (same) {
-		pg_activate(pg);
-		return;
-	}
-	/* Copies differ: recovery brings them together (next step of #6). Until
-	 * then the PG waits rather than serve possibly stale data. */
-	pg->state = PG_INCOMPLETE;
-	CM_WARN("%s: copies differ (ours %" PRIu64 ".%" PRIu64 ", newest %" PRIu64 ".%" PRIu64
-		"): waiting for recovery",
-		pg->cid, pg->last_update.epoch, pg->last_update.seq, auth.epoch, auth.seq);
-}
-
-static void
+void
 pg_start_peering(struct pg *pg)
 {
+	pg->retry_ms = 0;
 	if ((unsigned)pg->nacting < pg->min_size) {
+		rec_reset(pg);
 		pg->state = PG_DOWN;
 		CM_INFO("%s: down (%d of min_size %u up)", pg->cid, pg->nacting, pg->min_size);
 		return;
@@ -1901,7 +1903,7 @@ pg_start_peering(struct pg *pg)
 	pg->state = PG_PEERING;
 	pg_send_queries(pg);
 	if (!pg->notifies_wanted)
-		pg_peer_decide(pg);
+		rec_plan(pg);
 }
 
 static void
@@ -1960,6 +1962,8 @@ pg_reset_interval(struct pg *pg)
 	struct repop *rp, *rtmp;
 	struct op *op;
 
+	rec_reset(pg);
+	pg->retry_ms = 0;
 	TAILQ_FOREACH_SAFE(rp, &pg->repops, link, rtmp) {
 		rp->op = NULL; /* the op is freed below */
 		if (rp->local_pending) {
@@ -1987,19 +1991,39 @@ pg_reset_interval(struct pg *pg)
 void
 pg_peer_reset(struct osd *o, int32_t peer)
 {
+	rec_peer_reset(o, peer);
 	for (size_t b = 0; b < o->npg_b; b++)
 		for (struct pg *pg = o->pgs[b]; pg; pg = pg->hnext) {
 			if (pg->primary != o->id)
 				continue;
+			if (pg->state != PG_PEERING && pg->state != PG_RECOVERING &&
+			    pg->state != PG_BACKFILLING)
+				continue;
 			for (int i = 0; i < pg->nacting; i++)
-				if (pg->acting[i] == peer && pg->state == PG_PEERING) {
-					/* Ask again on a fresh session. */
-					pg_send_queries(pg);
-					if (!pg->notifies_wanted)
-						pg_peer_decide(pg);
+				if (pg->acting[i] == peer) {
+					/* Start over on a fresh session. */
+					pg_start_peering(pg);
 					break;
 				}
 		}
+}
+
+/*
+ * While peering or recovering: did an acting OSD restart (or get a new
+ * address) since we asked it? Its answers may never come: ask again.
+ */
+static bool
+peers_restarted(struct pg *pg)
+{
+	if (pg->state != PG_PEERING && pg->state != PG_RECOVERING && pg->state != PG_BACKFILLING)
+		return false;
+	for (int i = 0; i < pg->nacting; i++) {
+		const Cairn__Map__Osd *mo = mon_osd_find(pg->osd->map, pg->acting[i]);
+
+		if (pg->acting[i] != pg->osd->id && (!mo || mo->up_since != pg->peer_up_since[i]))
+			return true;
+	}
+	return false;
 }
 
 void
@@ -2045,7 +2069,9 @@ pg_on_map(struct osd *o)
 			pg->size = pool->size;
 			pg->min_size = pool->min_size ? pool->min_size : 1;
 			if (!changed) {
-				if (pg->state == PG_DOWN || pg->state == PG_INCOMPLETE)
+				if (pg->primary == o->id &&
+				    (pg->state == PG_DOWN || pg->state == PG_INCOMPLETE ||
+				     pg->retry_ms || peers_restarted(pg)))
 					pg_start_peering(pg);
 				continue;
 			}
@@ -2074,8 +2100,10 @@ pg_handle_query(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 	Cairn__Osd__PgQuery *q =
 		(Cairn__Osd__PgQuery *)cm_msg_unpack_front(m, &cairn__osd__pg_query__descriptor);
 	Cairn__Osd__PgNotify n = CAIRN__OSD__PG_NOTIFY__INIT;
-	Cairn__Osd__PgInfo pi = CAIRN__OSD__PG_INFO__INIT;
+	Cairn__Osd__PgInfo pi;
 	Cairn__Osd__Version lu, tail;
+	Cairn__Osd__LogEntry **les = NULL;
+	size_t nles = 0;
 	struct pg *pg;
 
 	if (!q)
@@ -2086,16 +2114,17 @@ pg_handle_query(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 	n.epoch = q->epoch;
 	n.exists = pg && pg->in_store;
 	if (n.exists) {
-		pi.pool = pg->pool;
-		pi.seed = pg->seed;
-		ver_to_pb(&pg->last_update, &lu);
-		ver_to_pb(&pg->log_tail, &tail);
-		pi.last_update = &lu;
-		pi.log_tail = &tail;
-		pi.last_epoch_started = pg->last_epoch_started;
+		pg_info_fill(pg, &pi, &lu, &tail);
 		n.info = &pi;
+		if (pg_log_pb(pg, &les, &nles)) {
+			CM_WARN("%s: no memory for the log of a notify", pg->cid);
+			goto out; /* the primary asks again */
+		}
+		n.log = les;
+		n.n_log = nles;
 	}
 	osd_send_pb(c, OSD_MSG_PG_NOTIFY, 0, &n.base, NULL);
+	pg_log_pb_free(les, nles);
 out:
 	if (q)
 		cairn__osd__pg_query__free_unpacked(q, NULL);
@@ -2110,41 +2139,88 @@ pg_handle_notify(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 	intptr_t peer = (intptr_t)cm_conn_user(c) - 1;
 	struct pg *pg;
 
+	cm_msg_destroy(m);
 	if (!n)
-		goto out;
+		return;
 	pg = pg_find(o, n->pool, n->seed);
 	if (!pg || pg->state != PG_PEERING || n->epoch != pg->interval_epoch)
 		goto out;
 	for (int i = 0; i < pg->nacting; i++) {
-		if (pg->acting[i] != peer || pg->peer_have[i])
+		struct pg_peer *p = &pg->peer[i];
+
+		if (pg->acting[i] != peer || p->have)
 			continue;
-		pg->peer_have[i] = true;
-		if (n->exists && n->info)
-			ver_from_pb(n->info->last_update, &pg->peer_lu[i]);
-		else
-			pg->peer_lu[i] = (struct osd_ver){ 0, 0 };
+		p->have = true;
+		p->exists = n->exists && n->info;
+		if (p->exists) {
+			ver_from_pb(n->info->last_update, &p->lu);
+			ver_from_pb(n->info->log_tail, &p->tail);
+			p->incomplete = n->info->incomplete;
+			p->n = n; /* keeps its log for planning */
+			n = NULL;
+		}
 		if (--pg->notifies_wanted == 0)
-			pg_peer_decide(pg);
+			rec_plan(pg);
 		break;
 	}
 out:
 	if (n)
 		cairn__osd__pg_notify__free_unpacked(n, NULL);
-	cm_msg_destroy(m);
+}
+
+/* The state as `clusterctl status` shows it. */
+static const char *
+pg_state_str(const struct pg *pg)
+{
+	switch (pg->state) {
+	case PG_ACTIVE:
+		return (unsigned)pg->nacting >= pg->size ? "active+clean"
+							 : "active+undersized+degraded";
+	case PG_RECOVERING:
+		return (unsigned)pg->nacting >= pg->size ? "recovering" : "recovering+undersized";
+	case PG_BACKFILLING:
+		return (unsigned)pg->nacting >= pg->size ? "backfilling" : "backfilling+undersized";
+	default:
+		return pg_state_name(pg->state);
+	}
+}
+
+int
+pg_stats(struct osd *o, Cairn__Mon__PgStat **out, size_t *n)
+{
+	Cairn__Mon__PgStat *a;
+	size_t k = 0;
+
+	*out = NULL;
+	*n = 0;
+	a = calloc(o->npgs + 1, sizeof(*a));
+	if (!a)
+		return -ENOMEM;
+	for (size_t b = 0; b < o->npg_b; b++)
+		for (struct pg *pg = o->pgs[b]; pg; pg = pg->hnext) {
+			if (pg->primary != o->id || pg->state == PG_NONE || pg->state == PG_REPLICA)
+				continue;
+			cairn__mon__pg_stat__init(&a[k]);
+			a[k].pool = pg->pool;
+			a[k].seed = pg->seed;
+			a[k].state = (char *)pg_state_str(pg);
+			a[k].epoch = o->epoch;
+			k++;
+		}
+	*out = a;
+	*n = k;
+	return 0;
 }
 
 void
-pg_handle_push(struct osd *o, struct cm_conn *c, struct cm_msg *m)
+pg_tick(struct osd *o)
 {
-	(void)o;
-	CM_LOG_RL(CM_LOG_WARN, "push from %s: recovery is not built yet", cm_conn_peer(c));
-	cm_msg_destroy(m);
-}
+	uint64_t now = cm_now_ms();
 
-void
-pg_handle_push_reply(struct osd *o, struct cm_conn *c, struct cm_msg *m)
-{
-	(void)o;
-	(void)c;
-	cm_msg_destroy(m);
+	for (size_t b = 0; b < o->npg_b; b++)
+		for (struct pg *pg = o->pgs[b]; pg; pg = pg->hnext)
+			if (pg->retry_ms && now >= pg->retry_ms && pg->primary == o->id &&
+			    pg->state != PG_NONE && pg->state != PG_REPLICA)
+				pg_start_peering(pg);
+	rec_tick(o, now);
 }

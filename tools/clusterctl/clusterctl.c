@@ -516,13 +516,14 @@ main_usage(void)
 {
 	fprintf(stderr,
 		"usage: clusterctl [-c CONF] [--format text|json] COMMAND...\n"
-		"  local cluster:  up [--dir D] [--mons N] [--osds 0] | down [--dir D]\n"
+		"  local cluster:  up [--dir D] [--mons N] [--osds N] | down [--dir D]\n"
 		"  cluster:        status | health [detail] | mon ls | crush show\n"
 		"                  osd ls | osd down|out|in|rm ID... | osd reweight ID W\n"
 		"                  osd set|unset FLAG\n"
 		"                  pool ls | pool create NAME [--size N] [--min-size N] [--ec K+M]\n"
 		"                       [--pg-num N] | pool rm NAME --yes-i-really-mean-it\n"
 		"                  pool set NAME size|min_size|pg_num|crush_rule|quota_max_bytes V\n"
+		"                  pg ls [POOL]   (each PG's state, primary and up set)\n"
 		"  objects:        obj put|get POOL NAME [FILE|-] | obj stat|rm POOL NAME | obj ls POOL\n"
 		"                  bench POOL write|seq|rand [--seconds S] [--size B] [--threads T]\n"
 		"                       [--cleanup]\n"

@@ -44,15 +44,43 @@ struct mon_cluster_view {
 int mon_cluster_view_read(struct cm_etcd *e, const char *fsid, struct mon_cluster_view *v);
 void mon_cluster_view_free(struct mon_cluster_view *v);
 
+/* What the OSDs' beacons say, summed by the leader (for `status`). */
+struct mon_pg_state_count {
+	char state[48];
+	uint64_t n;
+};
+
+struct mon_pg_state {
+	int64_t pool;
+	uint32_t seed;
+	char state[48];
+};
+
+struct mon_stats {
+	bool valid;              /* collected by the leader (false elsewhere) */
+	struct mon_pg_state *pg; /* each reported PG, by (pool, seed) */
+	size_t npg;
+	uint64_t pgs; /* PGs some primary reported */
+	struct mon_pg_state_count *states;
+	size_t nstates;
+	uint64_t osds; /* OSDs reporting */
+	uint64_t total_bytes, free_bytes;
+	double op_rate, wr_bps, rd_bps, rec_objps, rec_bps;
+	uint64_t rec_objects, rec_bytes; /* since the OSDs started */
+};
+
+void mon_stats_free(struct mon_stats *s);
+
 struct mon_cmd_env {
 	struct cm_etcd *etcd;
 	struct mon_map_store *store;
 	const char *fsid;
+	const struct mon_stats *stats; /* may be NULL */
 };
 
 /*
  * Run one command (argv as the user typed it after "clusterctl"):
- *   status | health [detail] | mon ls | crush show
+ *   status | health [detail] | mon ls | crush show | pg ls [POOL]
  *   osd ls | osd down|out|in|rm ID... | osd reweight ID W | osd set|unset FLAG
  *   pool ls | pool create NAME [--size N] [--min-size N] [--ec K+M] [--pg-num N]
  *   pool rm NAME --yes-i-really-mean-it | pool set NAME KEY VALUE

@@ -6,7 +6,9 @@
  *   client -> primary   PG_LIST -> PG_LIST_REPLY
  *   primary -> replica  REP_OP -> REP_OP_REPLY
  *   primary -> peer     PG_QUERY -> PG_NOTIFY
- *   primary -> peer     PUSH -> PUSH_REPLY (recovery, backfill)
+ *   primary -> source   RECOVER -> RECOVER_DONE (recovery, backfill)
+ *   source -> target    PUSH -> PUSH_REPLY (whole objects, in chunks)
+ *   primary -> target   PG_LOG -> PG_LOG_ACK (adopt the log; or wipe)
  *   OSD <-> OSD         PING (heartbeats)
  */
 #ifndef OSD_PROTO_H
@@ -26,6 +28,10 @@ enum osd_msg_type {
 	OSD_MSG_PUSH = 814,
 	OSD_MSG_PUSH_REPLY = 815,
 	OSD_MSG_PING = 816,
+	OSD_MSG_RECOVER = 817,      /* primary -> source: push objects to a target */
+	OSD_MSG_RECOVER_DONE = 818, /* source -> primary (PgAck) */
+	OSD_MSG_PG_LOG = 819,       /* primary -> target: adopt this log (or wipe) */
+	OSD_MSG_PG_LOG_ACK = 820,   /* target -> primary (PgAck) */
 };
 
 /* Client sub-ops (SubOp.op). */

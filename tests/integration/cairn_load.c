@@ -1,0 +1,437 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A verifying object workload through libcairn, for the recovery and thrash
+ * tests. Every object's contents follow from (name, generation): data of a
+ * size drawn from the pair, xattr "gen", an omap of a few keys and an omap
+ * header, all written in one compound op, so a reader can check any copy
+ * without a record of what was written.
+ *
+ *   cairn_load write  -c CONF --pool P --prefix X [--first F] --count N --gen G [--max-size B]
+ *   cairn_load verify -c CONF --pool P --prefix X [--first F] --count N --gen G [--max-size B]
+ *   cairn_load thrash -c CONF --pool P --prefix X --count N --seconds S [--threads T]
+ *
+ * thrash: T threads, each owning its share of the N objects, write new
+ * generations and read back at random for S seconds, then read everything
+ * once more. A write that returned success must never be undone (a read of
+ * an older generation is a lost write); every read must be exactly some
+ * generation that was written (otherwise a wrong read). Failed or timed-out
+ * writes may or may not have happened. Exit 0 only with 0 lost and 0 wrong.
+ * The last line is JSON.
+ */
+#include "cairn.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static const char *g_pool = "default", *g_prefix = "load", *g_conf;
+static unsigned g_first, g_count = 100, g_threads = 4, g_seconds = 10;
+static uint64_t g_gen = 1, g_max = 1 << 20;
+static cairn_cluster_t *g_cl;
+
+static uint64_t
+mix(uint64_t x)
+{
+	x ^= x >> 33;
+	x *= 0xff51afd7ed558ccdull;
+	x ^= x >> 33;
+	x *= 0xc4ceb9fe1a85ec53ull;
+	x ^= x >> 33;
+	return x;
+}
+
+static uint64_t
+seed_of(const char *name, uint64_t gen)
+{
+	uint64_t h = 1469598103934665603ull;
+
+	for (const char *p = name; *p; p++)
+		h = (h ^ (uint8_t)*p) * 1099511628211ull;
+	return mix(h ^ mix(gen + 1));
+}
+
+/* Mostly small objects, some up to max: log-uniform over [0, max]. */
+static size_t
+size_of(uint64_t seed)
+{
+	unsigned bits = 0;
+	uint64_t m = g_max;
+
+	while (m >>= 1)
+		bits++;
+	if (!g_max)
+		return 0;
+	if (seed % 16 == 0)
+		return 0;
+	return (size_t)((mix(seed ^ 7) % (1ull << (mix(seed ^ 3) % (bits + 1)))) % (g_max + 1));
+}
+
+static void
+fill(uint64_t seed, uint8_t *buf, size_t len)
+{
+	uint64_t x = seed | 1;
+
+	for (size_t i = 0; i < len; i++) {
+		if (i % 8 == 0)
+			x = mix(x + 0x9e3779b97f4a7c15ull);
+		buf[i] = (uint8_t)(x >> (8 * (i % 8)));
+	}
+}
+
+static unsigned
+nkeys_of(uint64_t seed)
+{
+	return 1 + (unsigned)(seed % 5);
+}
+
+static void
+name_of(unsigned i, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s-%u", g_prefix, i);
+}
+
+/* Write generation gen of name. \return 0 or the op's error. */
+static int
+write_gen(cairn_ioctx_t *io, const char *name, uint64_t gen, uint8_t *buf)
+{
+	uint64_t seed = seed_of(name, gen);
+	size_t size = size_of(seed);
+	char g[32], keys[8][16], vals[8][96], hdr[64];
+	unsigned nk = nkeys_of(seed);
+	cairn_op_t *op = cairn_op_create();
+	int rc;
+
+	if (!op)
+		return -ENOMEM;
+	fill(seed, buf, size);
+	snprintf(g, sizeof(g), "%" PRIu64, gen);
+	snprintf(hdr, sizeof(hdr), "h:%s:%" PRIu64, name, gen);
+	cairn_op_write_full(op, buf, size);
+	cairn_op_setxattr(op, "gen", g, strlen(g));
+	cairn_op_omap_clear(op);
+	for (unsigned k = 0; k < nk; k++) {
+		snprintf(keys[k], sizeof(keys[k]), "k%u", k);
+		snprintf(vals[k], sizeof(vals[k]), "%s:%" PRIu64 ":%u", name, gen, k);
+		cairn_op_omap_set(op, keys[k], strlen(keys[k]), vals[k], strlen(vals[k]));
+	}
+	cairn_op_omap_set_header(op, hdr, strlen(hdr));
+	rc = cairn_operate(io, name, op, NULL);
+	cairn_op_release(op);
+	return rc;
+}
+
+/*
+ * Read name and check it is exactly one generation. \return 0 with *gen,
+ * 1 when the contents are not any generation (wrong), or the op's error.
+ */
+static int
+read_check(cairn_ioctx_t *io, const char *name, uint64_t *gen, uint8_t *buf, uint8_t *want)
+{
+	cairn_op_t *op = cairn_op_create();
+	char g[32];
+	size_t glen = 0, got = 0, nkv = 0;
+	struct cairn_kv *kvs = NULL, hdr = { 0 };
+	bool more = false;
+	int rc, r1 = 0, r2 = 0, r3 = 0, r4 = 0, bad = 0;
+
+	if (!op)
+		return -ENOMEM;
+	cairn_op_read(op, 0, g_max + 1, buf, &got, &r1);
+	cairn_op_getxattr(op, "gen", g, sizeof(g) - 1, &glen, &r2);
+	cairn_op_omap_list(op, NULL, 0, NULL, 0, 64, &kvs, &nkv, &more, &r3);
+	cairn_op_omap_get_header(op, &hdr, &r4);
+	rc = cairn_operate(io, name, op, NULL);
+	cairn_op_release(op);
+	if (rc)
+		goto out;
+	if (r2 || glen == 0) {
+		bad = 1;
+		fprintf(stderr, "%s: no gen xattr (%d)\n", name, r2);
+		goto out;
+	}
+	g[glen] = 0;
+	*gen = strtoull(g, NULL, 10);
+	{
+		uint64_t seed = seed_of(name, *gen);
+		size_t size = size_of(seed);
+		unsigned nk = nkeys_of(seed);
+		char h[64];
+
+		fill(seed, want, size);
+		if (r1 || got != size || memcmp(buf, want, size) != 0) {
+			bad = 1;
+			fprintf(stderr, "%s: gen %" PRIu64 ": data differs (%zu bytes, want %zu)\n",
+				name, *gen, got, size);
+		}
+		if (r3 || nkv != nk || more) {
+			bad = 1;
+			fprintf(stderr, "%s: gen %" PRIu64 ": %zu omap keys, want %u\n", name, *gen,
+				nkv, nk);
+		}
+		for (size_t k = 0; !bad && k < nkv; k++) {
+			char key[32], val[128];
+
+			snprintf(key, sizeof(key), "k%zu", k);
+			snprintf(val, sizeof(val), "%s:%" PRIu64 ":%zu", name, *gen, k);
+			if (kvs[k].klen != strlen(key) || memcmp(kvs[k].key, key, kvs[k].klen) ||
+			    kvs[k].vlen != strlen(val) || memcmp(kvs[k].val, val, kvs[k].vlen)) {
+				bad = 1;
+				fprintf(stderr, "%s: gen %" PRIu64 ": omap key %zu differs\n", name,
+					*gen, k);
+			}
+		}
+		snprintf(h, sizeof(h), "h:%s:%" PRIu64, name, *gen);
+		if (!bad && (r4 || hdr.vlen != strlen(h) || memcmp(hdr.val, h, hdr.vlen))) {
+			bad = 1;
+			fprintf(stderr, "%s: gen %" PRIu64 ": omap header differs\n", name, *gen);
+		}
+	}
+out:
+	cairn_kvs_free(kvs, nkv);
+	free(hdr.key);
+	free(hdr.val);
+	return rc ? rc : bad;
+}
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+struct thr {
+	unsigned first, n;
+	uint64_t *acked, *tried; /* per object: last acknowledged / last attempted gen */
+	uint64_t writes, write_errs, reads, read_errs, lost, wrong;
+	int rc;
+};
+
+static void
+check_read(struct thr *t, cairn_ioctx_t *io, unsigned i, uint8_t *buf, uint8_t *want)
+{
+	char name[64];
+	uint64_t gen = 0;
+	int rc;
+
+	name_of(t->first + i, name, sizeof(name));
+	rc = read_check(io, name, &gen, buf, want);
+	t->reads++;
+	if (rc == -ENOENT && t->acked[i] == 0)
+		return; /* never acknowledged: may not exist */
+	if (rc < 0) {
+		t->read_errs++;
+		fprintf(stderr, "read %s: %s\n", name, strerror(-rc));
+		return;
+	}
+	if (rc == 1) {
+		t->wrong++;
+		return;
+	}
+	if (gen < t->acked[i]) {
+		t->lost++;
+		fprintf(stderr,
+			"LOST: %s reads gen %" PRIu64 ", gen %" PRIu64 " was acknowledged\n", name,
+			gen, t->acked[i]);
+	} else if (gen > t->tried[i]) {
+		t->wrong++;
+		fprintf(stderr,
+			"WRONG: %s reads gen %" PRIu64 ", never written (last %" PRIu64 ")\n", name,
+			gen, t->tried[i]);
+	}
+}
+
+static void *
+thrash_thread(void *arg)
+{
+	struct thr *t = arg;
+	cairn_ioctx_t *io = NULL;
+	uint8_t *buf = malloc(g_max + 1), *want = malloc(g_max + 1);
+	uint64_t r = mix(t->first + 1);
+	double end = now_s() + g_seconds;
+
+	if (!buf || !want || cairn_ioctx_create(g_cl, g_pool, &io)) {
+		t->rc = 1;
+		goto out;
+	}
+	while (now_s() < end) {
+		unsigned i = (unsigned)((r = mix(r)) % t->n);
+		char name[64];
+
+		name_of(t->first + i, name, sizeof(name));
+		if (r % 3 != 0 || !t->tried[i]) {
+			uint64_t gen = ++t->tried[i];
+			int rc = write_gen(io, name, gen, buf);
+
+			t->writes++;
+			if (rc == 0) {
+				t->acked[i] = gen;
+			} else {
+				t->write_errs++;
+				fprintf(stderr, "write %s gen %" PRIu64 ": %s\n", name, gen,
+					strerror(-rc));
+			}
+		} else {
+			check_read(t, io, i, buf, want);
+		}
+	}
+	for (unsigned i = 0; i < t->n; i++)
+		check_read(t, io, i, buf, want);
+out:
+	if (io)
+		cairn_ioctx_destroy(io);
+	free(buf);
+	free(want);
+	return NULL;
+}
+
+static int
+run_thrash(void)
+{
+	struct thr *t = calloc(g_threads, sizeof(*t));
+	pthread_t *th = calloc(g_threads, sizeof(*th));
+	uint64_t w = 0, we = 0, rd = 0, re = 0, lost = 0, wrong = 0;
+	unsigned per = g_count / g_threads;
+	int rc = 0;
+
+	if (!t || !th || !per)
+		return 2;
+	for (unsigned k = 0; k < g_threads; k++) {
+		t[k].first = k * per;
+		t[k].n = per;
+		t[k].acked = calloc(per, sizeof(uint64_t));
+		t[k].tried = calloc(per, sizeof(uint64_t));
+		if (!t[k].acked || !t[k].tried ||
+		    pthread_create(&th[k], NULL, thrash_thread, &t[k]))
+			return 2;
+	}
+	for (unsigned k = 0; k < g_threads; k++) {
+		pthread_join(th[k], NULL);
+		w += t[k].writes;
+		we += t[k].write_errs;
+		rd += t[k].reads;
+		re += t[k].read_errs;
+		lost += t[k].lost;
+		wrong += t[k].wrong;
+		rc |= t[k].rc;
+		free(t[k].acked);
+		free(t[k].tried);
+	}
+	printf("{\"writes\":%" PRIu64 ",\"write_errors\":%" PRIu64 ",\"reads\":%" PRIu64
+	       ",\"read_errors\":%" PRIu64 ",\"lost\":%" PRIu64 ",\"wrong\":%" PRIu64 "}\n",
+	       w, we, rd, re, lost, wrong);
+	free(t);
+	free(th);
+	return rc ? 2 : (lost || wrong) ? 1 : 0;
+}
+
+static int
+run_write_verify(bool verify)
+{
+	cairn_ioctx_t *io = NULL;
+	uint8_t *buf = malloc(g_max + 1), *want = malloc(g_max + 1);
+	uint64_t ok = 0, bad = 0, bytes = 0;
+	double t0 = now_s();
+
+	if (!buf || !want || cairn_ioctx_create(g_cl, g_pool, &io)) {
+		fprintf(stderr, "cairn_load: no pool %s or no memory\n", g_pool);
+		return 2;
+	}
+	for (unsigned i = 0; i < g_count; i++) {
+		char name[64];
+		uint64_t gen = 0;
+		int rc;
+
+		name_of(g_first + i, name, sizeof(name));
+		if (!verify) {
+			rc = write_gen(io, name, g_gen, buf);
+			bytes += size_of(seed_of(name, g_gen));
+		} else {
+			rc = read_check(io, name, &gen, buf, want);
+			if (rc == 0 && gen != g_gen) {
+				fprintf(stderr, "%s: gen %" PRIu64 ", want %" PRIu64 "\n", name,
+					gen, g_gen);
+				rc = 1;
+			}
+		}
+		if (rc) {
+			bad++;
+			if (rc < 0)
+				fprintf(stderr, "%s %s: %s\n", verify ? "verify" : "write", name,
+					strerror(-rc));
+		} else {
+			ok++;
+		}
+	}
+	printf("{\"mode\":\"%s\",\"ok\":%" PRIu64 ",\"bad\":%" PRIu64 ",\"bytes\":%" PRIu64
+	       ",\"seconds\":%.2f}\n",
+	       verify ? "verify" : "write", ok, bad, bytes, now_s() - t0);
+	cairn_ioctx_destroy(io);
+	free(buf);
+	free(want);
+	return bad ? 1 : 0;
+}
+
+int
+main(int argc, char **argv)
+{
+	struct cairn_opts o;
+	char err[256];
+	const char *mode = argc > 1 ? argv[1] : "";
+	int rc;
+
+	for (int i = 2; i + 1 < argc; i += 2) {
+		const char *k = argv[i], *v = argv[i + 1];
+
+		if (!strcmp(k, "-c"))
+			g_conf = v;
+		else if (!strcmp(k, "--pool"))
+			g_pool = v;
+		else if (!strcmp(k, "--prefix"))
+			g_prefix = v;
+		else if (!strcmp(k, "--first"))
+			g_first = (unsigned)strtoul(v, NULL, 10);
+		else if (!strcmp(k, "--count"))
+			g_count = (unsigned)strtoul(v, NULL, 10);
+		else if (!strcmp(k, "--gen"))
+			g_gen = strtoull(v, NULL, 10);
+		else if (!strcmp(k, "--max-size"))
+			g_max = strtoull(v, NULL, 10);
+		else if (!strcmp(k, "--threads"))
+			g_threads = (unsigned)strtoul(v, NULL, 10);
+		else if (!strcmp(k, "--seconds"))
+			g_seconds = (unsigned)strtoul(v, NULL, 10);
+		else {
+			fprintf(stderr, "cairn_load: unknown option %s\n", k);
+			return 2;
+		}
+	}
+	if (strcmp(mode, "write") && strcmp(mode, "verify") && strcmp(mode, "thrash")) {
+		fprintf(stderr,
+			"usage: cairn_load write|verify|thrash -c CONF [--pool P] "
+			"[--prefix X] [--first F] [--count N] [--gen G] [--max-size B] [--threads T] "
+			"[--seconds S]\n");
+		return 2;
+	}
+	if (!g_threads || g_max > (1ull << 30)) {
+		fprintf(stderr, "cairn_load: bad --threads or --max-size\n");
+		return 2;
+	}
+	cairn_opts_init(&o, sizeof(o));
+	o.conf_file = g_conf;
+	o.op_timeout_ms = 60000;
+	rc = cairn_connect(&o, &g_cl, err, sizeof(err));
+	if (rc) {
+		fprintf(stderr, "cairn_load: connect: %s\n", err);
+		return 2;
+	}
+	rc = !strcmp(mode, "thrash") ? run_thrash() : run_write_verify(!strcmp(mode, "verify"));
+	cairn_shutdown(g_cl);
+	return rc;
+}

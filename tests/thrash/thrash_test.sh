@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Thrash: OSDs killed with -9 and restarted at random while a verifying
+# workload (cairn_load thrash) writes new generations of objects (data,
+# xattr, omap in one compound op) and reads them back. Passes with 0 lost
+# acknowledged writes and 0 wrong reads, and the cluster back to
+# active+clean. THRASH_SECONDS (default 90) sets the length; THRASH_OSDS
+# (default 4) the cluster size; at most one OSD is down at a time, so every
+# PG keeps min_size (2) copies.
+set -euo pipefail
+build=${1:?usage: thrash_test.sh BUILD_DIR}
+secs=${THRASH_SECONDS:-90}
+nosd=${THRASH_OSDS:-4}
+ctl="$build/tools/clusterctl"
+load="$build/tests/integration/cairn_load"
+dir=$(mktemp -d /tmp/cairn-thrash-XXXXXX)
+# Sanitizer reports of daemons (at their clean exit in 'down') fail the test.
+finish() {
+	local rc=$?
+	"$ctl" down --dir "$dir" >/dev/null 2>&1 || true
+	if grep -l "Sanitizer\|runtime error" "$dir"/*.log >/dev/null 2>&1; then
+		grep -h -A30 "Sanitizer\|runtime error" "$dir"/*.log | head -80 >&2
+		echo "FAIL: sanitizer reports in daemon logs" >&2
+		rc=1
+	fi
+	[ -n "${KEEP_DIR:-}" ] || rm -rf "$dir"
+	exit $rc
+}
+trap finish EXIT
+fail() {
+	echo "FAIL: $*" >&2
+	"$ctl" status >&2 || true
+	for f in "$dir"/*.log; do echo "== $f"; grep -v DEBUG "$f" | tail -n 25; done >&2
+	exit 1
+}
+export CAIRN_OSD_GRACE=2s
+up() { "$ctl" up --dir "$dir" --mons 1 --osds "$nosd" --osd-size 2G >"$dir/up.out" 2>&1 || fail "up: $(cat "$dir/up.out")"; }
+up
+export CAIRN_CONF="$dir/cairn.conf"
+"$load" thrash -c "$dir/cairn.conf" --prefix t --count 200 --threads 4 --max-size 262144 \
+	--seconds "$secs" >"$dir/load.out" 2>"$dir/load.err" &
+lpid=$!
+# Kill and restart OSDs until 15 s before the workload's final read-back.
+end=$(( $(date +%s) + secs - 15 ))
+kills=0
+while [ "$(date +%s)" -lt "$end" ]; do
+	sleep $(( 2 + RANDOM % 4 ))
+	victim=$(( RANDOM % nosd ))
+	kill -9 "$(cat "$dir/osd.$victim.pid")" 2>/dev/null || true
+	kills=$((kills + 1))
+	# Sometimes back before the mons notice, sometimes after it is marked down.
+	sleep $(( RANDOM % 5 ))
+	up
+done
+echo "thrash: $kills OSD kills in $secs s"
+wait "$lpid" || { tail -20 "$dir/load.err" >&2; fail "workload: $(tail -1 "$dir/load.out")"; }
+echo "workload: $(tail -1 "$dir/load.out")"
+grep -q '"lost":0,"wrong":0' "$dir/load.out" || fail "lost or wrong: $(tail -1 "$dir/load.out")"
+for _ in $(seq 1 240); do
+	"$ctl" status >"$dir/st" 2>&1 || true
+	grep -Eq "pgs: +([0-9]+) pgs: \1 active\+clean$" "$dir/st" && break
+	sleep 0.5
+done
+grep -Eq "pgs: +([0-9]+) pgs: \1 active\+clean$" "$dir/st" || fail "not clean: $(grep pgs: "$dir/st")"
+echo "1 passed, 0 failed"
