@@ -37,6 +37,7 @@ struct mon_conf {
 	char *metrics_addr;
 	bool mkfs;
 	uint64_t osd_grace_ms;
+	uint64_t report_grace_ms;
 	uint64_t down_out_ms;
 	uint64_t min_reporters;
 	uint64_t lease_ttl_ms;
@@ -61,6 +62,10 @@ static const struct cm_opt g_mon_opts[] = {
 	       "create the cluster (key check and first map) in etcd if absent, then exit"),
 	CM_OPT("osd_grace", CM_OPT_DURATION, "20s", 100, 3600000, 0, struct mon_conf, osd_grace_ms,
 	       "an OSD silent (no beacon) or reported failed this long is down"),
+	CM_OPT("osd_report_grace", CM_OPT_DURATION, "0", 0, 3600000, 0, struct mon_conf,
+	       report_grace_ms,
+	       "a failure peers report (after their own heartbeat grace) counts once it is this "
+	       "old; 0: osd_grace"),
 	CM_OPT("mon_osd_down_out_interval", CM_OPT_DURATION, "600s", 100, 604800000, 0,
 	       struct mon_conf, down_out_ms, "a down OSD is marked out after this long"),
 	CM_OPT("mon_osd_min_down_reporters", CM_OPT_UINT, "2", 1, 100, 0, struct mon_conf,
@@ -670,6 +675,7 @@ static void
 decide(struct mond *d, struct tick *t)
 {
 	uint64_t now = cm_now_ns(), grace = d->cfg.osd_grace_ms * 1000000ull;
+	uint64_t rgrace = d->cfg.report_grace_ms ? d->cfg.report_grace_ms * 1000000ull : grace;
 	const Cairn__Map__OsdMap *m = d->map;
 
 	t->down = calloc(m->n_osds + 1, sizeof(*t->down));
@@ -687,8 +693,8 @@ decide(struct mond *d, struct tick *t)
 			continue;
 		if (o->up) {
 			for (int k = 0; k < tr->nrep; k++)
-				if (now - tr->rep[k].failed_since_ns >= grace &&
-				    now - tr->rep[k].recv_ns < 2 * grace)
+				if (now - tr->rep[k].failed_since_ns >= rgrace &&
+				    now - tr->rep[k].recv_ns < 2 * CM_MAX(rgrace, 10000000000ull))
 					reporters++;
 			if (now - tr->last_beacon_ns >= grace) {
 				CM_NOTICE("osd.%d: no beacon for %" PRIu64 " ms: marking down",

@@ -293,6 +293,12 @@ on_tick(struct cm_timer *t)
 		mon_client_want_map(o->monc, o->up_epoch);
 	}
 	if (o->booted && o->map && now - o->last_hb_ms >= o->cfg->hb_interval_ms) {
+		if (o->last_hb_ms && now - o->last_hb_ms > o->cfg->hb_grace_ms / 2) {
+			/* We were not running (stopped, starved): our peers' silence says
+			 * nothing about them. Start their clocks again. */
+			for (int i = 0; i < o->npeers; i++)
+				o->peers[i].hb_since_ms = 0;
+		}
 		o->last_hb_ms = now;
 		heartbeat(o, now);
 	}

@@ -119,6 +119,7 @@ struct pg {
 	unsigned rec_pending;                   /* slots not yet REC_DONE/REC_NONE */
 	uint64_t retry_ms;                      /* re-peer at this time after a failed recovery */
 	uint64_t rec_gen;                       /* recovery attempt: stale acks are ignored */
+	uint64_t plan_epoch;                    /* our map epoch when recovery was planned */
 	uint64_t rec_objects, rec_bytes;
 	/* ops */
 	TAILQ_HEAD(op_q, op) waiting; /* until active */

@@ -1361,7 +1361,10 @@ op_write(struct op *op)
 	/* Replicas. */
 	ro.pool = pg->pool;
 	ro.seed = pg->seed;
-	ro.epoch = pg->interval_epoch;
+	/* Our map's epoch, not the interval's start: a replica that saw the
+	 * interval begin at a later epoch (it skipped maps) still takes it, one
+	 * whose map shows a newer interval than ours refuses it. */
+	ro.epoch = o->epoch;
 	ro.entry = &le;
 	ro.n_ops = op->ntx;
 	ro.ops = op->txp;

@@ -235,7 +235,7 @@ send_recover(struct pg *pg, int t)
 
 	q.pool = pg->pool;
 	q.seed = pg->seed;
-	q.epoch = pg->interval_epoch;
+	q.epoch = pg->plan_epoch;
 	q.gen = pg->rec_gen;
 	q.target = pg->acting[t];
 	q.from = o->id;
@@ -267,7 +267,7 @@ send_pg_log(struct pg *pg, int t, bool wipe)
 
 	n.pool = pg->pool;
 	n.seed = pg->seed;
-	n.epoch = pg->interval_epoch;
+	n.epoch = pg->plan_epoch;
 	n.gen = pg->rec_gen;
 	n.exists = true;
 	n.wipe = wipe;
@@ -324,6 +324,13 @@ rec_plan(struct pg *pg)
 	}
 	pg->auth = a;
 	pg->rec_pending = 0;
+	/*
+	 * Messages of this plan carry our map's epoch: an OSD whose map shows an
+	 * interval newer than that refuses them (the plan is stale), one that saw
+	 * this interval begin at a later epoch than we did (it skipped maps, or
+	 * booted) takes them.
+	 */
+	pg->plan_epoch = o->epoch;
 	for (int i = 0; i < pg->nacting; i++) {
 		if (i == a)
 			continue;
@@ -375,7 +382,7 @@ rec_pg(struct osd *o, int64_t pool, uint32_t seed, uint64_t epoch, uint64_t gen,
 {
 	struct pg *pg = pg_find(o, pool, seed);
 
-	if (!pg || pg->primary != o->id || pg->interval_epoch != epoch || pg->rec_gen != gen ||
+	if (!pg || pg->primary != o->id || pg->plan_epoch != epoch || pg->rec_gen != gen ||
 	    (pg->state != PG_RECOVERING && pg->state != PG_BACKFILLING))
 		return NULL;
 	for (int i = 0; i < pg->nacting; i++)

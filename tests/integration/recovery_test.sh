@@ -11,8 +11,9 @@
 #     quarter of them; back to clean; verify.
 #  3. mark an OSD out: its PGs backfill elsewhere; clean; verify; mark it in
 #     again (its stale copies catch up); clean; verify.
-#  4. down + up resumes everything; then with every OSD killed an op fails
-#     with a clear timeout error.
+#  4. down + up resumes everything; a hung OSD (SIGSTOP) is found by its
+#     peers' heartbeats and marked down, and catches up when it runs again;
+#     with every OSD killed an op fails with a clear timeout error.
 set -euo pipefail
 build=${1:?usage: recovery_test.sh BUILD_DIR}
 ctl="$build/tools/clusterctl"
@@ -139,10 +140,27 @@ verify_all "with osd.0 back in"
 # are checked by the sanitizer builds).
 "$ctl" down --dir "$dir" >/dev/null || fail "down"
 if grep -l "Sanitizer\|runtime error" "$dir"/*.log >/dev/null 2>&1; then fail "sanitizer report"; fi
-up 4
+# The mons now wait long for beacons: only the OSDs' heartbeats can find a
+# hung OSD.
+CAIRN_OSD_GRACE=120s CAIRN_OSD_REPORT_GRACE=1s up 4
 wait_all_up
 wait_clean "down + up"
 verify_all "after down + up"
+
+# A hung OSD (SIGSTOP): its peers stop hearing it and report it; the mons
+# mark it down long before their own beacon grace; once it runs again it
+# boots again and catches up.
+kill -STOP "$(osd_pid 1)"
+t0=$(date +%s)
+for _ in $(seq 1 120); do "$ctl" osd ls | grep -q " down " && break; sleep 0.25; done
+"$ctl" osd ls | grep -q " down " || { kill -CONT "$(osd_pid 1)"; fail "hung OSD not reported down"; }
+echo "hung OSD marked down after $(( $(date +%s) - t0 )) s (heartbeat grace 6 s, beacon grace 120 s)"
+grep -q "reported failed by" "$dir/mon.a.log" || fail "the mons did not act on failure reports"
+run_load write --prefix b --count $((n / 4)) --gen 1 >/dev/null || fail "writing with an OSD hung"
+kill -CONT "$(osd_pid 1)"
+wait_all_up
+wait_clean "hung OSD back"
+verify_all "after the hung OSD came back"
 
 # 4. All OSDs down: a clear error, not a hang.
 for i in 0 1 2 3; do kill -9 "$(osd_pid $i)"; done

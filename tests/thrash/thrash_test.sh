@@ -15,8 +15,10 @@ ctl="$build/tools/clusterctl"
 load="$build/tests/integration/cairn_load"
 dir=$(mktemp -d /tmp/cairn-thrash-XXXXXX)
 # Sanitizer reports of daemons (at their clean exit in 'down') fail the test.
+lpid=
 finish() {
 	local rc=$?
+	[ -z "$lpid" ] || kill "$lpid" 2>/dev/null || true
 	"$ctl" down --dir "$dir" >/dev/null 2>&1 || true
 	if grep -l "Sanitizer\|runtime error" "$dir"/*.log >/dev/null 2>&1; then
 		grep -h -A30 "Sanitizer\|runtime error" "$dir"/*.log | head -80 >&2
