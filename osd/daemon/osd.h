@@ -51,6 +51,7 @@ osd_ver_cmp(const struct osd_ver *a, const struct osd_ver *b)
 }
 
 #define OSD_MAX_ACTING 16
+#define PG_MAX_SLOTS   (2 * OSD_MAX_ACTING) /* acting + prior OSDs peering asks */
 
 enum pg_state {
 	PG_NONE = 0,    /* not ours in this map (stray) */
@@ -87,6 +88,7 @@ struct pg_peer {
 
 struct pg_lent; /* a log entry in memory */
 struct rjob;    /* a recovery job on a source OSD */
+struct pga;     /* a PG's last acting set (any PG, ours or not) */
 struct op;
 struct repop;
 
@@ -113,13 +115,21 @@ struct pg {
 	bool incomplete; /* our copy is being backfilled */
 	/* peering and recovery (primary) */
 	unsigned notifies_wanted;
-	struct pg_peer peer[OSD_MAX_ACTING];
-	uint64_t peer_up_since[OSD_MAX_ACTING]; /* incarnations peering talked to */
-	int auth;                               /* acting slot of the authoritative copy */
-	unsigned rec_pending;                   /* slots not yet REC_DONE/REC_NONE */
-	uint64_t retry_ms;                      /* re-peer at this time after a failed recovery */
-	uint64_t rec_gen;                       /* recovery attempt: stale acks are ignored */
-	uint64_t plan_epoch;                    /* our map epoch when recovery was planned */
+	/* the acting set(s) before this interval, minus today's (since the PG was
+	 * last active): their copies may hold what the acting set lacks */
+	int32_t prior[OSD_MAX_ACTING];
+	int nprior;
+	bool prior_overlap; /* an OSD of the previous interval is acting now */
+	/* peering slots: the acting set, then the prior OSDs that are up */
+	int32_t slot_osd[PG_MAX_SLOTS];
+	int nslots;
+	struct pg_peer peer[PG_MAX_SLOTS];
+	uint64_t peer_up_since[PG_MAX_SLOTS]; /* incarnations peering talked to */
+	int auth;                             /* acting slot of the authoritative copy */
+	unsigned rec_pending;                 /* slots not yet REC_DONE/REC_NONE */
+	uint64_t retry_ms;                    /* re-peer at this time after a failed recovery */
+	uint64_t rec_gen;                     /* recovery attempt: stale acks are ignored */
+	uint64_t plan_epoch;                  /* our map epoch when recovery was planned */
 	uint64_t rec_objects, rec_bytes;
 	/* ops */
 	TAILQ_HEAD(op_q, op) waiting; /* until active */
@@ -163,6 +173,9 @@ struct osd {
 	struct pg **pgs;
 	size_t npg_b, npgs;
 	struct op_q wait_map;
+	/* every PG's acting set in the previous map (for prior sets) */
+	struct pga **pga;
+	size_t npga_b;
 	/* recovery jobs this OSD runs as a source (recovery.c) */
 	TAILQ_HEAD(rjob_q, rjob) rjobs, rjobs_ready;
 	unsigned rec_active; /* pushes in flight */

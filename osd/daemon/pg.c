@@ -296,6 +296,7 @@ pg_log_pb(struct pg *pg, Cairn__Osd__LogEntry ***out, size_t *n)
 }
 
 static void op_free(struct op *op);
+static void pga_free_all(struct osd *o);
 
 static void
 pg_destroy(struct pg *pg)
@@ -329,6 +330,7 @@ pg_free_all(struct osd *o)
 	struct op *op;
 
 	rec_free_all(o);
+	pga_free_all(o);
 	while ((op = TAILQ_FIRST(&o->wait_map))) {
 		TAILQ_REMOVE(&o->wait_map, op, link);
 		op->queued = false;
@@ -1873,13 +1875,22 @@ pg_send_queries(struct pg *pg)
 	q.epoch = pg->interval_epoch;
 	rec_reset(pg);
 	pg->notifies_wanted = 0;
-	for (int i = 0; i < pg->nacting; i++) {
+	/* Slots: the acting set, then prior OSDs that are up. */
+	pg->nslots = 0;
+	for (int i = 0; i < pg->nacting; i++)
+		pg->slot_osd[pg->nslots++] = pg->acting[i];
+	for (int k = 0; k < pg->nprior && pg->nslots < PG_MAX_SLOTS; k++) {
+		const Cairn__Map__Osd *mo = mon_osd_find(o->map, pg->prior[k]);
+
+		if (mo && mo->up)
+			pg->slot_osd[pg->nslots++] = pg->prior[k];
+	}
+	for (int i = 0; i < pg->nslots; i++) {
 		struct pg_peer *p = &pg->peer[i];
-		const Cairn__Map__Osd *mo = mon_osd_find(o->map, pg->acting[i]);
+		const Cairn__Map__Osd *mo = mon_osd_find(o->map, pg->slot_osd[i]);
 
 		pg->peer_up_since[i] = mo ? mo->up_since : 0;
-
-		if (pg->acting[i] == o->id) {
+		if (pg->slot_osd[i] == o->id) {
 			p->have = true;
 			p->exists = true;
 			p->incomplete = pg->incomplete;
@@ -1887,7 +1898,7 @@ pg_send_queries(struct pg *pg)
 			p->tail = pg->log_tail;
 			continue;
 		}
-		if (osd_send_pb(osd_peer_conn(o, pg->acting[i]), OSD_MSG_PG_QUERY, 0, &q.base,
+		if (osd_send_pb(osd_peer_conn(o, pg->slot_osd[i]), OSD_MSG_PG_QUERY, 0, &q.base,
 				NULL) == 0)
 			pg->notifies_wanted++;
 	}
@@ -2002,13 +2013,105 @@ pg_peer_reset(struct osd *o, int32_t peer)
 			if (pg->state != PG_PEERING && pg->state != PG_RECOVERING &&
 			    pg->state != PG_BACKFILLING)
 				continue;
-			for (int i = 0; i < pg->nacting; i++)
-				if (pg->acting[i] == peer) {
+			for (int i = 0; i < pg->nslots; i++)
+				if (pg->slot_osd[i] == peer) {
 					/* Start over on a fresh session. */
 					pg_start_peering(pg);
 					break;
 				}
 		}
+}
+
+/* Every PG's acting set as of the previous map, ours or not. */
+struct pga {
+	struct pga *next;
+	int64_t pool;
+	uint32_t seed;
+	int n;
+	int32_t a[OSD_MAX_ACTING];
+};
+
+static struct pga *
+pga_get(struct osd *o, int64_t pool, uint32_t seed, bool *fresh)
+{
+	size_t h;
+	struct pga *x;
+
+	*fresh = false;
+	if (!o->pga) {
+		o->npga_b = 1024;
+		o->pga = calloc(o->npga_b, sizeof(*o->pga));
+		if (!o->pga)
+			return NULL;
+	}
+	h = pg_hash(pool, seed, o->npga_b);
+	for (x = o->pga[h]; x; x = x->next)
+		if (x->pool == pool && x->seed == seed)
+			return x;
+	x = calloc(1, sizeof(*x));
+	if (!x)
+		return NULL;
+	x->pool = pool;
+	x->seed = seed;
+	x->next = o->pga[h];
+	o->pga[h] = x;
+	*fresh = true;
+	return x;
+}
+
+static void
+pga_free_all(struct osd *o)
+{
+	for (size_t b = 0; b < o->npga_b; b++)
+		while (o->pga[b]) {
+			struct pga *x = o->pga[b];
+
+			o->pga[b] = x->next;
+			free(x);
+		}
+	free(o->pga);
+	o->pga = NULL;
+}
+
+static bool
+has_osd(const int32_t *a, int n, int32_t id)
+{
+	for (int i = 0; i < n; i++)
+		if (a[i] == id)
+			return true;
+	return false;
+}
+
+/*
+ * A new interval of pg: the OSDs that held it before (the previous acting
+ * set, plus the older prior set while the PG never became active since)
+ * that are not in the new acting set. Peering asks them too.
+ */
+static void
+set_prior(struct pg *pg, const int32_t *before, int nbefore, const int32_t *acting, int k)
+{
+	int32_t np[OSD_MAX_ACTING];
+	int n = 0;
+	bool keep = pg->state == PG_PEERING || pg->state == PG_RECOVERING ||
+		    pg->state == PG_BACKFILLING || pg->state == PG_DOWN ||
+		    pg->state == PG_INCOMPLETE || pg->state == PG_CREATING;
+	bool overlap = false;
+
+	for (int i = 0; keep && i < pg->nprior; i++) {
+		if (has_osd(acting, k, pg->prior[i]))
+			overlap = true;
+		else if (n < OSD_MAX_ACTING)
+			np[n++] = pg->prior[i];
+	}
+	for (int i = 0; i < nbefore; i++) {
+		if (has_osd(acting, k, before[i]))
+			overlap = true;
+		else if (n < OSD_MAX_ACTING && !has_osd(np, n, before[i]))
+			np[n++] = before[i];
+	}
+	memcpy(pg->prior, np, sizeof(*np) * (size_t)n);
+	pg->nprior = n;
+	pg->prior_overlap = overlap || nbefore == 0;
 }
 
 /*
@@ -2020,10 +2123,10 @@ peers_restarted(struct pg *pg)
 {
 	if (pg->state != PG_PEERING && pg->state != PG_RECOVERING && pg->state != PG_BACKFILLING)
 		return false;
-	for (int i = 0; i < pg->nacting; i++) {
-		const Cairn__Map__Osd *mo = mon_osd_find(pg->osd->map, pg->acting[i]);
+	for (int i = 0; i < pg->nslots; i++) {
+		const Cairn__Map__Osd *mo = mon_osd_find(pg->osd->map, pg->slot_osd[i]);
 
-		if (pg->acting[i] != pg->osd->id && (!mo || mo->up_since != pg->peer_up_since[i]))
+		if (pg->slot_osd[i] != pg->osd->id && (!mo || mo->up_since != pg->peer_up_since[i]))
 			return true;
 	}
 	return false;
@@ -2040,7 +2143,8 @@ pg_on_map(struct osd *o)
 		for (uint32_t seed = 0; seed < pool->pg_num; seed++) {
 			int32_t up[64];
 			int primary = -1, n, k = 0;
-			int32_t acting[OSD_MAX_ACTING];
+			int32_t acting[OSD_MAX_ACTING], before[OSD_MAX_ACTING];
+			int nbefore;
 			struct pg *pg;
 			bool mine = false, changed;
 
@@ -2052,6 +2156,20 @@ pg_on_map(struct osd *o)
 				mine |= up[i] == o->id;
 			}
 			pg = pg_find(o, pool->id, seed);
+			{
+				bool fresh;
+				struct pga *x = pga_get(o, pool->id, seed, &fresh);
+
+				nbefore = 0;
+				if (x && !fresh) {
+					nbefore = x->n;
+					memcpy(before, x->a, sizeof(*before) * (size_t)x->n);
+				}
+				if (x) {
+					x->n = k;
+					memcpy(x->a, acting, sizeof(*acting) * (size_t)k);
+				}
+			}
 			if (!mine || !o->booted) {
 				if (pg && pg->state != PG_NONE) {
 					pg_reset_interval(pg);
@@ -2078,6 +2196,7 @@ pg_on_map(struct osd *o)
 					pg_start_peering(pg);
 				continue;
 			}
+			set_prior(pg, before, nbefore, acting, k);
 			pg_reset_interval(pg);
 			memcpy(pg->acting, acting, sizeof(*acting) * (size_t)k);
 			pg->nacting = k;
@@ -2148,10 +2267,10 @@ pg_handle_notify(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 	pg = pg_find(o, n->pool, n->seed);
 	if (!pg || pg->state != PG_PEERING || n->epoch != pg->interval_epoch)
 		goto out;
-	for (int i = 0; i < pg->nacting; i++) {
+	for (int i = 0; i < pg->nslots; i++) {
 		struct pg_peer *p = &pg->peer[i];
 
-		if (pg->acting[i] != peer || p->have)
+		if (pg->slot_osd[i] != peer || p->have)
 			continue;
 		p->have = true;
 		p->exists = n->exists && n->info;

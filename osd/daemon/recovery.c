@@ -59,7 +59,7 @@ static void
 lv_of(struct pg *pg, int slot, struct lview *lv)
 {
 	lv->pg = pg;
-	lv->n = pg->acting[slot] == pg->osd->id ? NULL : pg->peer[slot].n;
+	lv->n = pg->slot_osd[slot] == pg->osd->id ? NULL : pg->peer[slot].n;
 }
 
 /* Is v a point of the authoritative history (its tail or one of its entries)? */
@@ -199,7 +199,7 @@ plan_slot(struct pg *pg, int t, int a)
 void
 rec_reset(struct pg *pg)
 {
-	for (int i = 0; i < OSD_MAX_ACTING; i++) {
+	for (int i = 0; i < PG_MAX_SLOTS; i++) {
 		struct pg_peer *p = &pg->peer[i];
 
 		if (p->n)
@@ -231,7 +231,7 @@ send_recover(struct pg *pg, int t)
 	Cairn__Osd__RecoverReq q = CAIRN__OSD__RECOVER_REQ__INIT;
 	struct pg_peer *p = &pg->peer[t];
 	struct osd *o = pg->osd;
-	int32_t src = pg->acting[pg->auth];
+	int32_t src = pg->slot_osd[pg->auth];
 
 	q.pool = pg->pool;
 	q.seed = pg->seed;
@@ -272,7 +272,7 @@ send_pg_log(struct pg *pg, int t, bool wipe)
 	n.exists = true;
 	n.wipe = wipe;
 	if (!wipe) {
-		if (pg->acting[pg->auth] == o->id) {
+		if (pg->slot_osd[pg->auth] == o->id) {
 			pg_info_fill(pg, &pi, &lu, &tail);
 			if (pg_log_pb(pg, &les, &nles)) {
 				rec_fail(pg, to, -ENOMEM);
@@ -305,16 +305,31 @@ rec_plan(struct pg *pg)
 	bool backfill = false;
 	uint64_t gen;
 
-	for (int i = 0; i < pg->nacting; i++) {
+	bool prior_seen = pg->nprior == 0 || pg->prior_overlap;
+
+	/* The authoritative copy: the newest complete one, acting or prior
+	 * (ties: ours, then an acting OSD's). */
+	for (int i = 0; i < pg->nslots; i++) {
 		struct pg_peer *p = &pg->peer[i];
 
-		if (pg->acting[i] == o->id)
+		if (pg->slot_osd[i] == o->id)
 			self = i;
 		if (!p->have || !p->exists || p->incomplete)
 			continue;
 		if (a < 0 || osd_ver_cmp(&p->lu, &pg->peer[a].lu) > 0 ||
-		    (osd_ver_cmp(&p->lu, &pg->peer[a].lu) == 0 && pg->acting[i] == o->id))
+		    (osd_ver_cmp(&p->lu, &pg->peer[a].lu) == 0 && pg->slot_osd[i] == o->id))
 			a = i;
+	}
+	/* The previous interval may have taken writes: someone of it must be here. */
+	for (int k = 0; k < pg->nprior && !prior_seen; k++)
+		for (int i = 0; i < pg->nslots; i++)
+			if (pg->slot_osd[i] == pg->prior[k] && pg->peer[i].have)
+				prior_seen = true;
+	if (!prior_seen) {
+		pg->state = PG_INCOMPLETE;
+		pg->retry_ms = cm_now_ms() + RETRY_MS;
+		CM_WARN("%s: none of the OSDs that held it before is up: waiting", pg->cid);
+		return;
 	}
 	if (a < 0 || self < 0) {
 		pg->state = PG_INCOMPLETE;
@@ -355,7 +370,7 @@ rec_plan(struct pg *pg)
 		return;
 	}
 	CM_INFO("%s: %s %u of %d copies from osd.%d (at %" PRIu64 ".%" PRIu64 ")", pg->cid,
-		pg_state_name(pg->state), pg->rec_pending, pg->nacting, pg->acting[a],
+		pg_state_name(pg->state), pg->rec_pending, pg->nacting, pg->slot_osd[a],
 		pg->peer[a].lu.epoch, pg->peer[a].lu.seq);
 	/* Start every target; a failure resets the plan (gen changes): stop then. */
 	gen = pg->rec_gen;

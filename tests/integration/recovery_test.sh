@@ -10,7 +10,8 @@
 #  2. add a 4th OSD: only replicas placed on the new OSD move, about a
 #     quarter of them; back to clean; verify.
 #  3. mark an OSD out: its PGs backfill elsewhere; clean; verify; mark it in
-#     again (its stale copies catch up); clean; verify.
+#     again (its stale copies catch up); clean; verify. A size-1 pool's
+#     objects follow their PGs (recovered from the PG's prior OSD).
 #  4. down + up resumes everything; a hung OSD (SIGSTOP) is found by its
 #     peers' heartbeats and marked down, and catches up when it runs again;
 #     with every OSD killed an op fails with a clear timeout error.
@@ -125,9 +126,16 @@ EOF
 wait_clean "4th OSD backfilled"
 verify_all "after adding an OSD"
 
-# 3. Out: backfill elsewhere; in: back again.
+# 3. Out: backfill elsewhere; in: back again. A size-1 pool too: there the
+# new OSD of a PG has nothing and only the OSD that left has the data, so
+# peering must find it among the PG's prior OSDs.
+"$ctl" pool create single --size 1 --min-size 1 --pg-num 16 >/dev/null || fail "pool create"
+wait_clean "pool single"
+run_load write --pool single --prefix s --count 200 --gen 1 >/dev/null || fail "writing to single"
 "$ctl" osd out 0 >/dev/null || fail "osd out"
 wait_clean "osd.0 out, backfilled"
+run_load verify --pool single --prefix s --count 200 --gen 1 >/dev/null ||
+	fail "size-1 pool after its PGs moved"
 "$ctl" --format json pg ls | "$py" -c '
 import json, sys
 sys.exit(any(0 in p["up"] for p in json.load(sys.stdin)["pgs"]))' || fail "osd.0 still holds PGs"
@@ -135,6 +143,9 @@ verify_all "with osd.0 out"
 "$ctl" osd in 0 >/dev/null || fail "osd in"
 wait_clean "osd.0 in again"
 verify_all "with osd.0 back in"
+run_load verify --pool single --prefix s --count 200 --gen 1 >/dev/null ||
+	fail "size-1 pool after its PGs moved back"
+echo "size-1 pool: 200 objects followed their PGs out and back"
 
 # down + up resumes the cluster with its data (and the daemons' clean exits
 # are checked by the sanitizer builds).
