@@ -354,6 +354,9 @@ on_msg(void *arg, struct cm_conn *c, struct cm_msg *m)
 	case OSD_MSG_PG_LOG_ACK:
 		pg_handle_pg_log_ack(o, c, m);
 		break;
+	case OSD_MSG_PG_REMOVE:
+		pg_handle_pg_remove(o, c, m);
+		break;
 	default:
 		CM_LOG_RL(CM_LOG_WARN, "unexpected message type=%u from %s", m->type,
 			  cm_conn_peer(c));

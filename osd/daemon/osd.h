@@ -119,7 +119,9 @@ struct pg {
 	 * last active): their copies may hold what the acting set lacks */
 	int32_t prior[OSD_MAX_ACTING];
 	int nprior;
-	bool prior_overlap; /* an OSD of the previous interval is acting now */
+	bool prior_overlap;           /* an OSD of the previous interval is acting now */
+	int32_t strays[PG_MAX_SLOTS]; /* prior OSDs with a copy, to drop once clean */
+	int nstrays;
 	/* peering slots: the acting set, then the prior OSDs that are up */
 	int32_t slot_osd[PG_MAX_SLOTS];
 	int nslots;
@@ -209,6 +211,7 @@ void pg_handle_recover(struct osd *o, struct cm_conn *c, struct cm_msg *m);
 void pg_handle_recover_done(struct osd *o, struct cm_conn *c, struct cm_msg *m);
 void pg_handle_pg_log(struct osd *o, struct cm_conn *c, struct cm_msg *m);
 void pg_handle_pg_log_ack(struct osd *o, struct cm_conn *c, struct cm_msg *m);
+void pg_handle_pg_remove(struct osd *o, struct cm_conn *c, struct cm_msg *m);
 /* The PGs we are primary of, for beacons (a[i].state points at constants). */
 int pg_stats(struct osd *o, Cairn__Mon__PgStat **a, size_t *n);
 /* Once per tick: retries of failed recoveries. */

@@ -1853,6 +1853,7 @@ pg_activate(struct pg *pg)
 
 	pg->state = PG_ACTIVE;
 	pg->last_epoch_started = pg->osd->epoch;
+	rec_remove_strays(pg);
 	pg->osd->last_beacon_ms = 0; /* report the new state at the next tick */
 	CM_INFO("%s: active (acting %d of %u) at %" PRIu64 ".%" PRIu64, pg->cid, pg->nacting,
 		pg->size, pg->last_update.epoch, pg->last_update.seq);

@@ -97,5 +97,6 @@ void rec_reset(struct pg *pg);
 void rec_peer_reset(struct osd *o, int32_t peer);
 void rec_tick(struct osd *o, uint64_t now_ms);
 void rec_free_all(struct osd *o);
+void rec_remove_strays(struct pg *pg);
 
 #endif

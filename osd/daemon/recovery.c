@@ -339,6 +339,11 @@ rec_plan(struct pg *pg)
 	}
 	pg->auth = a;
 	pg->rec_pending = 0;
+	/* Prior OSDs with a copy: told to drop it once the PG is clean. */
+	pg->nstrays = 0;
+	for (int i = pg->nacting; i < pg->nslots; i++)
+		if (pg->peer[i].have && pg->peer[i].exists)
+			pg->strays[pg->nstrays++] = pg->slot_osd[i];
 	/*
 	 * Messages of this plan carry our map's epoch: an OSD whose map shows an
 	 * interval newer than that refuses them (the plan is stale), one that saw
@@ -1420,4 +1425,121 @@ pg_handle_pg_log(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 	if (n)
 		cairn__osd__pg_notify__free_unpacked(n, NULL);
 	cm_msg_destroy(m);
+}
+
+/* ---------- strays ---------- */
+
+/*
+ * The PG is active with all its copies: the prior OSDs that answered
+ * peering with a copy may drop it (PG_REMOVE). Called by pg_activate.
+ */
+void
+rec_remove_strays(struct pg *pg)
+{
+	struct osd *o = pg->osd;
+	Cairn__Osd__PgAck a = CAIRN__OSD__PG_ACK__INIT;
+
+	if ((unsigned)pg->nacting >= pg->size) {
+		a.pool = pg->pool;
+		a.seed = pg->seed;
+		a.epoch = o->epoch;
+		for (int i = 0; i < pg->nstrays; i++) {
+			a.target = pg->strays[i];
+			osd_send_pb(osd_peer_conn(o, pg->strays[i]), OSD_MSG_PG_REMOVE, 0, &a.base,
+				    NULL);
+		}
+	}
+	pg->nstrays = 0;
+}
+
+static void
+on_remove_commit(void *arg, int rc)
+{
+	struct tgt_ctx *x = arg;
+
+	if (rc && !x->rc)
+		x->rc = rc;
+	if (--x->pending)
+		return;
+	if (x->rc)
+		CM_WARN("pg.%" PRId64 ".%x: removing the stray copy failed: %s", x->pool, x->seed,
+			cm_strerror(x->rc));
+	else
+		CM_NOTICE("pg.%" PRId64 ".%x: stray copy removed (%zu objects): the PG is clean "
+			  "on its acting OSDs",
+			  x->pool, x->seed, x->noids);
+	tgt_free(x);
+}
+
+static void
+remove_list_done(void *arg)
+{
+	struct tgt_ctx *x = arg;
+	struct osd *o = x->osd;
+	struct pg *pg = pg_find(o, x->pool, x->seed);
+	struct os_txn *t = NULL;
+	size_t i = 0;
+	int rc = x->rc;
+
+	/* Still a stray (no interval made us a member meanwhile)? */
+	if (rc || pg != x->pg || pg->state != PG_NONE || !pg->in_store || pg->creating) {
+		tgt_free(x);
+		return;
+	}
+	x->pending = 1;
+	while (!rc) {
+		size_t k = 0;
+
+		rc = os_txn_create(&t);
+		for (; !rc && i < x->noids && k < 256; i++, k++)
+			rc = os_txn_remove(t, pg->cid, x->oids[i]); /* the pgmeta object too */
+		if (!rc && i >= x->noids)
+			rc = os_txn_rmcoll(t, pg->cid);
+		if (rc)
+			break;
+		x->pending++;
+		os_queue(o->store, t, on_remove_commit, x);
+		t = NULL;
+		if (i >= x->noids)
+			break;
+	}
+	if (rc) {
+		os_txn_destroy(t);
+		x->rc = rc;
+	}
+	/* Forget it in memory now: a later interval that needs it creates it
+	 * again, queued after these. */
+	pg_log_clear(pg);
+	pg->in_store = false;
+	pg->incomplete = false;
+	pg->last_update = pg->log_tail = (struct osd_ver){ 0, 0 };
+	on_remove_commit(x, 0);
+}
+
+void
+pg_handle_pg_remove(struct osd *o, struct cm_conn *c, struct cm_msg *m)
+{
+	Cairn__Osd__PgAck *a =
+		(Cairn__Osd__PgAck *)cm_msg_unpack_front(m, &cairn__osd__pg_ack__descriptor);
+	struct tgt_ctx *x = NULL;
+	struct pg *pg;
+
+	(void)c;
+	cm_msg_destroy(m);
+	if (!a)
+		return;
+	pg = pg_find(o, a->pool, a->seed);
+	/* Only a copy we do not serve in our map, and only for a newer interval. */
+	if (!pg || pg->state != PG_NONE || !pg->in_store || pg->creating ||
+	    a->epoch < pg->interval_epoch || !(x = calloc(1, sizeof(*x))))
+		goto out;
+	x->osd = o;
+	x->pool = a->pool;
+	x->seed = a->seed;
+	x->pg = pg;
+	x->w = (struct cm_work){ .fn = wipe_list_fn, .done = remove_list_done, .arg = x };
+	if (cm_worker_submit(o->wp, o->r, &x->w))
+		tgt_free(x);
+out:
+	cairn__osd__pg_ack__free_unpacked(a, NULL);
 }

@@ -136,6 +136,10 @@ run_load write --pool single --prefix s --count 200 --gen 1 >/dev/null || fail "
 wait_clean "osd.0 out, backfilled"
 run_load verify --pool single --prefix s --count 200 --gen 1 >/dev/null ||
 	fail "size-1 pool after its PGs moved"
+# osd.0 keeps no copies of PGs that are clean elsewhere.
+for _ in $(seq 1 40); do grep -q "stray copy removed" "$dir"/osd.*.log && break; sleep 0.25; done
+grep -q "stray copy removed" "$dir"/osd.*.log || fail "stray copies of osd.0 not removed"
+echo "stray copies removed: $(cat "$dir"/osd.*.log | grep -c "stray copy removed")"
 "$ctl" --format json pg ls | "$py" -c '
 import json, sys
 sys.exit(any(0 in p["up"] for p in json.load(sys.stdin)["pgs"]))' || fail "osd.0 still holds PGs"

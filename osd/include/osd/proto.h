@@ -9,6 +9,7 @@
  *   primary -> source   RECOVER -> RECOVER_DONE (recovery, backfill)
  *   source -> target    PUSH -> PUSH_REPLY (whole objects, in chunks)
  *   primary -> target   PG_LOG -> PG_LOG_ACK (adopt the log; or wipe)
+ *   primary -> stray    PG_REMOVE (PgAck; no answer)
  *   OSD <-> OSD         PING (heartbeats)
  */
 #ifndef OSD_PROTO_H
@@ -32,6 +33,7 @@ enum osd_msg_type {
 	OSD_MSG_RECOVER_DONE = 818, /* source -> primary (PgAck) */
 	OSD_MSG_PG_LOG = 819,       /* primary -> target: adopt this log (or wipe) */
 	OSD_MSG_PG_LOG_ACK = 820,   /* target -> primary (PgAck) */
+	OSD_MSG_PG_REMOVE = 821,    /* primary -> a prior OSD: the PG is clean, drop your copy */
 };
 
 /* Client sub-ops (SubOp.op). */
