@@ -6,6 +6,7 @@
  * docs/design/osd.md.
  */
 #include "pg_int.h"
+#include "msgcheck.h"
 #include "cm/err.h"
 #include "cm/log.h"
 
@@ -1501,45 +1502,6 @@ op_start(struct pg *pg, struct op *op)
 
 /* ---------- client messages ---------- */
 
-static int
-op_validate(const Cairn__Osd__OsdOp *q, const struct cm_msg *m)
-{
-	size_t nl = q->oid ? strlen(q->oid) : 0;
-
-	if (!nl || nl > OSD_NAME_MAX)
-		return nl ? -ENAMETOOLONG : -EINVAL;
-	if ((uint8_t)q->oid[0] == 1)
-		return -EINVAL;
-	if (!q->n_ops || q->n_ops > OSD_MAX_SUBOPS)
-		return -EINVAL;
-	for (size_t i = 0; i < q->n_ops; i++) {
-		const Cairn__Osd__SubOp *so = q->ops[i];
-
-		if (!so->op || so->op >= OSD_OP_MAX_)
-			return -EOPNOTSUPP;
-		if (so->n_keys > OSD_MAX_KEYS || so->n_vals > OSD_MAX_KEYS)
-			return -E2BIG;
-		if ((so->op == OSD_OP_WRITE || so->op == OSD_OP_WRITEFULL ||
-		     so->op == OSD_OP_APPEND) &&
-		    (so->data_off > m->data.len || so->len > m->data.len - so->data_off))
-			return -EINVAL;
-		if ((so->op == OSD_OP_WRITE || so->op == OSD_OP_ZERO || so->op == OSD_OP_READ) &&
-		    (so->off > (1ull << 46) || so->len > (1ull << 46)))
-			return -EFBIG;
-		if (so->op == OSD_OP_TRUNCATE && so->len > (1ull << 46))
-			return -EFBIG;
-		if ((so->op == OSD_OP_GETXATTR || so->op == OSD_OP_SETXATTR ||
-		     so->op == OSD_OP_RMXATTR || so->op == OSD_OP_CMPXATTR) &&
-		    (!so->name || !so->name[0] || strlen(so->name) > 255))
-			return -EINVAL;
-		if (so->op == OSD_OP_OMAP_SET && so->n_keys != so->n_vals)
-			return -EINVAL;
-		if (so->op == OSD_OP_OMAP_RM_RANGE && so->n_keys != 1)
-			return -EINVAL;
-	}
-	return 0;
-}
-
 /* Queue op on its PG, or answer that the client must look again. */
 static void
 op_dispatch(struct osd *o, struct op *op)
@@ -1590,7 +1552,7 @@ pg_handle_op(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 	cm_sgl_init(&op->rdata);
 	snprintf(op->client, sizeof(op->client), "%s", cm_conn_peer(c));
 	op->req = (Cairn__Osd__OsdOp *)cm_msg_unpack_front(m, &cairn__osd__osd_op__descriptor);
-	rc = op->req ? op_validate(op->req, m) : -EBADMSG;
+	rc = op->req ? osd_check_op(op->req, m->data.len) : -EBADMSG;
 	if (!rc) {
 		op->nres = op->req->n_ops;
 		op->res = calloc(op->nres, sizeof(*op->res));
@@ -1769,7 +1731,7 @@ pg_handle_repop(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 	struct pg *pg;
 	int rc;
 
-	if (!ro || !ro->entry || !ro->entry->ver || !ro->entry->oid) {
+	if (!ro || osd_check_repop(ro, m->data.len)) {
 		CM_LOG_RL(CM_LOG_WARN, "undecodable replication op from %s", cm_conn_peer(c));
 		goto out;
 	}
@@ -2266,6 +2228,10 @@ pg_handle_notify(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 	if (!n)
 		return;
 	pg = pg_find(o, n->pool, n->seed);
+	if (osd_check_notify(n)) {
+		CM_LOG_RL(CM_LOG_WARN, "bad PG notify from %s", cm_conn_peer(c));
+		goto out;
+	}
 	if (!pg || pg->state != PG_PEERING || n->epoch != pg->interval_epoch)
 		goto out;
 	for (int i = 0; i < pg->nslots; i++) {

@@ -16,6 +16,7 @@
  * first and is never chosen as authoritative until it is done.
  */
 #include "pg_int.h"
+#include "msgcheck.h"
 #include "cm/err.h"
 #include "cm/log.h"
 
@@ -1165,9 +1166,7 @@ pg_handle_push(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 	struct pg *pg;
 	int rc;
 
-	if (!p || !p->oid || !p->oid[0] || strlen(p->oid) > OSD_NAME_MAX ||
-	    p->n_attr_names != p->n_attr_vals || p->n_omap_keys != p->n_omap_vals ||
-	    (uint8_t)p->oid[0] == 1) {
+	if (!p || osd_check_push(p)) {
 		CM_LOG_RL(CM_LOG_WARN, "bad push from %s", cm_conn_peer(c));
 		goto out;
 	}
@@ -1418,10 +1417,10 @@ pg_handle_pg_log(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 	Cairn__Osd__PgNotify *n =
 		(Cairn__Osd__PgNotify *)cm_msg_unpack_front(m, &cairn__osd__pg_notify__descriptor);
 
-	if (n)
+	if (n && osd_check_notify(n) == 0)
 		log_apply(o, c, n);
 	else
-		CM_LOG_RL(CM_LOG_WARN, "undecodable PG log from %s", cm_conn_peer(c));
+		CM_LOG_RL(CM_LOG_WARN, "bad PG log from %s", cm_conn_peer(c));
 	if (n)
 		cairn__osd__pg_notify__free_unpacked(n, NULL);
 	cm_msg_destroy(m);

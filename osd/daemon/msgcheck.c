@@ -1,0 +1,109 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* Checks of OSD messages from the wire. msgcheck.h. */
+#include "msgcheck.h"
+
+#include <errno.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <string.h>
+
+#define MAX_OFF (1ull << 46) /* offsets and lengths of objects */
+
+static bool
+bad_name(const char *oid)
+{
+	size_t nl = oid ? strlen(oid) : 0;
+
+	return !nl || nl > OSD_NAME_MAX || (uint8_t)oid[0] == 1;
+}
+
+int
+osd_check_op(const Cairn__Osd__OsdOp *q, size_t data_len)
+{
+	size_t nl = q->oid ? strlen(q->oid) : 0;
+
+	if (!nl || nl > OSD_NAME_MAX)
+		return nl ? -ENAMETOOLONG : -EINVAL;
+	if ((uint8_t)q->oid[0] == 1)
+		return -EINVAL;
+	if (!q->n_ops || q->n_ops > OSD_MAX_SUBOPS)
+		return -EINVAL;
+	for (size_t i = 0; i < q->n_ops; i++) {
+		const Cairn__Osd__SubOp *so = q->ops[i];
+
+		if (!so->op || so->op >= OSD_OP_MAX_)
+			return -EOPNOTSUPP;
+		if (so->n_keys > OSD_MAX_KEYS || so->n_vals > OSD_MAX_KEYS)
+			return -E2BIG;
+		if ((so->op == OSD_OP_WRITE || so->op == OSD_OP_WRITEFULL ||
+		     so->op == OSD_OP_APPEND) &&
+		    (so->data_off > data_len || so->len > data_len - so->data_off))
+			return -EINVAL;
+		if ((so->op == OSD_OP_WRITE || so->op == OSD_OP_ZERO || so->op == OSD_OP_READ) &&
+		    (so->off > MAX_OFF || so->len > MAX_OFF))
+			return -EFBIG;
+		if (so->op == OSD_OP_TRUNCATE && so->len > MAX_OFF)
+			return -EFBIG;
+		if ((so->op == OSD_OP_GETXATTR || so->op == OSD_OP_SETXATTR ||
+		     so->op == OSD_OP_RMXATTR || so->op == OSD_OP_CMPXATTR) &&
+		    (!so->name || !so->name[0] || strlen(so->name) > 255))
+			return -EINVAL;
+		if (so->op == OSD_OP_OMAP_SET && so->n_keys != so->n_vals)
+			return -EINVAL;
+		if (so->op == OSD_OP_OMAP_RM_RANGE && so->n_keys != 1)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+int
+osd_check_push(const Cairn__Osd__Push *p)
+{
+	if (bad_name(p->oid) || p->n_attr_names != p->n_attr_vals ||
+	    p->n_omap_keys != p->n_omap_vals || p->size > MAX_OFF || p->data_off > MAX_OFF)
+		return -EINVAL;
+	for (size_t i = 0; i < p->n_attr_names; i++)
+		if (!p->attr_names[i].len || p->attr_names[i].len > 255 ||
+		    memchr(p->attr_names[i].data, 0, p->attr_names[i].len))
+			return -EINVAL;
+	return 0;
+}
+
+int
+osd_check_repop(const Cairn__Osd__RepOp *ro, size_t data_len)
+{
+	if (!ro->entry || !ro->entry->ver || bad_name(ro->entry->oid) ||
+	    ro->n_ops > 4 * OSD_MAX_SUBOPS + 8)
+		return -EINVAL;
+	for (size_t i = 0; i < ro->n_ops; i++) {
+		const Cairn__Osd__TxOp *x = ro->ops[i];
+
+		if (x->op < OSD_TX_TOUCH || x->op > OSD_TX_OMAP_SET_HEADER || bad_name(x->oid) ||
+		    x->off > MAX_OFF || x->len > MAX_OFF)
+			return -EINVAL;
+		if (x->op == OSD_TX_WRITE &&
+		    (x->data_off > data_len || x->len > data_len - x->data_off))
+			return -EINVAL;
+		if ((x->op == OSD_TX_SETATTR || x->op == OSD_TX_RMATTR) &&
+		    (!x->name || !x->name[0] || strlen(x->name) > 255))
+			return -EINVAL;
+		if (x->op == OSD_TX_OMAP_SET && x->n_keys != x->n_vals)
+			return -EINVAL;
+		if (x->op == OSD_TX_OMAP_RM_RANGE && x->n_keys != 1)
+			return -EINVAL;
+	}
+	return 0;
+}
+
+int
+osd_check_notify(const Cairn__Osd__PgNotify *n)
+{
+	if (n->n_log > OSD_MAX_LOG_MSG)
+		return -EINVAL;
+	for (size_t i = 0; i < n->n_log; i++)
+		if (!n->log[i]->ver || !n->log[i]->oid)
+			return -EINVAL;
+	if (n->exists && !n->wipe && !n->info)
+		return -EINVAL;
+	return 0;
+}

@@ -1,0 +1,25 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Checks of OSD messages from the wire before they are used (clients' ops,
+ * replication and recovery messages from peers). Pure functions: the
+ * libFuzzer target tests/fuzz/osd_msg_fuzz.c drives them.
+ */
+#ifndef OSD_MSGCHECK_H
+#define OSD_MSGCHECK_H
+
+#include "osd/proto.h"
+
+#include <stddef.h>
+
+#define OSD_MAX_LOG_MSG 1000000 /* log entries in one notify / PG_LOG */
+
+/* A client's compound op with data_len bytes of data. \return 0 or -errno. */
+int osd_check_op(const Cairn__Osd__OsdOp *q, size_t data_len);
+/* A recovery push. \return 0 or -EINVAL. */
+int osd_check_push(const Cairn__Osd__Push *p);
+/* A replication op with data_len bytes of data. \return 0 or -EINVAL. */
+int osd_check_repop(const Cairn__Osd__RepOp *ro, size_t data_len);
+/* A notify or PG_LOG. \return 0 or -EINVAL. */
+int osd_check_notify(const Cairn__Osd__PgNotify *n);
+
+#endif

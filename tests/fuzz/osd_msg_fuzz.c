@@ -1,0 +1,71 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * What an OSD reads from the wire: clients' compound ops and its peers'
+ * replication, peering and recovery messages, decoded and checked as the
+ * handlers do before using them (osd/daemon/msgcheck.c). The first byte
+ * picks the message, the second (ops, replication) is the size of the data
+ * segment that came with it in KiB.
+ */
+#include "../../osd/daemon/msgcheck.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	size_t dlen;
+
+	if (size < 2)
+		return 0;
+	dlen = (size_t)data[1] * 1024;
+	switch (data[0] % 5) {
+	case 0: {
+		Cairn__Osd__OsdOp *q = cairn__osd__osd_op__unpack(NULL, size - 2, data + 2);
+
+		if (q) {
+			(void)osd_check_op(q, dlen);
+			cairn__osd__osd_op__free_unpacked(q, NULL);
+		}
+		break;
+	}
+	case 1: {
+		Cairn__Osd__Push *p = cairn__osd__push__unpack(NULL, size - 2, data + 2);
+
+		if (p) {
+			(void)osd_check_push(p);
+			cairn__osd__push__free_unpacked(p, NULL);
+		}
+		break;
+	}
+	case 2: {
+		Cairn__Osd__RepOp *ro = cairn__osd__rep_op__unpack(NULL, size - 2, data + 2);
+
+		if (ro) {
+			(void)osd_check_repop(ro, dlen);
+			cairn__osd__rep_op__free_unpacked(ro, NULL);
+		}
+		break;
+	}
+	case 3: {
+		Cairn__Osd__PgNotify *n = cairn__osd__pg_notify__unpack(NULL, size - 2, data + 2);
+
+		if (n) {
+			(void)osd_check_notify(n);
+			cairn__osd__pg_notify__free_unpacked(n, NULL);
+		}
+		break;
+	}
+	default: {
+		Cairn__Osd__RecoverReq *q =
+			cairn__osd__recover_req__unpack(NULL, size - 2, data + 2);
+
+		if (q)
+			cairn__osd__recover_req__free_unpacked(q, NULL);
+		break;
+	}
+	}
+	return 0;
+}
