@@ -1978,8 +1978,13 @@ pg_peer_reset(struct osd *o, int32_t peer)
 				continue;
 			for (int i = 0; i < pg->nslots; i++)
 				if (pg->slot_osd[i] == peer) {
-					/* Start over on a fresh session. */
-					pg_start_peering(pg);
+					/* Start over on a fresh session, from the tick: a peer
+					 * whose sessions keep failing must not make us re-peer
+					 * in a loop. */
+					uint64_t at = cm_now_ms() + 500;
+
+					if (!pg->retry_ms || pg->retry_ms > at)
+						pg->retry_ms = at;
 					break;
 				}
 		}

@@ -10,6 +10,7 @@
  *   cairn_load verify -c CONF --pool P --prefix X [--first F] --count N --gen G [--max-size B]
  *   cairn_load thrash -c CONF --pool P --prefix X --count N --seconds S [--threads T]
  *
+ * write/verify use T threads too (default 4), each taking every T-th object.
  * thrash: T threads, each owning its share of the N objects, write new
  * generations and read back at random for S seconds, then read everything
  * once more. A write that returned success must never be undone (a read of
@@ -331,27 +332,34 @@ run_thrash(void)
 	return rc ? 2 : (lost || wrong) ? 1 : 0;
 }
 
-static int
-run_write_verify(bool verify)
+struct wv {
+	bool verify;
+	unsigned k; /* this thread takes objects k, k + threads, ... */
+	uint64_t ok, bad, bytes;
+	int rc;
+};
+
+static void *
+wv_thread(void *arg)
 {
+	struct wv *t = arg;
 	cairn_ioctx_t *io = NULL;
 	uint8_t *buf = malloc(g_max + 1), *want = malloc(g_max + 1);
-	uint64_t ok = 0, bad = 0, bytes = 0;
-	double t0 = now_s();
 
 	if (!buf || !want || cairn_ioctx_create(g_cl, g_pool, &io)) {
 		fprintf(stderr, "cairn_load: no pool %s or no memory\n", g_pool);
-		return 2;
+		t->rc = 2;
+		goto out;
 	}
-	for (unsigned i = 0; i < g_count; i++) {
+	for (unsigned i = t->k; i < g_count; i += g_threads) {
 		char name[64];
 		uint64_t gen = 0;
 		int rc;
 
 		name_of(g_first + i, name, sizeof(name));
-		if (!verify) {
+		if (!t->verify) {
 			rc = write_gen(io, name, g_gen, buf);
-			bytes += size_of(seed_of(name, g_gen));
+			t->bytes += size_of(seed_of(name, g_gen));
 		} else {
 			rc = read_check(io, name, &gen, buf, want);
 			if (rc == 0 && gen != g_gen) {
@@ -361,21 +369,52 @@ run_write_verify(bool verify)
 			}
 		}
 		if (rc) {
-			bad++;
+			t->bad++;
 			if (rc < 0)
-				fprintf(stderr, "%s %s: %s\n", verify ? "verify" : "write", name,
+				fprintf(stderr, "%s %s: %s\n", t->verify ? "verify" : "write", name,
 					strerror(-rc));
 		} else {
-			ok++;
+			t->ok++;
 		}
+	}
+out:
+	if (io)
+		cairn_ioctx_destroy(io);
+	free(buf);
+	free(want);
+	return NULL;
+}
+
+static int
+run_write_verify(bool verify)
+{
+	struct wv *t = calloc(g_threads, sizeof(*t));
+	pthread_t *th = calloc(g_threads, sizeof(*th));
+	uint64_t ok = 0, bad = 0, bytes = 0;
+	double t0 = now_s();
+	int rc = 0;
+
+	if (!t || !th)
+		return 2;
+	for (unsigned k = 0; k < g_threads; k++) {
+		t[k].verify = verify;
+		t[k].k = k;
+		if (pthread_create(&th[k], NULL, wv_thread, &t[k]))
+			return 2;
+	}
+	for (unsigned k = 0; k < g_threads; k++) {
+		pthread_join(th[k], NULL);
+		ok += t[k].ok;
+		bad += t[k].bad;
+		bytes += t[k].bytes;
+		rc |= t[k].rc;
 	}
 	printf("{\"mode\":\"%s\",\"ok\":%" PRIu64 ",\"bad\":%" PRIu64 ",\"bytes\":%" PRIu64
 	       ",\"seconds\":%.2f}\n",
 	       verify ? "verify" : "write", ok, bad, bytes, now_s() - t0);
-	cairn_ioctx_destroy(io);
-	free(buf);
-	free(want);
-	return bad ? 1 : 0;
+	free(t);
+	free(th);
+	return rc ? 2 : bad ? 1 : 0;
 }
 
 int

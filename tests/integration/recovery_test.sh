@@ -20,7 +20,7 @@ build=${1:?usage: recovery_test.sh BUILD_DIR}
 ctl="$build/tools/clusterctl"
 load="$build/tests/integration/cairn_load"
 py=/usr/bin/python3
-n=${RECOVERY_OBJECTS:-1200}
+n=${RECOVERY_OBJECTS:-1200} # the issue's 10,000: RECOVERY_OBJECTS=10000 RECOVERY_OSD_SIZE=12G
 max=${RECOVERY_MAX_SIZE:-8388608}
 dir=$(mktemp -d /tmp/cairn-recovery-test-XXXXXX)
 # Sanitizer reports of daemons (at their clean exit in 'down') fail the test.
@@ -44,7 +44,7 @@ fail() {
 	exit 1
 }
 export CAIRN_OSD_GRACE=2s
-up() { "$ctl" up --dir "$dir" --mons 1 --osds "$1" --osd-size 3G >"$dir/up.out" 2>&1 || fail "up: $(cat "$dir/up.out")"; }
+up() { "$ctl" up --dir "$dir" --mons 1 --osds "$1" --osd-size "${RECOVERY_OSD_SIZE:-3G}" >"$dir/up.out" 2>&1 || fail "up: $(cat "$dir/up.out")"; }
 osd_pid() { cat "$dir/osd.$1.pid"; }
 wait_down() {
 	for _ in $(seq 1 80); do "$ctl" osd ls | grep -q " down " && return 0; sleep 0.25; done

@@ -93,6 +93,29 @@ write_conf(const struct local *l)
 	return fclose(f) ? -errno : 0;
 }
 
+/*
+ * A daemon killed with -9 stays a zombie until its reaper collects it (and
+ * a big process takes a while to tear down): kill(pid, 0) still succeeds.
+ * Look at its state instead, so 'up' restarts it.
+ */
+static bool
+pid_exited(pid_t pid)
+{
+	char path[64], buf[512], *p;
+	FILE *f;
+	size_t n;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	f = fopen(path, "r");
+	if (!f)
+		return true;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	p = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
+	return p && p[1] == ' ' && (p[2] == 'Z' || p[2] == 'X');
+}
+
 static pid_t
 read_pid(const char *path)
 {
@@ -104,7 +127,7 @@ read_pid(const char *path)
 	if (fscanf(f, "%d", &pid) != 1)
 		pid = 0;
 	fclose(f);
-	return pid > 0 && kill(pid, 0) == 0 ? pid : 0;
+	return pid > 0 && kill(pid, 0) == 0 && !pid_exited(pid) ? pid : 0;
 }
 
 /* Start argv detached, output to log; the pid goes to pidfile. */
