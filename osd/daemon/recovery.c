@@ -462,32 +462,32 @@ on_log_ack(struct osd *o, const Cairn__Osd__PgAck *a)
 		slot_done(pg, t);
 }
 
-void
-pg_handle_recover_done(struct osd *o, struct cm_conn *c, struct cm_msg *m)
+/* An ack (RECOVER_DONE, PG_LOG_ACK) for the primary's plan: fn takes it. */
+static void
+handle_ack(struct osd *o, struct cm_msg *m, void (*fn)(struct osd *, const Cairn__Osd__PgAck *))
 {
 	Cairn__Osd__PgAck *a =
 		(Cairn__Osd__PgAck *)cm_msg_unpack_front(m, &cairn__osd__pg_ack__descriptor);
 
-	(void)c;
-	if (a)
-		on_recover_done(o, a);
-	if (a)
-		cairn__osd__pg_ack__free_unpacked(a, NULL);
 	cm_msg_destroy(m);
+	if (!a)
+		return;
+	fn(o, a);
+	cairn__osd__pg_ack__free_unpacked(a, NULL);
+}
+
+void
+pg_handle_recover_done(struct osd *o, struct cm_conn *c, struct cm_msg *m)
+{
+	(void)c;
+	handle_ack(o, m, on_recover_done);
 }
 
 void
 pg_handle_pg_log_ack(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 {
-	Cairn__Osd__PgAck *a =
-		(Cairn__Osd__PgAck *)cm_msg_unpack_front(m, &cairn__osd__pg_ack__descriptor);
-
 	(void)c;
-	if (a)
-		on_log_ack(o, a);
-	if (a)
-		cairn__osd__pg_ack__free_unpacked(a, NULL);
-	cm_msg_destroy(m);
+	handle_ack(o, m, on_log_ack);
 }
 
 /* ---------- the source: pushing objects ---------- */
@@ -557,47 +557,7 @@ job_free(struct rjob *j)
 	free(j);
 }
 
-/* Report to the primary and forget the job (freed now or when its callback returns). */
-static void
-job_finish(struct rjob *j, int rc)
-{
-	struct osd *o = j->osd;
-	Cairn__Osd__PgAck a = CAIRN__OSD__PG_ACK__INIT;
-
-	if (j->dead)
-		return;
-	a.pool = j->pool;
-	a.seed = j->seed;
-	a.epoch = j->epoch;
-	a.gen = j->gen;
-	a.target = j->target;
-	a.rc = rc;
-	a.objects = j->objects;
-	a.bytes = j->bytes;
-	if (j->slot) {
-		j->slot = false;
-		o->rec_active--;
-	}
-	if (j->ready)
-		TAILQ_REMOVE(&o->rjobs_ready, j, rlink);
-	TAILQ_REMOVE(&o->rjobs, j, link);
-	j->ready = false;
-	j->dead = true;
-	if (rc >= 0 || rc == -ENOTCONN || rc == -ECONNRESET || rc == -ESTALE)
-		CM_DEBUG("%s: pushed %" PRIu64 " objects to osd.%d: %s", j->cid, j->objects,
-			 j->target, cm_strerror(rc));
-	else
-		CM_WARN("%s: pushing to osd.%d failed: %s", j->cid, j->target, cm_strerror(rc));
-	if (j->primary == o->id)
-		on_recover_done(o, &a);
-	else
-		osd_send_pb(osd_peer_conn(o, j->primary), OSD_MSG_RECOVER_DONE, 0, &a.base, NULL);
-	if (!j->busy)
-		job_free(j);
-	job_kick(o);
-}
-
-/* Quietly drop a job nobody waits for any more. */
+/* Quietly drop a job nobody waits for any more (freed now or when its callback returns). */
 static void
 job_drop(struct rjob *j)
 {
@@ -614,6 +574,44 @@ job_drop(struct rjob *j)
 	j->dead = true;
 	if (!j->busy)
 		job_free(j);
+}
+
+/* The source's answer to RECOVER, to the primary (maybe us). */
+static void
+report_done(struct osd *o, int32_t primary, const Cairn__Osd__PgAck *a)
+{
+	if (primary == o->id)
+		on_recover_done(o, a);
+	else
+		osd_send_pb(osd_peer_conn(o, primary), OSD_MSG_RECOVER_DONE, 0, &a->base, NULL);
+}
+
+/* Report to the primary and forget the job. */
+static void
+job_finish(struct rjob *j, int rc)
+{
+	struct osd *o = j->osd;
+	Cairn__Osd__PgAck a = CAIRN__OSD__PG_ACK__INIT;
+	int32_t primary = j->primary;
+
+	if (j->dead)
+		return;
+	a.pool = j->pool;
+	a.seed = j->seed;
+	a.epoch = j->epoch;
+	a.gen = j->gen;
+	a.target = j->target;
+	a.rc = rc;
+	a.objects = j->objects;
+	a.bytes = j->bytes;
+	if (rc >= 0 || rc == -ENOTCONN || rc == -ECONNRESET || rc == -ESTALE)
+		CM_DEBUG("%s: pushed %" PRIu64 " objects to osd.%d: %s", j->cid, j->objects,
+			 j->target, cm_strerror(rc));
+	else
+		CM_WARN("%s: pushing to osd.%d failed: %s", j->cid, j->target, cm_strerror(rc));
+	job_drop(j);
+	report_done(o, primary, &a);
+	job_kick(o);
 }
 
 static void
@@ -950,10 +948,7 @@ fail : {
 	a.gen = q->gen;
 	a.target = q->target;
 	a.rc = -ENOMEM;
-	if (primary == o->id)
-		on_recover_done(o, &a);
-	else
-		osd_send_pb(osd_peer_conn(o, primary), OSD_MSG_RECOVER_DONE, 0, &a.base, NULL);
+	report_done(o, primary, &a);
 }
 }
 
@@ -1264,6 +1259,41 @@ log_txn(struct pg *pg, struct os_txn *t, const Cairn__Osd__PgInfo *info,
 	return os_txn_omap_set(t, pg->cid, PGMETA, "info", 4, buf, len);
 }
 
+/*
+ * Remove x->oids from pg in transactions of 256 (t, when not NULL, is the
+ * first one, with what must precede them); all: the PG's metadata object
+ * too, then the collection. Each queued transaction counts in x->pending
+ * and calls cb. \return 0 or the error that stopped the queueing.
+ */
+static int
+queue_removes(struct tgt_ctx *x, struct pg *pg, struct os_txn *t, bool all, os_commit_cb cb)
+{
+	size_t i = 0;
+	int rc = 0;
+
+	for (;;) {
+		if (!t && (rc = os_txn_create(&t)))
+			return rc;
+		for (size_t k = 0; !rc && i < x->noids && k < 256; i++) {
+			if (!all && (uint8_t)x->oids[i][0] == 1)
+				continue;
+			rc = os_txn_remove(t, pg->cid, x->oids[i]);
+			k++;
+		}
+		if (!rc && all && i >= x->noids)
+			rc = os_txn_rmcoll(t, pg->cid);
+		if (rc) {
+			os_txn_destroy(t);
+			return rc;
+		}
+		x->pending++;
+		os_queue(x->osd->store, t, cb, x);
+		t = NULL;
+		if (i >= x->noids)
+			return 0;
+	}
+}
+
 /* Wipe: list every object on a worker, then remove them and mark the copy incomplete. */
 static void
 wipe_list_fn(void *arg)
@@ -1307,7 +1337,6 @@ wipe_list_done(void *arg)
 	Cairn__Osd__PgInfo pi;
 	Cairn__Osd__Version lu, tail;
 	struct os_txn *t = NULL;
-	size_t i = 0;
 	int rc = x->rc;
 
 	if (!rc && pg != x->pg)
@@ -1323,31 +1352,13 @@ wipe_list_done(void *arg)
 	rc = os_txn_create(&t);
 	if (!rc)
 		rc = log_txn(pg, t, &pi, NULL, 0);
-	x->pending = 1; /* held until every transaction is queued */
-	while (!rc) {
-		size_t k = 0;
-
-		for (; i < x->noids && k < 256; i++) {
-			if ((uint8_t)x->oids[i][0] == 1)
-				continue;
-			rc = os_txn_remove(t, pg->cid, x->oids[i]);
-			if (rc)
-				break;
-			k++;
-		}
-		if (rc)
-			break;
-		x->pending++;
-		os_queue(x->osd->store, t, on_log_commit, x);
-		t = NULL;
-		if (i >= x->noids)
-			break;
-		rc = os_txn_create(&t);
-	}
-	if (rc) {
+	if (rc)
 		os_txn_destroy(t);
+	x->pending = 1; /* held until every transaction is queued */
+	if (!rc)
+		rc = queue_removes(x, pg, t, false, on_log_commit);
+	if (rc)
 		x->rc = rc;
-	}
 	CM_INFO("%s: emptied for a backfill (%zu objects)", pg->cid, x->noids);
 	on_log_commit(x, 0);
 }
@@ -1476,8 +1487,6 @@ remove_list_done(void *arg)
 	struct tgt_ctx *x = arg;
 	struct osd *o = x->osd;
 	struct pg *pg = pg_find(o, x->pool, x->seed);
-	struct os_txn *t = NULL;
-	size_t i = 0;
 	int rc = x->rc;
 
 	/* Still a stray (no interval made us a member meanwhile)? */
@@ -1486,26 +1495,7 @@ remove_list_done(void *arg)
 		return;
 	}
 	x->pending = 1;
-	while (!rc) {
-		size_t k = 0;
-
-		rc = os_txn_create(&t);
-		for (; !rc && i < x->noids && k < 256; i++, k++)
-			rc = os_txn_remove(t, pg->cid, x->oids[i]); /* the pgmeta object too */
-		if (!rc && i >= x->noids)
-			rc = os_txn_rmcoll(t, pg->cid);
-		if (rc)
-			break;
-		x->pending++;
-		os_queue(o->store, t, on_remove_commit, x);
-		t = NULL;
-		if (i >= x->noids)
-			break;
-	}
-	if (rc) {
-		os_txn_destroy(t);
-		x->rc = rc;
-	}
+	x->rc = queue_removes(x, pg, NULL, true, on_remove_commit);
 	/* Forget it in memory now: a later interval that needs it creates it
 	 * again, queued after these. */
 	pg_log_clear(pg);

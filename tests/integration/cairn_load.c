@@ -20,6 +20,7 @@
  * The last line is JSON.
  */
 #include "cairn.h"
+#include "testlib.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -35,24 +36,13 @@ static uint64_t g_gen = 1, g_max = 1 << 20;
 static cairn_cluster_t *g_cl;
 
 static uint64_t
-mix(uint64_t x)
-{
-	x ^= x >> 33;
-	x *= 0xff51afd7ed558ccdull;
-	x ^= x >> 33;
-	x *= 0xc4ceb9fe1a85ec53ull;
-	x ^= x >> 33;
-	return x;
-}
-
-static uint64_t
 seed_of(const char *name, uint64_t gen)
 {
 	uint64_t h = 1469598103934665603ull;
 
 	for (const char *p = name; *p; p++)
 		h = (h ^ (uint8_t)*p) * 1099511628211ull;
-	return mix(h ^ mix(gen + 1));
+	return cm_test_mix(h ^ cm_test_mix(gen + 1));
 }
 
 /* Mostly small objects, some up to max: log-uniform over [0, max]. */
@@ -68,19 +58,8 @@ size_of(uint64_t seed)
 		return 0;
 	if (seed % 16 == 0)
 		return 0;
-	return (size_t)((mix(seed ^ 7) % (1ull << (mix(seed ^ 3) % (bits + 1)))) % (g_max + 1));
-}
-
-static void
-fill(uint64_t seed, uint8_t *buf, size_t len)
-{
-	uint64_t x = seed | 1;
-
-	for (size_t i = 0; i < len; i++) {
-		if (i % 8 == 0)
-			x = mix(x + 0x9e3779b97f4a7c15ull);
-		buf[i] = (uint8_t)(x >> (8 * (i % 8)));
-	}
+	return (size_t)((cm_test_mix(seed ^ 7) % (1ull << (cm_test_mix(seed ^ 3) % (bits + 1)))) %
+			(g_max + 1));
 }
 
 static unsigned
@@ -108,7 +87,7 @@ write_gen(cairn_ioctx_t *io, const char *name, uint64_t gen, uint8_t *buf)
 
 	if (!op)
 		return -ENOMEM;
-	fill(seed, buf, size);
+	cm_test_fill(buf, size, seed);
 	snprintf(g, sizeof(g), "%" PRIu64, gen);
 	snprintf(hdr, sizeof(hdr), "h:%s:%" PRIu64, name, gen);
 	cairn_op_write_full(op, buf, size);
@@ -162,7 +141,7 @@ read_check(cairn_ioctx_t *io, const char *name, uint64_t *gen, uint8_t *buf, uin
 		unsigned nk = nkeys_of(seed);
 		char h[64];
 
-		fill(seed, want, size);
+		cm_test_fill(want, size, seed);
 		if (r1 || got != size || memcmp(buf, want, size) != 0) {
 			bad = 1;
 			fprintf(stderr, "%s: gen %" PRIu64 ": data differs (%zu bytes, want %zu)\n",
@@ -254,7 +233,7 @@ thrash_thread(void *arg)
 	struct thr *t = arg;
 	cairn_ioctx_t *io = NULL;
 	uint8_t *buf = malloc(g_max + 1), *want = malloc(g_max + 1);
-	uint64_t r = mix(t->first + 1);
+	uint64_t r = cm_test_mix(t->first + 1);
 	double end = now_s() + g_seconds;
 
 	if (!buf || !want || cairn_ioctx_create(g_cl, g_pool, &io)) {
@@ -262,7 +241,7 @@ thrash_thread(void *arg)
 		goto out;
 	}
 	while (now_s() < end) {
-		unsigned i = (unsigned)((r = mix(r)) % t->n);
+		unsigned i = (unsigned)((r = cm_test_mix(r)) % t->n);
 		char name[64];
 
 		name_of(t->first + i, name, sizeof(name));

@@ -16,6 +16,7 @@
 #     peers' heartbeats and marked down, and catches up when it runs again;
 #     with every OSD killed an op fails with a clear timeout error.
 set -euo pipefail
+. "$(dirname "$0")/../lib/cluster.sh"
 build=${1:?usage: recovery_test.sh BUILD_DIR}
 ctl="$build/tools/clusterctl"
 load="$build/tests/integration/cairn_load"
@@ -23,17 +24,10 @@ py=/usr/bin/python3
 n=${RECOVERY_OBJECTS:-1200} # the issue's 10,000: RECOVERY_OBJECTS=10000 RECOVERY_OSD_SIZE=12G
 max=${RECOVERY_MAX_SIZE:-8388608}
 dir=$(mktemp -d /tmp/cairn-recovery-test-XXXXXX)
-# Sanitizer reports of daemons (at their clean exit in 'down') fail the test.
+# At exit: stop the cluster; sanitizer reports in its logs fail the test (tests/lib/cluster.sh).
 finish() {
 	local rc=$?
-	"$ctl" down --dir "$dir" >/dev/null 2>&1 || true
-	if grep -l "Sanitizer\|runtime error" "$dir"/*.log >/dev/null 2>&1; then
-		grep -h -A30 "Sanitizer\|runtime error" "$dir"/*.log | head -80 >&2
-		echo "FAIL: sanitizer reports in daemon logs" >&2
-		rc=1
-	fi
-	[ -n "${KEEP_DIR:-}" ] || rm -rf "$dir"
-	exit $rc
+	cluster_finish "$rc"
 }
 trap finish EXIT
 fail() {

@@ -72,8 +72,8 @@ cm_test_main(Suite *s)
 	return failed ? 1 : 0;
 }
 
-static inline uint64_t
-mix(uint64_t x)
+uint64_t
+cm_test_mix(uint64_t x)
 {
 	x ^= x >> 33;
 	x *= 0xff51afd7ed558ccdull;
@@ -90,12 +90,12 @@ cm_test_fill(void *buf, size_t len, uint64_t seed)
 	size_t i = 0;
 
 	for (; i + 8 <= len; i += 8) {
-		uint64_t v = mix(seed + i);
+		uint64_t v = cm_test_mix(seed + i);
 
 		memcpy(p + i, &v, 8);
 	}
 	if (i < len) {
-		uint64_t v = mix(seed + i);
+		uint64_t v = cm_test_mix(seed + i);
 
 		memcpy(p + i, &v, len - i);
 	}
@@ -108,13 +108,13 @@ cm_test_check(const void *buf, size_t len, uint64_t seed)
 	size_t i = 0;
 
 	for (; i + 8 <= len; i += 8) {
-		uint64_t v = mix(seed + i);
+		uint64_t v = cm_test_mix(seed + i);
 
 		if (memcmp(p + i, &v, 8))
 			return (long)i;
 	}
 	if (i < len) {
-		uint64_t v = mix(seed + i);
+		uint64_t v = cm_test_mix(seed + i);
 
 		if (memcmp(p + i, &v, len - i))
 			return (long)i;

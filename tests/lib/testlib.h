@@ -23,6 +23,8 @@ bool cm_test_run_until_fn(struct cm_reactor *r, bool (*cond)(void *), void *arg,
 int cm_test_main(Suite *s);
 
 /* A deterministic byte pattern: fill and check (returns the first bad offset or -1). */
+/* A 64-bit mixing function (murmur3's finaliser): cheap deterministic pseudo-randomness. */
+uint64_t cm_test_mix(uint64_t x);
 void cm_test_fill(void *buf, size_t len, uint64_t seed);
 long cm_test_check(const void *buf, size_t len, uint64_t seed);
 

@@ -8,25 +8,19 @@
 # (default 4) the cluster size; at most one OSD is down at a time, so every
 # PG keeps min_size (2) copies.
 set -euo pipefail
+. "$(dirname "$0")/../lib/cluster.sh"
 build=${1:?usage: thrash_test.sh BUILD_DIR}
 secs=${THRASH_SECONDS:-90}
 nosd=${THRASH_OSDS:-4}
 ctl="$build/tools/clusterctl"
 load="$build/tests/integration/cairn_load"
 dir=$(mktemp -d /tmp/cairn-thrash-XXXXXX)
-# Sanitizer reports of daemons (at their clean exit in 'down') fail the test.
+# At exit: stop the cluster; sanitizer reports in its logs fail the test (tests/lib/cluster.sh).
 lpid=
 finish() {
 	local rc=$?
 	[ -z "$lpid" ] || kill "$lpid" 2>/dev/null || true
-	"$ctl" down --dir "$dir" >/dev/null 2>&1 || true
-	if grep -l "Sanitizer\|runtime error" "$dir"/*.log >/dev/null 2>&1; then
-		grep -h -A30 "Sanitizer\|runtime error" "$dir"/*.log | head -80 >&2
-		echo "FAIL: sanitizer reports in daemon logs" >&2
-		rc=1
-	fi
-	[ -n "${KEEP_DIR:-}" ] || rm -rf "$dir"
-	exit $rc
+	cluster_finish "$rc"
 }
 trap finish EXIT
 fail() {
