@@ -105,5 +105,32 @@ osd_check_notify(const Cairn__Osd__PgNotify *n)
 			return -EINVAL;
 	if (n->exists && !n->wipe && !n->info)
 		return -EINVAL;
+	if (n->n_missing > OSD_MAX_LOG_MSG)
+		return -EINVAL;
+	for (size_t i = 0; i < n->n_missing; i++)
+		if (bad_name(n->missing[i]))
+			return -EINVAL;
+	return 0;
+}
+
+int
+osd_check_recover(const Cairn__Osd__RecoverReq *q)
+{
+	if (q->from < 0 || q->target < 0 || q->n_oids > OSD_MAX_LOG_MSG)
+		return -EINVAL;
+	for (size_t i = 0; i < q->n_oids; i++)
+		if (bad_name(q->oids[i]))
+			return -EINVAL;
+	return 0;
+}
+
+int
+osd_check_ack(const Cairn__Osd__PgAck *a)
+{
+	if (a->n_oids > OSD_MAX_LOG_MSG)
+		return -EINVAL;
+	for (size_t i = 0; i < a->n_oids; i++)
+		if (bad_name(a->oids[i]))
+			return -EINVAL;
 	return 0;
 }

@@ -21,5 +21,9 @@ int osd_check_push(const Cairn__Osd__Push *p);
 int osd_check_repop(const Cairn__Osd__RepOp *ro, size_t data_len);
 /* A notify or PG_LOG. \return 0 or -EINVAL. */
 int osd_check_notify(const Cairn__Osd__PgNotify *n);
+/* A recovery request. \return 0 or -EINVAL. */
+int osd_check_recover(const Cairn__Osd__RecoverReq *q);
+/* A recovery or log ack. \return 0 or -EINVAL. */
+int osd_check_ack(const Cairn__Osd__PgAck *a);
 
 #endif

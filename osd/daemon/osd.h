@@ -15,6 +15,7 @@
 #include "mon/osdmap.h"
 #include "cm/daemon.h"
 #include "cm/worker.h"
+#include "oset.h"
 
 struct osd_conf {
 	struct cm_daemon_conf d;
@@ -69,8 +70,10 @@ enum pg_state {
 enum rec_step {
 	REC_NONE = 0, /* in sync (or not looked at yet) */
 	REC_WIPE,     /* backfill: waiting for the target to empty its copy */
+	REC_ADOPT,    /* log-based: waiting for the target to adopt the log and its missing set */
+	REC_WAIT,     /* norecover/nobackfill holds the pushes */
 	REC_PUSH,     /* waiting for the source to push objects */
-	REC_LOG,      /* waiting for the target to adopt the log */
+	REC_LOG,      /* backfill: waiting for the target to adopt the log at the end */
 	REC_DONE,
 };
 
@@ -78,6 +81,7 @@ struct pg_peer {
 	bool have;       /* its notify arrived */
 	bool exists;     /* it holds the PG */
 	bool incomplete; /* its copy is being backfilled */
+	bool partial;    /* its copy lacks some objects (it reported them missing) */
 	struct osd_ver lu, tail;
 	Cairn__Osd__PgNotify *n; /* its info and log (remote OSDs) */
 	uint8_t step;            /* enum rec_step */
@@ -112,7 +116,9 @@ struct pg {
 	uint64_t last_epoch_started;
 	struct pg_lent *log; /* ring */
 	size_t log_cap, log_head, log_n;
-	bool incomplete; /* our copy is being backfilled */
+	bool incomplete;               /* our copy is being backfilled */
+	struct oset missing;           /* objects our copy lacks (durable as 'm' keys in PGMETA) */
+	uint64_t push_epoch, push_gen; /* the plan whose pushes we take (its PG_LOG came) */
 	/* peering and recovery (primary) */
 	unsigned notifies_wanted;
 	/* the acting set(s) before this interval, minus today's (since the PG was
@@ -133,6 +139,10 @@ struct pg {
 	uint64_t rec_gen;                     /* recovery attempt: stale acks are ignored */
 	uint64_t plan_epoch;                  /* our map epoch when recovery was planned */
 	uint64_t rec_objects, rec_bytes;
+	struct oset rmiss; /* object -> acting slots lacking it (bits), REC_PRIO once asked for */
+	bool rec_early;    /* active while the plan runs */
+	bool rec_backfill; /* the plan backfills someone */
+	unsigned rec_init; /* initial PG_LOG / wipe acks outstanding */
 	/* ops */
 	TAILQ_HEAD(op_q, op) waiting; /* until active */
 	struct op_q running;          /* being executed (for per-object order) */

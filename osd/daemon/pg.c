@@ -25,6 +25,7 @@ struct op {
 	bool queued;  /* on pg->running, pg->waiting or osd->wait_map */
 	bool busy;    /* a worker or a data read will call back */
 	bool dropped; /* its interval ended while busy: free it when it calls back */
+	bool writes;  /* some sub-op changes the object */
 	/* the read phase */
 	bool exists;
 	uint64_t size;
@@ -321,6 +322,7 @@ pg_destroy(struct pg *pg)
 	}
 	rec_reset(pg);
 	pg_log_clear(pg);
+	oset_clear(&pg->missing);
 	free(pg->log);
 	free(pg);
 }
@@ -351,6 +353,56 @@ pg_free_all(struct osd *o)
 }
 
 /* ---------- loading PGs at start (blocking) ---------- */
+
+/* The objects our copy lacks (keys 'm' + name in PGMETA's omap). */
+static int
+pg_load_missing(struct pg *pg)
+{
+	uint8_t *after = NULL;
+	size_t alen = 0;
+	bool more = true;
+	int rc = 0;
+
+	while (more && !rc) {
+		struct os_kv *kvs = NULL;
+		size_t n = 0;
+
+		rc = os_omap_iterate(pg->osd->store, pg->cid, PGMETA, after, alen, "m", 1, 512,
+				     &kvs, &n, &more);
+		for (size_t i = 0; i < n && !rc; i++) {
+			char name[OSD_NAME_MAX + 1];
+			size_t nl = kvs[i].klen - 1;
+
+			if (kvs[i].klen < 2 || nl > OSD_NAME_MAX) {
+				rc = -EIO;
+				break;
+			}
+			memcpy(name, kvs[i].key + 1, nl);
+			name[nl] = 0;
+			rc = oset_put(&pg->missing, name, 0);
+		}
+		if (!rc && n) {
+			free(after);
+			after = malloc(kvs[n - 1].klen);
+			if (after) {
+				alen = kvs[n - 1].klen;
+				memcpy(after, kvs[n - 1].key, alen);
+			} else {
+				rc = -ENOMEM;
+			}
+		}
+		os_kvs_free(kvs, n);
+		if (!n)
+			break;
+	}
+	free(after);
+	if (!rc && pg->missing.n)
+		CM_INFO("%s: %zu objects missing from an unfinished recovery", pg->cid,
+			pg->missing.n);
+	if (!rc)
+		pg->in_store = true;
+	return rc;
+}
 
 static int
 pg_load(struct pg *pg)
@@ -409,8 +461,7 @@ pg_load(struct pg *pg)
 		if (!n)
 			break;
 	}
-	pg->in_store = true;
-	return 0;
+	return pg_load_missing(pg);
 }
 
 int
@@ -471,9 +522,13 @@ txn_write_sgl(struct os_txn *t, const char *cid, const char *oid, uint64_t off,
 	return len ? -EINVAL : 0;
 }
 
+/*
+ * touch: our copy is being backfilled and may not have the object yet (the
+ * backfill replaces it later): create it so that ops needing it apply.
+ */
 static int
 txn_add_ops(struct os_txn *t, const char *cid, Cairn__Osd__TxOp *const *ops, size_t n,
-	    const struct cm_sgl *data)
+	    const struct cm_sgl *data, bool touch)
 {
 	int rc = 0;
 
@@ -481,6 +536,8 @@ txn_add_ops(struct os_txn *t, const char *cid, Cairn__Osd__TxOp *const *ops, siz
 		const Cairn__Osd__TxOp *x = ops[i];
 		const char *oid = x->oid;
 
+		if (touch && (rc = os_txn_touch(t, cid, oid)))
+			return rc;
 		switch (x->op) {
 		case OSD_TX_TOUCH:
 			rc = os_txn_touch(t, cid, oid);
@@ -663,8 +720,11 @@ op_reply(struct op *op, const struct osd_ver *ver)
 		op->queued = false;
 	}
 	op_free(op);
-	if (pg)
+	if (pg) {
 		op_start_next(pg, oid);
+		if (!pg_object_busy(pg, oid))
+			rec_object_idle(pg, oid);
+	}
 }
 
 static void
@@ -1340,7 +1400,7 @@ op_write(struct op *op)
 	rp = calloc(1, sizeof(*rp));
 	rc = rp ? os_txn_create(&t) : -ENOMEM;
 	if (!rc)
-		rc = txn_add_ops(t, pg->cid, op->txp, op->ntx, &op->m->data);
+		rc = txn_add_ops(t, pg->cid, op->txp, op->ntx, &op->m->data, false);
 	if (!rc)
 		rc = txn_add_log(pg, t, &le, &trim);
 	if (!rc)
@@ -1466,6 +1526,7 @@ op_exec(struct op *op)
 	}
 }
 
+/* Run the first op on oid if it waits and may run now. */
 static void
 op_start_next(struct pg *pg, const char *oid)
 {
@@ -1473,7 +1534,10 @@ op_start_next(struct pg *pg, const char *oid)
 
 	TAILQ_FOREACH(op, &pg->running, link)
 		if (strcmp(op->req->oid, oid) == 0) {
-			if (op->blocked) {
+			/* Recovery may hold it (rec_op_blocked asks for the object first;
+			 * it may also run it from inside, when the answer is at hand). */
+			if (op->blocked && pg->state == PG_ACTIVE &&
+			    !rec_op_blocked(pg, oid, op->writes)) {
 				op->blocked = false;
 				op_exec(op);
 			}
@@ -1493,11 +1557,29 @@ op_start(struct pg *pg, struct op *op)
 			break;
 		}
 	op->pg = pg;
-	op->blocked = busy;
+	op->blocked = true;
 	op->queued = true;
 	TAILQ_INSERT_TAIL(&pg->running, op, link);
 	if (!busy)
-		op_exec(op);
+		op_start_next(pg, op->req->oid);
+}
+
+bool
+pg_object_busy(struct pg *pg, const char *oid)
+{
+	struct op *op;
+
+	TAILQ_FOREACH(op, &pg->running, link)
+		if (!op->blocked && strcmp(op->req->oid, oid) == 0)
+			return true;
+	return false;
+}
+
+void
+pg_object_ready(struct pg *pg, const char *oid)
+{
+	if (pg->primary == pg->osd->id && pg->state == PG_ACTIVE)
+		op_start_next(pg, oid);
 }
 
 /* ---------- client messages ---------- */
@@ -1574,8 +1656,10 @@ pg_handle_op(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 		return;
 	}
 	for (size_t i = 0; i < op->req->n_ops; i++)
-		if (subop_writes(op->req->ops[i]->op))
+		if (subop_writes(op->req->ops[i]->op)) {
 			o->op_bytes_in += op->req->ops[i]->len;
+			op->writes = true;
+		}
 	op_dispatch(o, op);
 }
 
@@ -1753,7 +1837,7 @@ pg_handle_repop(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 	ver_from_pb(ro->trim_to, &trim);
 	rc = os_txn_create(&t);
 	if (!rc)
-		rc = txn_add_ops(t, pg->cid, ro->ops, ro->n_ops, &m->data);
+		rc = txn_add_ops(t, pg->cid, ro->ops, ro->n_ops, &m->data, pg->incomplete);
 	if (!rc)
 		rc = txn_add_log(pg, t, ro->entry, &trim);
 	if (!rc)
@@ -1815,16 +1899,41 @@ pg_activate(struct pg *pg)
 
 	pg->state = PG_ACTIVE;
 	pg->last_epoch_started = pg->osd->epoch;
-	rec_remove_strays(pg);
+	if (!pg->rec_pending)
+		rec_remove_strays(pg);
 	pg->osd->last_beacon_ms = 0; /* report the new state at the next tick */
-	CM_INFO("%s: active (acting %d of %u) at %" PRIu64 ".%" PRIu64, pg->cid, pg->nacting,
-		pg->size, pg->last_update.epoch, pg->last_update.seq);
+	CM_INFO("%s: active (acting %d of %u) at %" PRIu64 ".%" PRIu64 "%s", pg->cid, pg->nacting,
+		pg->size, pg->last_update.epoch, pg->last_update.seq,
+		pg->rec_pending ? ", recovering meanwhile" : "");
 	TAILQ_CONCAT(&q, &pg->waiting, link);
 	while ((op = TAILQ_FIRST(&q))) {
 		TAILQ_REMOVE(&q, op, link);
 		op->queued = false;
 		op_start(pg, op);
 	}
+}
+
+void
+pg_recovered(struct pg *pg)
+{
+	rec_remove_strays(pg);
+	pg->osd->last_beacon_ms = 0;
+}
+
+/* Leaving active: ops held by recovery wait for the next activation, in order. */
+static void
+ops_park(struct pg *pg)
+{
+	TAILQ_HEAD(, op) q = TAILQ_HEAD_INITIALIZER(q);
+	struct op *op, *tmp;
+
+	TAILQ_FOREACH_SAFE(op, &pg->running, link, tmp)
+		if (op->blocked) {
+			TAILQ_REMOVE(&pg->running, op, link);
+			TAILQ_INSERT_TAIL(&q, op, link);
+		}
+	TAILQ_CONCAT(&q, &pg->waiting, link);
+	TAILQ_CONCAT(&pg->waiting, &q, link);
 }
 
 static void
@@ -1857,6 +1966,7 @@ pg_send_queries(struct pg *pg)
 			p->have = true;
 			p->exists = true;
 			p->incomplete = pg->incomplete;
+			p->partial = pg->missing.n > 0;
 			p->lu = pg->last_update;
 			p->tail = pg->log_tail;
 			continue;
@@ -1871,6 +1981,7 @@ void
 pg_start_peering(struct pg *pg)
 {
 	pg->retry_ms = 0;
+	ops_park(pg);
 	if ((unsigned)pg->nacting < pg->min_size) {
 		rec_reset(pg);
 		pg->state = PG_DOWN;
@@ -1974,7 +2085,7 @@ pg_peer_reset(struct osd *o, int32_t peer)
 			if (pg->primary != o->id)
 				continue;
 			if (pg->state != PG_PEERING && pg->state != PG_RECOVERING &&
-			    pg->state != PG_BACKFILLING)
+			    pg->state != PG_BACKFILLING && !pg->rec_pending)
 				continue;
 			for (int i = 0; i < pg->nslots; i++)
 				if (pg->slot_osd[i] == peer) {
@@ -2194,6 +2305,7 @@ pg_handle_query(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 	Cairn__Osd__Version lu, tail;
 	Cairn__Osd__LogEntry **les = NULL;
 	size_t nles = 0;
+	char **missing = NULL;
 	struct pg *pg;
 
 	if (!q)
@@ -2212,9 +2324,15 @@ pg_handle_query(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 		}
 		n.log = les;
 		n.n_log = nles;
+		if (oset_names(&pg->missing, &missing, &n.n_missing)) {
+			pg_log_pb_free(les, nles);
+			goto out;
+		}
+		n.missing = missing;
 	}
 	osd_send_pb(c, OSD_MSG_PG_NOTIFY, 0, &n.base, NULL);
 	pg_log_pb_free(les, nles);
+	free(missing);
 out:
 	if (q)
 		cairn__osd__pg_query__free_unpacked(q, NULL);
@@ -2250,6 +2368,7 @@ pg_handle_notify(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 			ver_from_pb(n->info->last_update, &p->lu);
 			ver_from_pb(n->info->log_tail, &p->tail);
 			p->incomplete = n->info->incomplete;
+			p->partial = n->n_missing > 0;
 			p->n = n; /* keeps its log for planning */
 			n = NULL;
 		}
@@ -2266,10 +2385,26 @@ out:
 static const char *
 pg_state_str(const struct pg *pg)
 {
+	bool full = (unsigned)pg->nacting >= pg->size;
+	bool wait = false;
+
+	for (int i = 0; i < pg->nacting; i++)
+		wait |= pg->peer[i].step == REC_WAIT;
 	switch (pg->state) {
 	case PG_ACTIVE:
-		return (unsigned)pg->nacting >= pg->size ? "active+clean"
-							 : "active+undersized+degraded";
+		if (!pg->rec_pending)
+			return full ? "active+clean" : "active+undersized+degraded";
+		if (pg->rec_backfill && wait)
+			return full ? "active+backfill_wait+degraded"
+				    : "active+backfill_wait+undersized+degraded";
+		if (pg->rec_backfill)
+			return full ? "active+backfilling+degraded"
+				    : "active+backfilling+undersized+degraded";
+		if (wait)
+			return full ? "active+recovery_wait+degraded"
+				    : "active+recovery_wait+undersized+degraded";
+		return full ? "active+recovering+degraded"
+			    : "active+recovering+undersized+degraded";
 	case PG_RECOVERING:
 		return (unsigned)pg->nacting >= pg->size ? "recovering" : "recovering+undersized";
 	case PG_BACKFILLING:

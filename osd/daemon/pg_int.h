@@ -87,7 +87,13 @@ void pg_info_fill(struct pg *pg, Cairn__Osd__PgInfo *pi, Cairn__Osd__Version *lu
 int pg_log_pb(struct pg *pg, Cairn__Osd__LogEntry ***out, size_t *n);
 void pg_log_pb_free(Cairn__Osd__LogEntry **les, size_t n);
 void pg_activate(struct pg *pg);
+/* Recovery finished on a PG that was active during it. */
+void pg_recovered(struct pg *pg);
 void pg_start_peering(struct pg *pg);
+/* Is a client op on oid executing (not merely queued) on this primary? */
+bool pg_object_busy(struct pg *pg, const char *oid);
+/* Recovery let go of oid (pushed, or no longer missing): run its ops. */
+void pg_object_ready(struct pg *pg, const char *oid);
 
 /* recovery.c */
 /* Peering collected every acting OSD's info and log: plan and start recovery, or activate. */
@@ -98,5 +104,15 @@ void rec_peer_reset(struct osd *o, int32_t peer);
 void rec_tick(struct osd *o, uint64_t now_ms);
 void rec_free_all(struct osd *o);
 void rec_remove_strays(struct pg *pg);
+/*
+ * May a client op on oid run now? Not while an acting OSD lacks it (we, for
+ * a read; then its recovery is asked for first) nor, for a write, while it
+ * is being pushed.
+ */
+bool rec_op_blocked(struct pg *pg, const char *oid, bool writes);
+/* No client op on oid executes any more: pushes waiting for it go on. */
+void rec_object_idle(struct pg *pg, const char *oid);
+/* The 'm' key of oid in PGMETA's omap (missing objects); \return its length. */
+size_t missing_key(const char *oid, uint8_t *k);
 
 #endif

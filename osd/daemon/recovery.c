@@ -27,6 +27,8 @@ CM_LOG_SUBSYS(recovery);
 #define LIST_PAGE      256u       /* backfill listing page */
 #define RETRY_MS       2000u      /* after a failed recovery */
 #define PUSH_TIMEOUT   60000u
+#define IDLE_KEEP_MS   30000u     /* a finished log-based job answers late requests */
+#define REC_PRIO       (1u << 31) /* rmiss: the object's push was asked for first */
 
 /* ---------- the primary: planning ---------- */
 
@@ -105,29 +107,63 @@ peer_oids_free(struct pg_peer *p)
 	p->noids = 0;
 }
 
+static int
+oids_add(struct pg_peer *p, const char *oid)
+{
+	char **grown;
+
+	if (!(p->noids & (p->noids + 1)) || !p->oids) { /* grow at 2^k - 1 */
+		grown = realloc(p->oids, (2 * p->noids + 2) * sizeof(*p->oids));
+		if (!grown)
+			return -ENOMEM;
+		p->oids = grown;
+	}
+	p->oids[p->noids] = strdup(oid);
+	if (!p->oids[p->noids])
+		return -ENOMEM;
+	p->noids++;
+	return 0;
+}
+
 /* Add the objects of lv's entries newer than c to p->oids. */
 static int
 collect_after(struct pg_peer *p, const struct lview *lv, const struct osd_ver *c)
 {
 	size_t n = lv_n(lv);
-	char **grown = realloc(p->oids, (p->noids + n + 1) * sizeof(*p->oids));
 
-	if (!grown)
-		return -ENOMEM;
-	p->oids = grown;
 	for (size_t i = 0; i < n; i++) {
 		struct osd_ver v;
 		const char *oid;
+		int rc;
 
 		lv_get(lv, i, &v, &oid);
 		if (osd_ver_cmp(&v, c) <= 0 || !oid[0])
 			continue;
-		p->oids[p->noids] = strdup(oid);
-		if (!p->oids[p->noids])
-			return -ENOMEM;
-		p->noids++;
+		if ((rc = oids_add(p, oid)))
+			return rc;
 	}
 	return 0;
+}
+
+/* Add the objects slot t's copy reported missing to p->oids. */
+static int
+collect_missing(struct pg *pg, int t, struct pg_peer *p)
+{
+	char **names = NULL;
+	size_t n = 0;
+	int rc = 0;
+
+	if (pg->slot_osd[t] != pg->osd->id) {
+		for (size_t i = 0; p->n && i < p->n->n_missing && !rc; i++)
+			rc = oids_add(p, p->n->missing[i]);
+		return rc;
+	}
+	if (oset_names(&pg->missing, &names, &n))
+		return -ENOMEM;
+	for (size_t i = 0; i < n && !rc; i++)
+		rc = oids_add(p, names[i]);
+	free(names);
+	return rc;
 }
 
 /*
@@ -146,7 +182,7 @@ plan_slot(struct pg *pg, int t, int a)
 
 	p->step = REC_NONE;
 	p->backfill = false;
-	if (p->exists && !p->incomplete && osd_ver_cmp(&p->lu, &ap->lu) == 0)
+	if (p->exists && !p->incomplete && !p->partial && osd_ver_cmp(&p->lu, &ap->lu) == 0)
 		return 0;
 	lv_of(pg, a, &av);
 	if (!p->exists) {
@@ -177,14 +213,18 @@ plan_slot(struct pg *pg, int t, int a)
 		p->step = REC_WIPE;
 		return 0;
 	}
-	/* Objects changed on the authoritative copy since the common point, and
-	 * those our target changed on a history that did not survive. */
+	/* Objects changed on the authoritative copy since the common point, those
+	 * our target changed on a history that did not survive, and those it
+	 * still lacked from an earlier recovery. */
 	rc = collect_after(p, &av, &common);
 	if (!rc && p->exists)
 		rc = collect_after(p, &tv, &common);
+	if (!rc && p->partial)
+		rc = collect_missing(pg, t, p);
 	if (rc)
 		return rc;
-	qsort(p->oids, p->noids, sizeof(*p->oids), cmp_str);
+	if (p->noids)
+		qsort(p->oids, p->noids, sizeof(*p->oids), cmp_str);
 	for (size_t i = 0; i < p->noids; i++) {
 		if (w && strcmp(p->oids[w - 1], p->oids[i]) == 0) {
 			free(p->oids[i]);
@@ -193,7 +233,7 @@ plan_slot(struct pg *pg, int t, int a)
 		p->oids[w++] = p->oids[i];
 	}
 	p->noids = w;
-	p->step = p->noids ? REC_PUSH : REC_LOG;
+	p->step = REC_ADOPT;
 	return 0;
 }
 
@@ -208,7 +248,11 @@ rec_reset(struct pg *pg)
 		peer_oids_free(p);
 		memset(p, 0, sizeof(*p));
 	}
+	oset_clear(&pg->rmiss);
 	pg->rec_pending = 0;
+	pg->rec_init = 0;
+	pg->rec_early = false;
+	pg->rec_backfill = false;
 	pg->auth = -1;
 	pg->rec_gen++;
 }
@@ -219,18 +263,20 @@ rec_fail(struct pg *pg, int32_t who, int rc)
 	CM_WARN("%s: recovery of osd.%d failed: %s; peering again in %u ms", pg->cid, who,
 		cm_strerror(rc), RETRY_MS);
 	rec_reset(pg);
+	if (pg->state == PG_ACTIVE)
+		pg->state = PG_PEERING; /* ops wait: the missing sets are unknown until then */
 	pg->retry_ms = cm_now_ms() + RETRY_MS;
 }
 
 static void job_start(struct osd *o, const Cairn__Osd__RecoverReq *q, int32_t primary);
+static void slot_done(struct pg *pg, int t);
 static void log_apply(struct osd *o, struct cm_conn *c, const Cairn__Osd__PgNotify *n);
 
-/* Ask the source to push peer[t]'s objects (or all of them) to it. */
-static void
-send_recover(struct pg *pg, int t)
+/* Send a recovery request for peer[t] to the source (maybe us). \return 0 or -errno. */
+static int
+send_req(struct pg *pg, int t, char **oids, size_t n, bool all, bool prio)
 {
 	Cairn__Osd__RecoverReq q = CAIRN__OSD__RECOVER_REQ__INIT;
-	struct pg_peer *p = &pg->peer[t];
 	struct osd *o = pg->osd;
 	int32_t src = pg->slot_osd[pg->auth];
 
@@ -240,23 +286,81 @@ send_recover(struct pg *pg, int t)
 	q.gen = pg->rec_gen;
 	q.target = pg->acting[t];
 	q.from = o->id;
-	q.all = p->backfill;
-	if (!q.all) {
-		q.oids = p->oids;
-		q.n_oids = p->noids;
-	}
-	p->step = REC_PUSH;
+	q.all = all;
+	q.prio = prio;
+	q.oids = oids;
+	q.n_oids = n;
 	if (src == o->id) {
 		job_start(o, &q, o->id);
-		return;
+		return 0;
 	}
-	if (osd_send_pb(osd_peer_conn(o, src), OSD_MSG_RECOVER, 0, &q.base, NULL))
-		rec_fail(pg, src, -ENOTCONN);
+	return osd_send_pb(osd_peer_conn(o, src), OSD_MSG_RECOVER, 0, &q.base, NULL) ? -ENOTCONN
+										     : 0;
 }
 
-/* Tell peer[t] to adopt the authoritative log (or, wipe, to empty its copy). */
+/*
+ * Ask the source to push peer[t]'s objects (or all of them) to it: those it
+ * still lacks. One pushed already for a client may have been written since:
+ * pushing it again would undo that.
+ */
 static void
-send_pg_log(struct pg *pg, int t, bool wipe)
+send_recover(struct pg *pg, int t)
+{
+	struct pg_peer *p = &pg->peer[t];
+	char **left = NULL;
+	size_t n = 0;
+	int rc;
+
+	p->step = REC_PUSH;
+	if (!p->backfill) {
+		left = calloc(p->noids + 1, sizeof(*left));
+		if (!left) {
+			rec_fail(pg, pg->acting[t], -ENOMEM);
+			return;
+		}
+		for (size_t i = 0; i < p->noids; i++) {
+			uint32_t *v = oset_get(&pg->rmiss, p->oids[i]);
+
+			if (v && (*v & 1u << t))
+				left[n++] = p->oids[i];
+		}
+		if (!n) {
+			free(left);
+			slot_done(pg, t);
+			return;
+		}
+	}
+	rc = send_req(pg, t, left, n, p->backfill, false);
+	free(left);
+	if (rc)
+		rec_fail(pg, pg->slot_osd[pg->auth], rc);
+}
+
+static bool
+held_by_flag(struct pg *pg, int t)
+{
+	const Cairn__Map__OsdMap *m = pg->osd->map;
+
+	return m && (m->flags & (pg->peer[t].backfill ? MON_FLAG_NOBACKFILL : MON_FLAG_NORECOVER));
+}
+
+/* Push to peer[t] now, or once the operator lets us. */
+static void
+start_push(struct pg *pg, int t)
+{
+	if (held_by_flag(pg, t))
+		pg->peer[t].step = REC_WAIT;
+	else
+		send_recover(pg, t);
+}
+
+/*
+ * Tell peer[t] to adopt the authoritative log (with, at the start of a
+ * log-based recovery, the objects it is to mark missing), or, wipe, to
+ * empty its copy for a backfill.
+ */
+static void
+send_pg_log(struct pg *pg, int t, bool wipe, char **missing, size_t nmissing)
 {
 	Cairn__Osd__PgNotify n = CAIRN__OSD__PG_NOTIFY__INIT;
 	Cairn__Osd__PgInfo pi;
@@ -289,8 +393,9 @@ send_pg_log(struct pg *pg, int t, bool wipe)
 			n.log = an->log;
 			n.n_log = an->n_log;
 		}
+		n.missing = missing;
+		n.n_missing = nmissing;
 	}
-	pg->peer[t].step = wipe ? REC_WIPE : REC_LOG;
 	if (to == o->id)
 		log_apply(o, NULL, &n);
 	else if (osd_send_pb(osd_peer_conn(o, to), OSD_MSG_PG_LOG, 0, &n.base, NULL))
@@ -309,13 +414,14 @@ rec_plan(struct pg *pg)
 	bool prior_seen = pg->nprior == 0 || pg->prior_overlap;
 
 	/* The authoritative copy: the newest complete one, acting or prior
-	 * (ties: ours, then an acting OSD's). */
+	 * (ties: ours, then an acting OSD's). A copy waiting for objects of an
+	 * earlier recovery (partial) cannot be it. */
 	for (int i = 0; i < pg->nslots; i++) {
 		struct pg_peer *p = &pg->peer[i];
 
 		if (pg->slot_osd[i] == o->id)
 			self = i;
-		if (!p->have || !p->exists || p->incomplete)
+		if (!p->have || !p->exists || p->incomplete || p->partial)
 			continue;
 		if (a < 0 || osd_ver_cmp(&p->lu, &pg->peer[a].lu) > 0 ||
 		    (osd_ver_cmp(&p->lu, &pg->peer[a].lu) == 0 && pg->slot_osd[i] == o->id))
@@ -367,33 +473,50 @@ rec_plan(struct pg *pg)
 		pg_activate(pg);
 		return;
 	}
+	/*
+	 * Serve while recovering when the authoritative copy stays in the acting
+	 * set and our own copy is usable: objects some acting OSD lacks wait for
+	 * their push (asked for first); a backfill needs us as its source, so
+	 * that a push and a client op on one object never overlap.
+	 */
+	pg->rec_early = a < pg->nacting && !pg->peer[self].backfill && (a == self || !backfill);
+	pg->rec_backfill = backfill;
 	pg->state = backfill ? PG_BACKFILLING : PG_RECOVERING;
 	pg->rec_objects = pg->rec_bytes = 0;
-	if (o->map && (o->map->flags & (backfill ? MON_FLAG_NOBACKFILL : MON_FLAG_NORECOVER))) {
+	if (!pg->rec_early && o->map &&
+	    (o->map->flags & (backfill ? MON_FLAG_NOBACKFILL : MON_FLAG_NORECOVER))) {
 		/* The operator holds it: look again later (and on every map change). */
 		rec_reset(pg);
 		pg->retry_ms = cm_now_ms() + RETRY_MS;
 		return;
 	}
-	CM_INFO("%s: %s %u of %d copies from osd.%d (at %" PRIu64 ".%" PRIu64 ")", pg->cid,
-		pg_state_name(pg->state), pg->rec_pending, pg->nacting, pg->slot_osd[a],
-		pg->peer[a].lu.epoch, pg->peer[a].lu.seq);
+	for (int i = 0; i < pg->nacting; i++) {
+		struct pg_peer *p = &pg->peer[i];
+
+		for (size_t k = 0; p->step == REC_ADOPT && k < p->noids; k++) {
+			uint32_t *v = oset_get(&pg->rmiss, p->oids[k]);
+
+			if (oset_put(&pg->rmiss, p->oids[k], (v ? *v : 0) | 1u << i)) {
+				rec_fail(pg, pg->acting[i], -ENOMEM);
+				return;
+			}
+		}
+		if (p->step == REC_ADOPT || p->step == REC_WIPE)
+			pg->rec_init++;
+	}
+	CM_INFO("%s: %s %u of %d copies from osd.%d (at %" PRIu64 ".%" PRIu64 ", %zu objects)%s",
+		pg->cid, pg_state_name(pg->state), pg->rec_pending, pg->nacting, pg->slot_osd[a],
+		pg->peer[a].lu.epoch, pg->peer[a].lu.seq, pg->rmiss.n,
+		pg->rec_early ? ", serving meanwhile" : "");
 	/* Start every target; a failure resets the plan (gen changes): stop then. */
 	gen = pg->rec_gen;
 	for (int i = 0; i < pg->nacting && gen == pg->rec_gen; i++) {
-		switch (pg->peer[i].step) {
-		case REC_WIPE:
-			send_pg_log(pg, i, true);
-			break;
-		case REC_PUSH:
-			send_recover(pg, i);
-			break;
-		case REC_LOG:
-			send_pg_log(pg, i, false);
-			break;
-		default:
-			break;
-		}
+		struct pg_peer *p = &pg->peer[i];
+
+		if (p->step == REC_WIPE)
+			send_pg_log(pg, i, true, NULL, 0);
+		else if (p->step == REC_ADOPT)
+			send_pg_log(pg, i, false, p->oids, p->noids);
 	}
 }
 
@@ -404,7 +527,7 @@ rec_pg(struct osd *o, int64_t pool, uint32_t seed, uint64_t epoch, uint64_t gen,
 	struct pg *pg = pg_find(o, pool, seed);
 
 	if (!pg || pg->primary != o->id || pg->plan_epoch != epoch || pg->rec_gen != gen ||
-	    (pg->state != PG_RECOVERING && pg->state != PG_BACKFILLING))
+	    pg->auth < 0 || !pg->rec_pending)
 		return NULL;
 	for (int i = 0; i < pg->nacting; i++)
 		if (pg->acting[i] == target) {
@@ -414,17 +537,52 @@ rec_pg(struct osd *o, int64_t pool, uint32_t seed, uint64_t epoch, uint64_t gen,
 	return NULL;
 }
 
+/* Slot t has oid now: ops on it may run once no acting OSD lacks it. */
+static void
+object_recovered(struct pg *pg, int t, const char *oid)
+{
+	uint32_t *v = oset_get(&pg->rmiss, oid);
+
+	if (!v || !(*v & 1u << t))
+		return;
+	*v &= ~(1u << t);
+	if (*v & ~REC_PRIO)
+		return;
+	oset_del(&pg->rmiss, oid);
+	pg_object_ready(pg, oid);
+}
+
 static void
 slot_done(struct pg *pg, int t)
 {
-	pg->peer[t].step = REC_DONE;
-	peer_oids_free(&pg->peer[t]);
+	struct pg_peer *p = &pg->peer[t];
+	uint64_t gen = pg->rec_gen;
+
+	p->step = REC_DONE;
+	for (size_t i = 0; i < p->noids && gen == pg->rec_gen; i++)
+		object_recovered(pg, t, p->oids[i]);
+	if (gen != pg->rec_gen)
+		return;
+	peer_oids_free(p);
 	if (--pg->rec_pending)
 		return;
 	CM_INFO("%s: recovered (%" PRIu64 " objects, %" PRIu64 " bytes)", pg->cid, pg->rec_objects,
 		pg->rec_bytes);
-	rec_reset(pg);
-	pg_activate(pg);
+	if (pg->state == PG_ACTIVE) {
+		rec_reset(pg);
+		pg_recovered(pg);
+	} else {
+		rec_reset(pg);
+		pg_activate(pg);
+	}
+}
+
+/* The PG activated (early) or the last initial ack came: activate once all did. */
+static void
+init_acked(struct pg *pg)
+{
+	if (--pg->rec_init == 0 && pg->rec_early && pg->state != PG_ACTIVE)
+		pg_activate(pg);
 }
 
 static void
@@ -432,8 +590,17 @@ on_recover_done(struct osd *o, const Cairn__Osd__PgAck *a)
 {
 	int t;
 	struct pg *pg = rec_pg(o, a->pool, a->seed, a->epoch, a->gen, a->target, &t);
+	uint64_t gen;
 
-	if (!pg || pg->peer[t].step != REC_PUSH)
+	if (!pg)
+		return;
+	if (a->progress) {
+		gen = pg->rec_gen;
+		for (size_t i = 0; i < a->n_oids && gen == pg->rec_gen; i++)
+			object_recovered(pg, t, a->oids[i]);
+		return;
+	}
+	if (pg->peer[t].step != REC_PUSH)
 		return;
 	if (a->rc) {
 		rec_fail(pg, a->target, a->rc);
@@ -441,7 +608,12 @@ on_recover_done(struct osd *o, const Cairn__Osd__PgAck *a)
 	}
 	pg->rec_objects += a->objects;
 	pg->rec_bytes += a->bytes;
-	send_pg_log(pg, t, false);
+	if (pg->peer[t].backfill) {
+		pg->peer[t].step = REC_LOG;
+		send_pg_log(pg, t, false, NULL, 0);
+	} else {
+		slot_done(pg, t);
+	}
 }
 
 static void
@@ -449,6 +621,8 @@ on_log_ack(struct osd *o, const Cairn__Osd__PgAck *a)
 {
 	int t;
 	struct pg *pg = rec_pg(o, a->pool, a->seed, a->epoch, a->gen, a->target, &t);
+	struct pg_peer *p;
+	uint64_t gen;
 
 	if (!pg)
 		return;
@@ -456,10 +630,37 @@ on_log_ack(struct osd *o, const Cairn__Osd__PgAck *a)
 		rec_fail(pg, a->target, a->rc);
 		return;
 	}
-	if (pg->peer[t].step == REC_WIPE)
-		send_recover(pg, t);
-	else if (pg->peer[t].step == REC_LOG)
+	p = &pg->peer[t];
+	gen = pg->rec_gen;
+	switch (p->step) {
+	case REC_WIPE:
+		start_push(pg, t);
+		break;
+	case REC_ADOPT:
+		if (p->noids)
+			start_push(pg, t);
+		else
+			slot_done(pg, t);
+		break;
+	case REC_LOG:
 		slot_done(pg, t);
+		return;
+	default:
+		return;
+	}
+	if (gen == pg->rec_gen)
+		init_acked(pg);
+}
+
+/* The operator let recovery or backfill go on: start held pushes. */
+static void
+rec_release(struct pg *pg)
+{
+	uint64_t gen = pg->rec_gen;
+
+	for (int t = 0; t < pg->nacting && gen == pg->rec_gen; t++)
+		if (pg->peer[t].step == REC_WAIT && !held_by_flag(pg, t))
+			send_recover(pg, t);
 }
 
 /* An ack (RECOVER_DONE, PG_LOG_ACK) for the primary's plan: fn takes it. */
@@ -472,7 +673,8 @@ handle_ack(struct osd *o, struct cm_msg *m, void (*fn)(struct osd *, const Cairn
 	cm_msg_destroy(m);
 	if (!a)
 		return;
-	fn(o, a);
+	if (osd_check_ack(a) == 0)
+		fn(o, a);
 	cairn__osd__pg_ack__free_unpacked(a, NULL);
 }
 
@@ -502,16 +704,20 @@ struct rjob {
 	uint64_t epoch, gen;
 	int32_t target, primary;
 	bool all, list_done;
+	bool bg;      /* the primary's whole list is in (not only objects clients wait for) */
 	bool ready;   /* on rjobs_ready */
 	bool busy;    /* a worker, a read or the store will call back */
 	bool slot;    /* holds one of osd_recovery_max_active */
 	bool waiting; /* for the target's PushReply */
+	bool held;    /* the next object has client ops executing: wait for them */
 	bool dead;    /* free when the callback returns */
-	bool finished;
+	bool idle;    /* everything asked for is pushed: kept to answer late requests */
+	uint64_t idle_ms;
 	char **oids; /* log-based: the objects; backfill: the current page */
-	size_t noids, next;
-	char *cursor; /* backfill: the last name listed */
-	/* the current object */
+	size_t noids, next, cap;
+	struct oset done; /* log-based: pushed in this plan (never twice) */
+	char *cursor;     /* backfill: the last name listed */
+	/* the current object (set on the reactor; workers only read it) */
 	char *oid;
 	bool first, deleted, omap_more;
 	uint64_t size, data_off;
@@ -531,6 +737,83 @@ struct rjob {
 
 static void job_kick(struct osd *o);
 
+static bool
+job_pushing(const struct rjob *j, const struct pg *pg, const char *oid)
+{
+	return j->oid && !j->dead && j->pool == pg->pool && j->seed == pg->seed &&
+	       strcmp(j->oid, oid) == 0;
+}
+
+bool
+rec_op_blocked(struct pg *pg, const char *oid, bool writes)
+{
+	uint32_t *v = oset_get(&pg->rmiss, oid);
+	struct rjob *j;
+
+	if (v && !writes) { /* a read needs our copy only */
+		for (int t = 0; t < pg->nacting; t++)
+			if (pg->acting[t] == pg->osd->id && !(*v & 1u << t))
+				v = NULL;
+	}
+	if (v) {
+		if (!(*v & REC_PRIO)) {
+			/* A local source may answer at once and run the op: oid (the op's)
+			 * may be gone when send_req returns. */
+			char name[OSD_NAME_MAX + 1];
+			char *one[1] = { name };
+			uint32_t mask = *v;
+			uint64_t gen = pg->rec_gen;
+
+			snprintf(name, sizeof(name), "%s", oid);
+			*v |= REC_PRIO;
+			for (int t = 0; t < pg->nacting && gen == pg->rec_gen; t++)
+				if (mask & 1u << t)
+					(void)send_req(pg, t, one, 1, false, true);
+		}
+		return true;
+	}
+	TAILQ_FOREACH(j, &pg->osd->rjobs, link)
+		if (writes && job_pushing(j, pg, oid))
+			return true;
+	return false;
+}
+
+static void
+job_ready(struct rjob *j)
+{
+	if (j->ready || j->dead)
+		return;
+	j->ready = true;
+	TAILQ_INSERT_TAIL(&j->osd->rjobs_ready, j, rlink);
+}
+
+static void
+job_release_slot(struct rjob *j)
+{
+	if (j->slot) {
+		j->slot = false;
+		j->osd->rec_active--;
+	}
+}
+
+void
+rec_object_idle(struct pg *pg, const char *oid)
+{
+	struct osd *o = pg->osd;
+	struct rjob *j;
+	bool any = false;
+
+	TAILQ_FOREACH(j, &o->rjobs, link)
+		if (j->held && j->pool == pg->pool && j->seed == pg->seed && j->next < j->noids &&
+		    strcmp(j->oids[j->next], oid) == 0) {
+			j->held = false;
+			job_ready(j);
+			any = true;
+		}
+	if (any)
+		job_kick(o);
+}
+
 static void
 job_clear_object(struct rjob *j)
 {
@@ -545,12 +828,21 @@ job_clear_object(struct rjob *j)
 }
 
 static void
-job_free(struct rjob *j)
+job_free_list(struct rjob *j)
 {
-	job_clear_object(j);
 	for (size_t i = 0; i < j->noids; i++)
 		free(j->oids[i]);
 	free(j->oids);
+	j->oids = NULL;
+	j->noids = j->next = j->cap = 0;
+}
+
+static void
+job_free(struct rjob *j)
+{
+	job_clear_object(j);
+	job_free_list(j);
+	oset_clear(&j->done);
 	free(j->oid);
 	free(j->cursor);
 	free(j->omap_after.key);
@@ -563,10 +855,7 @@ job_drop(struct rjob *j)
 {
 	struct osd *o = j->osd;
 
-	if (j->slot) {
-		j->slot = false;
-		o->rec_active--;
-	}
+	job_release_slot(j);
 	if (j->ready)
 		TAILQ_REMOVE(&o->rjobs_ready, j, rlink);
 	TAILQ_REMOVE(&o->rjobs, j, link);
@@ -586,21 +875,47 @@ report_done(struct osd *o, int32_t primary, const Cairn__Osd__PgAck *a)
 		osd_send_pb(osd_peer_conn(o, primary), OSD_MSG_RECOVER_DONE, 0, &a->base, NULL);
 }
 
-/* Report to the primary and forget the job. */
+static void
+job_ack_init(const struct rjob *j, Cairn__Osd__PgAck *a)
+{
+	cairn__osd__pg_ack__init(a);
+	a->pool = j->pool;
+	a->seed = j->seed;
+	a->epoch = j->epoch;
+	a->gen = j->gen;
+	a->target = j->target;
+}
+
+/* Tell the primary oid is on the target now (clients waiting for it go on). */
+static void
+job_progress(struct rjob *j, const char *oid)
+{
+	Cairn__Osd__PgAck a;
+	char *one[1] = { (char *)oid };
+
+	job_ack_init(j, &a);
+	a.progress = true;
+	a.oids = one;
+	a.n_oids = 1;
+	report_done(j->osd, j->primary, &a);
+}
+
+/*
+ * Report to the primary. A log-based job that succeeded stays (idle) for a
+ * while: a request for an object it pushed already is answered at once
+ * instead of pushing it again over a client's newer write.
+ */
 static void
 job_finish(struct rjob *j, int rc)
 {
 	struct osd *o = j->osd;
-	Cairn__Osd__PgAck a = CAIRN__OSD__PG_ACK__INIT;
+	Cairn__Osd__PgAck a;
 	int32_t primary = j->primary;
+	bool report = j->bg || j->all || rc;
 
 	if (j->dead)
 		return;
-	a.pool = j->pool;
-	a.seed = j->seed;
-	a.epoch = j->epoch;
-	a.gen = j->gen;
-	a.target = j->target;
+	job_ack_init(j, &a);
 	a.rc = rc;
 	a.objects = j->objects;
 	a.bytes = j->bytes;
@@ -609,21 +924,19 @@ job_finish(struct rjob *j, int rc)
 			 j->target, cm_strerror(rc));
 	else
 		CM_WARN("%s: pushing to osd.%d failed: %s", j->cid, j->target, cm_strerror(rc));
-	job_drop(j);
-	report_done(o, primary, &a);
+	if (!rc && !j->all) {
+		job_release_slot(j);
+		j->idle = true;
+		j->idle_ms = cm_now_ms();
+	} else {
+		job_drop(j);
+	}
+	if (report)
+		report_done(o, primary, &a);
 	job_kick(o);
 }
 
-static void
-job_ready(struct rjob *j)
-{
-	if (j->ready || j->dead)
-		return;
-	j->ready = true;
-	TAILQ_INSERT_TAIL(&j->osd->rjobs_ready, j, rlink);
-}
-
-/* On a worker: pick the object and read its metadata for the next push. */
+/* On a worker: read the current object's metadata (and an omap page) for the next push. */
 static void
 job_step_fn(void *arg)
 {
@@ -632,52 +945,6 @@ job_step_fn(void *arg)
 	struct os_stat st;
 	int rc;
 
-	while (!j->oid) {
-		if (j->next < j->noids) {
-			char *oid = j->oids[j->next++];
-
-			if ((uint8_t)oid[0] == 1)
-				continue;
-			j->oid = strdup(oid);
-			if (!j->oid) {
-				j->rc = -ENOMEM;
-				return;
-			}
-			j->first = true;
-			j->data_off = 0;
-			free(j->omap_after.key);
-			j->omap_after.key = NULL;
-			j->omap_after.len = 0;
-			break;
-		}
-		if (!j->all || j->list_done) {
-			j->finished = true;
-			return;
-		}
-		for (size_t i = 0; i < j->noids; i++)
-			free(j->oids[i]);
-		free(j->oids);
-		j->oids = NULL;
-		j->noids = j->next = 0;
-		{
-			bool more = false;
-
-			rc = os_list(s, j->cid, j->cursor, LIST_PAGE, &j->oids, &j->noids, &more);
-			if (rc) {
-				j->rc = rc;
-				return;
-			}
-			j->list_done = !more;
-		}
-		if (j->noids) {
-			free(j->cursor);
-			j->cursor = strdup(j->oids[j->noids - 1]);
-			if (!j->cursor) {
-				j->rc = -ENOMEM;
-				return;
-			}
-		}
-	}
 	if (j->first) {
 		rc = os_stat(s, j->cid, j->oid, &st);
 		j->deleted = rc == -ENOENT;
@@ -729,6 +996,33 @@ job_step_fn(void *arg)
 	}
 }
 
+/* On a worker: the next page of a backfill's listing. */
+static void
+job_list_fn(void *arg)
+{
+	struct rjob *j = arg;
+	bool more = false;
+	char **names = NULL;
+	size_t n = 0;
+	int rc;
+
+	job_free_list(j);
+	rc = os_list(j->osd->store, j->cid, j->cursor, LIST_PAGE, &names, &n, &more);
+	if (rc) {
+		j->rc = rc;
+		return;
+	}
+	j->oids = names;
+	j->noids = j->cap = n;
+	j->list_done = !more;
+	if (n) {
+		free(j->cursor);
+		j->cursor = strdup(names[n - 1]);
+		if (!j->cursor)
+			j->rc = -ENOMEM;
+	}
+}
+
 static void
 job_send(struct rjob *j)
 {
@@ -743,6 +1037,7 @@ job_send(struct rjob *j)
 	p.pool = j->pool;
 	p.seed = j->seed;
 	p.epoch = j->epoch;
+	p.gen = j->gen;
 	p.oid = j->oid;
 	p.deleted = j->deleted;
 	p.size = j->size;
@@ -826,10 +1121,6 @@ job_step_done(void *arg)
 		job_finish(j, j->rc);
 		return;
 	}
-	if (j->finished) {
-		job_finish(j, 0);
-		return;
-	}
 	if (!j->deleted && !j->omap_more && j->data_off < j->size) {
 		j->busy = true;
 		os_read(j->osd->store, j->cid, j->oid, j->data_off,
@@ -839,15 +1130,79 @@ job_step_done(void *arg)
 	job_send(j);
 }
 
+static void job_step(struct rjob *j);
+
 static void
-job_step(struct rjob *j)
+job_list_done(void *arg)
 {
-	j->w = (struct cm_work){ .fn = job_step_fn, .done = job_step_done, .arg = j };
+	struct rjob *j = arg;
+
+	j->busy = false;
+	if (j->dead) {
+		job_free(j);
+		return;
+	}
+	if (j->rc) {
+		job_finish(j, j->rc);
+		return;
+	}
+	job_step(j);
+}
+
+static void
+job_submit(struct rjob *j, void (*fn)(void *), void (*done)(void *))
+{
+	j->w = (struct cm_work){ .fn = fn, .done = done, .arg = j };
 	j->busy = true;
 	if (cm_worker_submit(j->osd->wp, j->osd->r, &j->w)) {
 		j->busy = false;
 		job_finish(j, -ESHUTDOWN);
 	}
+}
+
+/*
+ * The next step of a job holding a slot: pick the next object (not one a
+ * client op is executing on: wait for it, so that what we read includes
+ * that op's change; ops on the object wait for us from now on), then read
+ * it on a worker.
+ */
+static void
+job_step(struct rjob *j)
+{
+	struct pg *pg = pg_find(j->osd, j->pool, j->seed);
+
+	while (!j->oid && j->next < j->noids) {
+		const char *oid = j->oids[j->next];
+
+		if ((uint8_t)oid[0] == 1 || (!j->all && oset_get(&j->done, oid))) {
+			j->next++;
+			continue;
+		}
+		if (pg && pg_object_busy(pg, oid)) {
+			j->held = true;
+			job_release_slot(j);
+			return;
+		}
+		j->oid = strdup(oid);
+		if (!j->oid) {
+			job_finish(j, -ENOMEM);
+			return;
+		}
+		j->next++;
+		j->first = true;
+		j->data_off = 0;
+		free(j->omap_after.key);
+		j->omap_after.key = NULL;
+		j->omap_after.len = 0;
+	}
+	if (!j->oid) {
+		if (!j->all || j->list_done)
+			job_finish(j, 0);
+		else
+			job_submit(j, job_list_fn, job_list_done);
+		return;
+	}
+	job_submit(j, job_step_fn, job_step_done);
 }
 
 /* Start pushes while slots are free, oldest waiting job first. */
@@ -884,6 +1239,86 @@ job_barrier_done(void *arg, int rc)
 	job_kick(j->osd);
 }
 
+/* Put oid in j's list at position at (shifting the rest). \return 0 or -ENOMEM. */
+static int
+job_insert(struct rjob *j, size_t at, const char *oid)
+{
+	char *s = strdup(oid);
+
+	if (!s)
+		return -ENOMEM;
+	if (j->noids + 1 > j->cap) {
+		size_t cap = j->cap ? 2 * j->cap : 16;
+		char **grown = realloc(j->oids, cap * sizeof(*grown));
+
+		if (!grown) {
+			free(s);
+			return -ENOMEM;
+		}
+		j->oids = grown;
+		j->cap = cap;
+	}
+	memmove(j->oids + at + 1, j->oids + at, (j->noids - at) * sizeof(*j->oids));
+	j->oids[at] = s;
+	j->noids++;
+	return 0;
+}
+
+/*
+ * A request for a job of the same plan: add its objects (prio: next in
+ * line). Objects pushed already are never pushed again (a client may have
+ * written them since); a client waiting for one is told at once.
+ */
+static int
+job_merge(struct rjob *j, const Cairn__Osd__RecoverReq *q)
+{
+	for (size_t i = 0; i < q->n_oids; i++) {
+		const char *oid = q->oids[i];
+		size_t k;
+		int rc;
+
+		if (oset_get(&j->done, oid)) {
+			if (q->prio)
+				job_progress(j, oid);
+			continue;
+		}
+		if (j->oid && strcmp(j->oid, oid) == 0)
+			continue;
+		for (k = j->next; k < j->noids; k++)
+			if (strcmp(j->oids[k], oid) == 0)
+				break;
+		if (k < j->noids) {
+			char *s = j->oids[k];
+
+			if (q->prio) { /* move it to the front of what is left */
+				memmove(j->oids + j->next + 1, j->oids + j->next,
+					(k - j->next) * sizeof(*j->oids));
+				j->oids[j->next] = s;
+			}
+			continue;
+		}
+		if ((rc = job_insert(j, q->prio ? j->next : j->noids, oid)))
+			return rc;
+	}
+	if (!q->prio)
+		j->bg = true;
+	if ((j->idle || (q->prio && j->held)) && j->next < j->noids) {
+		j->idle = false;
+		j->held = false;
+		job_ready(j);
+		job_kick(j->osd);
+	} else if (j->idle && !q->prio) {
+		/* Clients' requests pushed everything already: the job is done. */
+		Cairn__Osd__PgAck a;
+
+		job_ack_init(j, &a);
+		a.objects = j->objects;
+		a.bytes = j->bytes;
+		report_done(j->osd, j->primary, &a);
+	}
+	return 0;
+}
+
 static void
 job_start(struct osd *o, const Cairn__Osd__RecoverReq *q, int32_t primary)
 {
@@ -892,10 +1327,17 @@ job_start(struct osd *o, const Cairn__Osd__RecoverReq *q, int32_t primary)
 	struct pg *pg = pg_find(o, q->pool, q->seed);
 	int rc;
 
-	/* A newer request for the same target replaces older ones. */
-	TAILQ_FOREACH_SAFE(x, &o->rjobs, link, tmp)
-		if (x->pool == q->pool && x->seed == q->seed && x->target == q->target)
-			job_drop(x);
+	/* The same plan: merge. A newer plan for the same target replaces older ones. */
+	TAILQ_FOREACH_SAFE(x, &o->rjobs, link, tmp) {
+		if (x->pool != q->pool || x->seed != q->seed || x->target != q->target)
+			continue;
+		if (x->epoch == q->epoch && x->gen == q->gen && !x->all && !q->all) {
+			if ((rc = job_merge(x, q)))
+				job_finish(x, rc);
+			return;
+		}
+		job_drop(x);
+	}
 	j = calloc(1, sizeof(*j));
 	if (!j)
 		goto fail;
@@ -907,27 +1349,19 @@ job_start(struct osd *o, const Cairn__Osd__RecoverReq *q, int32_t primary)
 	j->target = q->target;
 	j->primary = primary;
 	j->all = q->all;
+	j->bg = !q->prio;
 	snprintf(j->cid, sizeof(j->cid), "pg.%" PRId64 ".%x", q->pool, q->seed);
 	TAILQ_INSERT_TAIL(&o->rjobs, j, link);
-	if (!pg || !pg->in_store || pg->incomplete || q->epoch < pg->interval_epoch) {
+	if (!pg || !pg->in_store || pg->incomplete || pg->missing.n ||
+	    q->epoch < pg->interval_epoch) {
 		job_finish(j, -ESTALE);
 		return;
 	}
-	if (!j->all) {
-		j->oids = calloc(q->n_oids + 1, sizeof(*j->oids));
-		if (!j->oids) {
-			job_finish(j, -ENOMEM);
+	for (size_t i = 0; !j->all && i < q->n_oids; i++)
+		if ((rc = job_insert(j, j->noids, q->oids[i]))) {
+			job_finish(j, rc);
 			return;
 		}
-		for (size_t i = 0; i < q->n_oids; i++) {
-			j->oids[i] = strdup(q->oids[i] ? q->oids[i] : "");
-			if (!j->oids[i]) {
-				job_finish(j, -ENOMEM);
-				return;
-			}
-			j->noids++;
-		}
-	}
 	rc = os_txn_create(&t);
 	if (!rc)
 		rc = os_txn_touch(t, j->cid, PGMETA);
@@ -958,7 +1392,7 @@ pg_handle_recover(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 	Cairn__Osd__RecoverReq *q = (Cairn__Osd__RecoverReq *)cm_msg_unpack_front(
 		m, &cairn__osd__recover_req__descriptor);
 
-	if (q && q->from >= 0 && q->from != o->id)
+	if (q && osd_check_recover(q) == 0 && q->from != o->id)
 		job_start(o, q, q->from);
 	else
 		CM_LOG_RL(CM_LOG_WARN, "bad recovery request from %s", cm_conn_peer(c));
@@ -974,6 +1408,8 @@ pg_handle_push_reply(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 		m, &cairn__osd__push_reply__descriptor);
 	intptr_t peer = (intptr_t)cm_conn_user(c) - 1;
 	struct rjob *j;
+	char *done = NULL;
+	struct pg *pg;
 
 	cm_msg_destroy(m);
 	if (!r)
@@ -985,10 +1421,7 @@ pg_handle_push_reply(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 	if (!j)
 		goto out;
 	j->waiting = false;
-	if (j->slot) {
-		j->slot = false;
-		o->rec_active--;
-	}
+	job_release_slot(j);
 	if (r->rc) {
 		job_finish(j, r->rc);
 		goto out;
@@ -999,16 +1432,29 @@ pg_handle_push_reply(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 		j->data_off += j->data->len;
 	}
 	j->first = false;
+	job_clear_object(j);
 	if (j->deleted || (!j->omap_more && j->data_off >= j->size)) {
 		j->objects++;
 		o->rec_objects++;
-		free(j->oid);
+		done = j->oid;
 		j->oid = NULL;
+		if (!j->all && oset_put(&j->done, done, 0)) {
+			job_finish(j, -ENOMEM);
+			goto out;
+		}
 	}
-	job_clear_object(j);
 	job_ready(j);
 	job_kick(o);
+	if (done) {
+		/* The object is on the target: tell the primary (clients may wait for
+		 * it) and let ops on it run here. */
+		if (!j->all)
+			job_progress(j, done);
+		if ((pg = pg_find(o, r->pool, r->seed)))
+			pg_object_ready(pg, done);
+	}
 out:
+	free(done);
 	cairn__osd__push_reply__free_unpacked(r, NULL);
 }
 
@@ -1018,9 +1464,9 @@ rec_peer_reset(struct osd *o, int32_t peer)
 	struct rjob *j, *tmp;
 
 	TAILQ_FOREACH_SAFE(j, &o->rjobs, link, tmp)
-		if (j->target == peer)
+		if (j->target == peer && !j->idle)
 			job_finish(j, -ECONNRESET);
-		else if (j->primary == peer)
+		else if (j->primary == peer || j->target == peer)
 			job_drop(j);
 }
 
@@ -1034,9 +1480,16 @@ rec_tick(struct osd *o, uint64_t now_ms)
 
 		if (!pg || pg->interval_epoch > j->epoch)
 			job_drop(j); /* the PG moved on: its primary asks again */
+		else if (j->idle && now_ms - j->idle_ms > IDLE_KEEP_MS)
+			job_drop(j);
 		else if (j->waiting && now_ms - j->sent_ms > PUSH_TIMEOUT)
 			job_finish(j, -ETIMEDOUT);
 	}
+	/* Pushes the operator held (norecover, nobackfill) may go now. */
+	for (size_t b = 0; b < o->npg_b; b++)
+		for (struct pg *pg = o->pgs[b]; pg; pg = pg->hnext)
+			if (pg->primary == o->id && pg->rec_pending && pg->auth >= 0)
+				rec_release(pg);
 }
 
 void
@@ -1133,6 +1586,11 @@ push_txn(struct pg *pg, const Cairn__Osd__Push *p, const struct cm_sgl *data, st
 			rc = os_txn_omap_set_header(t, cid, oid, p->omap_header.data,
 						    p->omap_header.len);
 	}
+	if (!rc && p->last && oset_get(&pg->missing, oid)) {
+		uint8_t k[OSD_NAME_MAX + 1];
+
+		rc = os_txn_omap_rm(t, cid, PGMETA, k, missing_key(oid, k));
+	}
 	if (p->deleted)
 		return rc;
 	for (size_t i = 0; i < p->n_omap_keys && !rc; i++)
@@ -1180,7 +1638,9 @@ pg_handle_push(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 		on_push_commit(x, -ENOENT);
 		goto out;
 	}
-	if (p->epoch < pg->interval_epoch) {
+	/* Only pushes of the plan whose PG_LOG we took: a late push of an
+	 * abandoned plan could undo a client's newer write. */
+	if (p->epoch != pg->push_epoch || p->gen != pg->push_gen || p->epoch < pg->interval_epoch) {
 		on_push_commit(x, -ESTALE);
 		goto out;
 	}
@@ -1192,6 +1652,8 @@ pg_handle_push(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 		on_push_commit(x, rc);
 		goto out;
 	}
+	if (p->last)
+		oset_del(&pg->missing, p->oid);
 	os_queue(o->store, t, on_push_commit, x);
 out:
 	if (p)
@@ -1228,14 +1690,30 @@ on_log_commit(void *arg, int rc)
 		log_ack(x, x->rc);
 }
 
-/* The log keys, the info: in t. */
+size_t
+missing_key(const char *oid, uint8_t *k)
+{
+	size_t n = strlen(oid);
+
+	k[0] = 'm';
+	memcpy(k + 1, oid, n);
+	return n + 1;
+}
+
+/* The log keys, the missing set (keys 'm' + name), the info: in t. */
 static int
 log_txn(struct pg *pg, struct os_txn *t, const Cairn__Osd__PgInfo *info,
-	Cairn__Osd__LogEntry *const *les, size_t n)
+	Cairn__Osd__LogEntry *const *les, size_t n, char *const *missing, size_t nmissing)
 {
-	uint8_t first[1] = { 'l' }, last[1] = { 'm' }, buf[256];
-	int rc = os_txn_omap_rm_range(t, pg->cid, PGMETA, first, 1, last, 1);
+	uint8_t first[1] = { 'l' }, end[1] = { 'n' }, buf[256];
+	int rc = os_txn_omap_rm_range(t, pg->cid, PGMETA, first, 1, end, 1);
 	size_t len;
+
+	for (size_t i = 0; i < nmissing && !rc; i++) {
+		uint8_t k[OSD_NAME_MAX + 1];
+
+		rc = os_txn_omap_set(t, pg->cid, PGMETA, k, missing_key(missing[i], k), "", 0);
+	}
 
 	for (size_t i = 0; i < n && !rc; i++) {
 		uint8_t k[LOGKEY_LEN], *b;
@@ -1346,12 +1824,13 @@ wipe_list_done(void *arg)
 		return;
 	}
 	pg_log_clear(pg);
+	oset_clear(&pg->missing);
 	pg->last_update = pg->log_tail = (struct osd_ver){ 0, 0 };
 	pg->incomplete = true;
 	pg_info_fill(pg, &pi, &lu, &tail);
 	rc = os_txn_create(&t);
 	if (!rc)
-		rc = log_txn(pg, t, &pi, NULL, 0);
+		rc = log_txn(pg, t, &pi, NULL, 0, NULL, 0);
 	if (rc)
 		os_txn_destroy(t);
 	x->pending = 1; /* held until every transaction is queued */
@@ -1369,8 +1848,9 @@ log_apply(struct osd *o, struct cm_conn *c, const Cairn__Osd__PgNotify *n)
 	struct tgt_ctx *x = calloc(1, sizeof(*x));
 	struct pg *pg = pg_find(o, n->pool, n->seed);
 	struct os_txn *t = NULL;
+	struct oset miss = { 0 };
 	Cairn__Osd__PgInfo pi;
-	int rc;
+	int rc = 0;
 
 	if (!x)
 		return; /* the primary times out and retries */
@@ -1388,6 +1868,8 @@ log_apply(struct osd *o, struct cm_conn *c, const Cairn__Osd__PgNotify *n)
 		log_ack(x, -ESTALE);
 		return;
 	}
+	pg->push_epoch = n->epoch;
+	pg->push_gen = n->gen;
 	if (n->wipe) {
 		x->pg = pg;
 		x->w = (struct cm_work){ .fn = wipe_list_fn, .done = wipe_list_done, .arg = x };
@@ -1401,14 +1883,20 @@ log_apply(struct osd *o, struct cm_conn *c, const Cairn__Osd__PgNotify *n)
 	}
 	pi = *n->info;
 	pi.incomplete = false;
-	rc = os_txn_create(&t);
+	for (size_t i = 0; i < n->n_missing && !rc; i++)
+		rc = oset_put(&miss, n->missing[i], 0);
 	if (!rc)
-		rc = log_txn(pg, t, &pi, n->log, n->n_log);
+		rc = os_txn_create(&t);
+	if (!rc)
+		rc = log_txn(pg, t, &pi, n->log, n->n_log, n->missing, n->n_missing);
 	if (rc) {
+		oset_clear(&miss);
 		os_txn_destroy(t);
 		log_ack(x, rc);
 		return;
 	}
+	oset_clear(&pg->missing);
+	pg->missing = miss;
 	pg_log_clear(pg);
 	for (size_t i = 0; i < n->n_log && !rc; i++)
 		rc = pg_log_append(pg, n->log[i]);
@@ -1499,6 +1987,7 @@ remove_list_done(void *arg)
 	/* Forget it in memory now: a later interval that needs it creates it
 	 * again, queued after these. */
 	pg_log_clear(pg);
+	oset_clear(&pg->missing);
 	pg->in_store = false;
 	pg->incomplete = false;
 	pg->last_update = pg->log_tail = (struct osd_ver){ 0, 0 };

@@ -21,7 +21,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 2)
 		return 0;
 	dlen = (size_t)data[1] * 1024;
-	switch (data[0] % 5) {
+	switch (data[0] % 6) {
 	case 0: {
 		Cairn__Osd__OsdOp *q = cairn__osd__osd_op__unpack(NULL, size - 2, data + 2);
 
@@ -58,12 +58,23 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		break;
 	}
-	default: {
+	case 4: {
 		Cairn__Osd__RecoverReq *q =
 			cairn__osd__recover_req__unpack(NULL, size - 2, data + 2);
 
-		if (q)
+		if (q) {
+			(void)osd_check_recover(q);
 			cairn__osd__recover_req__free_unpacked(q, NULL);
+		}
+		break;
+	}
+	default: {
+		Cairn__Osd__PgAck *a = cairn__osd__pg_ack__unpack(NULL, size - 2, data + 2);
+
+		if (a) {
+			(void)osd_check_ack(a);
+			cairn__osd__pg_ack__free_unpacked(a, NULL);
+		}
 		break;
 	}
 	}

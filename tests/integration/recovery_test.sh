@@ -7,6 +7,9 @@
 #     OSD; write more and overwrite some; restart it; wait for all PGs
 #     active+clean; kill another OSD so reads must come from the recovered
 #     copy; verify everything; restart it.
+#  1b. the same with norecover set: the degraded PGs still serve reads and
+#     overwrites of every object (pushed first when an op needs it); then
+#     recovery; verify.
 #  2. add a 4th OSD: only replicas placed on the new OSD move, about a
 #     quarter of them; back to clean; verify.
 #  3. mark an OSD out: its PGs backfill elsewhere; clean; verify; mark it in
@@ -92,6 +95,41 @@ up 3
 wait_all_up
 wait_clean "second restart"
 
+# 1b. Served while recovering: with norecover set nothing is pushed in the
+# background, so a restarted OSD's PGs stay degraded; clients still read and
+# overwrite every object, the ones the OSD missed included (each is pushed
+# first when an op needs it). Then recovery runs and the copies verify.
+"$ctl" osd set norecover >/dev/null || fail "osd set norecover"
+kill -9 "$(osd_pid 1)"
+wait_down
+run_load write --prefix c --count $((n / 4)) --gen 1 >/dev/null || fail "writing c with an OSD down"
+up 3
+wait_all_up
+for _ in $(seq 1 120); do
+	"$ctl" status >"$dir/st" 2>&1 || true
+	grep -q "recovery_wait" "$dir/st" &&
+		! grep -Eq "stale|peering|unknown|down|incomplete|[0-9] recovering" "$dir/st" && break
+	sleep 0.25
+done
+grep -q "recovery_wait" "$dir/st" || fail "no PG waiting for recovery with norecover: $(grep 'pgs:' "$dir/st")"
+echo "norecover: $(grep 'pgs:' "$dir/st" | sed 's/^ *//')"
+t0=$(date +%s%N)
+run_load verify --prefix c --count $((n / 4)) --gen 1 >/dev/null || fail "reading c while degraded"
+run_load write --prefix c --count $((n / 4)) --gen 2 >/dev/null || fail "overwriting c while degraded"
+run_load verify --prefix c --count $((n / 4)) --gen 2 >/dev/null || fail "reading c gen 2 while degraded"
+echo "served while degraded: $((n / 4)) objects read, overwritten, read in $(( ($(date +%s%N) - t0) / 1000000 )) ms"
+"$ctl" status >"$dir/st" 2>&1 || true
+grep -q "recovery_wait" "$dir/st" || fail "recovery ran despite norecover: $(grep 'pgs:' "$dir/st")"
+"$ctl" osd unset norecover >/dev/null || fail "osd unset norecover"
+wait_clean "norecover unset"
+kill -9 "$(osd_pid 2)"
+wait_down
+run_load verify --prefix c --count $((n / 4)) --gen 2 >/dev/null || fail "c after recovery, osd.2 down"
+verify_all "after recovery while serving, osd.2 down"
+up 3
+wait_all_up
+wait_clean "osd.2 back"
+
 # 2. Add a 4th OSD: minimal movement.
 "$ctl" --format json pg ls >"$dir/pg.before"
 up 4
@@ -126,8 +164,16 @@ verify_all "after adding an OSD"
 "$ctl" pool create single --size 1 --min-size 1 --pg-num 16 >/dev/null || fail "pool create"
 wait_clean "pool single"
 run_load write --pool single --prefix s --count 200 --gen 1 >/dev/null || fail "writing to single"
+# Clients overwrite objects while their PGs backfill (the writes reach the
+# backfill targets too; an object being pushed waits for its push).
+run_load write --prefix d --count $((n / 4)) --gen 1 >/dev/null || fail "writing d"
 "$ctl" osd out 0 >/dev/null || fail "osd out"
+run_load write --prefix d --count $((n / 4)) --gen 2 --threads 8 >"$dir/d.out" 2>&1 &
+dpid=$!
 wait_clean "osd.0 out, backfilled"
+wait "$dpid" || fail "overwriting d during the backfill: $(cat "$dir/d.out")"
+echo "overwritten during the backfill: $(tail -1 "$dir/d.out")"
+run_load verify --prefix d --count $((n / 4)) --gen 2 >/dev/null || fail "d after the backfill"
 run_load verify --pool single --prefix s --count 200 --gen 1 >/dev/null ||
 	fail "size-1 pool after its PGs moved"
 # osd.0 keeps no copies of PGs that are clean elsewhere.
