@@ -50,6 +50,9 @@ static const struct cm_opt g_osd_opts[] = {
 	CM_OPT("osd_recovery_max_active", CM_OPT_UINT, "4", 1, 256, 0, struct osd_conf,
 	       recovery_max_active,
 	       "recovery/backfill pushes this OSD sends at once (client ops are not limited)"),
+	CM_OPT("osd_recovery_share", CM_OPT_UINT, "30", 1, 100, 0, struct osd_conf, recovery_share,
+	       "percent of this OSD's work recovery/backfill may take while clients are active "
+	       "(by cost: 4 KiB + bytes per op or push; 100: no limit)"),
 	CM_OPT("mkfs", CM_OPT_BOOL, "false", 0, 0, 0, struct osd_conf, mkfs,
 	       "make a new store on osd_data, then exit"),
 	CM_OPT("fsck", CM_OPT_BOOL, "false", 0, 0, 0, struct osd_conf, fsck,

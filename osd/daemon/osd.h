@@ -33,6 +33,7 @@ struct osd_conf {
 	uint64_t pg_log_max;
 	uint64_t op_threads;
 	uint64_t recovery_max_active;
+	uint64_t recovery_share; /* percent */
 	uint64_t hb_interval_ms, hb_grace_ms;
 	bool mkfs, fsck, deep;
 };
@@ -192,9 +193,14 @@ struct osd {
 	TAILQ_HEAD(rjob_q, rjob) rjobs, rjobs_ready;
 	unsigned rec_active; /* pushes in flight */
 	uint64_t rec_objects, rec_bytes;
+	/* client/recovery share (recovery.c): costs in the current 1 s window */
+	uint64_t sch_win_ms, sch_client, sch_rec, sch_client_ms, sch_throttled;
 	/* counters */
 	uint64_t ops, op_bytes_in, op_bytes_out, repops, dups;
 };
+
+/* recovery.c: a client op of this cost (4 KiB + bytes) arrived. */
+void rec_client_cost(struct osd *o, uint64_t cost);
 
 /* osd.c */
 struct cm_conn *osd_peer_conn(struct osd *o, int32_t id);

@@ -1655,11 +1655,18 @@ pg_handle_op(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 		op_free(op);
 		return;
 	}
-	for (size_t i = 0; i < op->req->n_ops; i++)
-		if (subop_writes(op->req->ops[i]->op)) {
-			o->op_bytes_in += op->req->ops[i]->len;
-			op->writes = true;
+	{
+		uint64_t cost = 4096;
+
+		for (size_t i = 0; i < op->req->n_ops; i++) {
+			if (subop_writes(op->req->ops[i]->op)) {
+				o->op_bytes_in += op->req->ops[i]->len;
+				op->writes = true;
+			}
+			cost += op->req->ops[i]->len;
 		}
+		rec_client_cost(o, cost);
+	}
 	op_dispatch(o, op);
 }
 

@@ -716,6 +716,7 @@ struct rjob {
 	char **oids; /* log-based: the objects; backfill: the current page */
 	size_t noids, next, cap;
 	struct oset done; /* log-based: pushed in this plan (never twice) */
+	struct oset prio; /* clients wait for these: not held by the share */
 	char *cursor;     /* backfill: the last name listed */
 	/* the current object (set on the reactor; workers only read it) */
 	char *oid;
@@ -843,6 +844,7 @@ job_free(struct rjob *j)
 	job_clear_object(j);
 	job_free_list(j);
 	oset_clear(&j->done);
+	oset_clear(&j->prio);
 	free(j->oid);
 	free(j->cursor);
 	free(j->omap_after.key);
@@ -1071,6 +1073,7 @@ job_send(struct rjob *j)
 		goto out;
 	rc = osd_send_pb(osd_peer_conn(o, j->target), OSD_MSG_PUSH, 0, &p.base,
 			 j->data ? &sgl : NULL);
+	o->sch_rec += 4096 + dlen;
 out:
 	cm_sgl_fini(&sgl);
 	free(an);
@@ -1205,13 +1208,66 @@ job_step(struct rjob *j)
 	job_submit(j, job_step_fn, job_step_done);
 }
 
+/* ---------- the share of recovery while clients are active ---------- */
+
+#define SCH_WINDOW_MS 1000u
+#define SCH_FLOOR     (PUSH_CHUNK + 4096u) /* recovery's minimum per window */
+
+static void
+sch_window(struct osd *o, uint64_t now)
+{
+	if (now - o->sch_win_ms >= SCH_WINDOW_MS) {
+		o->sch_win_ms = now;
+		o->sch_client = o->sch_rec = 0;
+	}
+}
+
+void
+rec_client_cost(struct osd *o, uint64_t cost)
+{
+	uint64_t now = cm_now_ms();
+
+	sch_window(o, now);
+	o->sch_client += cost;
+	o->sch_client_ms = now;
+}
+
+/*
+ * May a push start? Always while no client op came for a window; else while
+ * recovery's cost in this window stays within its share of the whole
+ * (share / (100 - share) of the clients' cost), and at least SCH_FLOOR per
+ * window so that recovery never stops. Held pushes start at the next tick.
+ */
+static bool
+sch_may_push(struct osd *o)
+{
+	uint64_t now = cm_now_ms(), share = o->cfg->recovery_share, allow;
+
+	sch_window(o, now);
+	if (share >= 100 || now - o->sch_client_ms > SCH_WINDOW_MS)
+		return true;
+	allow = o->sch_client * share / (100 - share);
+	if (o->sch_rec < CM_MAX(allow, (uint64_t)SCH_FLOOR))
+		return true;
+	o->sch_throttled++;
+	return false;
+}
+
 /* Start pushes while slots are free, oldest waiting job first. */
 static void
 job_kick(struct osd *o)
 {
 	struct rjob *j;
 
-	while (o->rec_active < o->cfg->recovery_max_active && (j = TAILQ_FIRST(&o->rjobs_ready))) {
+	while (o->rec_active < o->cfg->recovery_max_active) {
+		/* Pushes clients wait for first, and regardless of the share. */
+		TAILQ_FOREACH(j, &o->rjobs_ready, rlink)
+			if (j->prio.n)
+				break;
+		if (!j && (!TAILQ_FIRST(&o->rjobs_ready) || !sch_may_push(o)))
+			break;
+		if (!j)
+			j = TAILQ_FIRST(&o->rjobs_ready);
 		TAILQ_REMOVE(&o->rjobs_ready, j, rlink);
 		j->ready = false;
 		j->slot = true;
@@ -1282,6 +1338,8 @@ job_merge(struct rjob *j, const Cairn__Osd__RecoverReq *q)
 				job_progress(j, oid);
 			continue;
 		}
+		if (q->prio && (rc = oset_put(&j->prio, oid, 0)))
+			return rc;
 		if (j->oid && strcmp(j->oid, oid) == 0)
 			continue;
 		for (k = j->next; k < j->noids; k++)
@@ -1358,7 +1416,8 @@ job_start(struct osd *o, const Cairn__Osd__RecoverReq *q, int32_t primary)
 		return;
 	}
 	for (size_t i = 0; !j->all && i < q->n_oids; i++)
-		if ((rc = job_insert(j, j->noids, q->oids[i]))) {
+		if ((rc = job_insert(j, j->noids, q->oids[i])) ||
+		    (q->prio && (rc = oset_put(&j->prio, q->oids[i], 0)))) {
 			job_finish(j, rc);
 			return;
 		}
@@ -1438,6 +1497,7 @@ pg_handle_push_reply(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 		o->rec_objects++;
 		done = j->oid;
 		j->oid = NULL;
+		oset_del(&j->prio, done);
 		if (!j->all && oset_put(&j->done, done, 0)) {
 			job_finish(j, -ENOMEM);
 			goto out;
@@ -1485,6 +1545,7 @@ rec_tick(struct osd *o, uint64_t now_ms)
 		else if (j->waiting && now_ms - j->sent_ms > PUSH_TIMEOUT)
 			job_finish(j, -ETIMEDOUT);
 	}
+	job_kick(o); /* pushes the client share held */
 	/* Pushes the operator held (norecover, nobackfill) may go now. */
 	for (size_t b = 0; b < o->npg_b; b++)
 		for (struct pg *pg = o->pgs[b]; pg; pg = pg->hnext)
