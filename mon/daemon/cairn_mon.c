@@ -217,6 +217,7 @@ struct pg_rep {
 	uint32_t seed;
 	uint64_t epoch;
 	char state[48];
+	uint64_t objects, bytes, degraded;
 };
 
 static int
@@ -272,7 +273,8 @@ stats_collect(struct mond *d, struct mon_stats *st)
 
 			if (!pool || p->seed >= pool->pg_num || !p->state)
 				continue;
-			reps[nreps] = (struct pg_rep){ p->pool, p->seed, p->epoch, "" };
+			reps[nreps] = (struct pg_rep){ p->pool,    p->seed,  p->epoch,   "",
+						       p->objects, p->bytes, p->degraded };
 			/* Not heard of since the map changed: it may have changed too. */
 			snprintf(reps[nreps].state, sizeof(reps[nreps].state), "%s%s", p->state,
 				 p->epoch < d->map->epoch ? "+stale" : "");
@@ -295,7 +297,11 @@ stats_collect(struct mond *d, struct mon_stats *st)
 			g->pool = reps[i].pool;
 			g->seed = reps[i].seed;
 			snprintf(g->state, sizeof(g->state), "%s", reps[i].state);
+			g->objects = reps[i].objects;
+			g->bytes = reps[i].bytes;
+			g->degraded = reps[i].degraded;
 		}
+		st->degraded += reps[i].degraded;
 		for (k = 0; k < st->nstates; k++)
 			if (strcmp(st->states[k].state, reps[i].state) == 0)
 				break;

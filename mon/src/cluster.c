@@ -295,6 +295,27 @@ mon_stats_free(struct mon_stats *s)
 	memset(s, 0, sizeof(*s));
 }
 
+/* A pool's objects and stored bytes (one copy) as its PGs' primaries reported them. */
+static void
+pool_usage(const struct mon_stats *st, int64_t pool, uint64_t *objects, uint64_t *bytes)
+{
+	*objects = *bytes = 0;
+	for (size_t i = 0; st && i < st->npg; i++)
+		if (st->pg[i].pool == pool) {
+			*objects += st->pg[i].objects;
+			*bytes += st->pg[i].bytes;
+		}
+}
+
+/* Raw bytes a pool's stored bytes take: every replica, or k + m shards of k. */
+static double
+pool_raw(const Cairn__Map__Pool *p, uint64_t stored)
+{
+	if (p->erasure && p->ec_k)
+		return (double)stored * (p->ec_k + p->ec_m) / p->ec_k;
+	return (double)stored * p->size;
+}
+
 /* "30 active+clean, 2 recovering, 1 unknown" into buf. */
 static void
 pg_states_str(const struct mon_stats *st, uint64_t total, char *buf, size_t len)
@@ -320,13 +341,13 @@ stats_json(const struct mon_stats *st, uint64_t total)
 				    json_integer((json_int_t)st->states[i].n));
 	if (total > st->pgs)
 		json_object_set_new(states, "unknown", json_integer((json_int_t)(total - st->pgs)));
-	return json_pack("{s:o, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:I, s:I}", "pg_states",
-			 states, "osds_reporting", (json_int_t)st->osds, "total_bytes",
+	return json_pack("{s:o, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:I, s:I, s:I}",
+			 "pg_states", states, "osds_reporting", (json_int_t)st->osds, "total_bytes",
 			 (json_int_t)st->total_bytes, "free_bytes", (json_int_t)st->free_bytes,
 			 "client_ops", st->op_rate, "client_wr_bps", st->wr_bps, "client_rd_bps",
 			 st->rd_bps, "recovery_objps", st->rec_objps, "recovery_bps", st->rec_bps,
 			 "recovered_objects", (json_int_t)st->rec_objects, "recovered_bytes",
-			 (json_int_t)st->rec_bytes);
+			 (json_int_t)st->rec_bytes, "degraded_objects", (json_int_t)st->degraded);
 }
 
 static int
@@ -380,13 +401,20 @@ cmd_status(struct cmd *c, bool health_only, bool detail)
 			json_array_append_new(
 				mons, json_pack("{s:s, s:s, s:b}", "name", v.mons[i].name, "addr",
 						v.mons[i].addr, "alive", v.mons[i].alive));
-		for (size_t i = 0; i < m->n_pools; i++)
+		for (size_t i = 0; i < m->n_pools; i++) {
+			uint64_t objs, bytes;
+
+			pool_usage(c->env->stats, m->pools[i]->id, &objs, &bytes);
 			json_array_append_new(
-				pools, json_pack("{s:s, s:I, s:I, s:I, s:I}", "name",
-						 m->pools[i]->name, "pgs", (json_int_t)ps[i].total,
-						 "clean", (json_int_t)ps[i].clean, "undersized",
-						 (json_int_t)ps[i].undersized, "inactive",
-						 (json_int_t)ps[i].inactive));
+				pools,
+				json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "name",
+					  m->pools[i]->name, "pgs", (json_int_t)ps[i].total,
+					  "clean", (json_int_t)ps[i].clean, "undersized",
+					  (json_int_t)ps[i].undersized, "inactive",
+					  (json_int_t)ps[i].inactive, "objects", (json_int_t)objs,
+					  "stored_bytes", (json_int_t)bytes, "raw_bytes",
+					  (json_int_t)pool_raw(m->pools[i], bytes)));
+		}
 		c->res = json_pack(
 			"{s:s, s:I, s:s, s:o, s:o, s:s, s:{s:i, s:i, s:i}, s:o, s:{s:I, s:I, s:I, s:I}}",
 			"fsid", m->fsid, "epoch", (json_int_t)m->epoch, "flags", flags, "health",
@@ -422,12 +450,30 @@ cmd_status(struct cmd *c, bool health_only, bool detail)
 				(double)(st->total_bytes - st->free_bytes) / (1 << 30),
 				(double)st->free_bytes / (1 << 30),
 				(double)st->total_bytes / (1 << 30));
+			for (size_t i = 0; i < m->n_pools; i++) {
+				const Cairn__Map__Pool *p = m->pools[i];
+				uint64_t objs, bytes;
+				char kind[32];
+
+				pool_usage(st, p->id, &objs, &bytes);
+				if (p->erasure)
+					snprintf(kind, sizeof(kind), "EC %u+%u", p->ec_k, p->ec_m);
+				else
+					snprintf(kind, sizeof(kind), "%u copies", p->size);
+				fprintf(c->out,
+					"    pool %s: %" PRIu64
+					" objects, %.2f GiB stored, %.2f GiB raw (%s)\n",
+					p->name, objs, (double)bytes / (1 << 30),
+					pool_raw(p, bytes) / (1 << 30), kind);
+			}
 			fprintf(c->out,
 				"\n  io:\n    client:   %.0f op/s, %.1f MiB/s wr, %.1f MiB/s rd\n",
 				st->op_rate, st->wr_bps / (1 << 20), st->rd_bps / (1 << 20));
-			if (st->rec_objps > 0 || st->rec_bps > 0)
-				fprintf(c->out, "    recovery: %.0f objects/s, %.1f MiB/s\n",
-					st->rec_objps, st->rec_bps / (1 << 20));
+			if (st->rec_objps > 0 || st->rec_bps > 0 || st->degraded)
+				fprintf(c->out,
+					"    recovery: %" PRIu64
+					" objects degraded, %.0f objects/s, %.1f MiB/s\n",
+					st->degraded, st->rec_objps, st->rec_bps / (1 << 20));
 		}
 		fprintf(c->out, "\n  map: epoch %" PRIu64 "%s%s\n", m->epoch,
 			flags[0] ? ", flags " : "", flags);

@@ -2441,6 +2441,11 @@ pg_stats(struct osd *o, Cairn__Mon__PgStat **out, size_t *n)
 			a[k].seed = pg->seed;
 			a[k].state = (char *)pg_state_str(pg);
 			a[k].epoch = o->epoch;
+			if (pg->in_store &&
+			    os_coll_stat(o->store, pg->cid, &a[k].objects, &a[k].bytes) == 0 &&
+			    a[k].objects)
+				a[k].objects--; /* PGMETA */
+			a[k].degraded = pg->rmiss.n;
 			k++;
 		}
 	*out = a;

@@ -23,6 +23,8 @@ struct pobj {
 	char *cid, *oid;
 	struct os_onode *on; /* working copy; NULL: does not exist (now) */
 	bool dirty, bumped;
+	bool base_exists; /* before this transaction (collection stats) */
+	uint64_t base_size;
 };
 
 /* What this transaction did to an omap so far (clone reads committed keys + these). */
@@ -194,6 +196,8 @@ get_obj(struct pctx *c, const char *cid, const char *oid, bool create, struct po
 	memcpy(p->key, key, klen);
 	p->klen = klen;
 	p->on = base;
+	p->base_exists = base != NULL;
+	p->base_size = base ? base->size : 0;
 	c->nobjs++;
 found:
 	if (!coll_exists(c, cid))
@@ -1028,25 +1032,67 @@ install(struct pctx *c)
 			pthread_mutex_unlock(&s->pcache_mu);
 		}
 	}
-	/* Collections. */
+	/* Collections, and their stats. */
+	pthread_mutex_lock(&s->stat_mu);
 	for (size_t i = 0; i < c->nrm; i++) {
 		for (size_t k = 0; c->rm[i][0] && k < s->ncolls; k++) {
 			if (!strcmp(s->colls[k], c->rm[i])) {
 				free(s->colls[k]);
 				s->colls[k] = s->colls[--s->ncolls];
+				s->cstat[k] = s->cstat[s->ncolls];
 				break;
 			}
 		}
 	}
 	for (size_t i = 0; i < c->nmk; i++) {
 		bool have = false;
+		struct os_cstat *cs;
 
 		for (size_t k = 0; k < s->ncolls; k++)
 			have |= !strcmp(s->colls[k], c->mk[i]);
-		if (!have && push_name(&s->colls, &s->ncolls, c->mk[i]))
+		if (have)
+			continue;
+		cs = realloc(s->cstat, (s->ncolls + 1) * sizeof(*cs));
+		if (cs)
+			s->cstat = cs;
+		if (!cs || push_name(&s->colls, &s->ncolls, c->mk[i])) {
+			pthread_mutex_unlock(&s->stat_mu);
 			return -ENOMEM;
+		}
+		s->cstat[s->ncolls - 1] = (struct os_cstat){ 0, 0 };
 	}
+	for (size_t i = 0; i < c->nobjs; i++) {
+		struct pobj *p = &c->objs[i];
+
+		if (!p->dirty)
+			continue;
+		for (size_t k = 0; k < s->ncolls; k++) {
+			if (strcmp(s->colls[k], p->cid) != 0)
+				continue;
+			s->cstat[k].objects += (uint64_t)(p->on != NULL) - (uint64_t)p->base_exists;
+			s->cstat[k].bytes += (p->on ? p->on->size : 0) - p->base_size;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&s->stat_mu);
 	return 0;
+}
+
+int
+os_coll_stat(struct os_store *s, const char *cid, uint64_t *objects, uint64_t *bytes)
+{
+	int rc = -ENOENT;
+
+	pthread_mutex_lock(&s->stat_mu);
+	for (size_t k = 0; k < s->ncolls; k++)
+		if (strcmp(s->colls[k], cid) == 0) {
+			*objects = s->cstat[k].objects;
+			*bytes = s->cstat[k].bytes;
+			rc = 0;
+			break;
+		}
+	pthread_mutex_unlock(&s->stat_mu);
+	return rc;
 }
 
 void

@@ -440,6 +440,7 @@ static int
 scan_onodes(struct os_store *s)
 {
 	rocksdb_iterator_t *it = rocksdb_create_iterator(s->db, s->ro);
+	size_t ci = 0;
 	int rc = 0;
 
 	for (rocksdb_iter_seek(it, "C", 1); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
@@ -457,6 +458,11 @@ scan_onodes(struct os_store *s)
 		s->colls = nc;
 		s->ncolls++;
 	}
+	s->cstat = calloc(s->ncolls + 1, sizeof(*s->cstat));
+	if (!s->cstat) {
+		rc = -ENOMEM;
+		goto out;
+	}
 	for (rocksdb_iter_seek(it, "O", 1); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
 		size_t kl, vl;
 		const char *k = rocksdb_iter_key(it, &kl), *v;
@@ -469,6 +475,20 @@ scan_onodes(struct os_store *s)
 		if (rc) {
 			CM_ERR("undecodable onode %.*s", (int)CM_MIN(kl, (size_t)200), k + 1);
 			goto out;
+		}
+		/* Onodes are sorted by collection: the last one found is usually it. */
+		if (!memchr(k + 1, 0, kl - 1)) {
+			os_onode_free(on);
+			CM_ERR("malformed onode key %.*s", (int)CM_MIN(kl, (size_t)200), k + 1);
+			rc = -EUCLEAN;
+			goto out;
+		}
+		if (ci >= s->ncolls || strcmp(s->colls[ci], k + 1) != 0)
+			for (ci = 0; ci < s->ncolls && strcmp(s->colls[ci], k + 1) != 0; ci++)
+				;
+		if (ci < s->ncolls) {
+			s->cstat[ci].objects++;
+			s->cstat[ci].bytes += on->size;
 		}
 		if (on->nid >= s->next_nid)
 			s->next_nid = on->nid + 1;
@@ -575,6 +595,7 @@ os_mount(struct cm_reactor *r, const struct os_opts *o, struct os_store **sp)
 	pthread_mutex_init(&s->alloc_mu, NULL);
 	pthread_mutex_init(&s->pend_mu, NULL);
 	pthread_mutex_init(&s->pcache_mu, NULL);
+	pthread_mutex_init(&s->stat_mu, NULL);
 	s->path = strdup(o->path);
 	s->db_path = default_db_path(o);
 	s->fd = open(o->path, O_RDWR | O_CLOEXEC | (o->no_direct ? 0 : O_DIRECT));
@@ -713,6 +734,7 @@ os_store_free(struct os_store *s)
 	for (size_t i = 0; i < s->ncolls; i++)
 		free(s->colls[i]);
 	free(s->colls);
+	free(s->cstat);
 	if (s->pcache.b)
 		os_ocache_fini(&s->pcache);
 	if (s->rcache.b)
@@ -721,6 +743,7 @@ os_store_free(struct os_store *s)
 	pthread_mutex_destroy(&s->alloc_mu);
 	pthread_mutex_destroy(&s->pend_mu);
 	pthread_mutex_destroy(&s->pcache_mu);
+	pthread_mutex_destroy(&s->stat_mu);
 	free(s->path);
 	free(s->db_path);
 	free(s);

@@ -270,6 +270,14 @@ struct os_store {
 	uint64_t next_nid, next_dseq;
 	char **colls;
 	size_t ncolls;
+
+	/* objects and logical bytes of each collection (same order as colls;
+	 * counted at mount, changed at prepare) */
+	struct os_cstat {
+		uint64_t objects, bytes;
+	} * cstat;
+
+	pthread_mutex_t stat_mu; /* colls + cstat for readers off the kv thread */
 	/* reactor state */
 	TAILQ_HEAD(, os_txn) q;
 	unsigned inflight; /* queued transactions not yet called back */

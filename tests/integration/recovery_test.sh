@@ -88,6 +88,16 @@ run_load write --prefix a --count $((n / 4)) --gen 2 || fail "overwriting with a
 up 3
 wait_all_up
 wait_clean "restarted OSD recovered"
+# Usage per pool: the primaries' object counts add up to what was written.
+for _ in $(seq 1 40); do
+	objs=$("$ctl" --format json status | "$py" -c '
+import json, sys
+print(sum(p["objects"] for p in json.load(sys.stdin)["pools"] if p["name"] == "default"))')
+	[ "$objs" = $((n + n / 4)) ] && break
+	sleep 0.25
+done
+[ "$objs" = $((n + n / 4)) ] || fail "pool default reports $objs objects, not $((n + n / 4))"
+"$ctl" status | grep "pool default:" | sed 's/^ */usage: /'
 kill -9 "$(osd_pid 0)"
 wait_down
 verify_all "with the recovered copy serving"

@@ -54,6 +54,7 @@ struct mon_pg_state {
 	int64_t pool;
 	uint32_t seed;
 	char state[48];
+	uint64_t objects, bytes, degraded; /* as its primary last reported */
 };
 
 struct mon_stats {
@@ -67,6 +68,7 @@ struct mon_stats {
 	uint64_t total_bytes, free_bytes;
 	double op_rate, wr_bps, rd_bps, rec_objps, rec_bps;
 	uint64_t rec_objects, rec_bytes; /* since the OSDs started */
+	uint64_t degraded;               /* objects being recovered, over all PGs */
 };
 
 void mon_stats_free(struct mon_stats *s);

@@ -159,6 +159,12 @@ int os_omap_iterate(struct os_store *s, const char *cid, const char *oid, const 
 int os_list(struct os_store *s, const char *cid, const char *start_after, unsigned max,
 	    char ***oids, size_t *n, bool *more);
 int os_list_collections(struct os_store *s, char ***cids, size_t *n);
+/*
+ * The objects of a collection and the sum of their sizes, as of the
+ * transactions queued so far (kept in memory: counted at mount, changed by
+ * every transaction). Any thread. \return 0 or -ENOENT.
+ */
+int os_coll_stat(struct os_store *s, const char *cid, uint64_t *objects, uint64_t *bytes);
 void os_names_free(char **names, size_t n);
 
 /* ---- checking ---- */

@@ -351,6 +351,66 @@ START_TEST(test_collections_and_listing)
 
 END_TEST
 
+/* Objects and bytes per collection: kept by every transaction, recounted at mount. */
+START_TEST(test_collection_stats)
+{
+	static uint8_t buf[20000];
+	struct os_txn *t;
+	uint64_t no = 99, nb = 99;
+
+	memset(buf, 7, sizeof(buf));
+	mkcoll();
+	ck_assert_int_eq(os_coll_stat(g_s, "c", &no, &nb), 0);
+	ck_assert_uint_eq(no, 0);
+	ck_assert_uint_eq(nb, 0);
+	ck_assert_int_eq(os_coll_stat(g_s, "nope", &no, &nb), -ENOENT);
+	write_obj("a", 0, buf, 10000);
+	write_obj("b", 5000, buf, 100);  /* sparse: 5,100 bytes */
+	write_obj("a", 9000, buf, 2000); /* grows to 11,000 */
+	t = txn();
+	ck_assert_int_eq(os_txn_touch(t, "c", "e"), 0);
+	ck_assert_int_eq(os_txn_mkcoll(t, "d"), 0);
+	ck_assert_int_eq(os_txn_write(t, "d", "x", 0, buf, 300), 0);
+	ck_assert_int_eq(apply(t), 0);
+	ck_assert_int_eq(os_coll_stat(g_s, "c", &no, &nb), 0);
+	ck_assert_uint_eq(no, 3);
+	ck_assert_uint_eq(nb, 16100);
+	t = txn();
+	ck_assert_int_eq(os_txn_truncate(t, "c", "a", 1000), 0);
+	ck_assert_int_eq(os_txn_remove(t, "c", "b"), 0);
+	ck_assert_int_eq(os_txn_clone(t, "c", "a", "a2"), 0);
+	ck_assert_int_eq(apply(t), 0);
+	ck_assert_int_eq(os_coll_stat(g_s, "c", &no, &nb), 0);
+	ck_assert_uint_eq(no, 3);
+	ck_assert_uint_eq(nb, 2000);
+	/* A failed transaction changes nothing. */
+	t = txn();
+	ck_assert_int_eq(os_txn_write(t, "c", "a", 0, buf, 5000), 0);
+	ck_assert_int_eq(os_txn_mkcoll(t, "d"), 0);
+	ck_assert_int_eq(apply(t), -EEXIST);
+	ck_assert_int_eq(os_coll_stat(g_s, "c", &no, &nb), 0);
+	ck_assert_uint_eq(nb, 2000);
+	/* Mount counts the same. */
+	os_umount(g_s);
+	g_s = NULL;
+	mount_store();
+	ck_assert_int_eq(os_coll_stat(g_s, "c", &no, &nb), 0);
+	ck_assert_uint_eq(no, 3);
+	ck_assert_uint_eq(nb, 2000);
+	ck_assert_int_eq(os_coll_stat(g_s, "d", &no, &nb), 0);
+	ck_assert_uint_eq(no, 1);
+	ck_assert_uint_eq(nb, 300);
+	t = txn();
+	ck_assert_int_eq(os_txn_remove(t, "d", "x"), 0);
+	ck_assert_int_eq(os_txn_rmcoll(t, "d"), 0);
+	ck_assert_int_eq(apply(t), 0);
+	ck_assert_int_eq(os_coll_stat(g_s, "d", &no, &nb), -ENOENT);
+	ck_assert_int_eq(os_coll_stat(g_s, "c", &no, &nb), 0);
+	ck_assert_uint_eq(no, 3);
+}
+
+END_TEST
+
 START_TEST(test_attrs_and_omap)
 {
 	struct os_txn *t;
@@ -699,6 +759,7 @@ main(void)
 	tcase_add_test(tc, test_aligned_reads_with_holes);
 	tcase_add_test(tc, test_zero_truncate_remove);
 	tcase_add_test(tc, test_collections_and_listing);
+	tcase_add_test(tc, test_collection_stats);
 	tcase_add_test(tc, test_attrs_and_omap);
 	tcase_add_test(tc, test_clone);
 	tcase_add_test(tc, test_checksum_catches_corruption);
