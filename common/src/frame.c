@@ -61,6 +61,7 @@ cm_frame_rx_reset(struct cm_frame_rx *rx)
 	cm_buf_put(rx->pbuf);
 	rx->pbuf = NULL;
 	rx->pfill = 0;
+	rx->ppad = 0;
 	rx->have_hdr = false;
 	rx->rpos = rx->rend = 0;
 	cm_buf_put(rx->rbuf);
@@ -87,7 +88,7 @@ cm_frame_rx_prepare(struct cm_frame_rx *rx, void **p, size_t *len)
 	int rc;
 
 	if (rx->pbuf) {
-		*p = rx->pbuf->data + rx->pfill;
+		*p = rx->pbuf->data + rx->ppad + rx->pfill;
 		*len = frame_need(rx) - rx->pfill;
 		return 0;
 	}
@@ -149,12 +150,12 @@ cm_frame_rx_advance(struct cm_frame_rx *rx, size_t n, cm_frame_rx_cb cb, void *a
 		struct cm_buf *pb = rx->pbuf;
 
 		if (!(rx->hdr.flags & CM_FRAME_F_NO_DATA_CRC))
-			rx->pcrc = cm_crc32c(rx->pcrc, pb->data + rx->pfill, n);
+			rx->pcrc = cm_crc32c(rx->pcrc, pb->data + rx->ppad + rx->pfill, n);
 		rx->pfill += n;
 		if (rx->pfill < frame_need(rx))
 			return 0;
 		rx->pbuf = NULL;
-		rc = deliver(rx, pb, 0, true, rx->pcrc, cb, arg);
+		rc = deliver(rx, pb, rx->ppad, true, rx->pcrc, cb, arg);
 		cm_buf_put(pb);
 		return rc;
 	}
@@ -184,14 +185,17 @@ cm_frame_rx_advance(struct cm_frame_rx *rx, size_t n, cm_frame_rx_cb cb, void *a
 		}
 		if (need > FRAME_LARGE_PAYLOAD || need > rx->rbuf->len - rx->rpos) {
 			/* Receive the rest straight into a buffer of its own. */
-			rc = cm_buf_alloc(need, &rx->pbuf);
+			/* Page aligned, with the front placed so that the data segment
+			 * starts on a page: the store writes it with O_DIRECT as it is. */
+			rx->ppad = (4096 - rx->hdr.front_len % 4096) % 4096;
+			rc = cm_buf_alloc_aligned(rx->ppad + need, 4096, &rx->pbuf);
 			if (rc)
 				return rc;
-			memcpy(rx->pbuf->data, rx->rbuf->data + rx->rpos, avail);
+			memcpy(rx->pbuf->data + rx->ppad, rx->rbuf->data + rx->rpos, avail);
 			rx->pfill = avail;
 			rx->pcrc = (rx->hdr.flags & CM_FRAME_F_NO_DATA_CRC)
 					   ? 0
-					   : cm_crc32c(0, rx->pbuf->data, avail);
+					   : cm_crc32c(0, rx->pbuf->data + rx->ppad, avail);
 			rx->rpos = rx->rend;
 		}
 		return 0;

@@ -247,10 +247,10 @@ add_pending_tag(struct os_txn *t, uint64_t tag)
 	return 0;
 }
 
-/* Write the blocks [fb, fb + nb) of p from img (nb blocks). */
+/* Write the blocks [fb, fb + nb) of p from img at ioff (nb blocks, page aligned). */
 static int
 put_blocks(struct pctx *c, struct pobj *p, uint64_t fb, uint64_t nb, struct cm_buf *img,
-	   uint64_t bytes)
+	   size_t ioff, uint64_t bytes)
 {
 	struct os_store *s = c->s;
 	struct os_txn *t = c->t;
@@ -262,7 +262,7 @@ put_blocks(struct pctx *c, struct pobj *p, uint64_t fb, uint64_t nb, struct cm_b
 	if (!cs)
 		return -ENOMEM;
 	for (uint64_t i = 0; i < nb; i++)
-		cs[i] = cm_crc32c(0, img->data + i * s->B, s->B);
+		cs[i] = cm_crc32c(0, img->data + ioff + i * s->B, s->B);
 	for (uint64_t lb = fb; lb < fb + nb && mapped; lb++)
 		mapped = os_onode_find(on, lb, NULL) != NULL;
 	if (mapped && bytes <= s->deferred_max) {
@@ -292,9 +292,10 @@ put_blocks(struct pctx *c, struct pobj *p, uint64_t fb, uint64_t nb, struct cm_b
 		d->seq = s->next_dseq++;
 		d->n = nb;
 		d->buf = cm_buf_get(img);
+		d->boff = ioff;
 		dpb.n_pblock = nb;
 		dpb.pblock = d->pblocks;
-		dpb.data.data = img->data;
+		dpb.data.data = img->data + ioff;
 		dpb.data.len = nb * s->B;
 		vl = cairn__store__deferred__get_packed_size(&dpb);
 		val = malloc(vl);
@@ -315,7 +316,7 @@ put_blocks(struct pctx *c, struct pobj *p, uint64_t fb, uint64_t nb, struct cm_b
 		rocksdb_writebatch_put(t->wb, key, os_key_deferred(key, d->seq), (char *)val, vl);
 		free(val);
 		for (uint64_t i = 0; i < nb; i++)
-			d->tags[i] = os_pend_add(s, d->pblocks[i], img, i * s->B);
+			d->tags[i] = os_pend_add(s, d->pblocks[i], img, ioff + i * s->B);
 		t->dfrs[t->ndfrs++] = d;
 		s->c_deferred++;
 	} else {
@@ -333,7 +334,7 @@ put_blocks(struct pctx *c, struct pobj *p, uint64_t fb, uint64_t nb, struct cm_b
 		rc = os_onode_punch(on, fb, fb + nb, &t->frees, &t->nfrees, &t->capfrees);
 		for (int i = 0; i < k; i++) {
 			if (!rc)
-				rc = add_write(t, ex[i].start, ex[i].len, img, done * s->B);
+				rc = add_write(t, ex[i].start, ex[i].len, img, ioff + done * s->B);
 			if (rc) {
 				/* Not yet in t->writes: give it back here. */
 				pthread_mutex_lock(&s->alloc_mu);
@@ -344,8 +345,8 @@ put_blocks(struct pctx *c, struct pobj *p, uint64_t fb, uint64_t nb, struct cm_b
 			rc = os_onode_insert(on, fb + done, ex[i].start, (uint32_t)ex[i].len,
 					     cs + done);
 			for (uint64_t b = 0; b < ex[i].len && !rc; b++)
-				rc = add_pending_tag(
-					t, os_pend_add(s, ex[i].start + b, img, (done + b) * s->B));
+				rc = add_pending_tag(t, os_pend_add(s, ex[i].start + b, img,
+								    ioff + (done + b) * s->B));
 			done += ex[i].len;
 		}
 		s->c_cow++;
@@ -368,10 +369,11 @@ do_write_buf(struct pctx *c, struct pobj *p, uint64_t off, const uint8_t *data, 
 		p->dirty = true;
 		return 0;
 	}
-	/* Whole blocks from an aligned buffer: the buffer is the image. */
-	if (src && off % B == 0 && len % B == 0 && data == src->data &&
+	/* Whole blocks from page-aligned data (e.g. a message's data segment,
+	 * which the messenger lands on a page): the buffer is the image. */
+	if (src && off % B == 0 && len % B == 0 && data >= src->data &&
 	    (uintptr_t)data % 4096 == 0 && len > s->deferred_max) {
-		rc = put_blocks(c, p, fb, nb, src, len);
+		rc = put_blocks(c, p, fb, nb, src, (size_t)(data - src->data), len);
 		if (!rc && off + len > p->on->size)
 			p->on->size = off + len;
 		return rc;
@@ -387,7 +389,7 @@ do_write_buf(struct pctx *c, struct pobj *p, uint64_t off, const uint8_t *data, 
 			memcpy(img->data + (off - fb * B), data, len);
 		else
 			memset(img->data + (off - fb * B), 0, len);
-		rc = put_blocks(c, p, fb, nb, img, len);
+		rc = put_blocks(c, p, fb, nb, img, 0, len);
 	}
 	cm_buf_put(img);
 	if (!rc && off + len > p->on->size)

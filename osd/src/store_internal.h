@@ -107,7 +107,8 @@ struct os_dfr {
 	uint64_t *tags; /* pending-map entries, per block */
 	uint64_t *pblocks;
 	size_t n;
-	struct cm_buf *buf; /* n blocks */
+	struct cm_buf *buf; /* n blocks, from boff */
+	size_t boff;
 	unsigned ios_left;
 	struct os_dwrite *ios;
 	size_t nios;

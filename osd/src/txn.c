@@ -662,7 +662,7 @@ start_dfr(struct os_store *s, struct os_dfr *d)
 		d->ios[runs++] = (struct os_dwrite){ .pblock = d->pblocks[i],
 						     .n = j - i,
 						     .buf = d->buf,
-						     .off = i * s->B,
+						     .off = d->boff + i * s->B,
 						     .dfr = d,
 						     .s = s };
 		i = j;

@@ -83,6 +83,7 @@ struct cm_frame_rx {
 	struct cm_buf *rbuf; /* rolling receive buffer */
 	size_t rpos, rend;   /* parsed up to rpos, filled up to rend */
 	struct cm_buf *pbuf; /* dedicated buffer for one large payload */
+	size_t ppad;         /* where the front starts in it: the data segment lands page aligned */
 	size_t pfill;
 	uint32_t pcrc; /* running crc of pbuf[0, pfill), computed while the bytes are hot */
 	bool have_hdr;
