@@ -188,6 +188,8 @@ cm_sgl_init(struct cm_sgl *s)
 	s->n = 0;
 	s->cap = CM_SGL_INLINE;
 	s->len = 0;
+	s->crc = 0;
+	s->has_crc = false;
 }
 
 void
@@ -236,6 +238,7 @@ cm_sgl_append(struct cm_sgl *s, struct cm_buf *buf, size_t off, size_t len)
 		return -EINVAL;
 	if (len == 0)
 		return 0;
+	s->has_crc = false;
 	/* Merge with the previous slice when contiguous in the same buffer. */
 	if (s->n > 0) {
 		last = &s->sg[s->n - 1];
@@ -259,11 +262,17 @@ cm_sgl_append(struct cm_sgl *s, struct cm_buf *buf, size_t off, size_t len)
 int
 cm_sgl_append_sgl(struct cm_sgl *s, const struct cm_sgl *src)
 {
+	bool keep = s->n == 0 && src->has_crc;
+
 	for (unsigned i = 0; i < src->n; i++) {
 		int rc = cm_sgl_append(s, src->sg[i].buf, src->sg[i].off, src->sg[i].len);
 
 		if (rc)
 			return rc;
+	}
+	if (keep) {
+		s->crc = src->crc;
+		s->has_crc = true;
 	}
 	return 0;
 }
@@ -284,6 +293,8 @@ cm_sgl_move(struct cm_sgl *dst, struct cm_sgl *src)
 	rc = sgl_reserve(dst, dst->n + src->n);
 	if (rc)
 		return rc;
+	dst->has_crc = dst->n == 0 && src->has_crc;
+	dst->crc = src->crc;
 	memcpy(&dst->sg[dst->n], src->sg, sizeof(*src->sg) * src->n);
 	dst->n += src->n;
 	dst->len += src->len;
@@ -343,6 +354,16 @@ cm_sgl_crc32c(const struct cm_sgl *s, uint32_t crc)
 	for (unsigned i = 0; i < s->n; i++)
 		crc = cm_crc32c(crc, s->sg[i].buf->data + s->sg[i].off, s->sg[i].len);
 	return crc;
+}
+
+uint32_t
+cm_sgl_crc(struct cm_sgl *s)
+{
+	if (!s->has_crc) {
+		s->crc = cm_sgl_crc32c(s, 0);
+		s->has_crc = true;
+	}
+	return s->crc;
 }
 
 int

@@ -24,6 +24,49 @@ cm_crc32c(uint32_t crc, const void *buf, size_t len)
 	return ~reg;
 }
 
+/*
+ * Combining. A crc is linear over GF(2): the crc of a||b is the crc of a
+ * followed by len_b zero bytes, xor the crc of b (the pre- and post-
+ * inversions cancel in the xor). Appending n zero bytes multiplies the
+ * register by x^(8n) modulo the polynomial, computed from the powers
+ * x^(2^k). Bit order is reflected: bit 31 is the coefficient of x^0.
+ */
+#define POLY 0x82F63B78u
+
+/* a * b mod P. */
+static uint32_t
+mulmod(uint32_t a, uint32_t b)
+{
+	uint32_t prod = 0;
+
+	for (uint32_t m = 1u << 31; m; m >>= 1) {
+		if (a & m)
+			prod ^= b;
+		b = (b & 1) ? (b >> 1) ^ POLY : b >> 1;
+	}
+	return prod;
+}
+
+/* x^(8 n) mod P. */
+static uint32_t
+x8n(uint64_t n)
+{
+	uint32_t p = 1u << 31, sq = 1u << 23; /* x^0, and x^8 (= x^(2^3)) */
+
+	for (; n; n >>= 1) {
+		if (n & 1)
+			p = mulmod(p, sq);
+		sq = mulmod(sq, sq);
+	}
+	return p;
+}
+
+uint32_t
+cm_crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b)
+{
+	return mulmod(x8n(len_b), crc_a) ^ crc_b;
+}
+
 uint32_t
 cm_crc32c_sw(uint32_t crc, const void *buf, size_t len)
 {

@@ -113,12 +113,17 @@ cm_frame_rx_prepare(struct cm_frame_rx *rx, void **p, size_t *len)
 	return 0;
 }
 
-/* crc_known: the payload crc was computed on arrival (pbuf); crc is its value. */
+/*
+ * crc_known: the crcs of the front and of the data were computed on arrival
+ * (pbuf). The data's crc stays with the frame's data (cm_sgl_crc): whoever
+ * forwards the data does not compute it again.
+ */
 static int
-deliver(struct cm_frame_rx *rx, struct cm_buf *b, size_t off, bool crc_known, uint32_t crc,
-	cm_frame_rx_cb cb, void *arg)
+deliver(struct cm_frame_rx *rx, struct cm_buf *b, size_t off, bool crc_known, uint32_t crc_front,
+	uint32_t crc_data, cm_frame_rx_cb cb, void *arg)
 {
 	struct cm_frame f;
+	uint32_t crc = 0;
 	int rc;
 
 	f.hdr = rx->hdr;
@@ -128,10 +133,17 @@ deliver(struct cm_frame_rx *rx, struct cm_buf *b, size_t off, bool crc_known, ui
 	rc = cm_sgl_append(&f.front, b, off, rx->hdr.front_len);
 	if (!rc)
 		rc = cm_sgl_append(&f.data, b, off + rx->hdr.front_len, rx->hdr.data_len);
-	if (!rc && (f.hdr.flags & CM_FRAME_F_NO_DATA_CRC))
+	if (!rc && (f.hdr.flags & CM_FRAME_F_NO_DATA_CRC)) {
 		crc = cm_sgl_crc32c(&f.front, 0);
-	else if (!rc && !crc_known)
-		crc = cm_sgl_crc32c(&f.data, cm_sgl_crc32c(&f.front, 0));
+	} else if (!rc) {
+		if (!crc_known) {
+			crc_front = cm_sgl_crc32c(&f.front, 0);
+			crc_data = cm_sgl_crc32c(&f.data, 0);
+		}
+		crc = cm_crc32c_combine(crc_front, crc_data, f.data.len);
+		f.data.crc = crc_data;
+		f.data.has_crc = f.data.len > 0;
+	}
 	if (!rc && crc != f.hdr.payload_crc)
 		rc = -CM_ECRC;
 	if (!rc)
@@ -139,6 +151,19 @@ deliver(struct cm_frame_rx *rx, struct cm_buf *b, size_t off, bool crc_known, ui
 	cm_sgl_fini(&f.front);
 	cm_sgl_fini(&f.data);
 	return rc;
+}
+
+/* Fold pbuf's payload bytes [from, from + n) into the front's or the data's crc. */
+static void
+rx_crc(struct cm_frame_rx *rx, size_t from, size_t n)
+{
+	const uint8_t *p = rx->pbuf->data + rx->ppad + from;
+	size_t flen = rx->hdr.front_len, nf = from < flen ? CM_MIN(n, flen - from) : 0;
+
+	if (nf)
+		rx->pcrc_front = cm_crc32c(rx->pcrc_front, p, nf);
+	if (n > nf)
+		rx->pcrc = cm_crc32c(rx->pcrc, p + nf, n - nf);
 }
 
 int
@@ -150,12 +175,12 @@ cm_frame_rx_advance(struct cm_frame_rx *rx, size_t n, cm_frame_rx_cb cb, void *a
 		struct cm_buf *pb = rx->pbuf;
 
 		if (!(rx->hdr.flags & CM_FRAME_F_NO_DATA_CRC))
-			rx->pcrc = cm_crc32c(rx->pcrc, pb->data + rx->ppad + rx->pfill, n);
+			rx_crc(rx, rx->pfill, n);
 		rx->pfill += n;
 		if (rx->pfill < frame_need(rx))
 			return 0;
 		rx->pbuf = NULL;
-		rc = deliver(rx, pb, rx->ppad, true, rx->pcrc, cb, arg);
+		rc = deliver(rx, pb, rx->ppad, true, rx->pcrc_front, rx->pcrc, cb, arg);
 		cm_buf_put(pb);
 		return rc;
 	}
@@ -178,7 +203,7 @@ cm_frame_rx_advance(struct cm_frame_rx *rx, size_t n, cm_frame_rx_cb cb, void *a
 			size_t off = rx->rpos;
 
 			rx->rpos += need;
-			rc = deliver(rx, rx->rbuf, off, false, 0, cb, arg);
+			rc = deliver(rx, rx->rbuf, off, false, 0, 0, cb, arg);
 			if (rc)
 				return rc;
 			continue;
@@ -192,10 +217,11 @@ cm_frame_rx_advance(struct cm_frame_rx *rx, size_t n, cm_frame_rx_cb cb, void *a
 			if (rc)
 				return rc;
 			memcpy(rx->pbuf->data + rx->ppad, rx->rbuf->data + rx->rpos, avail);
+			rx->pfill = 0;
+			rx->pcrc_front = rx->pcrc = 0;
+			if (!(rx->hdr.flags & CM_FRAME_F_NO_DATA_CRC))
+				rx_crc(rx, 0, avail);
 			rx->pfill = avail;
-			rx->pcrc = (rx->hdr.flags & CM_FRAME_F_NO_DATA_CRC)
-					   ? 0
-					   : cm_crc32c(0, rx->pbuf->data + rx->ppad, avail);
 			rx->rpos = rx->rend;
 		}
 		return 0;

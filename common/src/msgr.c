@@ -446,9 +446,10 @@ cm_conn_send(struct cm_conn *c, struct cm_msg *msg)
 	}
 	msg->wire_len = (uint32_t)wire;
 	msg->payload_crc = cm_sgl_crc32c(&msg->front, 0);
-	if (m->o.crc_data)
-		msg->payload_crc = cm_sgl_crc32c(&msg->data, msg->payload_crc);
-	else
+	if (m->o.crc_data && msg->data.len) /* the data's crc may be known already */
+		msg->payload_crc =
+			cm_crc32c_combine(msg->payload_crc, cm_sgl_crc(&msg->data), msg->data.len);
+	else if (!m->o.crc_data)
 		msg->flags = CM_FRAME_F_NO_DATA_CRC;
 	msg->seq = ++c->out_seq;
 	TAILQ_INSERT_TAIL(&c->out_q, msg, link);

@@ -62,7 +62,9 @@ struct cm_sgl {
 	struct cm_sg *sg; /* points at inline_sg or a heap array */
 	unsigned n;
 	unsigned cap;
-	size_t len; /* total bytes */
+	size_t len;   /* total bytes */
+	uint32_t crc; /* cm_crc32c of all its bytes, when has_crc (any change clears it) */
+	bool has_crc;
 	struct cm_sg inline_sg[CM_SGL_INLINE];
 };
 
@@ -97,6 +99,13 @@ int cm_sgl_to_iov(const struct cm_sgl *s, size_t off, struct iovec *iov, int max
 
 /* crc32c of the whole list, chained onto crc. */
 uint32_t cm_sgl_crc32c(const struct cm_sgl *s, uint32_t crc);
+
+/*
+ * cm_crc32c of all of s's bytes: the one known (the messenger records it for
+ * the data of a message it received; cm_sgl_append_sgl and cm_sgl_move into
+ * an empty list keep it), else computed and remembered.
+ */
+uint32_t cm_sgl_crc(struct cm_sgl *s);
 
 /* Allocate one buffer holding a copy of the whole list (for callers that need flat bytes). */
 int cm_sgl_flatten(const struct cm_sgl *s, struct cm_buf **bp);

@@ -14,6 +14,12 @@
 
 uint32_t cm_crc32c(uint32_t crc, const void *buf, size_t len);
 
+/*
+ * The crc of a||b from crc_a = cm_crc32c(0, a, ...), crc_b = cm_crc32c(0, b,
+ * len_b) and len_b alone (a few hundred operations, no data touched): a
+ * crc computed once for a payload serves every message that carries it.
+ */
+uint32_t cm_crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b);
 /* The bitwise reference implementation, for tests and for checking the fast one. */
 uint32_t cm_crc32c_sw(uint32_t crc, const void *buf, size_t len);
 

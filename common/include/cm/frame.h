@@ -85,7 +85,9 @@ struct cm_frame_rx {
 	struct cm_buf *pbuf; /* dedicated buffer for one large payload */
 	size_t ppad;         /* where the front starts in it: the data segment lands page aligned */
 	size_t pfill;
-	uint32_t pcrc; /* running crc of pbuf[0, pfill), computed while the bytes are hot */
+	/* running crcs of what arrived in pbuf, front and data apart, computed
+	 * while the bytes are hot */
+	uint32_t pcrc_front, pcrc;
 	bool have_hdr;
 	struct cm_frame_hdr hdr;
 };

@@ -63,6 +63,9 @@ sink_cb(void *arg, struct cm_frame *f)
 	struct cm_buf *flat;
 
 	s->seqs[s->n++] = f->hdr.seq;
+	/* The data's own crc comes with it (a forwarder does not compute it again). */
+	if (f->data.len && (!f->data.has_crc || f->data.crc != cm_sgl_crc32c(&f->data, 0)))
+		s->bad = true;
 	/* A large payload's data segment lands on a page (the store writes it as it is). */
 	if (f->front.len + f->data.len > 65536 && f->data.len && f->data.n == 1 &&
 	    (uintptr_t)(f->data.sg[0].buf->data + f->data.sg[0].off) % 4096 != 0)
