@@ -116,6 +116,8 @@ cm_buf_alloc(size_t len, struct cm_buf **bp)
 	b->data = (uint8_t *)(b + 1);
 	b->free_cb = NULL;
 	b->free_arg = NULL;
+	b->bcrc = NULL;
+	b->bcrc_off = b->bcrc_n = 0;
 	*bp = b;
 	return 0;
 }
@@ -158,6 +160,8 @@ cm_buf_wrap(void *data, size_t len, cm_buf_free_cb free_cb, void *arg, struct cm
 	b->data = data;
 	b->free_cb = free_cb;
 	b->free_arg = arg;
+	b->bcrc = NULL;
+	b->bcrc_off = b->bcrc_n = 0;
 	*bp = b;
 	return 0;
 }
@@ -178,6 +182,7 @@ cm_buf_put(struct cm_buf *b)
 		return;
 	if (!(b->flags & CM_BUF_F_INLINE) && b->free_cb)
 		b->free_cb(b->free_arg, b->data);
+	free(b->bcrc);
 	free(b);
 }
 

@@ -2,6 +2,7 @@
 #include "cm/crc32c.h"
 
 #include <isa-l/crc.h>
+#include <pthread.h>
 
 /*
  * ISA-L's crc32_iscsi() takes and returns the raw (un-inverted) register, so
@@ -61,9 +62,29 @@ x8n(uint64_t n)
 	return p;
 }
 
+/* Shifting by 4 KiB (a block), by table: the product with a constant is
+ * linear, so it is the xor of the products of each byte of the register. */
+static uint32_t g_shift4k[4][256];
+static pthread_once_t g_shift4k_once = PTHREAD_ONCE_INIT;
+
+static void
+shift4k_init(void)
+{
+	uint32_t c = x8n(4096);
+
+	for (int k = 0; k < 4; k++)
+		for (uint32_t v = 0; v < 256; v++)
+			g_shift4k[k][v] = mulmod(c, v << (8 * k));
+}
+
 uint32_t
 cm_crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b)
 {
+	if (len_b == 4096) {
+		pthread_once(&g_shift4k_once, shift4k_init);
+		return g_shift4k[0][crc_a & 255] ^ g_shift4k[1][(crc_a >> 8) & 255] ^
+		       g_shift4k[2][(crc_a >> 16) & 255] ^ g_shift4k[3][crc_a >> 24] ^ crc_b;
+	}
 	return mulmod(x8n(len_b), crc_a) ^ crc_b;
 }
 

@@ -153,17 +153,37 @@ deliver(struct cm_frame_rx *rx, struct cm_buf *b, size_t off, bool crc_known, ui
 	return rc;
 }
 
-/* Fold pbuf's payload bytes [from, from + n) into the front's or the data's crc. */
+/*
+ * Fold pbuf's payload bytes [from, from + n) into the front's crc, or into
+ * the data's, 4 KiB block by block: each whole block's crc is kept with the
+ * buffer (the store's block checksums) and folded into the data's crc.
+ */
 static void
 rx_crc(struct cm_frame_rx *rx, size_t from, size_t n)
 {
-	const uint8_t *p = rx->pbuf->data + rx->ppad + from;
+	struct cm_buf *pb = rx->pbuf;
+	const uint8_t *p = pb->data + rx->ppad + from;
 	size_t flen = rx->hdr.front_len, nf = from < flen ? CM_MIN(n, flen - from) : 0;
+	size_t d = from + nf - flen; /* offset in the data */
 
 	if (nf)
 		rx->pcrc_front = cm_crc32c(rx->pcrc_front, p, nf);
-	if (n > nf)
-		rx->pcrc = cm_crc32c(rx->pcrc, p + nf, n - nf);
+	p += nf;
+	n -= nf;
+	while (n) {
+		size_t k = CM_MIN(n, 4096 - d % 4096);
+
+		rx->blk_crc = cm_crc32c(rx->blk_crc, p, k);
+		p += k;
+		n -= k;
+		d += k;
+		if (d % 4096 == 0) {
+			if (pb->bcrc && d / 4096 <= pb->bcrc_n)
+				pb->bcrc[d / 4096 - 1] = rx->blk_crc;
+			rx->pcrc = cm_crc32c_combine(rx->pcrc, rx->blk_crc, 4096);
+			rx->blk_crc = 0;
+		}
+	}
 }
 
 int
@@ -180,6 +200,9 @@ cm_frame_rx_advance(struct cm_frame_rx *rx, size_t n, cm_frame_rx_cb cb, void *a
 		if (rx->pfill < frame_need(rx))
 			return 0;
 		rx->pbuf = NULL;
+		if (rx->hdr.data_len % 4096) /* the last, partial block */
+			rx->pcrc =
+				cm_crc32c_combine(rx->pcrc, rx->blk_crc, rx->hdr.data_len % 4096);
 		rc = deliver(rx, pb, rx->ppad, true, rx->pcrc_front, rx->pcrc, cb, arg);
 		cm_buf_put(pb);
 		return rc;
@@ -218,7 +241,14 @@ cm_frame_rx_advance(struct cm_frame_rx *rx, size_t n, cm_frame_rx_cb cb, void *a
 				return rc;
 			memcpy(rx->pbuf->data + rx->ppad, rx->rbuf->data + rx->rpos, avail);
 			rx->pfill = 0;
-			rx->pcrc_front = rx->pcrc = 0;
+			rx->pcrc_front = rx->pcrc = rx->blk_crc = 0;
+			if (rx->hdr.data_len >= 4096 && !(rx->hdr.flags & CM_FRAME_F_NO_DATA_CRC)) {
+				/* Optional: without them the store computes its own. */
+				rx->pbuf->bcrc =
+					malloc(rx->hdr.data_len / 4096 * sizeof(*rx->pbuf->bcrc));
+				rx->pbuf->bcrc_off = rx->ppad + rx->hdr.front_len;
+				rx->pbuf->bcrc_n = rx->pbuf->bcrc ? rx->hdr.data_len / 4096 : 0;
+			}
 			if (!(rx->hdr.flags & CM_FRAME_F_NO_DATA_CRC))
 				rx_crc(rx, 0, avail);
 			rx->pfill = avail;

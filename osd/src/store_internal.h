@@ -294,7 +294,7 @@ struct os_store {
 	TAILQ_HEAD(, os_rd) reads;
 	uint64_t commit_gen;
 	/* counters */
-	uint64_t c_csum_errors, c_deferred, c_cow, c_commits, c_groups;
+	uint64_t c_csum_errors, c_deferred, c_cow, c_commits, c_groups, c_csum_reused;
 	uint64_t c_fsyncs, c_fsync_ns, c_kv_ns, c_kv_sync_ns, c_kv_fn_ns, c_prep_ns;
 };
 

@@ -27,6 +27,12 @@ struct cm_buf {
 	uint8_t *data; /* start of data */
 	cm_buf_free_cb free_cb;
 	void *free_arg;
+	/* Optional: cm_crc32c of each whole 4 KiB block of data[bcrc_off...]
+	 * (bcrc_n blocks), set by whoever filled the buffer (the messenger, for
+	 * a large message's data segment) and freed with the buffer. The store
+	 * uses them instead of computing its block checksums again. */
+	uint32_t *bcrc;
+	size_t bcrc_off, bcrc_n;
 };
 
 /*

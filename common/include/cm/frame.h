@@ -88,6 +88,7 @@ struct cm_frame_rx {
 	/* running crcs of what arrived in pbuf, front and data apart, computed
 	 * while the bytes are hot */
 	uint32_t pcrc_front, pcrc;
+	uint32_t blk_crc; /* the data's current 4 KiB block (pbuf->bcrc gets each whole one) */
 	bool have_hdr;
 	struct cm_frame_hdr hdr;
 };

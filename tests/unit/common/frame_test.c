@@ -54,6 +54,7 @@ struct sink {
 	int n;
 	uint64_t seqs[16];
 	bool bad;
+	size_t blocks; /* 4 KiB block crcs seen */
 };
 
 static int
@@ -63,6 +64,17 @@ sink_cb(void *arg, struct cm_frame *f)
 	struct cm_buf *flat;
 
 	s->seqs[s->n++] = f->hdr.seq;
+	/* Block crcs, when the buffer has them, are those of its 4 KiB blocks. */
+	if (f->data.n == 1 && f->data.sg[0].buf->bcrc) {
+		const struct cm_buf *b = f->data.sg[0].buf;
+
+		s->blocks += b->bcrc_n;
+		if (b->bcrc_off != f->data.sg[0].off || b->bcrc_n != f->data.len / 4096)
+			s->bad = true;
+		for (size_t i = 0; i < b->bcrc_n; i++)
+			if (b->bcrc[i] != cm_crc32c(0, b->data + b->bcrc_off + i * 4096, 4096))
+				s->bad = true;
+	}
 	/* The data's own crc comes with it (a forwarder does not compute it again). */
 	if (f->data.len && (!f->data.has_crc || f->data.crc != cm_sgl_crc32c(&f->data, 0)))
 		s->bad = true;
@@ -136,6 +148,7 @@ START_TEST(test_rx_stream_chunked)
 			feed(&rx, wire, total, pass ? chunks_b : chunks_a, pass ? 1 : 6, &s), 0);
 		ck_assert_int_eq(s.n, (int)CM_ARRAY_SIZE(sizes));
 		ck_assert(!s.bad);
+		ck_assert_uint_ge(s.blocks, (70000 + (1 << 20) + 4000000) / 4096);
 		for (int i = 0; i < s.n; i++)
 			ck_assert_uint_eq(s.seqs[i], (uint64_t)i + 1);
 		cm_frame_rx_fini(&rx);
