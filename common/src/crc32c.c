@@ -48,17 +48,28 @@ mulmod(uint32_t a, uint32_t b)
 	return prod;
 }
 
+/* x^(8 * 2^k) mod P for k = 0..63, built once: x8n costs one product per set bit of n. */
+static uint32_t g_x8pow[64];
+static pthread_once_t g_x8pow_once = PTHREAD_ONCE_INIT;
+
+static void
+x8pow_init(void)
+{
+	g_x8pow[0] = 1u << 23; /* x^8 */
+	for (int k = 1; k < 64; k++)
+		g_x8pow[k] = mulmod(g_x8pow[k - 1], g_x8pow[k - 1]);
+}
+
 /* x^(8 n) mod P. */
 static uint32_t
 x8n(uint64_t n)
 {
-	uint32_t p = 1u << 31, sq = 1u << 23; /* x^0, and x^8 (= x^(2^3)) */
+	uint32_t p = 1u << 31; /* x^0 */
 
-	for (; n; n >>= 1) {
+	pthread_once(&g_x8pow_once, x8pow_init);
+	for (int k = 0; n; n >>= 1, k++)
 		if (n & 1)
-			p = mulmod(p, sq);
-		sq = mulmod(sq, sq);
-	}
+			p = mulmod(p, g_x8pow[k]);
 	return p;
 }
 

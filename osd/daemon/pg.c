@@ -722,7 +722,8 @@ op_reply(struct op *op, const struct osd_ver *ver)
 	op_free(op);
 	if (pg) {
 		op_start_next(pg, oid);
-		if (!pg_object_busy(pg, oid))
+		/* A push may wait for this object (only while recovery runs here). */
+		if (!TAILQ_EMPTY(&pg->osd->rjobs) && !pg_object_busy(pg, oid))
 			rec_object_idle(pg, oid);
 	}
 }

@@ -1088,22 +1088,34 @@ out:
 	j->sent_ms = cm_now_ms();
 }
 
+/*
+ * A callback of the job's worker step, read or store barrier came back with
+ * rc: free a job dropped meanwhile, end one that failed. \return whether
+ * the job goes on.
+ */
+static bool
+job_resume(struct rjob *j, int rc)
+{
+	j->busy = false;
+	if (j->dead) {
+		job_free(j);
+		return false;
+	}
+	if (rc) {
+		job_finish(j, rc);
+		return false;
+	}
+	return true;
+}
+
 static void
 job_on_data(void *arg, int rc, struct cm_buf *data)
 {
 	struct rjob *j = arg;
 
-	j->busy = false;
-	if (j->dead) {
+	if (!job_resume(j, rc)) {
 		if (data)
 			cm_buf_put(data);
-		job_free(j);
-		return;
-	}
-	if (rc) {
-		if (data)
-			cm_buf_put(data);
-		job_finish(j, rc);
 		return;
 	}
 	j->data = data;
@@ -1115,15 +1127,8 @@ job_step_done(void *arg)
 {
 	struct rjob *j = arg;
 
-	j->busy = false;
-	if (j->dead) {
-		job_free(j);
+	if (!job_resume(j, j->rc))
 		return;
-	}
-	if (j->rc) {
-		job_finish(j, j->rc);
-		return;
-	}
 	if (!j->deleted && !j->omap_more && j->data_off < j->size) {
 		j->busy = true;
 		os_read(j->osd->store, j->cid, j->oid, j->data_off,
@@ -1140,16 +1145,8 @@ job_list_done(void *arg)
 {
 	struct rjob *j = arg;
 
-	j->busy = false;
-	if (j->dead) {
-		job_free(j);
-		return;
-	}
-	if (j->rc) {
-		job_finish(j, j->rc);
-		return;
-	}
-	job_step(j);
+	if (job_resume(j, j->rc))
+		job_step(j);
 }
 
 static void
@@ -1282,15 +1279,8 @@ job_barrier_done(void *arg, int rc)
 {
 	struct rjob *j = arg;
 
-	j->busy = false;
-	if (j->dead) {
-		job_free(j);
+	if (!job_resume(j, rc))
 		return;
-	}
-	if (rc) {
-		job_finish(j, rc);
-		return;
-	}
 	job_ready(j);
 	job_kick(j->osd);
 }
