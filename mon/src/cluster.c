@@ -266,6 +266,8 @@ pool_json(const Cairn__Map__Pool *p, const char *rule)
 	if (o && p->erasure) {
 		json_object_set_new(o, "ec_k", json_integer(p->ec_k));
 		json_object_set_new(o, "ec_m", json_integer(p->ec_m));
+		json_object_set_new(o, "stripe_unit",
+				    json_integer(p->stripe_unit ? p->stripe_unit : 4096));
 	}
 	return o;
 }
@@ -874,10 +876,12 @@ cmd_pool_ls(struct cmd *c)
 
 			if (p->erasure)
 				fprintf(c->out,
-					"pool %" PRId64 " '%s' erasure %u+%u size %u min_size %u "
-					"pg_num %u crush_rule %s\n",
-					p->id, p->name, p->ec_k, p->ec_m, p->size, p->min_size,
-					p->pg_num, rn);
+					"pool %" PRId64
+					" '%s' erasure %u+%u stripe_unit %u size %u "
+					"min_size %u pg_num %u crush_rule %s\n",
+					p->id, p->name, p->ec_k, p->ec_m,
+					p->stripe_unit ? p->stripe_unit : 4096, p->size,
+					p->min_size, p->pg_num, rn);
 			else
 				fprintf(c->out,
 					"pool %" PRId64 " '%s' replicated size %u min_size %u "
@@ -903,7 +907,7 @@ cmd_pool(struct cmd *c)
 	if (strcmp(verb, "create") == 0) {
 		if (c->argc < 3 || c->argv[2][0] == '-')
 			return usage(c, "pool create NAME [--size N] [--min-size N] [--ec K+M] "
-					"[--pg-num N]");
+					"[--stripe-unit BYTES] [--pg-num N]");
 		e.spec.name = c->argv[2];
 		for (int i = 3; i < c->argc; i++) {
 			const char *o = c->argv[i], *v = i + 1 < c->argc ? c->argv[i + 1] : NULL;
@@ -919,13 +923,15 @@ cmd_pool(struct cmd *c)
 				rc = parse_uint_arg(c, o, v, 1, 32, &e.spec.min_size);
 			else if (strcmp(o, "--pg-num") == 0)
 				rc = parse_uint_arg(c, o, v, 1, 65536, &e.spec.pg_num);
+			else if (strcmp(o, "--stripe-unit") == 0)
+				rc = parse_uint_arg(c, o, v, 4096, 1u << 20, &e.spec.stripe_unit);
 			else if (strcmp(o, "--ec") == 0) {
 				e.spec.erasure = true;
 				rc = mon_parse_ec_profile(v, &e.spec.ec_k, &e.spec.ec_m, c->err);
 			} else {
 				snprintf(c->err, sizeof(c->err),
 					 "pool create: unknown option '%s' (--size, --min-size, "
-					 "--ec, --pg-num)",
+					 "--ec, --stripe-unit, --pg-num)",
 					 o);
 				rc = -EINVAL;
 			}

@@ -533,6 +533,12 @@ mon_pool_create(Cairn__Map__OsdMap *m, const struct mon_pool_spec *s, int64_t *i
 				 s->ec_m, size, s->size);
 			return -EINVAL;
 		}
+		if (s->stripe_unit && (s->stripe_unit % 4096 || s->stripe_unit > (1u << 20))) {
+			snprintf(err, MON_ERRLEN,
+				 "stripe unit %u: a multiple of 4096 bytes, at most 1 MiB",
+				 s->stripe_unit);
+			return -EINVAL;
+		}
 		min_size = s->min_size ? s->min_size : s->ec_k + (s->ec_m > 1 ? 1 : 0);
 		if (min_size < s->ec_k || min_size > size) {
 			snprintf(err, MON_ERRLEN, "min_size %u: between k=%u and k+m=%u", min_size,
@@ -590,6 +596,7 @@ mon_pool_create(Cairn__Map__OsdMap *m, const struct mon_pool_spec *s, int64_t *i
 	p->min_size = min_size;
 	p->ec_k = s->erasure ? s->ec_k : 0;
 	p->ec_m = s->erasure ? s->ec_m : 0;
+	p->stripe_unit = s->erasure ? (s->stripe_unit ? s->stripe_unit : 4096) : 0;
 	p->pg_num = p->pgp_num = pg_num;
 	p->crush_rule = rule;
 	*idp = p->id;
@@ -789,7 +796,8 @@ mon_map_validate(const Cairn__Map__OsdMap *m, char *err)
 		ids[i] = p->id;
 		if (p->size < 1 || p->size > 32 || p->min_size > p->size || p->pg_num < 1 ||
 		    p->pg_num > 65536 || p->pgp_num < 1 || p->pgp_num > p->pg_num ||
-		    (p->erasure && p->ec_k + p->ec_m != p->size)) {
+		    (p->erasure && p->ec_k + p->ec_m != p->size) ||
+		    (p->erasure && (p->stripe_unit % 4096 || p->stripe_unit > (1u << 20)))) {
 			snprintf(err, MON_ERRLEN, "pool %" PRId64 " has impossible sizes", p->id);
 			goto out;
 		}

@@ -134,3 +134,24 @@ osd_check_ack(const Cairn__Osd__PgAck *a)
 			return -EINVAL;
 	return 0;
 }
+
+int
+osd_check_ec_read(const Cairn__Osd__EcRead *q)
+{
+	if (bad_name(q->oid) || q->shard >= 32 || q->off > MAX_OFF || !q->len ||
+	    q->len > (64u << 20) || !q->ver)
+		return -EINVAL;
+	return 0;
+}
+
+int
+osd_check_ec_read_reply(const Cairn__Osd__EcReadReply *r)
+{
+	if (r->n_attr_names != r->n_attr_vals || r->n_attr_names > OSD_MAX_KEYS ||
+	    r->size > MAX_OFF)
+		return -EINVAL;
+	for (size_t i = 0; i < r->n_attr_names; i++)
+		if (!r->attr_names[i].len || r->attr_names[i].len > 255)
+			return -EINVAL;
+	return 0;
+}

@@ -25,5 +25,9 @@ int osd_check_notify(const Cairn__Osd__PgNotify *n);
 int osd_check_recover(const Cairn__Osd__RecoverReq *q);
 /* A recovery or log ack. \return 0 or -EINVAL. */
 int osd_check_ack(const Cairn__Osd__PgAck *a);
+/* A shard read of an EC object. \return 0 or -EINVAL. */
+int osd_check_ec_read(const Cairn__Osd__EcRead *q);
+/* A shard's answer to it. \return 0 or -EINVAL. */
+int osd_check_ec_read_reply(const Cairn__Osd__EcReadReply *r);
 
 #endif

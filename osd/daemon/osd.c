@@ -357,6 +357,15 @@ on_msg(void *arg, struct cm_conn *c, struct cm_msg *m)
 	case OSD_MSG_PG_REMOVE:
 		pg_handle_pg_remove(o, c, m);
 		break;
+	case OSD_MSG_PG_LIST_REPLY: /* a shard's listing for an EC backfill */
+		rec_handle_list_reply(o, c, m);
+		break;
+	case OSD_MSG_EC_READ:
+		pg_handle_ec_read(o, c, m);
+		break;
+	case OSD_MSG_EC_READ_REPLY:
+		pg_handle_ec_read_reply(o, c, m);
+		break;
 	default:
 		CM_LOG_RL(CM_LOG_WARN, "unexpected message type=%u from %s", m->type,
 			  cm_conn_peer(c));
@@ -426,6 +435,7 @@ osd_serve(struct osd_conf *cfg)
 	TAILQ_INIT(&o.wait_map);
 	TAILQ_INIT(&o.rjobs);
 	TAILQ_INIT(&o.rjobs_ready);
+	TAILQ_INIT(&o.ecrs);
 	if (!cfg->mon_host[0]) {
 		fprintf(stderr, "cairn-osd: mon_host is not set\n");
 		return 2;
@@ -500,6 +510,7 @@ out:
 	for (int i = 0; i < o.npeers; i++)
 		peer_drop(&o.peers[i]);
 	pg_free_all(&o);
+	ec_free_all(&o);
 	if (o.msgr)
 		cm_msgr_destroy(o.msgr);
 	cm_worker_pool_destroy(o.wp);

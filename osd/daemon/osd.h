@@ -11,6 +11,7 @@
 
 #include "osd/proto.h"
 #include "osd/store.h"
+#include "osd/ec.h"
 #include "mon/monc.h"
 #include "mon/osdmap.h"
 #include "cm/daemon.h"
@@ -109,6 +110,11 @@ struct pg {
 	/* this interval */
 	int32_t acting[OSD_MAX_ACTING];
 	int nacting;
+	uint8_t shard[OSD_MAX_ACTING]; /* EC: acting[i] holds shard shard[i] (its place in
+					* the up set); replicated: i */
+	const struct os_ec *ec;        /* EC pools: the profile; NULL: replicated */
+	int my_shard;                  /* EC: our shard in this interval (-1: none) */
+	uint32_t info_shard;           /* EC: the shard our copy holds, plus one (durable) */
 	int32_t primary;
 	unsigned size, min_size;
 	uint64_t interval_epoch;
@@ -150,6 +156,14 @@ struct pg {
 	TAILQ_HEAD(repop_q, repop) repops;
 	uint64_t ops_done;
 };
+
+/* An EC pool's profile (pools keep theirs for life). */
+struct osd_pool_ec {
+	int64_t pool;
+	struct os_ec ec;
+};
+
+struct ecr; /* an EC read in flight (ec_pg.c) */
 
 struct osd_peer {
 	struct cm_conn *c;
@@ -195,10 +209,26 @@ struct osd {
 	uint64_t rec_objects, rec_bytes;
 	/* client/recovery share (recovery.c): costs in the current 1 s window */
 	uint64_t sch_win_ms, sch_client, sch_rec, sch_client_ms, sch_throttled;
+	/* EC (ec_pg.c) */
+	struct osd_pool_ec **ecp;
+	size_t necp;
+	TAILQ_HEAD(ecr_q, ecr) ecrs; /* reads waiting for shards of other OSDs */
+	uint64_t ec_reads, ec_decodes;
 	/* counters */
 	uint64_t ops, op_bytes_in, op_bytes_out, repops, dups;
 };
 
+/* ec_pg.c */
+/* The EC profile of pool p, made on first use. NULL: replicated, or out of memory. */
+const struct os_ec *ec_pool_profile(struct osd *o, const Cairn__Map__Pool *p);
+void ec_free_all(struct osd *o);
+void pg_handle_ec_read(struct osd *o, struct cm_conn *c, struct cm_msg *m);
+void pg_handle_ec_read_reply(struct osd *o, struct cm_conn *c, struct cm_msg *m);
+/* A peer's session was reset: its shard reads failed. */
+void ec_peer_reset(struct osd *o, int32_t peer);
+
+/* recovery.c: a listing an EC backfill asked a shard for. */
+void rec_handle_list_reply(struct osd *o, struct cm_conn *c, struct cm_msg *m);
 /* recovery.c: a client op of this cost (4 KiB + bytes) arrived. */
 void rec_client_cost(struct osd *o, uint64_t cost);
 

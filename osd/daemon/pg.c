@@ -12,56 +12,6 @@
 
 CM_LOG_SUBSYS(pg);
 
-/* A client op on the primary. */
-struct op {
-	struct osd *osd;
-	struct pg *pg;
-	TAILQ_ENTRY(op) link;
-	struct cm_conn *c;
-	struct cm_msg *m;
-	Cairn__Osd__OsdOp *req;
-	char client[64];
-	bool blocked; /* behind an earlier op on the same object */
-	bool queued;  /* on pg->running, pg->waiting or osd->wait_map */
-	bool busy;    /* a worker or a data read will call back */
-	bool dropped; /* its interval ended while busy: free it when it calls back */
-	bool writes;  /* some sub-op changes the object */
-	/* the read phase */
-	bool exists;
-	uint64_t size;
-	struct osd_ver ver;
-	unsigned reads_pending;
-	struct cm_work w;
-	/* results */
-	int rc;
-	unsigned failed;
-	size_t nres;
-	Cairn__Osd__SubOpResult *res;
-	Cairn__Osd__SubOpResult **resp;
-	Cairn__Osd__Version *rver;
-	struct cm_sgl rdata;
-	struct cm_buf **rbufs; /* read results, in sub-op order */
-	/* the write phase */
-	Cairn__Osd__TxOp *tx;
-	Cairn__Osd__TxOp **txp;
-	size_t ntx, txcap;
-	char **owned; /* strings the TxOps point at */
-	size_t nowned;
-	uint8_t verbuf[16];
-	struct osd_ver new_ver;
-};
-
-/* One replicated change in flight (primary). */
-struct repop {
-	TAILQ_ENTRY(repop) link;
-	struct pg *pg;
-	struct op *op;
-	struct osd_ver ver;
-	unsigned waiting; /* local commit + replicas */
-	bool local_pending;
-	int rc;
-};
-
 /* A replica's pending apply. */
 struct rapply {
 	struct osd *osd;
@@ -151,6 +101,7 @@ pg_new(struct osd *o, int64_t pool, uint32_t seed)
 	TAILQ_INIT(&pg->waiting);
 	TAILQ_INIT(&pg->running);
 	TAILQ_INIT(&pg->repops);
+	pg->my_shard = -1;
 	h = pg_hash(pool, seed, o->npg_b);
 	pg->hnext = o->pgs[h];
 	o->pgs[h] = pg;
@@ -245,6 +196,13 @@ pg_info_fill(struct pg *pg, Cairn__Osd__PgInfo *pi, Cairn__Osd__Version *lu,
 	pi->log_tail = tail;
 	pi->last_epoch_started = pg->last_epoch_started;
 	pi->incomplete = pg->incomplete;
+	pi->shard = pg->info_shard;
+}
+
+uint32_t
+pg_shard_label(struct pg *pg)
+{
+	return pg->ec && pg->my_shard >= 0 ? (uint32_t)pg->my_shard + 1 : 0;
 }
 
 void
@@ -429,6 +387,7 @@ pg_load(struct pg *pg)
 		ver_from_pb(pi->log_tail, &pg->log_tail);
 		pg->last_epoch_started = pi->last_epoch_started;
 		pg->incomplete = pi->incomplete;
+		pg->info_shard = pi->shard;
 		cairn__osd__pg_info__free_unpacked(pi, NULL);
 	}
 	kv_clear(&val);
@@ -635,6 +594,7 @@ txn_add_log(struct pg *pg, struct os_txn *t, const Cairn__Osd__LogEntry *le,
 	pi.log_tail = &tail;
 	pi.last_epoch_started = pg->last_epoch_started;
 	pi.incomplete = pg->incomplete;
+	pi.shard = pg->info_shard;
 	n = cairn__osd__pg_info__pack(&pi, buf);
 	return os_txn_omap_set(t, pg->cid, PGMETA, "info", 4, buf, n);
 }
@@ -672,6 +632,8 @@ op_free(struct op *op)
 	free(op->res);
 	free(op->resp);
 	free(op->rver);
+	if (op->ecw)
+		ec_op_free(op);
 	cm_sgl_fini(&op->rdata);
 	if (op->req)
 		cairn__osd__osd_op__free_unpacked(op->req, NULL);
@@ -695,7 +657,7 @@ reply_simple(struct osd *o, struct cm_conn *c, uint64_t tid, int rc)
 static void op_start_next(struct pg *pg, const char *oid);
 
 /* Reply to the client and finish op (it leaves pg->running). */
-static void
+void
 op_reply(struct op *op, const struct osd_ver *ver)
 {
 	Cairn__Osd__OsdOpReply r = CAIRN__OSD__OSD_OP_REPLY__INIT;
@@ -728,7 +690,7 @@ op_reply(struct op *op, const struct osd_ver *ver)
 	}
 }
 
-static void
+void
 op_fail(struct op *op, unsigned i, int rc)
 {
 	if (op->rc)
@@ -764,8 +726,8 @@ subop_reads_meta(uint32_t t)
 	}
 }
 
-static bool
-subop_writes(uint32_t t)
+bool
+op_subop_writes(uint32_t t)
 {
 	switch (t) {
 	case OSD_OP_WRITE:
@@ -809,8 +771,8 @@ cmp_bytes(const uint8_t *a, size_t al, const uint8_t *b, size_t bl)
 	return al < bl ? -1 : al > bl;
 }
 
-static char *
-xattr_name(const char *name)
+char *
+op_xattr_name(const char *name)
 {
 	size_t n = strlen(name);
 	char *s = malloc(n + 2);
@@ -847,6 +809,14 @@ op_meta_fn(void *arg)
 		}
 		kv_clear(&v);
 	}
+	if (op->exists && op->pg->ec) { /* an EC shard's size is not the object's */
+		op->size = 0;
+		if (os_getattr(s, cid, oid, "s", &v) == 0) {
+			if (v.val && v.vlen == 8)
+				op->size = get_be64(v.val);
+			kv_clear(&v);
+		}
+	}
 	for (size_t i = 0; i < op->req->n_ops && !op->rc; i++) {
 		const Cairn__Osd__SubOp *so = op->req->ops[i];
 		Cairn__Osd__SubOpResult *r = &op->res[i];
@@ -882,7 +852,7 @@ op_meta_fn(void *arg)
 				op_fail(op, (unsigned)i, -ENOENT);
 				break;
 			}
-			xn = xattr_name(so->name);
+			xn = op_xattr_name(so->name);
 			if (!xn) {
 				op_fail(op, (unsigned)i, -ENOMEM);
 				break;
@@ -1072,8 +1042,19 @@ op_meta_fn(void *arg)
 
 static void op_after_reads(struct op *op);
 
-static void
-reads_done(struct op *op)
+bool
+op_resume(struct op *op)
+{
+	op->busy = false;
+	if (op->dropped) {
+		op_free(op);
+		return false;
+	}
+	return true;
+}
+
+void
+op_reads_done(struct op *op)
 {
 	op->busy = false;
 	if (op->dropped)
@@ -1103,7 +1084,7 @@ on_data_read(void *arg, int rc, struct cm_buf *data)
 		cm_buf_put(data);
 	}
 	if (--op->reads_pending == 0)
-		reads_done(op);
+		op_reads_done(op);
 }
 
 static void
@@ -1138,6 +1119,11 @@ op_meta_done(void *arg)
 		op_after_reads(op);
 		return;
 	}
+	if (op->pg->ec) {
+		op->busy = true;
+		ec_op_read(op);
+		return;
+	}
 	{
 		unsigned n = op->reads_pending;
 
@@ -1155,14 +1141,14 @@ op_meta_done(void *arg)
 				on_data_read, op);
 		}
 		if (--op->reads_pending == 0)
-			reads_done(op);
+			op_reads_done(op);
 	}
 }
 
 /* ---------- the write phase ---------- */
 
-static Cairn__Osd__TxOp *
-tx_add(struct op *op, uint32_t type)
+Cairn__Osd__TxOp *
+op_tx_add(struct op *op, uint32_t type)
 {
 	Cairn__Osd__TxOp *x;
 
@@ -1182,8 +1168,8 @@ tx_add(struct op *op, uint32_t type)
 	return x;
 }
 
-static char *
-own(struct op *op, char *s)
+char *
+op_own(struct op *op, char *s)
 {
 	char **no;
 
@@ -1210,24 +1196,24 @@ build_txops(struct op *op)
 	for (size_t i = 0; i < op->req->n_ops; i++) {
 		const Cairn__Osd__SubOp *so = op->req->ops[i];
 
-		if (!subop_writes(so->op))
+		if (!op_subop_writes(so->op))
 			continue;
 		if (so->op == OSD_OP_REMOVE) {
-			if (!tx_add(op, OSD_TX_REMOVE))
+			if (!op_tx_add(op, OSD_TX_REMOVE))
 				return -ENOMEM;
 			exists = false;
 			size = 0;
 			continue;
 		}
 		if (!exists) {
-			if (!tx_add(op, OSD_TX_TOUCH))
+			if (!op_tx_add(op, OSD_TX_TOUCH))
 				return -ENOMEM;
 			exists = true;
 		}
 		switch (so->op) {
 		case OSD_OP_WRITE:
 		case OSD_OP_APPEND:
-			x = tx_add(op, OSD_TX_WRITE);
+			x = op_tx_add(op, OSD_TX_WRITE);
 			if (!x)
 				return -ENOMEM;
 			x->off = so->op == OSD_OP_APPEND ? size : so->off;
@@ -1236,12 +1222,12 @@ build_txops(struct op *op)
 			size = CM_MAX(size, x->off + x->len);
 			break;
 		case OSD_OP_WRITEFULL:
-			x = tx_add(op, OSD_TX_TRUNCATE);
+			x = op_tx_add(op, OSD_TX_TRUNCATE);
 			if (!x)
 				return -ENOMEM;
 			x->len = 0;
 			if (so->len) {
-				x = tx_add(op, OSD_TX_WRITE);
+				x = op_tx_add(op, OSD_TX_WRITE);
 				if (!x)
 					return -ENOMEM;
 				x->len = so->len;
@@ -1250,14 +1236,14 @@ build_txops(struct op *op)
 			size = so->len;
 			break;
 		case OSD_OP_TRUNCATE:
-			x = tx_add(op, OSD_TX_TRUNCATE);
+			x = op_tx_add(op, OSD_TX_TRUNCATE);
 			if (!x)
 				return -ENOMEM;
 			x->len = so->len;
 			size = so->len;
 			break;
 		case OSD_OP_ZERO:
-			x = tx_add(op, OSD_TX_ZERO);
+			x = op_tx_add(op, OSD_TX_ZERO);
 			if (!x)
 				return -ENOMEM;
 			x->off = so->off;
@@ -1267,10 +1253,11 @@ build_txops(struct op *op)
 			break;
 		case OSD_OP_SETXATTR:
 		case OSD_OP_RMXATTR:
-			x = tx_add(op, so->op == OSD_OP_SETXATTR ? OSD_TX_SETATTR : OSD_TX_RMATTR);
+			x = op_tx_add(op,
+				      so->op == OSD_OP_SETXATTR ? OSD_TX_SETATTR : OSD_TX_RMATTR);
 			if (!x)
 				return -ENOMEM;
-			x->name = own(op, xattr_name(so->name));
+			x->name = op_own(op, op_xattr_name(so->name));
 			if (!x->name)
 				return -ENOMEM;
 			x->value = so->value;
@@ -1278,9 +1265,9 @@ build_txops(struct op *op)
 		case OSD_OP_OMAP_SET:
 		case OSD_OP_OMAP_RM:
 		case OSD_OP_OMAP_RM_RANGE:
-			x = tx_add(op, so->op == OSD_OP_OMAP_SET  ? OSD_TX_OMAP_SET
-				       : so->op == OSD_OP_OMAP_RM ? OSD_TX_OMAP_RM
-								  : OSD_TX_OMAP_RM_RANGE);
+			x = op_tx_add(op, so->op == OSD_OP_OMAP_SET  ? OSD_TX_OMAP_SET
+					  : so->op == OSD_OP_OMAP_RM ? OSD_TX_OMAP_RM
+								     : OSD_TX_OMAP_RM_RANGE);
 			if (!x)
 				return -ENOMEM;
 			/* Borrowed from the request; freed arrays are ours (see op_free). */
@@ -1297,11 +1284,11 @@ build_txops(struct op *op)
 			x->end = so->end;
 			break;
 		case OSD_OP_OMAP_CLEAR:
-			if (!tx_add(op, OSD_TX_OMAP_CLEAR))
+			if (!op_tx_add(op, OSD_TX_OMAP_CLEAR))
 				return -ENOMEM;
 			break;
 		case OSD_OP_OMAP_SET_HEADER:
-			x = tx_add(op, OSD_TX_OMAP_SET_HEADER);
+			x = op_tx_add(op, OSD_TX_OMAP_SET_HEADER);
 			if (!x)
 				return -ENOMEM;
 			x->value = so->value;
@@ -1311,7 +1298,7 @@ build_txops(struct op *op)
 		}
 	}
 	if (exists) {
-		x = tx_add(op, OSD_TX_SETATTR);
+		x = op_tx_add(op, OSD_TX_SETATTR);
 		if (!x)
 			return -ENOMEM;
 		x->name = "v";
@@ -1372,8 +1359,36 @@ fill_entry(Cairn__Osd__LogEntry *le, Cairn__Osd__Version *v, Cairn__Osd__Version
 	le->tid = op->m->tid;
 }
 
+static const struct cm_sgl *
+repl_data(struct op *op, int shard)
+{
+	(void)shard;
+	return &op->m->data;
+}
+
 static void
 op_write(struct op *op)
+{
+	struct pg *pg = op->pg;
+	int rc;
+
+	op->new_ver.epoch = op->osd->epoch;
+	op->new_ver.seq = pg->last_update.seq + 1;
+	if (pg->ec) {
+		ec_op_write(op);
+		return;
+	}
+	rc = build_txops(op);
+	if (rc) {
+		op_fail(op, 0, rc);
+		op_reply(op, NULL);
+		return;
+	}
+	op_commit(op, repl_data);
+}
+
+void
+op_commit(struct op *op, const struct cm_sgl *(*data)(struct op *op, int shard))
 {
 	struct pg *pg = op->pg;
 	struct osd *o = op->osd;
@@ -1384,16 +1399,11 @@ op_write(struct op *op)
 	struct os_txn *t = NULL;
 	struct repop *rp;
 	bool deleted;
-	int rc;
+	int rc, self = 0;
 
-	op->new_ver.epoch = o->epoch;
-	op->new_ver.seq = pg->last_update.seq + 1;
-	rc = build_txops(op);
-	if (rc) {
-		op_fail(op, 0, rc);
-		op_reply(op, NULL);
-		return;
-	}
+	for (int i = 0; i < pg->nacting; i++)
+		if (pg->acting[i] == o->id)
+			self = pg->shard[i];
 	deleted = op->ntx && op->tx[op->ntx - 1].op == OSD_TX_REMOVE;
 	fill_entry(&le, &v, &pv, op, deleted);
 	if (pg->log_n >= o->cfg->pg_log_max + TRIM_SLACK)
@@ -1401,7 +1411,7 @@ op_write(struct op *op)
 	rp = calloc(1, sizeof(*rp));
 	rc = rp ? os_txn_create(&t) : -ENOMEM;
 	if (!rc)
-		rc = txn_add_ops(t, pg->cid, op->txp, op->ntx, &op->m->data, false);
+		rc = txn_add_ops(t, pg->cid, op->txp, op->ntx, data(op, self), false);
 	if (!rc)
 		rc = txn_add_log(pg, t, &le, &trim);
 	if (!rc)
@@ -1439,7 +1449,8 @@ op_write(struct op *op)
 
 		if (id == o->id || id < 0)
 			continue;
-		if (osd_send_pb(osd_peer_conn(o, id), OSD_MSG_REP_OP, 0, &ro.base, &op->m->data)) {
+		if (osd_send_pb(osd_peer_conn(o, id), OSD_MSG_REP_OP, 0, &ro.base,
+				data(op, pg->shard[i]))) {
 			/* The session is gone: the interval will change; the client resends. */
 			rp->rc = -EAGAIN;
 			continue;
@@ -1457,7 +1468,7 @@ op_after_reads(struct op *op)
 
 	for (size_t i = 0; i < op->req->n_ops; i++) {
 		op->res[i].more = op->req->ops[i]->op == OSD_OP_OMAP_LIST && op->res[i].more;
-		writes |= subop_writes(op->req->ops[i]->op);
+		writes |= op_subop_writes(op->req->ops[i]->op);
 	}
 	if (op->rc) {
 		op_reply(op, NULL);
@@ -1514,6 +1525,7 @@ op_exec(struct op *op)
 	}
 	for (size_t i = 0; i < op->req->n_ops; i++)
 		meta |= subop_reads_meta(op->req->ops[i]->op);
+	meta |= op->pg->ec != NULL; /* EC writes need the size and version first */
 	if (!meta) {
 		op_after_reads(op);
 		return;
@@ -1560,6 +1572,12 @@ op_start(struct pg *pg, struct op *op)
 	op->pg = pg;
 	op->blocked = true;
 	op->queued = true;
+	if (pg->ec && op->writes && (unsigned)pg->nacting < pg->min_size) {
+		/* Fewer shards than min_size: reads go on, writes wait for a new
+		 * interval (or the client's timeout). */
+		TAILQ_INSERT_TAIL(&pg->waiting, op, link);
+		return;
+	}
 	TAILQ_INSERT_TAIL(&pg->running, op, link);
 	if (!busy)
 		op_start_next(pg, op->req->oid);
@@ -1610,6 +1628,21 @@ op_dispatch(struct osd *o, struct op *op)
 		return;
 	}
 	op->pg = pg;
+	if (osd_pool(o, op->req->pool)->erasure) {
+		int rc = pg->ec ? 0 : -ENOMEM;
+
+		for (size_t i = 0; i < op->req->n_ops && !rc; i++)
+			if (op->req->ops[i]->op >= OSD_OP_OMAP_GET &&
+			    op->req->ops[i]->op <= OSD_OP_OMAP_SET_HEADER)
+				rc = -EOPNOTSUPP; /* metadata belongs in replicated pools */
+			else if (op->req->ops[i]->op == OSD_OP_OMAP_RM_RANGE)
+				rc = -EOPNOTSUPP;
+		if (rc) {
+			reply_simple(o, op->c, op->m->tid, rc);
+			op_free(op);
+			return;
+		}
+	}
 	if (pg->state != PG_ACTIVE) {
 		op->queued = true;
 		TAILQ_INSERT_TAIL(&pg->waiting, op, link);
@@ -1660,7 +1693,7 @@ pg_handle_op(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 		uint64_t cost = 4096;
 
 		for (size_t i = 0; i < op->req->n_ops; i++) {
-			if (subop_writes(op->req->ops[i]->op)) {
+			if (op_subop_writes(op->req->ops[i]->op)) {
 				o->op_bytes_in += op->req->ops[i]->len;
 				op->writes = true;
 			}
@@ -1764,7 +1797,13 @@ pg_handle_list(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 		r.rc = -ENOENT;
 		goto reply;
 	}
-	if (!pg || pg->primary != o->id || pg->state != PG_ACTIVE) {
+	if (q->shard) {
+		/* An EC primary backfilling its own shard lists a complete one. */
+		if (!pg || !pg->ec || !pg->in_store || pg->incomplete || pg->missing.n) {
+			r.rc = -ESTALE;
+			goto reply;
+		}
+	} else if (!pg || pg->primary != o->id || pg->state != PG_ACTIVE) {
 		r.rc = pg && pg->primary == o->id ? -EAGAIN : -ESTALE;
 		goto reply;
 	}
@@ -1990,7 +2029,8 @@ pg_start_peering(struct pg *pg)
 {
 	pg->retry_ms = 0;
 	ops_park(pg);
-	if ((unsigned)pg->nacting < pg->min_size) {
+	/* An EC PG with k shards can be read; writes wait for min_size (op_start). */
+	if ((unsigned)pg->nacting < (pg->ec ? pg->ec->k : pg->min_size)) {
 		rec_reset(pg);
 		pg->state = PG_DOWN;
 		CM_INFO("%s: down (%d of min_size %u up)", pg->cid, pg->nacting, pg->min_size);
@@ -2031,6 +2071,7 @@ pg_create_in_store(struct pg *pg)
 	pi.pool = pg->pool;
 	pi.seed = pg->seed;
 	pi.epoch_created = pg->osd->epoch;
+	pi.shard = pg->info_shard = pg_shard_label(pg);
 	n = cairn__osd__pg_info__pack(&pi, buf);
 	rc = os_txn_create(&t);
 	if (!rc)
@@ -2088,6 +2129,7 @@ void
 pg_peer_reset(struct osd *o, int32_t peer)
 {
 	rec_peer_reset(o, peer);
+	ec_peer_reset(o, peer);
 	for (size_t b = 0; b < o->npg_b; b++)
 		for (struct pg *pg = o->pgs[b]; pg; pg = pg->hnext) {
 			if (pg->primary != o->id)
@@ -2231,6 +2273,7 @@ pg_on_map(struct osd *o)
 			int32_t up[64];
 			int primary = -1, n, k = 0;
 			int32_t acting[OSD_MAX_ACTING], before[OSD_MAX_ACTING];
+			uint8_t shard[OSD_MAX_ACTING];
 			int nbefore;
 			struct pg *pg;
 			bool mine = false, changed;
@@ -2239,6 +2282,7 @@ pg_on_map(struct osd *o)
 			for (int i = 0; i < n && k < OSD_MAX_ACTING; i++) {
 				if (up[i] == CRUSH_ITEM_NONE)
 					continue;
+				shard[k] = (uint8_t)(pool->erasure ? i : k);
 				acting[k++] = up[i];
 				mine |= up[i] == o->id;
 			}
@@ -2273,8 +2317,10 @@ pg_on_map(struct osd *o)
 			}
 			changed = pg->state == PG_NONE || pg->primary != primary ||
 				  pg->nacting != k ||
-				  memcmp(pg->acting, acting, sizeof(*acting) * (size_t)k) != 0;
+				  memcmp(pg->acting, acting, sizeof(*acting) * (size_t)k) != 0 ||
+				  memcmp(pg->shard, shard, (size_t)k) != 0;
 			pg->size = pool->size;
+			pg->ec = pool->erasure ? ec_pool_profile(o, pool) : NULL;
 			pg->min_size = pool->min_size ? pool->min_size : 1;
 			if (!changed) {
 				if (pg->primary == o->id &&
@@ -2286,7 +2332,12 @@ pg_on_map(struct osd *o)
 			set_prior(pg, before, nbefore, acting, k);
 			pg_reset_interval(pg);
 			memcpy(pg->acting, acting, sizeof(*acting) * (size_t)k);
+			memcpy(pg->shard, shard, (size_t)k);
 			pg->nacting = k;
+			pg->my_shard = -1;
+			for (int i = 0; i < k; i++)
+				if (acting[i] == o->id)
+					pg->my_shard = shard[i];
 			pg->primary = primary;
 			pg->interval_epoch = m->epoch;
 			if (!pg->in_store) {
@@ -2400,6 +2451,8 @@ pg_state_str(const struct pg *pg)
 		wait |= pg->peer[i].step == REC_WAIT;
 	switch (pg->state) {
 	case PG_ACTIVE:
+		if (pg->ec && (unsigned)pg->nacting < pg->min_size)
+			return "active+undersized+degraded+readonly";
 		if (!pg->rec_pending)
 			return full ? "active+clean" : "active+undersized+degraded";
 		if (pg->rec_backfill && wait)
@@ -2444,8 +2497,11 @@ pg_stats(struct osd *o, Cairn__Mon__PgStat **out, size_t *n)
 			a[k].epoch = o->epoch;
 			if (pg->in_store &&
 			    os_coll_stat(o->store, pg->cid, &a[k].objects, &a[k].bytes) == 0 &&
-			    a[k].objects)
+			    a[k].objects) {
 				a[k].objects--; /* PGMETA */
+				if (pg->ec)     /* our shard holds 1/k of the data (plus padding) */
+					a[k].bytes *= pg->ec->k;
+			}
 			a[k].degraded = pg->rmiss.n;
 			k++;
 		}

@@ -76,6 +76,110 @@ kv_clear(struct os_kv *kv)
 	memset(kv, 0, sizeof(*kv));
 }
 
+/* A client op on the primary. */
+struct op {
+	struct osd *osd;
+	struct pg *pg;
+	TAILQ_ENTRY(op) link;
+	struct cm_conn *c;
+	struct cm_msg *m;
+	Cairn__Osd__OsdOp *req;
+	char client[64];
+	bool blocked; /* behind an earlier op on the same object */
+	bool queued;  /* on pg->running, pg->waiting or osd->wait_map */
+	bool busy;    /* a worker or a data read will call back */
+	bool dropped; /* its interval ended while busy: free it when it calls back */
+	bool writes;  /* some sub-op changes the object */
+	/* the read phase */
+	bool exists;
+	uint64_t size;
+	struct osd_ver ver;
+	unsigned reads_pending;
+	struct cm_work w;
+	/* results */
+	int rc;
+	unsigned failed;
+	size_t nres;
+	Cairn__Osd__SubOpResult *res;
+	Cairn__Osd__SubOpResult **resp;
+	Cairn__Osd__Version *rver;
+	struct cm_sgl rdata;
+	struct cm_buf **rbufs; /* read results, in sub-op order */
+	/* the write phase */
+	Cairn__Osd__TxOp *tx;
+	Cairn__Osd__TxOp **txp;
+	size_t ntx, txcap;
+	char **owned; /* strings the TxOps point at */
+	size_t nowned;
+	uint8_t verbuf[16];
+	struct osd_ver new_ver;
+	/* EC pools (ec_pg.c) */
+	uint8_t sizebuf[8];
+	struct ecw *ecw;
+};
+
+/* One replicated change in flight (primary). */
+struct repop {
+	TAILQ_ENTRY(repop) link;
+	struct pg *pg;
+	struct op *op;
+	struct osd_ver ver;
+	unsigned waiting; /* local commit + replicas */
+	bool local_pending;
+	int rc;
+};
+
+/* pg.c: client ops */
+void op_fail(struct op *op, unsigned i, int rc);
+/* Reply to the client and finish op (it leaves pg->running). */
+void op_reply(struct op *op, const struct osd_ver *ver);
+/* A callback of op's (op->busy was set) came: false if op was dropped (and is freed). */
+bool op_resume(struct op *op);
+/* The read phase ended (op->busy was set): go on to the write phase. */
+void op_reads_done(struct op *op);
+Cairn__Osd__TxOp *op_tx_add(struct op *op, uint32_t type);
+/* Keep s until op is freed. \return s, or NULL (s freed) when out of memory. */
+char *op_own(struct op *op, char *s);
+/* "_" + name: a client's xattr as stored. */
+char *op_xattr_name(const char *name);
+bool op_subop_writes(uint32_t t);
+/* Log, store and replicate op's TxOps (op->tx, op->txp ready); data(op, shard)
+ * gives each shard's data segment. */
+void op_commit(struct op *op, const struct cm_sgl *(*data)(struct op *op, int shard));
+
+/* ec_pg.c: client ops of EC pools on the primary */
+/* Every READ sub-op not done yet; then op_reads_done. */
+void ec_op_write(struct op *op);
+void ec_op_read(struct op *op);
+void ec_op_free(struct op *op);
+
+/* ec_pg.c: recovery of EC PGs (the primary rebuilds shards) */
+struct ec_fetch {
+	int rc;
+	struct osd_ver ver;
+	uint64_t lsize;      /* the object's size */
+	struct os_kv *attrs; /* the callee may take them (then set NULL) */
+	size_t nattrs;
+	struct cm_buf *data; /* the shard's bytes (NULL when none); take a reference to keep */
+};
+
+typedef void (*ec_fetch_cb)(void *arg, struct ec_fetch *f);
+/*
+ * Rebuild bytes [off, off + len) (multiples of the stripe unit) of shard
+ * `shard` of oid from k other shards (not those lacking oid, nor backfill
+ * targets) holding version ver (NULL: any, as long as they agree); attrs:
+ * also the object's attributes. cb on the reactor. \return 0 or -errno.
+ */
+/*
+ * Peering of an EC PG collected the acting OSDs' infos: a copy labelled with
+ * another shard than its place counts as none; pg->auth = a copy at the
+ * k-th newest last_update of the complete ones (newer entries exist on
+ * fewer than k shards: never acknowledged, they are undone), or -1.
+ */
+void ec_plan_auth(struct pg *pg);
+int ec_fetch_shard(struct pg *pg, const char *oid, const struct osd_ver *ver, unsigned shard,
+		   uint64_t off, uint64_t len, bool attrs, ec_fetch_cb cb, void *arg);
+
 /* pg.c */
 struct pg_lent *pg_log_at(struct pg *pg, size_t i);
 int pg_log_append(struct pg *pg, const Cairn__Osd__LogEntry *le);
@@ -87,6 +191,8 @@ void pg_info_fill(struct pg *pg, Cairn__Osd__PgInfo *pi, Cairn__Osd__Version *lu
 int pg_log_pb(struct pg *pg, Cairn__Osd__LogEntry ***out, size_t *n);
 void pg_log_pb_free(Cairn__Osd__LogEntry **les, size_t n);
 void pg_activate(struct pg *pg);
+/* EC: the shard label (shard + 1) our copy gets when written in this interval; 0 otherwise. */
+uint32_t pg_shard_label(struct pg *pg);
 /* Recovery finished on a PG that was active during it. */
 void pg_recovered(struct pg *pg);
 void pg_start_peering(struct pg *pg);

@@ -269,6 +269,9 @@ rec_fail(struct pg *pg, int32_t who, int rc)
 }
 
 static void job_start(struct osd *o, const Cairn__Osd__RecoverReq *q, int32_t primary);
+static void push_apply(struct osd *o, struct cm_conn *c, const Cairn__Osd__Push *p,
+		       const struct cm_sgl *data);
+static void push_replied(struct osd *o, int32_t peer, const Cairn__Osd__PushReply *r);
 static void slot_done(struct pg *pg, int t);
 static void log_apply(struct osd *o, struct cm_conn *c, const Cairn__Osd__PgNotify *n);
 
@@ -278,7 +281,7 @@ send_req(struct pg *pg, int t, char **oids, size_t n, bool all, bool prio)
 {
 	Cairn__Osd__RecoverReq q = CAIRN__OSD__RECOVER_REQ__INIT;
 	struct osd *o = pg->osd;
-	int32_t src = pg->slot_osd[pg->auth];
+	int32_t src = pg->ec ? o->id : pg->slot_osd[pg->auth]; /* EC: we rebuild shards */
 
 	q.pool = pg->pool;
 	q.seed = pg->seed;
@@ -376,6 +379,7 @@ send_pg_log(struct pg *pg, int t, bool wipe, char **missing, size_t nmissing)
 	n.gen = pg->rec_gen;
 	n.exists = true;
 	n.wipe = wipe;
+	n.shard = pg->ec ? (uint32_t)pg->shard[t] + 1 : 0;
 	if (!wipe) {
 		if (pg->slot_osd[pg->auth] == o->id) {
 			pg_info_fill(pg, &pi, &lu, &tail);
@@ -413,10 +417,17 @@ rec_plan(struct pg *pg)
 
 	bool prior_seen = pg->nprior == 0 || pg->prior_overlap;
 
+	if (pg->ec) {
+		ec_plan_auth(pg);
+		a = pg->auth;
+		for (int i = 0; i < pg->nslots; i++)
+			if (pg->slot_osd[i] == o->id)
+				self = i;
+	}
 	/* The authoritative copy: the newest complete one, acting or prior
 	 * (ties: ours, then an acting OSD's). A copy waiting for objects of an
 	 * earlier recovery (partial) cannot be it. */
-	for (int i = 0; i < pg->nslots; i++) {
+	for (int i = 0; i < pg->nslots && !pg->ec; i++) {
 		struct pg_peer *p = &pg->peer[i];
 
 		if (pg->slot_osd[i] == o->id)
@@ -441,7 +452,12 @@ rec_plan(struct pg *pg)
 	if (a < 0 || self < 0) {
 		pg->state = PG_INCOMPLETE;
 		pg->retry_ms = cm_now_ms() + RETRY_MS;
-		CM_WARN("%s: no complete copy among the acting OSDs: waiting", pg->cid);
+		if (pg->ec)
+			CM_WARN("%s: fewer than k=%u complete shards among the acting OSDs: "
+				"waiting",
+				pg->cid, pg->ec->k);
+		else
+			CM_WARN("%s: no complete copy among the acting OSDs: waiting", pg->cid);
 		return;
 	}
 	pg->auth = a;
@@ -479,7 +495,8 @@ rec_plan(struct pg *pg)
 	 * their push (asked for first); a backfill needs us as its source, so
 	 * that a push and a client op on one object never overlap.
 	 */
-	pg->rec_early = a < pg->nacting && !pg->peer[self].backfill && (a == self || !backfill);
+	pg->rec_early = a < pg->nacting && !pg->peer[self].backfill &&
+			(a == self || !backfill || pg->ec); /* EC: we rebuild, whoever is auth */
 	pg->rec_backfill = backfill;
 	pg->state = backfill ? PG_BACKFILLING : PG_RECOVERING;
 	pg->rec_objects = pg->rec_bytes = 0;
@@ -734,6 +751,9 @@ struct rjob {
 	int rc;
 	uint64_t objects, bytes;
 	struct cm_work w;
+	/* EC: the primary's own shard cannot list the PG: a complete shard does */
+	uint64_t list_tid;
+	int32_t list_peer;
 };
 
 static void job_kick(struct osd *o);
@@ -1071,8 +1091,22 @@ job_send(struct rjob *j)
 	p.n_omap_keys = p.n_omap_vals = j->nomap;
 	if (j->data && (rc = cm_sgl_append(&sgl, j->data, 0, j->data->len)))
 		goto out;
-	rc = osd_send_pb(osd_peer_conn(o, j->target), OSD_MSG_PUSH, 0, &p.base,
-			 j->data ? &sgl : NULL);
+	if (j->target == o->id) { /* an EC primary rebuilding its own shard */
+		o->sch_rec += 4096 + dlen;
+		j->waiting = true;
+		j->sent_ms = cm_now_ms();
+		/* A failure answers at once and may end j: do not touch it after. */
+		push_apply(o, NULL, &p, &sgl);
+		cm_sgl_fini(&sgl);
+		free(an);
+		free(av);
+		free(ok);
+		free(ov);
+		return;
+	} else {
+		rc = osd_send_pb(osd_peer_conn(o, j->target), OSD_MSG_PUSH, 0, &p.base,
+				 j->data ? &sgl : NULL);
+	}
 	o->sch_rec += 4096 + dlen;
 out:
 	cm_sgl_fini(&sgl);
@@ -1140,6 +1174,71 @@ job_step_done(void *arg)
 
 static void job_step(struct rjob *j);
 
+/* ---- EC: the primary rebuilds the target's shard from k others ---- */
+
+#define EC_PUSH_CHUNK (1u << 20) /* shard bytes per push */
+
+static void
+job_ec_fetched(void *arg, struct ec_fetch *f)
+{
+	struct rjob *j = arg;
+
+	if (!job_resume(j, f->rc))
+		return;
+	if (j->first) {
+		struct pg *pg = pg_find(j->osd, j->pool, j->seed);
+
+		j->size = pg && pg->ec ? os_ec_shard_size(pg->ec, f->lsize) : 0;
+		j->attrs = f->attrs;
+		j->nattrs = f->nattrs;
+		f->attrs = NULL;
+		f->nattrs = 0;
+	}
+	j->data = f->data ? cm_buf_get(f->data) : NULL;
+	job_send(j);
+}
+
+static void
+job_ec_step(struct rjob *j, struct pg *pg)
+{
+	const struct pg_lent *e = NULL;
+	int shard = -1, rc;
+
+	/* The object's version: its newest entry in our (the authoritative) log;
+	 * an object the log does not name is the same on every complete shard. */
+	for (size_t i = pg->log_n; i-- > 0;) {
+		const struct pg_lent *x = pg_log_at(pg, i);
+
+		if (strcmp(x->oid, j->oid) == 0) {
+			e = x;
+			break;
+		}
+	}
+	for (int t = 0; t < pg->nacting; t++)
+		if (pg->acting[t] == j->target)
+			shard = pg->shard[t];
+	if (shard < 0) {
+		job_finish(j, -ESTALE);
+		return;
+	}
+	if (j->first) {
+		j->omap_more = false;
+		j->deleted = e && e->op == OSD_LOG_DELETE;
+		if (j->deleted) {
+			j->size = 0;
+			job_send(j);
+			return;
+		}
+	}
+	j->busy = true;
+	rc = ec_fetch_shard(pg, j->oid, e ? &e->ver : NULL, (unsigned)shard, j->data_off,
+			    EC_PUSH_CHUNK, j->first, job_ec_fetched, j);
+	if (rc) {
+		j->busy = false;
+		job_finish(j, rc);
+	}
+}
+
 static void
 job_list_done(void *arg)
 {
@@ -1147,6 +1246,74 @@ job_list_done(void *arg)
 
 	if (job_resume(j, j->rc))
 		job_step(j);
+}
+
+/* Ask a complete shard (the authoritative one) for the next page of names. */
+static void
+job_list_remote(struct rjob *j, struct pg *pg)
+{
+	Cairn__Osd__PgList q = CAIRN__OSD__PG_LIST__INIT;
+
+	if (pg->auth < 0 || pg->slot_osd[pg->auth] == j->osd->id) {
+		job_finish(j, -ESTALE);
+		return;
+	}
+	q.pool = j->pool;
+	q.seed = j->seed;
+	q.epoch = j->epoch;
+	q.start_after = j->cursor ? j->cursor : "";
+	q.max = LIST_PAGE;
+	q.shard = true;
+	j->list_peer = pg->slot_osd[pg->auth];
+	if (!j->cursor)
+		CM_NOTICE("%s: rebuilding osd.%d's shard from osd.%d's listing", pg->cid, j->target,
+			  j->list_peer);
+	j->list_tid = ++j->osd->tid;
+	j->busy = true;
+	if (osd_send_pb(osd_peer_conn(j->osd, j->list_peer), OSD_MSG_PG_LIST, j->list_tid, &q.base,
+			NULL)) {
+		j->rc = -ENOTCONN;
+		j->list_tid = 0;
+		job_list_done(j);
+	}
+}
+
+void
+rec_handle_list_reply(struct osd *o, struct cm_conn *c, struct cm_msg *m)
+{
+	Cairn__Osd__PgListReply *r = (Cairn__Osd__PgListReply *)cm_msg_unpack_front(
+		m, &cairn__osd__pg_list_reply__descriptor);
+	struct rjob *j;
+
+	(void)c;
+	TAILQ_FOREACH(j, &o->rjobs, link)
+		if (j->busy && j->list_tid && j->list_tid == m->tid)
+			break;
+	if (!j)
+		goto out;
+	j->list_tid = 0;
+	job_free_list(j);
+	j->rc = !r ? -EBADMSG : r->rc;
+	if (!j->rc && r->n_oids) {
+		j->oids = calloc(r->n_oids, sizeof(*j->oids));
+		for (size_t i = 0; j->oids && i < r->n_oids; i++)
+			if (!(j->oids[j->noids++] = strdup(r->oids[i])))
+				j->rc = -ENOMEM;
+		if (!j->oids)
+			j->rc = -ENOMEM;
+		j->cap = j->noids;
+		free(j->cursor);
+		j->cursor = strdup(r->oids[r->n_oids - 1]);
+		if (!j->cursor)
+			j->rc = -ENOMEM;
+	}
+	if (!j->rc)
+		j->list_done = !r->more;
+	job_list_done(j);
+out:
+	if (r)
+		cairn__osd__pg_list_reply__free_unpacked(r, NULL);
+	cm_msg_destroy(m);
 }
 
 static void
@@ -1198,8 +1365,14 @@ job_step(struct rjob *j)
 	if (!j->oid) {
 		if (!j->all || j->list_done)
 			job_finish(j, 0);
+		else if (pg && pg->ec && (pg->incomplete || pg->missing.n))
+			job_list_remote(j, pg);
 		else
 			job_submit(j, job_list_fn, job_list_done);
+		return;
+	}
+	if (pg && pg->ec) {
+		job_ec_step(j, pg);
 		return;
 	}
 	job_submit(j, job_step_fn, job_step_done);
@@ -1400,8 +1573,10 @@ job_start(struct osd *o, const Cairn__Osd__RecoverReq *q, int32_t primary)
 	j->bg = !q->prio;
 	snprintf(j->cid, sizeof(j->cid), "pg.%" PRId64 ".%x", q->pool, q->seed);
 	TAILQ_INSERT_TAIL(&o->rjobs, j, link);
-	if (!pg || !pg->in_store || pg->incomplete || pg->missing.n ||
-	    q->epoch < pg->interval_epoch) {
+	/* A source needs a complete copy, but an EC primary rebuilds from the
+	 * shards (and lists a complete one when its own is not). */
+	if (!pg || !pg->in_store || q->epoch < pg->interval_epoch ||
+	    (!pg->ec && (pg->incomplete || pg->missing.n))) {
 		job_finish(j, -ESTALE);
 		return;
 	}
@@ -1456,13 +1631,22 @@ pg_handle_push_reply(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 	Cairn__Osd__PushReply *r = (Cairn__Osd__PushReply *)cm_msg_unpack_front(
 		m, &cairn__osd__push_reply__descriptor);
 	intptr_t peer = (intptr_t)cm_conn_user(c) - 1;
-	struct rjob *j;
-	char *done = NULL;
-	struct pg *pg;
 
 	cm_msg_destroy(m);
 	if (!r)
 		return;
+	push_replied(o, (int32_t)peer, r);
+	cairn__osd__push_reply__free_unpacked(r, NULL);
+}
+
+/* The target (peer; maybe us) applied a push, or failed to. */
+static void
+push_replied(struct osd *o, int32_t peer, const Cairn__Osd__PushReply *r)
+{
+	struct rjob *j;
+	char *done = NULL;
+	struct pg *pg;
+
 	TAILQ_FOREACH(j, &o->rjobs, link)
 		if (j->waiting && j->target == peer && j->pool == r->pool && j->seed == r->seed &&
 		    j->epoch == r->epoch && r->oid && strcmp(j->oid, r->oid) == 0)
@@ -1493,19 +1677,26 @@ pg_handle_push_reply(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 			goto out;
 		}
 	}
-	job_ready(j);
-	job_kick(o);
-	if (done) {
-		/* The object is on the target: tell the primary (clients may wait for
-		 * it) and let ops on it run here. */
-		if (!j->all)
-			job_progress(j, done);
-		if ((pg = pg_find(o, r->pool, r->seed)))
-			pg_object_ready(pg, done);
+	if (done && !j->all) {
+		/* The object is on the target: tell the primary (clients may wait
+		 * for it). Hold j: the primary's side may drop it. */
+		j->busy = true;
+		job_progress(j, done);
+		j->busy = false;
+		if (j->dead) {
+			job_free(j);
+			j = NULL;
+		}
 	}
+	if (j) { /* the next step may end j at once (an EC rebuild that cannot read) */
+		job_ready(j);
+		job_kick(o);
+	}
+	/* Ops on the object may run here now. */
+	if (done && (pg = pg_find(o, r->pool, r->seed)))
+		pg_object_ready(pg, done);
 out:
 	free(done);
-	cairn__osd__push_reply__free_unpacked(r, NULL);
 }
 
 void
@@ -1514,7 +1705,11 @@ rec_peer_reset(struct osd *o, int32_t peer)
 	struct rjob *j, *tmp;
 
 	TAILQ_FOREACH_SAFE(j, &o->rjobs, link, tmp)
-		if (j->target == peer && !j->idle)
+		if (j->list_tid && j->list_peer == peer) { /* its listing will not come */
+			j->list_tid = 0;
+			j->rc = -ECONNRESET;
+			job_list_done(j);
+		} else if (j->target == peer && !j->idle)
 			job_finish(j, -ECONNRESET);
 		else if (j->primary == peer || j->target == peer)
 			job_drop(j);
@@ -1570,7 +1765,8 @@ struct tgt_ctx {
 	char *oid;
 	unsigned pending;
 	int rc;
-	struct pg *pg; /* wipe */
+	struct pg *pg;  /* wipe */
+	uint32_t shard; /* wipe: the EC shard label from now on */
 	char **oids;
 	size_t noids;
 	struct cm_work w;
@@ -1602,7 +1798,10 @@ on_push_commit(void *arg, int rc)
 	if (rc)
 		CM_WARN("pg.%" PRId64 ".%x: applying a push of %s failed: %s", x->pool, x->seed,
 			x->oid, cm_strerror(rc));
-	osd_send_pb(x->c, OSD_MSG_PUSH_REPLY, 0, &r.base, NULL);
+	if (x->c)
+		osd_send_pb(x->c, OSD_MSG_PUSH_REPLY, 0, &r.base, NULL);
+	else /* we pushed to ourselves (an EC primary rebuilding its own shard) */
+		push_replied(x->osd, x->osd->id, &r);
 	tgt_free(x);
 }
 
@@ -1665,51 +1864,57 @@ pg_handle_push(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 {
 	Cairn__Osd__Push *p =
 		(Cairn__Osd__Push *)cm_msg_unpack_front(m, &cairn__osd__push__descriptor);
+
+	if (!p || osd_check_push(p))
+		CM_LOG_RL(CM_LOG_WARN, "bad push from %s", cm_conn_peer(c));
+	else
+		push_apply(o, c, p, &m->data);
+	if (p)
+		cairn__osd__push__free_unpacked(p, NULL);
+	cm_msg_destroy(m);
+}
+
+/* Apply a push from c (NULL: from ourselves); answer when it is durable. */
+static void
+push_apply(struct osd *o, struct cm_conn *c, const Cairn__Osd__Push *p, const struct cm_sgl *data)
+{
 	struct tgt_ctx *x = NULL;
 	struct os_txn *t = NULL;
 	struct pg *pg;
 	int rc;
 
-	if (!p || osd_check_push(p)) {
-		CM_LOG_RL(CM_LOG_WARN, "bad push from %s", cm_conn_peer(c));
-		goto out;
-	}
 	x = calloc(1, sizeof(*x));
 	if (!x || !(x->oid = strdup(p->oid))) {
 		free(x);
-		goto out;
+		return; /* the source times out */
 	}
 	x->osd = o;
-	x->c = cm_conn_get(c);
+	x->c = c ? cm_conn_get(c) : NULL;
 	x->pool = p->pool;
 	x->seed = p->seed;
 	x->epoch = p->epoch;
 	pg = pg_find(o, p->pool, p->seed);
 	if (!pg || (!pg->in_store && !pg->creating)) {
 		on_push_commit(x, -ENOENT);
-		goto out;
+		return;
 	}
 	/* Only pushes of the plan whose PG_LOG we took: a late push of an
 	 * abandoned plan could undo a client's newer write. */
 	if (p->epoch != pg->push_epoch || p->gen != pg->push_gen || p->epoch < pg->interval_epoch) {
 		on_push_commit(x, -ESTALE);
-		goto out;
+		return;
 	}
 	rc = os_txn_create(&t);
 	if (!rc)
-		rc = push_txn(pg, p, &m->data, t);
+		rc = push_txn(pg, p, data, t);
 	if (rc) {
 		os_txn_destroy(t);
 		on_push_commit(x, rc);
-		goto out;
+		return;
 	}
 	if (p->last)
 		oset_del(&pg->missing, p->oid);
 	os_queue(o->store, t, on_push_commit, x);
-out:
-	if (p)
-		cairn__osd__push__free_unpacked(p, NULL);
-	cm_msg_destroy(m);
 }
 
 static void
@@ -1878,6 +2083,7 @@ wipe_list_done(void *arg)
 	oset_clear(&pg->missing);
 	pg->last_update = pg->log_tail = (struct osd_ver){ 0, 0 };
 	pg->incomplete = true;
+	pg->info_shard = x->shard ? x->shard : pg_shard_label(pg);
 	pg_info_fill(pg, &pi, &lu, &tail);
 	rc = os_txn_create(&t);
 	if (!rc)
@@ -1923,6 +2129,7 @@ log_apply(struct osd *o, struct cm_conn *c, const Cairn__Osd__PgNotify *n)
 	pg->push_gen = n->gen;
 	if (n->wipe) {
 		x->pg = pg;
+		x->shard = n->shard;
 		x->w = (struct cm_work){ .fn = wipe_list_fn, .done = wipe_list_done, .arg = x };
 		if (cm_worker_submit(o->wp, o->r, &x->w))
 			log_ack(x, -ESHUTDOWN);
@@ -1934,6 +2141,7 @@ log_apply(struct osd *o, struct cm_conn *c, const Cairn__Osd__PgNotify *n)
 	}
 	pi = *n->info;
 	pi.incomplete = false;
+	pi.shard = pg->info_shard = n->shard ? n->shard : pg_shard_label(pg);
 	for (size_t i = 0; i < n->n_missing && !rc; i++)
 		rc = oset_put(&miss, n->missing[i], 0);
 	if (!rc)

@@ -21,7 +21,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 2)
 		return 0;
 	dlen = (size_t)data[1] * 1024;
-	switch (data[0] % 6) {
+	switch (data[0] % 8) {
 	case 0: {
 		Cairn__Osd__OsdOp *q = cairn__osd__osd_op__unpack(NULL, size - 2, data + 2);
 
@@ -65,6 +65,25 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (q) {
 			(void)osd_check_recover(q);
 			cairn__osd__recover_req__free_unpacked(q, NULL);
+		}
+		break;
+	}
+	case 5: {
+		Cairn__Osd__EcRead *q = cairn__osd__ec_read__unpack(NULL, size - 2, data + 2);
+
+		if (q) {
+			(void)osd_check_ec_read(q);
+			cairn__osd__ec_read__free_unpacked(q, NULL);
+		}
+		break;
+	}
+	case 6: {
+		Cairn__Osd__EcReadReply *r =
+			cairn__osd__ec_read_reply__unpack(NULL, size - 2, data + 2);
+
+		if (r) {
+			(void)osd_check_ec_read_reply(r);
+			cairn__osd__ec_read_reply__free_unpacked(r, NULL);
 		}
 		break;
 	}

@@ -9,6 +9,8 @@
  *   cairn_load write  -c CONF --pool P --prefix X [--first F] --count N --gen G [--max-size B]
  *   cairn_load verify -c CONF --pool P --prefix X [--first F] --count N --gen G [--max-size B]
  *   cairn_load thrash -c CONF --pool P --prefix X --count N --seconds S [--threads T]
+ *   cairn_load model  -c CONF --pool P --prefix X --count N --gen OPS [--save DIR]
+ *   cairn_load mcheck -c CONF --pool P --prefix X --count N --save DIR
  *
  * write/verify use T threads too (default 4), each taking every T-th object.
  * thrash: T threads, each owning its share of the N objects, write new
@@ -17,7 +19,10 @@
  * an older generation is a lost write); every read must be exactly some
  * generation that was written (otherwise a wrong read). Failed or timed-out
  * writes may or may not have happened. Exit 0 only with 0 lost and 0 wrong.
- * The last line is JSON.
+ * model: partial writes, appends, truncates, zeros, whole writes, removes at
+ * unaligned offsets on N objects, checked against an in-memory model after
+ * each op; --save keeps the final contents so mcheck can check them later.
+ * --omap 0 leaves omap out (EC pools refuse it). The last line is JSON.
  */
 #include "cairn.h"
 #include "testlib.h"
@@ -29,10 +34,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 static const char *g_pool = "default", *g_prefix = "load", *g_conf;
 static unsigned g_first, g_count = 100, g_threads = 4, g_seconds = 10;
-static uint64_t g_gen = 1, g_max = 1 << 20;
+static uint64_t g_gen = 1, g_max = 1 << 20, g_timeout = 60000;
+static bool g_omap = true; /* --omap 0: data and xattrs only (EC pools refuse omap) */
+static const char *g_save; /* model: the final contents go to files here; mcheck reads them */
 static cairn_cluster_t *g_cl;
 
 static uint64_t
@@ -92,13 +100,15 @@ write_gen(cairn_ioctx_t *io, const char *name, uint64_t gen, uint8_t *buf)
 	snprintf(hdr, sizeof(hdr), "h:%s:%" PRIu64, name, gen);
 	cairn_op_write_full(op, buf, size);
 	cairn_op_setxattr(op, "gen", g, strlen(g));
-	cairn_op_omap_clear(op);
-	for (unsigned k = 0; k < nk; k++) {
+	if (g_omap)
+		cairn_op_omap_clear(op);
+	for (unsigned k = 0; g_omap && k < nk; k++) {
 		snprintf(keys[k], sizeof(keys[k]), "k%u", k);
 		snprintf(vals[k], sizeof(vals[k]), "%s:%" PRIu64 ":%u", name, gen, k);
 		cairn_op_omap_set(op, keys[k], strlen(keys[k]), vals[k], strlen(vals[k]));
 	}
-	cairn_op_omap_set_header(op, hdr, strlen(hdr));
+	if (g_omap)
+		cairn_op_omap_set_header(op, hdr, strlen(hdr));
 	rc = cairn_operate(io, name, op, NULL);
 	cairn_op_release(op);
 	return rc;
@@ -122,8 +132,10 @@ read_check(cairn_ioctx_t *io, const char *name, uint64_t *gen, uint8_t *buf, uin
 		return -ENOMEM;
 	cairn_op_read(op, 0, g_max + 1, buf, &got, &r1);
 	cairn_op_getxattr(op, "gen", g, sizeof(g) - 1, &glen, &r2);
-	cairn_op_omap_list(op, NULL, 0, NULL, 0, 64, &kvs, &nkv, &more, &r3);
-	cairn_op_omap_get_header(op, &hdr, &r4);
+	if (g_omap) {
+		cairn_op_omap_list(op, NULL, 0, NULL, 0, 64, &kvs, &nkv, &more, &r3);
+		cairn_op_omap_get_header(op, &hdr, &r4);
+	}
 	rc = cairn_operate(io, name, op, NULL);
 	cairn_op_release(op);
 	if (rc)
@@ -147,6 +159,8 @@ read_check(cairn_ioctx_t *io, const char *name, uint64_t *gen, uint8_t *buf, uin
 			fprintf(stderr, "%s: gen %" PRIu64 ": data differs (%zu bytes, want %zu)\n",
 				name, *gen, got, size);
 		}
+		if (!g_omap)
+			goto out;
 		if (r3 || nkv != nk || more) {
 			bad = 1;
 			fprintf(stderr, "%s: gen %" PRIu64 ": %zu omap keys, want %u\n", name, *gen,
@@ -396,6 +410,238 @@ run_write_verify(bool verify)
 	return rc ? 2 : bad ? 1 : 0;
 }
 
+/*
+ * model: --count objects, --gen ops in all (one thread): writes at unaligned
+ * offsets, appends, truncates, zeros, whole writes and removes at random,
+ * each mirrored in memory; every object is read back whole and compared
+ * after every op on it and at the end. Exit 0 when every read matched.
+ */
+struct mobj {
+	uint8_t *data;
+	size_t size, cap;
+	bool exists;
+};
+
+static int
+mobj_fit(struct mobj *m, size_t size)
+{
+	if (size > m->cap) {
+		uint8_t *n = realloc(m->data, size);
+
+		if (!n)
+			return -ENOMEM;
+		m->data = n;
+		m->cap = size;
+	}
+	if (size > m->size)
+		memset(m->data + m->size, 0, size - m->size);
+	m->size = size;
+	return 0;
+}
+
+static int
+model_check(cairn_ioctx_t *io, const char *name, const struct mobj *m, uint8_t *buf, size_t max)
+{
+	uint64_t size = 0;
+	int64_t n;
+	int rc = cairn_stat(io, name, &size, NULL);
+
+	if (!m->exists) {
+		if (rc != -ENOENT) {
+			fprintf(stderr, "%s: should not exist (stat %d)\n", name, rc);
+			return 1;
+		}
+		return 0;
+	}
+	if (rc || size != m->size) {
+		fprintf(stderr, "%s: stat %d size %" PRIu64 ", want %zu\n", name, rc, size,
+			m->size);
+		return 1;
+	}
+	n = cairn_read(io, name, buf, max, 0);
+	if (n < 0 || (size_t)n != m->size || memcmp(buf, m->data, m->size)) {
+		fprintf(stderr, "%s: read %" PRId64 " bytes, want %zu%s\n", name, n, m->size,
+			n == (int64_t)m->size ? " (bytes differ)" : "");
+		return 1;
+	}
+	/* and a piece from an odd place */
+	if (m->size > 3) {
+		size_t off = m->size / 3 + 1, len = m->size / 2;
+
+		n = cairn_read(io, name, buf, len, off);
+		if (n != (int64_t)len || memcmp(buf, m->data + off, len)) {
+			fprintf(stderr, "%s: read [%zu, +%zu) differs\n", name, off, len);
+			return 1;
+		}
+	}
+	return 0;
+}
+
+static bool g_mcheck;
+
+static int
+run_model(void)
+{
+	cairn_ioctx_t *io = NULL;
+	size_t max = (size_t)g_max * 2 + 65536;
+	struct mobj *objs = calloc(g_count, sizeof(*objs));
+	uint8_t *buf = malloc(max), *src = malloc(max);
+	uint64_t x = seed_of(g_prefix, g_gen), ops = 0, bad = 0;
+	char name[64];
+	int rc;
+
+	if (!objs || !buf || !src)
+		return 2;
+	rc = cairn_ioctx_create(g_cl, g_pool, &io);
+	if (rc) {
+		fprintf(stderr, "cairn_load: pool %s: %d\n", g_pool, rc);
+		return 2;
+	}
+	for (uint64_t i = 0; i < g_gen && !bad; i++, ops++) {
+		unsigned k, kind;
+		struct mobj *m;
+		size_t off, len;
+
+		x = cm_test_mix(x + i);
+		k = (unsigned)(x % g_count);
+		m = &objs[k];
+		kind = (unsigned)((x >> 8) % 10);
+		off = (size_t)(cm_test_mix(x ^ 1) % (g_max + 1));
+		len = (size_t)(cm_test_mix(x ^ 2) % (kind < 2 ? 64 * 1024 : g_max / 2 + 1));
+		name_of(k, name, sizeof(name));
+		cm_test_fill(src, len, x);
+		if (m->size > g_max + g_max / 2)
+			kind = 6; /* keep objects within the read buffer: truncate */
+		switch (kind) {
+		case 0: /* small unaligned writes */
+		case 1:
+		case 2:
+		case 3:
+			rc = cairn_write(io, name, src, len, off);
+			if (!rc && !(rc = mobj_fit(m, CM_MAX(m->exists ? m->size : 0, off + len))))
+				memcpy(m->data + off, src, len);
+			break;
+		case 4:
+		case 5: { /* append */
+			cairn_op_t *op = cairn_op_create();
+
+			cairn_op_append(op, src, len);
+			rc = cairn_operate(io, name, op, NULL);
+			cairn_op_release(op);
+			off = m->exists ? m->size : 0;
+			if (!rc && !(rc = mobj_fit(m, off + len)))
+				memcpy(m->data + off, src, len);
+			break;
+		}
+		case 6: { /* truncate, up or down */
+			cairn_op_t *op = cairn_op_create();
+
+			cairn_op_truncate(op, off);
+			rc = cairn_operate(io, name, op, NULL);
+			cairn_op_release(op);
+			if (!rc) {
+				if (!m->exists)
+					m->size = 0;
+				if (off < m->size)
+					m->size = off;
+				rc = mobj_fit(m, off);
+			}
+			break;
+		}
+		case 7: { /* zero a range */
+			cairn_op_t *op = cairn_op_create();
+
+			cairn_op_zero(op, off, len);
+			rc = cairn_operate(io, name, op, NULL);
+			cairn_op_release(op);
+			if (!rc && !(rc = mobj_fit(m, CM_MAX(m->exists ? m->size : 0, off + len))))
+				memset(m->data + off, 0, len);
+			break;
+		}
+		case 8: /* whole */
+			rc = cairn_write_full(io, name, src, len);
+			if (!rc) {
+				m->size = 0;
+				if (!(rc = mobj_fit(m, len)))
+					memcpy(m->data, src, len);
+			}
+			break;
+		default: /* remove (if there) */
+			rc = cairn_remove(io, name);
+			if (rc == -ENOENT && !m->exists)
+				rc = 0;
+			if (!rc) {
+				m->exists = false;
+				m->size = 0;
+				break;
+			}
+			break;
+		}
+		if (rc) {
+			fprintf(stderr, "%s: op %u failed: %d\n", name, kind, rc);
+			bad++;
+			break;
+		}
+		if (kind < 9)
+			m->exists = true;
+		if (model_check(io, name, m, buf, max)) {
+			fprintf(stderr, "%s: after op %" PRIu64 ": kind %u off %zu len %zu\n", name,
+				i, kind, off, len);
+			bad++;
+		} else if (getenv("CAIRN_LOAD_VERBOSE")) {
+			fprintf(stderr, "%s: op %" PRIu64 ": kind %u off %zu len %zu size %zu\n",
+				name, i, kind, off, len, m->size);
+		}
+	}
+	if (g_mcheck) { /* only compare with what a model run saved */
+		for (unsigned k = 0; k < g_count; k++) {
+			char path[512];
+			FILE *f;
+
+			name_of(k, name, sizeof(name));
+			snprintf(path, sizeof(path), "%s/%s", g_save, name);
+			f = fopen(path, "rb");
+			objs[k].exists = f != NULL;
+			if (f) {
+				size_t got = fread(src, 1, max, f);
+
+				fclose(f);
+				if (mobj_fit(&objs[k], got))
+					return 2;
+				memcpy(objs[k].data, src, got);
+			}
+		}
+	}
+	for (unsigned k = 0; k < g_count && !bad; k++) {
+		name_of(k, name, sizeof(name));
+		bad += model_check(io, name, &objs[k], buf, max) != 0;
+	}
+	for (unsigned k = 0; g_save && !g_mcheck && k < g_count; k++) {
+		char path[512];
+		FILE *f;
+
+		name_of(k, name, sizeof(name));
+		snprintf(path, sizeof(path), "%s/%s", g_save, name);
+		if (!objs[k].exists) {
+			unlink(path);
+			continue;
+		}
+		f = fopen(path, "wb");
+		if (!f || fwrite(objs[k].data, 1, objs[k].size, f) != objs[k].size)
+			bad++;
+		if (f)
+			fclose(f);
+	}
+	printf("{\"ops\":%" PRIu64 ",\"bad\":%" PRIu64 "}\n", ops, bad);
+	for (unsigned k = 0; k < g_count; k++)
+		free(objs[k].data);
+	free(objs);
+	free(buf);
+	free(src);
+	cairn_ioctx_destroy(io);
+	return bad ? 1 : 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -425,16 +671,23 @@ main(int argc, char **argv)
 			g_threads = (unsigned)strtoul(v, NULL, 10);
 		else if (!strcmp(k, "--seconds"))
 			g_seconds = (unsigned)strtoul(v, NULL, 10);
+		else if (!strcmp(k, "--omap"))
+			g_omap = strcmp(v, "0") != 0;
+		else if (!strcmp(k, "--timeout"))
+			g_timeout = strtoull(v, NULL, 10);
+		else if (!strcmp(k, "--save"))
+			g_save = v;
 		else {
 			fprintf(stderr, "cairn_load: unknown option %s\n", k);
 			return 2;
 		}
 	}
-	if (strcmp(mode, "write") && strcmp(mode, "verify") && strcmp(mode, "thrash")) {
+	if (strcmp(mode, "write") && strcmp(mode, "verify") && strcmp(mode, "thrash") &&
+	    strcmp(mode, "model") && strcmp(mode, "mcheck")) {
 		fprintf(stderr,
-			"usage: cairn_load write|verify|thrash -c CONF [--pool P] "
+			"usage: cairn_load write|verify|thrash|model|mcheck -c CONF [--pool P] "
 			"[--prefix X] [--first F] [--count N] [--gen G] [--max-size B] [--threads T] "
-			"[--seconds S]\n");
+			"[--seconds S] [--omap 0|1] [--timeout MS] [--save DIR]\n");
 		return 2;
 	}
 	if (!g_threads || g_max > (1ull << 30)) {
@@ -443,13 +696,23 @@ main(int argc, char **argv)
 	}
 	cairn_opts_init(&o, sizeof(o));
 	o.conf_file = g_conf;
-	o.op_timeout_ms = 60000;
+	o.op_timeout_ms = g_timeout;
 	rc = cairn_connect(&o, &g_cl, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, "cairn_load: connect: %s\n", err);
 		return 2;
 	}
-	rc = !strcmp(mode, "thrash") ? run_thrash() : run_write_verify(!strcmp(mode, "verify"));
+	g_mcheck = !strcmp(mode, "mcheck");
+	if (g_mcheck && !g_save) {
+		fprintf(stderr, "cairn_load: mcheck needs --save DIR\n");
+		return 2;
+	}
+	if (g_mcheck)
+		g_gen = 0;
+	rc = !strcmp(mode, "thrash") ? run_thrash()
+	     : !strcmp(mode, "model") || !strcmp(mode, "mcheck")
+		     ? run_model()
+		     : run_write_verify(!strcmp(mode, "verify"));
 	cairn_shutdown(g_cl);
 	return rc;
 }

@@ -84,7 +84,7 @@ struct mon_cmd_env {
  * Run one command (argv as the user typed it after "clusterctl"):
  *   status | health [detail] | mon ls | crush show | pg ls [POOL]
  *   osd ls | osd down|out|in|rm ID... | osd reweight ID W | osd set|unset FLAG
- *   pool ls | pool create NAME [--size N] [--min-size N] [--ec K+M] [--pg-num N]
+ *   pool ls | pool create NAME [--size N] [--min-size N] [--ec K+M] [--stripe-unit B] [--pg-num N]
  *   pool rm NAME --yes-i-really-mean-it | pool set NAME KEY VALUE
  * *out (text, or JSON with json) and *err (a sentence when rc != 0) are
  * malloc'd, either may be NULL. \return 0 or a negative errno

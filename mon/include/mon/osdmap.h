@@ -73,7 +73,8 @@ struct mon_pool_spec {
 	bool erasure;
 	unsigned size, min_size; /* 0: defaults (3 / size - size/2; EC: k+m / k+1) */
 	unsigned ec_k, ec_m;
-	unsigned pg_num; /* 0: 32 */
+	unsigned stripe_unit; /* EC: 0 = 4096; a multiple of 4096 up to 1 MiB */
+	unsigned pg_num;      /* 0: 32 */
 };
 
 /* Parse "K+M". \return 0, -EINVAL (with err). */

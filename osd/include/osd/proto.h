@@ -11,6 +11,7 @@
  *   primary -> target   PG_LOG -> PG_LOG_ACK (adopt the log; or wipe)
  *   primary -> stray    PG_REMOVE (PgAck; no answer)
  *   OSD <-> OSD         PING (heartbeats)
+ *   EC primary -> shard EC_READ -> EC_READ_REPLY (same tid; data: the range)
  */
 #ifndef OSD_PROTO_H
 #define OSD_PROTO_H
@@ -34,6 +35,8 @@ enum osd_msg_type {
 	OSD_MSG_PG_LOG = 819,       /* primary -> target: adopt this log (or wipe) */
 	OSD_MSG_PG_LOG_ACK = 820,   /* target -> primary (PgAck) */
 	OSD_MSG_PG_REMOVE = 821,    /* primary -> a prior OSD: the PG is clean, drop your copy */
+	OSD_MSG_EC_READ = 822,      /* EC primary -> shard: read a range of its shard */
+	OSD_MSG_EC_READ_REPLY = 823,
 };
 
 /* Client sub-ops (SubOp.op). */
