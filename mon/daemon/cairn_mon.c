@@ -257,6 +257,8 @@ stats_collect(struct mond *d, struct mon_stats *st)
 		st->rec_bps += t->r_rbytes;
 		st->rec_objects += b->rec_objects;
 		st->rec_bytes += b->rec_bytes;
+		st->ec_decodes += b->ec_decodes;
+		st->csum_errors += b->csum_errors;
 		if (nreps + b->n_pgs > cap) {
 			size_t ncap = CM_MAX(cap * 2, nreps + b->n_pgs + 64);
 			struct pg_rep *g = realloc(reps, ncap * sizeof(*g));

@@ -343,13 +343,15 @@ stats_json(const struct mon_stats *st, uint64_t total)
 				    json_integer((json_int_t)st->states[i].n));
 	if (total > st->pgs)
 		json_object_set_new(states, "unknown", json_integer((json_int_t)(total - st->pgs)));
-	return json_pack("{s:o, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:I, s:I, s:I}",
+	return json_pack("{s:o, s:I, s:I, s:I, s:f, s:f, s:f, s:f, s:f, s:I, s:I, s:I, s:I, s:I}",
 			 "pg_states", states, "osds_reporting", (json_int_t)st->osds, "total_bytes",
 			 (json_int_t)st->total_bytes, "free_bytes", (json_int_t)st->free_bytes,
 			 "client_ops", st->op_rate, "client_wr_bps", st->wr_bps, "client_rd_bps",
 			 st->rd_bps, "recovery_objps", st->rec_objps, "recovery_bps", st->rec_bps,
 			 "recovered_objects", (json_int_t)st->rec_objects, "recovered_bytes",
-			 (json_int_t)st->rec_bytes, "degraded_objects", (json_int_t)st->degraded);
+			 (json_int_t)st->rec_bytes, "degraded_objects", (json_int_t)st->degraded,
+			 "ec_decodes", (json_int_t)st->ec_decodes, "csum_errors",
+			 (json_int_t)st->csum_errors);
 }
 
 static int
@@ -476,6 +478,11 @@ cmd_status(struct cmd *c, bool health_only, bool detail)
 					"    recovery: %" PRIu64
 					" objects degraded, %.0f objects/s, %.1f MiB/s\n",
 					st->degraded, st->rec_objps, st->rec_bps / (1 << 20));
+			if (st->ec_decodes || st->csum_errors)
+				fprintf(c->out,
+					"    repairs:  %" PRIu64 " EC reads decoded around a lost "
+					"or bad shard, %" PRIu64 " blocks failed their checksum\n",
+					st->ec_decodes, st->csum_errors);
 		}
 		fprintf(c->out, "\n  map: epoch %" PRIu64 "%s%s\n", m->epoch,
 			flags[0] ? ", flags " : "", flags);

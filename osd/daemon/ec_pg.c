@@ -13,7 +13,8 @@
 
 CM_LOG_SUBSYS(ec);
 
-#define EC_IMAGE_MAX (64ull << 20) /* the stripes one compound op may rewrite */
+#define EC_IMAGE_MAX  (64ull << 20) /* the stripes one compound op may rewrite */
+#define EC_GATHER_MAX 2048u         /* stripes sent as slices of the image, at most */
 
 /* ---------- profiles ---------- */
 
@@ -932,20 +933,37 @@ ec_write_finish(struct op *op)
 		if (w->reset && op->exists && !tx_data(op, OSD_TX_TRUNCATE, 0, 0))
 			rc = -ENOMEM;
 		if (!rc && w1 > w->d0) {
+			uint64_t nst = w1 - w->d0;
+			size_t len = (size_t)(nst * ec->su);
+			unsigned self = self_shard(op->pg);
 			uint8_t *d[OS_EC_MAX_SHARDS];
-			size_t len = (size_t)((w1 - w->d0) * ec->su);
 
+			/* Parity straight from the image; data shards are sent as
+			 * slices of it (no copy), but for our own store's (one
+			 * contiguous write) and very long ranges. */
 			for (unsigned i = 0; i < n && !rc; i++) {
+				if (i < ec->k && i != self && nst <= EC_GATHER_MAX)
+					continue;
 				rc = cm_buf_alloc_aligned(len, 4096, &sb[i]);
 				if (!rc)
 					d[i] = sb[i]->data;
 			}
-			if (!rc) {
-				os_ec_split(ec, w->img->data, w1 - w->d0, d);
-				os_ec_encode(ec, len, d, d + ec->k);
+			if (!rc)
+				os_ec_encode_stripes(ec, w->img->data, nst, d + ec->k);
+			for (unsigned i = 0; i < n && !rc; i++) {
+				if (sb[i]) {
+					for (uint64_t st = 0; i < ec->k && st < nst; st++)
+						memcpy(d[i] + st * ec->su,
+						       w->img->data + (st * ec->k + i) * ec->su,
+						       ec->su);
+					rc = cm_sgl_append(&w->data[i], sb[i], 0, len);
+					continue;
+				}
+				for (uint64_t st = 0; st < nst && !rc; st++)
+					rc = cm_sgl_append(&w->data[i], w->img,
+							   (size_t)((st * ec->k + i) * ec->su),
+							   ec->su);
 			}
-			for (unsigned i = 0; i < n && !rc; i++)
-				rc = cm_sgl_append(&w->data[i], sb[i], 0, len);
 			if (!rc && !tx_data(op, OSD_TX_WRITE, w->d0 * ec->su, len))
 				rc = -ENOMEM;
 		}

@@ -276,6 +276,9 @@ on_tick(struct cm_timer *t)
 		b.bytes_out = o->op_bytes_out;
 		b.rec_objects = o->rec_objects;
 		b.rec_bytes = o->rec_bytes;
+		b.ec_reads = o->ec_reads;
+		b.ec_decodes = o->ec_decodes;
+		b.csum_errors = u.csum_errors;
 		if (pg_stats(o, &st, &n) == 0 && (stp = calloc(n + 1, sizeof(*stp)))) {
 			for (size_t i = 0; i < n; i++)
 				stp[i] = &st[i];

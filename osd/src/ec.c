@@ -135,6 +135,20 @@ os_ec_split(const struct os_ec *ec, const uint8_t *buf, uint64_t n, uint8_t **da
 }
 
 void
+os_ec_encode_stripes(const struct os_ec *ec, const uint8_t *buf, uint64_t n, uint8_t **parity)
+{
+	uint8_t *d[OS_EC_MAX_SHARDS];
+
+	for (uint64_t s = 0; s < n; s++) {
+		for (unsigned i = 0; i < ec->k; i++)
+			d[i] = (uint8_t *)buf + (s * ec->k + i) * ec->su;
+		for (unsigned i = 0; i < ec->m; i++)
+			d[ec->k + i] = parity[i] + s * ec->su;
+		ec_encode_data((int)ec->su, (int)ec->k, (int)ec->m, ec->tables, d, d + ec->k);
+	}
+}
+
+void
 os_ec_join(const struct os_ec *ec, uint8_t *const *data, uint64_t n, uint8_t *buf)
 {
 	for (uint64_t s = 0; s < n; s++)

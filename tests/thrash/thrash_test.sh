@@ -6,7 +6,9 @@
 # acknowledged writes and 0 wrong reads, and the cluster back to
 # active+clean. THRASH_SECONDS (default 90) sets the length; THRASH_OSDS
 # (default 4) the cluster size; at most one OSD is down at a time, so every
-# PG keeps min_size (2) copies.
+# PG keeps min_size (2) copies. THRASH_EC=K+M thrashes an erasure-coded pool
+# instead (data and an xattr per object; no omap): THRASH_OSDS=6
+# THRASH_EC=4+2 keeps min_size (k+1) shards up.
 set -euo pipefail
 . "$(dirname "$0")/../lib/cluster.sh"
 build=${1:?usage: thrash_test.sh BUILD_DIR}
@@ -33,8 +35,17 @@ export CAIRN_OSD_GRACE=2s
 up() { "$ctl" up --dir "$dir" --mons 1 --osds "$nosd" --osd-size 2G >"$dir/up.out" 2>&1 || fail "up: $(cat "$dir/up.out")"; }
 up
 export CAIRN_CONF="$dir/cairn.conf"
-"$load" thrash -c "$dir/cairn.conf" --prefix t --count 200 --threads 4 --max-size 262144 \
-	--seconds "$secs" >"$dir/load.out" 2>"$dir/load.err" &
+pool=(--pool default)
+if [ -n "${THRASH_EC:-}" ]; then
+	"$ctl" pool create ec --ec "$THRASH_EC" --pg-num 16 >/dev/null || fail "pool create --ec"
+	for _ in $(seq 1 80); do
+		"$ctl" status 2>/dev/null | grep -Eq "pgs: +([0-9]+) pgs: \1 active\+clean$" && break
+		sleep 0.25
+	done
+	pool=(--pool ec --omap 0)
+fi
+"$load" thrash -c "$dir/cairn.conf" "${pool[@]}" --prefix t --count 200 --threads 4 \
+	--max-size 262144 --seconds "$secs" >"$dir/load.out" 2>"$dir/load.err" &
 lpid=$!
 # Kill and restart OSDs until 15 s before the workload's final read-back.
 end=$(( $(date +%s) + secs - 15 ))

@@ -67,8 +67,9 @@ struct mon_stats {
 	uint64_t osds; /* OSDs reporting */
 	uint64_t total_bytes, free_bytes;
 	double op_rate, wr_bps, rd_bps, rec_objps, rec_bps;
-	uint64_t rec_objects, rec_bytes; /* since the OSDs started */
-	uint64_t degraded;               /* objects being recovered, over all PGs */
+	uint64_t rec_objects, rec_bytes;  /* since the OSDs started */
+	uint64_t degraded;                /* objects being recovered, over all PGs */
+	uint64_t ec_decodes, csum_errors; /* since the OSDs started */
 };
 
 void mon_stats_free(struct mon_stats *s);

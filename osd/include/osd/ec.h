@@ -64,6 +64,13 @@ int os_ec_decode(const struct os_ec *ec, size_t len, uint8_t **shards, uint32_t 
  * bytes); data[i] holds n * su bytes of shard i.
  */
 void os_ec_split(const struct os_ec *ec, const uint8_t *buf, uint64_t n, uint8_t **data);
+
+/*
+ * The m parity shards of n whole stripes straight from their logical bytes
+ * (no copy of the data shards: a sender can gather those from buf):
+ * parity[j] gets n * su bytes.
+ */
+void os_ec_encode_stripes(const struct os_ec *ec, const uint8_t *buf, uint64_t n, uint8_t **parity);
 void os_ec_join(const struct os_ec *ec, uint8_t *const *data, uint64_t n, uint8_t *buf);
 
 #endif
