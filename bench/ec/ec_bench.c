@@ -44,10 +44,10 @@ alloc_page(size_t n)
 int
 main(int argc, char **argv)
 {
-	unsigned k = argc > 1 ? (unsigned)atoi(argv[1]) : 4,
-		 m = argc > 2 ? (unsigned)atoi(argv[2]) : 2;
-	unsigned su = argc > 3 ? (unsigned)atoi(argv[3]) : 4096;
-	double secs = argc > 4 ? atof(argv[4]) : 2.0, t0, t, raw, ours, dec, split;
+	unsigned k = argc > 1 ? (unsigned)strtoul(argv[1], NULL, 10) : 4,
+		 m = argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 2;
+	unsigned su = argc > 3 ? (unsigned)strtoul(argv[3], NULL, 10) : 4096;
+	double secs = argc > 4 ? strtod(argv[4], NULL) : 2.0, t0, t, raw, ours, dec, split;
 	struct os_ec ec;
 	uint8_t *logical, *sh[OS_EC_MAX_SHARDS], *tables, *matrix;
 	uint64_t n, sw, ns, shard_len, iters;
