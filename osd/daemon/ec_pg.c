@@ -571,15 +571,12 @@ op_read_done(struct ecr *r, int rc)
 	unsigned i = r->idx;
 
 	if (!op->dropped && !op->rc) {
-		struct cm_buf *b = NULL;
-
-		if (!rc)
-			rc = cm_buf_alloc(r->ulen, &b);
 		if (rc) {
 			op_fail(op, i, rc);
-		} else {
-			memcpy(b->data, r->out->data + r->uoff, r->ulen);
-			op->rbufs[i] = b;
+		} else if (r->ulen) { /* the reply sends the range straight from the stripes */
+			op->rbufs[i] = cm_buf_get(r->out);
+			op->roff[i] = (size_t)r->uoff;
+			op->rlen[i] = (size_t)r->ulen;
 		}
 	}
 	op->res[i].more = true;

@@ -629,6 +629,8 @@ op_free(struct op *op)
 	free(op->tx);
 	free(op->txp);
 	free(op->rbufs);
+	free(op->roff);
+	free(op->rlen);
 	free(op->res);
 	free(op->resp);
 	free(op->rver);
@@ -1484,9 +1486,12 @@ op_after_reads(struct op *op)
 			ver_to_pb(&op->ver, &op->rver[i]);
 			r->ver = &op->rver[i];
 		} else if (so->op == OSD_OP_READ && op->rbufs[i]) {
+			size_t off = op->rlen[i] ? op->roff[i] : 0;
+
 			r->data_off = op->rdata.len;
-			r->data_len = op->rbufs[i]->len;
-			if (cm_sgl_append(&op->rdata, op->rbufs[i], 0, op->rbufs[i]->len)) {
+			r->data_len = op->rlen[i] ? op->rlen[i] : op->rbufs[i]->len;
+			if (r->data_len &&
+			    cm_sgl_append(&op->rdata, op->rbufs[i], off, (size_t)r->data_len)) {
 				op_fail(op, (unsigned)i, -ENOMEM);
 				op_reply(op, NULL);
 				return;
@@ -1675,7 +1680,9 @@ pg_handle_op(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 		op->resp = calloc(op->nres, sizeof(*op->resp));
 		op->rver = calloc(op->nres, sizeof(*op->rver));
 		op->rbufs = calloc(op->nres, sizeof(*op->rbufs));
-		if (!op->res || !op->resp || !op->rver || !op->rbufs)
+		op->roff = calloc(op->nres, sizeof(*op->roff));
+		op->rlen = calloc(op->nres, sizeof(*op->rlen));
+		if (!op->res || !op->resp || !op->rver || !op->rbufs || !op->roff || !op->rlen)
 			rc = -ENOMEM;
 		for (size_t i = 0; !rc && i < op->nres; i++) {
 			cairn__osd__sub_op_result__init(&op->res[i]);

@@ -105,6 +105,7 @@ struct op {
 	Cairn__Osd__Version *rver;
 	struct cm_sgl rdata;
 	struct cm_buf **rbufs; /* read results, in sub-op order */
+	size_t *roff, *rlen;   /* EC: the result is rbufs[i][roff, roff + rlen) (rlen 0: all) */
 	/* the write phase */
 	Cairn__Osd__TxOp *tx;
 	Cairn__Osd__TxOp **txp;
