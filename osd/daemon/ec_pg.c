@@ -71,6 +71,7 @@ struct ecr {
 	bool any;        /* no version given: the shards read must agree */
 	bool want_attrs; /* the first shard read sends the attributes */
 	int tshard;      /* rebuild this shard's bytes (-1: none) */
+	uint32_t need;   /* a small read: only these data shards (0: any k) */
 	uint32_t skip;   /* shards not to read */
 	struct os_kv *attrs;
 	size_t nattrs;
@@ -173,6 +174,7 @@ ecr_got(struct ecr *r, unsigned j, int rc, const struct cm_sgl *sgl, struct cm_b
 		CM_LOG_RL(CM_LOG_WARN, "%s: shard %u of %s (osd.%d): %s; decoding from others",
 			  r->pg->cid, j, r->oid, r->osd_of[j], cm_strerror(rc));
 		r->failed |= 1u << j;
+		r->need = 0; /* a small read falls back to k shards and a decode */
 	} else {
 		r->have |= 1u << j;
 	}
@@ -249,10 +251,29 @@ ecr_step1(struct ecr *r)
 {
 	const struct os_ec *ec = r->pg->ec;
 	uint32_t data = (1u << ec->k) - 1;
-	unsigned inflight, ok;
+	unsigned inflight, ok, target;
 
 	ok = (unsigned)__builtin_popcount(r->have);
-	if (ok >= ec->k) {
+	if (r->need && (r->have & r->need) == r->need) {
+		/* A small read: the data shards holding the range answered. */
+		int rc = cm_buf_alloc_aligned((size_t)(r->ns * os_ec_stripe_width(ec)), 4096,
+					      &r->out);
+
+		if (!rc) {
+			for (unsigned i = 0; i < ec->k; i++)
+				if (!(r->need & 1u << i))
+					r->buf[i] = r->buf[i] ? r->buf[i]
+							      : calloc(1, (size_t)(r->ns * ec->su));
+			for (unsigned i = 0; i < ec->k && !rc; i++)
+				if (!r->buf[i])
+					rc = -ENOMEM;
+			if (!rc)
+				os_ec_join(ec, r->buf, r->ns, r->out->data);
+		}
+		ecr_finish(r, rc);
+		return;
+	}
+	if (!r->need && ok >= ec->k) {
 		uint8_t *sh[OS_EC_MAX_SHARDS];
 		uint32_t want = (r->tshard >= 0 ? 1u << r->tshard : data) & ~r->have;
 		int rc = 0;
@@ -285,8 +306,11 @@ ecr_step1(struct ecr *r)
 		if (r->finished || r->again) /* a read answered at once: look again */
 			return;
 		inflight = (unsigned)__builtin_popcount(r->asked & ~r->have & ~r->failed);
-		if (ok + inflight >= ec->k)
+		target = r->need ? (unsigned)__builtin_popcount(r->need) : ec->k;
+		if (ok + inflight >= target)
 			return;
+		if (r->need)
+			left &= r->need;
 
 		if (!left) {
 			CM_LOG_RL(CM_LOG_WARN,
@@ -432,26 +456,6 @@ again:
 					ecr_free(r);
 				goto again;
 			}
-}
-
-void
-ec_free_all(struct osd *o)
-{
-	struct ecr *r;
-
-	while ((r = TAILQ_FIRST(&o->ecrs))) {
-		r->finished = true;
-		TAILQ_REMOVE(&o->ecrs, r, link);
-		if (!r->local_pending)
-			ecr_free(r);
-	}
-	for (size_t i = 0; i < o->necp; i++) {
-		os_ec_fini(&o->ecp[i]->ec);
-		free(o->ecp[i]);
-	}
-	free(o->ecp);
-	o->ecp = NULL;
-	o->necp = 0;
 }
 
 /* ---------- peering ---------- */
@@ -616,6 +620,14 @@ ec_op_read(struct op *op)
 		r->idx = (unsigned)i;
 		r->uoff = so->off - s0 * w;
 		r->ulen = len;
+		if (s1 - s0 == 1) { /* within one stripe: read just the data shards it spans */
+			unsigned a = (unsigned)(r->uoff / ec->su);
+			unsigned b = (unsigned)((r->uoff + len - 1) / ec->su);
+
+			r->need = (uint32_t)((1ull << (b + 1)) - (1ull << a));
+			if (r->need & ~r->avail)
+				r->need = 0; /* one is away: any k and a decode */
+		}
 		ecr_run(r);
 	}
 	if (--op->reads_pending == 0)
@@ -1211,4 +1223,48 @@ reply : {
 	if (q)
 		cairn__osd__ec_read__free_unpacked(q, NULL);
 	cm_msg_destroy(m);
+}
+
+/* ---------- shutdown ---------- */
+
+void
+ec_abort_all(struct osd *o)
+{
+	struct ecr *r;
+
+	/* Reads in flight end without running their ops on: an op whose last
+	 * read this was is let go (freed if its interval already dropped it,
+	 * else with its PG); a recovery job hears -ESHUTDOWN (it is dead by now). */
+	while ((r = TAILQ_FIRST(&o->ecrs))) {
+		r->finished = true;
+		TAILQ_REMOVE(&o->ecrs, r, link);
+		if (r->cb == op_read_done) {
+			struct op *op = r->arg;
+
+			if (--op->reads_pending == 0)
+				(void)op_resume(op);
+		} else if (r->cb == old_read_done) {
+			struct op *op = r->arg;
+
+			if (--op->ecw->reads == 0)
+				(void)op_resume(op);
+		} else if (r->cb == fetch_done) {
+			fetch_done(r, -ESHUTDOWN);
+		}
+		if (!r->local_pending)
+			ecr_free(r);
+	}
+}
+
+void
+ec_free_all(struct osd *o)
+{
+	ec_abort_all(o);
+	for (size_t i = 0; i < o->necp; i++) {
+		os_ec_fini(&o->ecp[i]->ec);
+		free(o->ecp[i]);
+	}
+	free(o->ecp);
+	o->ecp = NULL;
+	o->necp = 0;
 }

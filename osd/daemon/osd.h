@@ -222,6 +222,8 @@ struct osd {
 /* The EC profile of pool p, made on first use. NULL: replicated, or out of memory. */
 const struct os_ec *ec_pool_profile(struct osd *o, const Cairn__Map__Pool *p);
 void ec_free_all(struct osd *o);
+/* Shutdown: end the EC reads in flight (before the PGs and jobs are freed). */
+void ec_abort_all(struct osd *o);
 void pg_handle_ec_read(struct osd *o, struct cm_conn *c, struct cm_msg *m);
 void pg_handle_ec_read_reply(struct osd *o, struct cm_conn *c, struct cm_msg *m);
 /* A peer's session was reset: its shard reads failed. */

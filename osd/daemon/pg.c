@@ -291,6 +291,7 @@ pg_free_all(struct osd *o)
 	struct op *op;
 
 	rec_free_all(o);
+	ec_abort_all(o); /* after the jobs are marked dead, before the PGs' ops go */
 	pga_free_all(o);
 	while ((op = TAILQ_FIRST(&o->wait_map))) {
 		TAILQ_REMOVE(&o->wait_map, op, link);
