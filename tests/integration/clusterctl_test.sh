@@ -9,7 +9,14 @@ ctl="$build/tools/clusterctl"
 py=/usr/bin/python3
 dir=$(mktemp -d /tmp/cairn-ctl-test-XXXXXX)
 trap '"$ctl" down --dir "$dir" >/dev/null 2>&1 || true; rm -rf "$dir"' EXIT
-fail() { echo "FAIL: $*" >&2; for f in "$dir"/*.log; do echo "== $f"; tail -n 20 "$f"; done >&2; exit 1; }
+fail() {
+	echo "FAIL: $*" >&2
+	for f in "$dir"/*.log "$dir"/*.out; do echo "== $f"; tail -n 20 "$f"; done >&2
+	for p in "$dir"/*.pid; do # which daemons still run, and in what state
+		echo "== $p: $(ps -o pid=,stat=,etime= -p "$(cat "$p")" 2>/dev/null || echo gone)"
+	done >&2
+	exit 1
+}
 
 "$ctl" up --dir "$dir" --mons 3 --osds 0 >"$dir/up.out" || fail "up"
 grep -q "3 daemons, 3 alive" "$dir/up.out" || fail "up did not report 3 mons: $(cat "$dir/up.out")"
