@@ -9,6 +9,7 @@
  *   ec_bench [K M [SU [SECONDS]]]   (default 4 2 4096 2)
  */
 #include "osd/ec.h"
+#include "cm/stdinc.h"
 
 #include <inttypes.h>
 #include <isa-l/erasure_code.h>
@@ -16,7 +17,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define OBJ    (4u << 20) /* a 4 MiB write */
 #define ROUNDS 5
@@ -24,10 +24,7 @@
 static double
 now_s(void)
 {
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+	return (double)cm_now_ns() / 1e9;
 }
 
 static uint8_t *

@@ -915,25 +915,13 @@ ec_write_finish(struct op *op)
 
 		if (!op_subop_writes(so->op))
 			continue;
-		if (so->op == OSD_OP_REMOVE) {
-			if (!op_tx_add(op, OSD_TX_REMOVE))
-				rc = -ENOMEM;
-			exists = false;
+		rc = op_tx_life(op, so, &exists);
+		if (rc > 0) { /* removed */
+			rc = 0;
 			continue;
 		}
-		if (!exists) {
-			if (!op_tx_add(op, OSD_TX_TOUCH))
-				rc = -ENOMEM;
-			exists = true;
-		}
-		if (so->op == OSD_OP_SETXATTR || so->op == OSD_OP_RMXATTR) {
-			x = op_tx_add(op,
-				      so->op == OSD_OP_SETXATTR ? OSD_TX_SETATTR : OSD_TX_RMATTR);
-			if (!x || !(x->name = op_own(op, op_xattr_name(so->name))))
-				rc = -ENOMEM;
-			else
-				x->value = so->value;
-		}
+		if (!rc && (so->op == OSD_OP_SETXATTR || so->op == OSD_OP_RMXATTR))
+			rc = op_tx_xattr(op, so);
 	}
 	/* Then the data: every shard's part of the rewritten stripes. */
 	ns_end = (w->size_end + sw - 1) / sw;
@@ -991,21 +979,8 @@ ec_write_finish(struct op *op)
 		cm_buf_put(sb[i]);
 	cm_buf_put(w->img);
 	w->img = NULL;
-	if (!rc && w->exists_end && !(x = op_tx_add(op, OSD_TX_SETATTR)))
-		rc = -ENOMEM;
-	if (!rc && w->exists_end) {
-		x->name = "v";
-		ver_pack(&op->new_ver, op->verbuf);
-		x->value.data = op->verbuf;
-		x->value.len = sizeof(op->verbuf);
-	}
-	if (!rc) {
-		op->txp = malloc((op->ntx + 1) * sizeof(*op->txp));
-		if (!op->txp)
-			rc = -ENOMEM;
-		for (size_t i = 0; !rc && i < op->ntx; i++)
-			op->txp[i] = &op->tx[i];
-	}
+	if (!rc)
+		rc = op_tx_finish(op, w->exists_end);
 	if (rc) {
 		op_fail(op, 0, rc);
 		op_reply(op, NULL);

@@ -1199,19 +1199,16 @@ build_txops(struct op *op)
 	for (size_t i = 0; i < op->req->n_ops; i++) {
 		const Cairn__Osd__SubOp *so = op->req->ops[i];
 
+		int rc;
+
 		if (!op_subop_writes(so->op))
 			continue;
-		if (so->op == OSD_OP_REMOVE) {
-			if (!op_tx_add(op, OSD_TX_REMOVE))
-				return -ENOMEM;
-			exists = false;
+		rc = op_tx_life(op, so, &exists);
+		if (rc < 0)
+			return rc;
+		if (rc) { /* removed */
 			size = 0;
 			continue;
-		}
-		if (!exists) {
-			if (!op_tx_add(op, OSD_TX_TOUCH))
-				return -ENOMEM;
-			exists = true;
 		}
 		switch (so->op) {
 		case OSD_OP_WRITE:
@@ -1256,14 +1253,8 @@ build_txops(struct op *op)
 			break;
 		case OSD_OP_SETXATTR:
 		case OSD_OP_RMXATTR:
-			x = op_tx_add(op,
-				      so->op == OSD_OP_SETXATTR ? OSD_TX_SETATTR : OSD_TX_RMATTR);
-			if (!x)
-				return -ENOMEM;
-			x->name = op_own(op, op_xattr_name(so->name));
-			if (!x->name)
-				return -ENOMEM;
-			x->value = so->value;
+			if ((rc = op_tx_xattr(op, so)))
+				return rc;
 			break;
 		case OSD_OP_OMAP_SET:
 		case OSD_OP_OMAP_RM:
@@ -1300,8 +1291,42 @@ build_txops(struct op *op)
 			break;
 		}
 	}
+	return op_tx_finish(op, exists);
+}
+
+int
+op_tx_life(struct op *op, const Cairn__Osd__SubOp *so, bool *exists)
+{
+	if (so->op == OSD_OP_REMOVE) {
+		*exists = false;
+		return op_tx_add(op, OSD_TX_REMOVE) ? 1 : -ENOMEM;
+	}
+	if (!*exists) {
+		if (!op_tx_add(op, OSD_TX_TOUCH))
+			return -ENOMEM;
+		*exists = true;
+	}
+	return 0;
+}
+
+int
+op_tx_xattr(struct op *op, const Cairn__Osd__SubOp *so)
+{
+	Cairn__Osd__TxOp *x =
+		op_tx_add(op, so->op == OSD_OP_SETXATTR ? OSD_TX_SETATTR : OSD_TX_RMATTR);
+
+	if (!x || !(x->name = op_own(op, op_xattr_name(so->name))))
+		return -ENOMEM;
+	x->value = so->value;
+	return 0;
+}
+
+int
+op_tx_finish(struct op *op, bool exists)
+{
 	if (exists) {
-		x = op_tx_add(op, OSD_TX_SETATTR);
+		Cairn__Osd__TxOp *x = op_tx_add(op, OSD_TX_SETATTR);
+
 		if (!x)
 			return -ENOMEM;
 		x->name = "v";

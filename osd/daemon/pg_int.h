@@ -144,6 +144,14 @@ char *op_own(struct op *op, char *s);
 /* "_" + name: a client's xattr as stored. */
 char *op_xattr_name(const char *name);
 bool op_subop_writes(uint32_t t);
+/* Write sub-op so's effect on the object's existence: a remove (\return 1),
+ * or a touch first when it is missing (\return 0); -ENOMEM. */
+int op_tx_life(struct op *op, const Cairn__Osd__SubOp *so, bool *exists);
+/* A SETXATTR or RMXATTR sub-op as its TxOp. \return 0 or -ENOMEM. */
+int op_tx_xattr(struct op *op, const Cairn__Osd__SubOp *so);
+/* The TxOps are in: the version attribute (if the object exists at the
+ * end) and op->txp. \return 0 or -ENOMEM. */
+int op_tx_finish(struct op *op, bool exists);
 /* Log, store and replicate op's TxOps (op->tx, op->txp ready); data(op, shard)
  * gives each shard's data segment. */
 void op_commit(struct op *op, const struct cm_sgl *(*data)(struct op *op, int shard));

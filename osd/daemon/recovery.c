@@ -754,6 +754,7 @@ struct rjob {
 	/* EC: the primary's own shard cannot list the PG: a complete shard does */
 	uint64_t list_tid;
 	int32_t list_peer;
+	struct osd_ver ec_ver; /* EC: the version the current object's chunks are read at */
 };
 
 static void job_kick(struct osd *o);
@@ -1053,6 +1054,7 @@ job_send(struct rjob *j)
 	ProtobufCBinaryData *an = NULL, *av = NULL, *ok = NULL, *ov = NULL;
 	struct cm_sgl sgl;
 	uint64_t dlen = j->data ? j->data->len : 0;
+	bool local = false;
 	int rc = -ENOMEM;
 
 	cm_sgl_init(&sgl);
@@ -1091,29 +1093,25 @@ job_send(struct rjob *j)
 	p.n_omap_keys = p.n_omap_vals = j->nomap;
 	if (j->data && (rc = cm_sgl_append(&sgl, j->data, 0, j->data->len)))
 		goto out;
+	o->sch_rec += 4096 + dlen;
 	if (j->target == o->id) { /* an EC primary rebuilding its own shard */
-		o->sch_rec += 4096 + dlen;
 		j->waiting = true;
 		j->sent_ms = cm_now_ms();
 		/* A failure answers at once and may end j: do not touch it after. */
+		local = true;
 		push_apply(o, NULL, &p, &sgl);
-		cm_sgl_fini(&sgl);
-		free(an);
-		free(av);
-		free(ok);
-		free(ov);
-		return;
 	} else {
 		rc = osd_send_pb(osd_peer_conn(o, j->target), OSD_MSG_PUSH, 0, &p.base,
 				 j->data ? &sgl : NULL);
 	}
-	o->sch_rec += 4096 + dlen;
 out:
 	cm_sgl_fini(&sgl);
 	free(an);
 	free(av);
 	free(ok);
 	free(ov);
+	if (local)
+		return;
 	if (rc) {
 		job_finish(j, rc);
 		return;
@@ -1189,6 +1187,7 @@ job_ec_fetched(void *arg, struct ec_fetch *f)
 		struct pg *pg = pg_find(j->osd, j->pool, j->seed);
 
 		j->size = pg && pg->ec ? os_ec_shard_size(pg->ec, f->lsize) : 0;
+		j->ec_ver = f->ver; /* the next chunks come from the same version */
 		j->attrs = f->attrs;
 		j->nattrs = f->nattrs;
 		f->attrs = NULL;
@@ -1204,9 +1203,10 @@ job_ec_step(struct rjob *j, struct pg *pg)
 	const struct pg_lent *e = NULL;
 	int shard = -1, rc;
 
-	/* The object's version: its newest entry in our (the authoritative) log;
-	 * an object the log does not name is the same on every complete shard. */
-	for (size_t i = pg->log_n; i-- > 0;) {
+	/* The object's version, once per object: its newest entry in our (the
+	 * authoritative) log; an object the log does not name is the same on
+	 * every complete shard (any version, as long as they agree). */
+	for (size_t i = pg->log_n; j->first && i-- > 0;) {
 		const struct pg_lent *x = pg_log_at(pg, i);
 
 		if (strcmp(x->oid, j->oid) == 0) {
@@ -1231,8 +1231,12 @@ job_ec_step(struct rjob *j, struct pg *pg)
 		}
 	}
 	j->busy = true;
-	rc = ec_fetch_shard(pg, j->oid, e ? &e->ver : NULL, (unsigned)shard, j->data_off,
-			    EC_PUSH_CHUNK, j->first, job_ec_fetched, j);
+	rc = ec_fetch_shard(pg, j->oid,
+			    !j->first ? &j->ec_ver
+			    : e       ? &e->ver
+				      : NULL,
+			    (unsigned)shard, j->data_off, EC_PUSH_CHUNK, j->first, job_ec_fetched,
+			    j);
 	if (rc) {
 		j->busy = false;
 		job_finish(j, rc);

@@ -51,21 +51,6 @@ wait_all_up() {
 	for _ in $(seq 1 80); do "$ctl" osd ls | grep -q " down " || return 0; sleep 0.25; done
 	fail "OSDs not all up"
 }
-# Wait until every PG is active+clean; print how long it took.
-wait_clean() {
-	local t0 t1
-	t0=$(date +%s%N)
-	for _ in $(seq 1 ${2:-720}); do
-		"$ctl" status >"$dir/st" 2>&1 || true
-		if grep -Eq "pgs: +([0-9]+) pgs: \1 active\+clean$" "$dir/st"; then
-			t1=$(date +%s%N)
-			echo "$1: active+clean after $(( (t1 - t0) / 1000000 )) ms"
-			return 0
-		fi
-		sleep 0.25
-	done
-	fail "$1: not active+clean: $(grep 'pgs:' "$dir/st")"
-}
 run_load() { "$load" "$@" -c "$dir/cairn.conf" --max-size "$max" | tail -1; }
 verify_all() {
 	run_load verify --prefix a --first 0 --count $((n / 4)) --gen 2 >/dev/null || fail "$1: a gen 2"

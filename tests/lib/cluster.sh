@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
-# Sourced by the local-cluster tests (recovery_test.sh, thrash_test.sh); they
+# Sourced by the local-cluster tests (recovery_test.sh, ec_pool_test.sh, thrash_test.sh); they
 # set $ctl (clusterctl) and $dir (the cluster's directory) first.
 
 # At exit with status $1: stop the cluster; sanitizer reports in the daemons'
@@ -15,4 +15,22 @@ cluster_finish() {
 	fi
 	[ -n "${KEEP_DIR:-}" ] || rm -rf "$dir"
 	exit "$rc"
+}
+
+# Wait (up to $2 quarter-seconds, default 720) until every PG is
+# active+clean and print how long it took ("$1: active+clean after N ms"),
+# or call the test's fail. Needs $ctl, $dir and a fail function.
+wait_clean() {
+	local t0 t1
+	t0=$(date +%s%N)
+	for _ in $(seq 1 ${2:-720}); do
+		"$ctl" status >"$dir/st" 2>&1 || true
+		if grep -Eq "pgs: +([0-9]+) pgs: \1 active\+clean$" "$dir/st"; then
+			t1=$(date +%s%N)
+			echo "$1: active+clean after $(((t1 - t0) / 1000000)) ms"
+			return 0
+		fi
+		sleep 0.25
+	done
+	fail "$1: not active+clean: $(grep 'pgs:' "$dir/st")"
 }
