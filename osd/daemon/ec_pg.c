@@ -894,6 +894,62 @@ tx_data(struct op *op, uint32_t type, uint64_t off, uint64_t len)
 	return x;
 }
 
+/*
+ * How the shards undo this write while it may still be rolled back (a
+ * primary that dies with the write on fewer than k shards): nothing kept
+ * for a new object (the undo removes it); the object renamed aside when the
+ * op starts by removing it; otherwise a stash (OSD_TX_STASH, the first
+ * TxOp) of its old attributes, size and the shard bytes the op rewrites or
+ * cuts off. \return 0 or -ENOMEM.
+ */
+static int
+ec_undo_plan(struct op *op)
+{
+	const struct os_ec *ec = op->pg->ec;
+	struct ecw *w = op->ecw;
+	uint64_t sw = os_ec_stripe_width(ec), old_ns, ns_end, lo = 0, hi = 0;
+	Cairn__Osd__TxOp *x;
+
+	if (!op->exists) {
+		op->undo = OSD_UNDO_CREATE;
+		return 0;
+	}
+	for (size_t i = 0; i < op->req->n_ops; i++) {
+		uint32_t t = op->req->ops[i]->op;
+
+		if (!op_subop_writes(t))
+			continue;
+		if (t == OSD_OP_REMOVE) {
+			op->undo = OSD_UNDO_RENAME;
+			return 0;
+		}
+		break;
+	}
+	old_ns = (op->size + sw - 1) / sw;
+	ns_end = w->exists_end ? (w->size_end + sw - 1) / sw : 0;
+	if (w->reset) {
+		hi = old_ns;
+	} else {
+		if (w->d1 > w->d0 && w->d0 < old_ns) {
+			lo = w->d0;
+			hi = CM_MIN(w->d1, old_ns);
+		}
+		if (ns_end < old_ns) {
+			lo = hi > lo ? CM_MIN(lo, ns_end) : ns_end;
+			hi = old_ns;
+		}
+	}
+	op->undo = OSD_UNDO_STASH;
+	op->undo_off = lo * ec->su;
+	op->undo_len = (hi - lo) * ec->su;
+	x = op_tx_add(op, OSD_TX_STASH);
+	if (!x)
+		return -ENOMEM;
+	x->off = op->undo_off;
+	x->len = op->undo_len;
+	return 0;
+}
+
 /* The image is complete: encode it, build each shard's TxOps, commit. */
 static void
 ec_write_finish(struct op *op)
@@ -909,6 +965,8 @@ ec_write_finish(struct op *op)
 
 	if (!rc && w->img)
 		rc = ec_walk(op, w, true, NULL, NULL);
+	if (!rc)
+		rc = ec_undo_plan(op);
 	/* Attributes and the object's life, in sub-op order. */
 	for (size_t i = 0; i < op->req->n_ops && !rc; i++) {
 		const Cairn__Osd__SubOp *so = op->req->ops[i];
@@ -979,6 +1037,11 @@ ec_write_finish(struct op *op)
 		cm_buf_put(sb[i]);
 	cm_buf_put(w->img);
 	w->img = NULL;
+	/* The first TxOp removes the object: it becomes the stash instead. */
+	if (!rc && op->undo == OSD_UNDO_RENAME && op->ntx && op->tx[0].op == OSD_TX_REMOVE)
+		op->tx[0].op = OSD_TX_RENAME;
+	else if (!rc && op->undo == OSD_UNDO_RENAME)
+		rc = -EINVAL;
 	if (!rc)
 		rc = op_tx_finish(op, w->exists_end);
 	if (rc) {

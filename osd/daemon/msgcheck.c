@@ -72,13 +72,15 @@ osd_check_push(const Cairn__Osd__Push *p)
 int
 osd_check_repop(const Cairn__Osd__RepOp *ro, size_t data_len)
 {
-	if (!ro->entry || !ro->entry->ver || bad_name(ro->entry->oid) ||
-	    ro->n_ops > 4 * OSD_MAX_SUBOPS + 8)
+	if (!ro->entry) /* EC roll-forward: roll_to only */
+		return ro->n_ops || !ro->roll_to ? -EINVAL : 0;
+	if (!ro->entry->ver || bad_name(ro->entry->oid) || ro->n_ops > 4 * OSD_MAX_SUBOPS + 8 ||
+	    osd_check_log_entry(ro->entry))
 		return -EINVAL;
 	for (size_t i = 0; i < ro->n_ops; i++) {
 		const Cairn__Osd__TxOp *x = ro->ops[i];
 
-		if (x->op < OSD_TX_TOUCH || x->op > OSD_TX_OMAP_SET_HEADER || bad_name(x->oid) ||
+		if (x->op < OSD_TX_TOUCH || x->op > OSD_TX_RENAME || bad_name(x->oid) ||
 		    x->off > MAX_OFF || x->len > MAX_OFF)
 			return -EINVAL;
 		if (x->op == OSD_TX_WRITE &&
@@ -96,12 +98,21 @@ osd_check_repop(const Cairn__Osd__RepOp *ro, size_t data_len)
 }
 
 int
+osd_check_log_entry(const Cairn__Osd__LogEntry *le)
+{
+	if (!le->ver || !le->oid || le->undo > OSD_UNDO_RENAME || le->undo_off > MAX_OFF ||
+	    le->undo_len > MAX_OFF || le->n_sent_to > 32)
+		return -EINVAL;
+	return 0;
+}
+
+int
 osd_check_notify(const Cairn__Osd__PgNotify *n)
 {
 	if (n->n_log > OSD_MAX_LOG_MSG)
 		return -EINVAL;
 	for (size_t i = 0; i < n->n_log; i++)
-		if (!n->log[i]->ver || !n->log[i]->oid)
+		if (osd_check_log_entry(n->log[i]))
 			return -EINVAL;
 	if (n->exists && !n->wipe && !n->info)
 		return -EINVAL;

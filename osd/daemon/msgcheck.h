@@ -20,6 +20,7 @@ int osd_check_push(const Cairn__Osd__Push *p);
 /* A replication op with data_len bytes of data. \return 0 or -EINVAL. */
 int osd_check_repop(const Cairn__Osd__RepOp *ro, size_t data_len);
 /* A notify or PG_LOG. \return 0 or -EINVAL. */
+int osd_check_log_entry(const Cairn__Osd__LogEntry *le);
 int osd_check_notify(const Cairn__Osd__PgNotify *n);
 /* A recovery request. \return 0 or -EINVAL. */
 int osd_check_recover(const Cairn__Osd__RecoverReq *q);

@@ -36,6 +36,7 @@ struct osd_conf {
 	uint64_t recovery_max_active;
 	uint64_t recovery_share; /* percent */
 	uint64_t hb_interval_ms, hb_grace_ms;
+	uint64_t debug_split;
 	bool mkfs, fsck, deep;
 };
 
@@ -90,6 +91,8 @@ struct pg_peer {
 	bool backfill;
 	char **oids; /* log-based recovery: the objects to push */
 	size_t noids;
+	bool rollback; /* EC: it undoes its entries newer than rollback_to first */
+	struct osd_ver rollback_to;
 };
 
 struct pg_lent; /* a log entry in memory */
@@ -154,6 +157,14 @@ struct pg {
 	TAILQ_HEAD(op_q, op) waiting; /* until active */
 	struct op_q running;          /* being executed (for per-object order) */
 	TAILQ_HEAD(repop_q, repop) repops;
+	/* EC: entries up to roll_ok committed on every shard (their stashes may
+	 * go); roll_stuck: a change of this interval failed somewhere, so hold */
+	struct osd_ver roll_ok, roll_sent; /* roll_sent: the last roll_to the shards got */
+	bool roll_stuck;
+	/* EC: the entries whose stash objects our copy holds, oldest first
+	 * (durable as keys 's' + version in PGMETA's omap) */
+	struct osd_ver *stashes;
+	size_t nstash, capstash;
 	uint64_t ops_done;
 };
 

@@ -120,6 +120,7 @@ lent_clear(struct pg_lent *e)
 {
 	free(e->oid);
 	free(e->client);
+	free(e->sent_to);
 	memset(e, 0, sizeof(*e));
 }
 
@@ -141,6 +142,18 @@ pg_log_append(struct pg *pg, const Cairn__Osd__LogEntry *le)
 	e->tid = le->tid;
 	e->rc = le->rc;
 	e->op = (uint8_t)le->op;
+	e->undo = le->undo <= OSD_UNDO_RENAME ? (uint8_t)le->undo : OSD_UNDO_NONE;
+	e->undo_off = le->undo_off;
+	e->undo_len = le->undo_len;
+	if (le->n_sent_to && le->n_sent_to <= OS_EC_MAX_SHARDS) {
+		e->sent_to = malloc(le->n_sent_to * sizeof(*e->sent_to));
+		if (!e->sent_to) {
+			lent_clear(e);
+			return -ENOMEM;
+		}
+		memcpy(e->sent_to, le->sent_to, le->n_sent_to * sizeof(*e->sent_to));
+		e->nsent = (uint8_t)le->n_sent_to;
+	}
 	if (!e->oid || !e->client) {
 		lent_clear(e);
 		return -ENOMEM;
@@ -248,6 +261,11 @@ pg_log_pb(struct pg *pg, Cairn__Osd__LogEntry ***out, size_t *n)
 		x->le.client = e->client;
 		x->le.tid = e->tid;
 		x->le.rc = e->rc;
+		x->le.undo = e->undo;
+		x->le.undo_off = e->undo_off;
+		x->le.undo_len = e->undo_len;
+		x->le.sent_to = e->sent_to;
+		x->le.n_sent_to = e->nsent;
 		les[i] = &x->le;
 	}
 	*out = les;
@@ -281,6 +299,7 @@ pg_destroy(struct pg *pg)
 	rec_reset(pg);
 	pg_log_clear(pg);
 	oset_clear(&pg->missing);
+	free(pg->stashes);
 	free(pg->log);
 	free(pg);
 }
@@ -363,6 +382,43 @@ pg_load_missing(struct pg *pg)
 	return rc;
 }
 
+static int stash_add(struct pg *pg, struct os_txn *t, const struct osd_ver *v);
+
+/* EC: the stash objects our copy keeps (keys 's' + version in PGMETA's omap). */
+static int
+pg_load_stashes(struct pg *pg)
+{
+	struct os_kv *kvs = NULL;
+	uint8_t after[17];
+	size_t n = 0, alen = 0;
+	bool more = true;
+	int rc = 0;
+
+	while (more && !rc) {
+		rc = os_omap_iterate(pg->osd->store, pg->cid, PGMETA, alen ? after : NULL, alen,
+				     "s", 1, 512, &kvs, &n, &more);
+		for (size_t i = 0; i < n && !rc; i++) {
+			struct osd_ver v;
+
+			if (kvs[i].klen != 17) {
+				rc = -EIO;
+				break;
+			}
+			v.epoch = get_be64(kvs[i].key + 1);
+			v.seq = get_be64(kvs[i].key + 9);
+			rc = stash_add(pg, NULL, &v);
+			memcpy(after, kvs[i].key, 17);
+			alen = 17;
+		}
+		os_kvs_free(kvs, n);
+		if (!n)
+			break;
+	}
+	if (!rc && pg->nstash)
+		CM_NOTICE("%s: %zu rollback stashes kept", pg->cid, pg->nstash);
+	return rc;
+}
+
 static int
 pg_load(struct pg *pg)
 {
@@ -421,7 +477,8 @@ pg_load(struct pg *pg)
 		if (!n)
 			break;
 	}
-	return pg_load_missing(pg);
+	rc = pg_load_stashes(pg);
+	return rc ? rc : pg_load_missing(pg);
 }
 
 int
@@ -485,12 +542,16 @@ txn_write_sgl(struct os_txn *t, const char *cid, const char *oid, uint64_t off,
 /*
  * touch: our copy is being backfilled and may not have the object yet (the
  * backfill replaces it later): create it so that ops needing it apply.
+ * ver: the entry's version (its stash object's name).
  */
 static int
 txn_add_ops(struct os_txn *t, const char *cid, Cairn__Osd__TxOp *const *ops, size_t n,
-	    const struct cm_sgl *data, bool touch)
+	    const struct cm_sgl *data, bool touch, const struct osd_ver *ver)
 {
+	char stash[STASH_NAME_MAX];
 	int rc = 0;
+
+	stash_name(ver, stash);
 
 	for (size_t i = 0; i < n && !rc; i++) {
 		const Cairn__Osd__TxOp *x = ops[i];
@@ -548,11 +609,144 @@ txn_add_ops(struct os_txn *t, const char *cid, Cairn__Osd__TxOp *const *ops, siz
 		case OSD_TX_OMAP_SET_HEADER:
 			rc = os_txn_omap_set_header(t, cid, oid, x->value.data, x->value.len);
 			break;
+		case OSD_TX_STASH:
+			rc = os_txn_stash(t, cid, oid, stash, x->off, x->len);
+			break;
+		case OSD_TX_RENAME:
+			rc = os_txn_touch(t, cid, oid); /* as a remove: idempotent */
+			if (!rc)
+				rc = os_txn_rename(t, cid, oid, stash);
+			break;
 		default:
 			return -EINVAL;
 		}
 	}
 	return rc;
+}
+
+static size_t
+stash_key(const struct osd_ver *v, uint8_t k[17])
+{
+	k[0] = 's';
+	ver_pack(v, k + 1);
+	return 17;
+}
+
+/* Index of v in pg->stashes, or -1. */
+static ssize_t
+stash_find(const struct pg *pg, const struct osd_ver *v)
+{
+	for (size_t i = 0; i < pg->nstash; i++)
+		if (osd_ver_cmp(&pg->stashes[i], v) == 0)
+			return (ssize_t)i;
+	return -1;
+}
+
+/* Our copy keeps a stash for the entry at v (t makes it). */
+static int
+stash_add(struct pg *pg, struct os_txn *t, const struct osd_ver *v)
+{
+	uint8_t k[17];
+	size_t i = pg->nstash;
+
+	if (stash_find(pg, v) >= 0)
+		return 0;
+	if (pg->nstash == pg->capstash) {
+		size_t cap = pg->capstash ? 2 * pg->capstash : 8;
+		struct osd_ver *n = realloc(pg->stashes, cap * sizeof(*n));
+
+		if (!n)
+			return -ENOMEM;
+		pg->stashes = n;
+		pg->capstash = cap;
+	}
+	while (i > 0 && osd_ver_cmp(&pg->stashes[i - 1], v) > 0) {
+		pg->stashes[i] = pg->stashes[i - 1];
+		i--;
+	}
+	pg->stashes[i] = *v;
+	pg->nstash++;
+	return t ? os_txn_omap_set(t, pg->cid, PGMETA, k, stash_key(v, k), "", 0) : 0;
+}
+
+/* Forget stash i; its object too unless the caller consumes it. */
+static int
+stash_del(struct pg *pg, struct os_txn *t, size_t i, bool object)
+{
+	struct osd_ver v = pg->stashes[i];
+	char name[STASH_NAME_MAX];
+	uint8_t k[17];
+	int rc = 0;
+
+	memmove(&pg->stashes[i], &pg->stashes[i + 1], (pg->nstash - i - 1) * sizeof(v));
+	pg->nstash--;
+	if (object) {
+		stash_name(&v, name);
+		rc = os_txn_remove_any(t, pg->cid, name);
+	}
+	return rc ? rc : os_txn_omap_rm(t, pg->cid, PGMETA, k, stash_key(&v, k));
+}
+
+int
+pg_stash_drop(struct pg *pg, struct os_txn *t, const struct osd_ver *upto)
+{
+	int rc = 0;
+
+	while (!rc && pg->nstash && osd_ver_cmp(&pg->stashes[0], upto) <= 0)
+		rc = stash_del(pg, t, 0, true);
+	return rc;
+}
+
+int
+pg_stash_prune(struct pg *pg, struct os_txn *t, bool (*keep)(void *, const struct osd_ver *),
+	       void *arg)
+{
+	int rc = 0;
+
+	for (size_t i = pg->nstash; i-- > 0 && !rc;)
+		if (!keep(arg, &pg->stashes[i]))
+			rc = stash_del(pg, t, i, true);
+	return rc;
+}
+
+int
+pg_stash_forget(struct pg *pg, struct os_txn *t)
+{
+	uint8_t first[1] = { 's' }, end[1] = { 't' };
+
+	pg->nstash = 0;
+	return os_txn_omap_rm_range(t, pg->cid, PGMETA, first, 1, end, 1);
+}
+
+int
+pg_undo_entry(struct pg *pg, struct os_txn *t, const struct pg_lent *e)
+{
+	char name[STASH_NAME_MAX];
+	ssize_t i;
+	int rc;
+
+	if (e->undo == OSD_UNDO_CREATE)
+		return os_txn_remove_any(t, pg->cid, e->oid);
+	if (e->undo != OSD_UNDO_STASH && e->undo != OSD_UNDO_RENAME)
+		return -ENOENT;
+	i = stash_find(pg, &e->ver);
+	if (i < 0)
+		return -ENOENT;
+	stash_name(&e->ver, name);
+	rc = e->undo == OSD_UNDO_STASH
+		     ? os_txn_unstash(t, pg->cid, name, e->oid, e->undo_off, e->undo_len)
+		     : os_txn_rename(t, pg->cid, name, e->oid);
+	return rc ? rc : stash_del(pg, t, (size_t)i, false);
+}
+
+/* Did the TxOps keep a stash (EC)? */
+static bool
+txops_stash(Cairn__Osd__TxOp *const *ops, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		if (ops[i]->op == OSD_TX_STASH || ops[i]->op == OSD_TX_RENAME)
+			return true;
+	return false;
 }
 
 /* The log entry, the new info and a trim, into t. */
@@ -1347,8 +1541,27 @@ repop_finish(struct repop *rp)
 {
 	struct pg *pg = rp->pg;
 	struct op *op = rp->op;
+	bool oldest = rp == TAILQ_FIRST(&pg->repops);
 
+	if (rp->split) {
+		CM_WARN("%s: osd_debug_split_write: %" PRIu64 ".%" PRIu64
+			" is on shards below %" PRIu64 " only; exiting",
+			pg->cid, rp->ver.epoch, rp->ver.seq, pg->osd->cfg->debug_split);
+		_exit(3);
+	}
 	TAILQ_REMOVE(&pg->repops, rp, link);
+	/* EC: how far every shard committed (stashes before that may go). */
+	if (op && rp->rc)
+		pg->roll_stuck = true;
+	else if (op && oldest) {
+		struct repop *next = TAILQ_FIRST(&pg->repops);
+		struct osd_ver upto = rp->ver;
+
+		if (next && next->ver.seq > 0)
+			upto = (struct osd_ver){ next->ver.epoch, next->ver.seq - 1 };
+		if (osd_ver_cmp(&upto, &pg->roll_ok) > 0)
+			pg->roll_ok = upto;
+	}
 	if (op) {
 		if (rp->rc)
 			op_fail(op, 0, rp->rc);
@@ -1421,9 +1634,10 @@ op_commit(struct op *op, const struct cm_sgl *(*data)(struct op *op, int shard))
 	struct pg *pg = op->pg;
 	struct osd *o = op->osd;
 	Cairn__Osd__LogEntry le;
-	Cairn__Osd__Version v, pv, tv;
+	Cairn__Osd__Version v, pv, tv, rv;
 	Cairn__Osd__RepOp ro = CAIRN__OSD__REP_OP__INIT;
-	struct osd_ver trim = { 0, 0 };
+	struct osd_ver trim = { 0, 0 }, roll = { 0, 0 };
+	uint32_t sent[OS_EC_MAX_SHARDS] = { 0 };
 	struct os_txn *t = NULL;
 	struct repop *rp;
 	bool deleted;
@@ -1432,14 +1646,32 @@ op_commit(struct op *op, const struct cm_sgl *(*data)(struct op *op, int shard))
 	for (int i = 0; i < pg->nacting; i++)
 		if (pg->acting[i] == o->id)
 			self = pg->shard[i];
-	deleted = op->ntx && op->tx[op->ntx - 1].op == OSD_TX_REMOVE;
+	deleted = op->ntx && (op->tx[op->ntx - 1].op == OSD_TX_REMOVE ||
+			      op->tx[op->ntx - 1].op == OSD_TX_RENAME);
 	fill_entry(&le, &v, &pv, op, deleted);
+	if (pg->ec) {
+		le.undo = op->undo;
+		le.undo_off = op->undo_off;
+		le.undo_len = op->undo_len;
+		for (int i = 0; i < pg->nacting; i++)
+			if (pg->acting[i] >= 0 && pg->shard[i] < OS_EC_MAX_SHARDS) {
+				sent[pg->shard[i]] = (uint32_t)pg->acting[i] + 1;
+				le.n_sent_to = CM_MAX(le.n_sent_to, (size_t)pg->shard[i] + 1);
+			}
+		le.sent_to = sent;
+		if (!pg->roll_stuck)
+			roll = pg->roll_ok;
+	}
 	if (pg->log_n >= o->cfg->pg_log_max + TRIM_SLACK)
 		trim = pg_log_at(pg, pg->log_n - o->cfg->pg_log_max - 1)->ver;
 	rp = calloc(1, sizeof(*rp));
 	rc = rp ? os_txn_create(&t) : -ENOMEM;
 	if (!rc)
-		rc = txn_add_ops(t, pg->cid, op->txp, op->ntx, data(op, self), false);
+		rc = txn_add_ops(t, pg->cid, op->txp, op->ntx, data(op, self), false, &op->new_ver);
+	if (!rc)
+		rc = pg_stash_drop(pg, t, osd_ver_cmp(&roll, &trim) > 0 ? &roll : &trim);
+	if (!rc && txops_stash(op->txp, op->ntx))
+		rc = stash_add(pg, t, &op->new_ver);
 	if (!rc)
 		rc = txn_add_log(pg, t, &le, &trim);
 	if (!rc)
@@ -1459,6 +1691,7 @@ op_commit(struct op *op, const struct cm_sgl *(*data)(struct op *op, int shard))
 	rp->ver = op->new_ver;
 	rp->waiting = 1;
 	rp->local_pending = true;
+	rp->split = pg->ec && o->cfg->debug_split && !strncmp(op->req->oid, "split-", 6);
 	TAILQ_INSERT_TAIL(&pg->repops, rp, link);
 	/* Replicas. */
 	ro.pool = pg->pool;
@@ -1472,10 +1705,15 @@ op_commit(struct op *op, const struct cm_sgl *(*data)(struct op *op, int shard))
 	ro.ops = op->txp;
 	ver_to_pb(&trim, &tv);
 	ro.trim_to = &tv;
+	if (roll.seq) {
+		ver_to_pb(&roll, &rv);
+		ro.roll_to = &rv;
+		pg->roll_sent = roll;
+	}
 	for (int i = 0; i < pg->nacting; i++) {
 		int32_t id = pg->acting[i];
 
-		if (id == o->id || id < 0)
+		if (id == o->id || id < 0 || (rp->split && pg->shard[i] >= o->cfg->debug_split))
 			continue;
 		if (osd_send_pb(osd_peer_conn(o, id), OSD_MSG_REP_OP, 0, &ro.base,
 				data(op, pg->shard[i]))) {
@@ -1485,6 +1723,11 @@ op_commit(struct op *op, const struct cm_sgl *(*data)(struct op *op, int shard))
 		}
 		rp->waiting++;
 		o->repops++;
+	}
+	if (rp->split && (unsigned)self >= o->cfg->debug_split) {
+		os_txn_destroy(t); /* (our log has it in memory only: we exit before anyone asks) */
+		on_local_commit(rp, 0);
+		return;
 	}
 	os_queue(o->store, t, on_local_commit, rp);
 }
@@ -1884,6 +2127,8 @@ on_replica_commit(void *arg, int rc)
 	free(ra);
 }
 
+static void roll_local(struct pg *pg, const struct osd_ver *v);
+
 void
 pg_handle_repop(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 {
@@ -1891,7 +2136,7 @@ pg_handle_repop(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 		(Cairn__Osd__RepOp *)cm_msg_unpack_front(m, &cairn__osd__rep_op__descriptor);
 	struct rapply *ra = NULL;
 	struct os_txn *t = NULL;
-	struct osd_ver trim = { 0, 0 }, v;
+	struct osd_ver trim = { 0, 0 }, roll, v;
 	struct pg *pg;
 	int rc;
 
@@ -1900,6 +2145,13 @@ pg_handle_repop(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 		goto out;
 	}
 	pg = pg_find(o, ro->pool, ro->seed);
+	if (!ro->entry) {
+		/* EC roll-forward only: no reply */
+		ver_from_pb(ro->roll_to, &roll);
+		if (pg && pg->in_store && ro->epoch >= pg->interval_epoch)
+			roll_local(pg, &roll);
+		goto out;
+	}
 	ver_from_pb(ro->entry->ver, &v);
 	ra = calloc(1, sizeof(*ra));
 	if (!ra)
@@ -1915,9 +2167,14 @@ pg_handle_repop(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 		goto out;
 	}
 	ver_from_pb(ro->trim_to, &trim);
+	ver_from_pb(ro->roll_to, &roll);
 	rc = os_txn_create(&t);
 	if (!rc)
-		rc = txn_add_ops(t, pg->cid, ro->ops, ro->n_ops, &m->data, pg->incomplete);
+		rc = txn_add_ops(t, pg->cid, ro->ops, ro->n_ops, &m->data, pg->incomplete, &v);
+	if (!rc)
+		rc = pg_stash_drop(pg, t, osd_ver_cmp(&roll, &trim) > 0 ? &roll : &trim);
+	if (!rc && txops_stash(ro->ops, ro->n_ops))
+		rc = stash_add(pg, t, &v);
 	if (!rc)
 		rc = txn_add_log(pg, t, ro->entry, &trim);
 	if (!rc)
@@ -1979,6 +2236,10 @@ pg_activate(struct pg *pg)
 
 	pg->state = PG_ACTIVE;
 	pg->last_epoch_started = pg->osd->epoch;
+	/* Peering settled every entry up to here: none is undone any more. */
+	pg->roll_ok = pg->last_update;
+	pg->roll_sent = (struct osd_ver){ 0, 0 }; /* tell the shards (pg_roll_forward) */
+	pg->roll_stuck = false;
 	if (!pg->rec_pending)
 		rec_remove_strays(pg);
 	pg->osd->last_beacon_ms = 0; /* report the new state at the next tick */
@@ -2134,6 +2395,7 @@ pg_reset_interval(struct pg *pg)
 
 	rec_reset(pg);
 	pg->retry_ms = 0;
+	pg->roll_stuck = true; /* until the next activation */
 	TAILQ_FOREACH_SAFE(rp, &pg->repops, link, rtmp) {
 		rp->op = NULL; /* the op is freed below */
 		if (rp->local_pending) {
@@ -2532,7 +2794,10 @@ pg_stats(struct osd *o, Cairn__Mon__PgStat **out, size_t *n)
 			    os_coll_stat(o->store, pg->cid, &a[k].objects, &a[k].bytes) == 0 &&
 			    a[k].objects) {
 				a[k].objects--; /* PGMETA */
-				if (pg->ec)     /* our shard holds 1/k of the data (plus padding) */
+				/* EC rollback stashes are not objects (their bytes
+				 * count: they take space until dropped) */
+				a[k].objects -= CM_MIN(a[k].objects, (uint64_t)pg->nstash);
+				if (pg->ec) /* our shard holds 1/k of the data (plus padding) */
 					a[k].bytes *= pg->ec->k;
 			}
 			a[k].degraded = pg->rmiss.n;
@@ -2543,15 +2808,72 @@ pg_stats(struct osd *o, Cairn__Mon__PgStat **out, size_t *n)
 	return 0;
 }
 
+static void
+on_roll_commit(void *arg, int rc)
+{
+	struct osd *o = arg;
+
+	(void)o;
+	if (rc)
+		CM_WARN("dropping rollback stashes failed: %s", cm_strerror(rc));
+}
+
+/* Drop our stashes of entries up to v (a transaction of its own). */
+static void
+roll_local(struct pg *pg, const struct osd_ver *v)
+{
+	struct os_txn *t = NULL;
+
+	if (!pg->nstash || osd_ver_cmp(&pg->stashes[0], v) > 0)
+		return;
+	if (os_txn_create(&t) || pg_stash_drop(pg, t, v)) {
+		os_txn_destroy(t);
+		return; /* the next change tries again */
+	}
+	os_queue(pg->osd->store, t, on_roll_commit, pg->osd);
+}
+
+/*
+ * EC primary, no change in flight: entries up to roll_ok are on every shard
+ * but the shards were not told (no change came since). Tell them with a
+ * RepOp without an entry, so the stash of a PG's last change (a removed
+ * object's whole data) does not stay until the next one.
+ */
+static void
+pg_roll_forward(struct pg *pg)
+{
+	Cairn__Osd__RepOp ro = CAIRN__OSD__REP_OP__INIT;
+	Cairn__Osd__Version rv;
+	struct osd *o = pg->osd;
+
+	if (!pg->ec || pg->primary != o->id || pg->state != PG_ACTIVE || pg->roll_stuck ||
+	    !TAILQ_EMPTY(&pg->repops) || osd_ver_cmp(&pg->roll_ok, &pg->roll_sent) <= 0 ||
+	    !pg->roll_ok.seq)
+		return;
+	pg->roll_sent = pg->roll_ok;
+	roll_local(pg, &pg->roll_ok);
+	ro.pool = pg->pool;
+	ro.seed = pg->seed;
+	ro.epoch = o->epoch;
+	ver_to_pb(&pg->roll_ok, &rv);
+	ro.roll_to = &rv;
+	for (int i = 0; i < pg->nacting; i++)
+		if (pg->acting[i] != o->id && pg->acting[i] >= 0)
+			osd_send_pb(osd_peer_conn(o, pg->acting[i]), OSD_MSG_REP_OP, 0, &ro.base,
+				    NULL);
+}
+
 void
 pg_tick(struct osd *o)
 {
 	uint64_t now = cm_now_ms();
 
 	for (size_t b = 0; b < o->npg_b; b++)
-		for (struct pg *pg = o->pgs[b]; pg; pg = pg->hnext)
+		for (struct pg *pg = o->pgs[b]; pg; pg = pg->hnext) {
 			if (pg->retry_ms && now >= pg->retry_ms && pg->primary == o->id &&
 			    pg->state != PG_NONE && pg->state != PG_REPLICA)
 				pg_start_peering(pg);
+			pg_roll_forward(pg);
+		}
 	rec_tick(o, now);
 }

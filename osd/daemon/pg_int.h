@@ -6,6 +6,9 @@
 #ifndef OSD_PG_INT_H
 #define OSD_PG_INT_H
 
+#include <inttypes.h>
+#include <stdio.h>
+
 #include "osd.h"
 
 #define PGMETA     "\x01pgmeta"
@@ -19,7 +22,20 @@ struct pg_lent {
 	uint64_t tid;
 	int rc;
 	uint8_t op;
+	uint8_t undo; /* enum osd_undo */
+	uint8_t nsent;
+	uint32_t *sent_to; /* EC: the OSD each shard was sent to, plus one (LogEntry.sent_to) */
+	uint64_t undo_off, undo_len;
 };
+
+/* The stash object of the entry at version v (EC rollback). */
+#define STASH_NAME_MAX 48
+
+static inline void
+stash_name(const struct osd_ver *v, char out[STASH_NAME_MAX])
+{
+	snprintf(out, STASH_NAME_MAX, "\x01r%" PRIx64 ".%" PRIx64, v->epoch, v->seq);
+}
 
 static inline void
 put_be64(uint8_t *p, uint64_t v)
@@ -117,6 +133,8 @@ struct op {
 	/* EC pools (ec_pg.c) */
 	uint8_t sizebuf[8];
 	struct ecw *ecw;
+	uint8_t undo; /* enum osd_undo, for the log entry */
+	uint64_t undo_off, undo_len;
 };
 
 /* One replicated change in flight (primary). */
@@ -127,8 +145,24 @@ struct repop {
 	struct osd_ver ver;
 	unsigned waiting; /* local commit + replicas */
 	bool local_pending;
+	bool split; /* osd_debug_split_write: exit once the chosen shards committed */
 	int rc;
 };
+
+/* pg.c: EC rollback stashes */
+/* Entries up to `upto` are final: remove their stash objects (in t). \return 0 or -errno. */
+int pg_stash_drop(struct pg *pg, struct os_txn *t, const struct osd_ver *upto);
+/* Drop every stash object of entries newer than `after` that `keep(arg, ver)` refuses. */
+int pg_stash_prune(struct pg *pg, struct os_txn *t, bool (*keep)(void *, const struct osd_ver *),
+		   void *arg);
+/* Forget every stash (the PG is emptied): their keys go in t, the objects elsewhere. */
+int pg_stash_forget(struct pg *pg, struct os_txn *t);
+/*
+ * Undo entry e on our copy, in t (entries newer than e must be undone
+ * first). \return 0, -ENOENT (our copy holds no stash of it: the object
+ * cannot be put back) or -errno.
+ */
+int pg_undo_entry(struct pg *pg, struct os_txn *t, const struct pg_lent *e);
 
 /* pg.c: client ops */
 void op_fail(struct op *op, unsigned i, int rc);

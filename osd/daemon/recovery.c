@@ -58,6 +58,23 @@ lv_get(const struct lview *lv, size_t i, struct osd_ver *v, const char **oid)
 	}
 }
 
+/* Entry i's undo kind (enum osd_undo) and the OSDs its shards were sent to. */
+static void
+lv_undo(const struct lview *lv, size_t i, uint32_t *undo, const uint32_t **sent, size_t *nsent)
+{
+	if (lv->n) {
+		*undo = lv->n->log[i]->undo;
+		*sent = lv->n->log[i]->sent_to;
+		*nsent = lv->n->log[i]->n_sent_to;
+	} else {
+		const struct pg_lent *e = pg_log_at(lv->pg, i);
+
+		*undo = e->undo;
+		*sent = e->sent_to;
+		*nsent = e->nsent;
+	}
+}
+
 static void
 lv_of(struct pg *pg, int slot, struct lview *lv)
 {
@@ -166,9 +183,90 @@ collect_missing(struct pg *pg, int t, struct pg_peer *p)
 	return rc;
 }
 
+/* The shard label of slot i's copy (shard + 1; 0: none or replicated). */
+static uint32_t
+slot_label(struct pg *pg, int i)
+{
+	const struct pg_peer *p = &pg->peer[i];
+
+	if (pg->slot_osd[i] == pg->osd->id)
+		return pg->info_shard;
+	return p->n && p->n->info ? p->n->info->shard : 0;
+}
+
+/*
+ * EC: may slot t's entry v (its shards sent to the OSDs sent[i] - 1), which
+ * the authoritative history lacks, be undone? Only if it was never
+ * acknowledged: one of the OSDs it was sent to is here, with a copy of the
+ * same shard, and lacks it (an acknowledged write is on every shard it was
+ * sent to). Otherwise those that may hold it are away, and fewer than k of
+ * them here cannot tell.
+ */
+static bool
+ec_unacked(struct pg *pg, int t, const struct osd_ver *v, const uint32_t *sent, size_t nsent)
+{
+	for (int s = 0; s < pg->nslots; s++) {
+		const struct pg_peer *q = &pg->peer[s];
+		uint32_t label = slot_label(pg, s);
+		struct lview sv;
+
+		if (s == t || !q->have || !q->exists || q->incomplete || !label || label > nsent ||
+		    sent[label - 1] != (uint32_t)pg->slot_osd[s] + 1)
+			continue;
+		lv_of(pg, s, &sv);
+		if (osd_ver_cmp(&q->lu, v) < 0 ||
+		    (osd_ver_cmp(&q->tail, v) < 0 && !lv_has(&sv, &q->tail, v)))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * EC: slot t holds entries newer than `common` that the authoritative
+ * history lacks. Undo them on t (peer[t].rollback) when every one can be
+ * undone and provably was never acknowledged. \return 0 (then
+ * peer[t].rollback says whether), or -EAGAIN: one may have been
+ * acknowledged, so the PG must wait for more of its shards.
+ */
+static int
+ec_plan_rollback(struct pg *pg, int t, const struct lview *tv, const struct osd_ver *common)
+{
+	struct pg_peer *p = &pg->peer[t];
+	bool undoable = true;
+
+	p->rollback = false;
+	for (size_t i = lv_n(tv); i-- > 0;) {
+		struct osd_ver v;
+		const char *oid;
+		uint32_t undo;
+		const uint32_t *sent;
+		size_t nsent;
+
+		lv_get(tv, i, &v, &oid);
+		if (osd_ver_cmp(&v, common) <= 0)
+			break;
+		lv_undo(tv, i, &undo, &sent, &nsent);
+		if (undo == OSD_UNDO_NONE || !nsent) {
+			undoable = false; /* (an entry of an older version: rebuilt instead) */
+			continue;
+		}
+		if (!ec_unacked(pg, t, &v, sent, nsent)) {
+			CM_WARN("%s: osd.%d's change %" PRIu64 ".%" PRIu64 " of %s is on too few "
+				"shards here, but may have been acknowledged: waiting for more of "
+				"the shards it was written to",
+				pg->cid, pg->slot_osd[t], v.epoch, v.seq, oid);
+			return -EAGAIN;
+		}
+	}
+	p->rollback = undoable;
+	p->rollback_to = *common;
+	return 0;
+}
+
 /*
  * Plan slot t against the authoritative slot a: nothing, log-based (the
- * objects to push in peer[t].oids) or backfill. \return 0 or -ENOMEM.
+ * objects to push in peer[t].oids) or backfill. \return 0, -ENOMEM, or
+ * -EAGAIN (EC: t's newer entries can be neither kept nor undone yet).
  */
 static int
 plan_slot(struct pg *pg, int t, int a)
@@ -214,10 +312,13 @@ plan_slot(struct pg *pg, int t, int a)
 		return 0;
 	}
 	/* Objects changed on the authoritative copy since the common point, those
-	 * our target changed on a history that did not survive, and those it
-	 * still lacked from an earlier recovery. */
+	 * our target changed on a history that did not survive (EC: undone on the
+	 * target instead, when it can), and those it still lacked from an earlier
+	 * recovery. */
+	if (pg->ec && p->exists && (rc = ec_plan_rollback(pg, t, &tv, &common)))
+		return rc;
 	rc = collect_after(p, &av, &common);
-	if (!rc && p->exists)
+	if (!rc && p->exists && !p->rollback)
 		rc = collect_after(p, &tv, &common);
 	if (!rc && p->partial)
 		rc = collect_missing(pg, t, p);
@@ -367,7 +468,7 @@ send_pg_log(struct pg *pg, int t, bool wipe, char **missing, size_t nmissing)
 {
 	Cairn__Osd__PgNotify n = CAIRN__OSD__PG_NOTIFY__INIT;
 	Cairn__Osd__PgInfo pi;
-	Cairn__Osd__Version lu, tail;
+	Cairn__Osd__Version lu, tail, rb;
 	Cairn__Osd__LogEntry **les = NULL;
 	size_t nles = 0;
 	struct osd *o = pg->osd;
@@ -399,6 +500,11 @@ send_pg_log(struct pg *pg, int t, bool wipe, char **missing, size_t nmissing)
 		}
 		n.missing = missing;
 		n.n_missing = nmissing;
+		if (pg->peer[t].rollback) {
+			ver_to_pb(&pg->peer[t].rollback_to, &rb);
+			n.rollback = true;
+			n.rollback_to = &rb;
+		}
 	}
 	if (to == o->id)
 		log_apply(o, NULL, &n);
@@ -477,8 +583,16 @@ rec_plan(struct pg *pg)
 	for (int i = 0; i < pg->nacting; i++) {
 		if (i == a)
 			continue;
-		if (plan_slot(pg, i, a)) {
-			rec_fail(pg, pg->acting[i], -ENOMEM);
+		int prc = plan_slot(pg, i, a);
+
+		if (prc == -EAGAIN) {
+			rec_reset(pg);
+			pg->state = PG_INCOMPLETE;
+			pg->retry_ms = cm_now_ms() + RETRY_MS;
+			return;
+		}
+		if (prc) {
+			rec_fail(pg, pg->acting[i], prc);
 			return;
 		}
 		if (pg->peer[i].step != REC_NONE)
@@ -649,6 +763,18 @@ on_log_ack(struct osd *o, const Cairn__Osd__PgAck *a)
 	}
 	p = &pg->peer[t];
 	gen = pg->rec_gen;
+	/* EC: objects the target could not roll back: rebuild them too. */
+	for (size_t i = 0; p->step == REC_ADOPT && i < a->n_oids; i++) {
+		uint32_t *v = oset_get(&pg->rmiss, a->oids[i]);
+
+		if (v && (*v & 1u << t))
+			continue;
+		if (oids_add(p, a->oids[i]) ||
+		    oset_put(&pg->rmiss, a->oids[i], (v ? *v : 0) | 1u << t)) {
+			rec_fail(pg, a->target, -ENOMEM);
+			return;
+		}
+	}
 	switch (p->step) {
 	case REC_WIPE:
 		start_push(pg, t);
@@ -1771,8 +1897,9 @@ struct tgt_ctx {
 	int rc;
 	struct pg *pg;  /* wipe */
 	uint32_t shard; /* wipe: the EC shard label from now on */
-	char **oids;
+	char **oids;    /* wipe: the objects; PG_LOG: those lost (report: tell the primary) */
 	size_t noids;
+	bool report;
 	struct cm_work w;
 };
 
@@ -1932,6 +2059,10 @@ log_ack(struct tgt_ctx *x, int rc)
 	a.gen = x->gen;
 	a.target = x->osd->id;
 	a.rc = rc;
+	if (x->report && !rc) {
+		a.oids = x->oids;
+		a.n_oids = x->noids;
+	}
 	if (x->c)
 		osd_send_pb(x->c, OSD_MSG_PG_LOG_ACK, 0, &a.base, NULL);
 	else
@@ -2013,8 +2144,8 @@ queue_removes(struct tgt_ctx *x, struct pg *pg, struct os_txn *t, bool all, os_c
 		if (!t && (rc = os_txn_create(&t)))
 			return rc;
 		for (size_t k = 0; !rc && i < x->noids && k < 256; i++) {
-			if (!all && (uint8_t)x->oids[i][0] == 1)
-				continue;
+			if (!all && strcmp(x->oids[i], PGMETA) == 0)
+				continue; /* (stash objects go too) */
 			rc = os_txn_remove(t, pg->cid, x->oids[i]);
 			k++;
 		}
@@ -2092,6 +2223,8 @@ wipe_list_done(void *arg)
 	rc = os_txn_create(&t);
 	if (!rc)
 		rc = log_txn(pg, t, &pi, NULL, 0, NULL, 0);
+	if (!rc)
+		rc = pg_stash_forget(pg, t); /* their objects are removed with the rest */
 	if (rc)
 		os_txn_destroy(t);
 	x->pending = 1; /* held until every transaction is queued */
@@ -2101,6 +2234,101 @@ wipe_list_done(void *arg)
 		x->rc = rc;
 	CM_INFO("%s: emptied for a backfill (%zu objects)", pg->cid, x->noids);
 	on_log_commit(x, 0);
+}
+
+/* Is v an entry of n's log (sorted by version)? */
+static bool
+notify_has(const Cairn__Osd__PgNotify *n, const struct osd_ver *v)
+{
+	size_t lo = 0, hi = n->n_log;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		struct osd_ver x;
+		int c;
+
+		ver_from_pb(n->log[mid]->ver, &x);
+		c = osd_ver_cmp(&x, v);
+		if (c == 0)
+			return true;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
+struct undo_keep {
+	const Cairn__Osd__PgNotify *n;
+	struct osd_ver to;
+};
+
+/* A stash the new log still needs: of one of its entries, not undone. */
+static bool
+undo_keep(void *arg, const struct osd_ver *v)
+{
+	const struct undo_keep *k = arg;
+
+	return osd_ver_cmp(v, &k->to) <= 0 && notify_has(k->n, v);
+}
+
+/*
+ * Before our log is replaced by n's: with n->rollback, undo our entries
+ * newer than n->rollback_to, newest first (EC: each shard puts back what it
+ * kept), so that our copy holds every object as of that version. An object
+ * one of whose entries cannot be undone (no stash of it here) is lost
+ * instead: added to miss and x->oids (the ack tells the primary). Then drop
+ * the stashes the new log does not need. Into t.
+ */
+static int
+log_undo(struct pg *pg, struct os_txn *t, const Cairn__Osd__PgNotify *n, struct oset *miss,
+	 struct tgt_ctx *x)
+{
+	struct undo_keep k = { .n = n, .to = { UINT64_MAX, UINT64_MAX } };
+	struct oset lost = { 0 };
+	unsigned undone = 0;
+	int rc = 0;
+
+	if (n->rollback)
+		ver_from_pb(n->rollback_to, &k.to);
+	for (size_t i = pg->log_n; i-- > 0 && !rc;) {
+		const struct pg_lent *e = pg_log_at(pg, i);
+
+		if (osd_ver_cmp(&e->ver, &k.to) <= 0)
+			break;
+		if (oset_get(&lost, e->oid))
+			continue;
+		rc = pg_undo_entry(pg, t, e);
+		if (rc == -ENOENT) {
+			CM_WARN("%s: cannot undo %" PRIu64 ".%" PRIu64 " of %s (no stash of it "
+				"here): the object is rebuilt instead",
+				pg->cid, e->ver.epoch, e->ver.seq, e->oid);
+			rc = oset_put(&lost, e->oid, 0);
+			if (!rc && !oset_get(miss, e->oid))
+				rc = oset_put(miss, e->oid, 0);
+			if (!rc) {
+				char **no = realloc(x->oids, (x->noids + 1) * sizeof(*no));
+
+				if (no)
+					x->oids = no;
+				if (!no || !(no[x->noids] = strdup(e->oid)))
+					rc = -ENOMEM;
+				else
+					x->noids++;
+			}
+			continue;
+		}
+		undone++;
+	}
+	oset_clear(&lost);
+	if (!rc)
+		rc = pg_stash_prune(pg, t, undo_keep, &k);
+	if (!rc && (undone || x->noids))
+		CM_NOTICE("%s: undid %u changes newer than %" PRIu64 ".%" PRIu64
+			  " (never acknowledged), %zu objects to rebuild",
+			  pg->cid, undone, k.to.epoch, k.to.seq, x->noids);
+	return rc;
 }
 
 static void
@@ -2151,7 +2379,15 @@ log_apply(struct osd *o, struct cm_conn *c, const Cairn__Osd__PgNotify *n)
 	if (!rc)
 		rc = os_txn_create(&t);
 	if (!rc)
+		rc = log_undo(pg, t, n, &miss, x);
+	if (!rc)
 		rc = log_txn(pg, t, &pi, n->log, n->n_log, n->missing, n->n_missing);
+	for (size_t i = 0; i < x->noids && !rc; i++) {
+		uint8_t k[OSD_NAME_MAX + 1];
+
+		rc = os_txn_omap_set(t, pg->cid, PGMETA, k, missing_key(x->oids[i], k), "", 0);
+	}
+	x->report = x->noids > 0;
 	if (rc) {
 		oset_clear(&miss);
 		os_txn_destroy(t);

@@ -473,20 +473,28 @@ omap_range(char *a, size_t *al, char *b, size_t *bl, uint64_t nid)
 	*bl = os_key_omap(b, nid + 1, NULL, 0);
 }
 
+/* Drop p's omap entries (committed ones by a range delete). */
 static int
-do_remove(struct pctx *c, struct pobj *p)
+omap_clear(struct pctx *c, struct pobj *p)
 {
 	char a[16], b[16];
 	size_t al, bl;
+
+	omap_range(a, &al, b, &bl, p->on->nid);
+	rocksdb_writebatch_delete_range(c->t->wb, a, al, b, bl);
+	c->t->range_deletes = true;
+	return ovl_add(c, p->on->nid, OP_OMAP_CLEAR, NULL, 0, NULL, 0);
+}
+
+static int
+do_remove(struct pctx *c, struct pobj *p)
+{
 	int rc = os_onode_punch(p->on, 0, UINT64_MAX / 2, &c->t->frees, &c->t->nfrees,
 				&c->t->capfrees);
 
 	if (rc)
 		return rc;
-	omap_range(a, &al, b, &bl, p->on->nid);
-	rocksdb_writebatch_delete_range(c->t->wb, a, al, b, bl);
-	c->t->range_deletes = true;
-	rc = ovl_add(c, p->on->nid, OP_OMAP_CLEAR, NULL, 0, NULL, 0);
+	rc = omap_clear(c, p);
 	if (rc)
 		return rc;
 	os_onode_free(p->on);
@@ -728,6 +736,39 @@ attr_set(struct os_onode *on, const char *name, const uint8_t *val, size_t len)
 	return 0;
 }
 
+/* oid's entry again (get_obj may move the array). */
+static struct pobj *
+find_obj(struct pctx *c, const char *cid, const char *oid)
+{
+	char key[2 * OS_NAME_MAX + 4];
+	size_t klen = os_key_onode(key, cid, oid);
+
+	for (size_t i = 0; i < c->nobjs; i++)
+		if (c->objs[i].klen == klen && !memcmp(c->objs[i].key, key, klen))
+			return &c->objs[i];
+	return NULL;
+}
+
+/* p's attributes, omap header and (omap) its omap to q (which has none of them). */
+static int
+copy_meta(struct pctx *c, struct pobj *p, struct pobj *q, bool omap)
+{
+	int rc = 0;
+
+	for (size_t i = 0; !rc && i < p->on->nattrs; i++)
+		rc = attr_set(q->on, p->on->attrs[i].name, p->on->attrs[i].val,
+			      p->on->attrs[i].len);
+	if (!rc && p->on->hdrlen) {
+		q->on->hdr = malloc(p->on->hdrlen);
+		if (!q->on->hdr)
+			return -ENOMEM;
+		memcpy(q->on->hdr, p->on->hdr, p->on->hdrlen);
+		q->on->hdrlen = p->on->hdrlen;
+	}
+	q->dirty = true;
+	return rc || !omap ? rc : copy_omap(c, p->on->nid, q->on->nid);
+}
+
 static int
 apply_op(struct pctx *c, const struct os_op *op)
 {
@@ -795,36 +836,78 @@ apply_op(struct pctx *c, const struct os_op *op)
 		rc = get_obj(c, op->cid, op->oid, false, &p);
 		return rc ? rc : do_remove(c, p);
 	case OP_CLONE:
+	case OP_STASH:
 		rc = get_obj(c, op->cid, op->oid, false, &p);
 		if (rc)
 			return rc;
 		rc = get_obj(c, op->cid, op->oid2, true, &q);
 		if (rc)
 			return rc;
-		/* The destination starts over: a new object with the source's everything. */
+		/* The destination starts over: a new object with the source's everything
+		 * (a stash: but the data outside [off, off + len)). */
 		rc = do_remove(c, q);
 		if (rc)
 			return rc;
 		rc = get_obj(c, op->cid, op->oid2, true, &q);
 		if (rc)
 			return rc;
-		for (size_t i = 0; i < c->nobjs; i++)
-			if (c->objs[i].klen == os_key_onode(key, op->cid, op->oid) &&
-			    !memcmp(c->objs[i].key, key, c->objs[i].klen))
-				p = &c->objs[i];
-		rc = copy_data(c, p, 0, p->on->size, q, 0);
-		for (size_t i = 0; !rc && i < p->on->nattrs; i++)
-			rc = attr_set(q->on, p->on->attrs[i].name, p->on->attrs[i].val,
-				      p->on->attrs[i].len);
-		if (!rc && p->on->hdrlen) {
-			q->on->hdr = malloc(p->on->hdrlen);
-			if (!q->on->hdr)
-				return -ENOMEM;
-			memcpy(q->on->hdr, p->on->hdr, p->on->hdrlen);
-			q->on->hdrlen = p->on->hdrlen;
-		}
+		p = find_obj(c, op->cid, op->oid);
+		if (op->type == OP_CLONE)
+			rc = copy_data(c, p, 0, p->on->size, q, 0);
+		else if (op->off < p->on->size)
+			rc = copy_data(c, p, op->off, CM_MIN(op->len, p->on->size - op->off), q,
+				       op->off);
+		if (!rc)
+			rc = copy_meta(c, p, q, op->type == OP_CLONE);
 		q->on->size = p->on->size;
-		return rc ? rc : copy_omap(c, p->on->nid, q->on->nid);
+		return rc;
+	case OP_UNSTASH:
+		rc = get_obj(c, op->cid, op->oid, false, &p);
+		if (rc)
+			return rc;
+		rc = get_obj(c, op->cid, op->oid2, true, &q);
+		if (rc)
+			return rc;
+		p = find_obj(c, op->cid, op->oid);
+		/* dst takes the stash's attributes, omap header and size, and its
+		 * bytes of [off, off + len); the stash goes. */
+		for (size_t i = 0; i < q->on->nattrs; i++) {
+			free(q->on->attrs[i].name);
+			free(q->on->attrs[i].val);
+		}
+		free(q->on->attrs);
+		q->on->attrs = NULL;
+		q->on->nattrs = 0;
+		free(q->on->hdr);
+		q->on->hdr = NULL;
+		q->on->hdrlen = 0;
+		rc = copy_meta(c, p, q, false);
+		if (!rc && op->len)
+			rc = copy_data(c, p, op->off, op->len, q, op->off);
+		if (!rc)
+			rc = do_truncate(c, q, p->on->size);
+		return rc ? rc : do_remove(c, p);
+	case OP_RENAME:
+		rc = get_obj(c, op->cid, op->oid, false, &p);
+		if (rc)
+			return rc;
+		rc = get_obj(c, op->cid, op->oid2, true, &q);
+		if (rc)
+			return rc;
+		rc = do_remove(c, q);
+		if (rc)
+			return rc;
+		/* The onode moves: same blocks, same nid (so the same omap). */
+		p = find_obj(c, op->cid, op->oid);
+		q->on = p->on;
+		p->on = NULL;
+		p->dirty = q->dirty = true;
+		return 0;
+	case OP_REMOVE_ANY:
+		rc = get_obj(c, op->cid, op->oid, false, &p);
+		if (rc == -ENOENT && coll_exists(c, op->cid))
+			return 0;
+		return rc ? rc : do_remove(c, p);
 	case OP_CLONE_RANGE:
 		rc = get_obj(c, op->cid, op->oid, false, &p);
 		if (rc)
@@ -832,10 +915,7 @@ apply_op(struct pctx *c, const struct os_op *op)
 		rc = get_obj(c, op->cid, op->oid2, true, &q);
 		if (rc)
 			return rc;
-		for (size_t i = 0; i < c->nobjs; i++)
-			if (c->objs[i].klen == os_key_onode(key, op->cid, op->oid) &&
-			    !memcmp(c->objs[i].key, key, c->objs[i].klen))
-				p = &c->objs[i];
+		p = find_obj(c, op->cid, op->oid);
 		return copy_data(c, p, op->off, op->len, q, op->off2);
 	case OP_SETATTR:
 		rc = get_obj(c, op->cid, op->oid, true, &p);

@@ -75,6 +75,10 @@ enum os_op_type {
 	OP_OMAP_RM_RANGE,
 	OP_OMAP_CLEAR,
 	OP_OMAP_HEADER,
+	OP_STASH,
+	OP_UNSTASH,
+	OP_RENAME,
+	OP_REMOVE_ANY,
 };
 
 struct os_op {

@@ -270,6 +270,54 @@ os_txn_clone(struct os_txn *t, const char *cid, const char *src, const char *dst
 	return 0;
 }
 
+/* src, dst: STASH, UNSTASH or RENAME; off, len for the first two. */
+static int
+two_obj_op(struct os_txn *t, enum os_op_type type, const char *cid, const char *src,
+	   const char *dst, uint64_t off, uint64_t len)
+{
+	struct os_op *op;
+
+	if (!src || !good_name(dst) || strcmp(src, dst) == 0)
+		return -EINVAL;
+	if (off + len < off || off + len > OS_MAX_OBJ_BYTES)
+		return -EFBIG;
+	op = add_op(t, type, cid, src);
+	if (!op)
+		return -EINVAL;
+	op->off = off;
+	op->len = len;
+	op->oid2 = strdup(dst);
+	if (!op->oid2)
+		return drop_last(t);
+	return 0; /* no barrier: they copy no omap (data comes through the pending map) */
+}
+
+int
+os_txn_stash(struct os_txn *t, const char *cid, const char *src, const char *dst, uint64_t off,
+	     uint64_t len)
+{
+	return two_obj_op(t, OP_STASH, cid, src, dst, off, len);
+}
+
+int
+os_txn_unstash(struct os_txn *t, const char *cid, const char *stash, const char *dst, uint64_t off,
+	       uint64_t len)
+{
+	return two_obj_op(t, OP_UNSTASH, cid, stash, dst, off, len);
+}
+
+int
+os_txn_rename(struct os_txn *t, const char *cid, const char *src, const char *dst)
+{
+	return two_obj_op(t, OP_RENAME, cid, src, dst, 0, 0);
+}
+
+int
+os_txn_remove_any(struct os_txn *t, const char *cid, const char *oid)
+{
+	return add_op(t, OP_REMOVE_ANY, cid, oid) ? 0 : -EINVAL;
+}
+
 int
 os_txn_setattr(struct os_txn *t, const char *cid, const char *oid, const char *name,
 	       const void *val, size_t len)

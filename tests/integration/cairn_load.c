@@ -11,6 +11,8 @@
  *   cairn_load thrash -c CONF --pool P --prefix X --count N --seconds S [--threads T]
  *   cairn_load model  -c CONF --pool P --prefix X --count N --gen OPS [--save DIR]
  *   cairn_load mcheck -c CONF --pool P --prefix X --count N --save DIR
+ *   cairn_load op     -c CONF --pool P --name O --do write|append|writefull|truncate|remove
+ *                     [--off OFF] [--len SIZE] [--file F]
  *
  * write/verify use T threads too (default 4), each taking every T-th object.
  * thrash: T threads, each owning its share of the N objects, write new
@@ -23,6 +25,8 @@
  * unaligned offsets on N objects, checked against an in-memory model after
  * each op; --save keeps the final contents so mcheck can check them later.
  * --omap 0 leaves omap out (EC pools refuse it). The last line is JSON.
+ * op: one change of object O with the bytes of file F (write at OFF,
+ * append, writefull), truncate to SIZE, or remove; prints its result.
  */
 #include "cairn.h"
 #include "testlib.h"
@@ -42,6 +46,8 @@ static uint64_t g_gen = 1, g_max = 1 << 20, g_timeout = 60000;
 static bool g_omap = true; /* --omap 0: data and xattrs only (EC pools refuse omap) */
 static const char *g_save; /* model: the final contents go to files here; mcheck reads them */
 static cairn_cluster_t *g_cl;
+static const char *g_name, *g_do, *g_file; /* op */
+static uint64_t g_off, g_len;
 
 static uint64_t
 seed_of(const char *name, uint64_t gen)
@@ -642,6 +648,66 @@ run_model(void)
 	return bad ? 1 : 0;
 }
 
+static int
+run_op(void)
+{
+	cairn_ioctx_t *io = NULL;
+	cairn_op_t *op = cairn_op_create();
+	uint8_t *data = NULL;
+	size_t n = 0;
+	int rc;
+
+	if (!op || !g_name || !g_do) {
+		fprintf(stderr, "cairn_load: op needs --name and --do\n");
+		cairn_op_release(op);
+		return 2;
+	}
+	if (g_file) {
+		FILE *f = fopen(g_file, "rb");
+		long len = -1;
+
+		if (f && fseek(f, 0, SEEK_END) == 0)
+			len = ftell(f);
+		data = len >= 0 ? malloc((size_t)len + 1) : NULL;
+		if (!f || !data || fseek(f, 0, SEEK_SET) ||
+		    fread(data, 1, (size_t)len, f) != (size_t)len) {
+			fprintf(stderr, "cairn_load: cannot read %s\n", g_file);
+			if (f)
+				fclose(f);
+			free(data);
+			cairn_op_release(op);
+			return 2;
+		}
+		fclose(f);
+		n = (size_t)len;
+	}
+	if (!strcmp(g_do, "write"))
+		cairn_op_write(op, g_off, data, n);
+	else if (!strcmp(g_do, "append"))
+		cairn_op_append(op, data, n);
+	else if (!strcmp(g_do, "writefull"))
+		cairn_op_write_full(op, data, n);
+	else if (!strcmp(g_do, "truncate"))
+		cairn_op_truncate(op, g_len);
+	else if (!strcmp(g_do, "remove"))
+		cairn_op_remove(op);
+	else {
+		fprintf(stderr, "cairn_load: unknown --do %s\n", g_do);
+		free(data);
+		cairn_op_release(op);
+		return 2;
+	}
+	rc = cairn_ioctx_create(g_cl, g_pool, &io);
+	if (!rc)
+		rc = cairn_operate(io, g_name, op, NULL);
+	printf("{\"op\":\"%s\",\"name\":\"%s\",\"rc\":%d}\n", g_do, g_name, rc);
+	if (io)
+		cairn_ioctx_destroy(io);
+	cairn_op_release(op);
+	free(data);
+	return rc ? 1 : 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -677,17 +743,28 @@ main(int argc, char **argv)
 			g_timeout = strtoull(v, NULL, 10);
 		else if (!strcmp(k, "--save"))
 			g_save = v;
+		else if (!strcmp(k, "--name"))
+			g_name = v;
+		else if (!strcmp(k, "--do"))
+			g_do = v;
+		else if (!strcmp(k, "--file"))
+			g_file = v;
+		else if (!strcmp(k, "--off"))
+			g_off = strtoull(v, NULL, 10);
+		else if (!strcmp(k, "--len"))
+			g_len = strtoull(v, NULL, 10);
 		else {
 			fprintf(stderr, "cairn_load: unknown option %s\n", k);
 			return 2;
 		}
 	}
 	if (strcmp(mode, "write") && strcmp(mode, "verify") && strcmp(mode, "thrash") &&
-	    strcmp(mode, "model") && strcmp(mode, "mcheck")) {
+	    strcmp(mode, "model") && strcmp(mode, "mcheck") && strcmp(mode, "op")) {
 		fprintf(stderr,
-			"usage: cairn_load write|verify|thrash|model|mcheck -c CONF [--pool P] "
+			"usage: cairn_load write|verify|thrash|model|mcheck|op -c CONF [--pool P] "
 			"[--prefix X] [--first F] [--count N] [--gen G] [--max-size B] [--threads T] "
-			"[--seconds S] [--omap 0|1] [--timeout MS] [--save DIR]\n");
+			"[--seconds S] [--omap 0|1] [--timeout MS] [--save DIR] [--name O --do D "
+			"[--off OFF] [--len SIZE] [--file F]]\n");
 		return 2;
 	}
 	if (!g_threads || g_max > (1ull << 30)) {
@@ -709,7 +786,8 @@ main(int argc, char **argv)
 	}
 	if (g_mcheck)
 		g_gen = 0;
-	rc = !strcmp(mode, "thrash") ? run_thrash()
+	rc = !strcmp(mode, "op")       ? run_op()
+	     : !strcmp(mode, "thrash") ? run_thrash()
 	     : !strcmp(mode, "model") || !strcmp(mode, "mcheck")
 		     ? run_model()
 		     : run_write_verify(!strcmp(mode, "verify"));

@@ -92,9 +92,19 @@ enum osd_txop {
 	OSD_TX_OMAP_RM_RANGE = 10,
 	OSD_TX_OMAP_CLEAR = 11,
 	OSD_TX_OMAP_SET_HEADER = 12,
+	OSD_TX_STASH = 13,  /* EC: keep the old state for a rollback (see osd_undo) */
+	OSD_TX_RENAME = 14, /* EC: the object becomes its entry's stash (a remove) */
 };
 
 enum osd_log_op { OSD_LOG_MODIFY = 1, OSD_LOG_DELETE = 2 };
+
+/* LogEntry.undo: how a shard of an EC PG undoes an entry. */
+enum osd_undo {
+	OSD_UNDO_NONE = 0,   /* cannot (replicated pools) */
+	OSD_UNDO_CREATE = 1, /* remove the object: it did not exist before */
+	OSD_UNDO_STASH = 2,  /* unstash: old size, attributes, bytes of [undo_off, +undo_len) */
+	OSD_UNDO_RENAME = 3, /* rename the stash back: the entry removed the object */
+};
 
 /* OsdOp.flags */
 enum osd_op_flags {

@@ -89,6 +89,22 @@ int os_txn_remove(struct os_txn *t, const char *cid, const char *oid);
 int os_txn_clone(struct os_txn *t, const char *cid, const char *src, const char *dst);
 int os_txn_clone_range(struct os_txn *t, const char *cid, const char *src, uint64_t src_off,
 		       uint64_t len, const char *dst, uint64_t dst_off);
+/*
+ * Rollback support (EC overwrites; for objects without omap: neither copies
+ * omap entries). stash: dst becomes a new object with src's size,
+ * attributes and omap header, and src's bytes of [off, off + len)
+ * (elsewhere holes). unstash: dst (made if missing) takes the stash's
+ * attributes, omap header and size and its bytes of [off, off + len),
+ * keeping its own elsewhere; the stash is removed.
+ * rename: src's object becomes dst (replacing it), without copying data.
+ * remove_any: remove oid if it exists.
+ */
+int os_txn_stash(struct os_txn *t, const char *cid, const char *src, const char *dst, uint64_t off,
+		 uint64_t len);
+int os_txn_unstash(struct os_txn *t, const char *cid, const char *stash, const char *dst,
+		   uint64_t off, uint64_t len);
+int os_txn_rename(struct os_txn *t, const char *cid, const char *src, const char *dst);
+int os_txn_remove_any(struct os_txn *t, const char *cid, const char *oid);
 int os_txn_setattr(struct os_txn *t, const char *cid, const char *oid, const char *name,
 		   const void *val, size_t len);
 int os_txn_rmattr(struct os_txn *t, const char *cid, const char *oid, const char *name);

@@ -540,6 +540,99 @@ START_TEST(test_clone)
 
 END_TEST
 
+/* The rollback ops EC overwrites use: stash, unstash, rename, remove_any. */
+START_TEST(test_stash_unstash_rename)
+{
+	static uint8_t a[300000], b[300000], want[300000];
+	struct os_txn *t;
+	struct os_kv kv;
+	struct os_stat st;
+
+	mkcoll();
+	cm_test_fill(a, sizeof(a), 5);
+	cm_test_fill(b, sizeof(b), 6);
+	t = txn();
+	ck_assert_int_eq(os_txn_write(t, "c", "o", 0, a, sizeof(a)), 0);
+	ck_assert_int_eq(os_txn_setattr(t, "c", "o", "v", "old", 3), 0);
+	ck_assert_int_eq(os_txn_setattr(t, "c", "o", "_x", "keep", 4), 0);
+	ck_assert_int_eq(apply(t), 0);
+	/* An overwrite of [10000, 150000) that also grows the object, drops
+	 * attribute _x and changes v: the stash keeps what it destroys. */
+	t = txn();
+	ck_assert_int_eq(os_txn_stash(t, "c", "o", "\x01r1", 8192, 143360), 0);
+	ck_assert_int_eq(os_txn_write(t, "c", "o", 10000, b, 140000), 0);
+	ck_assert_int_eq(os_txn_write(t, "c", "o", 300000, b, 5000), 0);
+	ck_assert_int_eq(os_txn_setattr(t, "c", "o", "v", "new!", 4), 0);
+	ck_assert_int_eq(os_txn_rmattr(t, "c", "o", "_x"), 0);
+	ck_assert_int_eq(apply(t), 0);
+	ck_assert_int_eq(os_stat(g_s, "c", "\x01r1", &st), 0);
+	ck_assert_uint_eq(st.size, sizeof(a));
+	memcpy(want, a, sizeof(a));
+	memcpy(want + 10000, b, 140000);
+	ck_assert_int_eq(os_stat(g_s, "c", "o", &st), 0);
+	ck_assert_uint_eq(st.size, 305000);
+	/* Undo: back to exactly the old object; the stash is gone. */
+	t = txn();
+	ck_assert_int_eq(os_txn_unstash(t, "c", "\x01r1", "o", 8192, 143360), 0);
+	ck_assert_int_eq(apply(t), 0);
+	check_obj("o", a, sizeof(a));
+	ck_assert_int_eq(os_getattr(g_s, "c", "o", "v", &kv), 0);
+	ck_assert_uint_eq(kv.vlen, 3);
+	ck_assert_int_eq(memcmp(kv.val, "old", 3), 0);
+	free(kv.key);
+	free(kv.val);
+	ck_assert_int_eq(os_getattr(g_s, "c", "o", "_x", &kv), 0);
+	free(kv.key);
+	free(kv.val);
+	ck_assert_int_eq(os_stat(g_s, "c", "\x01r1", &st), -ENOENT);
+	/* Stash, overwrite and unstash in one transaction: a no-op. Then a
+	 * shrink undone: the cut bytes come back. */
+	t = txn();
+	ck_assert_int_eq(os_txn_stash(t, "c", "o", "\x01r2", 0, 300000), 0);
+	ck_assert_int_eq(os_txn_write(t, "c", "o", 0, b, 4096), 0);
+	ck_assert_int_eq(os_txn_unstash(t, "c", "\x01r2", "o", 0, 300000), 0);
+	ck_assert_int_eq(apply(t), 0);
+	check_obj("o", a, sizeof(a));
+	t = txn();
+	ck_assert_int_eq(os_txn_stash(t, "c", "o", "\x01r3", 100000, 200000), 0);
+	ck_assert_int_eq(os_txn_truncate(t, "c", "o", 100000), 0);
+	ck_assert_int_eq(apply(t), 0);
+	t = txn();
+	ck_assert_int_eq(os_txn_unstash(t, "c", "\x01r3", "o", 100000, 200000), 0);
+	ck_assert_int_eq(apply(t), 0);
+	check_obj("o", a, sizeof(a));
+	/* Rename moves without copying; the destination is replaced; undo by
+	 * renaming back. An object removed and re-made is undone the same way. */
+	write_obj("other", 0, "x", 1);
+	t = txn();
+	ck_assert_int_eq(os_txn_rename(t, "c", "o", "other"), 0);
+	ck_assert_int_eq(apply(t), 0);
+	ck_assert_int_eq(os_stat(g_s, "c", "o", &st), -ENOENT);
+	check_obj("other", a, sizeof(a));
+	t = txn();
+	ck_assert_int_eq(os_txn_rename(t, "c", "other", "o"), 0);
+	ck_assert_int_eq(os_txn_write(t, "c", "other", 0, b, 100), 0);
+	ck_assert_int_eq(os_txn_remove_any(t, "c", "other"), 0);
+	ck_assert_int_eq(os_txn_remove_any(t, "c", "never"), 0);
+	ck_assert_int_eq(apply(t), 0);
+	check_obj("o", a, sizeof(a));
+	ck_assert_int_eq(os_stat(g_s, "c", "other", &st), -ENOENT);
+	/* Errors: a missing source, a missing collection, a name clash. */
+	t = txn();
+	ck_assert_int_eq(os_txn_unstash(t, "c", "\x01nope", "o", 0, 4096), 0);
+	ck_assert_int_eq(apply(t), -ENOENT);
+	t = txn();
+	ck_assert_int_eq(os_txn_remove_any(t, "nocoll", "o"), 0);
+	ck_assert_int_eq(apply(t), -ENOENT);
+	t = txn();
+	ck_assert_int_eq(os_txn_rename(t, "c", "o", "o"), -EINVAL);
+	os_txn_destroy(t);
+	check_obj("o", a, sizeof(a));
+	fsck_clean(true);
+}
+
+END_TEST
+
 START_TEST(test_checksum_catches_corruption)
 {
 	static uint8_t a[65536];
@@ -762,6 +855,7 @@ main(void)
 	tcase_add_test(tc, test_collection_stats);
 	tcase_add_test(tc, test_attrs_and_omap);
 	tcase_add_test(tc, test_clone);
+	tcase_add_test(tc, test_stash_unstash_rename);
 	tcase_add_test(tc, test_checksum_catches_corruption);
 	tcase_add_test(tc, test_mount_refusals);
 	tcase_add_checked_fixture(small, setup_small, teardown);
