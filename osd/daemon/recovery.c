@@ -251,7 +251,9 @@ ec_plan_rollback(struct pg *pg, int t, const struct lview *tv, const struct osd_
 			continue;
 		}
 		if (!ec_unacked(pg, t, &v, sent, nsent)) {
-			CM_WARN("%s: osd.%d's change %" PRIu64 ".%" PRIu64 " of %s is on too few "
+			CM_LOG_RL(
+				CM_LOG_WARN,
+				"%s: osd.%d's change %" PRIu64 ".%" PRIu64 " of %s is on too few "
 				"shards here, but may have been acknowledged: waiting for more of "
 				"the shards it was written to",
 				pg->cid, pg->slot_osd[t], v.epoch, v.seq, oid);
