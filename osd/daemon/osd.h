@@ -126,6 +126,7 @@ struct pg {
 	uint64_t last_epoch_started;
 	struct pg_lent *log; /* ring */
 	size_t log_cap, log_head, log_n;
+	bool log_gap;                  /* the store may hold entries the ring lost: trim by range */
 	bool incomplete;               /* our copy is being backfilled */
 	struct oset missing;           /* objects our copy lacks (durable as 'm' keys in PGMETA) */
 	uint64_t push_epoch, push_gen; /* the plan whose pushes we take (its PG_LOG came) */

@@ -130,6 +130,7 @@ pg_log_append(struct pg *pg, const Cairn__Osd__LogEntry *le)
 	struct pg_lent *e;
 
 	if (pg->log_n == pg->log_cap) {
+		pg->log_gap = true; /* its key stays in the store until a trim */
 		lent_clear(pg_log_at(pg, 0));
 		pg->log_head = (pg->log_head + 1) % pg->log_cap;
 		pg->log_n--;
@@ -149,6 +150,7 @@ pg_log_append(struct pg *pg, const Cairn__Osd__LogEntry *le)
 		e->sent_to = malloc(le->n_sent_to * sizeof(*e->sent_to));
 		if (!e->sent_to) {
 			lent_clear(e);
+			pg->log_gap = true;
 			return -ENOMEM;
 		}
 		memcpy(e->sent_to, le->sent_to, le->n_sent_to * sizeof(*e->sent_to));
@@ -156,6 +158,7 @@ pg_log_append(struct pg *pg, const Cairn__Osd__LogEntry *le)
 	}
 	if (!e->oid || !e->client) {
 		lent_clear(e);
+		pg->log_gap = true;
 		return -ENOMEM;
 	}
 	pg->log_n++;
@@ -770,13 +773,30 @@ txn_add_log(struct pg *pg, struct os_txn *t, const Cairn__Osd__LogEntry *le,
 	cairn__osd__log_entry__pack(le, lebuf);
 	rc = os_txn_omap_set(t, pg->cid, PGMETA, k, sizeof(k), lebuf, n);
 	free(lebuf);
-	if (!rc && trim_to && trim_to->seq) {
+	if (!rc && trim_to && trim_to->seq && !pg->log_gap) {
+		/* Point deletes of the entries we hold: a range delete would
+		 * leave a range tombstone that every later get in the KV's
+		 * memtable has to fragment again (RocksDB 7), slowing all reads
+		 * of metadata as the memtable fills. */
+		for (size_t i = 0; i < pg->log_n && !rc; i++) {
+			const struct pg_lent *e = pg_log_at(pg, i);
+			uint8_t ek[LOGKEY_LEN];
+
+			if (osd_ver_cmp(&e->ver, trim_to) > 0)
+				break;
+			log_key(&e->ver, ek);
+			rc = os_txn_omap_rm(t, pg->cid, PGMETA, ek, sizeof(ek));
+		}
+	} else if (!rc && trim_to && trim_to->seq) {
+		/* Some entries in the store are not in memory: all of them. */
 		uint8_t first[LOGKEY_LEN] = { 'l' }, last[LOGKEY_LEN];
 		struct osd_ver end = { trim_to->epoch, trim_to->seq + 1 };
 
 		log_key(&end, last);
 		rc = os_txn_omap_rm_range(t, pg->cid, PGMETA, first, sizeof(first), last,
 					  sizeof(last));
+		if (!rc)
+			pg->log_gap = false;
 	}
 	if (rc)
 		return rc;

@@ -10,8 +10,10 @@ os_onode_new(uint64_t nid)
 {
 	struct os_onode *o = calloc(1, sizeof(*o));
 
-	if (o)
+	if (o) {
 		o->nid = nid;
+		o->no_omap = true; /* (decode overrides it: older onodes say nothing) */
+	}
 	return o;
 }
 
@@ -51,6 +53,7 @@ os_onode_dup(const struct os_onode *s)
 		return NULL;
 	o->size = s->size;
 	o->version = s->version;
+	o->no_omap = s->no_omap;
 	o->ext = calloc(s->next + 1, sizeof(*o->ext));
 	o->attrs = calloc(s->nattrs + 1, sizeof(*o->attrs));
 	o->hdr = memdup(s->hdr, s->hdrlen);
@@ -93,6 +96,7 @@ os_onode_decode(const void *buf, size_t len, struct os_onode **op)
 		goto nomem;
 	o->size = pb->size;
 	o->version = pb->version;
+	o->no_omap = pb->no_omap;
 	o->ext = calloc(pb->n_extents + 1, sizeof(*o->ext));
 	o->attrs = calloc(pb->n_attrs + 1, sizeof(*o->attrs));
 	o->hdr = memdup(pb->omap_header.data, pb->omap_header.len);
@@ -175,6 +179,7 @@ os_onode_encode(const struct os_onode *o, uint8_t **buf, size_t *len)
 	pb.attrs = ap;
 	pb.omap_header.data = o->hdr;
 	pb.omap_header.len = o->hdrlen;
+	pb.no_omap = o->no_omap;
 	*len = cairn__store__onode__get_packed_size(&pb);
 	*buf = malloc(*len ? *len : 1);
 	if (!*buf)

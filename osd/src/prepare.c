@@ -480,9 +480,13 @@ omap_clear(struct pctx *c, struct pobj *p)
 	char a[16], b[16];
 	size_t al, bl;
 
+	if (p->on->no_omap)
+		return 0; /* no key to delete: no range tombstone for every later get to skip */
 	omap_range(a, &al, b, &bl, p->on->nid);
 	rocksdb_writebatch_delete_range(c->t->wb, a, al, b, bl);
 	c->t->range_deletes = true;
+	p->on->no_omap = true;
+	p->dirty = true;
 	return ovl_add(c, p->on->nid, OP_OMAP_CLEAR, NULL, 0, NULL, 0);
 }
 
@@ -736,6 +740,18 @@ attr_set(struct os_onode *on, const char *name, const uint8_t *val, size_t len)
 	return 0;
 }
 
+/* dst starts over (clone, stash, rename): remove it if it exists. */
+static int
+dst_clear(struct pctx *c, const char *cid, const char *oid)
+{
+	struct pobj *q;
+	int rc = get_obj(c, cid, oid, false, &q);
+
+	if (rc == -ENOENT && coll_exists(c, cid))
+		return 0;
+	return rc ? rc : do_remove(c, q);
+}
+
 /* oid's entry again (get_obj may move the array). */
 static struct pobj *
 find_obj(struct pctx *c, const char *cid, const char *oid)
@@ -766,7 +782,10 @@ copy_meta(struct pctx *c, struct pobj *p, struct pobj *q, bool omap)
 		q->on->hdrlen = p->on->hdrlen;
 	}
 	q->dirty = true;
-	return rc || !omap ? rc : copy_omap(c, p->on->nid, q->on->nid);
+	if (rc || !omap)
+		return rc;
+	q->on->no_omap = p->on->no_omap;
+	return p->on->no_omap ? 0 : copy_omap(c, p->on->nid, q->on->nid);
 }
 
 static int
@@ -840,12 +859,9 @@ apply_op(struct pctx *c, const struct os_op *op)
 		rc = get_obj(c, op->cid, op->oid, false, &p);
 		if (rc)
 			return rc;
-		rc = get_obj(c, op->cid, op->oid2, true, &q);
-		if (rc)
-			return rc;
 		/* The destination starts over: a new object with the source's everything
 		 * (a stash: but the data outside [off, off + len)). */
-		rc = do_remove(c, q);
+		rc = dst_clear(c, op->cid, op->oid2);
 		if (rc)
 			return rc;
 		rc = get_obj(c, op->cid, op->oid2, true, &q);
@@ -891,12 +907,12 @@ apply_op(struct pctx *c, const struct os_op *op)
 		rc = get_obj(c, op->cid, op->oid, false, &p);
 		if (rc)
 			return rc;
-		rc = get_obj(c, op->cid, op->oid2, true, &q);
+		rc = dst_clear(c, op->cid, op->oid2);
+		if (!rc)
+			rc = get_obj(c, op->cid, op->oid2, true, &q);
 		if (rc)
 			return rc;
-		rc = do_remove(c, q);
-		if (rc)
-			return rc;
+		os_onode_free(q->on); /* the fresh onode get_obj made */
 		/* The onode moves: same blocks, same nid (so the same omap). */
 		p = find_obj(c, op->cid, op->oid);
 		q->on = p->on;
@@ -960,6 +976,7 @@ apply_op(struct pctx *c, const struct os_op *op)
 		}
 		if (op->klen > 65536)
 			return -ENAMETOOLONG;
+		p->on->no_omap = false;
 		{
 			char *k = malloc(9 + op->klen);
 
@@ -979,6 +996,8 @@ apply_op(struct pctx *c, const struct os_op *op)
 			return rc;
 		if (op->klen > 65536 || op->dlen > 65536)
 			return -ENAMETOOLONG;
+		if (p->on->no_omap)
+			return 0; /* nothing to remove */
 		{
 			char *a = malloc(9 + CM_MAX(op->klen, op->dlen)),
 			     *b = malloc(9 + CM_MAX(op->klen, op->dlen));
@@ -1003,6 +1022,8 @@ apply_op(struct pctx *c, const struct os_op *op)
 				omap_range(k2, &k2l, a, &al, p->on->nid);
 				rocksdb_writebatch_delete_range(t->wb, k2, k2l, a, al);
 				t->range_deletes = true;
+				p->on->no_omap = true;
+				p->dirty = true;
 			}
 			free(a);
 			free(b);

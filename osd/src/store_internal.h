@@ -34,6 +34,7 @@ struct os_onode {
 	size_t nattrs;
 	uint8_t *hdr;
 	size_t hdrlen;
+	bool no_omap; /* no omap key under nid: a remove or clear needs no range delete */
 };
 
 struct os_onode *os_onode_new(uint64_t nid);
