@@ -634,8 +634,8 @@ os_fsck(struct os_store *s, bool deep, struct os_fsck_report *rep)
 {
 	rocksdb_iterator_t *it = rocksdb_create_iterator(s->db, s->ro);
 	struct os_alloc *seen;
-	uint64_t *nids = NULL;
-	size_t nnids = 0, capn = 0;
+	uint64_t *nids = NULL, *quiet = NULL; /* quiet: objects with no omap */
+	size_t nnids = 0, capn = 0, nquiet = 0, capq = 0;
 	uint8_t *blk = aligned_alloc(4096, s->B);
 	char **colls = NULL;
 	size_t ncolls = 0;
@@ -702,6 +702,16 @@ os_fsck(struct os_store *s, bool deep, struct os_fsck_report *rep)
 		}
 		if (nnids < capn)
 			nids[nnids++] = on->nid;
+		if (on->no_omap && nquiet == capq) {
+			uint64_t *nq = realloc(quiet, sizeof(*nq) * (capq ? capq * 2 : 256));
+
+			if (nq) {
+				quiet = nq;
+				capq = capq ? capq * 2 : 256;
+			}
+		}
+		if (on->no_omap && nquiet < capq)
+			quiet[nquiet++] = on->nid;
 		for (size_t i = 0; i < on->next; i++) {
 			const struct os_xext *e = &on->ext[i];
 
@@ -756,9 +766,12 @@ os_fsck(struct os_store *s, bool deep, struct os_fsck_report *rep)
 			FSCK_ERR(rep, "%" PRIu64 " blocks in use but referenced by no object",
 				 leaked);
 	}
-	/* Omap keys of live objects only. */
+	/* Omap keys of live objects only, and not of those whose onode says
+	 * they have none (their removal would leave the keys behind). */
 	if (nids)
 		qsort(nids, nnids, sizeof(*nids), cmp_u64);
+	if (quiet)
+		qsort(quiet, nquiet, sizeof(*quiet), cmp_u64);
 	for (rocksdb_iter_seek(it, "M", 1); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
 		size_t kl;
 		const char *k = rocksdb_iter_key(it, &kl);
@@ -776,6 +789,10 @@ os_fsck(struct os_store *s, bool deep, struct os_fsck_report *rep)
 		if (!nids || !bsearch(&nid, nids, nnids, sizeof(*nids), cmp_u64))
 			FSCK_ERR(rep, "omap key of object id %" PRIu64 " which does not exist",
 				 nid);
+		else if (quiet && bsearch(&nid, quiet, nquiet, sizeof(*quiet), cmp_u64))
+			FSCK_ERR(rep,
+				 "omap key of object id %" PRIu64 " whose onode says it has none",
+				 nid);
 	}
 	rocksdb_iter_destroy(it);
 	os_alloc_destroy(seen);
@@ -783,6 +800,7 @@ os_fsck(struct os_store *s, bool deep, struct os_fsck_report *rep)
 		free(colls[i]);
 	free(colls);
 	free(nids);
+	free(quiet);
 	free(blk);
 	return 0;
 }
