@@ -15,7 +15,12 @@
 #include "cm/random.h"
 #include "cm/sock.h"
 
+#include <arpa/inet.h>
 #include <dirent.h>
+#include <netinet/in.h>
+#include <stdio.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <jansson.h>
 #include <fcntl.h>
 #include <libgen.h>
@@ -34,11 +39,51 @@ struct local {
 	bool json;
 };
 
+/* The first port the kernel hands out for bind(0) and connect(). */
+static unsigned
+ephemeral_low(void)
+{
+	FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+	unsigned lo = 32768;
+
+	if (f) {
+		if (fscanf(f, "%u", &lo) != 1)
+			lo = 32768;
+		fclose(f);
+	}
+	return lo;
+}
+
+/*
+ * A free loopback port for a daemon of the local cluster. Its ports stay in
+ * cairn.conf across down/up, so they come from below the kernel's ephemeral
+ * range: while the cluster is down, nothing that asks the kernel for a free
+ * port (another program's listener, any outgoing connection) takes one.
+ */
 static int
 free_port(void)
 {
+	unsigned lo = ephemeral_low();
 	uint16_t port;
 
+	for (int i = 0; lo > 20000 && i < 200; i++) {
+		struct sockaddr_in a = { .sin_family = AF_INET };
+		uint32_t r;
+		int fd, ok;
+
+		if (cm_random_bytes(&r, sizeof(r)))
+			break;
+		port = (uint16_t)(10000 + r % (lo - 10000));
+		a.sin_port = htons(port);
+		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+		if (fd < 0)
+			break;
+		ok = bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
+		close(fd);
+		if (ok)
+			return port;
+	}
 	return cm_sock_free_port("127.0.0.1", &port) ? -1 : port;
 }
 
