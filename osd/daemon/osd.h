@@ -154,6 +154,8 @@ struct pg {
 	bool rec_early;    /* active while the plan runs */
 	bool rec_backfill; /* the plan backfills someone */
 	unsigned rec_init; /* initial PG_LOG / wipe acks outstanding */
+	uint64_t
+		rec_seen_ms; /* the plan's last sign of progress (an ack from a target or source) */
 	/* ops */
 	TAILQ_HEAD(op_q, op) waiting; /* until active */
 	struct op_q running;          /* being executed (for per-object order) */

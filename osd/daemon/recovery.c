@@ -29,6 +29,7 @@ CM_LOG_SUBSYS(recovery);
 #define PUSH_TIMEOUT   60000u
 #define IDLE_KEEP_MS   30000u     /* a finished log-based job answers late requests */
 #define REC_PRIO       (1u << 31) /* rmiss: the object's push was asked for first */
+#define REC_STALL_MS   30000u     /* a plan without any ack this long is started over */
 
 /* ---------- the primary: planning ---------- */
 
@@ -616,6 +617,7 @@ rec_plan(struct pg *pg)
 	pg->rec_backfill = backfill;
 	pg->state = backfill ? PG_BACKFILLING : PG_RECOVERING;
 	pg->rec_objects = pg->rec_bytes = 0;
+	pg->rec_seen_ms = cm_now_ms();
 	if (!pg->rec_early && o->map &&
 	    (o->map->flags & (backfill ? MON_FLAG_NOBACKFILL : MON_FLAG_NORECOVER))) {
 		/* The operator holds it: look again later (and on every map change). */
@@ -727,6 +729,7 @@ on_recover_done(struct osd *o, const Cairn__Osd__PgAck *a)
 
 	if (!pg)
 		return;
+	pg->rec_seen_ms = cm_now_ms();
 	if (a->progress) {
 		gen = pg->rec_gen;
 		for (size_t i = 0; i < a->n_oids && gen == pg->rec_gen; i++)
@@ -759,6 +762,7 @@ on_log_ack(struct osd *o, const Cairn__Osd__PgAck *a)
 
 	if (!pg)
 		return;
+	pg->rec_seen_ms = cm_now_ms();
 	if (a->rc) {
 		rec_fail(pg, a->target, a->rc);
 		return;
@@ -1847,6 +1851,37 @@ rec_peer_reset(struct osd *o, int32_t peer)
 			job_drop(j);
 }
 
+/*
+ * A plan that heard nothing from its targets and sources for REC_STALL_MS
+ * (an answer lost with a session, or a state no ack will move) starts over:
+ * peering again costs a little, waiting forever costs the PG. Slots the
+ * operator holds (norecover, nobackfill) do not count; a plan with a
+ * backfill pushing is not watched (its source reports only at the end).
+ */
+static void
+rec_stalled(struct pg *pg, uint64_t now_ms)
+{
+	bool moving = false;
+
+	for (int i = 0; i < pg->nacting; i++) {
+		const struct pg_peer *p = &pg->peer[i];
+
+		/* (a backfill's pushes report only at its end: not watched) */
+		if (p->backfill && p->step == REC_PUSH)
+			return;
+		moving |= p->step != REC_NONE && p->step != REC_DONE && p->step != REC_WAIT;
+	}
+	if (!moving) {
+		pg->rec_seen_ms = now_ms;
+		return;
+	}
+	if (now_ms - pg->rec_seen_ms < REC_STALL_MS)
+		return;
+	CM_WARN("%s: recovery heard from no target or source for %u s: peering again", pg->cid,
+		REC_STALL_MS / 1000);
+	rec_fail(pg, pg->osd->id, -ETIMEDOUT);
+}
+
 void
 rec_tick(struct osd *o, uint64_t now_ms)
 {
@@ -1866,8 +1901,10 @@ rec_tick(struct osd *o, uint64_t now_ms)
 	/* Pushes the operator held (norecover, nobackfill) may go now. */
 	for (size_t b = 0; b < o->npg_b; b++)
 		for (struct pg *pg = o->pgs[b]; pg; pg = pg->hnext)
-			if (pg->primary == o->id && pg->rec_pending && pg->auth >= 0)
+			if (pg->primary == o->id && pg->rec_pending && pg->auth >= 0) {
 				rec_release(pg);
+				rec_stalled(pg, now_ms);
+			}
 }
 
 void
