@@ -2275,29 +2275,6 @@ wipe_list_done(void *arg)
 	on_log_commit(x, 0);
 }
 
-/* Is v an entry of n's log (sorted by version)? */
-static bool
-notify_has(const Cairn__Osd__PgNotify *n, const struct osd_ver *v)
-{
-	size_t lo = 0, hi = n->n_log;
-
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		struct osd_ver x;
-		int c;
-
-		ver_from_pb(n->log[mid]->ver, &x);
-		c = osd_ver_cmp(&x, v);
-		if (c == 0)
-			return true;
-		if (c < 0)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return false;
-}
-
 struct undo_keep {
 	const Cairn__Osd__PgNotify *n;
 	struct osd_ver to;
@@ -2309,7 +2286,10 @@ undo_keep(void *arg, const struct osd_ver *v)
 {
 	const struct undo_keep *k = arg;
 
-	return osd_ver_cmp(v, &k->to) <= 0 && notify_has(k->n, v);
+	const struct lview lv = { .n = k->n };
+	const struct osd_ver none = { UINT64_MAX, UINT64_MAX }; /* no tail matches */
+
+	return osd_ver_cmp(v, &k->to) <= 0 && lv_has(&lv, &none, v);
 }
 
 /*
