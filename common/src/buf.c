@@ -15,7 +15,14 @@
  */
 #define POOL_MIN_SHIFT 18 /* 256 KiB */
 #define POOL_MAX_SHIFT 26 /* 64 MiB */
-#define POOL_MAX       (96u << 20)
+#define POOL_MAX       (128u << 20)
+/*
+ * Four classes per doubling (1.25, 1.5, 1.75 and 2 times the power below):
+ * a 4 MiB data segment received with its page of front takes a 5 MiB
+ * region, not an 8 MiB one, so the cache holds more of them.
+ */
+#define POOL_STEPS   4
+#define POOL_CLASSES ((POOL_MAX_SHIFT - POOL_MIN_SHIFT) * POOL_STEPS + 1)
 
 struct pool_region {
 	struct pool_region *next;
@@ -23,21 +30,32 @@ struct pool_region {
 
 static struct {
 	pthread_mutex_t mu;
-	struct pool_region *free[POOL_MAX_SHIFT + 1];
+	struct pool_region *free[POOL_CLASSES];
 	size_t bytes;
 } g_pool = { .mu = PTHREAD_MUTEX_INITIALIZER };
 
-/* The class of a region for len bytes, or -1 when len is not pooled. */
+/* Bytes of a region of class c. */
+static size_t
+pool_size(int c)
+{
+	int shift = POOL_MIN_SHIFT + (c + POOL_STEPS - 1) / POOL_STEPS - 1;
+	int step = (c + POOL_STEPS - 1) % POOL_STEPS + 1;
+
+	if (c == 0)
+		return (size_t)1 << POOL_MIN_SHIFT;
+	return ((size_t)1 << shift) + (size_t)step * (((size_t)1 << shift) / POOL_STEPS);
+}
+
+/* The smallest class holding len bytes, or -1 when len is not pooled. */
 static int
 pool_class(size_t len)
 {
-	int c = POOL_MIN_SHIFT;
-
 	if (len < ((size_t)1 << POOL_MIN_SHIFT) / 2 || len > ((size_t)1 << POOL_MAX_SHIFT))
 		return -1;
-	while (((size_t)1 << c) < len)
-		c++;
-	return c;
+	for (int c = 0; c < POOL_CLASSES; c++)
+		if (pool_size(c) >= len)
+			return c;
+	return -1;
 }
 
 static void *
@@ -50,12 +68,12 @@ pool_get(int c)
 	r = g_pool.free[c];
 	if (r) {
 		g_pool.free[c] = r->next;
-		g_pool.bytes -= (size_t)1 << c;
+		g_pool.bytes -= pool_size(c);
 	}
 	pthread_mutex_unlock(&g_pool.mu);
 	if (r)
 		return r;
-	if (posix_memalign(&p, 4096, (size_t)1 << c))
+	if (posix_memalign(&p, 4096, pool_size(c)))
 		return NULL;
 	return p;
 }
@@ -68,11 +86,11 @@ pool_put(void *arg, void *data)
 	bool keep;
 
 	pthread_mutex_lock(&g_pool.mu);
-	keep = g_pool.bytes + ((size_t)1 << c) <= POOL_MAX;
+	keep = g_pool.bytes + pool_size(c) <= POOL_MAX;
 	if (keep) {
 		r->next = g_pool.free[c];
 		g_pool.free[c] = r;
-		g_pool.bytes += (size_t)1 << c;
+		g_pool.bytes += pool_size(c);
 	}
 	pthread_mutex_unlock(&g_pool.mu);
 	if (!keep)

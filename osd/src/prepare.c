@@ -238,12 +238,18 @@ add_write(struct os_txn *t, uint64_t pblock, uint64_t n, struct cm_buf *buf, siz
 static int
 add_pending_tag(struct os_txn *t, uint64_t tag)
 {
-	uint64_t *n = realloc(t->pending_tags, sizeof(*n) * (t->npending + 1));
-
-	if (!n)
+	if (!tag)
 		return -ENOMEM;
-	t->pending_tags = n;
-	n[t->npending++] = tag;
+	if (t->npending == t->cappending) {
+		size_t cap = t->cappending ? t->cappending * 2 : 8;
+		uint64_t *n = realloc(t->pending_tags, sizeof(*n) * cap);
+
+		if (!n)
+			return -ENOMEM;
+		t->pending_tags = n;
+		t->cappending = cap;
+	}
+	t->pending_tags[t->npending++] = tag;
 	return 0;
 }
 
@@ -325,7 +331,7 @@ put_blocks(struct pctx *c, struct pobj *p, uint64_t fb, uint64_t nb, struct cm_b
 		rocksdb_writebatch_put(t->wb, key, os_key_deferred(key, d->seq), (char *)val, vl);
 		free(val);
 		for (uint64_t i = 0; i < nb; i++)
-			d->tags[i] = os_pend_add(s, d->pblocks[i], img, ioff + i * s->B);
+			d->tags[i] = os_pend_add(s, d->pblocks[i], 1, img, ioff + i * s->B);
 		t->dfrs[t->ndfrs++] = d;
 		s->c_deferred++;
 	} else {
@@ -353,9 +359,9 @@ put_blocks(struct pctx *c, struct pobj *p, uint64_t fb, uint64_t nb, struct cm_b
 			}
 			rc = os_onode_insert(on, fb + done, ex[i].start, (uint32_t)ex[i].len,
 					     cs + done);
-			for (uint64_t b = 0; b < ex[i].len && !rc; b++)
-				rc = add_pending_tag(t, os_pend_add(s, ex[i].start + b, img,
-								    ioff + (done + b) * s->B));
+			if (!rc)
+				rc = add_pending_tag(t, os_pend_add(s, ex[i].start, ex[i].len, img,
+								    ioff + done * s->B));
 			done += ex[i].len;
 		}
 		s->c_cow++;
@@ -1046,9 +1052,9 @@ rollback(struct pctx *c)
 	for (size_t i = 0; i < t->nwrites; i++)
 		os_alloc_put(s->alloc, t->writes[i].pblock, t->writes[i].n);
 	pthread_mutex_unlock(&s->alloc_mu);
-	for (size_t i = 0, p = 0; i < t->nwrites; i++) {
-		for (uint64_t b = 0; b < t->writes[i].n && p < t->npending; b++, p++)
-			os_pend_del(s, t->writes[i].pblock + b, t->pending_tags[p]);
+	for (size_t i = 0; i < t->nwrites; i++) {
+		if (i < t->npending)
+			os_pend_del(s, t->writes[i].pblock, t->writes[i].n, t->pending_tags[i]);
 		cm_buf_put(t->writes[i].buf);
 	}
 	t->nwrites = 0;
@@ -1057,7 +1063,7 @@ rollback(struct pctx *c)
 		struct os_dfr *d = t->dfrs[i];
 
 		for (size_t b = 0; b < d->n; b++)
-			os_pend_del(s, d->pblocks[b], d->tags[b]);
+			os_pend_del(s, d->pblocks[b], 1, d->tags[b]);
 		free(d->pblocks);
 		free(d->tags);
 		cm_buf_put(d->buf);

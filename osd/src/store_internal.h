@@ -152,16 +152,16 @@ struct os_txn {
 	uint64_t dfr_tag; /* frees wait until deferred records <= this are retired */
 	struct os_touched *touched;
 	size_t ntouched, captouched;
-	uint64_t *pending_tags; /* pending-map entries of its COW blocks */
-	size_t npending;
+	uint64_t *pending_tags; /* pending-map tag of each COW write (writes[i]) */
+	size_t npending, cappending;
 };
 
 /* Blocks whose newest content is not (yet) on the device. */
 struct os_pend {
 	struct os_pend *next;
-	uint64_t pblock, tag;
+	uint64_t pblock, n, tag; /* blocks [pblock, pblock + n), within one span */
 	struct cm_buf *buf;
-	size_t off;
+	size_t off; /* where pblock's bytes start in buf */
 };
 
 /* An onode cache (by key), LRU-bounded; entries with pending > 0 stay. */
@@ -304,8 +304,9 @@ struct os_store {
 };
 
 /* Pending map. */
-uint64_t os_pend_add(struct os_store *s, uint64_t pblock, struct cm_buf *buf, size_t off);
-void os_pend_del(struct os_store *s, uint64_t pblock, uint64_t tag);
+uint64_t os_pend_add(struct os_store *s, uint64_t pblock, uint64_t n, struct cm_buf *buf,
+		     size_t off);
+void os_pend_del(struct os_store *s, uint64_t pblock, uint64_t n, uint64_t tag);
 /* Copy the pending content of pblock into dst. \return true if there was one. */
 bool os_pend_copy(struct os_store *s, uint64_t pblock, void *dst);
 

@@ -434,7 +434,7 @@ write_done(struct cm_io *io, int res)
 		struct os_dfr *d = w->dfr;
 
 		for (size_t i = 0; i < d->n; i++)
-			os_pend_del(s, d->pblocks[i], d->tags[i]);
+			os_pend_del(s, d->pblocks[i], 1, d->tags[i]);
 		d->applied = true;
 		TAILQ_REMOVE(&s->dfr_applying, d, link);
 		TAILQ_INSERT_TAIL(&s->dfr_applied, d, link);
@@ -783,12 +783,12 @@ commit_done(void *arg)
 			pthread_mutex_unlock(&s->alloc_mu);
 			for (size_t k = 0; k < t->ndfrs; k++)
 				for (size_t b = 0; b < t->dfrs[k]->n; b++)
-					os_pend_del(s, t->dfrs[k]->pblocks[b], t->dfrs[k]->tags[b]);
+					os_pend_del(s, t->dfrs[k]->pblocks[b], 1,
+						    t->dfrs[k]->tags[b]);
 		}
 		/* COW blocks are on the device now: reads go there. */
-		for (size_t k = 0, p = 0; k < t->nwrites; k++)
-			for (uint64_t b = 0; b < t->writes[k].n && p < t->npending; b++, p++)
-				os_pend_del(s, t->writes[k].pblock + b, t->pending_tags[p]);
+		for (size_t k = 0; k < t->nwrites && k < t->npending; k++)
+			os_pend_del(s, t->writes[k].pblock, t->writes[k].n, t->pending_tags[k]);
 		if (t->cb)
 			t->cb(t->arg, rc);
 		s->inflight--;

@@ -527,7 +527,7 @@ main_usage(void)
 		"                  pg ls [POOL]   (each PG's state, primary and up set)\n"
 		"  objects:        obj put|get POOL NAME [FILE|-] | obj stat|rm POOL NAME | obj ls POOL\n"
 		"                  bench POOL write|seq|rand [--seconds S] [--size B] [--threads T]\n"
-		"                       [--cleanup]\n"
+		"                       [--max-objects N] [--cleanup]\n"
 		"  offline CRUSH:  crush compile|decompile|test|map-pgs|map-object|balance -i MAP ...\n");
 	return 2;
 }

@@ -248,8 +248,9 @@ struct bench {
 	cairn_ioctx_t *io;
 	int mode; /* 0 write, 1 seq, 2 rand */
 	size_t size;
-	uint64_t nobj; /* objects available (reads) */
-	uint64_t next; /* next object index */
+	uint64_t nobj;    /* objects available (reads) */
+	uint64_t max_obj; /* write: stop after this many (0: none) */
+	uint64_t next;    /* next object index */
 	uint64_t done, errors;
 	uint64_t deadline_ns;
 	uint64_t *lat_us;
@@ -303,7 +304,8 @@ bench_issue(struct bslot *s)
 	int rc;
 
 	pthread_mutex_lock(&b->mu);
-	if (cm_now_ns() >= b->deadline_ns || (b->mode == 1 && b->next >= b->nobj)) {
+	if (cm_now_ns() >= b->deadline_ns || (b->mode == 1 && b->next >= b->nobj) ||
+	    (b->mode == 0 && b->max_obj && b->next >= b->max_obj)) {
 		b->inflight--;
 		pthread_cond_broadcast(&b->cv);
 		pthread_mutex_unlock(&b->mu);
@@ -346,7 +348,7 @@ int
 ctl_bench(const struct ctl_conf *c, int argc, char **argv, bool json)
 {
 	const char *pool = argc > 1 ? argv[1] : NULL, *mode = argc > 2 ? argv[2] : "";
-	uint64_t seconds = 10, size = 4 << 20, threads = 16;
+	uint64_t seconds = 10, size = 4 << 20, threads = 16, max_obj = 0;
 	bool cleanup = false;
 	struct bench b;
 	struct bslot *slots;
@@ -371,6 +373,8 @@ ctl_bench(const struct ctl_conf *c, int argc, char **argv, bool json)
 			bad = cm_parse_size(argv[++i], &size) || !size || size > (1u << 30);
 		else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
 			bad = cm_parse_size(argv[++i], &threads) || !threads || threads > 1024;
+		else if (!strcmp(argv[i], "--max-objects") && i + 1 < argc)
+			bad = cm_parse_size(argv[++i], &max_obj) || !max_obj;
 		else if (!strcmp(argv[i], "--cleanup"))
 			cleanup = true;
 		else
@@ -383,7 +387,7 @@ ctl_bench(const struct ctl_conf *c, int argc, char **argv, bool json)
 	if (!pool || b.mode < 0) {
 		fprintf(stderr,
 			"usage: clusterctl bench POOL write|seq|rand [--seconds S] [--size B] "
-			"[--threads T] [--cleanup]\n");
+			"[--threads T] [--max-objects N] [--cleanup]\n");
 		return 2;
 	}
 	status = connect_cluster(c, &cl);
@@ -410,6 +414,7 @@ ctl_bench(const struct ctl_conf *c, int argc, char **argv, bool json)
 		size = sz;
 	}
 	b.size = (size_t)size;
+	b.max_obj = max_obj;
 	b.caplat = 1 << 20;
 	b.lat_us = malloc(b.caplat * sizeof(*b.lat_us));
 	slots = calloc(threads, sizeof(*slots));

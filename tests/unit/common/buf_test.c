@@ -32,6 +32,31 @@ START_TEST(test_buf_refcount)
 
 END_TEST
 
+/* Large buffers come back from the pool: same region for sizes of one class, aligned. */
+START_TEST(test_large_pool_reuse)
+{
+	struct cm_buf *a, *b, *c;
+	uint8_t *pa;
+
+	ck_assert_int_eq(cm_buf_alloc_aligned((4u << 20) + 4096, 4096, &a), 0);
+	pa = a->data;
+	ck_assert_uint_eq((uintptr_t)pa % 4096, 0);
+	memset(a->data, 1, a->len);
+	cm_buf_put(a);
+	/* 4 MiB + 8 KiB is in the same (5 MiB) class: the same region. */
+	ck_assert_int_eq(cm_buf_alloc((4u << 20) + 8192, &b), 0);
+	ck_assert_ptr_eq(b->data, pa);
+	ck_assert_uint_eq(b->len, (4u << 20) + 8192);
+	/* While it is taken, another buffer of the class is another region. */
+	ck_assert_int_eq(cm_buf_alloc_aligned(5u << 20, 4096, &c), 0);
+	ck_assert_ptr_ne(c->data, pa);
+	memset(c->data, 2, c->len);
+	cm_buf_put(b);
+	cm_buf_put(c);
+}
+
+END_TEST
+
 START_TEST(test_sgl_append_copy_iov)
 {
 	struct cm_buf *a, *b;
@@ -87,6 +112,7 @@ main(void)
 
 	tcase_add_test(tc, test_buf_refcount);
 	tcase_add_test(tc, test_sgl_append_copy_iov);
+	tcase_add_test(tc, test_large_pool_reuse);
 	suite_add_tcase(s, tc);
 	return cm_test_main(s);
 }
