@@ -46,16 +46,6 @@ up() {
 	"$ctl" up --dir "$dir" --mons 1 --osds "$osds" --osd-size "${EC_OSD_SIZE:-2G}" \
 		>"$dir/up.out" 2>&1 || fail "up: $(cat "$dir/up.out")"
 }
-osd_pid() { cat "$dir/osd.$1.pid"; }
-ndown() { "$ctl" osd ls | grep -c " down " || true; }
-wait_ndown() {
-	for _ in $(seq 1 80); do [ "$(ndown)" -ge "$1" ] && return 0; sleep 0.25; done
-	fail "killed OSDs are not marked down"
-}
-wait_all_up() {
-	for _ in $(seq 1 80); do [ "$(ndown)" = 0 ] && return 0; sleep 0.25; done
-	fail "OSDs not all up"
-}
 run_load() { "$load" "$@" -c "$dir/cairn.conf" --pool ec --omap 0 --max-size "$max" | tail -1; }
 verify_all() {
 	run_load verify --prefix a --first 0 --count $((n / 4)) --gen 2 >/dev/null || fail "$1: a gen 2"

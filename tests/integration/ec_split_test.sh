@@ -33,28 +33,11 @@ up() {
 	"$ctl" up --dir "$dir" --mons 1 --osds 6 --osd-size 1G >"$dir/up.out" 2>&1 ||
 		fail "up: $(cat "$dir/up.out")"
 }
-# OSD ids come in boot order; the files in $dir are by start index.
-osd_idx() {
-	local f
-	f=$(grep -l "booted as osd\.$1 " "$dir"/osd.*.log | head -1)
-	f=${f##*/osd.}
-	echo "${f%.log}"
-}
-osd_pid() { cat "$dir/osd.$(osd_idx "$1").pid"; }
 # The OSD holding shard $1 of the pool's only PG.
 shard_osd() {
 	"$ctl" --format json pg ls | /usr/bin/python3 -c '
 import json, sys
 print([p for p in json.load(sys.stdin)["pgs"] if p["pg"].startswith("2.")][0]["up"][int(sys.argv[1])])' "$1"
-}
-ndown() { "$ctl" osd ls | grep -c " down " || true; }
-wait_ndown() {
-	for _ in $(seq 1 80); do [ "$(ndown)" -ge "$1" ] && return 0; sleep 0.25; done
-	fail "killed OSDs are not marked down"
-}
-wait_all_up() {
-	for _ in $(seq 1 80); do [ "$(ndown)" = 0 ] && return 0; sleep 0.25; done
-	fail "OSDs not all up"
 }
 # Every PG active (degraded is fine: an OSD is down).
 wait_active() {

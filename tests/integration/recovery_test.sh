@@ -42,15 +42,6 @@ fail() {
 }
 export CAIRN_OSD_GRACE=2s
 up() { "$ctl" up --dir "$dir" --mons 1 --osds "$1" --osd-size "${RECOVERY_OSD_SIZE:-3G}" >"$dir/up.out" 2>&1 || fail "up: $(cat "$dir/up.out")"; }
-osd_pid() { cat "$dir/osd.$1.pid"; }
-wait_down() {
-	for _ in $(seq 1 80); do "$ctl" osd ls | grep -q " down " && return 0; sleep 0.25; done
-	fail "a killed OSD is not marked down"
-}
-wait_all_up() {
-	for _ in $(seq 1 80); do "$ctl" osd ls | grep -q " down " || return 0; sleep 0.25; done
-	fail "OSDs not all up"
-}
 run_load() { "$load" "$@" -c "$dir/cairn.conf" --max-size "$max" | tail -1; }
 verify_all() {
 	run_load verify --prefix a --first 0 --count $((n / 4)) --gen 2 >/dev/null || fail "$1: a gen 2"
@@ -67,7 +58,7 @@ run_load write --prefix a --count "$n" --gen 1 || fail "writing"
 
 # 1. Kill -9 an OSD, keep writing, restart it, recover.
 kill -9 "$(osd_pid 2)"
-wait_down
+wait_ndown 1
 run_load write --prefix b --count $((n / 4)) --gen 1 || fail "writing with an OSD down"
 run_load write --prefix a --count $((n / 4)) --gen 2 || fail "overwriting with an OSD down"
 up 3
@@ -84,7 +75,7 @@ done
 [ "$objs" = $((n + n / 4)) ] || fail "pool default reports $objs objects, not $((n + n / 4))"
 "$ctl" status | grep "pool default:" | sed 's/^ */usage: /'
 kill -9 "$(osd_pid 0)"
-wait_down
+wait_ndown 1
 verify_all "with the recovered copy serving"
 up 3
 wait_all_up
@@ -96,7 +87,7 @@ wait_clean "second restart"
 # first when an op needs it). Then recovery runs and the copies verify.
 "$ctl" osd set norecover >/dev/null || fail "osd set norecover"
 kill -9 "$(osd_pid 1)"
-wait_down
+wait_ndown 1
 run_load write --prefix c --count $((n / 4)) --gen 1 >/dev/null || fail "writing c with an OSD down"
 up 3
 wait_all_up
@@ -118,7 +109,7 @@ grep -q "recovery_wait" "$dir/st" || fail "recovery ran despite norecover: $(gre
 "$ctl" osd unset norecover >/dev/null || fail "osd unset norecover"
 wait_clean "norecover unset"
 kill -9 "$(osd_pid 2)"
-wait_down
+wait_ndown 1
 run_load verify --prefix c --count $((n / 4)) --gen 2 >/dev/null || fail "c after recovery, osd.2 down"
 verify_all "after recovery while serving, osd.2 down"
 up 3

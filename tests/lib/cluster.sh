@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: Apache-2.0
-# Sourced by the local-cluster tests (recovery_test.sh, ec_pool_test.sh, thrash_test.sh); they
-# set $ctl (clusterctl) and $dir (the cluster's directory) first.
+# Sourced by the local-cluster tests (recovery_test.sh, ec_pool_test.sh, ec_split_test.sh,
+# thrash_test.sh); they set $ctl (clusterctl) and $dir (the cluster's directory) and define
+# fail (print why, exit 1) before calling these.
 
 # At exit with status $1: stop the cluster; sanitizer reports in the daemons'
 # logs (written at their clean exit in 'down') fail the test; remove $dir
@@ -33,4 +34,28 @@ wait_clean() {
 		sleep 0.25
 	done
 	fail "$1: not active+clean: $(grep 'pgs:' "$dir/st")"
+}
+
+# OSD ids come in boot order; the files in $dir (osd.N.pid, osd.N.log) are by
+# start index. The start index of osd.$1 (from its log's boot line).
+osd_idx() {
+	local f
+	f=$(grep -l "booted as osd\.$1 " "$dir"/osd.*.log | head -1)
+	[ -n "$f" ] || fail "osd.$1 never booted"
+	f=${f##*/osd.}
+	echo "${f%.log}"
+}
+# The pid of osd.$1.
+osd_pid() { cat "$dir/osd.$(osd_idx "$1").pid"; }
+# How many OSDs the map says are down.
+ndown() { "$ctl" osd ls | grep -c " down " || true; }
+# Wait (up to 20 s) until at least $1 OSDs are down.
+wait_ndown() {
+	for _ in $(seq 1 80); do [ "$(ndown)" -ge "$1" ] && return 0; sleep 0.25; done
+	fail "killed OSDs are not marked down"
+}
+# Wait (up to 20 s) until no OSD is down.
+wait_all_up() {
+	for _ in $(seq 1 80); do [ "$(ndown)" = 0 ] && return 0; sleep 0.25; done
+	fail "OSDs not all up"
 }
