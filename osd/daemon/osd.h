@@ -137,6 +137,7 @@ struct pg {
 	int32_t prior[OSD_MAX_ACTING];
 	int nprior;
 	bool prior_overlap;           /* an OSD of the previous interval is acting now */
+	bool prior_loaded;            /* prior came from the store (PGMETA "prior") at start */
 	int32_t strays[PG_MAX_SLOTS]; /* prior OSDs with a copy, to drop once clean */
 	int nstrays;
 	/* peering slots: the acting set, then the prior OSDs that are up */

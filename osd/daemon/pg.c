@@ -422,6 +422,93 @@ pg_load_stashes(struct pg *pg)
 	return rc;
 }
 
+/* Every PG's acting set as of the previous map, ours or not. */
+struct pga {
+	struct pga *next;
+	int64_t pool;
+	uint32_t seed;
+	int n;
+	int32_t a[OSD_MAX_ACTING];
+};
+
+static struct pga *pga_get(struct osd *o, int64_t pool, uint32_t seed, bool *fresh);
+
+/*
+ * The PG's interval, durable (PGMETA "prior"): its acting set, its prior
+ * set, and whether it became active since. A restarted OSD starts from them
+ * as if it had seen the maps: the acting set is the "before" of its first
+ * interval, and a prior set the PG never got past is kept, so peering asks
+ * the OSDs that held the data before (e.g. a new primary without a copy
+ * whose backfill had not run). Layout: version 1, active, n acting, n prior,
+ * then the ids (int32, little-endian).
+ */
+#define PRIOR_KEY "prior"
+
+static int
+prior_txn(struct pg *pg, struct os_txn *t, bool active)
+{
+	uint8_t v[4 + 4 * 2 * OSD_MAX_ACTING], *q = v + 4;
+
+	v[0] = 1;
+	v[1] = active;
+	v[2] = (uint8_t)pg->nacting;
+	v[3] = (uint8_t)pg->nprior;
+	for (int i = 0; i < pg->nacting + pg->nprior; i++) {
+		uint32_t id =
+			(uint32_t)(i < pg->nacting ? pg->acting[i] : pg->prior[i - pg->nacting]);
+
+		for (int b = 0; b < 4; b++)
+			*q++ = (uint8_t)(id >> (8 * b));
+	}
+	return os_txn_omap_set(t, pg->cid, PGMETA, PRIOR_KEY, sizeof(PRIOR_KEY) - 1, v,
+			       (size_t)(q - v));
+}
+
+/* Write the record now (own transaction, ordered after the PG's others). */
+static void
+prior_save(struct pg *pg, bool active)
+{
+	struct os_txn *t;
+
+	if (!pg->in_store || os_txn_create(&t))
+		return;
+	if (prior_txn(pg, t, active)) {
+		os_txn_destroy(t);
+		return;
+	}
+	os_queue(pg->osd->store, t, NULL, NULL);
+}
+
+static void
+prior_load(struct pg *pg, const uint8_t *v, size_t n)
+{
+	int na, np;
+	int32_t ids[2 * OSD_MAX_ACTING];
+	bool fresh;
+	struct pga *x;
+
+	if (n < 4 || v[0] != 1 || (na = v[2]) > OSD_MAX_ACTING || (np = v[3]) > OSD_MAX_ACTING ||
+	    n != 4 + 4 * (size_t)(na + np)) {
+		CM_WARN("%s: unreadable prior set record (%zu bytes): ignored", pg->cid, n);
+		return;
+	}
+	for (int i = 0; i < na + np; i++)
+		ids[i] = (int32_t)((uint32_t)v[4 + 4 * i] | (uint32_t)v[5 + 4 * i] << 8 |
+				   (uint32_t)v[6 + 4 * i] << 16 | (uint32_t)v[7 + 4 * i] << 24);
+	x = pga_get(pg->osd, pg->pool, pg->seed, &fresh);
+	if (x) {
+		x->n = na;
+		memcpy(x->a, ids, sizeof(*ids) * (size_t)na);
+	}
+	if (!v[1] && np) {
+		memcpy(pg->prior, ids + na, sizeof(*ids) * (size_t)np);
+		pg->nprior = np;
+		pg->prior_loaded = true;
+		CM_NOTICE("%s: %d prior OSD(s) from before the restart (not yet active since)",
+			  pg->cid, np);
+	}
+}
+
 static int
 pg_load(struct pg *pg)
 {
@@ -450,6 +537,14 @@ pg_load(struct pg *pg)
 		pg->info_shard = pi->shard;
 		cairn__osd__pg_info__free_unpacked(pi, NULL);
 	}
+	kv_clear(&val);
+	key.key = (uint8_t *)PRIOR_KEY;
+	key.klen = sizeof(PRIOR_KEY) - 1;
+	rc = os_omap_get(s, pg->cid, PGMETA, &key, 1, &val);
+	if (rc)
+		return rc;
+	if (val.val)
+		prior_load(pg, val.val, val.vlen);
 	kv_clear(&val);
 	while (more) {
 		struct os_kv *kvs = NULL;
@@ -2260,6 +2355,7 @@ pg_activate(struct pg *pg)
 	pg->roll_ok = pg->last_update;
 	pg->roll_sent = (struct osd_ver){ 0, 0 }; /* tell the shards (pg_roll_forward) */
 	pg->roll_stuck = false;
+	prior_save(pg, true); /* a restart need not wait for the prior set any more */
 	if (!pg->rec_pending)
 		rec_remove_strays(pg);
 	pg->osd->last_beacon_ms = 0; /* report the new state at the next tick */
@@ -2394,6 +2490,8 @@ pg_create_in_store(struct pg *pg)
 		rc = os_txn_touch(t, pg->cid, PGMETA);
 	if (!rc)
 		rc = os_txn_omap_set(t, pg->cid, PGMETA, "info", 4, buf, n);
+	if (!rc)
+		rc = prior_txn(pg, t, false);
 	if (rc) {
 		os_txn_destroy(t);
 		CM_ERR("%s: cannot create: %s", pg->cid, cm_strerror(rc));
@@ -2466,15 +2564,6 @@ pg_peer_reset(struct osd *o, int32_t peer)
 		}
 }
 
-/* Every PG's acting set as of the previous map, ours or not. */
-struct pga {
-	struct pga *next;
-	int64_t pool;
-	uint32_t seed;
-	int n;
-	int32_t a[OSD_MAX_ACTING];
-};
-
 static struct pga *
 pga_get(struct osd *o, int64_t pool, uint32_t seed, bool *fresh)
 {
@@ -2538,7 +2627,7 @@ set_prior(struct pg *pg, const int32_t *before, int nbefore, const int32_t *acti
 	int n = 0;
 	bool keep = pg->state == PG_PEERING || pg->state == PG_RECOVERING ||
 		    pg->state == PG_BACKFILLING || pg->state == PG_DOWN ||
-		    pg->state == PG_INCOMPLETE || pg->state == PG_CREATING;
+		    pg->state == PG_INCOMPLETE || pg->state == PG_CREATING || pg->prior_loaded;
 	bool overlap = false;
 
 	for (int i = 0; keep && i < pg->nprior; i++) {
@@ -2556,6 +2645,7 @@ set_prior(struct pg *pg, const int32_t *before, int nbefore, const int32_t *acti
 	memcpy(pg->prior, np, sizeof(*np) * (size_t)n);
 	pg->nprior = n;
 	pg->prior_overlap = overlap || nbefore == 0;
+	pg->prior_loaded = false;
 }
 
 /*
@@ -2655,6 +2745,7 @@ pg_on_map(struct osd *o)
 					pg->my_shard = shard[i];
 			pg->primary = primary;
 			pg->interval_epoch = m->epoch;
+			prior_save(pg, false);
 			if (!pg->in_store) {
 				pg->state = PG_CREATING;
 				if (!pg->creating)

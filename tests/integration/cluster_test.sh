@@ -60,6 +60,8 @@ for s in 0 4096 9437184; do
 	"$ctl" obj get default "obj-$s" "$dir/out.$s" || fail "get $s after the kill"
 	cmp "$dir/in.$s" "$dir/out.$s" || fail "object of $s bytes differs after the kill"
 done
-"$ctl" bench default write --seconds 2 --size 64K --threads 8 | tail -1 | grep -q '"errors":0' ||
-	fail "bench"
+# At most 1,000 objects (64 MB on each 256 MB OSD): a fast disk filled the
+# OSDs within the 2 s (ENOSPC is the right answer then, not this test's point).
+"$ctl" bench default write --seconds 2 --size 64K --threads 8 --max-objects 1000 | tail -1 |
+	grep -q '"errors":0' || fail "bench"
 echo "1 passed, 0 failed"

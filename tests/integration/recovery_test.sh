@@ -177,6 +177,40 @@ run_load verify --pool single --prefix s --count 200 --gen 1 >/dev/null ||
 	fail "size-1 pool after its PGs moved back"
 echo "size-1 pool: 200 objects followed their PGs out and back"
 
+# 3b. Prior OSDs survive a restart. With recovery and backfill held, the
+# size-1 pool's PGs leave osd.1: their new primaries have no copy and know
+# osd.1 held the data only from the map change they saw. Kill -9 every
+# other OSD, restart them, then let recovery run: the restarted primaries
+# must still find the data on osd.1 (their PGs' prior sets are durable);
+# before they were, such a PG came up empty (its objects: ENOENT).
+"$ctl" osd set nobackfill >/dev/null || fail "osd set nobackfill"
+"$ctl" osd set norecover >/dev/null || fail "osd set norecover"
+"$ctl" osd out 1 >/dev/null || fail "osd out 1"
+for _ in $(seq 1 80); do
+	"$ctl" --format json pg ls | "$py" -c '
+import json, sys
+sys.exit(any(1 in p["up"] for p in json.load(sys.stdin)["pgs"]))' && break
+	sleep 0.25
+done
+sleep 2 # (the new primaries peer and write their interval)
+p1=$(osd_pid 1)
+for i in 0 2 3; do kill -9 "$(osd_pid $i)"; done
+wait_ndown 3
+up 4
+wait_all_up
+kill -0 "$p1" || fail "osd.1 restarted: the test needs it to keep running"
+grep -q "prior OSD(s) from before the restart" "$dir"/osd.*.log ||
+	fail "no restarted OSD loaded a prior set"
+"$ctl" osd unset nobackfill >/dev/null || fail "osd unset nobackfill"
+"$ctl" osd unset norecover >/dev/null || fail "osd unset norecover"
+wait_clean "osd.1 out, its PGs' new primaries restarted, backfilled"
+run_load verify --pool single --prefix s --count 200 --gen 1 >/dev/null ||
+	fail "size-1 pool after its new primaries restarted before their backfill"
+verify_all "with osd.1 out"
+"$ctl" osd in 1 >/dev/null || fail "osd in 1"
+wait_clean "osd.1 in again"
+echo "prior sets across a restart: 200 size-1 objects found on the OSD that left"
+
 # down + up resumes the cluster with its data (and the daemons' clean exits
 # are checked by the sanitizer builds).
 "$ctl" down --dir "$dir" >/dev/null || fail "down"
