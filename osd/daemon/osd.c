@@ -92,8 +92,15 @@ update_peers(struct osd *o)
 		const Cairn__Map__Osd *mo = mon_osd_find(o->map, i);
 
 		if (o->peers[i].c && (!mo || !mo->up || strcmp(mo->addr, o->peers[i].addr) != 0 ||
-				      mo->up_since != o->peers[i].up_since))
+				      mo->up_since != o->peers[i].up_since)) {
+			/* Whatever was in flight on the session is lost with it: the
+			 * PGs and recovery jobs waiting on this peer must hear of it
+			 * (the session's own close event no longer names a peer). A
+			 * plan whose source restarted otherwise waited for pushes that
+			 * never came (until the recovery watchdog, 30 s). */
 			peer_drop(&o->peers[i]);
+			pg_peer_reset(o, i);
+		}
 	}
 }
 

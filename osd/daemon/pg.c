@@ -2649,13 +2649,14 @@ set_prior(struct pg *pg, const int32_t *before, int nbefore, const int32_t *acti
 }
 
 /*
- * While peering or recovering: did an acting OSD restart (or get a new
+ * While peering or recovering (active ones too): did a slot OSD restart (or get a new
  * address) since we asked it? Its answers may never come: ask again.
  */
 static bool
 peers_restarted(struct pg *pg)
 {
-	if (pg->state != PG_PEERING && pg->state != PG_RECOVERING && pg->state != PG_BACKFILLING)
+	if (pg->state != PG_PEERING && pg->state != PG_RECOVERING && pg->state != PG_BACKFILLING &&
+	    !pg->rec_pending)
 		return false;
 	for (int i = 0; i < pg->nslots; i++) {
 		const Cairn__Map__Osd *mo = mon_osd_find(pg->osd->map, pg->slot_osd[i]);

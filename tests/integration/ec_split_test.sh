@@ -39,11 +39,13 @@ shard_osd() {
 import json, sys
 print([p for p in json.load(sys.stdin)["pgs"] if p["pg"].startswith("2.")][0]["up"][int(sys.argv[1])])' "$1"
 }
-# Every PG active (degraded is fine: an OSD is down).
+# Every PG active (degraded is fine: an OSD is down), as its primary reported
+# it in the current map (not "+stale": a state from before the map change).
 wait_active() {
 	for _ in $(seq 1 240); do
 		"$ctl" pg ls >"$dir/pgs" 2>&1 || true
-		if grep -q "^2\." "$dir/pgs" && ! grep "^2\." "$dir/pgs" | grep -vq " active"; then
+		if grep -q "^2\." "$dir/pgs" && ! grep "^2\." "$dir/pgs" | grep -vq " active" &&
+			! grep "^2\." "$dir/pgs" | grep -q "stale"; then
 			return 0
 		fi
 		sleep 0.25
@@ -55,7 +57,8 @@ check() {
 	local what=$3
 	if [ "$2" = absent ]; then
 		if "$ctl" obj get ec "$1" "$dir/got" >"$dir/get.out" 2>&1; then
-			fail "$what: $1 exists"
+			fail "$what: $1 exists ($(stat -c %s "$dir/got") bytes; $(cat "$dir/get.out");" \
+				"$(cmp -s "$dir/got" "$dir/full" && echo "the new contents")) at $(date +%T.%N)"
 		fi
 		grep -Eqi "no such|not found|-2\b|ENOENT" "$dir/get.out" ||
 			fail "$what: $1: unclear error: $(cat "$dir/get.out")"
