@@ -46,10 +46,11 @@ printf "  4 MiB write %s MiB/s, read %s MiB/s; 4 KiB randwrite %s IOPS, randread
 # through the journal (a fifth of 4 MiB write throughput here); a raw NVMe
 # device has no such cost. CLUSTER_BENCH_FALLOCATE=1 leaves them to clusterctl.
 osd_size=${OSD_SIZE:-8G}
+osd_bytes=$(numfmt --from=iec "$osd_size")
 if [ -z "${CLUSTER_BENCH_FALLOCATE:-}" ]; then
 	for i in 0 1 2; do
 		dd if=/dev/zero of="$dir/osd.$i.data" bs=4M oflag=direct status=none \
-			count=$(($(numfmt --from=iec "$osd_size") / 4194304))
+			count=$((osd_bytes / 4194304))
 	done
 fi
 t0=$(date +%s%N)
@@ -72,7 +73,7 @@ cb() { # mode size threads [options] -> the JSON line
 }
 # 4 MiB writes stop at 60% of an OSD's space (every OSD holds a copy of
 # everything): a fast disk fills an 8 GiB OSD within the run otherwise.
-w4m=$(cb write 4M 16 --max-objects $(($(numfmt --from=iec "$osd_size") * 6 / 10 / 4194304)))
+w4m=$(cb write 4M 16 --max-objects $((osd_bytes * 6 / 10 / 4194304)))
 r4m=$(cb seq 4M 16)
 w4k=$(cb write 4K 32)
 r4k=$(cb rand 4K 32)

@@ -2538,6 +2538,14 @@ pg_reset_interval(struct pg *pg)
 	}
 }
 
+/* Peering or recovering (an active PG too, while its recovery runs). */
+static bool
+pg_settling(const struct pg *pg)
+{
+	return pg->state == PG_PEERING || pg->state == PG_RECOVERING ||
+	       pg->state == PG_BACKFILLING || pg->rec_pending;
+}
+
 void
 pg_peer_reset(struct osd *o, int32_t peer)
 {
@@ -2547,8 +2555,7 @@ pg_peer_reset(struct osd *o, int32_t peer)
 		for (struct pg *pg = o->pgs[b]; pg; pg = pg->hnext) {
 			if (pg->primary != o->id)
 				continue;
-			if (pg->state != PG_PEERING && pg->state != PG_RECOVERING &&
-			    pg->state != PG_BACKFILLING && !pg->rec_pending)
+			if (!pg_settling(pg))
 				continue;
 			for (int i = 0; i < pg->nslots; i++)
 				if (pg->slot_osd[i] == peer) {
@@ -2655,8 +2662,7 @@ set_prior(struct pg *pg, const int32_t *before, int nbefore, const int32_t *acti
 static bool
 peers_restarted(struct pg *pg)
 {
-	if (pg->state != PG_PEERING && pg->state != PG_RECOVERING && pg->state != PG_BACKFILLING &&
-	    !pg->rec_pending)
+	if (!pg_settling(pg))
 		return false;
 	for (int i = 0; i < pg->nslots; i++) {
 		const Cairn__Map__Osd *mo = mon_osd_find(pg->osd->map, pg->slot_osd[i]);

@@ -112,8 +112,7 @@ case_run() {
 	# The client goes as soon as the primary has split the write (it logs,
 	# then exits): alive, it would resend the write to the next primary once
 	# the map marks this one down, and that write would rightly complete. A
-	# dead primary may stay a zombie until something reaps it: that counts as
-	# gone (kill -0 still succeeds on it).
+	# dead primary may stay a zombie until something reaps it (proc_gone).
 	for _ in $(seq 1 200); do
 		[ "$(tail -n +$((lines + 1)) "$log" | grep -c "split_write.* is on shards below $n only")" -gt 0 ] &&
 			break
@@ -122,13 +121,8 @@ case_run() {
 	done
 	kill -9 "$cpid" 2>/dev/null || true
 	wait "$cpid" 2>/dev/null || true
-	for _ in $(seq 1 200); do
-		kill -0 "$pid" 2>/dev/null || break
-		awk '{ exit !($3 == "Z" || $3 == "X") }' "/proc/$pid/stat" 2>/dev/null && break
-		sleep 0.05
-	done
-	kill -0 "$pid" 2>/dev/null && ! awk '{ exit !($3 == "Z" || $3 == "X") }' "/proc/$pid/stat" &&
-		fail "$name: osd.$p did not split the write"
+	for _ in $(seq 1 200); do proc_gone "$pid" && break; sleep 0.05; done
+	proc_gone "$pid" || fail "$name: osd.$p did not split the write"
 	[ "$(tail -n +$((lines + 1)) "$log" | grep -c "split_write.* is on shards below $n only")" -gt 0 ] ||
 		fail "$name: osd.$p did not log the split"
 	wait_ndown 1

@@ -59,3 +59,9 @@ wait_all_up() {
 	for _ in $(seq 1 80); do [ "$(ndown)" = 0 ] && return 0; sleep 0.25; done
 	fail "OSDs not all up"
 }
+# True when process $1 has ended: gone, or a zombie nobody reaped yet
+# (kill -0 still succeeds on a zombie).
+proc_gone() {
+	kill -0 "$1" 2>/dev/null || return 0
+	awk '{ exit !($3 == "Z" || $3 == "X") }' "/proc/$1/stat" 2>/dev/null
+}

@@ -56,11 +56,7 @@ while [ "$(date +%s)" -lt "$end" ]; do
 	vpid=$(cat "$dir/osd.$victim.pid")
 	kill -9 "$vpid" 2>/dev/null || true
 	# Until it is gone (or a zombie): 'up' must see it dead to restart it.
-	for _ in $(seq 1 100); do
-		kill -0 "$vpid" 2>/dev/null || break
-		awk '{ exit !($3 == "Z" || $3 == "X") }' "/proc/$vpid/stat" 2>/dev/null && break
-		sleep 0.1
-	done
+	for _ in $(seq 1 100); do proc_gone "$vpid" && break; sleep 0.1; done
 	kills=$((kills + 1))
 	# Sometimes back before the mons notice, sometimes after it is marked down.
 	sleep $(( RANDOM % 5 ))
