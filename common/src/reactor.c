@@ -124,6 +124,8 @@ cm_reactor_destroy(struct cm_reactor *r)
 		/* Only cm_reactor_send_msg nodes are ours to free. */
 		if (m->fn == send_msg_run)
 			free(m);
+		else if (m->drop)
+			m->drop(m->arg);
 	}
 	close(r->event_fd);
 	pthread_mutex_destroy(&r->msg_lock);
@@ -297,6 +299,7 @@ cm_reactor_send_msg(struct cm_reactor *r, cm_msg_fn fn, void *arg)
 	n->arg = arg;
 	n->m.fn = send_msg_run;
 	n->m.arg = n;
+	n->m.drop = NULL;
 	cm_reactor_post(r, &n->m);
 	return 0;
 }

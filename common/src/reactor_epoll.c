@@ -206,6 +206,7 @@ file_op_run(void *arg)
 	cm__reactor_file_op_exec(io);
 	io->post.fn = file_op_done;
 	io->post.arg = io;
+	io->post.drop = NULL;
 	cm_reactor_post(io->r, &io->post);
 }
 

@@ -109,6 +109,7 @@ work_run(void *arg)
 	if (w->done && w->r) {
 		w->msg.fn = w->done;
 		w->msg.arg = w->arg;
+		w->msg.drop = NULL;
 		cm_reactor_post(w->r, &w->msg);
 	}
 }

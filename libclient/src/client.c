@@ -94,6 +94,7 @@ struct creq {
 	uint64_t deadline_ms, sent_ms, retry_ms;
 	bool sent_once, linked;
 	int32_t target;
+	unsigned tshard; /* the target's PG shard we sent to */
 	int32_t acting[16];
 	int nacting;
 	struct cm_reactor_msg post;
@@ -105,10 +106,28 @@ struct creq {
 	bool more;
 };
 
+/* Sessions with one OSD: one per PG shard it runs (map: shard_addrs). */
 struct osd_link {
-	struct cm_conn *c;
-	char addr[128];
+	struct osd_shl {
+		struct cm_conn *c;
+		char addr[128];
+	} * sh;
+
+	unsigned nsh;
 };
+
+/* A session's user word: OSD id + 1, and the shard above bit 32. */
+#define LINK_USER(id, k) ((void *)(((intptr_t)(k) << 32) | (intptr_t)((id) + 1)))
+
+static void
+shl_drop(struct osd_shl *l)
+{
+	if (!l->c)
+		return;
+	cm_conn_close(l->c);
+	cm_conn_put(l->c);
+	l->c = NULL;
+}
 
 struct cairn_cluster {
 	struct cl_conf cfg;
@@ -671,13 +690,18 @@ creq_finish(struct creq *q, int rc, const struct cairn_version *v)
 }
 
 static struct cm_conn *
-osd_conn(struct cairn_cluster *cl, int32_t id)
+osd_conn(struct cairn_cluster *cl, int32_t id, uint32_t seed, unsigned *shard)
 {
 	const Cairn__Map__Osd *o = mon_osd_find(cl->map, id);
-	struct osd_link *l;
+	struct osd_link *ol;
+	struct osd_shl *l;
+	const char *addr;
+	unsigned k;
 
 	if (!o || !o->up || !o->addr[0])
 		return NULL;
+	addr = mon_osd_pg_addr(o, seed, &k);
+	*shard = k;
 	if (id >= cl->nosds) {
 		struct osd_link *n = realloc(cl->osds, sizeof(*n) * (size_t)(id + 1));
 
@@ -687,17 +711,24 @@ osd_conn(struct cairn_cluster *cl, int32_t id)
 		cl->osds = n;
 		cl->nosds = id + 1;
 	}
-	l = &cl->osds[id];
-	if (l->c && strcmp(l->addr, o->addr) != 0) {
-		cm_conn_close(l->c);
-		cm_conn_put(l->c);
-		l->c = NULL;
+	ol = &cl->osds[id];
+	if (k >= ol->nsh) {
+		struct osd_shl *n = realloc(ol->sh, sizeof(*n) * (k + 1));
+
+		if (!n)
+			return NULL;
+		memset(n + ol->nsh, 0, sizeof(*n) * (k + 1 - ol->nsh));
+		ol->sh = n;
+		ol->nsh = k + 1;
 	}
+	l = &ol->sh[k];
+	if (l->c && strcmp(l->addr, addr) != 0)
+		shl_drop(l);
 	if (!l->c) {
-		if (cm_msgr_connect(cl->msgr, o->addr, false, &l->c))
+		if (cm_msgr_connect(cl->msgr, addr, false, &l->c))
 			return (l->c = NULL);
-		cm_conn_set_user(l->c, (void *)(intptr_t)(id + 1));
-		snprintf(l->addr, sizeof(l->addr), "%s", o->addr);
+		cm_conn_set_user(l->c, LINK_USER(id, k));
+		snprintf(l->addr, sizeof(l->addr), "%s", addr);
 	}
 	return l->c;
 }
@@ -840,6 +871,7 @@ creq_send(struct creq *q, bool force)
 {
 	int32_t acting[16], primary;
 	int nacting = 0, rc;
+	unsigned shard = 0;
 	struct cm_conn *c;
 	struct cm_msg *m;
 
@@ -855,7 +887,7 @@ creq_send(struct creq *q, bool force)
 	if (!force && q->target == primary && q->nacting == nacting &&
 	    memcmp(q->acting, acting, sizeof(*acting) * (size_t)nacting) == 0)
 		return;
-	c = osd_conn(q->cl, primary);
+	c = osd_conn(q->cl, primary, q->seed, &shard);
 	if (!c) {
 		q->target = -1;
 		return;
@@ -872,6 +904,7 @@ creq_send(struct creq *q, bool force)
 		return;
 	}
 	q->target = primary;
+	q->tshard = shard;
 	memcpy(q->acting, acting, sizeof(*acting) * (size_t)nacting);
 	q->nacting = nacting;
 	q->sent_once = true;
@@ -1138,20 +1171,22 @@ static void
 on_event(void *arg, struct cm_conn *c, enum cm_conn_event ev, int rc)
 {
 	struct cairn_cluster *cl = arg;
-	intptr_t id;
+	intptr_t id, u;
+	unsigned k;
 	struct creq *q;
 
 	if (mon_client_handle_event(cl->monc, c, ev, rc))
 		return;
-	id = (intptr_t)cm_conn_user(c) - 1;
-	if (ev == CM_CONN_UP || id < 0 || id >= cl->nosds || cl->osds[id].c != c)
+	u = (intptr_t)cm_conn_user(c);
+	id = (u & 0xffffffff) - 1;
+	k = (unsigned)(u >> 32);
+	if (ev == CM_CONN_UP || id < 0 || id >= cl->nosds || k >= cl->osds[id].nsh ||
+	    cl->osds[id].sh[k].c != c)
 		return;
 	/* The session is gone with whatever it carried: resend on a new one. */
-	cm_conn_close(c);
-	cm_conn_put(c);
-	cl->osds[id].c = NULL;
+	shl_drop(&cl->osds[id].sh[k]);
 	TAILQ_FOREACH(q, &cl->inflight, link)
-		if (q->target == id) {
+		if (q->target == id && q->tshard == k) {
 			q->target = -1;
 			q->retry_ms = cm_now_ms() + 50;
 		}
@@ -1215,11 +1250,13 @@ client_thread(void *arg)
 		creq_finish(q, -ESHUTDOWN, NULL);
 	mon_client_destroy(cl->monc);
 	cl->monc = NULL;
-	for (int i = 0; i < cl->nosds; i++)
-		if (cl->osds[i].c) {
-			cm_conn_close(cl->osds[i].c);
-			cm_conn_put(cl->osds[i].c);
-		}
+	for (int i = 0; i < cl->nosds; i++) {
+		for (unsigned k = 0; k < cl->osds[i].nsh; k++)
+			shl_drop(&cl->osds[i].sh[k]);
+		free(cl->osds[i].sh);
+		cl->osds[i].sh = NULL;
+		cl->osds[i].nsh = 0;
+	}
 	cm_msgr_destroy(cl->msgr);
 	cl->msgr = NULL;
 	return NULL;

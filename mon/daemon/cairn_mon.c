@@ -805,7 +805,9 @@ boot_fn(void *arg)
 				       .addr = q->boot->addr,
 				       .host = q->boot->host,
 				       .device_class = q->boot->device_class,
-				       .weight = q->boot->weight } };
+				       .weight = q->boot->weight,
+				       .shard_addrs = q->boot->shard_addrs,
+				       .nshard_addrs = q->boot->n_shard_addrs } };
 
 	q->rc = mon_map_update(q->d->store, boot_edit_fn, &be, &q->epoch);
 	if (q->rc == 1)

@@ -246,11 +246,24 @@ read_map(struct cmd *c, Cairn__Map__OsdMap **m)
 static json_t *
 osd_json(const Cairn__Map__Osd *o)
 {
-	return json_pack("{s:i, s:s, s:s, s:s, s:s, s:f, s:f, s:b, s:b, s:I, s:I}", "id", o->id,
-			 "uuid", o->uuid, "addr", o->addr, "host", o->host, "class",
-			 o->device_class, "weight", (double)o->weight / 65536.0, "reweight",
-			 (double)o->reweight / 65536.0, "up", o->up, "in", o->in, "up_since",
-			 (json_int_t)o->up_since, "down_since", (json_int_t)o->down_since);
+	json_t *j = json_pack("{s:i, s:s, s:s, s:s, s:s, s:f, s:f, s:b, s:b, s:I, s:I}", "id",
+			      o->id, "uuid", o->uuid, "addr", o->addr, "host", o->host, "class",
+			      o->device_class, "weight", (double)o->weight / 65536.0, "reweight",
+			      (double)o->reweight / 65536.0, "up", o->up, "in", o->in, "up_since",
+			      (json_int_t)o->up_since, "down_since", (json_int_t)o->down_since);
+
+	if (j) {
+		json_t *a = json_array();
+
+		for (size_t i = 0; a && i < o->n_shard_addrs; i++)
+			json_array_append_new(a, json_string(o->shard_addrs[i]));
+		json_object_set_new(
+			j, "pg_shards",
+			json_integer(o->n_shard_addrs ? (json_int_t)o->n_shard_addrs : 1));
+		if (a)
+			json_object_set_new(j, "shard_addrs", a);
+	}
+	return j;
 }
 
 static json_t *
@@ -639,15 +652,16 @@ cmd_osd_ls(struct cmd *c)
 			json_array_append_new(a, osd_json(m->osds[i]));
 		c->res = json_pack("{s:I, s:o}", "epoch", (json_int_t)m->epoch, "osds", a);
 	} else {
-		fprintf(c->out, "%-6s %-6s %-4s %-4s %-9s %-9s %-8s %-16s %s\n", "ID", "HOST", "UP",
-			"IN", "WEIGHT", "REWEIGHT", "CLASS", "ADDR", "UUID");
+		fprintf(c->out, "%-6s %-6s %-4s %-4s %-9s %-9s %-8s %-16s %-36s %s\n", "ID", "HOST",
+			"UP", "IN", "WEIGHT", "REWEIGHT", "CLASS", "ADDR", "UUID", "SHARDS");
 		for (size_t i = 0; i < m->n_osds; i++) {
 			const Cairn__Map__Osd *o = m->osds[i];
 
-			fprintf(c->out, "%-6d %-6s %-4s %-4s %-9.5f %-9.5f %-8s %-16s %s\n", o->id,
-				o->host, o->up ? "up" : "down", o->in ? "in" : "out",
+			fprintf(c->out, "%-6d %-6s %-4s %-4s %-9.5f %-9.5f %-8s %-16s %-36s %zu\n",
+				o->id, o->host, o->up ? "up" : "down", o->in ? "in" : "out",
 				(double)o->weight / 65536.0, (double)o->reweight / 65536.0,
-				o->device_class[0] ? o->device_class : "-", o->addr, o->uuid);
+				o->device_class[0] ? o->device_class : "-", o->addr, o->uuid,
+				o->n_shard_addrs ? o->n_shard_addrs : (size_t)1);
 		}
 	}
 	cairn__map__osd_map__free_unpacked(m, NULL);

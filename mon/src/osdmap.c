@@ -88,6 +88,16 @@ mon_map_initial(const char *fsid, Cairn__Map__OsdMap **mp)
 	return 0;
 }
 
+const char *
+mon_osd_pg_addr(const Cairn__Map__Osd *o, uint32_t seed, unsigned *shard)
+{
+	unsigned k = o->n_shard_addrs > 1 ? seed % (unsigned)o->n_shard_addrs : 0;
+
+	if (shard)
+		*shard = k;
+	return k ? o->shard_addrs[k] : o->addr;
+}
+
 Cairn__Map__Osd *
 mon_osd_find(const Cairn__Map__OsdMap *m, int32_t id)
 {
@@ -241,6 +251,18 @@ mon_osd_boot(Cairn__Map__OsdMap *m, const struct mon_osd_boot *b, int32_t *idp, 
 		snprintf(err, MON_ERRLEN, "an OSD needs an address");
 		return -EINVAL;
 	}
+	if (b->nshard_addrs > MON_OSD_SHARDS_MAX) {
+		snprintf(err, MON_ERRLEN, "%zu PG shards: at most %d", b->nshard_addrs,
+			 MON_OSD_SHARDS_MAX);
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < b->nshard_addrs; i++)
+		if (!b->shard_addrs[i] || !b->shard_addrs[i][0] ||
+		    strlen(b->shard_addrs[i]) > 128 ||
+		    (i == 0 && strcmp(b->shard_addrs[0], b->addr) != 0)) {
+			snprintf(err, MON_ERRLEN, "bad address of PG shard %zu", i);
+			return -EINVAL;
+		}
 	if (!good_name(b->host, 64)) {
 		snprintf(err, MON_ERRLEN, "bad host name '%s' (letters, digits, -_.)",
 			 b->host ? b->host : "");
@@ -300,6 +322,30 @@ mon_osd_boot(Cairn__Map__OsdMap *m, const struct mon_osd_boot *b, int32_t *idp, 
 	if (mon_map_set_str(&o->addr, b->addr) || mon_map_set_str(&o->host, b->host) ||
 	    mon_map_set_str(&o->device_class, b->device_class ? b->device_class : ""))
 		return -ENOMEM;
+	if (b->nshard_addrs > 1) {
+		char **a = calloc(b->nshard_addrs, sizeof(*a));
+
+		if (!a)
+			return -ENOMEM;
+		for (size_t i = 0; i < b->nshard_addrs; i++)
+			if (!(a[i] = strdup(b->shard_addrs[i]))) {
+				while (i--)
+					free(a[i]);
+				free(a);
+				return -ENOMEM;
+			}
+		for (size_t i = 0; i < o->n_shard_addrs; i++)
+			free(o->shard_addrs[i]);
+		free(o->shard_addrs);
+		o->shard_addrs = a;
+		o->n_shard_addrs = b->nshard_addrs;
+	} else {
+		for (size_t i = 0; i < o->n_shard_addrs; i++)
+			free(o->shard_addrs[i]);
+		free(o->shard_addrs);
+		o->shard_addrs = NULL;
+		o->n_shard_addrs = 0;
+	}
 	o->up = true;
 	o->up_since = m->epoch + 1;
 	o->down_stamp_ns = 0;

@@ -53,6 +53,9 @@ static const struct cm_opt g_osd_opts[] = {
 	CM_OPT("osd_recovery_share", CM_OPT_UINT, "30", 1, 100, 0, struct osd_conf, recovery_share,
 	       "percent of this OSD's work recovery/backfill may take while clients are active "
 	       "(by cost: 4 KiB + bytes per op or push; 100: no limit)"),
+	CM_OPT("osd_op_shards", CM_OPT_UINT, "1", 1, 32, 0, struct osd_conf, op_shards,
+	       "PG shards: reactor threads, each serving the PGs whose seed % n is its index "
+	       "with its own messenger and address (about one per core the OSD may use)"),
 	CM_OPT("osd_debug_split_write", CM_OPT_UINT, "0", 0, 32, 0, struct osd_conf, debug_split,
 	       "testing only: an EC write to an object named split-* reaches only the shards "
 	       "below this number, then this OSD exits (a crash mid-write)"),

@@ -240,8 +240,8 @@ ecr_ask(struct ecr *r, unsigned j)
 		q.attrs = r->want_attrs && !r->got_meta;
 		r->tid[j] = ++r->osd->tid;
 		r->osd->ec_reads++;
-		return osd_send_pb(osd_peer_conn(r->osd, r->osd_of[j]), OSD_MSG_EC_READ, r->tid[j],
-				   &q.base, NULL);
+		return osd_send_pb(osd_peer_conn(r->osd, r->osd_of[j], r->pg->seed),
+				   OSD_MSG_EC_READ, r->tid[j], &q.base, NULL);
 	}
 }
 

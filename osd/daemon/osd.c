@@ -1,11 +1,15 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The serving OSD: store, messenger, monitor client, boot and beacons, the
- * map, sessions with peer OSDs, and message dispatch to the PGs (pg.c).
+ * The serving OSD: store, PG shards (each a reactor thread with its own
+ * messenger, sessions with peer OSDs and PGs), monitor client, boot and
+ * beacons, the map, and message dispatch to the PGs (pg.c).
  */
 #include "osd.h"
 #include "cm/err.h"
 #include "cm/log.h"
+
+#include <pthread.h>
+#include <stdatomic.h>
 
 CM_LOG_SUBSYS(osd);
 
@@ -13,6 +17,24 @@ CM_LOG_SUBSYS(osd);
 #define BOOT_EVERY_MS 2000
 
 int osd_serve(struct osd_conf *cfg);
+
+/* A shard's PG states and counters, as it last handed them to shard 0. */
+struct osd_snap {
+	Cairn__Mon__PgStat *pgs;
+	size_t npgs;
+	uint64_t ops, bytes_in, bytes_out, rec_objects, rec_bytes, ec_reads, ec_decodes;
+};
+
+struct osd_node {
+	unsigned n;
+	struct osd **sh; /* sh[0] is the main thread's, with the monitor client */
+	pthread_t *th;
+	bool *th_started;
+	pthread_mutex_t mu;
+	struct osd_snap *snap; /* [n], under mu; [0] unused */
+	atomic_bool beacon_soon;
+	char **addrs; /* [n]: each shard's address (for boot) */
+};
 
 int
 osd_send_pb(struct cm_conn *c, uint16_t type, uint64_t tid, const ProtobufCMessage *pb,
@@ -35,22 +57,52 @@ osd_pool(struct osd *o, int64_t id)
 	return o->map ? mon_pool_find_id(o->map, id) : NULL;
 }
 
+/* A peer session's user word: OSD id + 1, and the peer's shard above bit 32. */
+#define PEER_USER(id, k) ((void *)(((intptr_t)(k) << 32) | (intptr_t)((id) + 1)))
+
+int32_t
+osd_conn_peer(struct cm_conn *c)
+{
+	intptr_t u = (intptr_t)cm_conn_user(c);
+
+	return u > 0 ? (int32_t)((u & 0xffffffff) - 1) : -1;
+}
+
+static void
+link_drop(struct osd_plink *l)
+{
+	if (!l->c)
+		return;
+	cm_conn_close(l->c);
+	cm_conn_put(l->c);
+	l->c = NULL;
+	l->addr[0] = 0;
+}
+
 static void
 peer_drop(struct osd_peer *p)
 {
-	if (!p->c)
-		return;
-	cm_conn_close(p->c);
-	cm_conn_put(p->c);
-	p->c = NULL;
-	p->addr[0] = 0;
+	for (unsigned k = 0; k < p->nlinks; k++)
+		link_drop(&p->links[k]);
+}
+
+/* Is link k of a peer still a session with the incarnation and shard mo shows? */
+static bool
+link_current(const struct osd_plink *l, const Cairn__Map__Osd *mo, unsigned k)
+{
+	const char *addr = k == 0 ? mo->addr : k < mo->n_shard_addrs ? mo->shard_addrs[k] : NULL;
+
+	return mo->up && addr && strcmp(l->addr, addr) == 0 && l->up_since == mo->up_since;
 }
 
 struct cm_conn *
-osd_peer_conn(struct osd *o, int32_t id)
+osd_peer_conn(struct osd *o, int32_t id, uint32_t seed)
 {
 	const Cairn__Map__Osd *mo;
 	struct osd_peer *p;
+	struct osd_plink *l;
+	const char *addr;
+	unsigned k;
 
 	if (id < 0 || id >= o->npeers || !o->map)
 		return NULL;
@@ -58,18 +110,29 @@ osd_peer_conn(struct osd *o, int32_t id)
 	mo = mon_osd_find(o->map, id);
 	if (!mo || !mo->addr[0])
 		return NULL;
-	if (p->c && (strcmp(p->addr, mo->addr) != 0 || p->up_since != mo->up_since))
-		peer_drop(p);
-	if (!p->c) {
-		if (cm_msgr_connect(o->msgr, mo->addr, true, &p->c)) {
-			p->c = NULL;
+	addr = mon_osd_pg_addr(mo, seed, &k);
+	if (k >= p->nlinks) {
+		struct osd_plink *n = realloc(p->links, sizeof(*n) * (k + 1));
+
+		if (!n)
+			return NULL;
+		memset(n + p->nlinks, 0, sizeof(*n) * (k + 1 - p->nlinks));
+		p->links = n;
+		p->nlinks = k + 1;
+	}
+	l = &p->links[k];
+	if (l->c && (strcmp(l->addr, addr) != 0 || l->up_since != mo->up_since))
+		link_drop(l);
+	if (!l->c) {
+		if (cm_msgr_connect(o->msgr, addr, true, &l->c)) {
+			l->c = NULL;
 			return NULL;
 		}
-		cm_conn_set_user(p->c, (void *)(intptr_t)(id + 1));
-		snprintf(p->addr, sizeof(p->addr), "%s", mo->addr);
-		p->up_since = mo->up_since;
+		cm_conn_set_user(l->c, PEER_USER(id, k));
+		snprintf(l->addr, sizeof(l->addr), "%s", addr);
+		l->up_since = mo->up_since;
 	}
-	return p->c;
+	return l->c;
 }
 
 static void
@@ -90,25 +153,29 @@ update_peers(struct osd *o)
 	}
 	for (int i = 0; i < o->npeers; i++) {
 		const Cairn__Map__Osd *mo = mon_osd_find(o->map, i);
+		struct osd_peer *p = &o->peers[i];
+		bool dropped = false;
 
-		if (o->peers[i].c && (!mo || !mo->up || strcmp(mo->addr, o->peers[i].addr) != 0 ||
-				      mo->up_since != o->peers[i].up_since)) {
+		for (unsigned k = 0; k < p->nlinks; k++) {
+			if (!p->links[k].c || (mo && link_current(&p->links[k], mo, k)))
+				continue;
 			/* Whatever was in flight on the session is lost with it: the
 			 * PGs and recovery jobs waiting on this peer must hear of it
 			 * (the session's own close event no longer names a peer). A
 			 * plan whose source restarted otherwise waited for pushes that
 			 * never came (until the recovery watchdog, 30 s). */
-			peer_drop(&o->peers[i]);
-			pg_peer_reset(o, i);
+			link_drop(&p->links[k]);
+			dropped = true;
 		}
+		if (dropped)
+			pg_peer_reset(o, i);
 	}
 }
 
+/* A new map on shard o: placement, sessions, PGs, waiting ops. */
 static void
-on_map(void *arg, const Cairn__Map__OsdMap *m)
+apply_map(struct osd *o, const Cairn__Map__OsdMap *m)
 {
-	struct osd *o = arg;
-	const Cairn__Map__Osd *me;
 	char err[MON_ERRLEN];
 
 	o->map = m;
@@ -116,9 +183,170 @@ on_map(void *arg, const Cairn__Map__OsdMap *m)
 	if (o->pl_ok)
 		mon_placement_free(&o->pl);
 	o->pl_ok = mon_placement_build(m, &o->pl, err) == 0;
-	if (!o->pl_ok)
+	if (!o->pl_ok && o->shard == 0)
 		CM_ERR("map epoch %" PRIu64 ": cannot place PGs: %s", m->epoch, err);
 	update_peers(o);
+	if (o->pl_ok)
+		pg_on_map(o);
+	pg_retry_wait_map(o);
+}
+
+/* ---------- the other shards: maps and boot state in, stats out ---------- */
+
+struct shard_post {
+	struct cm_reactor_msg m;
+	struct osd *o; /* the shard it is for */
+	uint8_t *map;  /* a packed map, or NULL (boot state only) */
+	size_t len;
+	int32_t id;
+	bool booted;
+	uint64_t up_epoch;
+	uint64_t want_epoch; /* to shard 0: ask the mons for maps after this */
+};
+
+static void
+shard_post_free(void *arg)
+{
+	struct shard_post *p = arg;
+
+	free(p->map);
+	free(p);
+}
+
+/* Shard > 0: hand our PG states and counters to shard 0's next beacon. */
+static void
+shard_snapshot(struct osd *o)
+{
+	struct osd_node *nd = o->node;
+	struct osd_snap s = { 0 };
+
+	if (pg_stats(o, &s.pgs, &s.npgs))
+		return;
+	s.ops = o->ops;
+	s.bytes_in = o->op_bytes_in;
+	s.bytes_out = o->op_bytes_out;
+	s.rec_objects = o->rec_objects;
+	s.rec_bytes = o->rec_bytes;
+	s.ec_reads = o->ec_reads;
+	s.ec_decodes = o->ec_decodes;
+	pthread_mutex_lock(&nd->mu);
+	free(nd->snap[o->shard].pgs);
+	nd->snap[o->shard] = s;
+	pthread_mutex_unlock(&nd->mu);
+	o->snap_ms = cm_now_ms();
+}
+
+static void
+shard_state_run(void *arg)
+{
+	struct shard_post *p = arg;
+	struct osd *o = p->o;
+	bool booted_now = p->booted && !o->booted;
+
+	o->id = p->id;
+	o->booted = p->booted;
+	o->up_epoch = p->up_epoch;
+	if (p->map) {
+		Cairn__Map__OsdMap *m = cairn__map__osd_map__unpack(NULL, p->len, p->map);
+
+		if (!m) {
+			CM_ERR("shard %u: cannot decode the map shard 0 handed over", o->shard);
+		} else {
+			Cairn__Map__OsdMap *old = o->own_map;
+
+			o->own_map = m;
+			apply_map(o, m);
+			if (old)
+				cairn__map__osd_map__free_unpacked(old, NULL);
+		}
+	} else if (booted_now && o->map && o->pl_ok && o->epoch >= o->up_epoch) {
+		pg_on_map(o);
+	}
+	shard_snapshot(o);
+	atomic_store(&o->node->beacon_soon, true);
+	shard_post_free(p);
+}
+
+/* Shard 0: tell the other shards our id, boot state and (when m) the map. */
+static void
+shards_publish(struct osd *o, const Cairn__Map__OsdMap *m)
+{
+	struct osd_node *nd = o->node;
+	uint8_t *buf = NULL;
+	size_t len = 0;
+
+	if (nd->n <= 1)
+		return;
+	if (m) {
+		len = cairn__map__osd_map__get_packed_size(m);
+		buf = malloc(len ? len : 1);
+		if (!buf) {
+			CM_ERR("out of memory handing map epoch %" PRIu64 " to the shards",
+			       m->epoch);
+			return;
+		}
+		cairn__map__osd_map__pack(m, buf);
+	}
+	for (unsigned k = 1; k < nd->n; k++) {
+		struct shard_post *p = calloc(1, sizeof(*p));
+
+		if (!p || (buf && !(p->map = malloc(len ? len : 1)))) {
+			free(p);
+			CM_ERR("out of memory handing the map to shard %u", k);
+			continue;
+		}
+		if (buf) {
+			memcpy(p->map, buf, len);
+			p->len = len;
+		}
+		p->o = nd->sh[k];
+		p->id = o->id;
+		p->booted = o->booted;
+		p->up_epoch = o->up_epoch;
+		p->m = (struct cm_reactor_msg){ .fn = shard_state_run,
+						.arg = p,
+						.drop = shard_post_free };
+		cm_reactor_post(nd->sh[k]->r, &p->m);
+	}
+	free(buf);
+}
+
+static void
+want_map_run(void *arg)
+{
+	struct shard_post *p = arg;
+	struct osd *o = p->o;
+
+	if (o->monc)
+		mon_client_want_map(o->monc, p->want_epoch);
+	shard_post_free(p);
+}
+
+void
+osd_want_map(struct osd *o, uint64_t epoch)
+{
+	struct osd *o0 = o->node ? o->node->sh[0] : o;
+	struct shard_post *p;
+
+	if (o0 == o) {
+		mon_client_want_map(o->monc, epoch);
+		return;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return; /* the op waits for the next map anyway */
+	p->o = o0;
+	p->want_epoch = epoch;
+	p->m = (struct cm_reactor_msg){ .fn = want_map_run, .arg = p, .drop = shard_post_free };
+	cm_reactor_post(o0->r, &p->m);
+}
+
+static void
+on_map(void *arg, const Cairn__Map__OsdMap *m)
+{
+	struct osd *o = arg;
+	const Cairn__Map__Osd *me;
+
 	me = o->id >= 0 ? mon_osd_find(m, o->id) : NULL;
 	if (o->booted && me && !me->up && m->epoch > o->up_epoch) {
 		CM_NOTICE("map epoch %" PRIu64 " marks us down: booting again", m->epoch);
@@ -126,9 +354,8 @@ on_map(void *arg, const Cairn__Map__OsdMap *m)
 		o->last_boot_ms = 0;
 	}
 	CM_DEBUG("map epoch %" PRIu64, m->epoch);
-	if (o->pl_ok)
-		pg_on_map(o);
-	pg_retry_wait_map(o);
+	apply_map(o, m);
+	shards_publish(o, m);
 	o->last_beacon_ms = 0; /* tell the mons our PGs' states soon */
 }
 
@@ -142,6 +369,10 @@ send_boot(struct osd *o)
 	b.addr = o->addr;
 	b.host = o->cfg->host;
 	b.device_class = o->cfg->device_class;
+	if (o->node->n > 1) {
+		b.shard_addrs = o->node->addrs;
+		b.n_shard_addrs = o->node->n;
+	}
 	o->last_boot_ms = cm_now_ms();
 	mon_client_send(o->monc, MON_MSG_OSD_BOOT, ++o->tid, &b.base, true);
 }
@@ -162,12 +393,13 @@ on_reply(void *arg, struct cm_msg *m)
 			o->id = r->osd_id;
 			o->booted = true;
 			o->up_epoch = r->epoch;
-			CM_NOTICE("booted as osd.%d (epoch %" PRIu64 ") at %s", o->id, r->epoch,
-				  o->addr);
+			CM_NOTICE("booted as osd.%d (epoch %" PRIu64 ") at %s%s", o->id, r->epoch,
+				  o->addr, o->node->n > 1 ? " (and its other PG shards)" : "");
 			mon_client_want_map(o->monc, r->epoch);
 			/* The map that marks us up may have come before this reply. */
 			if (o->map && o->pl_ok && o->epoch >= r->epoch)
 				pg_on_map(o);
+			shards_publish(o, NULL);
 		} else if (r && r->rc) {
 			CM_LOG_RL(CM_LOG_WARN, "boot refused: %s (%s)", cm_strerror(r->rc),
 				  r->error);
@@ -179,7 +411,7 @@ on_reply(void *arg, struct cm_msg *m)
 }
 
 /*
- * Heartbeats: ping every other up OSD each osd_heartbeat_interval; one that
+ * Heartbeats (shard 0): ping every other up OSD each osd_heartbeat_interval; one that
  * has not answered for osd_heartbeat_grace is reported failed to the mons
  * (they mark it down once mon_osd_min_down_reporters agree), and reported
  * alive again if it answers after all.
@@ -216,7 +448,8 @@ heartbeat(struct osd *o, uint64_t now)
 			pe->hb_rx_ms = 0;
 			pe->hb_report_ms = 0;
 		}
-		osd_send_pb(osd_peer_conn(o, i), OSD_MSG_PING, 0, &p.base, NULL);
+		/* seed 0: the peer's first shard, which answers pings */
+		osd_send_pb(osd_peer_conn(o, i, 0), OSD_MSG_PING, 0, &p.base, NULL);
 		{
 			uint64_t last = CM_MAX(pe->hb_rx_ms, pe->hb_since_ms);
 
@@ -247,7 +480,7 @@ handle_ping(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 		r.from = o->id;
 		r.reply = true;
 		osd_send_pb(c, OSD_MSG_PING, 0, &r.base, NULL);
-	} else if (p->from >= 0 && p->from < o->npeers && p->from != o->id) {
+	} else if (o->monc && p->from >= 0 && p->from < o->npeers && p->from != o->id) {
 		struct osd_peer *pe = &o->peers[p->from];
 
 		pe->hb_rx_ms = cm_now_ms();
@@ -260,43 +493,93 @@ handle_ping(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 }
 
 static void
+send_beacon(struct osd *o, uint64_t now)
+{
+	struct osd_node *nd = o->node;
+	Cairn__Mon__OsdBeacon b = CAIRN__MON__OSD_BEACON__INIT;
+	Cairn__Mon__PgStat *st = NULL, **stp = NULL;
+	struct os_usage u;
+	size_t n = 0, all;
+
+	os_get_usage(o->store, &u);
+	b.osd_id = o->id;
+	b.epoch = o->epoch;
+	b.total_bytes = u.total_bytes;
+	b.free_bytes = u.free_bytes;
+	b.ops = o->ops;
+	b.bytes_in = o->op_bytes_in;
+	b.bytes_out = o->op_bytes_out;
+	b.rec_objects = o->rec_objects;
+	b.rec_bytes = o->rec_bytes;
+	b.ec_reads = o->ec_reads;
+	b.ec_decodes = o->ec_decodes;
+	b.csum_errors = u.csum_errors;
+	if (pg_stats(o, &st, &n))
+		st = NULL, n = 0;
+	pthread_mutex_lock(&nd->mu);
+	all = n;
+	for (unsigned k = 1; k < nd->n; k++) {
+		const struct osd_snap *s = &nd->snap[k];
+
+		all += s->npgs;
+		b.ops += s->ops;
+		b.bytes_in += s->bytes_in;
+		b.bytes_out += s->bytes_out;
+		b.rec_objects += s->rec_objects;
+		b.rec_bytes += s->rec_bytes;
+		b.ec_reads += s->ec_reads;
+		b.ec_decodes += s->ec_decodes;
+	}
+	if ((stp = calloc(all + 1, sizeof(*stp)))) {
+		Cairn__Mon__PgStat *more = NULL;
+
+		if (all > n && (more = calloc(all - n, sizeof(*more)))) {
+			size_t j = 0;
+
+			for (unsigned k = 1; k < nd->n; k++) {
+				memcpy(more + j, nd->snap[k].pgs, sizeof(*more) * nd->snap[k].npgs);
+				j += nd->snap[k].npgs;
+			}
+		} else {
+			all = n;
+		}
+		for (size_t i = 0; i < n; i++)
+			stp[i] = &st[i];
+		for (size_t i = n; i < all; i++)
+			stp[i] = &more[i - n];
+		b.pgs = stp;
+		b.n_pgs = all;
+		pthread_mutex_unlock(&nd->mu);
+		if (mon_client_send(o->monc, MON_MSG_OSD_BEACON, 0, &b.base, true) == 0)
+			o->last_beacon_ms = now;
+		free(more);
+	} else {
+		pthread_mutex_unlock(&nd->mu);
+	}
+	free(stp);
+	free(st);
+}
+
+static void
 on_tick(struct cm_timer *t)
 {
 	struct osd *o = t->arg;
 	uint64_t now = cm_now_ms();
 
+	if (o->shard > 0) {
+		if (o->booted)
+			pg_tick(o);
+		if (now - o->snap_ms >= o->cfg->beacon_ms / 2)
+			shard_snapshot(o);
+		cm_timer_arm(o->r, &o->tick, TICK_MS);
+		return;
+	}
 	if (!o->booted && now - o->last_boot_ms >= BOOT_EVERY_MS)
 		send_boot(o);
-	if (o->booted && now - o->last_beacon_ms >= o->cfg->beacon_ms) {
-		Cairn__Mon__OsdBeacon b = CAIRN__MON__OSD_BEACON__INIT;
-		Cairn__Mon__PgStat *st = NULL, **stp = NULL;
-		struct os_usage u;
-		size_t n = 0;
-
-		os_get_usage(o->store, &u);
-		b.osd_id = o->id;
-		b.epoch = o->epoch;
-		b.total_bytes = u.total_bytes;
-		b.free_bytes = u.free_bytes;
-		b.ops = o->ops;
-		b.bytes_in = o->op_bytes_in;
-		b.bytes_out = o->op_bytes_out;
-		b.rec_objects = o->rec_objects;
-		b.rec_bytes = o->rec_bytes;
-		b.ec_reads = o->ec_reads;
-		b.ec_decodes = o->ec_decodes;
-		b.csum_errors = u.csum_errors;
-		if (pg_stats(o, &st, &n) == 0 && (stp = calloc(n + 1, sizeof(*stp)))) {
-			for (size_t i = 0; i < n; i++)
-				stp[i] = &st[i];
-			b.pgs = stp;
-			b.n_pgs = n;
-		}
-		if (mon_client_send(o->monc, MON_MSG_OSD_BEACON, 0, &b.base, true) == 0)
-			o->last_beacon_ms = now;
-		free(stp);
-		free(st);
-	}
+	if (atomic_exchange(&o->node->beacon_soon, false))
+		o->last_beacon_ms = 0;
+	if (o->booted && now - o->last_beacon_ms >= o->cfg->beacon_ms)
+		send_beacon(o, now);
 	if (o->booted && o->epoch < o->up_epoch && now - o->last_map_ask_ms >= 1000) {
 		/* Booted but the map that says so has not come: ask again. */
 		o->last_map_ask_ms = now;
@@ -388,17 +671,18 @@ static void
 on_event(void *arg, struct cm_conn *c, enum cm_conn_event ev, int rc)
 {
 	struct osd *o = arg;
-	intptr_t peer;
+	intptr_t u;
 
 	if (o->monc && mon_client_handle_event(o->monc, c, ev, rc))
 		return;
-	peer = (intptr_t)cm_conn_user(c);
-	if (peer > 0 && (ev == CM_CONN_RESET || ev == CM_CONN_FAILED || ev == CM_CONN_CLOSED)) {
-		int32_t id = (int32_t)(peer - 1);
+	u = (intptr_t)cm_conn_user(c);
+	if (u > 0 && (ev == CM_CONN_RESET || ev == CM_CONN_FAILED || ev == CM_CONN_CLOSED)) {
+		int32_t id = (int32_t)((u & 0xffffffff) - 1);
+		unsigned k = (unsigned)(u >> 32);
 
-		CM_INFO("session with osd.%d: %s", id, cm_conn_event_name(ev));
-		if (id < o->npeers && o->peers[id].c == c) {
-			peer_drop(&o->peers[id]);
+		CM_INFO("session with osd.%d (shard %u): %s", id, k, cm_conn_event_name(ev));
+		if (id < o->npeers && k < o->peers[id].nlinks && o->peers[id].links[k].c == c) {
+			link_drop(&o->peers[id].links[k]);
 			pg_peer_reset(o, id);
 		}
 	}
@@ -430,22 +714,111 @@ open_store(struct osd *o, struct os_store **sp)
 	return rc;
 }
 
+/* Make shard k: its reactor, messenger and address (shard 0: the main thread's). */
+static int
+shard_open(struct osd_node *nd, struct osd *o, unsigned k, const char *listen_addr)
+{
+	struct osd_conf *cfg = o->cfg;
+	struct cm_msgr_opts mo;
+	char name[16];
+	uint16_t port = 0;
+	int rc;
+
+	o->node = nd;
+	o->shard = k;
+	o->nshards = nd->n;
+	TAILQ_INIT(&o->wait_map);
+	TAILQ_INIT(&o->rjobs);
+	TAILQ_INIT(&o->rjobs_ready);
+	TAILQ_INIT(&o->ecrs);
+	if (!o->r) {
+		snprintf(name, sizeof(name), "osd-s%u", k);
+		rc = cm_daemon_reactor_create(&cfg->d, name, &o->r);
+		if (rc)
+			return rc;
+	}
+	cm_daemon_msgr_opts(&cfg->d, &mo);
+	/* Unique on the wire from the first boot on (sessions are per entity). */
+	if (k == 0)
+		snprintf(o->entity, sizeof(o->entity), "osd.%s", os_uuid(o->store));
+	else
+		snprintf(o->entity, sizeof(o->entity), "osd.%s.%u", os_uuid(o->store), k);
+	mo.entity = o->entity;
+	mo.ops = (struct cm_msgr_ops){ .on_msg = on_msg, .on_event = on_event };
+	mo.ops_arg = o;
+	mo.backoff_min_ms = 20;
+	mo.backoff_max_ms = 500;
+	rc = cm_msgr_create(o->r, &mo, &o->msgr);
+	if (rc)
+		return rc;
+	rc = cm_msgr_listen(o->msgr, listen_addr, &port);
+	if (rc) {
+		CM_ERR("cannot listen on %s: %s", listen_addr, cm_strerror(rc));
+		return rc;
+	}
+	{
+		char host[96];
+		const char *colon = strrchr(listen_addr, ':');
+		size_t hl = colon ? (size_t)(colon - listen_addr) : strlen(listen_addr);
+
+		snprintf(host, sizeof(host), "%.*s", (int)hl, listen_addr);
+		snprintf(o->addr, sizeof(o->addr), "%s:%u", host, port);
+	}
+	nd->addrs[k] = o->addr;
+	cm_timer_init(&o->tick, on_tick, o);
+	return 0;
+}
+
+/* Free what shard o holds (on its own thread, after its reactor stopped). */
+static void
+shard_close(struct osd *o)
+{
+	if (o->r)
+		cm_timer_cancel(o->r, &o->tick);
+	for (int i = 0; i < o->npeers; i++) {
+		peer_drop(&o->peers[i]);
+		free(o->peers[i].links);
+	}
+	free(o->peers);
+	o->peers = NULL;
+	o->npeers = 0;
+	pg_free_all(o);
+	ec_free_all(o);
+	if (o->msgr)
+		cm_msgr_destroy(o->msgr);
+	o->msgr = NULL;
+	if (o->pl_ok)
+		mon_placement_free(&o->pl);
+	o->pl_ok = false;
+	o->map = NULL;
+	if (o->own_map)
+		cairn__map__osd_map__free_unpacked(o->own_map, NULL);
+	o->own_map = NULL;
+}
+
+static void *
+shard_main(void *arg)
+{
+	struct osd *o = arg;
+
+	cm_timer_arm(o->r, &o->tick, TICK_MS);
+	cm_reactor_run(o->r);
+	shard_close(o);
+	return NULL;
+}
+
 int
 osd_serve(struct osd_conf *cfg)
 {
 	struct osd o = { .cfg = cfg, .id = -1 };
+	struct osd_node nd = { .n = (unsigned)cfg->op_shards };
 	struct cm_daemon_signals *sig = NULL;
 	struct mon_client_opts mco = { 0 };
-	struct cm_msgr_opts mo;
 	char err[256];
 	sigset_t mask;
-	uint16_t port = 0;
+	size_t npgs = 0;
 	int rc;
 
-	TAILQ_INIT(&o.wait_map);
-	TAILQ_INIT(&o.rjobs);
-	TAILQ_INIT(&o.rjobs_ready);
-	TAILQ_INIT(&o.ecrs);
 	if (!cfg->mon_host[0]) {
 		fprintf(stderr, "cairn-osd: mon_host is not set\n");
 		return 2;
@@ -454,43 +827,60 @@ osd_serve(struct osd_conf *cfg)
 		fprintf(stderr, "cairn-osd: cluster_key is not set\n");
 		return 2;
 	}
+	if (nd.n < 1)
+		nd.n = 1;
+	pthread_mutex_init(&nd.mu, NULL);
+	nd.sh = calloc(nd.n, sizeof(*nd.sh));
+	nd.th = calloc(nd.n, sizeof(*nd.th));
+	nd.th_started = calloc(nd.n, sizeof(*nd.th_started));
+	nd.snap = calloc(nd.n, sizeof(*nd.snap));
+	nd.addrs = calloc(nd.n, sizeof(*nd.addrs));
+	if (!nd.sh || !nd.th || !nd.th_started || !nd.snap || !nd.addrs) {
+		fprintf(stderr, "cairn-osd: out of memory\n");
+		rc = -ENOMEM;
+		goto out_free;
+	}
+	nd.sh[0] = &o;
+	/* Threads made from here on inherit the blocked signals. */
 	cm_daemon_block_signals(&mask);
 	rc = cm_daemon_reactor_create(&cfg->d, "osd", &o.r);
 	if (rc)
-		return 1;
+		goto out_free;
 	rc = open_store(&o, &o.store);
 	if (rc)
 		goto out;
 	rc = cm_worker_pool_create((unsigned)cfg->op_threads, "osd-op", &o.wp);
 	if (rc)
 		goto out;
-	cm_daemon_msgr_opts(&cfg->d, &mo);
-	/* Unique on the wire from the first boot on (sessions are per entity). */
-	snprintf(o.entity, sizeof(o.entity), "osd.%s", os_uuid(o.store));
-	mo.entity = o.entity;
-	mo.ops = (struct cm_msgr_ops){ .on_msg = on_msg, .on_event = on_event };
-	mo.ops_arg = &o;
-	mo.backoff_min_ms = 20;
-	mo.backoff_max_ms = 500;
-	rc = cm_msgr_create(o.r, &mo, &o.msgr);
-	if (rc)
-		goto out;
-	rc = cm_msgr_listen(o.msgr, cfg->public_addr, &port);
-	if (rc) {
-		CM_ERR("cannot listen on %s: %s", cfg->public_addr, cm_strerror(rc));
-		goto out;
+	for (unsigned k = 1; k < nd.n; k++) {
+		nd.sh[k] = calloc(1, sizeof(*nd.sh[k]));
+		if (!nd.sh[k]) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		*nd.sh[k] = (struct osd){ .cfg = cfg, .id = -1, .store = o.store, .wp = o.wp };
 	}
-	{
-		char host[96];
-		const char *colon = strrchr(cfg->public_addr, ':');
-		size_t hl = colon ? (size_t)(colon - cfg->public_addr) : strlen(cfg->public_addr);
+	for (unsigned k = 0; k < nd.n; k++) {
+		char listen[160];
 
-		snprintf(host, sizeof(host), "%.*s", (int)hl, cfg->public_addr);
-		snprintf(o.addr, sizeof(o.addr), "%s:%u", host, port);
+		if (k == 0) {
+			snprintf(listen, sizeof(listen), "%s", cfg->public_addr);
+		} else {
+			/* the same host, any free port */
+			const char *colon = strrchr(cfg->public_addr, ':');
+			size_t hl = colon ? (size_t)(colon - cfg->public_addr)
+					  : strlen(cfg->public_addr);
+
+			snprintf(listen, sizeof(listen), "%.*s:0", (int)hl, cfg->public_addr);
+		}
+		rc = shard_open(&nd, nd.sh[k], k, listen);
+		if (rc)
+			goto out;
+		rc = pg_load_all(nd.sh[k]);
+		if (rc)
+			goto out;
+		npgs += nd.sh[k]->npgs;
 	}
-	rc = pg_load_all(&o);
-	if (rc)
-		goto out;
 	mco.mon_host = cfg->mon_host;
 	mco.subscribe = true;
 	mco.ops = (struct mon_client_ops){ .on_map = on_map, .on_reply = on_reply };
@@ -506,29 +896,52 @@ osd_serve(struct osd_conf *cfg)
 	rc = cm_daemon_signals_watch(o.r, &mask, &sig);
 	if (rc)
 		goto out;
-	cm_timer_init(&o.tick, on_tick, &o);
+	for (unsigned k = 1; k < nd.n; k++) {
+		rc = -pthread_create(&nd.th[k], NULL, shard_main, nd.sh[k]);
+		if (rc) {
+			CM_ERR("cannot start PG shard %u: %s", k, cm_strerror(rc));
+			goto out;
+		}
+		nd.th_started[k] = true;
+	}
 	cm_timer_arm(o.r, &o.tick, 1);
-	CM_NOTICE("serving at %s, store uuid %s, %zu PGs on disk", o.addr, os_uuid(o.store),
-		  o.npgs);
+	CM_NOTICE("serving at %s, store uuid %s, %zu PGs on disk, %u PG shard%s", o.addr,
+		  os_uuid(o.store), npgs, nd.n, nd.n > 1 ? "s" : "");
 	rc = cm_reactor_run(o.r);
 	CM_NOTICE("stopping");
-	cm_timer_cancel(o.r, &o.tick);
 out:
+	for (unsigned k = 1; k < nd.n; k++)
+		if (nd.th_started[k]) {
+			cm_reactor_stop(nd.sh[k]->r);
+			pthread_join(nd.th[k], NULL);
+		}
 	cm_daemon_signals_stop(sig);
 	mon_client_destroy(o.monc);
 	o.monc = NULL;
-	for (int i = 0; i < o.npeers; i++)
-		peer_drop(&o.peers[i]);
-	pg_free_all(&o);
-	ec_free_all(&o);
-	if (o.msgr)
-		cm_msgr_destroy(o.msgr);
+	shard_close(&o);
+	for (unsigned k = 1; k < nd.n; k++)
+		if (nd.sh[k] && !nd.th_started[k])
+			shard_close(nd.sh[k]); /* never ran */
 	cm_worker_pool_destroy(o.wp);
+	/* The store's last completions for other shards go to their reactors
+	 * (which drop them): destroy those after it. */
 	if (o.store)
 		os_umount(o.store);
-	if (o.pl_ok)
-		mon_placement_free(&o.pl);
-	free(o.peers);
+	for (unsigned k = 1; k < nd.n; k++)
+		if (nd.sh[k]) {
+			cm_reactor_destroy(nd.sh[k]->r);
+			free(nd.sh[k]);
+		}
 	cm_reactor_destroy(o.r);
+out_free:
+	if (nd.snap)
+		for (unsigned k = 0; k < nd.n; k++)
+			free(nd.snap[k].pgs);
+	free(nd.snap);
+	free(nd.sh);
+	free(nd.th);
+	free(nd.th_started);
+	free(nd.addrs);
+	pthread_mutex_destroy(&nd.mu);
 	return rc ? 1 : 0;
 }

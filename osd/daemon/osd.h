@@ -3,8 +3,14 @@
  * cairn-osd's internals: the daemon (osd.c: boot, maps, peers) and its PGs
  * (pg.c: client ops, replication, peering, recovery). docs/design/osd.md.
  *
- * Threading: everything runs on the OSD's reactor thread except the
- * functions named *_fn, which run on the worker pool (blocking store reads).
+ * Threading: an OSD runs osd_op_shards PG shards, each a struct osd with
+ * its own reactor thread, messenger (and address) and PG table: PG seed s
+ * belongs to shard s % n (osd_pg_mine). Everything of a shard runs on its
+ * reactor except the functions named *_fn, which run on the shared worker
+ * pool (blocking store reads). The store is shared (its pipeline runs on
+ * shard 0's reactor; os_queue/os_read post there and back). Shard 0 also
+ * runs the monitor client, boot, beacons and heartbeats, and hands every
+ * map to the other shards (each keeps its own copy).
  */
 #ifndef OSD_DAEMON_H
 #define OSD_DAEMON_H
@@ -37,6 +43,7 @@ struct osd_conf {
 	uint64_t recovery_share; /* percent */
 	uint64_t hb_interval_ms, hb_grace_ms;
 	uint64_t debug_split;
+	uint64_t op_shards;
 	bool mkfs, fsck, deep;
 };
 
@@ -181,18 +188,29 @@ struct osd_pool_ec {
 struct ecr; /* an EC read in flight (ec_pg.c) */
 
 struct osd_peer {
-	struct cm_conn *c;
-	char addr[128];
-	uint64_t up_since;
-	/* heartbeats */
+	/* sessions, one per PG shard of the peer we talk to (its shard_addrs) */
+	struct osd_plink {
+		struct cm_conn *c;
+		char addr[128];
+		uint64_t up_since;
+	} * links;
+
+	unsigned nlinks;
+	/* heartbeats (shard 0) */
 	uint64_t hb_since_ms;  /* we started pinging this incarnation */
 	uint64_t hb_rx_ms;     /* its last answer */
 	uint64_t hb_report_ms; /* we last reported it failed (0: not reported) */
 	uint64_t hb_up_since;  /* the incarnation the above are about */
 };
 
+struct osd_node; /* the shards of one OSD (osd.c) */
+
 struct osd {
 	struct osd_conf *cfg;
+	struct osd_node *node;
+	unsigned shard, nshards;     /* this PG shard, of nshards */
+	Cairn__Map__OsdMap *own_map; /* shards > 0: our copy of the map (map points at it) */
+	uint64_t snap_ms;            /* shards > 0: last stats handed to shard 0 */
 	struct cm_reactor *r;
 	struct cm_msgr *msgr;
 	struct os_store *store;
@@ -250,7 +268,18 @@ void rec_handle_list_reply(struct osd *o, struct cm_conn *c, struct cm_msg *m);
 void rec_client_cost(struct osd *o, uint64_t cost);
 
 /* osd.c */
-struct cm_conn *osd_peer_conn(struct osd *o, int32_t id);
+/* Is PG seed served by this shard? */
+static inline bool
+osd_pg_mine(const struct osd *o, uint32_t seed)
+{
+	return o->nshards <= 1 || seed % o->nshards == o->shard;
+}
+/* The session with the shard of OSD id that serves PG seed (seed 0: its first). */
+struct cm_conn *osd_peer_conn(struct osd *o, int32_t id, uint32_t seed);
+/* The OSD id of a session we opened with osd_peer_conn, else -1. */
+int32_t osd_conn_peer(struct cm_conn *c);
+/* Ask the mons for maps after epoch (from any shard). */
+void osd_want_map(struct osd *o, uint64_t epoch);
 int osd_send_pb(struct cm_conn *c, uint16_t type, uint64_t tid, const ProtobufCMessage *pb,
 		const struct cm_sgl *data);
 const Cairn__Map__Pool *osd_pool(struct osd *o, int64_t id);

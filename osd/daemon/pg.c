@@ -592,7 +592,8 @@ pg_load_all(struct osd *o)
 		struct pg *pg;
 		int end = 0;
 
-		if (sscanf(cids[i], "pg.%" SCNd64 ".%x%n", &pool, &seed, &end) != 2 || cids[i][end])
+		if (sscanf(cids[i], "pg.%" SCNd64 ".%x%n", &pool, &seed, &end) != 2 ||
+		    cids[i][end] || !osd_pg_mine(o, seed))
 			continue;
 		pg = pg_new(o, pool, seed);
 		if (!pg) {
@@ -1830,7 +1831,7 @@ op_commit(struct op *op, const struct cm_sgl *(*data)(struct op *op, int shard))
 
 		if (id == o->id || id < 0 || (rp->split && pg->shard[i] >= o->cfg->debug_split))
 			continue;
-		if (osd_send_pb(osd_peer_conn(o, id), OSD_MSG_REP_OP, 0, &ro.base,
+		if (osd_send_pb(osd_peer_conn(o, id, pg->seed), OSD_MSG_REP_OP, 0, &ro.base,
 				data(op, pg->shard[i]))) {
 			/* The session is gone: the interval will change; the client resends. */
 			rp->rc = -EAGAIN;
@@ -2001,7 +2002,7 @@ op_dispatch(struct osd *o, struct op *op)
 	if (op->req->epoch > o->epoch) {
 		op->queued = true;
 		TAILQ_INSERT_TAIL(&o->wait_map, op, link);
-		mon_client_want_map(o->monc, o->epoch);
+		osd_want_map(o, o->epoch);
 		return;
 	}
 	pg = pg_find(o, op->req->pool, op->req->seed);
@@ -2428,8 +2429,8 @@ pg_send_queries(struct pg *pg)
 			p->tail = pg->log_tail;
 			continue;
 		}
-		if (osd_send_pb(osd_peer_conn(o, pg->slot_osd[i]), OSD_MSG_PG_QUERY, 0, &q.base,
-				NULL) == 0)
+		if (osd_send_pb(osd_peer_conn(o, pg->slot_osd[i], pg->seed), OSD_MSG_PG_QUERY, 0,
+				&q.base, NULL) == 0)
 			pg->notifies_wanted++;
 	}
 }
@@ -2690,6 +2691,8 @@ pg_on_map(struct osd *o)
 			struct pg *pg;
 			bool mine = false, changed;
 
+			if (!osd_pg_mine(o, seed))
+				continue; /* another shard's */
 			n = mon_placement_pg_up(&o->pl, pool, seed, up, &primary);
 			for (int i = 0; i < n && k < OSD_MAX_ACTING; i++) {
 				if (up[i] == CRUSH_ITEM_NONE)
@@ -2816,7 +2819,7 @@ pg_handle_notify(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 {
 	Cairn__Osd__PgNotify *n =
 		(Cairn__Osd__PgNotify *)cm_msg_unpack_front(m, &cairn__osd__pg_notify__descriptor);
-	intptr_t peer = (intptr_t)cm_conn_user(c) - 1;
+	intptr_t peer = osd_conn_peer(c);
 	struct pg *pg;
 
 	cm_msg_destroy(m);
@@ -2977,8 +2980,8 @@ pg_roll_forward(struct pg *pg)
 	ro.roll_to = &rv;
 	for (int i = 0; i < pg->nacting; i++)
 		if (pg->acting[i] != o->id && pg->acting[i] >= 0)
-			osd_send_pb(osd_peer_conn(o, pg->acting[i]), OSD_MSG_REP_OP, 0, &ro.base,
-				    NULL);
+			osd_send_pb(osd_peer_conn(o, pg->acting[i], pg->seed), OSD_MSG_REP_OP, 0,
+				    &ro.base, NULL);
 }
 
 void

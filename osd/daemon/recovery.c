@@ -401,8 +401,9 @@ send_req(struct pg *pg, int t, char **oids, size_t n, bool all, bool prio)
 		job_start(o, &q, o->id);
 		return 0;
 	}
-	return osd_send_pb(osd_peer_conn(o, src), OSD_MSG_RECOVER, 0, &q.base, NULL) ? -ENOTCONN
-										     : 0;
+	return osd_send_pb(osd_peer_conn(o, src, pg->seed), OSD_MSG_RECOVER, 0, &q.base, NULL)
+		       ? -ENOTCONN
+		       : 0;
 }
 
 /*
@@ -511,7 +512,7 @@ send_pg_log(struct pg *pg, int t, bool wipe, char **missing, size_t nmissing)
 	}
 	if (to == o->id)
 		log_apply(o, NULL, &n);
-	else if (osd_send_pb(osd_peer_conn(o, to), OSD_MSG_PG_LOG, 0, &n.base, NULL))
+	else if (osd_send_pb(osd_peer_conn(o, to, pg->seed), OSD_MSG_PG_LOG, 0, &n.base, NULL))
 		rec_fail(pg, to, -ENOTCONN);
 	pg_log_pb_free(les, nles);
 }
@@ -1027,7 +1028,8 @@ report_done(struct osd *o, int32_t primary, const Cairn__Osd__PgAck *a)
 	if (primary == o->id)
 		on_recover_done(o, a);
 	else
-		osd_send_pb(osd_peer_conn(o, primary), OSD_MSG_RECOVER_DONE, 0, &a->base, NULL);
+		osd_send_pb(osd_peer_conn(o, primary, a->seed), OSD_MSG_RECOVER_DONE, 0, &a->base,
+			    NULL);
 }
 
 static void
@@ -1233,7 +1235,7 @@ job_send(struct rjob *j)
 		local = true;
 		push_apply(o, NULL, &p, &sgl);
 	} else {
-		rc = osd_send_pb(osd_peer_conn(o, j->target), OSD_MSG_PUSH, 0, &p.base,
+		rc = osd_send_pb(osd_peer_conn(o, j->target, j->seed), OSD_MSG_PUSH, 0, &p.base,
 				 j->data ? &sgl : NULL);
 	}
 out:
@@ -1406,8 +1408,8 @@ job_list_remote(struct rjob *j, struct pg *pg)
 			  j->list_peer);
 	j->list_tid = ++j->osd->tid;
 	j->busy = true;
-	if (osd_send_pb(osd_peer_conn(j->osd, j->list_peer), OSD_MSG_PG_LIST, j->list_tid, &q.base,
-			NULL)) {
+	if (osd_send_pb(osd_peer_conn(j->osd, j->list_peer, j->seed), OSD_MSG_PG_LIST, j->list_tid,
+			&q.base, NULL)) {
 		j->rc = -ENOTCONN;
 		j->list_tid = 0;
 		job_list_done(j);
@@ -1766,7 +1768,7 @@ pg_handle_push_reply(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 {
 	Cairn__Osd__PushReply *r = (Cairn__Osd__PushReply *)cm_msg_unpack_front(
 		m, &cairn__osd__push_reply__descriptor);
-	intptr_t peer = (intptr_t)cm_conn_user(c) - 1;
+	intptr_t peer = osd_conn_peer(c);
 
 	cm_msg_destroy(m);
 	if (!r)
@@ -2461,8 +2463,8 @@ rec_remove_strays(struct pg *pg)
 		a.epoch = o->epoch;
 		for (int i = 0; i < pg->nstrays; i++) {
 			a.target = pg->strays[i];
-			osd_send_pb(osd_peer_conn(o, pg->strays[i]), OSD_MSG_PG_REMOVE, 0, &a.base,
-				    NULL);
+			osd_send_pb(osd_peer_conn(o, pg->strays[i], pg->seed), OSD_MSG_PG_REMOVE, 0,
+				    &a.base, NULL);
 		}
 	}
 	pg->nstrays = 0;

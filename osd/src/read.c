@@ -239,9 +239,9 @@ fetch_submit(struct os_rd *rd)
 	}
 }
 
-void
-os_read(struct os_store *s, const char *cid, const char *oid, uint64_t off, uint64_t len,
-	os_read_cb cb, void *arg)
+static void
+read_here(struct os_store *s, const char *cid, const char *oid, uint64_t off, uint64_t len,
+	  os_read_cb cb, void *arg)
 {
 	struct os_rd *rd = calloc(1, sizeof(*rd));
 	struct os_oent *e;
@@ -272,6 +272,96 @@ os_read(struct os_store *s, const char *cid, const char *oid, uint64_t off, uint
 		start_io(rd, e->on);
 	else
 		fetch_submit(rd);
+}
+
+/*
+ * A read from another reactor (an OSD shard) runs on the store's reactor
+ * and its result travels back. A read posted after a transaction from the
+ * same reactor reaches the store after it, as a local one would.
+ */
+struct os_rfwd {
+	struct cm_reactor_msg m;
+	struct cm_reactor *origin;
+	struct os_store *s;
+	char *cid, *oid;
+	uint64_t off, len;
+	os_read_cb cb;
+	void *arg;
+	int rc;
+	struct cm_buf *data;
+};
+
+static void
+rfwd_free(void *arg)
+{
+	struct os_rfwd *f = arg;
+
+	cm_buf_put(f->data);
+	free(f->cid);
+	free(f->oid);
+	free(f);
+}
+
+static void
+rfwd_back(void *arg)
+{
+	struct os_rfwd *f = arg;
+	struct cm_buf *data = f->data;
+
+	f->data = NULL;
+	f->cb(f->arg, f->rc, data);
+	rfwd_free(f);
+}
+
+static void
+rfwd_done(void *arg, int rc, struct cm_buf *data)
+{
+	struct os_rfwd *f = arg;
+
+	f->rc = rc;
+	f->data = data;
+	f->m = (struct cm_reactor_msg){ .fn = rfwd_back, .arg = f, .drop = rfwd_free };
+	cm_reactor_post(f->origin, &f->m);
+}
+
+static void
+rfwd_run(void *arg)
+{
+	struct os_rfwd *f = arg;
+
+	read_here(f->s, f->cid, f->oid, f->off, f->len, rfwd_done, f);
+}
+
+void
+os_read(struct os_store *s, const char *cid, const char *oid, uint64_t off, uint64_t len,
+	os_read_cb cb, void *arg)
+{
+	struct cm_reactor *self = cm_reactor_self();
+	struct os_rfwd *f;
+
+	if (!self || self == s->r) {
+		read_here(s, cid, oid, off, len, cb, arg);
+		return;
+	}
+	f = calloc(1, sizeof(*f));
+	if (f) {
+		f->cid = cid ? strdup(cid) : NULL;
+		f->oid = oid ? strdup(oid) : NULL;
+	}
+	if (!f || (cid && !f->cid) || (oid && !f->oid)) {
+		if (f)
+			rfwd_free(f);
+		cb(arg, -ENOMEM, NULL);
+		return;
+	}
+	f->origin = self;
+	f->s = s;
+	f->off = off;
+	f->len = len;
+	f->cb = cb;
+	f->arg = arg;
+	f->m = (struct cm_reactor_msg){ .fn = rfwd_run, .arg = f, .drop = rfwd_free };
+	cm_reactor_post(s->r, &f->m);
 }
 
 /* ---------- metadata (blocking) ---------- */

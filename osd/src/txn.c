@@ -493,8 +493,8 @@ kick(struct os_store *s)
 	}
 }
 
-void
-os_queue(struct os_store *s, struct os_txn *t, os_commit_cb cb, void *arg)
+static void
+queue_here(struct os_store *s, struct os_txn *t, os_commit_cb cb, void *arg)
 {
 	t->s = s;
 	t->cb = cb;
@@ -503,6 +503,82 @@ os_queue(struct os_store *s, struct os_txn *t, os_commit_cb cb, void *arg)
 	TAILQ_INSERT_TAIL(&s->q, t, link);
 	s->inflight++;
 	kick(s);
+}
+
+/*
+ * A transaction queued from another reactor (an OSD shard): it travels to
+ * the store's reactor, and its callback travels back. Posts keep order, so
+ * one sender's transactions commit, and report, in the order it queued them.
+ */
+struct os_qfwd {
+	struct cm_reactor_msg m;
+	struct cm_reactor *origin;
+	struct os_store *s;
+	struct os_txn *t;
+	os_commit_cb cb;
+	void *arg;
+	int rc;
+};
+
+static void
+qfwd_back(void *arg)
+{
+	struct os_qfwd *f = arg;
+
+	if (f->cb)
+		f->cb(f->arg, f->rc);
+	free(f);
+}
+
+static void
+qfwd_done(void *arg, int rc)
+{
+	struct os_qfwd *f = arg;
+
+	f->rc = rc;
+	f->t = NULL;
+	f->m = (struct cm_reactor_msg){ .fn = qfwd_back, .arg = f, .drop = free };
+	cm_reactor_post(f->origin, &f->m);
+}
+
+static void
+qfwd_run(void *arg)
+{
+	struct os_qfwd *f = arg;
+
+	queue_here(f->s, f->t, qfwd_done, f);
+}
+
+/* The store's reactor went away with the transaction still on its way. */
+static void
+qfwd_drop(void *arg)
+{
+	struct os_qfwd *f = arg;
+
+	os_txn_destroy(f->t);
+	free(f);
+}
+
+void
+os_queue(struct os_store *s, struct os_txn *t, os_commit_cb cb, void *arg)
+{
+	struct cm_reactor *self = cm_reactor_self();
+	struct os_qfwd *f;
+
+	if (!self || self == s->r) {
+		queue_here(s, t, cb, arg);
+		return;
+	}
+	f = malloc(sizeof(*f));
+	if (!f) {
+		os_txn_destroy(t);
+		if (cb)
+			cb(arg, -ENOMEM);
+		return;
+	}
+	*f = (struct os_qfwd){ .origin = self, .s = s, .t = t, .cb = cb, .arg = arg };
+	f->m = (struct cm_reactor_msg){ .fn = qfwd_run, .arg = f, .drop = qfwd_drop };
+	cm_reactor_post(s->r, &f->m);
 }
 
 static void

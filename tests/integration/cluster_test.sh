@@ -4,12 +4,15 @@
 # etcd, 1 mon, 3 OSDs on preallocated files), objects through `clusterctl
 # obj` compared byte for byte, the libcairn suite (atomic compound ops, every
 # sub-op, async, listing, bad input), an OSD killed with -9 while writes go
-# on (2 of 3 copies, min_size 2), and clear errors.
+# on (2 of 3 copies, min_size 2), OSDs restarted with other numbers of PG
+# shards (osd_op_shards: 3, then 2 beside 1-shard peers), and clear errors.
 set -euo pipefail
+. "$(dirname "$0")/../lib/cluster.sh"
 build=${1:?usage: cluster_test.sh BUILD_DIR}
 ctl="$build/tools/clusterctl"
 dir=$(mktemp -d /tmp/cairn-cluster-test-XXXXXX)
-trap '"$ctl" down --dir "$dir" >/dev/null 2>&1 || true; rm -rf "$dir"' EXIT
+# At exit: stop the cluster; sanitizer reports in its logs fail the test (tests/lib/cluster.sh).
+trap 'cluster_finish $?' EXIT
 fail() { echo "FAIL: $*" >&2; for f in "$dir"/*.log; do echo "== $f"; tail -n 30 "$f"; done >&2; exit 1; }
 
 # A short grace so a killed OSD is marked down quickly (read by the mons from the environment).
@@ -59,6 +62,37 @@ done
 for s in 0 4096 9437184; do
 	"$ctl" obj get default "obj-$s" "$dir/out.$s" || fail "get $s after the kill"
 	cmp "$dir/in.$s" "$dir/out.$s" || fail "object of $s bytes differs after the kill"
+done
+# Bring the killed OSD back with 3 PG shards (each with its own address in
+# the map) beside two 1-shard OSDs: recovery and clients follow PG seed %
+# shards to the right one. Then kill another and bring it back with 2.
+verify_all() {
+	for s in 0 4096 1048579 9437184; do
+		timeout 60 "$ctl" obj get default "obj-$s" "$dir/out.$s" || fail "get $s ($1)"
+		cmp "$dir/in.$s" "$dir/out.$s" || fail "object of $s bytes differs ($1)"
+	done
+	for i in $(seq 1 20); do
+		timeout 60 "$ctl" obj get default "deg-$i" "$dir/degout.$i" || fail "get deg-$i ($1)"
+		cmp "$dir/deg.$i" "$dir/degout.$i" || fail "object deg-$i differs ($1)"
+	done
+}
+CAIRN_OSD_OP_SHARDS=3 "$ctl" up --dir "$dir" >"$dir/up2.out" 2>&1 || fail "up: $(cat "$dir/up2.out")"
+grep -q "3 PG shards" "$dir/osd.2.log" || fail "osd index 2 did not start 3 PG shards"
+wait_clean "restarted with 3 PG shards"
+verify_all "an OSD with 3 PG shards"
+kill -9 "$(cat "$dir/osd.0.pid")"
+wait_ndown 1
+verify_all "one 3-shard OSD of two up"
+for i in $(seq 21 30); do
+	head -c $((i * 1000 + 7)) /dev/urandom >"$dir/deg.$i"
+	timeout 60 "$ctl" obj put default "deg-$i" "$dir/deg.$i" || fail "put $i beside 3 shards"
+done
+CAIRN_OSD_OP_SHARDS=2 "$ctl" up --dir "$dir" >"$dir/up3.out" 2>&1 || fail "up: $(cat "$dir/up3.out")"
+wait_clean "OSDs with 2, 1 and 3 PG shards"
+verify_all "OSDs with 2, 1 and 3 PG shards"
+for i in $(seq 21 30); do
+	timeout 60 "$ctl" obj get default "deg-$i" "$dir/degout.$i" || fail "get deg-$i (mixed)"
+	cmp "$dir/deg.$i" "$dir/degout.$i" || fail "object deg-$i differs (mixed)"
 done
 # At most 1,000 objects (64 MB on each 256 MB OSD): a fast disk filled the
 # OSDs within the 2 s (ENOSPC is the right answer then, not this test's point).

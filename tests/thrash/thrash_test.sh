@@ -8,12 +8,15 @@
 # (default 4) the cluster size; at most one OSD is down at a time, so every
 # PG keeps min_size (2) copies. THRASH_EC=K+M thrashes an erasure-coded pool
 # instead (data and an xattr per object; no omap): THRASH_OSDS=6
-# THRASH_EC=4+2 keeps min_size (k+1) shards up.
+# THRASH_EC=4+2 keeps min_size (k+1) shards up. THRASH_SHARDS=N (default 1)
+# starts every OSD with a random number of PG shards (osd_op_shards) from 1
+# to N, drawn again at each restart: PGs change shard under load.
 set -euo pipefail
 . "$(dirname "$0")/../lib/cluster.sh"
 build=${1:?usage: thrash_test.sh BUILD_DIR}
 secs=${THRASH_SECONDS:-90}
 nosd=${THRASH_OSDS:-4}
+nshards=${THRASH_SHARDS:-1}
 ctl="$build/tools/clusterctl"
 load="$build/tests/integration/cairn_load"
 dir=$(mktemp -d /tmp/cairn-thrash-XXXXXX)
@@ -32,7 +35,10 @@ fail() {
 	exit 1
 }
 export CAIRN_OSD_GRACE=2s
-up() { "$ctl" up --dir "$dir" --mons 1 --osds "$nosd" --osd-size 2G >"$dir/up.out" 2>&1 || fail "up: $(cat "$dir/up.out")"; }
+up() {
+	CAIRN_OSD_OP_SHARDS=$((1 + RANDOM % nshards)) "$ctl" up --dir "$dir" --mons 1 --osds "$nosd" \
+		--osd-size 2G >"$dir/up.out" 2>&1 || fail "up: $(cat "$dir/up.out")"
+}
 up
 export CAIRN_CONF="$dir/cairn.conf"
 pool=(--pool default)
@@ -62,14 +68,16 @@ while [ "$(date +%s)" -lt "$end" ]; do
 	sleep $(( RANDOM % 5 ))
 	up
 done
-echo "thrash: $kills OSD kills in $secs s"
+echo "thrash: $kills OSD kills in $secs s (PG shards per OSD start: $(grep -ho "[0-9]* PG shards\?$" "$dir"/osd.*.log | sort | uniq -c | awk '{printf "%s%s with %s", (NR > 1 ? ", " : ""), $1, $2}'))"
 wait "$lpid" || { tail -20 "$dir/load.err" >&2; fail "workload: $(tail -1 "$dir/load.out")"; }
 echo "workload: $(tail -1 "$dir/load.out")"
 grep -q '"lost":0,"wrong":0' "$dir/load.out" || fail "lost or wrong: $(tail -1 "$dir/load.out")"
+t0=$(date +%s)
 for _ in $(seq 1 240); do
 	"$ctl" status >"$dir/st" 2>&1 || true
 	grep -Eq "pgs: +([0-9]+) pgs: \1 active\+clean$" "$dir/st" && break
 	sleep 0.5
 done
 grep -Eq "pgs: +([0-9]+) pgs: \1 active\+clean$" "$dir/st" || fail "not clean: $(grep pgs: "$dir/st")"
+echo "active+clean $(( $(date +%s) - t0 )) s after the workload"
 echo "1 passed, 0 failed"

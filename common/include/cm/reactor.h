@@ -94,10 +94,15 @@ struct cm_reactor *cm_reactor_self(void);
  */
 int cm_reactor_send_msg(struct cm_reactor *r, cm_msg_fn fn, void *arg);
 
-/* The allocation-free form: the caller owns m until fn runs. */
+/*
+ * The allocation-free form: the caller owns m until fn runs. A reactor
+ * destroyed with m still queued calls drop(arg) instead, when set (so a
+ * message that owns memory can free it).
+ */
 struct cm_reactor_msg {
 	cm_msg_fn fn;
 	void *arg;
+	cm_msg_fn drop;
 	TAILQ_ENTRY(cm_reactor_msg) link;
 };
 

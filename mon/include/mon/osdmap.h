@@ -49,8 +49,18 @@ Cairn__Map__Pool *mon_pool_find_id(const Cairn__Map__OsdMap *m, int64_t id);
 struct mon_osd_boot {
 	int32_t id; /* < 0: first boot */
 	const char *uuid, *addr, *host, *device_class;
-	uint32_t weight; /* 16.16; 0: keep (1.0 for a new OSD) */
+	uint32_t weight;          /* 16.16; 0: keep (1.0 for a new OSD) */
+	char *const *shard_addrs; /* its PG shards' addresses ([0] == addr), or none */
+	size_t nshard_addrs;
 };
+
+#define MON_OSD_SHARDS_MAX 32
+
+/*
+ * The address serving PG seed on OSD o: o's shard seed % n when it runs
+ * n > 1 PG shards, else its address. *shard: that shard's index (or 0).
+ */
+const char *mon_osd_pg_addr(const Cairn__Map__Osd *o, uint32_t seed, unsigned *shard);
 
 /*
  * Register/mark up a booting OSD; a new uuid gets the lowest free id. The

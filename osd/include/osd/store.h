@@ -11,8 +11,11 @@
  * crash it is either wholly there or wholly absent; it is durable when its
  * callback reports 0.
  *
- * Threading: a store belongs to one reactor. os_queue, os_read and os_umount
- * are called on that reactor's thread and call back on it. The metadata
+ * Threading: a store belongs to one reactor, where its device I/O and
+ * transaction pipeline run; os_umount is called on it. os_queue and os_read
+ * may be called on any reactor's thread (an OSD's shards): they call back
+ * on the caller's reactor, and one caller's transactions and reads reach
+ * the store in the order it made them. The metadata
  * reads (os_stat ... os_list) block on RocksDB: call them from a worker
  * thread (or a tool), never from a reactor. Device I/O of writes and reads
  * goes through the reactor (io_uring, or the epoll backend's workers).

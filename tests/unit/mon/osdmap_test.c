@@ -132,6 +132,55 @@ START_TEST(test_boot_refusals)
 
 END_TEST
 
+/* An OSD with PG shards: their addresses go in the map; PG seed s goes to shard s % n. */
+START_TEST(test_boot_pg_shards)
+{
+	Cairn__Map__OsdMap *m = fresh();
+	char *addrs[40], buf[40][32];
+	struct mon_osd_boot b = { .id = -1, .uuid = "u", .addr = "10.0.0.1:6800", .host = "h" };
+	char err[MON_ERRLEN];
+	const Cairn__Map__Osd *o;
+	unsigned k;
+	int32_t id;
+
+	for (int i = 0; i < 40; i++) {
+		snprintf(buf[i], sizeof(buf[i]), "10.0.0.1:%d", 6800 + i);
+		addrs[i] = buf[i];
+	}
+	b.shard_addrs = addrs;
+	b.nshard_addrs = 33;
+	ck_assert_int_eq(mon_osd_boot(m, &b, &id, err), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "at most 32"));
+	b.nshard_addrs = 3;
+	addrs[0] = "10.0.0.1:1";
+	ck_assert_int_eq(mon_osd_boot(m, &b, &id, err), -EINVAL); /* [0] is not addr */
+	addrs[0] = buf[0];
+	addrs[2] = "";
+	ck_assert_int_eq(mon_osd_boot(m, &b, &id, err), -EINVAL);
+	addrs[2] = buf[2];
+	ck_assert_int_eq(mon_osd_boot(m, &b, &id, err), 0);
+	o = mon_osd_find(m, id);
+	ck_assert_uint_eq(o->n_shard_addrs, 3);
+	ck_assert_str_eq(mon_osd_pg_addr(o, 0, &k), "10.0.0.1:6800");
+	ck_assert_uint_eq(k, 0);
+	ck_assert_str_eq(mon_osd_pg_addr(o, 7, &k), "10.0.0.1:6801");
+	ck_assert_uint_eq(k, 1);
+	ck_assert_str_eq(mon_osd_pg_addr(o, 5, &k), "10.0.0.1:6802");
+	ck_assert_uint_eq(k, 2);
+	/* Restarted with one shard: the list goes, every PG at addr. */
+	m->epoch++;
+	b.id = id;
+	b.nshard_addrs = 0;
+	ck_assert_int_eq(mon_osd_boot(m, &b, &id, err), 0);
+	o = mon_osd_find(m, id);
+	ck_assert_uint_eq(o->n_shard_addrs, 0);
+	ck_assert_str_eq(mon_osd_pg_addr(o, 5, &k), "10.0.0.1:6800");
+	ck_assert_uint_eq(k, 0);
+	cairn__map__osd_map__free_unpacked(m, NULL);
+}
+
+END_TEST
+
 START_TEST(test_pools)
 {
 	Cairn__Map__OsdMap *m = fresh();
@@ -385,6 +434,7 @@ main(void)
 
 	tcase_add_test(tc, test_boot_builds_crush_hosts);
 	tcase_add_test(tc, test_boot_refusals);
+	tcase_add_test(tc, test_boot_pg_shards);
 	tcase_add_test(tc, test_pools);
 	tcase_add_test(tc, test_health);
 	tcase_add_test(tc, test_flags_and_weights);

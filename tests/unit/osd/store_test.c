@@ -12,6 +12,8 @@
 #include "testlib.h"
 
 #include <fcntl.h>
+#include <pthread.h>
+#include <stdatomic.h>
 #include <sys/stat.h>
 
 static char g_dir[64], g_dev[96];
@@ -253,6 +255,135 @@ START_TEST(test_pipelined_writes)
 	os_umount(g_s);
 	mount_store();
 	check_obj("p", model, size);
+}
+
+END_TEST
+
+/*
+ * An OSD's other PG shards queue transactions and reads from their own
+ * reactors: each reaches the store's reactor (here the test thread's), and
+ * every callback comes back on the caller's reactor, in the caller's order.
+ */
+enum { XR_N = 24 };
+
+struct xr {
+	struct cm_reactor *r;
+	pthread_t th;
+	atomic_bool done;
+	int commits, reads, bad_thread, bad_order, bad_data;
+	uint8_t data[XR_N][2][9000];
+	size_t len[XR_N][2];
+	int committed[XR_N]; /* commits seen per object, in order */
+};
+
+struct xr_op {
+	struct xr *x;
+	int obj, gen;
+};
+
+static struct xr_op g_xr_ops[XR_N][2];
+
+static void
+xr_read_cb(void *arg, int rc, struct cm_buf *b)
+{
+	struct xr_op *op = arg;
+	struct xr *x = op->x;
+
+	if (cm_reactor_self() != x->r || !pthread_equal(pthread_self(), x->th))
+		x->bad_thread++;
+	if (rc || !b || b->len != x->len[op->obj][1] ||
+	    memcmp(b->data, x->data[op->obj][1], b->len) != 0)
+		x->bad_data++;
+	cm_buf_put(b);
+	if (++x->reads == XR_N)
+		cm_reactor_stop(x->r);
+}
+
+static void
+xr_commit_cb(void *arg, int rc)
+{
+	struct xr_op *op = arg;
+	struct xr *x = op->x;
+
+	if (cm_reactor_self() != x->r || !pthread_equal(pthread_self(), x->th))
+		x->bad_thread++;
+	if (rc)
+		x->bad_data++;
+	if (x->committed[op->obj]++ != op->gen)
+		x->bad_order++;
+	x->commits++;
+	if (op->gen == 1) { /* both writes are in: read the second back */
+		char oid[16];
+
+		snprintf(oid, sizeof(oid), "x%d", op->obj);
+		os_read(g_s, "c", oid, 0, 1 << 20, xr_read_cb, op);
+	}
+}
+
+static void
+xr_start(void *arg)
+{
+	struct xr *x = arg;
+
+	for (int i = 0; i < XR_N; i++)
+		for (int g = 0; g < 2; g++) {
+			struct os_txn *t = txn();
+			char oid[16];
+
+			snprintf(oid, sizeof(oid), "x%d", i);
+			g_xr_ops[i][g] = (struct xr_op){ .x = x, .obj = i, .gen = g };
+			if (g == 1)
+				ck_assert_int_eq(os_txn_truncate(t, "c", oid, 0), 0);
+			ck_assert_int_eq(os_txn_write(t, "c", oid, 0, x->data[i][g], x->len[i][g]),
+					 0);
+			os_queue(g_s, t, xr_commit_cb, &g_xr_ops[i][g]);
+		}
+}
+
+static void *
+xr_main(void *arg)
+{
+	struct xr *x = arg;
+
+	cm_reactor_run(x->r);
+	atomic_store(&x->done, true);
+	return NULL;
+}
+
+START_TEST(test_queue_from_other_reactor)
+{
+	static struct xr x;
+	struct cm_reactor_opts ro;
+	bool done = false;
+
+	memset(&x, 0, sizeof(x));
+	mkcoll();
+	for (int i = 0; i < XR_N; i++)
+		for (int g = 0; g < 2; g++) {
+			x.len[i][g] = 1 + (size_t)(i * 379 + g * 4111) % sizeof(x.data[i][g]);
+			cm_test_fill(x.data[i][g], x.len[i][g], (uint64_t)(i * 2 + g + 1));
+		}
+	cm_reactor_opts_init(&ro, sizeof(ro));
+	ro.name = "shard";
+	ck_assert_int_eq(cm_reactor_create(&ro, &x.r), 0);
+	ck_assert_int_eq(pthread_create(&x.th, NULL, xr_main, &x), 0);
+	ck_assert_int_eq(cm_reactor_send_msg(x.r, xr_start, &x), 0);
+	for (int i = 0; i < 3000 && !atomic_load(&x.done); i++)
+		cm_test_run_until(g_r, &done, 10);
+	ck_assert(atomic_load(&x.done));
+	pthread_join(x.th, NULL);
+	cm_reactor_destroy(x.r);
+	ck_assert_int_eq(x.commits, 2 * XR_N);
+	ck_assert_int_eq(x.reads, XR_N);
+	ck_assert_int_eq(x.bad_thread, 0);
+	ck_assert_int_eq(x.bad_order, 0);
+	ck_assert_int_eq(x.bad_data, 0);
+	for (int i = 0; i < XR_N; i++) {
+		char oid[16];
+
+		snprintf(oid, sizeof(oid), "x%d", i);
+		check_obj(oid, x.data[i][1], x.len[i][1]);
+	}
 }
 
 END_TEST
@@ -889,6 +1020,7 @@ main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_write_read_patterns);
 	tcase_add_test(tc, test_pipelined_writes);
+	tcase_add_test(tc, test_queue_from_other_reactor);
 	tcase_add_test(tc, test_aligned_reads_with_holes);
 	tcase_add_test(tc, test_zero_truncate_remove);
 	tcase_add_test(tc, test_collections_and_listing);
