@@ -1898,6 +1898,42 @@ op_after_reads(struct op *op)
 
 /* ---------- running ops ---------- */
 
+/*
+ * A lone READ on a replicated pool: the store reads the data, the size and
+ * the version xattr from one state of the object, with no metadata read on
+ * a worker (two KV gets and a thread hop per read before).
+ */
+static void
+on_plain_read(void *arg, int rc, struct cm_buf *data, const struct os_read_meta *m)
+{
+	struct op *op = arg;
+
+	op->busy = false;
+	if (op->dropped) {
+		cm_buf_put(data);
+		op_free(op);
+		return;
+	}
+	if (rc) {
+		cm_buf_put(data);
+		op_fail(op, 0, rc);
+		op_reply(op, NULL);
+		return;
+	}
+	op->exists = true;
+	op->size = m->size;
+	if (m->has_attr && m->attr_len == 16) {
+		op->ver.epoch = get_be64(m->attr);
+		op->ver.seq = get_be64(m->attr + 8);
+	}
+	op->res[0].more = true; /* done; cleared before the reply */
+	if (data && data->len)
+		op->rbufs[0] = data;
+	else
+		cm_buf_put(data);
+	op_after_reads(op);
+}
+
 static void
 op_exec(struct op *op)
 {
@@ -1912,6 +1948,14 @@ op_exec(struct op *op)
 			op_reply(op, &e->ver);
 			return;
 		}
+	}
+	if (!op->pg->ec && op->req->n_ops == 1 && op->req->ops[0]->op == OSD_OP_READ) {
+		const Cairn__Osd__SubOp *so = op->req->ops[0];
+
+		op->busy = true;
+		os_read_meta(op->osd->store, op->pg->cid, op->req->oid, so->off,
+			     so->len ? so->len : UINT64_MAX, "v", on_plain_read, op);
+		return;
 	}
 	for (size_t i = 0; i < op->req->n_ops; i++)
 		meta |= subop_reads_meta(op->req->ops[i]->op);

@@ -20,8 +20,14 @@ rd_finish(struct os_rd *rd)
 	if (rd->rc) {
 		cm_buf_put(rd->out);
 		rd->out = NULL;
+		memset(&rd->meta, 0, sizeof(rd->meta));
 	}
-	rd->cb(rd->arg, rd->rc, rd->out);
+	if (rd->mcb)
+		rd->mcb(rd->arg, rd->rc, rd->out, &rd->meta);
+	else
+		rd->cb(rd->arg, rd->rc, rd->out);
+	free(rd->attr_val);
+	free(rd->attr);
 	cm_buf_put(rd->bounce);
 	os_onode_free(rd->on);
 	free(rd->blks);
@@ -80,6 +86,22 @@ start_io(struct os_rd *rd, const struct os_onode *on)
 		rd->rc = -ENOENT;
 		rd_finish(rd);
 		return;
+	}
+	rd->meta.size = on->size;
+	for (size_t i = 0; rd->attr && i < on->nattrs; i++) {
+		if (strcmp(on->attrs[i].name, rd->attr) != 0)
+			continue;
+		rd->attr_val = malloc(on->attrs[i].len ? on->attrs[i].len : 1);
+		if (!rd->attr_val) {
+			rd->rc = -ENOMEM;
+			rd_finish(rd);
+			return;
+		}
+		memcpy(rd->attr_val, on->attrs[i].val, on->attrs[i].len);
+		rd->meta.has_attr = true;
+		rd->meta.attr = rd->attr_val;
+		rd->meta.attr_len = on->attrs[i].len;
+		break;
 	}
 	if (rd->off >= on->size)
 		rd->len = 0;
@@ -241,14 +263,19 @@ fetch_submit(struct os_rd *rd)
 
 static void
 read_here(struct os_store *s, const char *cid, const char *oid, uint64_t off, uint64_t len,
-	  os_read_cb cb, void *arg)
+	  const char *attr, os_read_cb cb, os_read_meta_cb mcb, void *arg)
 {
 	struct os_rd *rd = calloc(1, sizeof(*rd));
 	struct os_oent *e;
 
 	if (!rd || !cid || !oid || strlen(cid) > OS_NAME_MAX || strlen(oid) > OS_NAME_MAX) {
+		static const struct os_read_meta none;
+
 		free(rd);
-		cb(arg, rd ? -EINVAL : -ENOMEM, NULL);
+		if (mcb)
+			mcb(arg, rd ? -EINVAL : -ENOMEM, NULL, &none);
+		else
+			cb(arg, rd ? -EINVAL : -ENOMEM, NULL);
 		return;
 	}
 	rd->s = s;
@@ -256,12 +283,15 @@ read_here(struct os_store *s, const char *cid, const char *oid, uint64_t off, ui
 	rd->off = off;
 	rd->len = len;
 	rd->cb = cb;
+	rd->mcb = mcb;
 	rd->arg = arg;
 	rd->cid = strdup(cid);
 	rd->oid = strdup(oid);
 	rd->key = malloc(strlen(cid) + strlen(oid) + 2);
+	if (attr)
+		rd->attr = strdup(attr);
 	TAILQ_INSERT_TAIL(&s->reads, rd, link);
-	if (!rd->cid || !rd->oid || !rd->key) {
+	if (!rd->cid || !rd->oid || !rd->key || (attr && !rd->attr)) {
 		rd->rc = -ENOMEM;
 		rd_finish(rd);
 		return;
@@ -283,12 +313,15 @@ struct os_rfwd {
 	struct cm_reactor_msg m;
 	struct cm_reactor *origin;
 	struct os_store *s;
-	char *cid, *oid;
+	char *cid, *oid, *attr;
 	uint64_t off, len;
 	os_read_cb cb;
+	os_read_meta_cb mcb;
 	void *arg;
 	int rc;
 	struct cm_buf *data;
+	struct os_read_meta meta;
+	uint8_t *attr_val;
 };
 
 static void
@@ -299,6 +332,8 @@ rfwd_free(void *arg)
 	cm_buf_put(f->data);
 	free(f->cid);
 	free(f->oid);
+	free(f->attr);
+	free(f->attr_val);
 	free(f);
 }
 
@@ -309,17 +344,34 @@ rfwd_back(void *arg)
 	struct cm_buf *data = f->data;
 
 	f->data = NULL;
-	f->cb(f->arg, f->rc, data);
+	if (f->mcb)
+		f->mcb(f->arg, f->rc, data, &f->meta);
+	else
+		f->cb(f->arg, f->rc, data);
 	rfwd_free(f);
 }
 
 static void
-rfwd_done(void *arg, int rc, struct cm_buf *data)
+rfwd_done(void *arg, int rc, struct cm_buf *data, const struct os_read_meta *m)
 {
 	struct os_rfwd *f = arg;
 
 	f->rc = rc;
 	f->data = data;
+	f->meta = *m;
+	f->meta.attr = NULL;
+	if (m->has_attr) {
+		f->attr_val = malloc(m->attr_len ? m->attr_len : 1);
+		if (f->attr_val) {
+			memcpy(f->attr_val, m->attr, m->attr_len);
+			f->meta.attr = f->attr_val;
+		} else {
+			cm_buf_put(f->data);
+			f->data = NULL;
+			f->rc = -ENOMEM;
+			memset(&f->meta, 0, sizeof(f->meta));
+		}
+	}
 	f->m = (struct cm_reactor_msg){ .fn = rfwd_back, .arg = f, .drop = rfwd_free };
 	cm_reactor_post(f->origin, &f->m);
 }
@@ -329,29 +381,35 @@ rfwd_run(void *arg)
 {
 	struct os_rfwd *f = arg;
 
-	read_here(f->s, f->cid, f->oid, f->off, f->len, rfwd_done, f);
+	read_here(f->s, f->cid, f->oid, f->off, f->len, f->attr, NULL, rfwd_done, f);
 }
 
-void
-os_read(struct os_store *s, const char *cid, const char *oid, uint64_t off, uint64_t len,
-	os_read_cb cb, void *arg)
+static void
+read_any(struct os_store *s, const char *cid, const char *oid, uint64_t off, uint64_t len,
+	 const char *attr, os_read_cb cb, os_read_meta_cb mcb, void *arg)
 {
 	struct cm_reactor *self = cm_reactor_self();
 	struct os_rfwd *f;
 
 	if (!self || self == s->r) {
-		read_here(s, cid, oid, off, len, cb, arg);
+		read_here(s, cid, oid, off, len, attr, cb, mcb, arg);
 		return;
 	}
 	f = calloc(1, sizeof(*f));
 	if (f) {
 		f->cid = cid ? strdup(cid) : NULL;
 		f->oid = oid ? strdup(oid) : NULL;
+		f->attr = attr ? strdup(attr) : NULL;
 	}
-	if (!f || (cid && !f->cid) || (oid && !f->oid)) {
+	if (!f || (cid && !f->cid) || (oid && !f->oid) || (attr && !f->attr)) {
+		static const struct os_read_meta none;
+
 		if (f)
 			rfwd_free(f);
-		cb(arg, -ENOMEM, NULL);
+		if (mcb)
+			mcb(arg, -ENOMEM, NULL, &none);
+		else
+			cb(arg, -ENOMEM, NULL);
 		return;
 	}
 	f->origin = self;
@@ -359,9 +417,24 @@ os_read(struct os_store *s, const char *cid, const char *oid, uint64_t off, uint
 	f->off = off;
 	f->len = len;
 	f->cb = cb;
+	f->mcb = mcb;
 	f->arg = arg;
 	f->m = (struct cm_reactor_msg){ .fn = rfwd_run, .arg = f, .drop = rfwd_free };
 	cm_reactor_post(s->r, &f->m);
+}
+
+void
+os_read(struct os_store *s, const char *cid, const char *oid, uint64_t off, uint64_t len,
+	os_read_cb cb, void *arg)
+{
+	read_any(s, cid, oid, off, len, NULL, cb, NULL, arg);
+}
+
+void
+os_read_meta(struct os_store *s, const char *cid, const char *oid, uint64_t off, uint64_t len,
+	     const char *attr, os_read_meta_cb cb, void *arg)
+{
+	read_any(s, cid, oid, off, len, attr, NULL, cb, arg);
 }
 
 /* ---------- metadata (blocking) ---------- */

@@ -234,7 +234,11 @@ struct os_rd {
 	size_t klen;
 	uint64_t off, len;
 	os_read_cb cb;
+	os_read_meta_cb mcb; /* os_read_meta: instead of cb */
 	void *arg;
+	char *attr; /* os_read_meta: the xattr to report */
+	struct os_read_meta meta;
+	uint8_t *attr_val; /* meta.attr's copy */
 	struct cm_work work;
 	struct os_onode *on;
 	bool missing;

@@ -54,6 +54,22 @@ START_TEST(test_guards_are_atomic)
 	ck_assert_int_eq(cairn_operate(g_io, "guarded", op, &v1), 0);
 	cairn_op_release(op);
 
+	/* A lone read (the OSD's fast read path) reports the object's version. */
+	op = cairn_op_create();
+	cairn_op_read(op, 0, sizeof(buf), buf, &got, &rval);
+	ck_assert_int_eq(cairn_operate(g_io, "guarded", op, &v2), 0);
+	cairn_op_release(op);
+	ck_assert_int_eq(rval, 0);
+	ck_assert_uint_eq(got, 5);
+	ck_assert(memcmp(buf, "hello", 5) == 0);
+	ck_assert(v2.epoch == v1.epoch && v2.seq == v1.seq);
+	op = cairn_op_create();
+	cairn_op_read(op, 100, 10, buf, &got, &rval); /* past the end: nothing */
+	ck_assert_int_eq(cairn_operate(g_io, "guarded", op, NULL), 0);
+	cairn_op_release(op);
+	ck_assert_int_eq(rval, 0);
+	ck_assert_uint_eq(got, 0);
+
 	/* cmpxattr fails: the write, the xattr and the omap change must not happen. */
 	op = cairn_op_create();
 	cairn_op_cmpxattr(op, "a", CAIRN_CMP_EQ, "2", 1);

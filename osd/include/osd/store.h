@@ -146,6 +146,23 @@ typedef void (*os_read_cb)(void *arg, int rc, struct cm_buf *data);
 void os_read(struct os_store *s, const char *cid, const char *oid, uint64_t off, uint64_t len,
 	     os_read_cb cb, void *arg);
 
+/*
+ * The same, and from the same state of the object: its size and the value
+ * of its xattr attr (when not NULL), so a reader needs no metadata read of
+ * its own. m is valid during the callback; with rc != 0 it is all zeros.
+ */
+struct os_read_meta {
+	uint64_t size;
+	bool has_attr;
+	const uint8_t *attr; /* has_attr: its value */
+	size_t attr_len;
+};
+
+typedef void (*os_read_meta_cb)(void *arg, int rc, struct cm_buf *data,
+				const struct os_read_meta *m);
+void os_read_meta(struct os_store *s, const char *cid, const char *oid, uint64_t off, uint64_t len,
+		  const char *attr, os_read_meta_cb cb, void *arg);
+
 struct os_stat {
 	uint64_t size, version, nid;
 	uint32_t nattrs;

@@ -284,7 +284,7 @@ struct xr_op {
 static struct xr_op g_xr_ops[XR_N][2];
 
 static void
-xr_read_cb(void *arg, int rc, struct cm_buf *b)
+xr_read_cb(void *arg, int rc, struct cm_buf *b, const struct os_read_meta *m)
 {
 	struct xr_op *op = arg;
 	struct xr *x = op->x;
@@ -292,7 +292,8 @@ xr_read_cb(void *arg, int rc, struct cm_buf *b)
 	if (cm_reactor_self() != x->r || !pthread_equal(pthread_self(), x->th))
 		x->bad_thread++;
 	if (rc || !b || b->len != x->len[op->obj][1] ||
-	    memcmp(b->data, x->data[op->obj][1], b->len) != 0)
+	    memcmp(b->data, x->data[op->obj][1], b->len) != 0 || m->size != b->len ||
+	    !m->has_attr || m->attr_len != 4 || memcmp(m->attr, x->data[op->obj][1], 4) != 0)
 		x->bad_data++;
 	cm_buf_put(b);
 	if (++x->reads == XR_N)
@@ -316,7 +317,7 @@ xr_commit_cb(void *arg, int rc)
 		char oid[16];
 
 		snprintf(oid, sizeof(oid), "x%d", op->obj);
-		os_read(g_s, "c", oid, 0, 1 << 20, xr_read_cb, op);
+		os_read_meta(g_s, "c", oid, 0, 1 << 20, "a", xr_read_cb, op);
 	}
 }
 
@@ -332,8 +333,11 @@ xr_start(void *arg)
 
 			snprintf(oid, sizeof(oid), "x%d", i);
 			g_xr_ops[i][g] = (struct xr_op){ .x = x, .obj = i, .gen = g };
-			if (g == 1)
+			if (g == 1) {
 				ck_assert_int_eq(os_txn_truncate(t, "c", oid, 0), 0);
+				ck_assert_int_eq(os_txn_setattr(t, "c", oid, "a", x->data[i][1], 4),
+						 0);
+			}
 			ck_assert_int_eq(os_txn_write(t, "c", oid, 0, x->data[i][g], x->len[i][g]),
 					 0);
 			os_queue(g_s, t, xr_commit_cb, &g_xr_ops[i][g]);
@@ -360,7 +364,7 @@ START_TEST(test_queue_from_other_reactor)
 	mkcoll();
 	for (int i = 0; i < XR_N; i++)
 		for (int g = 0; g < 2; g++) {
-			x.len[i][g] = 1 + (size_t)(i * 379 + g * 4111) % sizeof(x.data[i][g]);
+			x.len[i][g] = 4 + (size_t)(i * 379 + g * 4111) % (sizeof(x.data[i][g]) - 4);
 			cm_test_fill(x.data[i][g], x.len[i][g], (uint64_t)(i * 2 + g + 1));
 		}
 	cm_reactor_opts_init(&ro, sizeof(ro));
@@ -384,6 +388,83 @@ START_TEST(test_queue_from_other_reactor)
 		snprintf(oid, sizeof(oid), "x%d", i);
 		check_obj(oid, x.data[i][1], x.len[i][1]);
 	}
+}
+
+END_TEST
+
+struct mdone {
+	bool done;
+	int rc;
+	struct cm_buf *buf;
+	uint64_t size;
+	bool has;
+	uint8_t val[32];
+	size_t vlen;
+};
+
+static void
+meta_cb(void *arg, int rc, struct cm_buf *b, const struct os_read_meta *m)
+{
+	struct mdone *d = arg;
+
+	d->rc = rc;
+	d->buf = b;
+	d->size = m->size;
+	d->has = m->has_attr;
+	d->vlen = m->attr_len;
+	if (m->has_attr && m->attr_len <= sizeof(d->val))
+		memcpy(d->val, m->attr, m->attr_len);
+	d->done = true;
+}
+
+static struct mdone
+rd_meta(const char *oid, uint64_t off, uint64_t len, const char *attr)
+{
+	struct mdone d = { 0 };
+
+	os_read_meta(g_s, "c", oid, off, len, attr, meta_cb, &d);
+	ck_assert(cm_test_run_until(g_r, &d.done, 30000));
+	return d;
+}
+
+/* os_read_meta: the data, the size and one xattr from the same state. */
+START_TEST(test_read_meta)
+{
+	struct os_txn *t;
+	struct mdone d;
+
+	mkcoll();
+	t = txn();
+	ck_assert_int_eq(os_txn_write(t, "c", "m", 0, "0123456789", 10), 0);
+	ck_assert_int_eq(os_txn_setattr(t, "c", "m", "v", "sixteen bytes!!!", 16), 0);
+	ck_assert_int_eq(apply(t), 0);
+	d = rd_meta("m", 2, UINT64_MAX, "v");
+	ck_assert_int_eq(d.rc, 0);
+	ck_assert_uint_eq(d.size, 10);
+	ck_assert_uint_eq(d.buf->len, 8);
+	ck_assert(memcmp(d.buf->data, "23456789", 8) == 0);
+	ck_assert(d.has && d.vlen == 16 && memcmp(d.val, "sixteen bytes!!!", 16) == 0);
+	cm_buf_put(d.buf);
+	d = rd_meta("m", 20, 5, "nope"); /* past the end; no such xattr */
+	ck_assert_int_eq(d.rc, 0);
+	ck_assert_uint_eq(d.size, 10);
+	ck_assert_uint_eq(d.buf->len, 0);
+	ck_assert(!d.has);
+	cm_buf_put(d.buf);
+	t = txn(); /* a later change is what the next read reports */
+	ck_assert_int_eq(os_txn_truncate(t, "c", "m", 4), 0);
+	ck_assert_int_eq(os_txn_setattr(t, "c", "m", "v", "x", 1), 0);
+	ck_assert_int_eq(apply(t), 0);
+	d = rd_meta("m", 0, 100, "v");
+	ck_assert_int_eq(d.rc, 0);
+	ck_assert_uint_eq(d.size, 4);
+	ck_assert_uint_eq(d.buf->len, 4);
+	ck_assert(d.has && d.vlen == 1 && d.val[0] == 'x');
+	cm_buf_put(d.buf);
+	d = rd_meta("absent", 0, 100, "v");
+	ck_assert_int_eq(d.rc, -ENOENT);
+	ck_assert_ptr_null(d.buf);
+	ck_assert(!d.has && d.size == 0);
 }
 
 END_TEST
@@ -1021,6 +1102,7 @@ main(void)
 	tcase_add_test(tc, test_write_read_patterns);
 	tcase_add_test(tc, test_pipelined_writes);
 	tcase_add_test(tc, test_queue_from_other_reactor);
+	tcase_add_test(tc, test_read_meta);
 	tcase_add_test(tc, test_aligned_reads_with_holes);
 	tcase_add_test(tc, test_zero_truncate_remove);
 	tcase_add_test(tc, test_collections_and_listing);
