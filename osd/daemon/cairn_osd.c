@@ -29,6 +29,8 @@ static const struct cm_opt g_osd_opts[] = {
 	       "allocation and checksum unit (mkfs)"),
 	CM_OPT("deferred_max", CM_OPT_SIZE, "64K", 0, 16777216, 0, struct osd_conf, deferred_max,
 	       "overwrites up to this go through the KV store (one device write + one commit)"),
+	CM_OPT("osd_data_cache", CM_OPT_SIZE, "64M", 0, 1ull << 40, 0, struct osd_conf, data_cache,
+	       "device blocks kept in memory for reads (0: none)"),
 	CM_OPT("mon_host", CM_OPT_STR, "", 0, 0, 0, struct osd_conf, mon_host,
 	       "the monitors: name=ip:port,..."),
 	CM_OPT("public_addr", CM_OPT_STR, "127.0.0.1:0", 0, 0, 0, struct osd_conf, public_addr,

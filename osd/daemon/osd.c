@@ -699,6 +699,7 @@ open_store(struct osd *o, struct os_store **sp)
 	so.db_path = o->cfg->osd_db[0] ? o->cfg->osd_db : NULL;
 	so.block_size = (uint32_t)o->cfg->block_size;
 	so.deferred_max = o->cfg->deferred_max;
+	so.cache_data = o->cfg->data_cache;
 	so.fsid = o->cfg->fsid[0] ? o->cfg->fsid : NULL;
 	so.osd_id = -1;
 	rc = os_mkfs(&so);

@@ -36,6 +36,7 @@ struct osd_conf {
 	char *osd_db;
 	uint64_t block_size;
 	uint64_t deferred_max;
+	uint64_t data_cache;
 	uint64_t beacon_ms;
 	uint64_t pg_log_max;
 	uint64_t op_threads;

@@ -67,6 +67,7 @@ rio_done(struct cm_io *io, int res)
 			rd->rc = -EIO;
 			break;
 		}
+		os_dcache_put(&s->dcache, b->pblock, src, rd->dgen);
 		if (rd->bounce)
 			memcpy(rd->out->data + (lo - rd->off), src + (lo - bs), hi - lo);
 	}
@@ -122,6 +123,9 @@ start_io(struct os_rd *rd, const struct os_onode *on)
 	}
 	fb = rd->off / B;
 	le = (rd->off + rd->len + B - 1) / B;
+	/* Before the lookups: a write that lands after it keeps what the
+	 * device reads return out of the cache. */
+	rd->dgen = os_dcache_gen(&s->dcache);
 	rd->blks = calloc(le - fb, sizeof(*rd->blks));
 	rd->ios = calloc(le - fb, sizeof(*rd->ios));
 	tmp = malloc(B);
@@ -145,6 +149,14 @@ start_io(struct os_rd *rd, const struct os_onode *on)
 		pb = e->pblock + (lb - e->lblock);
 		/* A deferred write not applied yet: its data is the newest. */
 		if (os_pend_copy(s, pb, tmp)) {
+			memcpy(rd->out->data + (lo - rd->off), tmp + (lo - bs), hi - lo);
+			continue;
+		}
+		/* Cached (checked when it was read): straight into the result. */
+		if (lo == bs && hi == bs + B) {
+			if (os_dcache_get(&s->dcache, pb, rd->out->data + (lo - rd->off)))
+				continue;
+		} else if (os_dcache_get(&s->dcache, pb, tmp)) {
 			memcpy(rd->out->data + (lo - rd->off), tmp + (lo - bs), hi - lo);
 			continue;
 		}

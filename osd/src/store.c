@@ -29,6 +29,7 @@ os_opts_init(struct os_opts *o, size_t size)
 	o->block_size = 4096;
 	o->deferred_max = 64 << 10;
 	o->cache_onodes = 65536;
+	o->cache_data = 64ull << 20;
 	o->osd_id = -1;
 }
 
@@ -172,6 +173,9 @@ os_pend_add(struct os_store *s, uint64_t pblock, uint64_t n, struct cm_buf *buf,
 	struct os_pend *list = NULL, *p;
 	uint64_t tag, b = pblock, end = pblock + n;
 
+	/* A write to these blocks is coming: the data cache must not serve them
+	 * (reads find them here until they are on the device). */
+	os_dcache_inval(&s->dcache, pblock, n);
 	/* Allocate every piece first: the add happens whole or not at all. */
 	while (b < end) {
 		uint64_t e = CM_MIN(end, (b | (PEND_SPAN - 1)) + 1);
@@ -742,7 +746,8 @@ os_mount(struct cm_reactor *r, const struct os_opts *o, struct os_store **sp)
 	s->npend_b = 4096;
 	s->pend = calloc(s->npend_b, sizeof(*s->pend));
 	if (!s->pend || os_alloc_create(s->nblocks, 1, &s->alloc) ||
-	    os_ocache_init(&s->pcache, 4096) || os_ocache_init(&s->rcache, o->cache_onodes)) {
+	    os_ocache_init(&s->pcache, 4096) || os_ocache_init(&s->rcache, o->cache_onodes) ||
+	    os_dcache_init(&s->dcache, o->cache_data, s->B)) {
 		rc = -ENOMEM;
 		goto fail;
 	}
@@ -812,6 +817,7 @@ os_store_free(struct os_store *s)
 		os_ocache_fini(&s->pcache);
 	if (s->rcache.b)
 		os_ocache_fini(&s->rcache);
+	os_dcache_fini(&s->dcache);
 	os_alloc_destroy(s->alloc);
 	pthread_mutex_destroy(&s->alloc_mu);
 	pthread_mutex_destroy(&s->pend_mu);
@@ -831,6 +837,11 @@ os_get_usage(struct os_store *s, struct os_usage *u)
 	pthread_mutex_unlock(&s->alloc_mu);
 	u->reserved_bytes = s->reserve_blocks * s->B;
 	u->csum_errors = s->c_csum_errors;
+	pthread_mutex_lock(&s->dcache.mu);
+	u->cache_hits = s->dcache.hits;
+	u->cache_misses = s->dcache.misses;
+	u->cache_bytes = (uint64_t)s->dcache.n * s->B;
+	pthread_mutex_unlock(&s->dcache.mu);
 	u->deferred_writes = s->c_deferred;
 	u->cow_writes = s->c_cow;
 	u->commits = s->c_commits;

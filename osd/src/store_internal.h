@@ -250,7 +250,32 @@ struct os_rd {
 	struct os_rio *ios;
 	size_t nios;
 	unsigned ios_left;
+	uint64_t dgen; /* the data cache's generation when the device reads began */
 };
+
+/* The data cache (dcache.c): checked device blocks by physical number. */
+struct os_dent;
+
+struct os_dcache {
+	pthread_mutex_t mu;
+	struct os_dent **b;
+	size_t nb, n, cap; /* buckets, entries, most entries */
+	uint32_t B;
+	TAILQ_HEAD(os_dent_q, os_dent) lru;
+	uint64_t gen; /* moves on with every invalidation */
+	uint64_t hits, misses;
+};
+
+int os_dcache_init(struct os_dcache *c, uint64_t bytes, uint32_t B);
+void os_dcache_fini(struct os_dcache *c);
+/* Copy block pblock into dst (B bytes) if cached. Any thread. */
+bool os_dcache_get(struct os_dcache *c, uint64_t pblock, void *dst);
+/* Read before starting a device read; pass to os_dcache_put. */
+uint64_t os_dcache_gen(struct os_dcache *c);
+/* Cache a block read and checked, unless a write came since gen was read. */
+void os_dcache_put(struct os_dcache *c, uint64_t pblock, const void *src, uint64_t gen);
+/* Blocks [pblock, pblock + n) are being written: drop them. */
+void os_dcache_inval(struct os_dcache *c, uint64_t pblock, uint64_t n);
 
 struct os_store {
 	struct cm_reactor *r;
@@ -300,6 +325,7 @@ struct os_store {
 	TAILQ_HEAD(, os_held) held;
 	uint64_t gen;
 	struct os_ocache rcache;
+	struct os_dcache dcache;
 	TAILQ_HEAD(, os_rd) reads;
 	uint64_t commit_gen;
 	/* counters */

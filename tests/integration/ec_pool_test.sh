@@ -39,6 +39,10 @@ fail() {
 	exit 1
 }
 export CAIRN_OSD_GRACE=2s
+# Step 6 overwrites a running OSD's device and expects its reads to fail
+# their checksums: without a data cache, which would serve the blocks it
+# read and checked before (correctly, but the checksum path goes untried).
+export CAIRN_OSD_DATA_CACHE=0
 # Short PG logs (10 entries, trimmed in batches of 64): step 4's new OSDs
 # cannot catch up from the log and are backfilled.
 export CAIRN_OSD_PG_LOG_MAX=10

@@ -469,6 +469,60 @@ START_TEST(test_read_meta)
 
 END_TEST
 
+/*
+ * The data cache serves blocks read before, and never one a write has
+ * changed since: in-place (deferred) overwrites, copy-on-write overwrites,
+ * and blocks freed and given to another object.
+ */
+START_TEST(test_data_cache)
+{
+	static uint8_t a[256 << 10], b[256 << 10], c[1 << 20];
+	struct os_usage u0, u1;
+	struct os_txn *t;
+
+	mkcoll();
+	cm_test_fill(a, sizeof(a), 21);
+	write_obj("a", 0, a, sizeof(a));
+	check_obj("a", a, sizeof(a)); /* from the device: cached */
+	os_get_usage(g_s, &u0);
+	check_obj("a", a, sizeof(a)); /* from the cache */
+	os_get_usage(g_s, &u1);
+	ck_assert_uint_ge(u1.cache_hits - u0.cache_hits, sizeof(a) / 4096);
+	ck_assert_uint_ge(u1.cache_bytes, sizeof(a));
+	for (int round = 0; round < 20; round++) {
+		uint64_t off = (uint64_t)round * 12289 % (sizeof(a) - 9000);
+		size_t len = round % 2 ? 9000 : 100; /* in place, through the KV */
+
+		cm_test_fill(a + off, len, 100 + (uint64_t)round);
+		write_obj("a", off, a + off, len);
+		check_obj("a", a, sizeof(a));
+	}
+	/* Copy-on-write over all of it, then the freed blocks go to "b". */
+	cm_test_fill(a, sizeof(a), 22);
+	write_obj("a", 0, a, sizeof(a));
+	check_obj("a", a, sizeof(a));
+	cm_test_fill(b, sizeof(b), 23);
+	write_obj("b", 0, b, sizeof(b));
+	cm_test_fill(c, sizeof(c), 24);
+	write_obj("c", 0, c, sizeof(c));
+	check_obj("a", a, sizeof(a));
+	check_obj("b", b, sizeof(b));
+	check_obj("c", c, sizeof(c));
+	t = txn(); /* removed, and its blocks rewritten by another object */
+	ck_assert_int_eq(os_txn_remove(t, "c", "c"), 0);
+	ck_assert_int_eq(apply(t), 0);
+	os_umount(g_s);
+	mount_store(); /* frees held until now are released */
+	check_obj("b", b, sizeof(b));
+	cm_test_fill(c, sizeof(c), 25);
+	write_obj("d", 0, c, sizeof(c));
+	check_obj("d", c, sizeof(c));
+	check_obj("a", a, sizeof(a));
+	check_obj("b", b, sizeof(b));
+}
+
+END_TEST
+
 /* Block-aligned reads land straight in the result: holes and mapped blocks in their places. */
 START_TEST(test_aligned_reads_with_holes)
 {
@@ -1103,6 +1157,7 @@ main(void)
 	tcase_add_test(tc, test_pipelined_writes);
 	tcase_add_test(tc, test_queue_from_other_reactor);
 	tcase_add_test(tc, test_read_meta);
+	tcase_add_test(tc, test_data_cache);
 	tcase_add_test(tc, test_aligned_reads_with_holes);
 	tcase_add_test(tc, test_zero_truncate_remove);
 	tcase_add_test(tc, test_collections_and_listing);
