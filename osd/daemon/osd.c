@@ -569,8 +569,14 @@ on_tick(struct cm_timer *t)
 	if (o->shard > 0) {
 		if (o->booted)
 			pg_tick(o);
-		if (now - o->snap_ms >= o->cfg->beacon_ms / 2)
+		/* A PG changed state (the PG code clears last_beacon_ms, as on
+		 * shard 0): hand the states over now and have shard 0 beacon. */
+		if (!o->last_beacon_ms || now - o->snap_ms >= o->cfg->beacon_ms / 2) {
 			shard_snapshot(o);
+			if (!o->last_beacon_ms)
+				atomic_store(&o->node->beacon_soon, true);
+			o->last_beacon_ms = now;
+		}
 		cm_timer_arm(o->r, &o->tick, TICK_MS);
 		return;
 	}

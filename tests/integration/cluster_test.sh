@@ -76,8 +76,10 @@ verify_all() {
 		cmp "$dir/deg.$i" "$dir/degout.$i" || fail "object deg-$i differs ($1)"
 	done
 }
-CAIRN_OSD_OP_SHARDS=3 "$ctl" up --dir "$dir" >"$dir/up2.out" 2>&1 || fail "up: $(cat "$dir/up2.out")"
+CAIRN_OSD_OP_SHARDS=3 "$ctl" up --dir "$dir" --mons 1 --osds 3 --osd-size 256M >"$dir/up2.out" 2>&1 ||
+	fail "up: $(cat "$dir/up2.out")"
 grep -q "3 PG shards" "$dir/osd.2.log" || fail "osd index 2 did not start 3 PG shards"
+[ "$(stat -c %s "$dir/osd.2.data")" = $((256 << 20)) ] || fail "up resized an OSD's file"
 wait_clean "restarted with 3 PG shards"
 verify_all "an OSD with 3 PG shards"
 kill -9 "$(cat "$dir/osd.0.pid")"
@@ -87,7 +89,8 @@ for i in $(seq 21 30); do
 	head -c $((i * 1000 + 7)) /dev/urandom >"$dir/deg.$i"
 	timeout 60 "$ctl" obj put default "deg-$i" "$dir/deg.$i" || fail "put $i beside 3 shards"
 done
-CAIRN_OSD_OP_SHARDS=2 "$ctl" up --dir "$dir" >"$dir/up3.out" 2>&1 || fail "up: $(cat "$dir/up3.out")"
+CAIRN_OSD_OP_SHARDS=2 "$ctl" up --dir "$dir" --mons 1 --osds 3 --osd-size 256M >"$dir/up3.out" 2>&1 ||
+	fail "up: $(cat "$dir/up3.out")"
 wait_clean "OSDs with 2, 1 and 3 PG shards"
 verify_all "OSDs with 2, 1 and 3 PG shards"
 for i in $(seq 21 30); do

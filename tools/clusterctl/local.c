@@ -298,7 +298,9 @@ start_osds(const struct local *l, struct mon_sync *s)
 			fprintf(stderr, "clusterctl up: %s: %s\n", data, strerror(errno));
 			return -errno;
 		}
-		if (lseek(fd, 0, SEEK_END) < (off_t)l->osd_size) {
+		/* A new file only: an OSD's store keeps the size it was made
+		 * with (a later 'up' without --osd-size must not grow it). */
+		if (lseek(fd, 0, SEEK_END) == 0) {
 			int rc = posix_fallocate(fd, 0, (off_t)l->osd_size);
 
 			if (rc) {
