@@ -2718,6 +2718,30 @@ peers_restarted(struct pg *pg)
 	return false;
 }
 
+/*
+ * An active primary: did an acting OSD restart (a new incarnation, same
+ * set) since peering talked to it? Changes in flight to the old one are
+ * lost with its session, and a write waiting for its commit would wait
+ * forever (holding every later op on that object): that is a new interval,
+ * as a change of the set is.
+ */
+static bool
+acting_restarted(const struct pg *pg)
+{
+	if (pg->primary != pg->osd->id || pg->state != PG_ACTIVE || pg_settling(pg))
+		return false;
+	for (int i = 0; i < pg->nacting && i < pg->nslots; i++) {
+		const Cairn__Map__Osd *mo = mon_osd_find(pg->osd->map, pg->acting[i]);
+
+		if (pg->acting[i] == pg->osd->id || pg->slot_osd[i] != pg->acting[i] ||
+		    !pg->peer_up_since[i])
+			continue;
+		if (mo && mo->up_since != pg->peer_up_since[i])
+			return true;
+	}
+	return false;
+}
+
 void
 pg_on_map(struct osd *o)
 {
@@ -2777,7 +2801,8 @@ pg_on_map(struct osd *o)
 			changed = pg->state == PG_NONE || pg->primary != primary ||
 				  pg->nacting != k ||
 				  memcmp(pg->acting, acting, sizeof(*acting) * (size_t)k) != 0 ||
-				  memcmp(pg->shard, shard, (size_t)k) != 0;
+				  memcmp(pg->shard, shard, (size_t)k) != 0 ||
+				  (pg->primary == primary && acting_restarted(pg));
 			pg->size = pool->size;
 			pg->ec = pool->erasure ? ec_pool_profile(o, pool) : NULL;
 			pg->min_size = pool->min_size ? pool->min_size : 1;
