@@ -19,11 +19,48 @@ CM_LOG_SUBSYS(osd);
 int osd_serve(struct osd_conf *cfg);
 
 /* A shard's PG states and counters, as it last handed them to shard 0. */
+struct osd_counters {
+	uint64_t ops, bytes_in, bytes_out, rec_objects, rec_bytes, ec_reads, ec_decodes;
+};
+
 struct osd_snap {
 	Cairn__Mon__PgStat *pgs;
 	size_t npgs;
-	uint64_t ops, bytes_in, bytes_out, rec_objects, rec_bytes, ec_reads, ec_decodes;
+	struct osd_counters c;
 };
+
+static struct osd_counters
+counters_of(const struct osd *o)
+{
+	return (struct osd_counters){ .ops = o->ops,
+				      .bytes_in = o->op_bytes_in,
+				      .bytes_out = o->op_bytes_out,
+				      .rec_objects = o->rec_objects,
+				      .rec_bytes = o->rec_bytes,
+				      .ec_reads = o->ec_reads,
+				      .ec_decodes = o->ec_decodes };
+}
+
+static void
+counters_add(struct osd_counters *t, const struct osd_counters *c)
+{
+	t->ops += c->ops;
+	t->bytes_in += c->bytes_in;
+	t->bytes_out += c->bytes_out;
+	t->rec_objects += c->rec_objects;
+	t->rec_bytes += c->rec_bytes;
+	t->ec_reads += c->ec_reads;
+	t->ec_decodes += c->ec_decodes;
+}
+
+/* The length of addr's host part ("host:port" -> host). */
+static int
+addr_host_len(const char *addr)
+{
+	const char *colon = strrchr(addr, ':');
+
+	return (int)(colon ? (size_t)(colon - addr) : strlen(addr));
+}
 
 struct osd_node {
 	unsigned n;
@@ -222,13 +259,7 @@ shard_snapshot(struct osd *o)
 
 	if (pg_stats(o, &s.pgs, &s.npgs))
 		return;
-	s.ops = o->ops;
-	s.bytes_in = o->op_bytes_in;
-	s.bytes_out = o->op_bytes_out;
-	s.rec_objects = o->rec_objects;
-	s.rec_bytes = o->rec_bytes;
-	s.ec_reads = o->ec_reads;
-	s.ec_decodes = o->ec_decodes;
+	s.c = counters_of(o);
 	pthread_mutex_lock(&nd->mu);
 	free(nd->snap[o->shard].pgs);
 	nd->snap[o->shard] = s;
@@ -498,6 +529,7 @@ send_beacon(struct osd *o, uint64_t now)
 	struct osd_node *nd = o->node;
 	Cairn__Mon__OsdBeacon b = CAIRN__MON__OSD_BEACON__INIT;
 	Cairn__Mon__PgStat *st = NULL, **stp = NULL;
+	struct osd_counters t = counters_of(o);
 	struct os_usage u;
 	size_t n = 0, all;
 
@@ -506,30 +538,22 @@ send_beacon(struct osd *o, uint64_t now)
 	b.epoch = o->epoch;
 	b.total_bytes = u.total_bytes;
 	b.free_bytes = u.free_bytes;
-	b.ops = o->ops;
-	b.bytes_in = o->op_bytes_in;
-	b.bytes_out = o->op_bytes_out;
-	b.rec_objects = o->rec_objects;
-	b.rec_bytes = o->rec_bytes;
-	b.ec_reads = o->ec_reads;
-	b.ec_decodes = o->ec_decodes;
 	b.csum_errors = u.csum_errors;
 	if (pg_stats(o, &st, &n))
 		st = NULL, n = 0;
 	pthread_mutex_lock(&nd->mu);
 	all = n;
 	for (unsigned k = 1; k < nd->n; k++) {
-		const struct osd_snap *s = &nd->snap[k];
-
-		all += s->npgs;
-		b.ops += s->ops;
-		b.bytes_in += s->bytes_in;
-		b.bytes_out += s->bytes_out;
-		b.rec_objects += s->rec_objects;
-		b.rec_bytes += s->rec_bytes;
-		b.ec_reads += s->ec_reads;
-		b.ec_decodes += s->ec_decodes;
+		all += nd->snap[k].npgs;
+		counters_add(&t, &nd->snap[k].c);
 	}
+	b.ops = t.ops;
+	b.bytes_in = t.bytes_in;
+	b.bytes_out = t.bytes_out;
+	b.rec_objects = t.rec_objects;
+	b.rec_bytes = t.rec_bytes;
+	b.ec_reads = t.ec_reads;
+	b.ec_decodes = t.ec_decodes;
 	if ((stp = calloc(all + 1, sizeof(*stp)))) {
 		Cairn__Mon__PgStat *more = NULL;
 
@@ -763,14 +787,8 @@ shard_open(struct osd_node *nd, struct osd *o, unsigned k, const char *listen_ad
 		CM_ERR("cannot listen on %s: %s", listen_addr, cm_strerror(rc));
 		return rc;
 	}
-	{
-		char host[96];
-		const char *colon = strrchr(listen_addr, ':');
-		size_t hl = colon ? (size_t)(colon - listen_addr) : strlen(listen_addr);
-
-		snprintf(host, sizeof(host), "%.*s", (int)hl, listen_addr);
-		snprintf(o->addr, sizeof(o->addr), "%s:%u", host, port);
-	}
+	snprintf(o->addr, sizeof(o->addr), "%.*s:%u", addr_host_len(listen_addr), listen_addr,
+		 port);
 	nd->addrs[k] = o->addr;
 	cm_timer_init(&o->tick, on_tick, o);
 	return 0;
@@ -872,13 +890,9 @@ osd_serve(struct osd_conf *cfg)
 
 		if (k == 0) {
 			snprintf(listen, sizeof(listen), "%s", cfg->public_addr);
-		} else {
-			/* the same host, any free port */
-			const char *colon = strrchr(cfg->public_addr, ':');
-			size_t hl = colon ? (size_t)(colon - cfg->public_addr)
-					  : strlen(cfg->public_addr);
-
-			snprintf(listen, sizeof(listen), "%.*s:0", (int)hl, cfg->public_addr);
+		} else { /* the same host, any free port */
+			snprintf(listen, sizeof(listen), "%.*s:0", addr_host_len(cfg->public_addr),
+				 cfg->public_addr);
 		}
 		rc = shard_open(&nd, nd.sh[k], k, listen);
 		if (rc)

@@ -273,6 +273,18 @@ fetch_submit(struct os_rd *rd)
 	}
 }
 
+/* A read that never started: its callback, of whichever kind, with rc. */
+static void
+read_fail(os_read_cb cb, os_read_meta_cb mcb, void *arg, int rc)
+{
+	static const struct os_read_meta none;
+
+	if (mcb)
+		mcb(arg, rc, NULL, &none);
+	else
+		cb(arg, rc, NULL);
+}
+
 static void
 read_here(struct os_store *s, const char *cid, const char *oid, uint64_t off, uint64_t len,
 	  const char *attr, os_read_cb cb, os_read_meta_cb mcb, void *arg)
@@ -281,13 +293,8 @@ read_here(struct os_store *s, const char *cid, const char *oid, uint64_t off, ui
 	struct os_oent *e;
 
 	if (!rd || !cid || !oid || strlen(cid) > OS_NAME_MAX || strlen(oid) > OS_NAME_MAX) {
-		static const struct os_read_meta none;
-
 		free(rd);
-		if (mcb)
-			mcb(arg, rd ? -EINVAL : -ENOMEM, NULL, &none);
-		else
-			cb(arg, rd ? -EINVAL : -ENOMEM, NULL);
+		read_fail(cb, mcb, arg, rd ? -EINVAL : -ENOMEM);
 		return;
 	}
 	rd->s = s;
@@ -414,14 +421,9 @@ read_any(struct os_store *s, const char *cid, const char *oid, uint64_t off, uin
 		f->attr = attr ? strdup(attr) : NULL;
 	}
 	if (!f || (cid && !f->cid) || (oid && !f->oid) || (attr && !f->attr)) {
-		static const struct os_read_meta none;
-
 		if (f)
 			rfwd_free(f);
-		if (mcb)
-			mcb(arg, -ENOMEM, NULL, &none);
-		else
-			cb(arg, -ENOMEM, NULL);
+		read_fail(cb, mcb, arg, -ENOMEM);
 		return;
 	}
 	f->origin = self;
