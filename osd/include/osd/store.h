@@ -141,7 +141,9 @@ void os_queue(struct os_store *s, struct os_txn *t, os_commit_cb cb, void *arg);
  * Read [off, off + len) as committed. cb(arg, rc, data): rc 0 with data
  * (the caller takes the reference; shorter at the end of the object, holes
  * as zeros), -ENOENT, -EIO (a block failed its checksum: logged with object
- * and offset, counted; never wrong bytes).
+ * and offset, counted; never wrong bytes). cb may run before os_read
+ * returns (onode and blocks cached, or -ENOENT): a caller that reads again
+ * from cb should not loop without bound.
  */
 typedef void (*os_read_cb)(void *arg, int rc, struct cm_buf *data);
 void os_read(struct os_store *s, const char *cid, const char *oid, uint64_t off, uint64_t len,
