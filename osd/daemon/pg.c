@@ -2779,7 +2779,14 @@ pg_on_map(struct osd *o)
 					nbefore = x->n;
 					memcpy(before, x->a, sizeof(*before) * (size_t)x->n);
 				}
-				if (x) {
+				/*
+				 * An empty acting set (every holder down) is not
+				 * "before": the next interval must still hear
+				 * from the last OSDs that held the PG, else a
+				 * PG whose holders all died and went out would
+				 * start empty on its new OSDs.
+				 */
+				if (x && k > 0) {
 					x->n = k;
 					memcpy(x->a, acting, sizeof(*acting) * (size_t)k);
 				}

@@ -14,7 +14,8 @@
 #     quarter of them; back to clean; verify.
 #  3. mark an OSD out: its PGs backfill elsewhere; clean; verify; mark it in
 #     again (its stale copies catch up); clean; verify. A size-1 pool's
-#     objects follow their PGs (recovered from the PG's prior OSD).
+#     objects follow their PGs (recovered from the PG's prior OSD), also
+#     when their only OSD was down before it went out.
 #  4. down + up resumes everything; a hung OSD (SIGSTOP) is found by its
 #     peers' heartbeats and marked down, and catches up when it runs again;
 #     with every OSD killed an op fails with a clear timeout error.
@@ -210,6 +211,26 @@ verify_all "with osd.1 out"
 "$ctl" osd in 1 >/dev/null || fail "osd in 1"
 wait_clean "osd.1 in again"
 echo "prior sets across a restart: 200 size-1 objects found on the OSD that left"
+
+# 3c. Every holder of a PG down, then out: the size-1 pool's PGs on osd.2
+# have no up OSD while it is down (an empty acting set), and move to new
+# OSDs when it is marked out. Their new primaries must wait for osd.2 (the
+# last OSDs that held them), not start empty; once it runs again (still
+# out) its data is backfilled and every object verifies. Before, an empty
+# acting set in between counted as "nothing held it before": such PGs went
+# active+clean empty and their objects read ENOENT.
+kill -9 "$(osd_pid 2)"
+wait_ndown 1
+"$ctl" osd out 2 >/dev/null || fail "osd out 2"
+sleep 3 # (the new primaries peer)
+up 4
+wait_all_up
+wait_clean "osd.2 down then out, back (out)"
+run_load verify --pool single --prefix s --count 200 --gen 1 >/dev/null ||
+	fail "size-1 pool after its only holder was down, then out"
+"$ctl" osd in 2 >/dev/null || fail "osd in 2"
+wait_clean "osd.2 in again"
+echo "PGs whose every holder was down: waited for it, 200 size-1 objects verified"
 
 # down + up resumes the cluster with its data (and the daemons' clean exits
 # are checked by the sanitizer builds).
