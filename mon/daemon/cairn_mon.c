@@ -24,7 +24,7 @@ CM_LOG_SUBSYS(mon);
 
 extern char **environ;
 
-#define INC_RING    64 /* incrementals kept in memory for subscribers */
+#define INC_RING    512 /* incrementals kept in memory (a restarted OSD replays those it missed) */
 #define MAX_REPORTS 8
 
 struct mon_conf {

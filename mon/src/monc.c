@@ -110,6 +110,23 @@ mon_client_create(struct cm_reactor *r, struct cm_msgr *msgr, const struct mon_c
 	return 0;
 }
 
+static void set_map(struct mon_client *mc, Cairn__Map__OsdMap *m);
+
+int
+mon_client_seed_map(struct mon_client *mc, const uint8_t *buf, size_t len)
+{
+	Cairn__Map__OsdMap *m = cairn__map__osd_map__unpack(NULL, len, buf);
+
+	if (!m)
+		return -EINVAL;
+	if (mc->map && mc->map->epoch >= m->epoch) {
+		cairn__map__osd_map__free_unpacked(m, NULL);
+		return 0;
+	}
+	set_map(mc, m);
+	return 0;
+}
+
 void
 mon_client_destroy(struct mon_client *mc)
 {

@@ -372,6 +372,86 @@ osd_want_map(struct osd *o, uint64_t epoch)
 	cm_reactor_post(o0->r, &p->m);
 }
 
+/*
+ * The last map seen, kept in the store (collection "meta", object "osd",
+ * omap key "map"): a restart starts the mon client from it, so the epochs
+ * published while the OSD was down arrive one by one and its PGs learn the
+ * acting sets they missed (the last one that held each PG is its "before";
+ * see docs/design/osd.md). Written without waiting: after a crash an older
+ * map only means more epochs to replay.
+ */
+#define META_CID "meta"
+#define META_OID "osd"
+#define MAP_KEY  "map"
+
+static void
+map_save(struct osd *o, const Cairn__Map__OsdMap *m)
+{
+	size_t len = cairn__map__osd_map__get_packed_size(m);
+	uint8_t *buf = malloc(len ? len : 1);
+	struct os_txn *t = NULL;
+
+	if (!o->meta_ok || !buf || os_txn_create(&t)) {
+		free(buf);
+		return;
+	}
+	cairn__map__osd_map__pack(m, buf);
+	if (os_txn_omap_set(t, META_CID, META_OID, MAP_KEY, sizeof(MAP_KEY) - 1, buf, len))
+		os_txn_destroy(t);
+	else
+		os_queue(o->store, t, NULL, NULL);
+	free(buf);
+}
+
+/* Before the reactor runs: make the meta object if needed, start monc from the kept map. */
+static void
+map_seed(struct osd *o)
+{
+	struct os_kv key = { .key = (uint8_t *)MAP_KEY, .klen = sizeof(MAP_KEY) - 1 }, val = { 0 };
+	struct os_stat st;
+	int rc = os_stat(o->store, META_CID, META_OID, &st);
+
+	if (rc == -ENOENT) {
+		char **cids = NULL;
+		size_t n = 0;
+		bool have = false;
+		struct os_txn *t = NULL;
+
+		if (os_list_collections(o->store, &cids, &n) == 0)
+			for (size_t i = 0; i < n; i++) {
+				have |= strcmp(cids[i], META_CID) == 0;
+				free(cids[i]);
+			}
+		free(cids);
+		if (os_txn_create(&t) == 0 && (have || os_txn_mkcoll(t, META_CID) == 0) &&
+		    os_txn_touch(t, META_CID, META_OID) == 0) {
+			os_queue(o->store, t, NULL, NULL);
+			o->meta_ok = true;
+		} else if (t) {
+			os_txn_destroy(t);
+		}
+		return;
+	}
+	if (rc) {
+		CM_WARN("cannot read the kept map: %s (starting from the mons' map)",
+			cm_strerror(rc));
+		return;
+	}
+	o->meta_ok = true;
+	if (os_omap_get(o->store, META_CID, META_OID, &key, 1, &val) || !val.val)
+		return;
+	rc = mon_client_seed_map(o->monc, val.val, val.vlen);
+	if (rc)
+		CM_WARN("the kept map is unreadable (%s): starting from the mons' map",
+			cm_strerror(rc));
+	else if (o->map)
+		CM_NOTICE("starting from the kept map, epoch %" PRIu64
+			  "; replaying the epochs after it",
+			  o->map->epoch);
+	free(val.key);
+	free(val.val);
+}
+
 static void
 on_map(void *arg, const Cairn__Map__OsdMap *m)
 {
@@ -387,6 +467,7 @@ on_map(void *arg, const Cairn__Map__OsdMap *m)
 	CM_DEBUG("map epoch %" PRIu64, m->epoch);
 	apply_map(o, m);
 	shards_publish(o, m);
+	map_save(o, m);
 	o->last_beacon_ms = 0; /* tell the mons our PGs' states soon */
 }
 
@@ -911,6 +992,7 @@ osd_serve(struct osd_conf *cfg)
 		fprintf(stderr, "cairn-osd: mon_host: %s\n", err);
 		goto out;
 	}
+	map_seed(&o);
 	rc = cm_daemon_write_pid(cfg->d.pid_file);
 	if (rc)
 		goto out;

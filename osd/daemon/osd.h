@@ -211,6 +211,7 @@ struct osd {
 	struct osd_node *node;
 	unsigned shard, nshards;     /* this PG shard, of nshards */
 	Cairn__Map__OsdMap *own_map; /* shards > 0: our copy of the map (map points at it) */
+	bool meta_ok;                /* shard 0: the store's meta object exists (map_save) */
 	uint64_t snap_ms;            /* shards > 0: last stats handed to shard 0 */
 	struct cm_reactor *r;
 	struct cm_msgr *msgr;

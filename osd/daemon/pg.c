@@ -428,7 +428,12 @@ struct pga {
 	int64_t pool;
 	uint32_t seed;
 	int n;
-	int32_t a[OSD_MAX_ACTING];
+	int32_t a[OSD_MAX_ACTING]; /* the last non-empty acting set */
+	/* The "before" of map `epoch`: a map handled twice (the boot reply
+	 * after the map that marks us up) sees the same one. */
+	uint64_t epoch;
+	int nb;
+	int32_t b[OSD_MAX_ACTING];
 };
 
 static struct pga *pga_get(struct osd *o, int64_t pool, uint32_t seed, bool *fresh);
@@ -2775,9 +2780,17 @@ pg_on_map(struct osd *o)
 				struct pga *x = pga_get(o, pool->id, seed, &fresh);
 
 				nbefore = 0;
-				if (x && !fresh) {
+				if (x && !fresh && x->epoch == m->epoch) {
+					nbefore = x->nb;
+					memcpy(before, x->b, sizeof(*before) * (size_t)x->nb);
+				} else if (x && !fresh) {
 					nbefore = x->n;
 					memcpy(before, x->a, sizeof(*before) * (size_t)x->n);
+				}
+				if (x && x->epoch != m->epoch) {
+					x->epoch = m->epoch;
+					x->nb = nbefore;
+					memcpy(x->b, before, sizeof(*before) * (size_t)nbefore);
 				}
 				/*
 				 * An empty acting set (every holder down) is not

@@ -51,6 +51,16 @@ bool mon_client_handle_event(struct mon_client *mc, struct cm_conn *c, enum cm_c
 int mon_client_send(struct mon_client *mc, uint16_t type, uint64_t tid, const ProtobufCMessage *pb,
 		    bool to_leader);
 
+/*
+ * Start from a map the caller kept (packed, e.g. from its last run): it
+ * becomes the current map (on_map runs now) and the mons are asked only
+ * for what came after it -- as incrementals while they still keep them, so
+ * on_map sees every epoch since (a restarted OSD learns the PG intervals
+ * it missed). Call before the reactor runs. \return 0, -EINVAL
+ * (undecodable), -ENOMEM.
+ */
+int mon_client_seed_map(struct mon_client *mc, const uint8_t *buf, size_t len);
+
 /* Ask for maps newer than `have` now (e.g. a peer spoke of a newer epoch). */
 void mon_client_want_map(struct mon_client *mc, uint64_t have);
 
