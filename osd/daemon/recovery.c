@@ -554,6 +554,20 @@ rec_plan(struct pg *pg)
 			if (pg->slot_osd[i] == pg->prior[k] && pg->peer[i].have)
 				prior_seen = true;
 	if (!prior_seen) {
+		/* Every one of them removed from the map (`osd rm`): the operator
+		 * gave their data up; go on with what the acting set has. */
+		bool left = false;
+
+		for (int k = 0; k < pg->nprior && !left; k++)
+			left = mon_osd_find(o->map, pg->prior[k]) != NULL;
+		if (!left) {
+			CM_WARN("%s: the OSDs that held it before were removed from the map: "
+				"going on without what only they had",
+				pg->cid);
+			prior_seen = true;
+		}
+	}
+	if (!prior_seen) {
 		pg->state = PG_INCOMPLETE;
 		pg->retry_ms = cm_now_ms() + RETRY_MS;
 		CM_WARN("%s: none of the OSDs that held it before is up: waiting", pg->cid);

@@ -17,6 +17,7 @@
 #     objects follow their PGs (recovered from the PG's prior OSD), also
 #     when their only OSD was down before it went out. A restarted OSD
 #     learns the intervals it missed and never serves its stale copies.
+#     PGs wait for a dead OSD's data until it is removed ('osd rm').
 #  4. down + up resumes everything; a hung OSD (SIGSTOP) is found by its
 #     peers' heartbeats and marked down, and catches up when it runs again;
 #     with every OSD killed an op fails with a clear timeout error.
@@ -298,8 +299,33 @@ wait_all_up
 wait_clean "hung OSD back"
 verify_all "after the hung OSD came back"
 
+# 3e. Giving up a dead OSD's data: the size-1 pool's PGs on osd.3 wait
+# (incomplete) once it is killed and marked out -- their new OSDs have
+# nothing -- until the operator removes it from the map ('osd rm'); then
+# they go on with empty copies: those objects are gone (ENOENT), every
+# other object of the pool verifies.
+kill -9 "$(osd_pid 3)"
+wait_ndown 1
+"$ctl" osd out 3 >/dev/null || fail "osd out 3"
+for _ in $(seq 1 60); do
+	"$ctl" status >"$dir/st" 2>&1 || true
+	grep -q "incomplete" "$dir/st" && break
+	sleep 0.25
+done
+grep -q "incomplete" "$dir/st" || fail "no PG waits for the killed size-1 OSD: $(grep 'pgs:' "$dir/st")"
+"$ctl" osd rm 3 >/dev/null || fail "osd rm 3"
+wait_clean "osd.3 removed: its size-1 PGs given up"
+"$load" verify -c "$dir/cairn.conf" --pool single --prefix s --count 200 --gen 1 --max-size "$max" \
+	>"$dir/v.out" 2>"$dir/v.err" || true
+lost=$(grep -c "No such file" "$dir/v.err" || true)
+[ "$lost" -gt 0 ] || fail "no size-1 object was on osd.3? $(tail -1 "$dir/v.out")"
+[ "$(grep -vc "No such file" "$dir/v.err")" -eq 0 ] ||
+	fail "size-1 pool after osd rm: $(grep -v "No such file" "$dir/v.err" | head -3)"
+grep -q "removed from the map: going on without" "$dir"/osd.*.log || fail "no PG logged giving up"
+echo "osd rm of a dead OSD: its size-1 PGs went on empty ($lost of 200 objects gone, the rest verified)"
+
 # 4. All OSDs down: a clear error, not a hang.
-for i in 0 1 2 3; do kill -9 "$(osd_pid $i)"; done
+for i in 0 1 2; do kill -9 "$(osd_pid $i)"; done
 if timeout 60 "$ctl" --command_timeout 3s obj get default a-1 "$dir/x" 2>"$dir/err"; then
 	fail "a read with every OSD down succeeded"
 fi
