@@ -950,8 +950,10 @@ kvs_from(ProtobufCBinaryData *k, ProtobufCBinaryData *v, size_t n, struct cairn_
 			cairn_kvs_free(kv, i + 1);
 			return -ENOMEM;
 		}
-		memcpy(kv[i].key, k[i].data, k[i].len);
-		memcpy(kv[i].val, v[i].data, v[i].len);
+		if (k[i].len) /* an empty field may have no data pointer */
+			memcpy(kv[i].key, k[i].data, k[i].len);
+		if (v[i].len)
+			memcpy(kv[i].val, v[i].data, v[i].len);
 		((char *)kv[i].key)[k[i].len] = 0;
 		((char *)kv[i].val)[v[i].len] = 0;
 		kv[i].klen = k[i].len;
@@ -1025,7 +1027,9 @@ fill_outputs(struct creq *q, const Cairn__Osd__OsdOpReply *r, const struct cm_ms
 						rc = -ENOMEM;
 						break;
 					}
-					memcpy(s->out_header->val, x->value.data, x->value.len);
+					if (x->value.len) /* no header: no data pointer */
+						memcpy(s->out_header->val, x->value.data,
+						       x->value.len);
 					s->out_header->vlen = x->value.len;
 				}
 				break;
