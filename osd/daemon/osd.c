@@ -298,26 +298,14 @@ shard_state_run(void *arg)
 	shard_post_free(p);
 }
 
-/* Shard 0: tell the other shards our id, boot state and (when m) the map. */
+/* Shard 0: tell the other shards our id, boot state and (when buf) the packed map. */
 static void
-shards_publish(struct osd *o, const Cairn__Map__OsdMap *m)
+shards_publish(struct osd *o, const uint8_t *buf, size_t len)
 {
 	struct osd_node *nd = o->node;
-	uint8_t *buf = NULL;
-	size_t len = 0;
 
 	if (nd->n <= 1)
 		return;
-	if (m) {
-		len = cairn__map__osd_map__get_packed_size(m);
-		buf = malloc(len ? len : 1);
-		if (!buf) {
-			CM_ERR("out of memory handing map epoch %" PRIu64 " to the shards",
-			       m->epoch);
-			return;
-		}
-		cairn__map__osd_map__pack(m, buf);
-	}
 	for (unsigned k = 1; k < nd->n; k++) {
 		struct shard_post *p = calloc(1, sizeof(*p));
 
@@ -339,7 +327,6 @@ shards_publish(struct osd *o, const Cairn__Map__OsdMap *m)
 						.drop = shard_post_free };
 		cm_reactor_post(nd->sh[k]->r, &p->m);
 	}
-	free(buf);
 }
 
 static void
@@ -385,22 +372,16 @@ osd_want_map(struct osd *o, uint64_t epoch)
 #define MAP_KEY  "map"
 
 static void
-map_save(struct osd *o, const Cairn__Map__OsdMap *m)
+map_save(struct osd *o, const uint8_t *buf, size_t len)
 {
-	size_t len = cairn__map__osd_map__get_packed_size(m);
-	uint8_t *buf = malloc(len ? len : 1);
 	struct os_txn *t = NULL;
 
-	if (!o->meta_ok || !buf || os_txn_create(&t)) {
-		free(buf);
+	if (!o->meta_ok || os_txn_create(&t))
 		return;
-	}
-	cairn__map__osd_map__pack(m, buf);
 	if (os_txn_omap_set(t, META_CID, META_OID, MAP_KEY, sizeof(MAP_KEY) - 1, buf, len))
 		os_txn_destroy(t);
 	else
 		os_queue(o->store, t, NULL, NULL);
-	free(buf);
 }
 
 /* Before the reactor runs: make the meta object if needed, start monc from the kept map. */
@@ -437,10 +418,12 @@ map_seed(struct osd *o)
 			cm_strerror(rc));
 		return;
 	}
-	o->meta_ok = true;
-	if (os_omap_get(o->store, META_CID, META_OID, &key, 1, &val) || !val.val)
+	if (os_omap_get(o->store, META_CID, META_OID, &key, 1, &val) || !val.val) {
+		o->meta_ok = true;
 		return;
-	rc = mon_client_seed_map(o->monc, val.val, val.vlen);
+	}
+	rc = mon_client_seed_map(o->monc, val.val, val.vlen); /* (not saved again) */
+	o->meta_ok = true;
 	if (rc)
 		CM_WARN("the kept map is unreadable (%s): starting from the mons' map",
 			cm_strerror(rc));
@@ -466,8 +449,20 @@ on_map(void *arg, const Cairn__Map__OsdMap *m)
 	}
 	CM_DEBUG("map epoch %" PRIu64, m->epoch);
 	apply_map(o, m);
-	shards_publish(o, m);
-	map_save(o, m);
+	{
+		/* Packed once: for the other shards and for the store. */
+		size_t len = cairn__map__osd_map__get_packed_size(m);
+		uint8_t *buf = malloc(len ? len : 1);
+
+		if (buf) {
+			cairn__map__osd_map__pack(m, buf);
+			shards_publish(o, buf, len);
+			map_save(o, buf, len);
+			free(buf);
+		} else {
+			CM_ERR("out of memory packing map epoch %" PRIu64, m->epoch);
+		}
+	}
 	o->last_beacon_ms = 0; /* tell the mons our PGs' states soon */
 }
 
@@ -511,7 +506,7 @@ on_reply(void *arg, struct cm_msg *m)
 			/* The map that marks us up may have come before this reply. */
 			if (o->map && o->pl_ok && o->epoch >= r->epoch)
 				pg_on_map(o);
-			shards_publish(o, NULL);
+			shards_publish(o, NULL, 0);
 		} else if (r && r->rc) {
 			CM_LOG_RL(CM_LOG_WARN, "boot refused: %s (%s)", cm_strerror(r->rc),
 				  r->error);

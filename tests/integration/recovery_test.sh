@@ -307,12 +307,7 @@ verify_all "after the hung OSD came back"
 kill -9 "$(osd_pid 3)"
 wait_ndown 1
 "$ctl" osd out 3 >/dev/null || fail "osd out 3"
-for _ in $(seq 1 60); do
-	"$ctl" status >"$dir/st" 2>&1 || true
-	grep -q "incomplete" "$dir/st" && break
-	sleep 0.25
-done
-grep -q "incomplete" "$dir/st" || fail "no PG waits for the killed size-1 OSD: $(grep 'pgs:' "$dir/st")"
+status_until incomplete 60 0.25 || fail "no PG waits for the killed size-1 OSD: $(grep 'pgs:' "$dir/st")"
 "$ctl" osd rm 3 >/dev/null || fail "osd rm 3"
 wait_clean "osd.3 removed: its size-1 PGs given up"
 "$load" verify -c "$dir/cairn.conf" --pool single --prefix s --count 200 --gen 1 --max-size "$max" \

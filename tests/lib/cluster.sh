@@ -18,22 +18,29 @@ cluster_finish() {
 	exit "$rc"
 }
 
+# Poll 'clusterctl status' into $dir/st until it matches the extended
+# regex $1, at most $2 times, $3 s apart. Returns 1 if it never did.
+status_until() {
+	for _ in $(seq 1 "$2"); do
+		"$ctl" status >"$dir/st" 2>&1 || true
+		grep -Eq "$1" "$dir/st" && return 0
+		sleep "$3"
+	done
+	return 1
+}
+
+# Every PG active+clean, as status prints it.
+CLEAN_RE='pgs: +([0-9]+) pgs: \1 active\+clean$'
+
 # Wait (up to $2 quarter-seconds, default 720) until every PG is
 # active+clean and print how long it took ("$1: active+clean after N ms"),
 # or call the test's fail. Needs $ctl, $dir and a fail function.
 wait_clean() {
 	local t0 t1
 	t0=$(date +%s%N)
-	for _ in $(seq 1 ${2:-720}); do
-		"$ctl" status >"$dir/st" 2>&1 || true
-		if grep -Eq "pgs: +([0-9]+) pgs: \1 active\+clean$" "$dir/st"; then
-			t1=$(date +%s%N)
-			echo "$1: active+clean after $(((t1 - t0) / 1000000)) ms"
-			return 0
-		fi
-		sleep 0.25
-	done
-	fail "$1: not active+clean: $(grep 'pgs:' "$dir/st")"
+	status_until "$CLEAN_RE" "${2:-720}" 0.25 || fail "$1: not active+clean: $(grep 'pgs:' "$dir/st")"
+	t1=$(date +%s%N)
+	echo "$1: active+clean after $(((t1 - t0) / 1000000)) ms"
 }
 
 # OSD ids come in boot order; the files in $dir (osd.N.pid, osd.N.log) are by

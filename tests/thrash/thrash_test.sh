@@ -73,11 +73,6 @@ wait "$lpid" || { tail -20 "$dir/load.err" >&2; fail "workload: $(tail -1 "$dir/
 echo "workload: $(tail -1 "$dir/load.out")"
 grep -q '"lost":0,"wrong":0' "$dir/load.out" || fail "lost or wrong: $(tail -1 "$dir/load.out")"
 t0=$(date +%s)
-for _ in $(seq 1 240); do
-	"$ctl" status >"$dir/st" 2>&1 || true
-	grep -Eq "pgs: +([0-9]+) pgs: \1 active\+clean$" "$dir/st" && break
-	sleep 0.5
-done
-grep -Eq "pgs: +([0-9]+) pgs: \1 active\+clean$" "$dir/st" || fail "not clean: $(grep pgs: "$dir/st")"
+status_until "$CLEAN_RE" 240 0.5 || fail "not clean: $(grep pgs: "$dir/st")"
 echo "active+clean $(( $(date +%s) - t0 )) s after the workload"
 echo "1 passed, 0 failed"
