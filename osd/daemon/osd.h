@@ -94,6 +94,7 @@ struct pg_peer {
 	bool incomplete; /* its copy is being backfilled */
 	bool partial;    /* its copy lacks some objects (it reported them missing) */
 	struct osd_ver lu, tail;
+	uint64_t les;            /* its last_epoch_started */
 	Cairn__Osd__PgNotify *n; /* its info and log (remote OSDs) */
 	uint8_t step;            /* enum rec_step */
 	bool backfill;

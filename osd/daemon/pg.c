@@ -422,6 +422,21 @@ pg_load_stashes(struct pg *pg)
 	return rc;
 }
 
+/*
+ * A past interval of a PG: maps [first, last] with one acting set. `rw`:
+ * it had min_size OSDs, so it may have activated and taken writes (we have
+ * no up_thru to tell whether it did).
+ */
+#define PIV_OPEN   UINT64_MAX /* `last` of the current interval */
+#define PGA_MAX_IV 12
+
+struct piv {
+	uint64_t first, last;
+	bool rw;
+	uint8_t n;
+	int32_t a[OSD_MAX_ACTING];
+};
+
 /* Every PG's acting set as of the previous map, ours or not. */
 struct pga {
 	struct pga *next;
@@ -434,7 +449,60 @@ struct pga {
 	uint64_t epoch;
 	int nb;
 	int32_t b[OSD_MAX_ACTING];
+	/* The intervals since the PG last started (as far as we know: trimmed
+	 * by the newest last_epoch_started we hear of), oldest first; the last
+	 * one is the current interval. */
+	int niv;
+	struct piv iv[PGA_MAX_IV];
 };
+
+static bool
+has_osd(const int32_t *a, int n, int32_t id)
+{
+	for (int i = 0; i < n; i++)
+		if (a[i] == id)
+			return true;
+	return false;
+}
+
+/* Map `epoch` shows acting set a[k]: open a new interval if it changed. */
+static void
+pga_note(struct pga *x, uint64_t epoch, const int32_t *a, int k, bool rw)
+{
+	struct piv *cur = x->niv ? &x->iv[x->niv - 1] : NULL;
+
+	if (cur && cur->n == k && !memcmp(cur->a, a, sizeof(*a) * (size_t)k))
+		return;
+	if (cur && cur->first >= epoch) {
+		x->niv--; /* the same map again, or an older one: replace */
+	} else if (cur) {
+		cur->last = epoch - 1;
+	}
+	if (x->niv == PGA_MAX_IV) {
+		/* Oldest first out: from here on only the union of the prior
+		 * sets (set_prior) speaks for it. */
+		memmove(x->iv, x->iv + 1, sizeof(x->iv[0]) * (PGA_MAX_IV - 1));
+		x->niv--;
+	}
+	cur = &x->iv[x->niv++];
+	cur->first = epoch;
+	cur->last = PIV_OPEN;
+	cur->rw = k > 0 && rw;
+	cur->n = (uint8_t)k;
+	memcpy(cur->a, a, sizeof(*a) * (size_t)k);
+}
+
+/* The PG started (went active) at map `les`: intervals that ended before are done with. */
+static void
+pga_trim(struct pga *x, uint64_t les)
+{
+	int j = 0;
+
+	for (int i = 0; i < x->niv; i++)
+		if (x->iv[i].last == PIV_OPEN || x->iv[i].last >= les)
+			x->iv[j++] = x->iv[i];
+	x->niv = j;
+}
 
 static struct pga *pga_get(struct osd *o, int64_t pool, uint32_t seed, bool *fresh);
 
@@ -449,21 +517,52 @@ static struct pga *pga_get(struct osd *o, int64_t pool, uint32_t seed, bool *fre
  */
 #define PRIOR_KEY "prior"
 
+static uint8_t *
+put_le(uint8_t *q, uint64_t v, int bytes)
+{
+	for (int b = 0; b < bytes; b++)
+		*q++ = (uint8_t)(v >> (8 * b));
+	return q;
+}
+
+static uint64_t
+get_le(const uint8_t *q, int bytes)
+{
+	uint64_t v = 0;
+
+	for (int b = 0; b < bytes; b++)
+		v |= (uint64_t)q[b] << (8 * b);
+	return v;
+}
+
+#define PIV_REC_LEN (8 + 8 + 1 + 1)
+
 static int
 prior_txn(struct pg *pg, struct os_txn *t, bool active)
 {
-	uint8_t v[4 + 4 * 2 * OSD_MAX_ACTING], *q = v + 4;
+	uint8_t v[4 + 4 * 2 * OSD_MAX_ACTING + 1 + PGA_MAX_IV * (PIV_REC_LEN + 4 * OSD_MAX_ACTING)],
+		*q = v + 4;
+	bool fresh;
+	struct pga *x = pga_get(pg->osd, pg->pool, pg->seed, &fresh);
 
-	v[0] = 1;
+	v[0] = 2;
 	v[1] = active;
 	v[2] = (uint8_t)pg->nacting;
 	v[3] = (uint8_t)pg->nprior;
-	for (int i = 0; i < pg->nacting + pg->nprior; i++) {
-		uint32_t id =
-			(uint32_t)(i < pg->nacting ? pg->acting[i] : pg->prior[i - pg->nacting]);
+	for (int i = 0; i < pg->nacting + pg->nprior; i++)
+		q = put_le(q,
+			   (uint32_t)(i < pg->nacting ? pg->acting[i] : pg->prior[i - pg->nacting]),
+			   4);
+	*q++ = (uint8_t)(x ? x->niv : 0);
+	for (int i = 0; x && i < x->niv; i++) {
+		const struct piv *iv = &x->iv[i];
 
-		for (int b = 0; b < 4; b++)
-			*q++ = (uint8_t)(id >> (8 * b));
+		q = put_le(q, iv->first, 8);
+		q = put_le(q, iv->last, 8);
+		*q++ = iv->rw;
+		*q++ = iv->n;
+		for (int j = 0; j < iv->n; j++)
+			q = put_le(q, (uint32_t)iv->a[j], 4);
 	}
 	return os_txn_omap_set(t, pg->cid, PGMETA, PRIOR_KEY, sizeof(PRIOR_KEY) - 1, v,
 			       (size_t)(q - v));
@@ -492,18 +591,44 @@ prior_load(struct pg *pg, const uint8_t *v, size_t n)
 	bool fresh;
 	struct pga *x;
 
-	if (n < 4 || v[0] != 1 || (na = v[2]) > OSD_MAX_ACTING || (np = v[3]) > OSD_MAX_ACTING ||
-	    n != 4 + 4 * (size_t)(na + np)) {
-		CM_WARN("%s: unreadable prior set record (%zu bytes): ignored", pg->cid, n);
-		return;
-	}
+	struct piv iv[PGA_MAX_IV];
+	int niv = 0;
+	size_t at;
+
+	if (n < 4 || (v[0] != 1 && v[0] != 2) || (na = v[2]) > OSD_MAX_ACTING ||
+	    (np = v[3]) > OSD_MAX_ACTING || n < 4 + 4 * (size_t)(na + np) ||
+	    (v[0] == 1 && n != 4 + 4 * (size_t)(na + np)))
+		goto bad;
 	for (int i = 0; i < na + np; i++)
-		ids[i] = (int32_t)((uint32_t)v[4 + 4 * i] | (uint32_t)v[5 + 4 * i] << 8 |
-				   (uint32_t)v[6 + 4 * i] << 16 | (uint32_t)v[7 + 4 * i] << 24);
+		ids[i] = (int32_t)get_le(v + 4 + 4 * i, 4);
+	at = 4 + 4 * (size_t)(na + np);
+	if (v[0] == 2) {
+		/* version 2: then the past intervals (pga_note) */
+		if (at >= n || (niv = v[at++]) > PGA_MAX_IV)
+			goto bad;
+		for (int i = 0; i < niv; i++) {
+			if (n - at < PIV_REC_LEN)
+				goto bad;
+			iv[i].first = get_le(v + at, 8);
+			iv[i].last = get_le(v + at + 8, 8);
+			iv[i].rw = v[at + 16] != 0;
+			iv[i].n = v[at + 17];
+			at += PIV_REC_LEN;
+			if (iv[i].n > OSD_MAX_ACTING || n - at < 4 * (size_t)iv[i].n)
+				goto bad;
+			for (int j = 0; j < iv[i].n; j++, at += 4)
+				iv[i].a[j] = (int32_t)get_le(v + at, 4);
+		}
+		if (at != n)
+			goto bad;
+	}
 	x = pga_get(pg->osd, pg->pool, pg->seed, &fresh);
 	if (x) {
 		x->n = na;
 		memcpy(x->a, ids, sizeof(*ids) * (size_t)na);
+		x->niv = niv;
+		memcpy(x->iv, iv, sizeof(iv[0]) * (size_t)niv);
+		pga_trim(x, pg->last_epoch_started);
 	}
 	if (!v[1] && np) {
 		memcpy(pg->prior, ids + na, sizeof(*ids) * (size_t)np);
@@ -512,6 +637,9 @@ prior_load(struct pg *pg, const uint8_t *v, size_t n)
 		CM_NOTICE("%s: %d prior OSD(s) from before the restart (not yet active since)",
 			  pg->cid, np);
 	}
+	return;
+bad:
+	CM_WARN("%s: unreadable prior set record (%zu bytes): ignored", pg->cid, n);
 }
 
 static int
@@ -2331,6 +2459,17 @@ pg_handle_repop(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 		on_replica_commit(ra, -ESTALE);
 		goto out;
 	}
+	if (ro->epoch > pg->last_epoch_started) {
+		/* The first change of an interval: the PG started in it, so
+		 * the intervals before need no hearing from any more. */
+		bool fresh;
+		struct pga *x = pga_get(o, pg->pool, pg->seed, &fresh);
+
+		pg->last_epoch_started = ro->epoch;
+		if (x)
+			pga_trim(x, ro->epoch);
+		prior_save(pg, true);
+	}
 	ver_from_pb(ro->trim_to, &trim);
 	ver_from_pb(ro->roll_to, &roll);
 	rc = os_txn_create(&t);
@@ -2399,8 +2538,13 @@ pg_activate(struct pg *pg)
 	struct op *op;
 	TAILQ_HEAD(, op) q = TAILQ_HEAD_INITIALIZER(q);
 
+	bool fresh;
+	struct pga *x = pga_get(pg->osd, pg->pool, pg->seed, &fresh);
+
 	pg->state = PG_ACTIVE;
 	pg->last_epoch_started = pg->osd->epoch;
+	if (x)
+		pga_trim(x, pg->last_epoch_started);
 	/* Peering settled every entry up to here: none is undone any more. */
 	pg->roll_ok = pg->last_update;
 	pg->roll_sent = (struct osd_ver){ 0, 0 }; /* tell the shards (pg_roll_forward) */
@@ -2464,6 +2608,24 @@ pg_send_queries(struct pg *pg)
 		if (mo && mo->up)
 			pg->slot_osd[pg->nslots++] = pg->prior[k];
 	}
+	{
+		/* and the OSDs of past intervals that may have taken writes */
+		bool fresh;
+		struct pga *x = pga_get(o, pg->pool, pg->seed, &fresh);
+
+		for (int v = 0; x && v < x->niv; v++) {
+			const struct piv *iv = &x->iv[v];
+
+			for (int j = 0; iv->rw && iv->last != PIV_OPEN && j < iv->n &&
+					pg->nslots < PG_MAX_SLOTS;
+			     j++) {
+				const Cairn__Map__Osd *mo = mon_osd_find(o->map, iv->a[j]);
+
+				if (mo && mo->up && !has_osd(pg->slot_osd, pg->nslots, iv->a[j]))
+					pg->slot_osd[pg->nslots++] = iv->a[j];
+			}
+		}
+	}
 	for (int i = 0; i < pg->nslots; i++) {
 		struct pg_peer *p = &pg->peer[i];
 		const Cairn__Map__Osd *mo = mon_osd_find(o->map, pg->slot_osd[i]);
@@ -2474,6 +2636,7 @@ pg_send_queries(struct pg *pg)
 			p->exists = true;
 			p->incomplete = pg->incomplete;
 			p->partial = pg->missing.n > 0;
+			p->les = pg->last_epoch_started;
 			p->lu = pg->last_update;
 			p->tail = pg->log_tail;
 			continue;
@@ -2663,15 +2826,6 @@ pga_free_all(struct osd *o)
 	o->pga = NULL;
 }
 
-static bool
-has_osd(const int32_t *a, int n, int32_t id)
-{
-	for (int i = 0; i < n; i++)
-		if (a[i] == id)
-			return true;
-	return false;
-}
-
 /*
  * A new interval of pg: the OSDs that held it before (the previous acting
  * set, plus the older prior set while the PG never became active since)
@@ -2803,6 +2957,10 @@ pg_on_map(struct osd *o)
 					x->n = k;
 					memcpy(x->a, acting, sizeof(*acting) * (size_t)k);
 				}
+				if (x)
+					pga_note(x, m->epoch, acting, k,
+						 (unsigned)k >=
+							 (pool->min_size ? pool->min_size : 1));
 			}
 			if (!mine || !o->booted) {
 				if (pg && pg->state != PG_NONE) {
@@ -2857,6 +3015,62 @@ pg_on_map(struct osd *o)
 				pg->state = PG_REPLICA;
 		}
 	}
+}
+
+/*
+ * Peering heard from every past interval that may have taken writes since
+ * the PG last started (the newest last_epoch_started among the answers):
+ * from each, one OSD with a usable copy answered, or all of its OSDs were
+ * removed from the map (their data given up). Otherwise the acting set may
+ * lack acknowledged writes: false, and the PG waits. Ceph's prior set rule;
+ * without up_thru every interval with min_size OSDs counts as one that may
+ * have taken writes.
+ */
+bool
+pg_past_heard(struct pg *pg)
+{
+	struct osd *o = pg->osd;
+	bool fresh;
+	struct pga *x = pga_get(o, pg->pool, pg->seed, &fresh);
+	uint64_t les = pg->last_epoch_started;
+
+	if (!x)
+		return true;
+	for (int i = 0; i < pg->nslots; i++)
+		if (pg->peer[i].have && pg->peer[i].exists && pg->peer[i].les > les)
+			les = pg->peer[i].les;
+	pga_trim(x, les);
+	for (int v = 0; v < x->niv; v++) {
+		const struct piv *iv = &x->iv[v];
+		bool heard = false, left = false;
+		char who[128];
+		size_t wl = 0;
+
+		if (!iv->rw || iv->last == PIV_OPEN)
+			continue;
+		for (int j = 0; j < iv->n && !heard; j++) {
+			if (!mon_osd_find(o->map, iv->a[j]))
+				continue; /* removed: its data was given up */
+			left = true;
+			for (int i = 0; i < pg->nslots && !heard; i++) {
+				const struct pg_peer *p = &pg->peer[i];
+
+				heard = pg->slot_osd[i] == iv->a[j] && p->have && p->exists &&
+					(pg->ec || (!p->incomplete && !p->partial));
+			}
+		}
+		if (heard || !left)
+			continue;
+		who[0] = 0;
+		for (int j = 0; j < iv->n && wl < sizeof(who) - 16; j++)
+			wl += (size_t)snprintf(who + wl, sizeof(who) - wl, "%sosd.%d", j ? "," : "",
+					       iv->a[j]);
+		CM_WARN("%s: interval %" PRIu64 "-%" PRIu64 " [%s] may have taken writes and "
+			"none of its OSDs with a usable copy answered: waiting",
+			pg->cid, iv->first, iv->last, who);
+		return false;
+	}
+	return true;
 }
 
 void
@@ -2933,6 +3147,7 @@ pg_handle_notify(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 			ver_from_pb(n->info->log_tail, &p->tail);
 			p->incomplete = n->info->incomplete;
 			p->partial = n->n_missing > 0;
+			p->les = n->info->last_epoch_started;
 			p->n = n; /* keeps its log for planning */
 			n = NULL;
 		}

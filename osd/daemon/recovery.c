@@ -573,6 +573,11 @@ rec_plan(struct pg *pg)
 		CM_WARN("%s: none of the OSDs that held it before is up: waiting", pg->cid);
 		return;
 	}
+	if (!pg_past_heard(pg)) {
+		pg->state = PG_INCOMPLETE;
+		pg->retry_ms = cm_now_ms() + RETRY_MS;
+		return;
+	}
 	if (a < 0 || self < 0) {
 		pg->state = PG_INCOMPLETE;
 		pg->retry_ms = cm_now_ms() + RETRY_MS;
@@ -2408,6 +2413,8 @@ log_apply(struct osd *o, struct cm_conn *c, const Cairn__Osd__PgNotify *n)
 	}
 	pi = *n->info;
 	pi.incomplete = false;
+	if (pg->last_epoch_started > pi.last_epoch_started)
+		pi.last_epoch_started = pg->last_epoch_started; /* it never goes back */
 	pi.shard = pg->info_shard = n->shard ? n->shard : pg_shard_label(pg);
 	for (size_t i = 0; i < n->n_missing && !rc; i++)
 		rc = oset_put(&miss, n->missing[i], 0);

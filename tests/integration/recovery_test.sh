@@ -16,7 +16,8 @@
 #     again (its stale copies catch up); clean; verify. A size-1 pool's
 #     objects follow their PGs (recovered from the PG's prior OSD), also
 #     when their only OSD was down before it went out. A restarted OSD
-#     learns the intervals it missed and never serves its stale copies.
+#     learns the intervals it missed and never serves its stale copies,
+#     also when its PGs get a new partner while the newer copies' OSD hangs.
 #     PGs wait for a dead OSD's data until it is removed ('osd rm').
 #  4. down + up resumes everything; a hung OSD (SIGSTOP) is found by its
 #     peers' heartbeats and marked down, and catches up when it runs again;
@@ -263,11 +264,28 @@ grep -q "starting from the kept map" "$dir/osd.$(osd_idx 0).log" ||
 sleep 2 # (its PGs peer)
 "$load" verify -c "$dir/cairn.conf" --pool pair --prefix q --count 200 --gen 2 --max-size "$max" \
 	--threads 25 --timeout 2000 >"$dir/v.out" 2>"$dir/v.err" || true
-kill -CONT "$(osd_pid 1)" "$(osd_pid 2)"
 if grep -q "gen 1, want 2" "$dir/v.err"; then
+	kill -CONT "$(osd_pid 1)" "$(osd_pid 2)"
 	fail "osd.0 served its stale copies: $(grep -c "gen 1, want 2" "$dir/v.err") objects read gen 1"
 fi
 echo "restart amid missed intervals: $(tail -1 "$dir/v.out") ($(grep -c "timed out" "$dir/v.err" || true) reads waited)"
+# 3f. Every interval that may have taken writes must be heard from, not
+# only the last one. osd.0's PGs that wait for hung osd.1 (it has their
+# generation 2) get a new partner when osd.1 is marked out: the interval
+# before the new one is osd.0 waiting alone, but the one before that
+# (osd.1 alone, taking generation 2) still has no one answering, so they
+# keep waiting. Before, osd.0 counted as "the previous interval" by itself
+# and activated its generation-1 copies with the new partner.
+"$ctl" osd out 1 >/dev/null || { kill -CONT "$(osd_pid 1)" "$(osd_pid 2)"; fail "osd out 1"; }
+sleep 3 # (the new acting sets peer)
+"$load" verify -c "$dir/cairn.conf" --pool pair --prefix q --count 200 --gen 2 --max-size "$max" \
+	--threads 25 --timeout 2000 >"$dir/v.out" 2>"$dir/v.err" || true
+kill -CONT "$(osd_pid 1)" "$(osd_pid 2)"
+if grep -q "gen 1, want 2" "$dir/v.err"; then
+	fail "a new partner activated osd.0's stale copies: $(grep -c "gen 1, want 2" "$dir/v.err") objects read gen 1"
+fi
+echo "osd.1 out while hung: $(tail -1 "$dir/v.out") ($(grep -c "timed out" "$dir/v.err" || true) reads waited)"
+"$ctl" osd in 1 >/dev/null || fail "osd in 1"
 wait_all_up
 wait_clean "osd.1 and osd.2 running again"
 run_load verify --pool pair --prefix q --count 200 --gen 2 >/dev/null ||
