@@ -72,8 +72,8 @@ osd_check_push(const Cairn__Osd__Push *p)
 int
 osd_check_repop(const Cairn__Osd__RepOp *ro, size_t data_len)
 {
-	if (!ro->entry) /* EC roll-forward: roll_to only */
-		return ro->n_ops || !ro->roll_to ? -EINVAL : 0;
+	if (!ro->entry) /* activation, or EC roll-forward (roll_to): no change */
+		return ro->n_ops ? -EINVAL : 0;
 	if (!ro->entry->ver || bad_name(ro->entry->oid) || ro->n_ops > 4 * OSD_MAX_SUBOPS + 8 ||
 	    osd_check_log_entry(ro->entry))
 		return -EINVAL;
@@ -121,6 +121,18 @@ osd_check_notify(const Cairn__Osd__PgNotify *n)
 	for (size_t i = 0; i < n->n_missing; i++)
 		if (bad_name(n->missing[i]))
 			return -EINVAL;
+	if (n->n_past > OSD_MAX_PAST)
+		return -EINVAL;
+	for (size_t i = 0; i < n->n_past; i++) {
+		const Cairn__Osd__PastInterval *iv = n->past[i];
+
+		if (iv->n_osds > OSD_MAX_PAST_OSDS || iv->first > iv->last ||
+		    iv->last == UINT64_MAX)
+			return -EINVAL;
+		for (size_t j = 0; j < iv->n_osds; j++)
+			if (iv->osds[j] < 0)
+				return -EINVAL;
+	}
 	return 0;
 }
 

@@ -11,7 +11,9 @@
 
 #include <stddef.h>
 
-#define OSD_MAX_LOG_MSG 1000000 /* log entries in one notify / PG_LOG */
+#define OSD_MAX_LOG_MSG   1000000 /* log entries in one notify / PG_LOG */
+#define OSD_MAX_PAST      64      /* past intervals in one notify */
+#define OSD_MAX_PAST_OSDS 16      /* OSDs of one (OSD_MAX_ACTING) */
 
 /* A client's compound op with data_len bytes of data. \return 0 or -errno. */
 int osd_check_op(const Cairn__Osd__OsdOp *q, size_t data_len);

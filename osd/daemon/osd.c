@@ -367,9 +367,13 @@ osd_want_map(struct osd *o, uint64_t epoch)
  * see docs/design/osd.md). Written without waiting: after a crash an older
  * map only means more epochs to replay.
  */
-#define META_CID "meta"
-#define META_OID "osd"
-#define MAP_KEY  "map"
+#define MAP_KEY "map"
+
+bool
+osd_meta_ok(const struct osd *o)
+{
+	return (o->node ? o->node->sh[0] : o)->meta_ok;
+}
 
 static void
 map_save(struct osd *o, const uint8_t *buf, size_t len)

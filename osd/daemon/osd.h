@@ -207,12 +207,17 @@ struct osd_peer {
 
 struct osd_node; /* the shards of one OSD (osd.c) */
 
+/* The OSD's own records in its store: the kept map, past intervals. */
+#define META_CID "meta"
+#define META_OID "osd"
+
 struct osd {
 	struct osd_conf *cfg;
 	struct osd_node *node;
 	unsigned shard, nshards;     /* this PG shard, of nshards */
 	Cairn__Map__OsdMap *own_map; /* shards > 0: our copy of the map (map points at it) */
 	bool meta_ok;                /* shard 0: the store's meta object exists (map_save) */
+	uint64_t pg_maps;            /* maps pg_on_map handled */
 	uint64_t snap_ms;            /* shards > 0: last stats handed to shard 0 */
 	struct cm_reactor *r;
 	struct cm_msgr *msgr;
@@ -283,6 +288,8 @@ struct cm_conn *osd_peer_conn(struct osd *o, int32_t id, uint32_t seed);
 int32_t osd_conn_peer(struct cm_conn *c);
 /* Ask the mons for maps after epoch (from any shard). */
 void osd_want_map(struct osd *o, uint64_t epoch);
+/* The store's meta object exists (writes to it may be queued). */
+bool osd_meta_ok(const struct osd *o);
 int osd_send_pb(struct cm_conn *c, uint16_t type, uint64_t tid, const ProtobufCMessage *pb,
 		const struct cm_sgl *data);
 const Cairn__Map__Pool *osd_pool(struct osd *o, int64_t id);

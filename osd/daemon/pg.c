@@ -454,6 +454,10 @@ struct pga {
 	 * one is the current interval. */
 	int niv;
 	struct piv iv[PGA_MAX_IV];
+	/* We know its intervals since it last started: kept in our store,
+	 * seen since the PG was made, or it started since. If not (a new OSD,
+	 * or a PG first seen in our first map), peering asks every up OSD. */
+	bool known;
 };
 
 static bool
@@ -465,14 +469,14 @@ has_osd(const int32_t *a, int n, int32_t id)
 	return false;
 }
 
-/* Map `epoch` shows acting set a[k]: open a new interval if it changed. */
-static void
+/* Map `epoch` shows acting set a[k]: open a new interval if it changed (true). */
+static bool
 pga_note(struct pga *x, uint64_t epoch, const int32_t *a, int k, bool rw)
 {
-	struct piv *cur = x->niv ? &x->iv[x->niv - 1] : NULL;
+	struct piv *cur = x->niv && x->iv[x->niv - 1].last == PIV_OPEN ? &x->iv[x->niv - 1] : NULL;
 
 	if (cur && cur->n == k && !memcmp(cur->a, a, sizeof(*a) * (size_t)k))
-		return;
+		return false;
 	if (cur && cur->first >= epoch) {
 		x->niv--; /* the same map again, or an older one: replace */
 	} else if (cur) {
@@ -490,6 +494,42 @@ pga_note(struct pga *x, uint64_t epoch, const int32_t *a, int k, bool rw)
 	cur->rw = k > 0 && rw;
 	cur->n = (uint8_t)k;
 	memcpy(cur->a, a, sizeof(*a) * (size_t)k);
+	return true;
+}
+
+/*
+ * A past interval a peer knows of (it may be one we missed, restarted):
+ * kept in order of its last map, before the current interval; the oldest
+ * goes when the list is full.
+ */
+static bool
+pga_merge(struct pga *x, const Cairn__Osd__PastInterval *p)
+{
+	int at;
+	struct piv iv = { .first = p->first, .last = p->last, .rw = p->rw };
+
+	if (!p->rw || p->n_osds == 0 || p->n_osds > OSD_MAX_ACTING || p->last == PIV_OPEN)
+		return false; /* only intervals that may have taken writes matter */
+	iv.n = (uint8_t)p->n_osds;
+	memcpy(iv.a, p->osds, sizeof(*iv.a) * p->n_osds);
+	for (int i = 0; i < x->niv; i++)
+		if (x->iv[i].first == iv.first && x->iv[i].last == iv.last && x->iv[i].n == iv.n &&
+		    !memcmp(x->iv[i].a, iv.a, sizeof(*iv.a) * iv.n))
+			return false; /* known */
+	for (at = x->niv;
+	     at > 0 && (x->iv[at - 1].last == PIV_OPEN || x->iv[at - 1].last > iv.last); at--)
+		;
+	if (x->niv == PGA_MAX_IV) {
+		if (at == 0)
+			return false; /* older than all we keep */
+		memmove(x->iv, x->iv + 1, sizeof(x->iv[0]) * (size_t)(at - 1));
+		at--;
+		x->niv--;
+	}
+	memmove(x->iv + at + 1, x->iv + at, sizeof(x->iv[0]) * (size_t)(x->niv - at));
+	x->iv[at] = iv;
+	x->niv++;
+	return true;
 }
 
 /* The PG started (went active) at map `les`: intervals that ended before are done with. */
@@ -536,23 +576,12 @@ get_le(const uint8_t *q, int bytes)
 }
 
 #define PIV_REC_LEN (8 + 8 + 1 + 1)
+#define PIVS_MAX    (1 + PGA_MAX_IV * (PIV_REC_LEN + 4 * OSD_MAX_ACTING))
 
-static int
-prior_txn(struct pg *pg, struct os_txn *t, bool active)
+/* A past interval list: count, then each first, last, rw, n, the ids. */
+static uint8_t *
+pivs_put(uint8_t *q, const struct pga *x)
 {
-	uint8_t v[4 + 4 * 2 * OSD_MAX_ACTING + 1 + PGA_MAX_IV * (PIV_REC_LEN + 4 * OSD_MAX_ACTING)],
-		*q = v + 4;
-	bool fresh;
-	struct pga *x = pga_get(pg->osd, pg->pool, pg->seed, &fresh);
-
-	v[0] = 2;
-	v[1] = active;
-	v[2] = (uint8_t)pg->nacting;
-	v[3] = (uint8_t)pg->nprior;
-	for (int i = 0; i < pg->nacting + pg->nprior; i++)
-		q = put_le(q,
-			   (uint32_t)(i < pg->nacting ? pg->acting[i] : pg->prior[i - pg->nacting]),
-			   4);
 	*q++ = (uint8_t)(x ? x->niv : 0);
 	for (int i = 0; x && i < x->niv; i++) {
 		const struct piv *iv = &x->iv[i];
@@ -564,6 +593,135 @@ prior_txn(struct pg *pg, struct os_txn *t, bool active)
 		for (int j = 0; j < iv->n; j++)
 			q = put_le(q, (uint32_t)iv->a[j], 4);
 	}
+	return q;
+}
+
+/* Decode a list at v[*at, n) into iv[]; -EINVAL when malformed. */
+static int
+pivs_get(const uint8_t *v, size_t n, size_t *at, struct piv *iv, int *niv)
+{
+	size_t a = *at;
+
+	if (a >= n || (*niv = v[a++]) > PGA_MAX_IV)
+		return -EINVAL;
+	for (int i = 0; i < *niv; i++) {
+		if (n - a < PIV_REC_LEN)
+			return -EINVAL;
+		iv[i].first = get_le(v + a, 8);
+		iv[i].last = get_le(v + a + 8, 8);
+		iv[i].rw = v[a + 16] != 0;
+		iv[i].n = v[a + 17];
+		a += PIV_REC_LEN;
+		if (iv[i].n > OSD_MAX_ACTING || n - a < 4 * (size_t)iv[i].n ||
+		    iv[i].first > iv[i].last)
+			return -EINVAL;
+		for (int j = 0; j < iv[i].n; j++, a += 4)
+			iv[i].a[j] = (int32_t)get_le(v + a, 4);
+	}
+	*at = a;
+	return 0;
+}
+
+/*
+ * Every PG's past intervals, also of PGs we do not hold, kept in the meta
+ * object (key "iv.POOL.SEED"): a restarted OSD that becomes a PG's primary
+ * knows the intervals before its restart (PGs we hold keep theirs in their
+ * prior record too). Written with the map's epoch, without waiting.
+ */
+#define IV_PREFIX "iv."
+
+static void
+pivs_save(struct osd *o, struct os_txn **t, const struct pga *x)
+{
+	uint8_t v[PIVS_MAX];
+	char key[48];
+	int kl;
+
+	if (!osd_meta_ok(o) || (!*t && os_txn_create(t)))
+		return;
+	kl = snprintf(key, sizeof(key), IV_PREFIX "%" PRId64 ".%x", x->pool, x->seed);
+	if (os_txn_omap_set(*t, META_CID, META_OID, key, (size_t)kl, v,
+			    (size_t)(pivs_put(v, x) - v))) {
+		os_txn_destroy(*t);
+		*t = NULL;
+	}
+}
+
+/* At start, after the PGs we hold: the kept lists of the others. */
+static void
+pivs_load_all(struct osd *o)
+{
+	uint8_t after[64];
+	size_t salen = 0;
+	bool more = true;
+
+	while (more) {
+		struct os_kv *kvs = NULL;
+		size_t n = 0;
+
+		if (os_omap_iterate(o->store, META_CID, META_OID, salen ? after : NULL, salen,
+				    IV_PREFIX, sizeof(IV_PREFIX) - 1, 512, &kvs, &n, &more))
+			return; /* none kept (a new OSD) */
+		for (size_t i = 0; i < n; i++) {
+			char key[64];
+			int64_t pool;
+			unsigned seed;
+			int end = 0;
+			struct piv iv[PGA_MAX_IV];
+			int niv;
+			size_t at = 0;
+			bool fresh;
+			struct pga *x;
+
+			if (kvs[i].klen >= sizeof(key))
+				continue;
+			memcpy(key, kvs[i].key, kvs[i].klen);
+			key[kvs[i].klen] = 0;
+			memcpy(after, kvs[i].key, kvs[i].klen);
+			salen = kvs[i].klen;
+			if (sscanf(key, IV_PREFIX "%" SCNd64 ".%x%n", &pool, &seed, &end) != 2 ||
+			    key[end] || !osd_pg_mine(o, seed))
+				continue;
+			if (pivs_get(kvs[i].val, kvs[i].vlen, &at, iv, &niv) || at != kvs[i].vlen) {
+				CM_WARN("unreadable past intervals of pg.%" PRId64 ".%x: ignored",
+					pool, seed);
+				continue;
+			}
+			x = pga_get(o, pool, seed, &fresh);
+			if (!x || !fresh)
+				continue; /* ours: its prior record has them */
+			x->niv = niv;
+			memcpy(x->iv, iv, sizeof(iv[0]) * (size_t)niv);
+			x->known = true;
+			for (int k = niv - 1; k >= 0 && !x->n; k--)
+				if (iv[k].n) { /* the last set that held it: "before" */
+					x->n = iv[k].n;
+					memcpy(x->a, iv[k].a, sizeof(*x->a) * iv[k].n);
+				}
+		}
+		os_kvs_free(kvs, n);
+		if (!n)
+			break;
+	}
+}
+
+static int
+prior_txn(struct pg *pg, struct os_txn *t, bool active)
+{
+	uint8_t v[4 + 4 * 2 * OSD_MAX_ACTING + 8 + PIVS_MAX], *q = v + 4;
+	bool fresh;
+	struct pga *x = pga_get(pg->osd, pg->pool, pg->seed, &fresh);
+
+	v[0] = 2;
+	v[1] = active;
+	v[2] = (uint8_t)pg->nacting;
+	v[3] = (uint8_t)pg->nprior;
+	for (int i = 0; i < pg->nacting + pg->nprior; i++)
+		q = put_le(q,
+			   (uint32_t)(i < pg->nacting ? pg->acting[i] : pg->prior[i - pg->nacting]),
+			   4);
+	q = put_le(q, pg->last_epoch_started, 8);
+	q = pivs_put(q, x);
 	return os_txn_omap_set(t, pg->cid, PGMETA, PRIOR_KEY, sizeof(PRIOR_KEY) - 1, v,
 			       (size_t)(q - v));
 }
@@ -603,24 +761,17 @@ prior_load(struct pg *pg, const uint8_t *v, size_t n)
 		ids[i] = (int32_t)get_le(v + 4 + 4 * i, 4);
 	at = 4 + 4 * (size_t)(na + np);
 	if (v[0] == 2) {
-		/* version 2: then the past intervals (pga_note) */
-		if (at >= n || (niv = v[at++]) > PGA_MAX_IV)
+		/* version 2: then last_epoch_started and the past intervals (pga_note) */
+		uint64_t les;
+
+		if (n - at < 8)
 			goto bad;
-		for (int i = 0; i < niv; i++) {
-			if (n - at < PIV_REC_LEN)
-				goto bad;
-			iv[i].first = get_le(v + at, 8);
-			iv[i].last = get_le(v + at + 8, 8);
-			iv[i].rw = v[at + 16] != 0;
-			iv[i].n = v[at + 17];
-			at += PIV_REC_LEN;
-			if (iv[i].n > OSD_MAX_ACTING || n - at < 4 * (size_t)iv[i].n)
-				goto bad;
-			for (int j = 0; j < iv[i].n; j++, at += 4)
-				iv[i].a[j] = (int32_t)get_le(v + at, 4);
-		}
-		if (at != n)
+		les = get_le(v + at, 8);
+		at += 8;
+		if (pivs_get(v, n, &at, iv, &niv) || at != n)
 			goto bad;
+		if (les > pg->last_epoch_started)
+			pg->last_epoch_started = les; /* activation writes no info */
 	}
 	x = pga_get(pg->osd, pg->pool, pg->seed, &fresh);
 	if (x) {
@@ -628,6 +779,7 @@ prior_load(struct pg *pg, const uint8_t *v, size_t n)
 		memcpy(x->a, ids, sizeof(*ids) * (size_t)na);
 		x->niv = niv;
 		memcpy(x->iv, iv, sizeof(iv[0]) * (size_t)niv);
+		x->known = v[0] == 2;
 		pga_trim(x, pg->last_epoch_started);
 	}
 	if (!v[1] && np) {
@@ -738,6 +890,8 @@ pg_load_all(struct osd *o)
 			CM_ERR("cannot load %s: %s", cids[i], cm_strerror(rc));
 	}
 	os_names_free(cids, n);
+	if (!rc)
+		pivs_load_all(o);
 	return rc;
 }
 
@@ -2422,6 +2576,28 @@ on_replica_commit(void *arg, int rc)
 
 static void roll_local(struct pg *pg, const struct osd_ver *v);
 
+/*
+ * A replica hears that the PG is active in the interval that began at map
+ * `epoch` (the primary's activation message, or its first change): the
+ * intervals before need no hearing from any more. Kept in the prior record.
+ */
+static void
+replica_started(struct pg *pg, uint64_t epoch)
+{
+	bool fresh;
+	struct pga *x;
+
+	if (epoch <= pg->last_epoch_started)
+		return;
+	x = pga_get(pg->osd, pg->pool, pg->seed, &fresh);
+	pg->last_epoch_started = epoch;
+	if (x) {
+		pga_trim(x, epoch);
+		x->known = true;
+	}
+	prior_save(pg, true);
+}
+
 void
 pg_handle_repop(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 {
@@ -2439,10 +2615,12 @@ pg_handle_repop(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 	}
 	pg = pg_find(o, ro->pool, ro->seed);
 	if (!ro->entry) {
-		/* EC roll-forward only: no reply */
+		/* The primary activated (or, EC, rolls forward): no reply */
 		ver_from_pb(ro->roll_to, &roll);
-		if (pg && pg->in_store && ro->epoch >= pg->interval_epoch)
+		if (pg && pg->in_store && ro->epoch >= pg->interval_epoch) {
+			replica_started(pg, ro->epoch);
 			roll_local(pg, &roll);
+		}
 		goto out;
 	}
 	ver_from_pb(ro->entry->ver, &v);
@@ -2459,17 +2637,7 @@ pg_handle_repop(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 		on_replica_commit(ra, -ESTALE);
 		goto out;
 	}
-	if (ro->epoch > pg->last_epoch_started) {
-		/* The first change of an interval: the PG started in it, so
-		 * the intervals before need no hearing from any more. */
-		bool fresh;
-		struct pga *x = pga_get(o, pg->pool, pg->seed, &fresh);
-
-		pg->last_epoch_started = ro->epoch;
-		if (x)
-			pga_trim(x, ro->epoch);
-		prior_save(pg, true);
-	}
+	replica_started(pg, ro->epoch);
 	ver_from_pb(ro->trim_to, &trim);
 	ver_from_pb(ro->roll_to, &roll);
 	rc = os_txn_create(&t);
@@ -2543,13 +2711,27 @@ pg_activate(struct pg *pg)
 
 	pg->state = PG_ACTIVE;
 	pg->last_epoch_started = pg->osd->epoch;
-	if (x)
+	if (x) {
 		pga_trim(x, pg->last_epoch_started);
+		x->known = true;
+	}
 	/* Peering settled every entry up to here: none is undone any more. */
 	pg->roll_ok = pg->last_update;
 	pg->roll_sent = (struct osd_ver){ 0, 0 }; /* tell the shards (pg_roll_forward) */
 	pg->roll_stuck = false;
 	prior_save(pg, true); /* a restart need not wait for the prior set any more */
+	if (!pg->ec) {
+		/* Tell the replicas (EC shards hear it from pg_roll_forward). */
+		Cairn__Osd__RepOp ro = CAIRN__OSD__REP_OP__INIT;
+
+		ro.pool = pg->pool;
+		ro.seed = pg->seed;
+		ro.epoch = pg->interval_epoch;
+		for (int i = 0; i < pg->nacting; i++)
+			if (pg->acting[i] != pg->osd->id && pg->acting[i] >= 0)
+				osd_send_pb(osd_peer_conn(pg->osd, pg->acting[i], pg->seed),
+					    OSD_MSG_REP_OP, 0, &ro.base, NULL);
+	}
 	if (!pg->rec_pending)
 		rec_remove_strays(pg);
 	pg->osd->last_beacon_ms = 0; /* report the new state at the next tick */
@@ -2613,6 +2795,13 @@ pg_send_queries(struct pg *pg)
 		bool fresh;
 		struct pga *x = pga_get(o, pg->pool, pg->seed, &fresh);
 
+		for (size_t k = 0; x && !x->known && k < o->map->n_osds; k++) {
+			const Cairn__Map__Osd *mo = o->map->osds[k];
+
+			if (mo->up && pg->nslots < PG_MAX_SLOTS &&
+			    !has_osd(pg->slot_osd, pg->nslots, mo->id))
+				pg->slot_osd[pg->nslots++] = mo->id;
+		}
 		for (int v = 0; x && v < x->niv; v++) {
 			const struct piv *iv = &x->iv[v];
 
@@ -2905,6 +3094,7 @@ void
 pg_on_map(struct osd *o)
 {
 	const Cairn__Map__OsdMap *m = o->map;
+	struct os_txn *mt = NULL;
 
 	for (size_t p = 0; p < m->n_pools; p++) {
 		const Cairn__Map__Pool *pool = m->pools[p];
@@ -2933,6 +3123,8 @@ pg_on_map(struct osd *o)
 				bool fresh;
 				struct pga *x = pga_get(o, pool->id, seed, &fresh);
 
+				if (x && fresh)
+					x->known = o->pg_maps > 0; /* made since we run */
 				nbefore = 0;
 				if (x && !fresh && x->epoch == m->epoch) {
 					nbefore = x->nb;
@@ -2957,10 +3149,10 @@ pg_on_map(struct osd *o)
 					x->n = k;
 					memcpy(x->a, acting, sizeof(*acting) * (size_t)k);
 				}
-				if (x)
-					pga_note(x, m->epoch, acting, k,
-						 (unsigned)k >=
-							 (pool->min_size ? pool->min_size : 1));
+				if (x &&
+				    pga_note(x, m->epoch, acting, k,
+					     (unsigned)k >= (pool->min_size ? pool->min_size : 1)))
+					pivs_save(o, &mt, x);
 			}
 			if (!mine || !o->booted) {
 				if (pg && pg->state != PG_NONE) {
@@ -3015,6 +3207,9 @@ pg_on_map(struct osd *o)
 				pg->state = PG_REPLICA;
 		}
 	}
+	if (mt)
+		os_queue(o->store, mt, NULL, NULL);
+	o->pg_maps++;
 }
 
 /*
@@ -3026,7 +3221,7 @@ pg_on_map(struct osd *o)
  * without up_thru every interval with min_size OSDs counts as one that may
  * have taken writes.
  */
-bool
+int
 pg_past_heard(struct pg *pg)
 {
 	struct osd *o = pg->osd;
@@ -3035,32 +3230,57 @@ pg_past_heard(struct pg *pg)
 	uint64_t les = pg->last_epoch_started;
 
 	if (!x)
-		return true;
+		return 1;
 	for (int i = 0; i < pg->nslots; i++)
 		if (pg->peer[i].have && pg->peer[i].exists && pg->peer[i].les > les)
 			les = pg->peer[i].les;
 	pga_trim(x, les);
 	for (int v = 0; v < x->niv; v++) {
 		const struct piv *iv = &x->iv[v];
-		bool heard = false, left = false;
+		bool heard = false, left = false, quiet = true;
 		char who[128];
 		size_t wl = 0;
 
 		if (!iv->rw || iv->last == PIV_OPEN)
 			continue;
 		for (int j = 0; j < iv->n && !heard; j++) {
+			bool answered = false;
+
 			if (!mon_osd_find(o->map, iv->a[j]))
 				continue; /* removed: its data was given up */
 			left = true;
 			for (int i = 0; i < pg->nslots && !heard; i++) {
 				const struct pg_peer *p = &pg->peer[i];
 
-				heard = pg->slot_osd[i] == iv->a[j] && p->have && p->exists &&
-					(pg->ec || (!p->incomplete && !p->partial));
+				if (pg->slot_osd[i] != iv->a[j] || !p->have)
+					continue;
+				answered = true;
+				heard = p->exists && (pg->ec || (!p->incomplete && !p->partial));
+				if (p->exists && p->les >= iv->first)
+					quiet = false;
+			}
+			if (!answered)
+				quiet = false;
+		}
+		/*
+		 * Every OSD of it answered and none started the PG in it (their
+		 * last_epoch_started is older; the primary's would not be): it
+		 * took no writes, whatever the map suggested.
+		 */
+		if (heard || !left || quiet)
+			continue;
+		for (int j = 0; j < iv->n; j++) {
+			const Cairn__Map__Osd *mo = mon_osd_find(o->map, iv->a[j]);
+
+			if (mo && mo->up && pg->nslots < PG_MAX_SLOTS &&
+			    !has_osd(pg->slot_osd, pg->nslots, iv->a[j])) {
+				/* one a peer told us of, not asked yet: ask again, with it */
+				CM_INFO("%s: interval %" PRIu64 "-%" PRIu64
+					" learnt from a peer: asking its OSDs too",
+					pg->cid, iv->first, iv->last);
+				return -1;
 			}
 		}
-		if (heard || !left)
-			continue;
 		who[0] = 0;
 		for (int j = 0; j < iv->n && wl < sizeof(who) - 16; j++)
 			wl += (size_t)snprintf(who + wl, sizeof(who) - wl, "%sosd.%d", j ? "," : "",
@@ -3068,9 +3288,9 @@ pg_past_heard(struct pg *pg)
 		CM_WARN("%s: interval %" PRIu64 "-%" PRIu64 " [%s] may have taken writes and "
 			"none of its OSDs with a usable copy answered: waiting",
 			pg->cid, iv->first, iv->last, who);
-		return false;
+		return 0;
 	}
-	return true;
+	return 1;
 }
 
 void
@@ -3079,6 +3299,7 @@ pg_handle_query(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 	Cairn__Osd__PgQuery *q =
 		(Cairn__Osd__PgQuery *)cm_msg_unpack_front(m, &cairn__osd__pg_query__descriptor);
 	Cairn__Osd__PgNotify n = CAIRN__OSD__PG_NOTIFY__INIT;
+	Cairn__Osd__PastInterval pv[PGA_MAX_IV], *pvp[PGA_MAX_IV];
 	Cairn__Osd__PgInfo pi;
 	Cairn__Osd__Version lu, tail;
 	Cairn__Osd__LogEntry **les = NULL;
@@ -3093,6 +3314,26 @@ pg_handle_query(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 	n.seed = q->seed;
 	n.epoch = q->epoch;
 	n.exists = pg && pg->in_store;
+	{
+		bool fresh;
+		struct pga *x = pga_get(o, q->pool, q->seed, &fresh);
+
+		for (int i = 0; x && i < x->niv; i++) {
+			const struct piv *iv = &x->iv[i];
+
+			if (!iv->rw || iv->last == PIV_OPEN)
+				continue;
+			pv[n.n_past] = (Cairn__Osd__PastInterval)CAIRN__OSD__PAST_INTERVAL__INIT;
+			pv[n.n_past].first = iv->first;
+			pv[n.n_past].last = iv->last;
+			pv[n.n_past].rw = true;
+			pv[n.n_past].n_osds = iv->n;
+			pv[n.n_past].osds = (int32_t *)iv->a;
+			pvp[n.n_past] = &pv[n.n_past];
+			n.n_past++;
+		}
+		n.past = pvp;
+	}
 	if (n.exists) {
 		pg_info_fill(pg, &pi, &lu, &tail);
 		n.info = &pi;
@@ -3135,6 +3376,18 @@ pg_handle_notify(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 	}
 	if (!pg || pg->state != PG_PEERING || n->epoch != pg->interval_epoch)
 		goto out;
+	if (n->n_past) {
+		bool fresh;
+		struct pga *x = pga_get(o, n->pool, n->seed, &fresh);
+
+		int added = 0;
+
+		for (size_t i = 0; x && i < n->n_past; i++)
+			added += pga_merge(x, n->past[i]);
+		if (added)
+			CM_NOTICE("%s: learnt %d past interval(s) from osd.%d", pg->cid, added,
+				  (int)peer);
+	}
 	for (int i = 0; i < pg->nslots; i++) {
 		struct pg_peer *p = &pg->peer[i];
 

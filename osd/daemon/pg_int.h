@@ -247,7 +247,9 @@ void pg_object_ready(struct pg *pg, const char *oid);
 /* recovery.c */
 /* Peering collected every acting OSD's info and log: plan and start recovery, or activate. */
 void rec_plan(struct pg *pg);
-bool pg_past_heard(struct pg *pg);
+/* 1: every past interval that may have taken writes was heard from; 0: wait;
+ * -1: a peer told of one whose up OSDs were not asked: peer again. */
+int pg_past_heard(struct pg *pg);
 /* Forget the primary's recovery state of this PG (a new interval). */
 void rec_reset(struct pg *pg);
 void rec_peer_reset(struct osd *o, int32_t peer);

@@ -573,9 +573,16 @@ rec_plan(struct pg *pg)
 		CM_WARN("%s: none of the OSDs that held it before is up: waiting", pg->cid);
 		return;
 	}
-	if (!pg_past_heard(pg)) {
+	switch (pg_past_heard(pg)) {
+	case 1:
+		break;
+	case 0:
 		pg->state = PG_INCOMPLETE;
 		pg->retry_ms = cm_now_ms() + RETRY_MS;
+		return;
+	default:
+		pg->state = PG_INCOMPLETE;
+		pg->retry_ms = cm_now_ms() + 1; /* at the next tick */
 		return;
 	}
 	if (a < 0 || self < 0) {

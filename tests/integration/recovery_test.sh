@@ -17,7 +17,9 @@
 #     objects follow their PGs (recovered from the PG's prior OSD), also
 #     when their only OSD was down before it went out. A restarted OSD
 #     learns the intervals it missed and never serves its stale copies,
-#     also when its PGs get a new partner while the newer copies' OSD hangs.
+#     also when its PGs get a new partner while the newer copies' OSD hangs;
+#     a restarted OSD keeps the past intervals of PGs it does not hold, a
+#     new one learns them from its peers.
 #     PGs wait for a dead OSD's data until it is removed ('osd rm').
 #  4. down + up resumes everything; a hung OSD (SIGSTOP) is found by its
 #     peers' heartbeats and marked down, and catches up when it runs again;
@@ -45,6 +47,13 @@ fail() {
 	exit 1
 }
 export CAIRN_OSD_GRACE=2s
+# Start osd.$1 by hand (its start index's data and log), not waiting for it.
+start_osd() {
+	local i
+	i=$(osd_idx "$1")
+	"$build/osd/cairn-osd" -c "$dir/cairn.conf" --osd-data "$dir/osd.$i.data" --host "node$i" \
+		--log-file "$dir/osd.$i.log" --pid-file "$dir/osd.$i.pid" >>"$dir/osd.$i.out" 2>&1 &
+}
 up() { "$ctl" up --dir "$dir" --mons 1 --osds "$1" --osd-size "${RECOVERY_OSD_SIZE:-3G}" >"$dir/up.out" 2>&1 || fail "up: $(cat "$dir/up.out")"; }
 run_load() { "$load" "$@" -c "$dir/cairn.conf" --max-size "$max" | tail -1; }
 verify_all() {
@@ -254,9 +263,7 @@ wait_ndown 1
 run_load write --pool pair --prefix q --count 200 --gen 2 >/dev/null || fail "write pair gen 2"
 kill -STOP "$(osd_pid 1)" "$(osd_pid 2)"
 wait_ndown 3
-i0=$(osd_idx 0) # start osd.0 alone ('up' would wait for all four)
-"$build/osd/cairn-osd" -c "$dir/cairn.conf" --osd-data "$dir/osd.$i0.data" --host "node$i0" \
-	--log-file "$dir/osd.$i0.log" --pid-file "$dir/osd.$i0.pid" >>"$dir/osd.$i0.out" 2>&1 &
+start_osd 0 # alone ('up' would wait for all four)
 for _ in $(seq 1 120); do [ "$(ndown)" -eq 2 ] && break; sleep 0.25; done
 [ "$(ndown)" -eq 2 ] || { kill -CONT "$(osd_pid 1)" "$(osd_pid 2)"; fail "osd.0 did not come back"; }
 grep -q "starting from the kept map" "$dir/osd.$(osd_idx 0).log" ||
@@ -290,6 +297,80 @@ wait_all_up
 wait_clean "osd.1 and osd.2 running again"
 run_load verify --pool pair --prefix q --count 200 --gen 2 >/dev/null ||
 	fail "pair pool after osd.0's restart amid missed intervals"
+
+# 3g. A restarted OSD keeps the past intervals of PGs it does not hold.
+# Pool "pair2" (size 2, min_size 1): kill -9 osd.0 and osd.1, then restart
+# osd.3 (it holds none of the PGs that were on osd.0+osd.1), then mark
+# osd.0 out, then osd.1: their PGs move to osd.3 alone, then to osd.2 and
+# osd.3. They must wait for osd.0/osd.1. Before, osd.3 knew no interval
+# from before its restart and activated those PGs empty, alone (33 of 300
+# objects read ENOENT).
+"$ctl" pool create pair2 --size 2 --min-size 1 --pg-num 64 >/dev/null || fail "pool create pair2"
+wait_clean "pool pair2 created"
+run_load write --pool pair2 --prefix r --count 300 --gen 1 >/dev/null || fail "write pair2"
+kill -9 "$(osd_pid 0)" "$(osd_pid 1)"
+wait_ndown 2
+kill -9 "$(osd_pid 3)"
+wait_ndown 3
+start_osd 3
+for _ in $(seq 1 120); do [ "$(ndown)" -eq 2 ] && break; sleep 0.25; done
+[ "$(ndown)" -eq 2 ] || fail "osd.3 did not come back"
+"$ctl" osd out 0 >/dev/null || fail "osd out 0"
+sleep 2
+"$ctl" osd out 1 >/dev/null || fail "osd out 1"
+sleep 3 # (the new acting sets peer)
+"$load" verify -c "$dir/cairn.conf" --pool pair2 --prefix r --count 300 --gen 1 --max-size "$max" \
+	--threads 25 --timeout 2000 >"$dir/v.out" 2>"$dir/v.err" || true
+if grep -q "No such file\|want 1" "$dir/v.err"; then
+	fail "a restarted primary activated PGs without their past intervals' OSDs: $(grep -c "No such file\|want 1" "$dir/v.err") objects"
+fi
+awk '/booted as osd/ {n = 0} /may have taken writes/ {n++} END {exit n == 0}' "$dir/osd.$(osd_idx 3).log" ||
+	fail "no PG of the restarted osd.3 waited for a past interval (none exercised it?)"
+echo "restarted OSD, past intervals kept: $(tail -1 "$dir/v.out") ($(grep -c "timed out" "$dir/v.err" || true) reads waited)"
+up 4
+wait_all_up
+"$ctl" osd in 0 >/dev/null || fail "osd in 0"
+"$ctl" osd in 1 >/dev/null || fail "osd in 1"
+wait_clean "osd.0 and osd.1 back and in"
+run_load verify --pool pair2 --prefix r --count 300 --gen 1 >/dev/null ||
+	fail "pair2 pool after its OSDs came back"
+
+# 3h. A new OSD learns the past intervals from its peers. Pool "pair3"
+# (size 2, min_size 1): kill -9 osd.0 and osd.1, add osd.4 (a new OSD: no
+# history at all), mark osd.0 and osd.1 out at once: their PGs move to two
+# of osd.2/3/4. Those whose new primary is osd.4 must wait for osd.0/osd.1
+# too: their other OSD tells osd.4 of the intervals it saw (the notify
+# carries them) and osd.4 waits for those intervals' OSDs.
+"$ctl" pool create pair3 --size 2 --min-size 1 --pg-num 64 >/dev/null || fail "pool create pair3"
+wait_clean "pool pair3 created"
+run_load write --pool pair3 --prefix t --count 300 --gen 1 >/dev/null || fail "write pair3"
+kill -9 "$(osd_pid 0)" "$(osd_pid 1)"
+wait_ndown 2
+fallocate -l "${RECOVERY_OSD_SIZE:-3G}" "$dir/osd.4.data"
+"$build/osd/cairn-osd" -c "$dir/cairn.conf" --osd-data "$dir/osd.4.data" --host node4 \
+	--log-file "$dir/osd.4.log" --pid-file "$dir/osd.4.pid" >>"$dir/osd.4.out" 2>&1 &
+for _ in $(seq 1 120); do grep -q "booted as osd.4 " "$dir/osd.4.log" 2>/dev/null && break; sleep 0.25; done
+grep -q "booted as osd.4 " "$dir/osd.4.log" || fail "the new OSD did not boot as osd.4"
+"$ctl" osd out 0 1 >/dev/null || fail "osd out 0 1"
+sleep 3 # (the new acting sets peer)
+"$load" verify -c "$dir/cairn.conf" --pool pair3 --prefix t --count 300 --gen 1 --max-size "$max" \
+	--threads 25 --timeout 2000 >"$dir/v.out" 2>"$dir/v.err" || true
+if grep -q "No such file\|want 1" "$dir/v.err"; then
+	fail "a new primary activated PGs without their past intervals' OSDs: $(grep -c "No such file\|want 1" "$dir/v.err") objects"
+fi
+grep -q "learnt .* past interval" "$dir/osd.4.log" || fail "osd.4 learnt no past interval from a peer"
+echo "new OSD, past intervals from its peers: $(tail -1 "$dir/v.out") ($(grep -c "timed out" "$dir/v.err" || true) reads waited)"
+up 4
+"$ctl" osd in 0 1 >/dev/null || fail "osd in 0 1"
+"$ctl" osd out 4 >/dev/null || fail "osd out 4"
+wait_all_up
+wait_clean "osd.0 and osd.1 back, osd.4 out"
+run_load verify --pool pair3 --prefix t --count 300 --gen 1 >/dev/null ||
+	fail "pair3 pool after its OSDs came back"
+kill "$(cat "$dir/osd.4.pid")"
+wait_ndown 1
+"$ctl" osd rm 4 >/dev/null || fail "osd rm 4"
+rm -f "$dir/osd.4.data" "$dir/osd.4.pid"
 
 # down + up resumes the cluster with its data (and the daemons' clean exits
 # are checked by the sanitizer builds).
