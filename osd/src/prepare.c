@@ -967,7 +967,6 @@ apply_op(struct pctx *c, const struct os_op *op)
 		rc = get_obj(c, op->cid, op->oid, true, &p);
 		if (rc)
 			return rc;
-		p->dirty = true;
 		if (op->type == OP_OMAP_HEADER) {
 			uint8_t *h = malloc(op->dlen ? op->dlen : 1);
 
@@ -978,10 +977,16 @@ apply_op(struct pctx *c, const struct os_op *op)
 			free(p->on->hdr);
 			p->on->hdr = h;
 			p->on->hdrlen = op->dlen;
+			p->dirty = true;
 			return 0;
 		}
 		if (op->klen > 65536)
 			return -ENAMETOOLONG;
+		/* The onode changes only with its first key (no_omap): setting
+		 * keys of an object that has some is one KV put each, not a
+		 * rewrite of its onode too (a PG's log and info on every change). */
+		if (p->on->no_omap)
+			p->dirty = true;
 		p->on->no_omap = false;
 		{
 			char *k = malloc(9 + op->klen);
