@@ -546,6 +546,15 @@ pga_trim(struct pga *x, uint64_t les)
 
 static struct pga *pga_get(struct osd *o, int64_t pool, uint32_t seed, bool *fresh);
 
+/* pg's entry (NULL only without memory). */
+static struct pga *
+pg_pga(struct pg *pg)
+{
+	bool fresh;
+
+	return pga_get(pg->osd, pg->pool, pg->seed, &fresh);
+}
+
 /*
  * The PG's interval, durable (PGMETA "prior"): its acting set, its prior
  * set, and whether it became active since. A restarted OSD starts from them
@@ -709,8 +718,7 @@ static int
 prior_txn(struct pg *pg, struct os_txn *t, bool active)
 {
 	uint8_t v[4 + 4 * 2 * OSD_MAX_ACTING + 8 + PIVS_MAX], *q = v + 4;
-	bool fresh;
-	struct pga *x = pga_get(pg->osd, pg->pool, pg->seed, &fresh);
+	struct pga *x = pg_pga(pg);
 
 	v[0] = 2;
 	v[1] = active;
@@ -746,7 +754,6 @@ prior_load(struct pg *pg, const uint8_t *v, size_t n)
 {
 	int na, np;
 	int32_t ids[2 * OSD_MAX_ACTING];
-	bool fresh;
 	struct pga *x;
 
 	struct piv iv[PGA_MAX_IV];
@@ -773,7 +780,7 @@ prior_load(struct pg *pg, const uint8_t *v, size_t n)
 		if (les > pg->last_epoch_started)
 			pg->last_epoch_started = les; /* activation writes no info */
 	}
-	x = pga_get(pg->osd, pg->pool, pg->seed, &fresh);
+	x = pg_pga(pg);
 	if (x) {
 		x->n = na;
 		memcpy(x->a, ids, sizeof(*ids) * (size_t)na);
@@ -2584,12 +2591,11 @@ static void roll_local(struct pg *pg, const struct osd_ver *v);
 static void
 replica_started(struct pg *pg, uint64_t epoch)
 {
-	bool fresh;
 	struct pga *x;
 
 	if (epoch <= pg->last_epoch_started)
 		return;
-	x = pga_get(pg->osd, pg->pool, pg->seed, &fresh);
+	x = pg_pga(pg);
 	pg->last_epoch_started = epoch;
 	if (x) {
 		pga_trim(x, epoch);
@@ -2706,8 +2712,7 @@ pg_activate(struct pg *pg)
 	struct op *op;
 	TAILQ_HEAD(, op) q = TAILQ_HEAD_INITIALIZER(q);
 
-	bool fresh;
-	struct pga *x = pga_get(pg->osd, pg->pool, pg->seed, &fresh);
+	struct pga *x = pg_pga(pg);
 
 	pg->state = PG_ACTIVE;
 	pg->last_epoch_started = pg->osd->epoch;
@@ -2792,8 +2797,7 @@ pg_send_queries(struct pg *pg)
 	}
 	{
 		/* and the OSDs of past intervals that may have taken writes */
-		bool fresh;
-		struct pga *x = pga_get(o, pg->pool, pg->seed, &fresh);
+		struct pga *x = pg_pga(pg);
 
 		for (size_t k = 0; x && !x->known && k < o->map->n_osds; k++) {
 			const Cairn__Map__Osd *mo = o->map->osds[k];
@@ -3225,8 +3229,7 @@ int
 pg_past_heard(struct pg *pg)
 {
 	struct osd *o = pg->osd;
-	bool fresh;
-	struct pga *x = pga_get(o, pg->pool, pg->seed, &fresh);
+	struct pga *x = pg_pga(pg);
 	uint64_t les = pg->last_epoch_started;
 
 	if (!x)

@@ -54,6 +54,18 @@ start_osd() {
 	"$build/osd/cairn-osd" -c "$dir/cairn.conf" --osd-data "$dir/osd.$i.data" --host "node$i" \
 		--log-file "$dir/osd.$i.log" --pid-file "$dir/osd.$i.pid" >>"$dir/osd.$i.out" 2>&1 &
 }
+# Read POOL's objects PREFIX-0..COUNT-1, generation GEN, 2 s each: a read
+# may wait (time out), never return ENOENT or another generation. $5: what
+# fails ("... activated PGs without their past intervals' OSDs"), $6: what
+# the summary line says.
+verify_or_wait() {
+	"$load" verify -c "$dir/cairn.conf" --pool "$1" --prefix "$2" --count "$3" --gen "$4" \
+		--max-size "$max" --threads 25 --timeout 2000 >"$dir/v.out" 2>"$dir/v.err" || true
+	if grep -q "No such file\|want $4" "$dir/v.err"; then
+		fail "$5: $(grep -c "No such file\|want $4" "$dir/v.err") objects"
+	fi
+	echo "$6: $(tail -1 "$dir/v.out") ($(grep -c "timed out" "$dir/v.err" || true) reads waited)"
+}
 up() { "$ctl" up --dir "$dir" --mons 1 --osds "$1" --osd-size "${RECOVERY_OSD_SIZE:-3G}" >"$dir/up.out" 2>&1 || fail "up: $(cat "$dir/up.out")"; }
 run_load() { "$load" "$@" -c "$dir/cairn.conf" --max-size "$max" | tail -1; }
 verify_all() {
@@ -319,14 +331,10 @@ for _ in $(seq 1 120); do [ "$(ndown)" -eq 2 ] && break; sleep 0.25; done
 sleep 2
 "$ctl" osd out 1 >/dev/null || fail "osd out 1"
 sleep 3 # (the new acting sets peer)
-"$load" verify -c "$dir/cairn.conf" --pool pair2 --prefix r --count 300 --gen 1 --max-size "$max" \
-	--threads 25 --timeout 2000 >"$dir/v.out" 2>"$dir/v.err" || true
-if grep -q "No such file\|want 1" "$dir/v.err"; then
-	fail "a restarted primary activated PGs without their past intervals' OSDs: $(grep -c "No such file\|want 1" "$dir/v.err") objects"
-fi
+verify_or_wait pair2 r 300 1 "a restarted primary activated PGs without their past intervals' OSDs" \
+	"restarted OSD, past intervals kept"
 awk '/booted as osd/ {n = 0} /may have taken writes/ {n++} END {exit n == 0}' "$dir/osd.$(osd_idx 3).log" ||
 	fail "no PG of the restarted osd.3 waited for a past interval (none exercised it?)"
-echo "restarted OSD, past intervals kept: $(tail -1 "$dir/v.out") ($(grep -c "timed out" "$dir/v.err" || true) reads waited)"
 up 4
 wait_all_up
 "$ctl" osd in 0 >/dev/null || fail "osd in 0"
@@ -353,13 +361,9 @@ for _ in $(seq 1 120); do grep -q "booted as osd.4 " "$dir/osd.4.log" 2>/dev/nul
 grep -q "booted as osd.4 " "$dir/osd.4.log" || fail "the new OSD did not boot as osd.4"
 "$ctl" osd out 0 1 >/dev/null || fail "osd out 0 1"
 sleep 3 # (the new acting sets peer)
-"$load" verify -c "$dir/cairn.conf" --pool pair3 --prefix t --count 300 --gen 1 --max-size "$max" \
-	--threads 25 --timeout 2000 >"$dir/v.out" 2>"$dir/v.err" || true
-if grep -q "No such file\|want 1" "$dir/v.err"; then
-	fail "a new primary activated PGs without their past intervals' OSDs: $(grep -c "No such file\|want 1" "$dir/v.err") objects"
-fi
+verify_or_wait pair3 t 300 1 "a new primary activated PGs without their past intervals' OSDs" \
+	"new OSD, past intervals from its peers"
 grep -q "learnt .* past interval" "$dir/osd.4.log" || fail "osd.4 learnt no past interval from a peer"
-echo "new OSD, past intervals from its peers: $(tail -1 "$dir/v.out") ($(grep -c "timed out" "$dir/v.err" || true) reads waited)"
 up 4
 "$ctl" osd in 0 1 >/dev/null || fail "osd in 0 1"
 "$ctl" osd out 4 >/dev/null || fail "osd out 4"
