@@ -125,6 +125,8 @@ crush_edit_add_bucket(struct crush_map *m, const char *name, const char *type, c
 		return -EEXIST;
 	if (t == INT32_MIN)
 		return -ENOENT;
+	if (t == 0)
+		return -EINVAL; /* the devices' type */
 	if (parent && !(p = real_bucket(m, crush_item_by_name(m, parent))))
 		return -ENOENT;
 	b = calloc(1, sizeof(*b));

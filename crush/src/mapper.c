@@ -54,7 +54,7 @@ bucket_choose(const struct crush_bucket *b, int x, int r)
 static bool
 is_out(const uint32_t *weight, int weight_max, int item, int x)
 {
-	if (item >= weight_max)
+	if (item < 0 || item >= weight_max)
 		return true;
 	if (weight[item] >= CRUSH_WEIGHT_ONE)
 		return false;
@@ -73,7 +73,11 @@ struct ctx {
 static int
 item_type(const struct crush_map *m, int item)
 {
-	return item < 0 ? m->buckets[-1 - item]->type : 0;
+	if (item >= 0)
+		return 0;
+	/* A dangling bucket id is no type: the callers then skip it. */
+	return -1 - item < m->max_buckets && m->buckets[-1 - item] ? m->buckets[-1 - item]->type
+								   : -1;
 }
 
 static int

@@ -296,6 +296,12 @@ parse_bucket(struct parser *p, int type)
 	}
 	if ((rc = get_name(p, &name)) || (rc = expect(p, "{")))
 		goto err;
+	/* Type 0 is the devices' type: a bucket of it would be a leaf without a weight. */
+	if (type == 0) {
+		rc = perr(p, name, "bucket '%s' has type %s, the type of devices", name->s,
+			  crush_type_name(m, 0));
+		goto err;
+	}
 	if (crush_item_by_name(m, name->s) != INT32_MIN) {
 		rc = perr(p, name, "item name '%s' already used", name->s);
 		goto err;

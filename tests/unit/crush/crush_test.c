@@ -2,6 +2,7 @@
 #include "crush/crush.h"
 #include "crush/placement.h"
 #include "crush/balancer.h"
+#include "crush/edit.h"
 #include "testlib.h"
 
 #include <errno.h>
@@ -194,6 +195,44 @@ START_TEST(test_parse_errors_name_line_and_column)
 	parse_fails("type 0 osd\ntype 1 root\nroot r {\n\tid -1\n\talg list\n}\n",
 		    "only straw2 buckets are supported");
 	parse_fails("type 0 osd\ntype 1 root\nroot r {\n\tid -1\n", "is not closed");
+	parse_fails("device 0 osd.0\ntype 0 osd\ntype 1 root\nosd odd {\n\tid -2\n}\n",
+		    "4:5: bucket 'odd' has type osd, the type of devices");
+}
+
+END_TEST
+
+/*
+ * A bucket of the devices' type (refused by the parser and the editor, but
+ * a map is only as good as its producer) is never taken for a device: the
+ * mapper must not read a weight for a negative id (the mon fuzzer found it).
+ */
+START_TEST(test_bucket_of_device_type_is_not_a_device)
+{
+	static const char text[] =
+		"device 0 osd.0\ndevice 1 osd.1\ntype 0 osd\ntype 1 host\ntype 2 root\n"
+		"host odd {\n\tid -3\n\titem osd.1 weight 1.0\n}\n"
+		"host h0 {\n\tid -2\n\titem osd.0 weight 1.0\n\titem odd weight 1.0\n}\n"
+		"root default {\n\tid -1\n\titem h0 weight 2.0\n}\n"
+		"rule r {\n\tid 0\n\ttype replicated\n\tstep take default\n"
+		"\tstep chooseleaf firstn 0 type host\n\tstep emit\n}\n"
+		"rule i {\n\tid 1\n\ttype erasure\n\tstep take default\n"
+		"\tstep chooseleaf indep 0 type host\n\tstep emit\n}\n";
+	struct crush_map *m = parse_ok(text);
+	uint32_t w[2] = { CRUSH_WEIGHT_ONE, CRUSH_WEIGHT_ONE };
+	int res[3], id;
+	char work[64];
+
+	ck_assert_int_eq(crush_edit_add_bucket(m, "odd2", "osd", "default", &id), -EINVAL);
+	m->buckets[2]->type = 0; /* bucket -3, as a hand-made map could have it */
+	for (int x = 0; x < 500; x++) {
+		for (int r = 0; r < 2; r++) {
+			int n = crush_do_rule(m, r, x, res, 3, w, 2, work);
+
+			for (int i = 0; i < n; i++)
+				ck_assert(res[i] == CRUSH_ITEM_NONE || (res[i] >= 0 && res[i] < 2));
+		}
+	}
+	crush_map_destroy(m);
 }
 
 END_TEST
@@ -505,6 +544,7 @@ main(void)
 
 	tcase_add_test(tc, test_ln_monotonic_and_bounds);
 	tcase_add_test(tc, test_round_trip_stable);
+	tcase_add_test(tc, test_bucket_of_device_type_is_not_a_device);
 	tcase_add_test(tc, test_classes_and_shadow_trees);
 	tcase_add_test(tc, test_indep_holes_and_out_devices);
 	tcase_add_test(tc, test_parse_errors_name_line_and_column);
