@@ -38,6 +38,7 @@ struct ovl {
 struct pctx {
 	struct os_store *s;
 	struct os_txn *t;
+	bool nb; /* on the reactor: -EAGAIN rather than wait for the disk */
 	struct ovl *ovl;
 	size_t novl;
 	uint8_t **owned; /* buffers the overlay points into */
@@ -66,6 +67,8 @@ blk_read(struct pctx *c, const struct os_onode *on, uint64_t lb, uint8_t *dst, c
 	pb = e->pblock + (lb - e->lblock);
 	if (os_pend_copy(s, pb, dst))
 		return 0;
+	if (c->nb)
+		return -EAGAIN;
 	n = pread(s->fd, dst, s->B, (off_t)(pb * s->B));
 	if (n != (ssize_t)s->B) {
 		CM_ERR("%s: device read of block %" PRIu64 " failed", what, pb);
@@ -115,7 +118,7 @@ push_name(char ***v, size_t *n, const char *name)
  * none), made under the cache lock (the commit thread may evict entries).
  */
 static int
-base_onode(struct os_store *s, const char *key, size_t klen, struct os_onode **op)
+base_onode(struct os_store *s, const char *key, size_t klen, bool nb, struct os_onode **op)
 {
 	struct os_oent *e;
 	struct os_onode *on = NULL;
@@ -132,8 +135,13 @@ base_onode(struct os_store *s, const char *key, size_t klen, struct os_onode **o
 	pthread_mutex_unlock(&s->pcache_mu);
 	if (e)
 		return rc;
-	v = rocksdb_get(s->db, s->ro, key, klen, &vl, &err);
+	v = rocksdb_get(s->db, nb ? s->ro_nb : s->ro, key, klen, &vl, &err);
 	if (err) {
+		/* Block cache only: "Incomplete" means it is on the disk. */
+		if (nb) {
+			rocksdb_free(err);
+			return -EAGAIN;
+		}
 		CM_ERR("rocksdb get: %s", err);
 		rocksdb_free(err);
 		return -EIO;
@@ -175,7 +183,7 @@ get_obj(struct pctx *c, const char *cid, const char *oid, bool create, struct po
 	}
 	if (!coll_exists(c, cid))
 		return -ENOENT;
-	rc = base_onode(c->s, key, klen, &base);
+	rc = base_onode(c->s, key, klen, c->nb, &base);
 	if (rc)
 		return rc;
 	n = realloc(c->objs, sizeof(*n) * (c->nobjs + 1));
@@ -582,12 +590,16 @@ static int
 copy_omap(struct pctx *c, uint64_t from, uint64_t to)
 {
 	struct os_store *s = c->s;
-	rocksdb_iterator_t *it = rocksdb_create_iterator(s->db, s->ro);
-	char lo[16], *k2 = malloc(9 + 65536);
+	rocksdb_iterator_t *it;
+	char lo[16], *k2;
 	size_t ll = os_key_omap(lo, from, NULL, 0), n = 0, cap = 0;
 	struct okv *kv = NULL;
 	int rc = 0;
 
+	if (c->nb)
+		return -EAGAIN; /* iterates the KV */
+	it = rocksdb_create_iterator(s->db, s->ro);
+	k2 = malloc(9 + 65536);
 	if (!k2) {
 		rocksdb_iter_destroy(it);
 		return -ENOMEM;
@@ -821,6 +833,8 @@ apply_op(struct pctx *c, const struct os_op *op)
 		for (size_t i = 0; i < c->nobjs; i++)
 			if (!strcmp(c->objs[i].cid, op->cid) && c->objs[i].on)
 				return -ENOTEMPTY;
+		if (c->nb)
+			return -EAGAIN; /* iterates the KV */
 		kl = os_key_onode(key, op->cid, "");
 		it = rocksdb_create_iterator(c->s->db, c->s->ro);
 		rocksdb_iter_seek(it, key, kl);
@@ -1218,19 +1232,18 @@ os_coll_stat(struct os_store *s, const char *cid, uint64_t *objects, uint64_t *b
 	return rc;
 }
 
-void
-os_prepare(void *arg)
+static int
+prepare_run(struct os_txn *t, bool nb)
 {
-	struct os_txn *t = arg;
 	struct os_store *s = t->s;
-	struct pctx c = { .s = s, .t = t };
+	struct pctx c = { .s = s, .t = t, .nb = nb };
 	int rc = 0;
 
 	uint64_t t0 = cm_now_ns();
 
 	if (s->failed) {
 		t->rc = -EIO;
-		return;
+		return 0;
 	}
 	t->wb = rocksdb_writebatch_create();
 	t->dfr_tag = s->next_dseq - 1;
@@ -1251,4 +1264,25 @@ os_prepare(void *arg)
 	}
 	pctx_free(&c);
 	s->c_prep_ns += cm_now_ns() - t0;
+	if (rc == -EAGAIN && nb) {
+		/* As if never prepared: the prepare thread starts it again. */
+		rocksdb_writebatch_destroy(t->wb);
+		t->wb = NULL;
+		t->rc = 0;
+		t->range_deletes = false;
+		return -EAGAIN;
+	}
+	return 0;
+}
+
+void
+os_prepare(void *arg)
+{
+	prepare_run(arg, false);
+}
+
+int
+os_prepare_nb(struct os_txn *t)
+{
+	return prepare_run(t, true);
 }

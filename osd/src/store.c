@@ -714,6 +714,7 @@ os_mount(struct cm_reactor *r, const struct os_opts *o, struct os_store **sp)
 	memcpy(s->uuid, l.uuid, sizeof(s->uuid));
 	s->nblocks = l.dev_size / s->B;
 	s->deferred_max = o->deferred_max;
+	s->inline_prepare = !o->no_inline_prepare;
 	s->reserve_blocks = o->reserve
 				    ? o->reserve / s->B
 				    : CM_MIN(CM_MAX(s->nblocks / 100, (uint64_t)(1 << 20) / s->B),
@@ -725,6 +726,8 @@ os_mount(struct cm_reactor *r, const struct os_opts *o, struct os_store **sp)
 	rocksdb_writeoptions_set_sync(s->wo_sync, 1);
 	s->wo_async = rocksdb_writeoptions_create();
 	s->ro = rocksdb_readoptions_create();
+	s->ro_nb = rocksdb_readoptions_create();
+	rocksdb_readoptions_set_read_tier(s->ro_nb, 1); /* kBlockCacheTier */
 	val = rocksdb_get(s->db, s->ro, "S", 1, &vl, &err);
 	if (err || !val) {
 		CM_ERR("%s: no superblock in %s", o->path, s->db_path);
@@ -793,6 +796,8 @@ os_store_free(struct os_store *s)
 		rocksdb_writeoptions_destroy(s->wo_async);
 	if (s->ro)
 		rocksdb_readoptions_destroy(s->ro);
+	if (s->ro_nb)
+		rocksdb_readoptions_destroy(s->ro_nb);
 	if (s->fd >= 0) {
 		if (s->r)
 			cm_reactor_close(s->r, s->fd);
@@ -852,6 +857,8 @@ os_get_usage(struct os_store *s, struct os_usage *u)
 	u->kv_sync_ns = s->c_kv_sync_ns;
 	u->kv_fn_ns = s->c_kv_fn_ns;
 	u->prepare_ns = s->c_prep_ns;
+	u->prepared_inline = s->c_prep_inline;
+	u->prepare_retries = s->c_prep_retry;
 }
 
 const char *

@@ -288,6 +288,10 @@ struct os_store {
 	rocksdb_options_t *dbo;
 	rocksdb_writeoptions_t *wo_sync, *wo_async;
 	rocksdb_readoptions_t *ro;
+	rocksdb_readoptions_t *ro_nb; /* block cache only: never waits for the disk */
+	bool inline_prepare;
+	unsigned nprep; /* transactions on the prepare thread (reactor-owned) */
+	bool in_kick, kick_again;
 	struct cm_worker_pool *kv;     /* one thread: prepare, in order */
 	struct cm_worker_pool *commit; /* one thread: KV commits, in order */
 	pthread_mutex_t pcache_mu;     /* pcache: prepare and commit threads */
@@ -331,6 +335,7 @@ struct os_store {
 	/* counters */
 	uint64_t c_csum_errors, c_deferred, c_cow, c_commits, c_groups, c_csum_reused;
 	uint64_t c_fsyncs, c_fsync_ns, c_kv_ns, c_kv_sync_ns, c_kv_fn_ns, c_prep_ns;
+	uint64_t c_prep_inline, c_prep_retry; /* prepared on the reactor; given up there */
 };
 
 /* Pending map. */
@@ -341,6 +346,13 @@ void os_pend_del(struct os_store *s, uint64_t pblock, uint64_t n, uint64_t tag);
 bool os_pend_copy(struct os_store *s, uint64_t pblock, void *dst);
 
 void os_prepare(void *arg); /* work fn: os_txn */
+/*
+ * Prepare on the calling (reactor) thread without blocking: -EAGAIN (and
+ * nothing of it done) when it would read the disk — an onode or block not
+ * cached, an omap iteration; the caller then uses os_prepare on the
+ * prepare thread. Only when no transaction is being prepared there.
+ */
+int os_prepare_nb(struct os_txn *t);
 void os_store_free(struct os_store *s);
 /* Run the reactor until nothing is queued, in flight or waiting to be applied. */
 void os_drain(struct os_store *s);

@@ -38,9 +38,10 @@ struct os_opts {
 	uint32_t block_size;   /* allocation and checksum unit; default 4096 */
 	uint64_t deferred_max; /* overwrites of allocated blocks up to this go via the KV; 64 KiB */
 	uint64_t reserve; /* bytes kept free for metadata-only work; default 1% (1 MiB..1 GiB) */
-	uint64_t cache_onodes; /* onodes cached for reads; default 65536 */
-	uint64_t cache_data;   /* bytes of device blocks cached for reads; default 64 MiB */
-	bool no_direct;        /* buffered I/O (for filesystems without O_DIRECT) */
+	uint64_t cache_onodes;  /* onodes cached for reads; default 65536 */
+	uint64_t cache_data;    /* bytes of device blocks cached for reads; default 64 MiB */
+	bool no_direct;         /* buffered I/O (for filesystems without O_DIRECT) */
+	bool no_inline_prepare; /* always prepare on the store's thread (see store.md) */
 	/* mkfs */
 	const char *fsid;
 	int32_t osd_id;
@@ -234,8 +235,10 @@ struct os_usage {
 	uint64_t kv_sync_ns;                     /* of which in the last, synced, KV write */
 	uint64_t kv_fn_ns;                       /* on the commit thread in all */
 	uint64_t prepare_ns;                     /* preparing transactions */
-	uint64_t cache_hits, cache_misses;       /* data cache lookups of blocks read */
-	uint64_t cache_bytes;                    /* data cache: bytes held now */
+	uint64_t prepared_inline;                /* of them on the reactor */
+	uint64_t prepare_retries; /* started there, needed the disk: on the prepare thread */
+	uint64_t cache_hits, cache_misses; /* data cache lookups of blocks read */
+	uint64_t cache_bytes;              /* data cache: bytes held now */
 };
 
 void os_get_usage(struct os_store *s, struct os_usage *u);

@@ -260,6 +260,61 @@ START_TEST(test_pipelined_writes)
 END_TEST
 
 /*
+ * Transactions that need nothing from the disk are prepared on the reactor;
+ * one that does (an onode or a block not cached: here after a remount, a
+ * partial-block overwrite) goes to the prepare thread, and so do those
+ * queued behind it while it is there, so order holds across the switch.
+ */
+START_TEST(test_prepare_inline_and_on_thread)
+{
+	static uint8_t model[8192], x[100], z[4096], n[4096];
+	struct done d[3] = { { 0 } };
+	struct os_usage u0, u1, u2;
+	struct os_txn *t;
+
+	mkcoll();
+	cm_test_fill(model, sizeof(model), 1);
+	os_get_usage(g_s, &u0);
+	write_obj("q", 0, model, sizeof(model));
+	os_get_usage(g_s, &u1);
+	ck_assert_uint_eq(u1.prepared_inline - u0.prepared_inline, 1);
+	ck_assert_uint_eq(u1.prepare_retries - u0.prepare_retries, 0);
+	os_umount(g_s);
+	mount_store();
+	os_get_usage(g_s, &u0);
+	cm_test_fill(x, sizeof(x), 2);
+	cm_test_fill(z, sizeof(z), 3);
+	cm_test_fill(n, sizeof(n), 4);
+	t = txn(); /* must read block 0 and q's onode: not cached after the remount */
+	ck_assert_int_eq(os_txn_write(t, "c", "q", 10, x, sizeof(x)), 0);
+	os_queue(g_s, t, commit_cb, &d[0]);
+	t = txn(); /* a whole block of q: it must land after the one above */
+	ck_assert_int_eq(os_txn_write(t, "c", "q", 0, z, sizeof(z)), 0);
+	os_queue(g_s, t, commit_cb, &d[1]);
+	t = txn();
+	ck_assert_int_eq(os_txn_write(t, "c", "new", 0, n, sizeof(n)), 0);
+	os_queue(g_s, t, commit_cb, &d[2]);
+	for (int i = 0; i < 3; i++) {
+		ck_assert(cm_test_run_until(g_r, &d[i].done, 30000));
+		ck_assert_int_eq(d[i].rc, 0);
+	}
+	os_get_usage(g_s, &u1);
+	ck_assert_uint_eq(u1.prepare_retries - u0.prepare_retries, 1);
+	ck_assert_uint_eq(u1.prepared_inline - u0.prepared_inline, 0);
+	memcpy(model, z, sizeof(z));
+	check_obj("q", model, sizeof(model));
+	check_obj("new", n, sizeof(n));
+	/* The thread is idle again: the next one is prepared inline. */
+	write_obj("new2", 0, n, 100);
+	os_get_usage(g_s, &u2);
+	ck_assert_uint_eq(u2.prepared_inline - u1.prepared_inline, 1);
+	check_obj("new2", n, 100);
+	fsck_clean(true);
+}
+
+END_TEST
+
+/*
  * An OSD's other PG shards queue transactions and reads from their own
  * reactors: each reaches the store's reactor (here the test thread's), and
  * every callback comes back on the caller's reactor, in the caller's order.
@@ -1155,6 +1210,7 @@ main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_write_read_patterns);
 	tcase_add_test(tc, test_pipelined_writes);
+	tcase_add_test(tc, test_prepare_inline_and_on_thread);
 	tcase_add_test(tc, test_queue_from_other_reactor);
 	tcase_add_test(tc, test_read_meta);
 	tcase_add_test(tc, test_data_cache);
