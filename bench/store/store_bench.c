@@ -240,6 +240,7 @@ main(int argc, char **argv)
 	/* The store on the same file. */
 	os_opts_init(&o, sizeof(o));
 	o.path = g_file;
+	o.no_journal = getenv("STORE_BENCH_NO_JOURNAL") != NULL; /* A/B: RocksDB's WAL instead */
 	if (os_mkfs(&o)) {
 		fprintf(stderr, "store_bench: mkfs failed\n");
 		return 1;
@@ -293,6 +294,10 @@ main(int argc, char **argv)
 		       u.commits, u.commit_groups,
 		       u.commit_groups ? (double)u.commits / (double)u.commit_groups : 0.0,
 		       u.deferred_writes, u.cow_writes, x.errors);
+		printf("journal: %" PRIu64 " MiB, %" PRIu64 " MiB of records, %" PRIu64
+		       " flushes, %" PRIu64 " waits for room\n",
+		       u.journal_size >> 20, u.journal_bytes >> 20, u.journal_flushes,
+		       u.journal_waits);
 	}
 	os_umount(s);
 	cm_reactor_destroy(r);

@@ -820,7 +820,7 @@ os_fsck(struct os_store *s, bool deep, struct os_fsck_report *rep)
 
 	memset(rep, 0, sizeof(*rep));
 	os_drain(s);
-	rc = os_alloc_create(s->nblocks, 1, &seen);
+	rc = os_alloc_create(s->nblocks, s->data_start, &seen);
 	if (rc || !blk) {
 		free(blk);
 		rocksdb_iter_destroy(it);
@@ -894,7 +894,7 @@ os_fsck(struct os_store *s, bool deep, struct os_fsck_report *rep)
 
 			rep->extents++;
 			rep->blocks_used += e->n;
-			if (e->pblock < 1 || e->pblock + e->n > s->nblocks) {
+			if (e->pblock < s->data_start || e->pblock + e->n > s->nblocks) {
 				FSCK_ERR(rep,
 					 "object %s/%.*s: extent %" PRIu64 "+%u outside the device",
 					 cid, (int)(kl - (size_t)(oid - k)), oid, e->pblock, e->n);

@@ -18,8 +18,9 @@
 
 CM_LOG_SUBSYS(store);
 
-#define LABEL_MAGIC   "CAIRNOSD"
-#define LABEL_VERSION 1
+#define LABEL_MAGIC "CAIRNOSD"
+/* 1: metadata durable through RocksDB's WAL; 2: the store's own journal on the device */
+#define LABEL_VERSION 2
 
 void
 os_opts_init(struct os_opts *o, size_t size)
@@ -265,6 +266,7 @@ struct label {
 	uint64_t dev_size;
 	uint32_t block_size;
 	int32_t osd_id;
+	uint64_t jstart, jblocks; /* the journal's blocks (version 2; 0: none) */
 };
 
 static void
@@ -300,6 +302,8 @@ label_write(int fd, const struct label *l)
 	put_le(b + 24, (uint32_t)l->osd_id, 4);
 	memcpy(b + 32, l->uuid, sizeof(l->uuid));
 	memcpy(b + 72, l->fsid, sizeof(l->fsid));
+	put_le(b + 136, l->jstart, 8);
+	put_le(b + 144, l->jblocks, 8);
 	put_le(b + 4092, cm_crc32c(0, b, 4092), 4);
 	n = pwrite(fd, b, 4096, 0);
 	free(b);
@@ -322,7 +326,8 @@ label_read(int fd, struct label *l)
 		rc = n < 0 ? -errno : -EINVAL;
 	else if (memcmp(b, LABEL_MAGIC, 8) != 0)
 		rc = -ENODATA; /* not a store */
-	else if (get_le(b + 4092, 4) != cm_crc32c(0, b, 4092) || get_le(b + 8, 4) != LABEL_VERSION)
+	else if (get_le(b + 4092, 4) != cm_crc32c(0, b, 4092) || get_le(b + 8, 4) < 1 ||
+		 get_le(b + 8, 4) > LABEL_VERSION)
 		rc = -EINVAL;
 	if (!rc) {
 		l->block_size = (uint32_t)get_le(b + 12, 4);
@@ -331,6 +336,11 @@ label_read(int fd, struct label *l)
 		memcpy(l->uuid, b + 32, sizeof(l->uuid));
 		memcpy(l->fsid, b + 72, sizeof(l->fsid));
 		l->uuid[sizeof(l->uuid) - 1] = l->fsid[sizeof(l->fsid) - 1] = 0;
+		l->jstart = l->jblocks = 0;
+		if (get_le(b + 8, 4) >= 2) {
+			l->jstart = get_le(b + 136, 8);
+			l->jblocks = get_le(b + 144, 8);
+		}
 	}
 	free(b);
 	return rc;
@@ -483,6 +493,24 @@ os_mkfs(const struct os_opts *o)
 	}
 	l.block_size = o->block_size;
 	l.osd_id = o->osd_id;
+	if (!o->no_journal) {
+		/* Default: 1/64 of the device, 4..128 MiB; none under 64 MiB. At least 1 MiB. */
+		uint64_t want = o->journal_size;
+
+		if (!want && l.dev_size >= (64ull << 20))
+			want = CM_MIN(CM_MAX(l.dev_size / 64, 4ull << 20), 128ull << 20);
+		l.jblocks = want / o->block_size;
+		l.jstart = 1;
+		if (want &&
+		    (want < (1ull << 20) || 1 + l.jblocks + 64 > l.dev_size / o->block_size)) {
+			CM_ERR("mkfs %s: a journal of %" PRIu64 " bytes does not fit", o->path,
+			       want);
+			close(fd);
+			return -EINVAL;
+		}
+		if (!l.jblocks)
+			l.jstart = 0;
+	}
 	if (cm_uuid_generate(l.uuid)) {
 		close(fd);
 		return -EIO;
@@ -502,13 +530,15 @@ os_mkfs(const struct os_opts *o)
 	rc = put_super(db, &l, 1);
 	rocksdb_close(db);
 	rocksdb_options_destroy(dbo);
+	if (!rc && l.jblocks)
+		rc = os_jnl_format(fd, l.block_size, l.jstart, l.uuid);
 	/* The label last: a half-made store is not taken for a store. */
 	if (!rc)
 		rc = label_write(fd, &l);
 	close(fd);
 	if (!rc)
-		CM_NOTICE("mkfs %s: uuid=%s size=%" PRIu64 " block=%u", o->path, l.uuid, l.dev_size,
-			  l.block_size);
+		CM_NOTICE("mkfs %s: uuid=%s size=%" PRIu64 " block=%u journal=%" PRIu64, o->path,
+			  l.uuid, l.dev_size, l.block_size, l.jblocks * l.block_size);
 	return rc;
 }
 
@@ -713,6 +743,15 @@ os_mount(struct cm_reactor *r, const struct os_opts *o, struct os_store **sp)
 	s->B = l.block_size;
 	memcpy(s->uuid, l.uuid, sizeof(s->uuid));
 	s->nblocks = l.dev_size / s->B;
+	s->jstart = l.jstart;
+	s->jblocks = l.jblocks;
+	s->data_start = 1 + l.jblocks;
+	if (l.jblocks && (l.jstart != 1 || l.jblocks < 16 || s->data_start >= s->nblocks)) {
+		CM_ERR("%s: the label's journal (%" PRIu64 "+%" PRIu64 ") is not on the device",
+		       o->path, l.jstart, l.jblocks);
+		rc = -EINVAL;
+		goto fail;
+	}
 	s->deferred_max = o->deferred_max;
 	s->inline_prepare = !o->no_inline_prepare;
 	s->reserve_blocks = o->reserve
@@ -748,13 +787,15 @@ os_mount(struct cm_reactor *r, const struct os_opts *o, struct os_store **sp)
 	sup = NULL;
 	s->npend_b = 4096;
 	s->pend = calloc(s->npend_b, sizeof(*s->pend));
-	if (!s->pend || os_alloc_create(s->nblocks, 1, &s->alloc) ||
+	if (!s->pend || os_alloc_create(s->nblocks, s->data_start, &s->alloc) ||
 	    os_ocache_init(&s->pcache, 4096) || os_ocache_init(&s->rcache, o->cache_onodes) ||
 	    os_dcache_init(&s->dcache, o->cache_data, s->B)) {
 		rc = -ENOMEM;
 		goto fail;
 	}
-	rc = replay_deferred(s);
+	rc = s->jblocks ? os_jnl_mount(s) : 0;
+	if (!rc)
+		rc = replay_deferred(s);
 	if (!rc)
 		rc = scan_onodes(s);
 	if (rc) {
@@ -767,6 +808,8 @@ os_mount(struct cm_reactor *r, const struct os_opts *o, struct os_store **sp)
 		rc = cm_worker_pool_create(1, "store-commit", &s->commit);
 	if (!rc)
 		rc = cm_worker_pool_create(2, "store-rd", &s->rd);
+	if (!rc && s->jblocks)
+		rc = cm_worker_pool_create(1, "store-flush", &s->flusher);
 	if (rc)
 		goto fail;
 	CM_NOTICE("mounted %s uuid=%s blocks=%" PRIu64 " free=%" PRIu64 " collections=%zu", o->path,
@@ -786,6 +829,7 @@ os_store_free(struct os_store *s)
 	cm_worker_pool_destroy(s->kv);
 	cm_worker_pool_destroy(s->commit);
 	cm_worker_pool_destroy(s->rd);
+	cm_worker_pool_destroy(s->flusher);
 	if (s->db)
 		rocksdb_close(s->db);
 	if (s->dbo)
@@ -794,6 +838,9 @@ os_store_free(struct os_store *s)
 		rocksdb_writeoptions_destroy(s->wo_sync);
 	if (s->wo_async)
 		rocksdb_writeoptions_destroy(s->wo_async);
+	if (s->wo_nowal)
+		rocksdb_writeoptions_destroy(s->wo_nowal);
+	free(s->jsb_buf);
 	if (s->ro)
 		rocksdb_readoptions_destroy(s->ro);
 	if (s->ro_nb)
@@ -837,7 +884,7 @@ void
 os_get_usage(struct os_store *s, struct os_usage *u)
 {
 	pthread_mutex_lock(&s->alloc_mu);
-	u->total_bytes = s->nblocks * s->B;
+	u->total_bytes = (s->nblocks - s->data_start) * s->B; /* blocks data can use */
 	u->free_bytes = os_alloc_free_blocks(s->alloc) * s->B;
 	pthread_mutex_unlock(&s->alloc_mu);
 	u->reserved_bytes = s->reserve_blocks * s->B;
@@ -859,6 +906,10 @@ os_get_usage(struct os_store *s, struct os_usage *u)
 	u->prepare_ns = s->c_prep_ns;
 	u->prepared_inline = s->c_prep_inline;
 	u->prepare_retries = s->c_prep_retry;
+	u->journal_size = s->jblocks * s->B;
+	u->journal_bytes = s->c_jbytes;
+	u->journal_flushes = s->c_jflushes;
+	u->journal_waits = s->c_jwaits;
 }
 
 const char *

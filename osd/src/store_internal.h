@@ -200,7 +200,15 @@ struct os_round {
 	struct cm_work work;
 	int commit_rc;
 	bool synced, submitted;
+	bool big; /* journal mode: one transaction too big for a record (via RocksDB's WAL) */
 	uint64_t t_fsync, t_kv;
+	/* journal mode: the round's record (written, then the device fsynced) */
+	rocksdb_writebatch_t *retire; /* deletes of the retired deferred records */
+	uint8_t *jbuf;
+	struct iovec jiov;
+	struct cm_io jio;
+	uint64_t jpos, jseq; /* where it starts; its sequence */
+	uint64_t jend, jcum; /* where it ends; bytes charged to records up to it */
 };
 
 struct os_held {
@@ -298,6 +306,28 @@ struct os_store {
 	struct cm_worker_pool *rd;     /* onode fetches for reads */
 	struct os_alloc *alloc;
 	pthread_mutex_t alloc_mu;
+	uint64_t data_start; /* first block for data: after the label and the journal */
+	/* the journal (journal.c); jblocks == 0: RocksDB's own WAL makes commits durable */
+	uint64_t jstart, jblocks; /* blocks: two superblocks, then the record area */
+	uint64_t jarea;           /* bytes of the record area */
+	uint32_t jnonce;          /* from the store uuid: records of another store never match */
+	uint64_t jhead, jseq;     /* where the next record goes, and its sequence */
+	uint64_t jcum, jtrimmed;  /* bytes ever charged to records; of them trimmed */
+	uint64_t jsb_gen;
+
+	struct os_jmark {
+		uint64_t seq, end, cum;
+	} japplied, jnote; /* newest round in the memtable; the one a running flush trims to */
+
+	bool jflushing, jwaiting; /* a flush runs; a round waits for room */
+	bool jbig;                /* a too-big transaction is in flight (txn.c) */
+	int jflush_rc;
+	struct cm_worker_pool *flusher;
+	struct cm_work jflush_work;
+	uint8_t *jsb_buf;
+	struct iovec jsb_iov;
+	struct cm_io jsb_io;
+	rocksdb_writeoptions_t *wo_nowal;
 	/* pending map (mutex) */
 	pthread_mutex_t pend_mu;
 	struct os_pend **pend;
@@ -336,6 +366,7 @@ struct os_store {
 	uint64_t c_csum_errors, c_deferred, c_cow, c_commits, c_groups, c_csum_reused;
 	uint64_t c_fsyncs, c_fsync_ns, c_kv_ns, c_kv_sync_ns, c_kv_fn_ns, c_prep_ns;
 	uint64_t c_prep_inline, c_prep_retry; /* prepared on the reactor; given up there */
+	uint64_t c_jbytes, c_jflushes, c_jwaits;
 };
 
 /* Pending map. */
@@ -359,5 +390,34 @@ void os_drain(struct os_store *s);
 int os_load_onode(struct os_store *s, const char *key, size_t klen, struct os_onode **op);
 void os_read_gate_release(struct os_store *s);
 uint64_t os_hash(const void *p, size_t n);
+
+/* ---- the journal (journal.c) ---- */
+
+/* mkfs: the journal's superblocks for an empty journal. Blocking. */
+int os_jnl_format(int fd, uint32_t B, uint64_t jstart, const char *uuid);
+/* mount: replay the records after the trim point into RocksDB, flush, trim. Blocking. */
+int os_jnl_mount(struct os_store *s);
+/*
+ * Flush RocksDB and trim the whole journal (umount; before a transaction too
+ * big for a record goes through RocksDB's WAL). Blocking; no record may be
+ * in flight.
+ */
+int os_jnl_checkpoint(struct os_store *s);
+/* Bytes a transaction's batch takes in a record; the most one may take. */
+size_t os_jnl_txn_bytes(const struct os_txn *t);
+size_t os_jnl_round_max(const struct os_store *s);
+/*
+ * Build rd's record (retire batch, then its transactions' batches) and
+ * place it. \return 0, or -EAGAIN: no room until a flush trims (one is
+ * started); nothing changed.
+ */
+int os_jnl_place(struct os_store *s, struct os_round *rd);
+/* Start the record's write; then the device fsync; then done(rd, res). */
+void os_jnl_write(struct os_store *s, struct os_round *rd, void (*done)(struct cm_io *, int));
+/* A round is in the memtable: maybe flush RocksDB and trim. */
+void os_jnl_applied(struct os_store *s, struct os_round *rd);
+void os_jnl_maybe_flush(struct os_store *s);
+/* Form and start commit rounds (txn.c). */
+void os_kick_commit(struct os_store *s);
 
 #endif

@@ -668,6 +668,23 @@ commit_fn(void *arg)
 	uint64_t t_start = cm_now_ns();
 
 	rd->commit_rc = 0;
+	if (rd->big) {
+		/* Alone in flight (kick_commit): everything before it into the tables first. */
+		if (os_jnl_checkpoint(s))
+			rd->commit_rc = -EIO;
+		else if (!rd->txns[0]->rc)
+			rocksdb_write(s->db, s->wo_sync, rd->txns[0]->wb, &err);
+		goto out;
+	}
+	if (s->jblocks) {
+		/* Durable in the journal already: into the memtable, without RocksDB's WAL. */
+		if (rd->retire && rocksdb_writebatch_count(rd->retire))
+			rocksdb_write(s->db, s->wo_nowal, rd->retire, &err);
+		for (size_t i = 0; i < rd->n && !err; i++)
+			if (!rd->txns[i]->rc)
+				rocksdb_write(s->db, s->wo_nowal, rd->txns[i]->wb, &err);
+		goto out;
+	}
 	TAILQ_FOREACH(d, &rd->retiring, link)
 		rocksdb_writebatch_delete(retire, key, os_key_deferred(key, d->seq));
 	for (size_t i = 0; i < rd->n; i++)
@@ -698,6 +715,7 @@ commit_fn(void *arg)
 				s->c_kv_sync_ns += cm_now_ns() - t0;
 		}
 	}
+out:
 	if (err) {
 		CM_ERR("rocksdb commit failed: %s; refusing further transactions", err);
 		rocksdb_free(err);
@@ -917,6 +935,13 @@ commit_done(void *arg)
 	}
 	TAILQ_REMOVE(&s->rounds, rd, link);
 	s->nrounds--;
+	if (rd->big)
+		s->jbig = false;
+	else if (s->jblocks && !rd->commit_rc)
+		os_jnl_applied(s, rd);
+	if (rd->retire)
+		rocksdb_writebatch_destroy(rd->retire);
+	free(rd->jbuf);
 	free(rd->txns);
 	free(rd);
 	release_held(s);
@@ -963,6 +988,8 @@ fsync_done(struct cm_io *io, int res)
 	}
 	rd->synced = true;
 	submit_commits(s);
+	if (s->jblocks)
+		kick_commit(s); /* the next round's record may go while this one is applied */
 }
 
 /* Deferred writes applied but not retired: retire them in bulk, or when idle. */
@@ -973,32 +1000,60 @@ kick_commit(struct os_store *s)
 {
 	struct os_round *rd;
 	struct os_txn *t;
-	size_t n = 0;
+	size_t n = 0, bytes = 0, cap = s->jblocks ? os_jnl_round_max(s) : SIZE_MAX;
 	bool cow = false, retire;
 
-	/*
-	 * One round syncing the device while the one before commits to the KV;
-	 * but never two waiting for the KV alone: a round that needs no fsync
-	 * waits, and grows, while the one before commits.
-	 */
 	if (s->nrounds >= 2)
 		return;
-	if (s->nrounds == 1 && TAILQ_FIRST(&s->rounds)->synced)
+	if (s->jblocks) {
+		/*
+		 * Journal: one round writing its record and syncing the device
+		 * while the one before goes into the memtable.
+		 */
+		if (s->nrounds == 1 &&
+		    (!TAILQ_FIRST(&s->rounds)->synced || TAILQ_FIRST(&s->rounds)->big))
+			return;
+	} else if (s->nrounds == 1 && TAILQ_FIRST(&s->rounds)->synced) {
+		/*
+		 * One round syncing the device while the one before commits to the
+		 * KV; but never two waiting for the KV alone: a round that needs no
+		 * fsync waits, and grows, while the one before commits.
+		 */
 		return;
+	}
 	TAILQ_FOREACH(t, &s->q, link) {
+		size_t b;
+
 		if (t->state == T_COMMITTING)
 			continue;
 		if (t->state != T_READY)
 			break;
+		b = s->jblocks ? os_jnl_txn_bytes(t) : 0;
+		if (n && bytes + b > cap)
+			break;
+		bytes += b;
 		cow |= t->nwrites > 0 && !t->rc;
 		n++;
 	}
 	/*
 	 * Retiring a deferred record needs its device write durable, i.e. an
 	 * fsync: do it when one is due anyway (copy-on-write data in the
-	 * round), when many have piled up, or when nothing else is waiting.
+	 * round; with the journal, any round), when many have piled up, or
+	 * when nothing else is waiting.
 	 */
-	retire = s->napplied && (cow || s->napplied >= RETIRE_BATCH || (n == 0 && !s->nrounds));
+	retire = s->napplied && (cow || (s->jblocks && n) || s->napplied >= RETIRE_BATCH ||
+				 (n == 0 && !s->nrounds));
+	if (s->jblocks && n == 1 && bytes > cap) {
+		/*
+		 * A transaction bigger than a record: it goes through RocksDB's
+		 * WAL after a flush has put everything journaled before it into
+		 * RocksDB's tables and the journal is trimmed (so no replay puts
+		 * older batches over it) — once nothing else is in flight.
+		 */
+		if (s->nrounds || s->jflushing)
+			return;
+		retire = false;
+	}
 	if (n == 0 && !retire)
 		return;
 	rd = calloc(1, sizeof(*rd));
@@ -1009,13 +1064,35 @@ kick_commit(struct os_store *s)
 	rd->s = s;
 	TAILQ_INIT(&rd->retiring);
 	TAILQ_FOREACH(t, &s->q, link) {
+		if (rd->n == n)
+			break;
 		if (t->state == T_COMMITTING)
 			continue;
-		if (t->state != T_READY)
-			break;
-		t->state = T_COMMITTING;
 		rd->txns[rd->n++] = t;
 	}
+	rd->big = s->jblocks && n == 1 && bytes > cap;
+	s->jbig = rd->big; /* no record, no flush, while it checkpoints */
+	if (s->jblocks && !rd->big) {
+		if (retire) {
+			struct os_dfr *d;
+			char key[16];
+
+			rd->retire = rocksdb_writebatch_create();
+			TAILQ_FOREACH(d, &s->dfr_applied, link)
+				rocksdb_writebatch_delete(rd->retire, key,
+							  os_key_deferred(key, d->seq));
+		}
+		if (os_jnl_place(s, rd)) {
+			/* No room until a flush trims the journal (or no memory): later. */
+			if (rd->retire)
+				rocksdb_writebatch_destroy(rd->retire);
+			free(rd->txns);
+			free(rd);
+			return;
+		}
+	}
+	for (size_t i = 0; i < rd->n; i++)
+		rd->txns[i]->state = T_COMMITTING;
 	if (retire) {
 		TAILQ_CONCAT(&rd->retiring, &s->dfr_applied, link);
 		s->napplied = 0;
@@ -1025,8 +1102,12 @@ kick_commit(struct os_store *s)
 	s->c_groups++;
 	rd->fsync_io.cb = fsync_done;
 	rd->fsync_io.arg = rd;
-	/* A round of deferred writes alone is durable with the KV's own sync. */
-	if (s->dirty && (cow || retire)) {
+	if (s->jblocks && !rd->big) {
+		/* The record, then one fsync for it, the round's data and what it retires. */
+		s->dirty = false;
+		os_jnl_write(s, rd, fsync_done);
+	} else if ((s->dirty || rd->big) && (cow || retire)) {
+		/* A round of deferred writes alone is durable with the KV's own sync. */
 		s->dirty = false;
 		s->c_fsyncs++;
 		rd->t_fsync = cm_now_ns();
@@ -1038,12 +1119,18 @@ kick_commit(struct os_store *s)
 }
 
 void
+os_kick_commit(struct os_store *s)
+{
+	kick_commit(s);
+}
+
+void
 os_drain(struct os_store *s)
 {
 	/* Everything queued commits; every deferred write is applied and retired. */
 	while (s->inflight || s->nrounds || !TAILQ_EMPTY(&s->dfr_waiting) ||
 	       !TAILQ_EMPTY(&s->dfr_applying) || !TAILQ_EMPTY(&s->dfr_applied) ||
-	       !TAILQ_EMPTY(&s->reads)) {
+	       !TAILQ_EMPTY(&s->reads) || s->jflushing) {
 		kick_commit(s);
 		cm_reactor_run_once(s->r, 10);
 	}
@@ -1056,6 +1143,8 @@ os_umount(struct os_store *s)
 	if (!s)
 		return;
 	os_drain(s);
+	if (os_jnl_checkpoint(s))
+		CM_WARN("%s: journal not trimmed at unmount; the next mount replays it", s->path);
 	while (!TAILQ_EMPTY(&s->held)) {
 		struct os_held *h = TAILQ_FIRST(&s->held);
 
@@ -1072,9 +1161,15 @@ os_umount(struct os_store *s)
 		  s->c_groups ? (double)s->c_kv_sync_ns / 1e6 / (double)s->c_groups : 0.0,
 		  s->c_commits ? (double)s->c_prep_ns / 1e6 / (double)s->c_commits : 0.0,
 		  s->c_prep_inline, s->c_prep_retry);
+	if (s->jblocks)
+		CM_NOTICE("unmounted %s: journal of %" PRIu64 " MiB: %" PRIu64
+			  " MiB of records, %" PRIu64 " flushes, %" PRIu64 " waits for room",
+			  s->path, s->jblocks * s->B >> 20, s->c_jbytes >> 20, s->c_jflushes,
+			  s->c_jwaits);
 	cm_worker_pool_destroy(s->kv);
 	cm_worker_pool_destroy(s->commit);
 	cm_worker_pool_destroy(s->rd);
-	s->kv = s->commit = s->rd = NULL;
+	cm_worker_pool_destroy(s->flusher);
+	s->kv = s->commit = s->rd = s->flusher = NULL;
 	os_store_free(s);
 }

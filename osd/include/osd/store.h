@@ -45,6 +45,9 @@ struct os_opts {
 	/* mkfs */
 	const char *fsid;
 	int32_t osd_id;
+	uint64_t journal_size; /* bytes of the device for the journal; 0: 1/64, 4..128 MiB (none
+				* on devices under 64 MiB) */
+	bool no_journal;       /* commits durable through RocksDB's WAL instead (store.md) */
 };
 
 void os_opts_init(struct os_opts *o, size_t size);
@@ -239,6 +242,10 @@ struct os_usage {
 	uint64_t prepare_retries; /* started there, needed the disk: on the prepare thread */
 	uint64_t cache_hits, cache_misses; /* data cache lookups of blocks read */
 	uint64_t cache_bytes;              /* data cache: bytes held now */
+	uint64_t journal_size;             /* bytes of the device for the journal (0: none) */
+	uint64_t journal_bytes;            /* bytes of records written */
+	uint64_t journal_flushes;          /* RocksDB flushes that trimmed it */
+	uint64_t journal_waits;            /* rounds that waited for room */
 };
 
 void os_get_usage(struct os_store *s, struct os_usage *u);

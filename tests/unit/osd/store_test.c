@@ -15,6 +15,7 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 static char g_dir[64], g_dev[96];
 static struct cm_reactor *g_r;
@@ -1160,6 +1161,264 @@ START_TEST(test_mount_refusals)
 
 END_TEST
 
+/* ---- the journal ---- */
+
+#define JN_OBJ   (1u << 20)
+#define JN_BIGV  (2u << 20)
+#define JN_OVERW 3000
+
+/* Overwrite k of the journal workload: 4 KiB at a block of "big" (deferred). */
+static uint64_t
+jn_off(uint32_t k)
+{
+	return ((k * 2654435761u) % (JN_OBJ / 4096)) * 4096;
+}
+
+struct jn_child {
+	unsigned inflight, done, errors;
+};
+
+static void
+jn_cb(void *arg, int rc)
+{
+	struct jn_child *c = arg;
+
+	c->inflight--;
+	c->done++;
+	c->errors += rc != 0;
+}
+
+/*
+ * In a child: mount, run the workload with 16 in flight (first..last
+ * overwrites; with big, a 2 MiB omap value half-way: too big for a record of
+ * the 4 MiB journal), wait for every acknowledgement, and exit without
+ * unmounting — RocksDB's memtable is lost, as in a crash.
+ */
+/* The child's part (a fresh process image: see jn_run_child). */
+/* A reactor without check's asserts (they abort in a process check does not run). */
+static struct cm_reactor *
+child_reactor(void)
+{
+	struct cm_reactor_opts ro;
+	struct cm_reactor *r;
+
+	cm_reactor_opts_init(&ro, sizeof(ro));
+	ro.backend = cm_test_backend();
+	if (cm_reactor_create(&ro, &r))
+		_exit(6);
+	return r;
+}
+
+static void
+jn_child_main(uint32_t first, uint32_t last, bool big, bool mk)
+{
+	struct cm_reactor *r = child_reactor();
+	static uint8_t blk[4096], val[JN_BIGV];
+	struct jn_child c = { 0 };
+	struct os_store *s;
+	struct os_opts o;
+
+	cm_log_set_level(CM_LOG_ERR);
+	cm_reactor_run_once(r, 0); /* the thread's current reactor */
+	opts(&o);
+	if (os_mount(r, &o, &s))
+		_exit(2);
+	if (mk) {
+		static uint8_t obj[JN_OBJ];
+		struct os_txn *t;
+
+		cm_test_fill(obj, sizeof(obj), 7);
+		os_txn_create(&t);
+		os_txn_mkcoll(t, "c");
+		os_txn_write(t, "c", "big", 0, obj, sizeof(obj));
+		c.inflight++;
+		os_queue(s, t, jn_cb, &c);
+	}
+	for (uint32_t k = first; k <= last; k++) {
+		struct os_txn *t;
+
+		while (c.inflight >= 16)
+			cm_reactor_run_once(r, 10);
+		os_txn_create(&t);
+		cm_test_fill(blk, sizeof(blk), 1000 + k);
+		os_txn_write(t, "c", "big", jn_off(k), blk, sizeof(blk));
+		if (big && k == (first + last) / 2) {
+			cm_test_fill(val, sizeof(val), 99);
+			os_txn_omap_set(t, "c", "big", "v", 1, val, sizeof(val));
+		}
+		c.inflight++;
+		os_queue(s, t, jn_cb, &c);
+	}
+	while (c.inflight)
+		cm_reactor_run_once(r, 10);
+	_exit(c.errors ? 3 : 0);
+}
+
+/*
+ * In a child: mount, run the workload with 16 in flight (first..last
+ * overwrites; with big, a 2 MiB omap value half-way: too big for a record of
+ * the 4 MiB journal), wait for every acknowledgement, and exit without
+ * unmounting — RocksDB's memtable is lost, as in a crash. The child execs
+ * this binary afresh: RocksDB's background threads (its flushes) do not
+ * survive a fork of a process that has used RocksDB.
+ */
+static void
+jn_run_child(uint32_t first, uint32_t last, bool big, bool mk)
+{
+	pid_t pid = fork();
+	int status;
+
+	ck_assert_int_ge(pid, 0);
+	if (pid == 0) {
+		char arg[64];
+
+		snprintf(arg, sizeof(arg), "%u %u %d %d", first, last, big, mk);
+		setenv("JN_CHILD", arg, 1);
+		setenv("JN_CHILD_DEV", g_dev, 1);
+		execl("/proc/self/exe", "store_test", (char *)NULL);
+		_exit(5);
+	}
+	waitpid(pid, &status, 0);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child: status %d", status);
+}
+
+static void
+jn_model(uint8_t *m, uint32_t last)
+{
+	static uint8_t blk[4096];
+
+	cm_test_fill(m, JN_OBJ, 7);
+	for (uint32_t k = 1; k <= last; k++) {
+		cm_test_fill(blk, sizeof(blk), 1000 + k);
+		memcpy(m + jn_off(k), blk, sizeof(blk));
+	}
+}
+
+/* The newest journal superblock's trim offset (layout: docs/design/store.md "Journal"). */
+static uint64_t
+jn_tail(void)
+{
+	uint8_t b[2][4096];
+	int fd = open(g_dev, O_RDONLY);
+	uint64_t gen[2], tail[2];
+
+	ck_assert_int_ge(fd, 0);
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(pread(fd, b[i], 4096, (off_t)(1 + i) * 4096), 4096);
+		memcpy(&gen[i], b[i] + 8, 8);
+		memcpy(&tail[i], b[i] + 16, 8);
+		if (memcmp(b[i], "CAIRNJSB", 8) != 0)
+			gen[i] = 0;
+	}
+	close(fd);
+	return gen[0] > gen[1] ? tail[0] : tail[1];
+}
+
+static void
+jn_flip(uint64_t area_off)
+{
+	int fd = open(g_dev, O_RDWR);
+	uint8_t c;
+	off_t at = (off_t)(3 * 4096 + area_off + 100); /* in the first batch's bytes */
+
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(pread(fd, &c, 1, at), 1);
+	c ^= 0x5a;
+	ck_assert_int_eq(pwrite(fd, &c, 1, at), 1);
+	close(fd);
+}
+
+START_TEST(test_journal_replay)
+{
+	static uint8_t model[JN_OBJ];
+	struct os_usage u;
+	struct os_opts o;
+	struct os_store *s2;
+	uint64_t tail;
+
+	os_get_usage(g_s, &u);
+	ck_assert_uint_eq(u.journal_size, 4u << 20); /* 1/64 of 256 MiB is under the 4 MiB floor */
+	os_umount(g_s);
+	g_s = NULL;
+	/* ~13 MiB of records through a 4 MiB journal, a too-big transaction in the middle. */
+	jn_run_child(1, JN_OVERW, true, true);
+	mount_store();
+	jn_model(model, JN_OVERW);
+	check_obj("big", model, JN_OBJ);
+	{
+		struct os_kv key = { .key = (uint8_t *)"v", .klen = 1 }, out;
+		static uint8_t val[JN_BIGV];
+
+		ck_assert_int_eq(os_omap_get(g_s, "c", "big", &key, 1, &out), 0);
+		ck_assert_uint_eq(out.vlen, JN_BIGV);
+		cm_test_fill(val, sizeof(val), 99);
+		ck_assert(memcmp(out.val, val, JN_BIGV) == 0);
+		free(out.key);
+		free(out.val);
+	}
+	fsck_clean(true);
+	os_umount(g_s);
+	g_s = NULL;
+	/* A damaged record with good ones after it: mount refuses (acknowledged rounds would be
+	 * lost). */
+	tail = jn_tail();
+	jn_run_child(JN_OVERW + 1, JN_OVERW + 40, false, false);
+	{
+		char cmd[512];
+
+		snprintf(cmd, sizeof(cmd), "cp --sparse=always %s %s.keep", g_dev, g_dev);
+		ck_assert_int_eq(system(cmd), 0);
+	}
+	jn_flip(tail);
+	opts(&o);
+	ck_assert_int_eq(os_mount(g_r, &o, &s2), -EUCLEAN);
+	/* The same bytes undamaged replay whole. */
+	{
+		char cmd[512];
+
+		snprintf(cmd, sizeof(cmd), "mv %s.keep %s", g_dev, g_dev);
+		ck_assert_int_eq(system(cmd), 0);
+	}
+	mount_store();
+	jn_model(model, JN_OVERW + 40);
+	check_obj("big", model, JN_OBJ);
+}
+
+END_TEST
+
+/* A store made without the journal (the version-1 layout) still works and persists. */
+START_TEST(test_no_journal_store)
+{
+	static uint8_t a[64 << 10];
+	struct os_opts o;
+	struct os_usage u;
+	char cmd[512];
+
+	os_umount(g_s);
+	g_s = NULL;
+	snprintf(cmd, sizeof(cmd),
+		 "rm -rf %s.db && dd if=/dev/zero of=%s bs=4096 count=1 "
+		 "conv=notrunc status=none",
+		 g_dev, g_dev);
+	ck_assert_int_eq(system(cmd), 0);
+	opts(&o);
+	o.no_journal = true;
+	ck_assert_int_eq(os_mkfs(&o), 0);
+	mount_store();
+	os_get_usage(g_s, &u);
+	ck_assert_uint_eq(u.journal_size, 0);
+	mkcoll();
+	cm_test_fill(a, sizeof(a), 5);
+	write_obj("o", 0, a, sizeof(a));
+	write_obj("o", 8192, a, 4096); /* deferred */
+	memcpy(a + 8192, a, 4096);
+	os_umount(g_s);
+	mount_store();
+	check_obj("o", a, sizeof(a));
+}
+
+END_TEST
+
 START_TEST(test_allocator)
 {
 	struct os_alloc *a;
@@ -1202,10 +1461,20 @@ END_TEST
 int
 main(void)
 {
-	Suite *s = suite_create("store");
+	Suite *s;
 	TCase *tc = tcase_create("ops"), *small = tcase_create("small"),
 	      *alloc = tcase_create("alloc");
 
+	if (getenv("JN_CHILD")) {
+		unsigned first, last;
+		int big, mk;
+
+		if (sscanf(getenv("JN_CHILD"), "%u %u %d %d", &first, &last, &big, &mk) != 4)
+			return 4;
+		snprintf(g_dev, sizeof(g_dev), "%s", getenv("JN_CHILD_DEV"));
+		jn_child_main(first, last, big, mk);
+	}
+	s = suite_create("store");
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, test_write_read_patterns);
@@ -1223,6 +1492,8 @@ main(void)
 	tcase_add_test(tc, test_stash_unstash_rename);
 	tcase_add_test(tc, test_checksum_catches_corruption);
 	tcase_add_test(tc, test_mount_refusals);
+	tcase_add_test(tc, test_journal_replay);
+	tcase_add_test(tc, test_no_journal_store);
 	tcase_add_checked_fixture(small, setup_small, teardown);
 	tcase_set_timeout(small, 120);
 	tcase_add_test(small, test_enospc_then_delete);

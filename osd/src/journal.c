@@ -1,0 +1,566 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The store's journal (docs/design/store.md "Journal"): a ring of records on
+ * the device itself, one per commit round, holding the round's RocksDB
+ * batches. A round is durable once its record is written and the device
+ * fsynced — one fsync for the round's copy-on-write data, the deferred
+ * writes it retires and its metadata — and RocksDB then takes the batches
+ * without its own WAL. A flush of RocksDB's memtables makes everything
+ * before it durable in its tables; then the superblock moves the trim
+ * point past it and those records' room is reused. Mount replays the
+ * records after the trim point: applying batches again in their order is
+ * harmless (they are blind puts and deletes), so the trim point may lag.
+ */
+#include "store_internal.h"
+
+#include "cm/crc32c.h"
+#include "cm/log.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+CM_LOG_SUBSYS(store);
+
+#define JSB_MAGIC  "CAIRNJSB"
+#define JREC_MAGIC 0x314e524aU /* "JRN1" */
+#define JREC_HDR   64
+
+/* Superblock: magic, gen, trim offset, next sequence, nonce; crc32c at 4092. */
+struct jsb {
+	uint64_t gen, tail, seq;
+};
+
+static void
+put64(uint8_t *p, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint64_t
+get64(const uint8_t *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = (v << 8) | p[i];
+	return v;
+}
+
+static void
+put32(uint8_t *p, uint32_t v)
+{
+	for (int i = 0; i < 4; i++)
+		p[i] = (uint8_t)(v >> (8 * i));
+}
+
+static uint32_t
+get32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+static uint32_t
+nonce_of(const char *uuid)
+{
+	return cm_crc32c(0x4a524e4cU, uuid, strlen(uuid));
+}
+
+static void
+sb_encode(uint8_t *b, uint32_t B, uint32_t nonce, const struct jsb *sb)
+{
+	memset(b, 0, B);
+	memcpy(b, JSB_MAGIC, 8);
+	put64(b + 8, sb->gen);
+	put64(b + 16, sb->tail);
+	put64(b + 24, sb->seq);
+	put32(b + 32, nonce);
+	put32(b + 4092, cm_crc32c(0, b, 4092));
+}
+
+static bool
+sb_decode(const uint8_t *b, uint32_t nonce, struct jsb *sb)
+{
+	if (memcmp(b, JSB_MAGIC, 8) != 0 || get32(b + 4092) != cm_crc32c(0, b, 4092) ||
+	    get32(b + 32) != nonce)
+		return false;
+	sb->gen = get64(b + 8);
+	sb->tail = get64(b + 16);
+	sb->seq = get64(b + 24);
+	return true;
+}
+
+static int
+pwrite_all(int fd, const void *b, size_t n, off_t off)
+{
+	ssize_t w = pwrite(fd, b, n, off);
+
+	return w == (ssize_t)n ? 0 : w < 0 ? -errno : -EIO;
+}
+
+int
+os_jnl_format(int fd, uint32_t B, uint64_t jstart, const char *uuid)
+{
+	uint8_t *b = aligned_alloc(4096, B);
+	struct jsb sb = { .gen = 1, .tail = 0, .seq = 1 };
+	int rc;
+
+	if (!b)
+		return -ENOMEM;
+	/* Generation g lives in copy g & 1: the first update (2) goes to copy 0. */
+	memset(b, 0, B);
+	rc = pwrite_all(fd, b, B, (off_t)(jstart * B));
+	sb_encode(b, B, nonce_of(uuid), &sb);
+	if (!rc)
+		rc = pwrite_all(fd, b, B, (off_t)((jstart + 1) * B));
+	free(b);
+	if (!rc && fdatasync(fd))
+		rc = -errno;
+	return rc;
+}
+
+static uint64_t
+area_off(const struct os_store *s)
+{
+	return (s->jstart + 2) * s->B;
+}
+
+static size_t
+rec_len(const struct os_store *s, size_t plen)
+{
+	return (JREC_HDR + plen + s->B - 1) / s->B * s->B;
+}
+
+/* ---------- mount: replay ---------- */
+
+enum { JR_OK, JR_NONE, JR_BAD };
+
+/*
+ * The record at pos if it is the one with sequence seq: JR_OK (*bufp holds it,
+ * *lenp its length), JR_NONE (no such header there), JR_BAD (its header, but
+ * its bytes do not check: a torn or damaged record).
+ */
+static int
+rec_read(struct os_store *s, uint64_t pos, uint64_t seq, uint8_t **bufp, size_t *lenp)
+{
+	uint8_t *b, *nb;
+	uint32_t plen, crc;
+	size_t len;
+
+	*bufp = NULL;
+	if (pos + s->B > s->jarea)
+		return JR_NONE;
+	b = aligned_alloc(4096, s->B);
+	if (!b)
+		return -ENOMEM;
+	if (pread(s->fd, b, s->B, (off_t)(area_off(s) + pos)) != (ssize_t)s->B ||
+	    get32(b) != JREC_MAGIC || get32(b + 4) != s->jnonce || get64(b + 8) != seq) {
+		free(b);
+		return JR_NONE;
+	}
+	plen = get32(b + 16);
+	len = rec_len(s, plen);
+	if (pos + len > s->jarea) {
+		free(b);
+		return JR_BAD;
+	}
+	if (len > s->B) {
+		nb = aligned_alloc(4096, len);
+		if (!nb) {
+			free(b);
+			return -ENOMEM;
+		}
+		memcpy(nb, b, s->B);
+		free(b);
+		b = nb;
+		if (pread(s->fd, b + s->B, len - s->B, (off_t)(area_off(s) + pos + s->B)) !=
+		    (ssize_t)(len - s->B)) {
+			free(b);
+			return JR_BAD;
+		}
+	}
+	crc = get32(b + 24);
+	put32(b + 24, 0);
+	if (cm_crc32c(0, b, JREC_HDR + plen) != crc) {
+		free(b);
+		return JR_BAD;
+	}
+	*bufp = b;
+	*lenp = len;
+	return JR_OK;
+}
+
+/* The record with sequence seq at pos, or (wrapped) at the area's start. */
+static int
+rec_find(struct os_store *s, uint64_t *pos, uint64_t seq, uint8_t **bufp, size_t *lenp)
+{
+	int r = rec_read(s, *pos, seq, bufp, lenp);
+
+	if (r == JR_NONE && *pos != 0) {
+		r = rec_read(s, 0, seq, bufp, lenp);
+		if (r != JR_NONE)
+			*pos = 0;
+	}
+	return r;
+}
+
+static int
+rec_apply(struct os_store *s, const uint8_t *b)
+{
+	uint32_t plen = get32(b + 16), nb = get32(b + 20);
+	const uint8_t *p = b + JREC_HDR, *end = p + plen;
+	char *err = NULL;
+
+	for (uint32_t i = 0; i < nb; i++) {
+		rocksdb_writebatch_t *wb;
+		uint32_t l;
+
+		if (end - p < 4 || (uint32_t)(end - p - 4) < (l = get32(p)) || l < 12)
+			return -EUCLEAN;
+		wb = rocksdb_writebatch_create_from((const char *)p + 4, l);
+		rocksdb_write(s->db, s->wo_nowal, wb, &err);
+		rocksdb_writebatch_destroy(wb);
+		if (err) {
+			CM_ERR("journal replay: rocksdb write: %s", err);
+			rocksdb_free(err);
+			return -EIO;
+		}
+		p += 4 + l;
+	}
+	return 0;
+}
+
+static int
+kv_flush(struct os_store *s)
+{
+	rocksdb_flushoptions_t *fo = rocksdb_flushoptions_create();
+	char *err = NULL;
+
+	rocksdb_flushoptions_set_wait(fo, 1);
+	rocksdb_flush(s->db, fo, &err);
+	rocksdb_flushoptions_destroy(fo);
+	if (err) {
+		CM_ERR("rocksdb flush: %s", err);
+		rocksdb_free(err);
+		return -EIO;
+	}
+	return 0;
+}
+
+/* Blocking: write the next superblock (trim at the head) and make it durable. */
+static int
+sb_write_sync(struct os_store *s)
+{
+	struct jsb sb = { .gen = ++s->jsb_gen, .tail = s->jhead, .seq = s->jseq };
+	int rc;
+
+	sb_encode(s->jsb_buf, s->B, s->jnonce, &sb);
+	rc = pwrite_all(s->fd, s->jsb_buf, s->B, (off_t)((s->jstart + (sb.gen & 1)) * s->B));
+	if (!rc && fdatasync(s->fd))
+		rc = -errno;
+	if (!rc)
+		s->jtrimmed = s->jcum;
+	return rc;
+}
+
+int
+os_jnl_mount(struct os_store *s)
+{
+	struct jsb sb[2], *cur = NULL;
+	uint64_t pos, seq, n = 0, bytes = 0;
+	int rc = 0;
+
+	s->jarea = (s->jblocks - 2) * s->B;
+	s->jnonce = nonce_of(s->uuid);
+	s->jsb_buf = aligned_alloc(4096, s->B);
+	s->wo_nowal = rocksdb_writeoptions_create();
+	if (!s->jsb_buf || !s->wo_nowal)
+		return -ENOMEM;
+	rocksdb_writeoptions_disable_WAL(s->wo_nowal, 1);
+	for (int i = 0; i < 2; i++) {
+		if (pread(s->fd, s->jsb_buf, s->B, (off_t)((s->jstart + i) * s->B)) !=
+		    (ssize_t)s->B)
+			return -EIO;
+		if (sb_decode(s->jsb_buf, s->jnonce, &sb[i]) && (!cur || sb[i].gen > cur->gen))
+			cur = &sb[i];
+	}
+	if (!cur || cur->tail > s->jarea || cur->tail % s->B) {
+		CM_ERR("%s: the journal's superblocks are unreadable", s->path);
+		return -EUCLEAN;
+	}
+	s->jsb_gen = cur->gen;
+	pos = cur->tail;
+	seq = cur->seq;
+	for (;;) {
+		uint8_t *b;
+		size_t len;
+		int r = rec_find(s, &pos, seq, &b, &len);
+
+		if (r < 0)
+			return r;
+		if (r == JR_BAD) {
+			/*
+			 * A torn last record is normal after a crash (its round was never
+			 * acknowledged); a bad record with a good one after it is not:
+			 * acknowledged rounds would be skipped.
+			 */
+			uint8_t *h = aligned_alloc(4096, s->B);
+			uint64_t next = pos + s->B;
+			size_t l2;
+			uint8_t *b2;
+
+			if (h && pread(s->fd, h, s->B, (off_t)(area_off(s) + pos)) == (ssize_t)s->B)
+				next = pos + rec_len(s, get32(h + 16));
+			free(h);
+			if (next <= s->jarea && rec_find(s, &next, seq + 1, &b2, &l2) == JR_OK) {
+				free(b2);
+				CM_ERR("%s: journal record %" PRIu64 " at offset %" PRIu64
+				       " is damaged and later records follow it",
+				       s->path, seq, pos);
+				return -EUCLEAN;
+			}
+			break;
+		}
+		if (r == JR_NONE)
+			break;
+		rc = rec_apply(s, b);
+		free(b);
+		if (rc)
+			return rc;
+		pos += len;
+		seq++;
+		n++;
+		bytes += len;
+	}
+	s->jhead = pos;
+	s->jseq = seq;
+	s->jcum = s->jtrimmed = 0;
+	if (n) {
+		CM_NOTICE("%s: replayed %" PRIu64 " journal records (%" PRIu64 " bytes)", s->path,
+			  n, bytes);
+		rc = kv_flush(s);
+		if (!rc)
+			rc = sb_write_sync(s);
+	}
+	return rc;
+}
+
+int
+os_jnl_checkpoint(struct os_store *s)
+{
+	int rc;
+
+	if (!s->jblocks || !s->jsb_buf)
+		return 0;
+	rc = kv_flush(s);
+	if (!rc)
+		rc = sb_write_sync(s);
+	return rc;
+}
+
+/* ---------- running ---------- */
+
+size_t
+os_jnl_txn_bytes(const struct os_txn *t)
+{
+	size_t sz = 0;
+
+	if (t->rc || !t->wb)
+		return 0;
+	rocksdb_writebatch_data(t->wb, &sz);
+	return 4 + sz;
+}
+
+size_t
+os_jnl_round_max(const struct os_store *s)
+{
+	return s->jarea / 4 - JREC_HDR;
+}
+
+int
+os_jnl_place(struct os_store *s, struct os_round *rd)
+{
+	size_t plen = 0, len, sz, nb = 0;
+	uint64_t pos = s->jhead, waste = 0;
+	uint8_t *b, *p;
+	uint32_t crc;
+
+	if (rd->retire && rocksdb_writebatch_count(rd->retire)) {
+		rocksdb_writebatch_data(rd->retire, &sz);
+		plen += 4 + sz;
+	}
+	for (size_t i = 0; i < rd->n; i++)
+		plen += os_jnl_txn_bytes(rd->txns[i]);
+	len = rec_len(s, plen);
+	if (pos + len > s->jarea) {
+		waste = s->jarea - pos;
+		pos = 0;
+	}
+	if (s->jcum - s->jtrimmed + waste + len > s->jarea) {
+		s->c_jwaits++;
+		s->jwaiting = true;
+		os_jnl_maybe_flush(s);
+		return -EAGAIN;
+	}
+	b = aligned_alloc(4096, len);
+	if (!b)
+		return -ENOMEM;
+	p = b + JREC_HDR;
+	if (rd->retire && rocksdb_writebatch_count(rd->retire)) {
+		const char *d = rocksdb_writebatch_data(rd->retire, &sz);
+
+		put32(p, (uint32_t)sz);
+		memcpy(p + 4, d, sz);
+		p += 4 + sz;
+		nb++;
+	}
+	for (size_t i = 0; i < rd->n; i++) {
+		struct os_txn *t = rd->txns[i];
+		const char *d;
+
+		if (t->rc || !t->wb)
+			continue;
+		d = rocksdb_writebatch_data(t->wb, &sz);
+		put32(p, (uint32_t)sz);
+		memcpy(p + 4, d, sz);
+		p += 4 + sz;
+		nb++;
+	}
+	memset(b, 0, JREC_HDR);
+	memset(p, 0, len - JREC_HDR - plen);
+	put32(b, JREC_MAGIC);
+	put32(b + 4, s->jnonce);
+	put64(b + 8, s->jseq);
+	put32(b + 16, (uint32_t)plen);
+	put32(b + 20, (uint32_t)nb);
+	crc = cm_crc32c(0, b, JREC_HDR + plen);
+	put32(b + 24, crc);
+	rd->jbuf = b;
+	rd->jiov = (struct iovec){ .iov_base = b, .iov_len = len };
+	rd->jseq = s->jseq++;
+	s->jhead = pos + len;
+	s->jcum += waste + len;
+	rd->jend = s->jhead;
+	rd->jcum = s->jcum;
+	rd->jpos = pos;
+	s->c_jbytes += len;
+	return 0;
+}
+
+static void
+jwrite_done(struct cm_io *io, int res)
+{
+	struct os_round *rd = io->arg;
+	struct os_store *s = rd->s;
+
+	if (res != (int)rd->jiov.iov_len) {
+		CM_ERR("journal write of %zu bytes failed: %s", rd->jiov.iov_len,
+		       res < 0 ? strerror(-res) : "short write");
+		rd->fsync_io.cb(&rd->fsync_io, res < 0 ? res : -EIO);
+		return;
+	}
+	s->c_fsyncs++;
+	if (cm_io_fsync(s->r, &rd->fsync_io, s->fd))
+		rd->fsync_io.cb(&rd->fsync_io, -EIO);
+}
+
+void
+os_jnl_write(struct os_store *s, struct os_round *rd, void (*done)(struct cm_io *, int))
+{
+	uint64_t pos = rd->jpos;
+
+	rd->fsync_io.cb = done;
+	rd->fsync_io.arg = rd;
+	rd->jio.cb = jwrite_done;
+	rd->jio.arg = rd;
+	rd->t_fsync = cm_now_ns();
+	if (cm_io_writev(s->r, &rd->jio, s->fd, &rd->jiov, 1, (off_t)(area_off(s) + pos)))
+		jwrite_done(&rd->jio, -EIO);
+}
+
+void
+os_jnl_applied(struct os_store *s, struct os_round *rd)
+{
+	s->japplied = (struct os_jmark){ .seq = rd->jseq, .end = rd->jend, .cum = rd->jcum };
+	os_jnl_maybe_flush(s);
+}
+
+static void
+sb_fsync_done(struct cm_io *io, int res)
+{
+	struct os_store *s = io->arg;
+
+	if (res < 0) {
+		CM_ERR("journal superblock fsync failed: %s", strerror(-res));
+	} else {
+		s->jtrimmed = s->jnote.cum;
+		s->c_jflushes++;
+	}
+	s->jflushing = false;
+	s->jwaiting = false;
+	os_kick_commit(s);
+	os_jnl_maybe_flush(s);
+}
+
+static void
+sb_write_done(struct cm_io *io, int res)
+{
+	struct os_store *s = io->arg;
+
+	if (res != (int)s->B) {
+		CM_ERR("journal superblock write failed: %s",
+		       res < 0 ? strerror(-res) : "short write");
+		s->jflushing = false;
+		return;
+	}
+	s->jsb_io.cb = sb_fsync_done;
+	if (cm_io_fsync(s->r, &s->jsb_io, s->fd))
+		sb_fsync_done(&s->jsb_io, -EIO);
+}
+
+static void
+flush_fn(void *arg)
+{
+	struct os_store *s = arg;
+
+	s->jflush_rc = kv_flush(s);
+}
+
+static void
+flush_done(void *arg)
+{
+	struct os_store *s = arg;
+	struct jsb sb;
+
+	if (s->jflush_rc) {
+		s->jflushing = false;
+		return;
+	}
+	/* Everything up to jnote is in RocksDB's tables: move the trim point past it. */
+	sb = (struct jsb){ .gen = ++s->jsb_gen, .tail = s->jnote.end, .seq = s->jnote.seq + 1 };
+	sb_encode(s->jsb_buf, s->B, s->jnonce, &sb);
+	s->jsb_iov = (struct iovec){ .iov_base = s->jsb_buf, .iov_len = s->B };
+	s->jsb_io.cb = sb_write_done;
+	s->jsb_io.arg = s;
+	if (cm_io_writev(s->r, &s->jsb_io, s->fd, &s->jsb_iov, 1,
+			 (off_t)((s->jstart + (sb.gen & 1)) * s->B)))
+		sb_write_done(&s->jsb_io, -EIO);
+}
+
+/* Flush and trim once half the record area is in use (or a round found no room). */
+void
+os_jnl_maybe_flush(struct os_store *s)
+{
+	if (!s->jblocks || s->jflushing || s->jbig || s->japplied.cum <= s->jtrimmed)
+		return;
+	if ((s->jcum - s->jtrimmed) * 2 < s->jarea && !s->jwaiting)
+		return;
+	s->jflushing = true;
+	s->jnote = s->japplied;
+	s->jflush_work = (struct cm_work){ .fn = flush_fn, .done = flush_done, .arg = s };
+	if (cm_worker_submit(s->flusher, s->r, &s->jflush_work))
+		s->jflushing = false;
+}
