@@ -147,7 +147,7 @@ static int
 rec_read(struct os_store *s, uint64_t pos, uint64_t seq, uint8_t **bufp, size_t *lenp)
 {
 	uint8_t *b, *nb;
-	uint32_t plen, crc;
+	uint32_t plen;
 	size_t len;
 
 	*bufp = NULL;
@@ -182,9 +182,7 @@ rec_read(struct os_store *s, uint64_t pos, uint64_t seq, uint8_t **bufp, size_t 
 			return JR_BAD;
 		}
 	}
-	crc = get32(b + 24);
-	put32(b + 24, 0);
-	if (cm_crc32c(0, b, JREC_HDR + plen) != crc) {
+	if (os_jnl_record_parse(b, len, s->jnonce, seq, true, NULL, NULL)) {
 		free(b);
 		return JR_BAD;
 	}
@@ -207,30 +205,70 @@ rec_find(struct os_store *s, uint64_t *pos, uint64_t seq, uint8_t **bufp, size_t
 	return r;
 }
 
-static int
-rec_apply(struct os_store *s, const uint8_t *b)
+int
+os_jnl_record_parse(const uint8_t *b, size_t len, uint32_t nonce, uint64_t seq, bool check_crc,
+		    int (*cb)(void *arg, const uint8_t *batch, size_t blen), void *arg)
 {
-	uint32_t plen = get32(b + 16), nb = get32(b + 20);
-	const uint8_t *p = b + JREC_HDR, *end = p + plen;
-	char *err = NULL;
+	static const uint8_t zero[4];
+	const uint8_t *p, *end;
+	uint32_t plen, nb;
 
+	if (len < JREC_HDR || get32(b) != JREC_MAGIC || get32(b + 4) != nonce ||
+	    get64(b + 8) != seq)
+		return -EBADMSG;
+	plen = get32(b + 16);
+	nb = get32(b + 20);
+	if (plen > len - JREC_HDR)
+		return -EBADMSG;
+	if (check_crc) {
+		/* As written: the crc field counted as zero. */
+		uint32_t crc = cm_crc32c(0, b, 24);
+
+		crc = cm_crc32c(crc, zero, 4);
+		crc = cm_crc32c(crc, b + 28, JREC_HDR - 28 + (size_t)plen);
+		if (crc != get32(b + 24))
+			return -EBADMSG;
+	}
+	p = b + JREC_HDR;
+	end = p + plen;
 	for (uint32_t i = 0; i < nb; i++) {
-		rocksdb_writebatch_t *wb;
 		uint32_t l;
+		int rc;
 
-		if (end - p < 4 || (uint32_t)(end - p - 4) < (l = get32(p)) || l < 12)
+		if (end - p < 4)
 			return -EUCLEAN;
-		wb = rocksdb_writebatch_create_from((const char *)p + 4, l);
-		rocksdb_write(s->db, s->wo_nowal, wb, &err);
-		rocksdb_writebatch_destroy(wb);
-		if (err) {
-			CM_ERR("journal replay: rocksdb write: %s", err);
-			rocksdb_free(err);
-			return -EIO;
-		}
+		l = get32(p);
+		/* A RocksDB batch has at least its 12-byte header (sequence, count). */
+		if (l < 12 || l > (size_t)(end - p) - 4)
+			return -EUCLEAN;
+		if (cb && (rc = cb(arg, p + 4, l)))
+			return rc;
 		p += 4 + l;
 	}
+	return p == end ? 0 : -EUCLEAN;
+}
+
+static int
+apply_batch(void *arg, const uint8_t *batch, size_t blen)
+{
+	struct os_store *s = arg;
+	rocksdb_writebatch_t *wb = rocksdb_writebatch_create_from((const char *)batch, blen);
+	char *err = NULL;
+
+	rocksdb_write(s->db, s->wo_nowal, wb, &err);
+	rocksdb_writebatch_destroy(wb);
+	if (err) {
+		CM_ERR("journal replay: rocksdb write: %s", err);
+		rocksdb_free(err);
+		return -EIO;
+	}
 	return 0;
+}
+
+static int
+rec_apply(struct os_store *s, const uint8_t *b, size_t len)
+{
+	return os_jnl_record_parse(b, len, s->jnonce, get64(b + 8), false, apply_batch, s);
 }
 
 static int
@@ -326,7 +364,7 @@ os_jnl_mount(struct os_store *s)
 		}
 		if (r == JR_NONE)
 			break;
-		rc = rec_apply(s, b);
+		rc = rec_apply(s, b, len);
 		free(b);
 		if (rc)
 			return rc;

@@ -393,6 +393,15 @@ uint64_t os_hash(const void *p, size_t n);
 
 /* ---- the journal (journal.c) ---- */
 
+/*
+ * Check a journal record read from the device (b, len bytes): header,
+ * sequence, nonce, length, crc (when check_crc), and the framing of its
+ * batches; call cb (if set) with each batch, stopping at a non-zero return.
+ * \return 0, -EBADMSG (not this record, or damaged), -EUCLEAN (bad
+ * framing), or cb's error. Pure: the fuzz target's entry.
+ */
+int os_jnl_record_parse(const uint8_t *b, size_t len, uint32_t nonce, uint64_t seq, bool check_crc,
+			int (*cb)(void *arg, const uint8_t *batch, size_t blen), void *arg);
 /* mkfs: the journal's superblocks for an empty journal. Blocking. */
 int os_jnl_format(int fd, uint32_t B, uint64_t jstart, const char *uuid);
 /* mount: replay the records after the trim point into RocksDB, flush, trim. Blocking. */
