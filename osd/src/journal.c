@@ -526,6 +526,8 @@ os_jnl_applied(struct os_store *s, struct os_round *rd)
 	os_jnl_maybe_flush(s);
 }
 
+static void flush_retry(struct cm_timer *t);
+
 static void
 sb_fsync_done(struct cm_io *io, int res)
 {
@@ -552,6 +554,8 @@ sb_write_done(struct cm_io *io, int res)
 		CM_ERR("journal superblock write failed: %s",
 		       res < 0 ? strerror(-res) : "short write");
 		s->jflushing = false;
+		cm_timer_init(&s->jretry, flush_retry, s);
+		cm_timer_arm(s->r, &s->jretry, 1000);
 		return;
 	}
 	s->jsb_io.cb = sb_fsync_done;
@@ -568,13 +572,24 @@ flush_fn(void *arg)
 }
 
 static void
+flush_retry(struct cm_timer *t)
+{
+	struct os_store *s = t->arg;
+
+	os_jnl_maybe_flush(s);
+}
+
+static void
 flush_done(void *arg)
 {
 	struct os_store *s = arg;
 	struct jsb sb;
 
 	if (s->jflush_rc) {
+		/* Rounds waiting for room wait on: try again in a second. */
 		s->jflushing = false;
+		cm_timer_init(&s->jretry, flush_retry, s);
+		cm_timer_arm(s->r, &s->jretry, 1000);
 		return;
 	}
 	/* Everything up to jnote is in RocksDB's tables: move the trim point past it. */
