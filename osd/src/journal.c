@@ -526,7 +526,20 @@ os_jnl_applied(struct os_store *s, struct os_round *rd)
 	os_jnl_maybe_flush(s);
 }
 
-static void flush_retry(struct cm_timer *t);
+/*
+ * The journal cannot be trimmed (a RocksDB flush failed — its filesystem is
+ * full, say — or the superblock cannot be written): the store refuses
+ * further transactions, as after a failed KV commit, and rounds waiting for
+ * room fail now instead of waiting for ever. What was acknowledged stays in
+ * the journal; a mount after the cause is fixed replays it.
+ */
+static void
+jnl_failed(struct os_store *s, const char *what, const char *why)
+{
+	CM_ERR("%s: journal: %s failed (%s); refusing further transactions", s->path, what, why);
+	s->failed = true;
+	os_kick_commit(s);
+}
 
 static void
 sb_fsync_done(struct cm_io *io, int res)
@@ -534,7 +547,7 @@ sb_fsync_done(struct cm_io *io, int res)
 	struct os_store *s = io->arg;
 
 	if (res < 0) {
-		CM_ERR("journal superblock fsync failed: %s", strerror(-res));
+		jnl_failed(s, "superblock fsync", strerror(-res));
 	} else {
 		s->jtrimmed = s->jnote.cum;
 		s->c_jflushes++;
@@ -551,11 +564,8 @@ sb_write_done(struct cm_io *io, int res)
 	struct os_store *s = io->arg;
 
 	if (res != (int)s->B) {
-		CM_ERR("journal superblock write failed: %s",
-		       res < 0 ? strerror(-res) : "short write");
 		s->jflushing = false;
-		cm_timer_init(&s->jretry, flush_retry, s);
-		cm_timer_arm(s->r, &s->jretry, 1000);
+		jnl_failed(s, "superblock write", res < 0 ? strerror(-res) : "short write");
 		return;
 	}
 	s->jsb_io.cb = sb_fsync_done;
@@ -572,24 +582,14 @@ flush_fn(void *arg)
 }
 
 static void
-flush_retry(struct cm_timer *t)
-{
-	struct os_store *s = t->arg;
-
-	os_jnl_maybe_flush(s);
-}
-
-static void
 flush_done(void *arg)
 {
 	struct os_store *s = arg;
 	struct jsb sb;
 
 	if (s->jflush_rc) {
-		/* Rounds waiting for room wait on: try again in a second. */
 		s->jflushing = false;
-		cm_timer_init(&s->jretry, flush_retry, s);
-		cm_timer_arm(s->r, &s->jretry, 1000);
+		jnl_failed(s, "RocksDB flush", "see the error above");
 		return;
 	}
 	/* Everything up to jnote is in RocksDB's tables: move the trim point past it. */

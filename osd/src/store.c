@@ -830,8 +830,6 @@ os_store_free(struct os_store *s)
 	cm_worker_pool_destroy(s->commit);
 	cm_worker_pool_destroy(s->rd);
 	cm_worker_pool_destroy(s->flusher);
-	if (s->r && cm_timer_armed(&s->jretry))
-		cm_timer_cancel(s->r, &s->jretry);
 	if (s->db)
 		rocksdb_close(s->db);
 	if (s->dbo)

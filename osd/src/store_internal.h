@@ -324,7 +324,6 @@ struct os_store {
 	int jflush_rc;
 	struct cm_worker_pool *flusher;
 	struct cm_work jflush_work;
-	struct cm_timer jretry; /* a failed flush or superblock write: again later */
 	uint8_t *jsb_buf;
 	struct iovec jsb_iov;
 	struct cm_io jsb_io;

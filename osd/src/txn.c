@@ -676,6 +676,8 @@ commit_fn(void *arg)
 			rocksdb_write(s->db, s->wo_sync, rd->txns[0]->wb, &err);
 		goto out;
 	}
+	if (s->jblocks && !rd->jbuf)
+		goto out; /* failed without a record: nothing of it happens */
 	if (s->jblocks) {
 		/* Durable in the journal already: into the memtable, without RocksDB's WAL. */
 		if (rd->retire && rocksdb_writebatch_count(rd->retire))
@@ -1082,7 +1084,8 @@ kick_commit(struct os_store *s)
 				rocksdb_writebatch_delete(rd->retire, key,
 							  os_key_deferred(key, d->seq));
 		}
-		if (os_jnl_place(s, rd)) {
+		/* A store that refuses transactions writes no record: the round fails. */
+		if (!s->failed && os_jnl_place(s, rd)) {
 			/* No room until a flush trims the journal (or no memory): later. */
 			if (rd->retire)
 				rocksdb_writebatch_destroy(rd->retire);
@@ -1102,7 +1105,12 @@ kick_commit(struct os_store *s)
 	s->c_groups++;
 	rd->fsync_io.cb = fsync_done;
 	rd->fsync_io.arg = rd;
-	if (s->jblocks && !rd->big) {
+	if (s->jblocks && !rd->big && !rd->jbuf) {
+		for (size_t i = 0; i < rd->n; i++)
+			if (!rd->txns[i]->rc)
+				rd->txns[i]->rc = -EIO;
+		fsync_done(&rd->fsync_io, 0);
+	} else if (s->jblocks && !rd->big) {
 		/* The record, then one fsync for it, the round's data and what it retires. */
 		s->dirty = false;
 		os_jnl_write(s, rd, fsync_done);

@@ -1419,6 +1419,85 @@ START_TEST(test_no_journal_store)
 
 END_TEST
 
+/*
+ * The metadata's filesystem fills up (the DB on a 6 MiB tmpfs; root only):
+ * transactions fail with an error — none waits for ever — and after the
+ * filesystem has room again every acknowledged one is there.
+ */
+START_TEST(test_db_filesystem_full)
+{
+	static uint8_t val[16 << 10];
+	char fs[128], db[160], cmd[400];
+	struct os_opts o;
+	int acked = 0, rc = 0;
+
+	os_umount(g_s);
+	g_s = NULL;
+	snprintf(fs, sizeof(fs), "%s/dbfs", g_dir);
+	ck_assert_int_eq(mkdir(fs, 0700), 0);
+	snprintf(cmd, sizeof(cmd), "mount -t tmpfs -o size=6M tmpfs %s 2>/dev/null", fs);
+	if (system(cmd) != 0) {
+		fprintf(stderr,
+			"store_test: no tmpfs mount (not root?): skipping the full DB test\n");
+		return;
+	}
+	snprintf(db, sizeof(db), "%s/db", fs);
+	snprintf(cmd, sizeof(cmd),
+		 "rm -rf %s.db && dd if=/dev/zero of=%s bs=4096 count=1 "
+		 "conv=notrunc status=none",
+		 g_dev, g_dev);
+	ck_assert_int_eq(system(cmd), 0);
+	opts(&o);
+	o.db_path = db;
+	ck_assert_int_eq(os_mkfs(&o), 0);
+	ck_assert_int_eq(os_mount(g_r, &o, &g_s), 0);
+	mkcoll();
+	/* 16 KiB omap values, one per transaction: 40 MiB would not fit in 6. */
+	for (int i = 0; i < 2560 && !rc; i++) {
+		struct os_txn *t = txn();
+		char k[16];
+
+		snprintf(k, sizeof(k), "k%05d", i);
+		cm_test_fill(val, sizeof(val), (uint64_t)i);
+		ck_assert_int_eq(os_txn_omap_set(t, "c", "o", k, strlen(k), val, sizeof(val)), 0);
+		rc = apply(t); /* fails the test if it never completes */
+		if (!rc)
+			acked++;
+	}
+	ck_assert_msg(rc != 0, "2560 transactions of 16 KiB fit a 6 MiB filesystem?");
+	ck_assert_int_eq(rc, -EIO);
+	ck_assert_int_gt(acked, 0);
+	os_umount(g_s);
+	g_s = NULL;
+	/* Room again: every acknowledged transaction is there. */
+	snprintf(cmd, sizeof(cmd), "mount -o remount,size=256M %s", fs);
+	ck_assert_int_eq(system(cmd), 0);
+	ck_assert_int_eq(os_mount(g_r, &o, &g_s), 0);
+	for (int i = 0; i < acked; i++) {
+		char k[16];
+		struct os_kv key, out;
+
+		snprintf(k, sizeof(k), "k%05d", i);
+		key = (struct os_kv){ .key = (uint8_t *)k, .klen = strlen(k) };
+		ck_assert_int_eq(os_omap_get(g_s, "c", "o", &key, 1, &out), 0);
+		ck_assert_msg(out.val != NULL, "acknowledged key %s is missing", k);
+		cm_test_fill(val, sizeof(val), (uint64_t)i);
+		ck_assert(out.vlen == sizeof(val) && memcmp(out.val, val, sizeof(val)) == 0);
+		free(out.key);
+		free(out.val);
+	}
+	fprintf(stderr,
+		"store_test: %d transactions acknowledged before the DB filesystem filled\n",
+		acked);
+	fsck_clean(true);
+	os_umount(g_s);
+	g_s = NULL;
+	snprintf(cmd, sizeof(cmd), "umount %s", fs);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+END_TEST
+
 START_TEST(test_allocator)
 {
 	struct os_alloc *a;
@@ -1494,6 +1573,7 @@ main(void)
 	tcase_add_test(tc, test_mount_refusals);
 	tcase_add_test(tc, test_journal_replay);
 	tcase_add_test(tc, test_no_journal_store);
+	tcase_add_test(tc, test_db_filesystem_full);
 	tcase_add_checked_fixture(small, setup_small, teardown);
 	tcase_set_timeout(small, 120);
 	tcase_add_test(small, test_enospc_then_delete);
