@@ -20,6 +20,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 CM_LOG_SUBSYS(store);
@@ -102,17 +103,29 @@ pwrite_all(int fd, const void *b, size_t n, off_t off)
 }
 
 int
-os_jnl_format(int fd, uint32_t B, uint64_t jstart, const char *uuid)
+os_jnl_format(int fd, uint32_t B, uint64_t jstart, uint64_t jblocks, const char *uuid)
 {
-	uint8_t *b = aligned_alloc(4096, B);
+	uint8_t *b = aligned_alloc(4096, CM_MAX((size_t)B, (size_t)1 << 20));
 	struct jsb sb = { .gen = 1, .tail = 0, .seq = 1 };
+	struct stat st;
 	int rc;
 
 	if (!b)
 		return -ENOMEM;
+	/*
+	 * On a file, write the record area once: blocks a file system has never
+	 * written (posix_fallocate's) cost it a metadata change — committed
+	 * through its own journal at every flush — the first time each is
+	 * written, which is what the journal is there to avoid.
+	 */
+	memset(b, 0, CM_MAX((size_t)B, (size_t)1 << 20));
+	rc = fstat(fd, &st) ? -errno : 0;
+	for (uint64_t off = (jstart + 2) * B, end = (jstart + jblocks) * B;
+	     !rc && S_ISREG(st.st_mode) && off < end; off += 1 << 20)
+		rc = pwrite_all(fd, b, (size_t)CM_MIN(end - off, (uint64_t)1 << 20), (off_t)off);
 	/* Generation g lives in copy g & 1: the first update (2) goes to copy 0. */
-	memset(b, 0, B);
-	rc = pwrite_all(fd, b, B, (off_t)(jstart * B));
+	if (!rc)
+		rc = pwrite_all(fd, b, B, (off_t)(jstart * B));
 	sb_encode(b, B, nonce_of(uuid), &sb);
 	if (!rc)
 		rc = pwrite_all(fd, b, B, (off_t)((jstart + 1) * B));

@@ -531,7 +531,7 @@ os_mkfs(const struct os_opts *o)
 	rocksdb_close(db);
 	rocksdb_options_destroy(dbo);
 	if (!rc && l.jblocks)
-		rc = os_jnl_format(fd, l.block_size, l.jstart, l.uuid);
+		rc = os_jnl_format(fd, l.block_size, l.jstart, l.jblocks, l.uuid);
 	/* The label last: a half-made store is not taken for a store. */
 	if (!rc)
 		rc = label_write(fd, &l);

@@ -402,8 +402,8 @@ uint64_t os_hash(const void *p, size_t n);
  */
 int os_jnl_record_parse(const uint8_t *b, size_t len, uint32_t nonce, uint64_t seq, bool check_crc,
 			int (*cb)(void *arg, const uint8_t *batch, size_t blen), void *arg);
-/* mkfs: the journal's superblocks for an empty journal. Blocking. */
-int os_jnl_format(int fd, uint32_t B, uint64_t jstart, const char *uuid);
+/* mkfs: the journal's superblocks for an empty journal (on a file: the area written once). */
+int os_jnl_format(int fd, uint32_t B, uint64_t jstart, uint64_t jblocks, const char *uuid);
 /* mount: replay the records after the trim point into RocksDB, flush, trim. Blocking. */
 int os_jnl_mount(struct os_store *s);
 /*
