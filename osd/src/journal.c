@@ -34,36 +34,6 @@ struct jsb {
 	uint64_t gen, tail, seq;
 };
 
-static void
-put64(uint8_t *p, uint64_t v)
-{
-	for (int i = 0; i < 8; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t
-get64(const uint8_t *p)
-{
-	uint64_t v = 0;
-
-	for (int i = 7; i >= 0; i--)
-		v = (v << 8) | p[i];
-	return v;
-}
-
-static void
-put32(uint8_t *p, uint32_t v)
-{
-	for (int i = 0; i < 4; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint32_t
-get32(const uint8_t *p)
-{
-	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
 static uint32_t
 nonce_of(const char *uuid)
 {
@@ -75,22 +45,22 @@ sb_encode(uint8_t *b, uint32_t B, uint32_t nonce, const struct jsb *sb)
 {
 	memset(b, 0, B);
 	memcpy(b, JSB_MAGIC, 8);
-	put64(b + 8, sb->gen);
-	put64(b + 16, sb->tail);
-	put64(b + 24, sb->seq);
-	put32(b + 32, nonce);
-	put32(b + 4092, cm_crc32c(0, b, 4092));
+	cm_put_le64(b + 8, sb->gen);
+	cm_put_le64(b + 16, sb->tail);
+	cm_put_le64(b + 24, sb->seq);
+	cm_put_le32(b + 32, nonce);
+	cm_put_le32(b + 4092, cm_crc32c(0, b, 4092));
 }
 
 static bool
 sb_decode(const uint8_t *b, uint32_t nonce, struct jsb *sb)
 {
-	if (memcmp(b, JSB_MAGIC, 8) != 0 || get32(b + 4092) != cm_crc32c(0, b, 4092) ||
-	    get32(b + 32) != nonce)
+	if (memcmp(b, JSB_MAGIC, 8) != 0 || cm_get_le32(b + 4092) != cm_crc32c(0, b, 4092) ||
+	    cm_get_le32(b + 32) != nonce)
 		return false;
-	sb->gen = get64(b + 8);
-	sb->tail = get64(b + 16);
-	sb->seq = get64(b + 24);
+	sb->gen = cm_get_le64(b + 8);
+	sb->tail = cm_get_le64(b + 16);
+	sb->seq = cm_get_le64(b + 24);
 	return true;
 }
 
@@ -154,7 +124,8 @@ enum { JR_OK, JR_NONE, JR_BAD };
 /*
  * The record at pos if it is the one with sequence seq: JR_OK (*bufp holds it,
  * *lenp its length), JR_NONE (no such header there), JR_BAD (its header, but
- * its bytes do not check: a torn or damaged record).
+ * its bytes do not check: a torn or damaged record; *lenp the length its
+ * header claims).
  */
 static int
 rec_read(struct os_store *s, uint64_t pos, uint64_t seq, uint8_t **bufp, size_t *lenp)
@@ -170,12 +141,14 @@ rec_read(struct os_store *s, uint64_t pos, uint64_t seq, uint8_t **bufp, size_t 
 	if (!b)
 		return -ENOMEM;
 	if (pread(s->fd, b, s->B, (off_t)(area_off(s) + pos)) != (ssize_t)s->B ||
-	    get32(b) != JREC_MAGIC || get32(b + 4) != s->jnonce || get64(b + 8) != seq) {
+	    cm_get_le32(b) != JREC_MAGIC || cm_get_le32(b + 4) != s->jnonce ||
+	    cm_get_le64(b + 8) != seq) {
 		free(b);
 		return JR_NONE;
 	}
-	plen = get32(b + 16);
+	plen = cm_get_le32(b + 16);
 	len = rec_len(s, plen);
+	*lenp = len;
 	if (pos + len > s->jarea) {
 		free(b);
 		return JR_BAD;
@@ -226,11 +199,11 @@ os_jnl_record_parse(const uint8_t *b, size_t len, uint32_t nonce, uint64_t seq, 
 	const uint8_t *p, *end;
 	uint32_t plen, nb;
 
-	if (len < JREC_HDR || get32(b) != JREC_MAGIC || get32(b + 4) != nonce ||
-	    get64(b + 8) != seq)
+	if (len < JREC_HDR || cm_get_le32(b) != JREC_MAGIC || cm_get_le32(b + 4) != nonce ||
+	    cm_get_le64(b + 8) != seq)
 		return -EBADMSG;
-	plen = get32(b + 16);
-	nb = get32(b + 20);
+	plen = cm_get_le32(b + 16);
+	nb = cm_get_le32(b + 20);
 	if (plen > len - JREC_HDR)
 		return -EBADMSG;
 	if (check_crc) {
@@ -239,7 +212,7 @@ os_jnl_record_parse(const uint8_t *b, size_t len, uint32_t nonce, uint64_t seq, 
 
 		crc = cm_crc32c(crc, zero, 4);
 		crc = cm_crc32c(crc, b + 28, JREC_HDR - 28 + (size_t)plen);
-		if (crc != get32(b + 24))
+		if (crc != cm_get_le32(b + 24))
 			return -EBADMSG;
 	}
 	p = b + JREC_HDR;
@@ -250,7 +223,7 @@ os_jnl_record_parse(const uint8_t *b, size_t len, uint32_t nonce, uint64_t seq, 
 
 		if (end - p < 4)
 			return -EUCLEAN;
-		l = get32(p);
+		l = cm_get_le32(p);
 		/* A RocksDB batch has at least its 12-byte header (sequence, count). */
 		if (l < 12 || l > (size_t)(end - p) - 4)
 			return -EUCLEAN;
@@ -281,7 +254,7 @@ apply_batch(void *arg, const uint8_t *batch, size_t blen)
 static int
 rec_apply(struct os_store *s, const uint8_t *b, size_t len)
 {
-	return os_jnl_record_parse(b, len, s->jnonce, get64(b + 8), false, apply_batch, s);
+	return os_jnl_record_parse(b, len, s->jnonce, cm_get_le64(b + 8), false, apply_batch, s);
 }
 
 static int
@@ -358,14 +331,10 @@ os_jnl_mount(struct os_store *s)
 			 * acknowledged); a bad record with a good one after it is not:
 			 * acknowledged rounds would be skipped.
 			 */
-			uint8_t *h = aligned_alloc(4096, s->B);
-			uint64_t next = pos + s->B;
+			uint64_t next = pos + len;
 			size_t l2;
 			uint8_t *b2;
 
-			if (h && pread(s->fd, h, s->B, (off_t)(area_off(s) + pos)) == (ssize_t)s->B)
-				next = pos + rec_len(s, get32(h + 16));
-			free(h);
 			if (next <= s->jarea && rec_find(s, &next, seq + 1, &b2, &l2) == JR_OK) {
 				free(b2);
 				CM_ERR("%s: journal record %" PRIu64 " at offset %" PRIu64
@@ -463,7 +432,7 @@ os_jnl_place(struct os_store *s, struct os_round *rd)
 	if (rd->retire && rocksdb_writebatch_count(rd->retire)) {
 		const char *d = rocksdb_writebatch_data(rd->retire, &sz);
 
-		put32(p, (uint32_t)sz);
+		cm_put_le32(p, (uint32_t)sz);
 		memcpy(p + 4, d, sz);
 		p += 4 + sz;
 		nb++;
@@ -475,20 +444,20 @@ os_jnl_place(struct os_store *s, struct os_round *rd)
 		if (t->rc || !t->wb)
 			continue;
 		d = rocksdb_writebatch_data(t->wb, &sz);
-		put32(p, (uint32_t)sz);
+		cm_put_le32(p, (uint32_t)sz);
 		memcpy(p + 4, d, sz);
 		p += 4 + sz;
 		nb++;
 	}
 	memset(b, 0, JREC_HDR);
 	memset(p, 0, len - JREC_HDR - plen);
-	put32(b, JREC_MAGIC);
-	put32(b + 4, s->jnonce);
-	put64(b + 8, s->jseq);
-	put32(b + 16, (uint32_t)plen);
-	put32(b + 20, (uint32_t)nb);
+	cm_put_le32(b, JREC_MAGIC);
+	cm_put_le32(b + 4, s->jnonce);
+	cm_put_le64(b + 8, s->jseq);
+	cm_put_le32(b + 16, (uint32_t)plen);
+	cm_put_le32(b + 20, (uint32_t)nb);
 	crc = cm_crc32c(0, b, JREC_HDR + plen);
-	put32(b + 24, crc);
+	cm_put_le32(b + 24, crc);
 	rd->jbuf = b;
 	rd->jiov = (struct iovec){ .iov_base = b, .iov_len = len };
 	rd->jseq = s->jseq++;
@@ -620,7 +589,10 @@ flush_done(void *arg)
 void
 os_jnl_maybe_flush(struct os_store *s)
 {
-	if (!s->jblocks || s->jflushing || s->jbig || s->japplied.cum <= s->jtrimmed)
+	struct os_round *first = TAILQ_FIRST(&s->rounds);
+
+	/* A too-big transaction in flight is alone and checkpoints itself. */
+	if (!s->jblocks || s->jflushing || (first && first->big) || s->japplied.cum <= s->jtrimmed)
 		return;
 	if ((s->jcum - s->jtrimmed) * 2 < s->jarea && !s->jwaiting)
 		return;

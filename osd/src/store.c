@@ -500,7 +500,7 @@ os_mkfs(const struct os_opts *o)
 		if (!want && l.dev_size >= (64ull << 20))
 			want = CM_MIN(CM_MAX(l.dev_size / 64, 4ull << 20), 128ull << 20);
 		l.jblocks = want / o->block_size;
-		l.jstart = 1;
+		l.jstart = l.jblocks ? 1 : 0;
 		if (want &&
 		    (want < (1ull << 20) || 1 + l.jblocks + 64 > l.dev_size / o->block_size)) {
 			CM_ERR("mkfs %s: a journal of %" PRIu64 " bytes does not fit", o->path,
@@ -508,8 +508,6 @@ os_mkfs(const struct os_opts *o)
 			close(fd);
 			return -EINVAL;
 		}
-		if (!l.jblocks)
-			l.jstart = 0;
 	}
 	if (cm_uuid_generate(l.uuid)) {
 		close(fd);

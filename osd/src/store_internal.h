@@ -320,7 +320,6 @@ struct os_store {
 	} japplied, jnote; /* newest round in the memtable; the one a running flush trims to */
 
 	bool jflushing, jwaiting; /* a flush runs; a round waits for room */
-	bool jbig;                /* a too-big transaction is in flight (txn.c) */
 	int jflush_rc;
 	struct cm_worker_pool *flusher;
 	struct cm_work jflush_work;

@@ -937,9 +937,7 @@ commit_done(void *arg)
 	}
 	TAILQ_REMOVE(&s->rounds, rd, link);
 	s->nrounds--;
-	if (rd->big)
-		s->jbig = false;
-	else if (s->jblocks && !rd->commit_rc)
+	if (s->jblocks && !rd->big && !rd->commit_rc)
 		os_jnl_applied(s, rd);
 	if (rd->retire)
 		rocksdb_writebatch_destroy(rd->retire);
@@ -1072,8 +1070,7 @@ kick_commit(struct os_store *s)
 			continue;
 		rd->txns[rd->n++] = t;
 	}
-	rd->big = s->jblocks && n == 1 && bytes > cap;
-	s->jbig = rd->big; /* no record, no flush, while it checkpoints */
+	rd->big = s->jblocks && n == 1 && bytes > cap; /* alone in flight: no record, no flush */
 	if (s->jblocks && !rd->big) {
 		if (retire) {
 			struct os_dfr *d;

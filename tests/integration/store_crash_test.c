@@ -300,24 +300,10 @@ child_cb(void *arg, int rc)
 	report(c->fd, 'C', 0); /* completions arrive in order: the parent counts them */
 }
 
-/* A reactor without check's asserts (they abort in a process check does not run). */
-static struct cm_reactor *
-child_reactor(void)
-{
-	struct cm_reactor_opts ro;
-	struct cm_reactor *r;
-
-	cm_reactor_opts_init(&ro, sizeof(ro));
-	ro.backend = cm_test_backend();
-	if (cm_reactor_create(&ro, &r))
-		_exit(6);
-	return r;
-}
-
 static void
 child_main(int fd, uint32_t start)
 {
-	struct cm_reactor *r = child_reactor();
+	struct cm_reactor *r = cm_test_child_reactor();
 	struct os_opts o;
 	struct child c = { .fd = fd, .next = start };
 	uint64_t deadline = cm_now_ms() + 20000;

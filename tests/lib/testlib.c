@@ -27,6 +27,20 @@ cm_test_reactor(void)
 	return r;
 }
 
+struct cm_reactor *
+cm_test_child_reactor(void)
+{
+	struct cm_reactor_opts o;
+	struct cm_reactor *r = NULL;
+
+	cm_reactor_opts_init(&o, sizeof(o));
+	o.backend = cm_test_backend();
+	o.name = "test";
+	if (cm_reactor_create(&o, &r))
+		_exit(6);
+	return r;
+}
+
 bool
 cm_test_run_until(struct cm_reactor *r, const volatile bool *flag, int timeout_ms)
 {

@@ -13,6 +13,12 @@ enum cm_reactor_backend cm_test_backend(void);
 /* A reactor on the backend under test; fails the test on error. */
 struct cm_reactor *cm_test_reactor(void);
 
+/*
+ * The same for a process check does not run (a test's child): exits with
+ * status 6 on error instead of asserting (check's asserts abort there).
+ */
+struct cm_reactor *cm_test_child_reactor(void);
+
 /* Run r until *flag is true or timeout_ms passes. \return true if the flag was set. */
 bool cm_test_run_until(struct cm_reactor *r, const volatile bool *flag, int timeout_ms);
 

@@ -1195,24 +1195,10 @@ jn_cb(void *arg, int rc)
  * unmounting — RocksDB's memtable is lost, as in a crash.
  */
 /* The child's part (a fresh process image: see jn_run_child). */
-/* A reactor without check's asserts (they abort in a process check does not run). */
-static struct cm_reactor *
-child_reactor(void)
-{
-	struct cm_reactor_opts ro;
-	struct cm_reactor *r;
-
-	cm_reactor_opts_init(&ro, sizeof(ro));
-	ro.backend = cm_test_backend();
-	if (cm_reactor_create(&ro, &r))
-		_exit(6);
-	return r;
-}
-
 static void
 jn_child_main(uint32_t first, uint32_t last, bool big, bool mk)
 {
-	struct cm_reactor *r = child_reactor();
+	struct cm_reactor *r = cm_test_child_reactor();
 	static uint8_t blk[4096], val[JN_BIGV];
 	struct jn_child c = { 0 };
 	struct os_store *s;
@@ -1386,21 +1372,28 @@ START_TEST(test_journal_replay)
 
 END_TEST
 
+/* The device is no store any more (label and metadata gone), for a new mkfs. */
+static void
+unmake_store(void)
+{
+	char cmd[512];
+
+	snprintf(cmd, sizeof(cmd),
+		 "rm -rf %s.db && dd if=/dev/zero of=%s bs=4096 count=1 conv=notrunc status=none",
+		 g_dev, g_dev);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
 /* A store made without the journal (the version-1 layout) still works and persists. */
 START_TEST(test_no_journal_store)
 {
 	static uint8_t a[64 << 10];
 	struct os_opts o;
 	struct os_usage u;
-	char cmd[512];
 
 	os_umount(g_s);
 	g_s = NULL;
-	snprintf(cmd, sizeof(cmd),
-		 "rm -rf %s.db && dd if=/dev/zero of=%s bs=4096 count=1 "
-		 "conv=notrunc status=none",
-		 g_dev, g_dev);
-	ck_assert_int_eq(system(cmd), 0);
+	unmake_store();
 	opts(&o);
 	o.no_journal = true;
 	ck_assert_int_eq(os_mkfs(&o), 0);
@@ -1442,11 +1435,7 @@ START_TEST(test_db_filesystem_full)
 		return;
 	}
 	snprintf(db, sizeof(db), "%s/db", fs);
-	snprintf(cmd, sizeof(cmd),
-		 "rm -rf %s.db && dd if=/dev/zero of=%s bs=4096 count=1 "
-		 "conv=notrunc status=none",
-		 g_dev, g_dev);
-	ck_assert_int_eq(system(cmd), 0);
+	unmake_store();
 	opts(&o);
 	o.db_path = db;
 	ck_assert_int_eq(os_mkfs(&o), 0);
