@@ -2,11 +2,13 @@
 /*
  * The store's journal (docs/design/store.md "Journal"): a ring of records on
  * the device itself, one per commit round, holding the round's RocksDB
- * batches. A round is durable once its record is written and the device
- * fsynced — one fsync for the round's copy-on-write data, the deferred
- * writes it retires and its metadata — and RocksDB then takes the batches
- * without its own WAL. A flush of RocksDB's memtables makes everything
- * before it durable in its tables; then the superblock moves the trim
+ * batches. A record is written only once what it depends on is durable (its
+ * transactions' copy-on-write data, the device writes of the deferred
+ * records it retires): a device with a volatile cache may keep a later
+ * write and lose an earlier one. The round is durable once its record is
+ * written and the device fsynced, and RocksDB then takes the batches
+ * without its own WAL. Up to OS_JNL_DEPTH records are in flight at once. A flush of RocksDB's
+ * memtables makes everything before it durable in its tables; then the superblock moves the trim
  * point past it and those records' room is reused. Mount replays the
  * records after the trim point: applying batches again in their order is
  * harmless (they are blind puts and deletes), so the trim point may lag.
@@ -16,6 +18,7 @@
 #include "cm/crc32c.h"
 #include "cm/log.h"
 
+#include <assert.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdlib.h>
@@ -327,20 +330,33 @@ os_jnl_mount(struct os_store *s)
 			return r;
 		if (r == JR_BAD) {
 			/*
-			 * A torn last record is normal after a crash (its round was never
-			 * acknowledged); a bad record with a good one after it is not:
-			 * acknowledged rounds would be skipped.
+			 * A torn record is normal after a crash, and so are up to
+			 * OS_JNL_DEPTH - 1 records after it (written while its fsync
+			 * was in flight; none acknowledged, as rounds are acknowledged
+			 * in order). A good record OS_JNL_DEPTH after it is not: that
+			 * one was written after this one was durable, so this one is
+			 * damaged and acknowledged rounds would be skipped.
 			 */
-			uint64_t next = pos + len;
-			size_t l2;
-			uint8_t *b2;
+			uint64_t next = pos;
+			size_t l = len;
 
-			if (next <= s->jarea && rec_find(s, &next, seq + 1, &b2, &l2) == JR_OK) {
+			for (uint64_t k = 1; k <= OS_JNL_DEPTH; k++) {
+				uint8_t *b2;
+				int r2;
+
+				next += l;
+				if (next > s->jarea)
+					break;
+				r2 = rec_find(s, &next, seq + k, &b2, &l);
 				free(b2);
-				CM_ERR("%s: journal record %" PRIu64 " at offset %" PRIu64
-				       " is damaged and later records follow it",
-				       s->path, seq, pos);
-				return -EUCLEAN;
+				if (r2 < 0 || r2 == JR_NONE)
+					break;
+				if (r2 == JR_OK && k == OS_JNL_DEPTH) {
+					CM_ERR("%s: journal record %" PRIu64 " at offset %" PRIu64
+					       " is damaged and later records follow it",
+					       s->path, seq, pos);
+					return -EUCLEAN;
+				}
 			}
 			break;
 		}
@@ -355,16 +371,22 @@ os_jnl_mount(struct os_store *s)
 		n++;
 		bytes += len;
 	}
+	/*
+	 * Records after the last one replayed may be on the device — written
+	 * while an earlier one's fsync was in flight — and one of them could
+	 * sit exactly where a new record ends: new records skip their
+	 * sequence numbers, so no replay can take them up later.
+	 */
 	s->jhead = pos;
-	s->jseq = seq;
+	s->jseq = seq + OS_JNL_DEPTH;
 	s->jcum = s->jtrimmed = 0;
 	if (n) {
 		CM_NOTICE("%s: replayed %" PRIu64 " journal records (%" PRIu64 " bytes)", s->path,
 			  n, bytes);
 		rc = kv_flush(s);
-		if (!rc)
-			rc = sb_write_sync(s);
 	}
+	if (!rc)
+		rc = sb_write_sync(s);
 	return rc;
 }
 
@@ -476,6 +498,7 @@ jwrite_done(struct cm_io *io, int res)
 	struct os_round *rd = io->arg;
 	struct os_store *s = rd->s;
 
+	s->jwriting--;
 	if (res != (int)rd->jiov.iov_len) {
 		CM_ERR("journal write of %zu bytes failed: %s", rd->jiov.iov_len,
 		       res < 0 ? strerror(-res) : "short write");
@@ -483,6 +506,7 @@ jwrite_done(struct cm_io *io, int res)
 		return;
 	}
 	s->c_fsyncs++;
+	rd->fsync_no = ++s->fsync_issued;
 	if (cm_io_fsync(s->r, &rd->fsync_io, s->fd))
 		rd->fsync_io.cb(&rd->fsync_io, -EIO);
 }
@@ -491,12 +515,24 @@ void
 os_jnl_write(struct os_store *s, struct os_round *rd, void (*done)(struct cm_io *, int))
 {
 	uint64_t pos = rd->jpos;
+	const struct os_dfr *d;
 
+	/*
+	 * Nothing the record depends on may be only in the device's volatile
+	 * cache: its transactions' copy-on-write data and the device writes of
+	 * the deferred records it retires (a device may keep a later write and
+	 * lose an earlier one).
+	 */
+	for (size_t i = 0; i < rd->n; i++)
+		assert(rd->txns[i]->rc || rd->txns[i]->need_fsync <= s->fsync_done);
+	TAILQ_FOREACH(d, &rd->retiring, link)
+		assert(d->need_fsync <= s->fsync_done);
 	rd->fsync_io.cb = done;
 	rd->fsync_io.arg = rd;
 	rd->jio.cb = jwrite_done;
 	rd->jio.arg = rd;
 	rd->t_fsync = cm_now_ns();
+	s->jwriting++;
 	if (cm_io_writev(s->r, &rd->jio, s->fd, &rd->jiov, 1, (off_t)(area_off(s) + pos)))
 		jwrite_done(&rd->jio, -EIO);
 }

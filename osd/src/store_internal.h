@@ -118,6 +118,7 @@ struct os_dfr {
 	struct os_dwrite *ios;
 	size_t nios;
 	bool applied;
+	uint64_t need_fsync; /* journal mode: applied, durable once fsync number >= this is done */
 };
 
 struct os_touched {
@@ -154,6 +155,8 @@ struct os_txn {
 	size_t ntouched, captouched;
 	uint64_t *pending_tags; /* pending-map tag of each COW write (writes[i]) */
 	size_t npending, cappending;
+	/* journal mode: its COW data is durable once device fsync number >= this is done */
+	uint64_t need_fsync;
 };
 
 /* Blocks whose newest content is not (yet) on the device. */
@@ -200,7 +203,8 @@ struct os_round {
 	struct cm_work work;
 	int commit_rc;
 	bool synced, submitted;
-	bool big; /* journal mode: one transaction too big for a record (via RocksDB's WAL) */
+	bool failed; /* journal mode: its record's write or fsync (or an earlier one's) failed */
+	bool big;    /* journal mode: one transaction too big for a record (via RocksDB's WAL) */
 	uint64_t t_fsync, t_kv;
 	/* journal mode: the round's record (written, then the device fsynced) */
 	rocksdb_writebatch_t *retire; /* deletes of the retired deferred records */
@@ -209,6 +213,7 @@ struct os_round {
 	struct cm_io jio;
 	uint64_t jpos, jseq; /* where it starts; its sequence */
 	uint64_t jend, jcum; /* where it ends; bytes charged to records up to it */
+	uint64_t fsync_no;   /* the number of the fsync after its record's write (0: none yet) */
 };
 
 struct os_held {
@@ -320,6 +325,18 @@ struct os_store {
 	} japplied, jnote; /* newest round in the memtable; the one a running flush trims to */
 
 	bool jflushing, jwaiting; /* a flush runs; a round waits for room */
+	/*
+	 * Device fsyncs are numbered as issued: the completion of number n makes
+	 * every write that completed before n was issued durable. fsync_done is
+	 * the highest number completed; jwriting counts record writes not yet
+	 * followed by their fsync; dflush is an fsync with no record (data
+	 * waiting for one, and nothing in flight that would issue one).
+	 */
+	uint64_t fsync_issued, fsync_done;
+	unsigned jwriting;
+	struct cm_io dflush_io;
+	uint64_t dflush_no;
+	bool dflushing;
 	int jflush_rc;
 	struct cm_worker_pool *flusher;
 	struct cm_work jflush_work;
@@ -391,6 +408,14 @@ void os_read_gate_release(struct os_store *s);
 uint64_t os_hash(const void *p, size_t n);
 
 /* ---- the journal (journal.c) ---- */
+
+/*
+ * Records whose write and fsync may be in flight at once. A record is
+ * written only once the one OS_JNL_DEPTH before it is durable, so after a
+ * crash a damaged record may be followed by at most OS_JNL_DEPTH - 1 good
+ * ones (never acknowledged); one further is damage.
+ */
+#define OS_JNL_DEPTH 2
 
 /*
  * Check a journal record read from the device (b, len bytes): header,

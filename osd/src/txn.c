@@ -8,6 +8,10 @@
  *   rounds' batches in order, the last one synced, plus deletions of
  *   deferred records already applied; then callbacks, deferred applies,
  *   releases of freed blocks once nothing can still read or replay them.
+ *   With the store's journal: a transaction with COW data is READY for a
+ *   round once a device fsync issued after its writes completed is done;
+ *   the round writes its record, fsyncs (up to OS_JNL_DEPTH such rounds at
+ *   once), then (commit thread) its batches go into the memtable.
  */
 #include "store_internal.h"
 #include "cm/log.h"
@@ -424,6 +428,13 @@ write_done(struct cm_io *io, int res)
 	s->dirty = true;
 	if (w->t) {
 		if (--w->t->writes_left == 0) {
+			/*
+			 * Journal: its record may be written only once this data is
+			 * durable — a device may keep a later write and lose an
+			 * earlier one — i.e. after an fsync issued from now on.
+			 */
+			if (s->jblocks)
+				w->t->need_fsync = s->fsync_issued + 1;
 			w->t->state = T_READY;
 			kick_commit(s);
 		}
@@ -436,6 +447,7 @@ write_done(struct cm_io *io, int res)
 		for (size_t i = 0; i < d->n; i++)
 			os_pend_del(s, d->pblocks[i], 1, d->tags[i]);
 		d->applied = true;
+		d->need_fsync = s->fsync_issued + 1; /* retired (journal) once this is done */
 		TAILQ_REMOVE(&s->dfr_applying, d, link);
 		TAILQ_INSERT_TAIL(&s->dfr_applied, d, link);
 		s->napplied++;
@@ -676,8 +688,10 @@ commit_fn(void *arg)
 			rocksdb_write(s->db, s->wo_sync, rd->txns[0]->wb, &err);
 		goto out;
 	}
-	if (s->jblocks && !rd->jbuf)
-		goto out; /* failed without a record: nothing of it happens */
+	if (s->jblocks && (!rd->jbuf || rd->failed)) {
+		rd->commit_rc = -EIO; /* no durable record: nothing of it happens now */
+		goto out;
+	}
 	if (s->jblocks) {
 		/* Durable in the journal already: into the memtable, without RocksDB's WAL. */
 		if (rd->retire && rocksdb_writebatch_count(rd->retire))
@@ -992,6 +1006,91 @@ fsync_done(struct cm_io *io, int res)
 		kick_commit(s); /* the next round's record may go while this one is applied */
 }
 
+/*
+ * Journal mode: device fsync number no completed (a round's own, or a bare
+ * one). A failed one fails every round not yet committed (the store refuses
+ * further transactions).
+ */
+static void
+fsync_completed(struct os_store *s, uint64_t no, int res)
+{
+	struct os_round *rd;
+
+	if (res < 0) {
+		CM_ERR("device fsync failed: %s; refusing further transactions", strerror(-res));
+		s->failed = true;
+		TAILQ_FOREACH(rd, &s->rounds, link)
+			if (!rd->submitted && !rd->big)
+				rd->failed = true;
+	} else if (no > s->fsync_done) {
+		s->fsync_done = no;
+	}
+	submit_commits(s);
+	kick_commit(s); /* a round may go while these are applied; data may be durable now */
+}
+
+static void
+jfsync_done(struct cm_io *io, int res)
+{
+	struct os_round *rd = io->arg;
+	struct os_store *s = rd->s;
+
+	if (rd->t_fsync)
+		s->c_fsync_ns += cm_now_ns() - rd->t_fsync;
+	/* Its record's write or fsync failed: it never becomes durable here. */
+	if (res < 0)
+		rd->failed = true;
+	rd->synced = true; /* its own fsync done (it may have been durable before: below) */
+	fsync_completed(s, rd->fsync_no, res);
+}
+
+static void
+dflush_done(struct cm_io *io, int res)
+{
+	struct os_store *s = io->arg;
+
+	s->dflushing = false;
+	fsync_completed(s, s->dflush_no, res);
+}
+
+/*
+ * Journal mode: make sure an fsync numbered no or later will complete — one
+ * issued already, or one a record in its write will issue; else a bare one.
+ */
+static void
+want_fsync(struct os_store *s, uint64_t no)
+{
+	if (s->fsync_issued >= no || s->jwriting || s->dflushing || s->failed)
+		return;
+	s->dflushing = true;
+	s->dflush_no = ++s->fsync_issued;
+	s->c_fsyncs++;
+	s->dflush_io.cb = dflush_done;
+	s->dflush_io.arg = s;
+	if (cm_io_fsync(s->r, &s->dflush_io, s->fd))
+		dflush_done(&s->dflush_io, -EIO);
+}
+
+/*
+ * Journal mode: whether another round may start its record now — while
+ * fewer than OS_JNL_DEPTH records are not yet durable. Durable: an fsync
+ * issued after the record's write is done (its own, or a later one that
+ * completed first).
+ */
+static bool
+jnl_room(const struct os_store *s)
+{
+	const struct os_round *rd;
+	unsigned open = 0;
+
+	TAILQ_FOREACH(rd, &s->rounds, link) {
+		if (rd->big)
+			return false;
+		open += !rd->synced && !(rd->fsync_no && rd->fsync_no <= s->fsync_done);
+	}
+	return open < OS_JNL_DEPTH && s->nrounds <= OS_JNL_DEPTH;
+}
+
 /* Deferred writes applied but not retired: retire them in bulk, or when idle. */
 #define RETIRE_BATCH 256
 
@@ -1000,19 +1099,21 @@ kick_commit(struct os_store *s)
 {
 	struct os_round *rd;
 	struct os_txn *t;
+	struct os_dfr *d;
 	size_t n = 0, bytes = 0, cap = s->jblocks ? os_jnl_round_max(s) : SIZE_MAX;
+	size_t nretire = 0;
+	uint64_t want = 0;
 	bool cow = false, retire;
 
-	if (s->nrounds >= 2)
-		return;
 	if (s->jblocks) {
 		/*
-		 * Journal: one round writing its record and syncing the device
-		 * while the one before goes into the memtable.
+		 * Journal: up to OS_JNL_DEPTH rounds writing their records and
+		 * syncing the device while the ones before go into the memtable.
 		 */
-		if (s->nrounds == 1 &&
-		    (!TAILQ_FIRST(&s->rounds)->synced || TAILQ_FIRST(&s->rounds)->big))
+		if (!jnl_room(s))
 			return;
+	} else if (s->nrounds >= 2) {
+		return;
 	} else if (s->nrounds == 1 && TAILQ_FIRST(&s->rounds)->synced) {
 		/*
 		 * One round syncing the device while the one before commits to the
@@ -1028,6 +1129,10 @@ kick_commit(struct os_store *s)
 			continue;
 		if (t->state != T_READY)
 			break;
+		if (t->need_fsync > s->fsync_done) {
+			want = t->need_fsync; /* its data is not durable yet */
+			break;
+		}
 		b = s->jblocks ? os_jnl_txn_bytes(t) : 0;
 		if (n && bytes + b > cap)
 			break;
@@ -1041,8 +1146,28 @@ kick_commit(struct os_store *s)
 	 * round; with the journal, any round), when many have piled up, or
 	 * when nothing else is waiting.
 	 */
-	retire = s->napplied && (cow || (s->jblocks && n) || s->napplied >= RETIRE_BATCH ||
-				 (n == 0 && !s->nrounds));
+	if (s->jblocks) {
+		/*
+		 * Journal: a record may retire a deferred write only once its
+		 * device write is durable — else a device that kept the record
+		 * and lost the write would lose acknowledged data.
+		 */
+		TAILQ_FOREACH(d, &s->dfr_applied, link) {
+			if (d->need_fsync > s->fsync_done) {
+				if (n == 0 && !s->nrounds && d->need_fsync > want)
+					want = d->need_fsync; /* idle: retire soon */
+				break;
+			}
+			nretire++;
+		}
+		if (want)
+			want_fsync(s, want);
+		retire = nretire && (n || nretire >= RETIRE_BATCH || !s->nrounds);
+	} else {
+		nretire = s->napplied;
+		retire = s->napplied &&
+			 (cow || s->napplied >= RETIRE_BATCH || (n == 0 && !s->nrounds));
+	}
 	if (s->jblocks && n == 1 && bytes > cap) {
 		/*
 		 * A transaction bigger than a record: it goes through RocksDB's
@@ -1073,13 +1198,16 @@ kick_commit(struct os_store *s)
 	rd->big = s->jblocks && n == 1 && bytes > cap; /* alone in flight: no record, no flush */
 	if (s->jblocks && !rd->big) {
 		if (retire) {
-			struct os_dfr *d;
 			char key[16];
+			size_t k = 0;
 
 			rd->retire = rocksdb_writebatch_create();
-			TAILQ_FOREACH(d, &s->dfr_applied, link)
+			TAILQ_FOREACH(d, &s->dfr_applied, link) {
+				if (k++ == nretire)
+					break;
 				rocksdb_writebatch_delete(rd->retire, key,
 							  os_key_deferred(key, d->seq));
+			}
 		}
 		/* A store that refuses transactions writes no record: the round fails. */
 		if (!s->failed && os_jnl_place(s, rd)) {
@@ -1093,9 +1221,11 @@ kick_commit(struct os_store *s)
 	}
 	for (size_t i = 0; i < rd->n; i++)
 		rd->txns[i]->state = T_COMMITTING;
-	if (retire) {
-		TAILQ_CONCAT(&rd->retiring, &s->dfr_applied, link);
-		s->napplied = 0;
+	for (size_t k = 0; retire && k < nretire; k++) {
+		d = TAILQ_FIRST(&s->dfr_applied);
+		TAILQ_REMOVE(&s->dfr_applied, d, link);
+		TAILQ_INSERT_TAIL(&rd->retiring, d, link);
+		s->napplied--;
 	}
 	TAILQ_INSERT_TAIL(&s->rounds, rd, link);
 	s->nrounds++;
@@ -1108,9 +1238,9 @@ kick_commit(struct os_store *s)
 				rd->txns[i]->rc = -EIO;
 		fsync_done(&rd->fsync_io, 0);
 	} else if (s->jblocks && !rd->big) {
-		/* The record, then one fsync for it, the round's data and what it retires. */
+		/* The record, then an fsync for it (its data and what it retires are durable). */
 		s->dirty = false;
-		os_jnl_write(s, rd, fsync_done);
+		os_jnl_write(s, rd, jfsync_done);
 	} else if ((s->dirty || rd->big) && (cow || retire)) {
 		/* A round of deferred writes alone is durable with the KV's own sync. */
 		s->dirty = false;
@@ -1135,7 +1265,7 @@ os_drain(struct os_store *s)
 	/* Everything queued commits; every deferred write is applied and retired. */
 	while (s->inflight || s->nrounds || !TAILQ_EMPTY(&s->dfr_waiting) ||
 	       !TAILQ_EMPTY(&s->dfr_applying) || !TAILQ_EMPTY(&s->dfr_applied) ||
-	       !TAILQ_EMPTY(&s->reads) || s->jflushing) {
+	       !TAILQ_EMPTY(&s->reads) || s->jflushing || s->dflushing) {
 		kick_commit(s);
 		cm_reactor_run_once(s->r, 10);
 	}

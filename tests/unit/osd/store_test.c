@@ -1196,7 +1196,7 @@ jn_cb(void *arg, int rc)
  */
 /* The child's part (a fresh process image: see jn_run_child). */
 static void
-jn_child_main(uint32_t first, uint32_t last, bool big, bool mk)
+jn_child_main(uint32_t first, uint32_t last, bool big, int mk)
 {
 	struct cm_reactor *r = cm_test_child_reactor();
 	static uint8_t blk[4096], val[JN_BIGV];
@@ -1209,7 +1209,7 @@ jn_child_main(uint32_t first, uint32_t last, bool big, bool mk)
 	opts(&o);
 	if (os_mount(r, &o, &s))
 		_exit(2);
-	if (mk) {
+	if (mk == 1) {
 		static uint8_t obj[JN_OBJ];
 		struct os_txn *t;
 
@@ -1227,7 +1227,14 @@ jn_child_main(uint32_t first, uint32_t last, bool big, bool mk)
 			cm_reactor_run_once(r, 10);
 		os_txn_create(&t);
 		cm_test_fill(blk, sizeof(blk), 1000 + k);
-		os_txn_write(t, "c", "big", jn_off(k), blk, sizeof(blk));
+		if (mk == 2) { /* metadata only: key k<k> */
+			char key[16];
+
+			snprintf(key, sizeof(key), "k%u", k);
+			os_txn_omap_set(t, "c", "big", key, strlen(key), blk, 64);
+		} else {
+			os_txn_write(t, "c", "big", jn_off(k), blk, sizeof(blk));
+		}
 		if (big && k == (first + last) / 2) {
 			cm_test_fill(val, sizeof(val), 99);
 			os_txn_omap_set(t, "c", "big", "v", 1, val, sizeof(val));
@@ -1249,7 +1256,7 @@ jn_child_main(uint32_t first, uint32_t last, bool big, bool mk)
  * survive a fork of a process that has used RocksDB.
  */
 static void
-jn_run_child(uint32_t first, uint32_t last, bool big, bool mk)
+jn_run_child(uint32_t first, uint32_t last, bool big, int mk)
 {
 	pid_t pid = fork();
 	int status;
@@ -1298,6 +1305,57 @@ jn_tail(void)
 	}
 	close(fd);
 	return gen[0] > gen[1] ? tail[0] : tail[1];
+}
+
+/* The newest journal superblock's next sequence. */
+static uint64_t
+jn_sbseq(void)
+{
+	uint8_t b[2][4096];
+	int fd = open(g_dev, O_RDONLY);
+	uint64_t gen[2], seq[2];
+
+	ck_assert_int_ge(fd, 0);
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(pread(fd, b[i], 4096, (off_t)(1 + i) * 4096), 4096);
+		memcpy(&gen[i], b[i] + 8, 8);
+		memcpy(&seq[i], b[i] + 24, 8);
+		if (memcmp(b[i], "CAIRNJSB", 8) != 0)
+			gen[i] = 0;
+	}
+	close(fd);
+	return gen[0] > gen[1] ? seq[0] : seq[1];
+}
+
+/*
+ * The journal record with sequence seq at area offset *pos, or at 0 after a
+ * wrap (*pos moved there): true and its length, from its header.
+ */
+static bool
+jn_rec(uint64_t *pos, uint64_t seq, uint64_t *len)
+{
+	int fd = open(g_dev, O_RDONLY);
+	uint64_t at[2] = { *pos, 0 };
+	bool found = false;
+
+	ck_assert_int_ge(fd, 0);
+	for (int i = 0; i < 2 && !found; i++) {
+		uint8_t h[64];
+		uint64_t sq;
+		uint32_t magic, plen;
+
+		ck_assert_int_eq(pread(fd, h, sizeof(h), (off_t)(3 * 4096 + at[i])), 64);
+		memcpy(&magic, h, 4);
+		memcpy(&sq, h + 8, 8);
+		memcpy(&plen, h + 16, 4);
+		if (magic == 0x314e524aU && sq == seq) {
+			*pos = at[i];
+			*len = (64 + plen + 4095) / 4096 * 4096;
+			found = true;
+		}
+	}
+	close(fd);
+	return found;
 }
 
 static void
@@ -1368,6 +1426,47 @@ START_TEST(test_journal_replay)
 	mount_store();
 	jn_model(model, JN_OVERW + 40);
 	check_obj("big", model, JN_OBJ);
+	/*
+	 * Two records are written and fsynced at once: a damaged record with
+	 * one good record after it (and nothing after that) is a crash's tail —
+	 * neither was acknowledged. Mount replays up to the damaged one, and its
+	 * superblock moves the sequence past both, so a later replay cannot
+	 * take the good one up again.
+	 */
+	os_umount(g_s);
+	g_s = NULL;
+	jn_run_child(JN_OVERW + 41, JN_OVERW + 80, false, 2);
+	{
+		uint64_t seq = jn_sbseq(), pa = jn_tail(), pb, pc, la, lb, lc;
+		static const uint8_t zero[4096];
+		int fd;
+
+		ck_assert(jn_rec(&pa, seq, &la));
+		pb = pa + la;
+		ck_assert(jn_rec(&pb, seq + 1, &lb));
+		pc = pb + lb;
+		ck_assert_msg(jn_rec(&pc, seq + 2, &lc), "the child wrote fewer than 3 records");
+		jn_flip(pa);
+		fd = open(g_dev, O_RDWR);
+		ck_assert_int_ge(fd, 0);
+		ck_assert_int_eq(pwrite(fd, zero, sizeof(zero), (off_t)(3 * 4096 + pc)), 4096);
+		close(fd);
+		mount_store();
+		for (uint32_t k = JN_OVERW + 41; k <= JN_OVERW + 80; k++) {
+			char name[16];
+			struct os_kv key = { .key = (uint8_t *)name }, out;
+
+			/* Nothing of the child's: its first record is bad. */
+			key.klen = (size_t)snprintf(name, sizeof(name), "k%u", k);
+			ck_assert_int_eq(os_omap_get(g_s, "c", "big", &key, 1, &out), 0);
+			ck_assert_msg(out.val == NULL, "key %s replayed", name);
+			free(out.key);
+		}
+		check_obj("big", model, JN_OBJ);
+		ck_assert_uint_eq(jn_tail(), pa);
+		ck_assert_uint_eq(jn_sbseq(), seq + 2);
+		fsck_clean(true);
+	}
 }
 
 END_TEST
