@@ -809,7 +809,7 @@ cmp_u64(const void *a, const void *b)
 int
 os_fsck(struct os_store *s, bool deep, struct os_fsck_report *rep)
 {
-	rocksdb_iterator_t *it = rocksdb_create_iterator(s->db, s->ro);
+	rocksdb_iterator_t *it;
 	struct os_alloc *seen;
 	uint64_t *nids = NULL, *quiet = NULL; /* quiet: objects with no omap */
 	size_t nnids = 0, capn = 0, nquiet = 0, capq = 0;
@@ -819,7 +819,8 @@ os_fsck(struct os_store *s, bool deep, struct os_fsck_report *rep)
 	int rc;
 
 	memset(rep, 0, sizeof(*rep));
-	os_drain(s);
+	os_drain(s); /* first: the iterator's snapshot must hold what was in flight */
+	it = rocksdb_create_iterator(s->db, s->ro);
 	rc = os_alloc_create(s->nblocks, s->data_start, &seen);
 	if (rc || !blk) {
 		free(blk);

@@ -409,13 +409,7 @@ uint64_t os_hash(const void *p, size_t n);
 
 /* ---- the journal (journal.c) ---- */
 
-/*
- * Records whose write and fsync may be in flight at once. A record is
- * written only once the one OS_JNL_DEPTH before it is durable, so after a
- * crash a damaged record may be followed by at most OS_JNL_DEPTH - 1 good
- * ones (never acknowledged); one further is damage.
- */
-#define OS_JNL_DEPTH 2
+#define OS_JNL_DEPTH OS_JOURNAL_DEPTH /* osd/store.h */
 
 /*
  * Check a journal record read from the device (b, len bytes): header,

@@ -1427,29 +1427,31 @@ START_TEST(test_journal_replay)
 	jn_model(model, JN_OVERW + 40);
 	check_obj("big", model, JN_OBJ);
 	/*
-	 * Two records are written and fsynced at once: a damaged record with
-	 * one good record after it (and nothing after that) is a crash's tail —
-	 * neither was acknowledged. Mount replays up to the damaged one, and its
-	 * superblock moves the sequence past both, so a later replay cannot
-	 * take the good one up again.
+	 * A damaged record followed by up to OS_JOURNAL_DEPTH - 1 good ones (and
+	 * nothing after them) is a crash's tail: none was acknowledged. Mount
+	 * replays up to the damaged one, and its superblock moves the sequence
+	 * past them, so a later replay cannot take a good one up again.
 	 */
 	os_umount(g_s);
 	g_s = NULL;
 	jn_run_child(JN_OVERW + 41, JN_OVERW + 80, false, 2);
 	{
-		uint64_t seq = jn_sbseq(), pa = jn_tail(), pb, pc, la, lb, lc;
+		uint64_t seq = jn_sbseq(), pa = jn_tail(), pos, len;
 		static const uint8_t zero[4096];
 		int fd;
 
-		ck_assert(jn_rec(&pa, seq, &la));
-		pb = pa + la;
-		ck_assert(jn_rec(&pb, seq + 1, &lb));
-		pc = pb + lb;
-		ck_assert_msg(jn_rec(&pc, seq + 2, &lc), "the child wrote fewer than 3 records");
+		pos = pa;
+		ck_assert(jn_rec(&pos, seq, &len));
+		for (uint64_t k = 1; k <= OS_JOURNAL_DEPTH; k++) {
+			pos += len;
+			ck_assert_msg(jn_rec(&pos, seq + k, &len),
+				      "the child wrote too few records");
+		}
+		/* The first record damaged, the one OS_JOURNAL_DEPTH after it never written. */
 		jn_flip(pa);
 		fd = open(g_dev, O_RDWR);
 		ck_assert_int_ge(fd, 0);
-		ck_assert_int_eq(pwrite(fd, zero, sizeof(zero), (off_t)(3 * 4096 + pc)), 4096);
+		ck_assert_int_eq(pwrite(fd, zero, sizeof(zero), (off_t)(3 * 4096 + pos)), 4096);
 		close(fd);
 		mount_store();
 		for (uint32_t k = JN_OVERW + 41; k <= JN_OVERW + 80; k++) {
@@ -1464,7 +1466,7 @@ START_TEST(test_journal_replay)
 		}
 		check_obj("big", model, JN_OBJ);
 		ck_assert_uint_eq(jn_tail(), pa);
-		ck_assert_uint_eq(jn_sbseq(), seq + 2);
+		ck_assert_uint_eq(jn_sbseq(), seq + OS_JOURNAL_DEPTH);
 		fsck_clean(true);
 	}
 }
