@@ -1067,8 +1067,12 @@ want_fsync(struct os_store *s, uint64_t no)
 	s->c_fsyncs++;
 	s->dflush_io.cb = dflush_done;
 	s->dflush_io.arg = s;
-	if (cm_io_fsync(s->r, &s->dflush_io, s->fd))
-		dflush_done(&s->dflush_io, -EIO);
+	if (cm_io_fsync(s->r, &s->dflush_io, s->fd)) {
+		/* Not from here (kick_commit is half-way): the next kick lets the waiting fail. */
+		CM_ERR("device fsync could not be started; refusing further transactions");
+		s->dflushing = false;
+		s->failed = true;
+	}
 }
 
 /*
@@ -1129,7 +1133,7 @@ kick_commit(struct os_store *s)
 			continue;
 		if (t->state != T_READY)
 			break;
-		if (t->need_fsync > s->fsync_done) {
+		if (t->need_fsync > s->fsync_done && !s->failed) {
 			want = t->need_fsync; /* its data is not durable yet */
 			break;
 		}

@@ -1485,6 +1485,32 @@ unmake_store(void)
 	ck_assert_int_eq(system(cmd), 0);
 }
 
+/*
+ * With the journal, a transaction's copy-on-write data is durable before its
+ * record is written: on an idle store a write of new data costs two device
+ * fsyncs (one for the data, one for the record), an overwrite riding in the
+ * record one.
+ */
+START_TEST(test_cow_data_flushed_before_record)
+{
+	static uint8_t a[64 << 10];
+	struct os_usage u0, u1, u2;
+
+	mkcoll();
+	cm_test_fill(a, sizeof(a), 11);
+	os_get_usage(g_s, &u0);
+	write_obj("o", 0, a, sizeof(a)); /* new blocks: copy-on-write */
+	os_get_usage(g_s, &u1);
+	ck_assert_uint_eq(u1.fsyncs - u0.fsyncs, 2);
+	write_obj("o", 4096, a, 4096); /* an overwrite: deferred, its data in the record */
+	os_get_usage(g_s, &u2);
+	ck_assert_uint_eq(u2.fsyncs - u1.fsyncs, 1);
+	memcpy(a + 4096, a, 4096);
+	check_obj("o", a, sizeof(a));
+}
+
+END_TEST
+
 /* A store made without the journal (the version-1 layout) still works and persists. */
 START_TEST(test_no_journal_store)
 {
@@ -1662,6 +1688,7 @@ main(void)
 	tcase_add_test(tc, test_checksum_catches_corruption);
 	tcase_add_test(tc, test_mount_refusals);
 	tcase_add_test(tc, test_journal_replay);
+	tcase_add_test(tc, test_cow_data_flushed_before_record);
 	tcase_add_test(tc, test_no_journal_store);
 	tcase_add_test(tc, test_db_filesystem_full);
 	tcase_add_checked_fixture(small, setup_small, teardown);
