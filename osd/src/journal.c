@@ -7,9 +7,10 @@
  * records it retires): a device with a volatile cache may keep a later
  * write and lose an earlier one. The round is durable once its record is
  * written and the device fsynced, and RocksDB then takes the batches
- * without its own WAL. Up to OS_JNL_DEPTH records are in flight at once. A flush of RocksDB's
- * memtables makes everything before it durable in its tables; then the superblock moves the trim
- * point past it and those records' room is reused. Mount replays the
+ * without its own WAL. Up to OS_JNL_DEPTH records are in flight at once.
+ * A flush of RocksDB's memtables makes everything before it durable in its
+ * tables; then the superblock moves the trim point past it and those
+ * records' room is reused. Mount replays the
  * records after the trim point: applying batches again in their order is
  * harmless (they are blind puts and deletes), so the trim point may lag.
  */

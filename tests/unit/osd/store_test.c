@@ -1287,44 +1287,38 @@ jn_model(uint8_t *m, uint32_t last)
 	}
 }
 
-/* The newest journal superblock's trim offset (layout: docs/design/store.md "Journal"). */
+/* A field (le64 at byte off) of the newest journal superblock (layout: docs/design/store.md
+ * "Journal"). */
+static uint64_t
+jn_sb_field(size_t off)
+{
+	uint8_t b[2][4096];
+	int fd = open(g_dev, O_RDONLY);
+	uint64_t gen[2], v[2];
+
+	ck_assert_int_ge(fd, 0);
+	for (int i = 0; i < 2; i++) {
+		ck_assert_int_eq(pread(fd, b[i], 4096, (off_t)(1 + i) * 4096), 4096);
+		memcpy(&gen[i], b[i] + 8, 8);
+		memcpy(&v[i], b[i] + off, 8);
+		if (memcmp(b[i], "CAIRNJSB", 8) != 0)
+			gen[i] = 0;
+	}
+	close(fd);
+	return gen[0] > gen[1] ? v[0] : v[1];
+}
+
+/* Its trim offset and its next sequence. */
 static uint64_t
 jn_tail(void)
 {
-	uint8_t b[2][4096];
-	int fd = open(g_dev, O_RDONLY);
-	uint64_t gen[2], tail[2];
-
-	ck_assert_int_ge(fd, 0);
-	for (int i = 0; i < 2; i++) {
-		ck_assert_int_eq(pread(fd, b[i], 4096, (off_t)(1 + i) * 4096), 4096);
-		memcpy(&gen[i], b[i] + 8, 8);
-		memcpy(&tail[i], b[i] + 16, 8);
-		if (memcmp(b[i], "CAIRNJSB", 8) != 0)
-			gen[i] = 0;
-	}
-	close(fd);
-	return gen[0] > gen[1] ? tail[0] : tail[1];
+	return jn_sb_field(16);
 }
 
-/* The newest journal superblock's next sequence. */
 static uint64_t
 jn_sbseq(void)
 {
-	uint8_t b[2][4096];
-	int fd = open(g_dev, O_RDONLY);
-	uint64_t gen[2], seq[2];
-
-	ck_assert_int_ge(fd, 0);
-	for (int i = 0; i < 2; i++) {
-		ck_assert_int_eq(pread(fd, b[i], 4096, (off_t)(1 + i) * 4096), 4096);
-		memcpy(&gen[i], b[i] + 8, 8);
-		memcpy(&seq[i], b[i] + 24, 8);
-		if (memcmp(b[i], "CAIRNJSB", 8) != 0)
-			gen[i] = 0;
-	}
-	close(fd);
-	return gen[0] > gen[1] ? seq[0] : seq[1];
+	return jn_sb_field(24);
 }
 
 /*
