@@ -1,6 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "cm/sock.h"
 
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -133,7 +137,37 @@ cm_sock_free_port(const char *ip, uint16_t *port)
 {
 	char addr[64];
 	int fd, rc;
+	unsigned lo = 32768, hi = 60999;
+	FILE *f = fopen("/proc/sys/net/ipv4/ip_local_port_range", "r");
+	static _Atomic uint64_t calls; /* successive calls in a process try different ports */
+	static uint16_t given[32];     /* the last ports returned (callers: one thread) */
+	static unsigned ngiven;
+	uint64_t seed = ((uint64_t)getpid() << 32 ^ (uint64_t)time(NULL) ^ (calls++ << 20)) *
+			0x9e3779b97f4a7c15ull;
 
+	if (f) {
+		if (fscanf(f, "%u %u", &lo, &hi) != 2)
+			lo = 32768;
+		fclose(f);
+	}
+	for (int i = 0; lo > 11000 && i < 64; i++) {
+		uint16_t want;
+
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		want = (uint16_t)(10000 + (seed >> 33) % (lo - 10000));
+		/* Not one handed out lately: its process may not have bound it yet. */
+		for (int k = 0; k < (int)CM_ARRAY_SIZE(given); k++)
+			if (given[k] == want)
+				want = 0;
+		if (!want)
+			continue;
+		snprintf(addr, sizeof(addr), "%s:%u", ip, want);
+		if (!cm_sock_listen(addr, 1, &fd, port)) {
+			close(fd);
+			given[ngiven++ % CM_ARRAY_SIZE(given)] = want;
+			return 0;
+		}
+	}
 	snprintf(addr, sizeof(addr), "%s:0", ip);
 	rc = cm_sock_listen(addr, 1, &fd, port);
 	if (!rc)

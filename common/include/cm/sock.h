@@ -23,8 +23,11 @@ void cm_sock_addr_str(const struct sockaddr *sa, char *buf, size_t len);
 int cm_sock_listen(const char *addr, int backlog, int *fdp, uint16_t *port);
 
 /*
- * A TCP port free on ip now (bind to port 0, read it, close): for tools and
- * tests that hand ports to other processes. \return 0 or a negative errno.
+ * A TCP port free on ip now, for tools and tests that hand ports to other
+ * processes: one below the kernel's ephemeral range (which bind to port 0
+ * would pick, and which any outgoing connection may take before the other
+ * process binds it), tried at random; bind to port 0 if none is found.
+ * \return 0 or a negative errno.
  */
 int cm_sock_free_port(const char *ip, uint16_t *port);
 
