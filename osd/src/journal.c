@@ -2,11 +2,13 @@
 /*
  * The store's journal (docs/design/store.md "Journal"): a ring of records on
  * the device itself, one per commit round, holding the round's RocksDB
- * batches. A record is written only once what it depends on is durable (its
- * transactions' copy-on-write data, the device writes of the deferred
- * records it retires): a device with a volatile cache may keep a later
- * write and lose an earlier one. The round is durable once its record is
- * written and the device fsynced, and RocksDB then takes the batches
+ * batches and a manifest of the copy-on-write blocks its transactions wrote
+ * (with their crc32c). The record is written beside that data, and only once
+ * the device writes of the deferred records it retires are durable (a
+ * device with a volatile cache may keep a later write and lose an earlier
+ * one); mount checks the last record's data against its manifest. The round
+ * is durable once its record is written and the device fsynced (one fsync
+ * for the data and the record), and RocksDB then takes the batches
  * without its own WAL. Up to OS_JNL_DEPTH records are in flight at once.
  * A flush of RocksDB's memtables makes everything before it durable in its
  * tables; then the superblock moves the trim point past it and those
@@ -28,6 +30,15 @@
 #include <unistd.h>
 
 CM_LOG_SUBSYS(store);
+
+/*
+ * Records are written beside their copy-on-write data, and mount checks the
+ * data of the last record only (os_jnl_mount): with more records in flight
+ * an acknowledged record's blocks could be freed and rewritten by a later
+ * one while the ones between are lost. A deeper pipeline needs the data
+ * written and flushed before the record again.
+ */
+_Static_assert(OS_JNL_DEPTH == 1, "the journal's data check assumes one record in flight");
 
 #define JSB_MAGIC  "CAIRNJSB"
 #define JREC_MAGIC 0x314e524aU /* "JRN1" */
@@ -172,7 +183,7 @@ rec_read(struct os_store *s, uint64_t pos, uint64_t seq, uint8_t **bufp, size_t 
 			return JR_BAD;
 		}
 	}
-	if (os_jnl_record_parse(b, len, s->jnonce, seq, true, NULL, NULL)) {
+	if (os_jnl_record_parse(b, len, s->jnonce, seq, true, NULL, NULL, NULL)) {
 		free(b);
 		return JR_BAD;
 	}
@@ -197,11 +208,13 @@ rec_find(struct os_store *s, uint64_t *pos, uint64_t seq, uint8_t **bufp, size_t
 
 int
 os_jnl_record_parse(const uint8_t *b, size_t len, uint32_t nonce, uint64_t seq, bool check_crc,
-		    int (*cb)(void *arg, const uint8_t *batch, size_t blen), void *arg)
+		    int (*cb)(void *arg, const uint8_t *batch, size_t blen),
+		    int (*mcb)(void *arg, uint64_t pblock, uint32_t n, const uint8_t *crcs),
+		    void *arg)
 {
 	static const uint8_t zero[4];
-	const uint8_t *p, *end;
-	uint32_t plen, nb;
+	const uint8_t *p, *end, *mend;
+	uint32_t plen, nb, mlen;
 
 	if (len < JREC_HDR || cm_get_le32(b) != JREC_MAGIC || cm_get_le32(b + 4) != nonce ||
 	    cm_get_le64(b + 8) != seq)
@@ -219,8 +232,12 @@ os_jnl_record_parse(const uint8_t *b, size_t len, uint32_t nonce, uint64_t seq, 
 		if (crc != cm_get_le32(b + 24))
 			return -EBADMSG;
 	}
+	mlen = cm_get_le32(b + 28);
+	if (mlen > plen)
+		return -EUCLEAN;
 	p = b + JREC_HDR;
-	end = p + plen;
+	mend = p + plen;
+	end = mend - mlen; /* the batches, then the manifest */
 	for (uint32_t i = 0; i < nb; i++) {
 		uint32_t l;
 		int rc;
@@ -235,7 +252,25 @@ os_jnl_record_parse(const uint8_t *b, size_t len, uint32_t nonce, uint64_t seq, 
 			return rc;
 		p += 4 + l;
 	}
-	return p == end ? 0 : -EUCLEAN;
+	if (p != end)
+		return -EUCLEAN;
+	/* The manifest: (pblock le64, n le32, n crc32c le32) per run of blocks. */
+	while (p < mend) {
+		uint64_t pb;
+		uint32_t n;
+		int rc;
+
+		if (mend - p < 12)
+			return -EUCLEAN;
+		pb = cm_get_le64(p);
+		n = cm_get_le32(p + 8);
+		if (n == 0 || n > (size_t)(mend - p - 12) / 4 || pb + n < pb)
+			return -EUCLEAN;
+		if (mcb && (rc = mcb(arg, pb, n, p + 12)))
+			return rc;
+		p += 12 + (size_t)n * 4;
+	}
+	return 0;
 }
 
 static int
@@ -258,7 +293,67 @@ apply_batch(void *arg, const uint8_t *batch, size_t blen)
 static int
 rec_apply(struct os_store *s, const uint8_t *b, size_t len)
 {
-	return os_jnl_record_parse(b, len, s->jnonce, cm_get_le64(b + 8), false, apply_batch, s);
+	return os_jnl_record_parse(b, len, s->jnonce, cm_get_le64(b + 8), false, apply_batch, NULL,
+				   s);
+}
+
+/* Reading a record's manifest back: the device, a bounce buffer, the verdict. */
+struct mcheck {
+	struct os_store *s;
+	uint8_t *buf; /* MCHECK_BLOCKS blocks */
+	uint64_t bad; /* first block whose content does not match, or UINT64_MAX */
+};
+
+#define MCHECK_BLOCKS 256
+
+static int
+check_run(void *arg, uint64_t pblock, uint32_t n, const uint8_t *crcs)
+{
+	struct mcheck *m = arg;
+	struct os_store *s = m->s;
+
+	if (pblock < s->data_start || pblock + n > s->nblocks) {
+		CM_ERR("%s: journal record names blocks [%" PRIu64 ", +%" PRIu32
+		       ") outside the data area",
+		       s->path, pblock, n);
+		return -EUCLEAN;
+	}
+	for (uint32_t done = 0; done < n;) {
+		uint32_t k = CM_MIN(n - done, (uint32_t)MCHECK_BLOCKS);
+		size_t bytes = (size_t)k * s->B;
+
+		if (pread(s->fd, m->buf, bytes, (off_t)((pblock + done) * s->B)) != (ssize_t)bytes)
+			return -EIO;
+		for (uint32_t i = 0; i < k; i++)
+			if (cm_crc32c(0, m->buf + (size_t)i * s->B, s->B) !=
+			    cm_get_le32(crcs + 4 * (size_t)(done + i))) {
+				m->bad = pblock + done + i;
+				return 1;
+			}
+		done += k;
+	}
+	return 0;
+}
+
+/*
+ * Whether the copy-on-write data the record's transactions wrote is on the
+ * device: 0 yes, 1 no (a block named in its manifest holds other bytes),
+ * or an error. Only the last record replayed needs this (see os_jnl_mount).
+ */
+static int
+rec_data_check(struct os_store *s, const uint8_t *b, size_t len, uint64_t *bad)
+{
+	struct mcheck m = { .s = s,
+			    .buf = aligned_alloc(4096, (size_t)MCHECK_BLOCKS * s->B),
+			    .bad = UINT64_MAX };
+	int rc;
+
+	if (!m.buf)
+		return -ENOMEM;
+	rc = os_jnl_record_parse(b, len, s->jnonce, cm_get_le64(b + 8), false, NULL, check_run, &m);
+	free(m.buf);
+	*bad = m.bad;
+	return rc;
 }
 
 static int
@@ -298,7 +393,9 @@ int
 os_jnl_mount(struct os_store *s)
 {
 	struct jsb sb[2], *cur = NULL;
-	uint64_t pos, seq, n = 0, bytes = 0;
+	uint64_t pos, seq, n = 0, bytes = 0, lastpos = 0;
+	uint8_t *last = NULL; /* the newest good record, not yet applied */
+	size_t lastlen = 0;
 	int rc = 0;
 
 	s->jarea = (s->jblocks - 2) * s->B;
@@ -327,8 +424,10 @@ os_jnl_mount(struct os_store *s)
 		size_t len;
 		int r = rec_find(s, &pos, seq, &b, &len);
 
-		if (r < 0)
+		if (r < 0) {
+			free(last);
 			return r;
+		}
 		if (r == JR_BAD) {
 			/*
 			 * A torn record is normal after a crash, and so are up to
@@ -356,6 +455,7 @@ os_jnl_mount(struct os_store *s)
 					CM_ERR("%s: journal record %" PRIu64 " at offset %" PRIu64
 					       " is damaged and later records follow it",
 					       s->path, seq, pos);
+					free(last);
 					return -EUCLEAN;
 				}
 			}
@@ -363,14 +463,54 @@ os_jnl_mount(struct os_store *s)
 		}
 		if (r == JR_NONE)
 			break;
-		rc = rec_apply(s, b, len);
-		free(b);
-		if (rc)
+		/* The one before is not the last: apply it (only the last is checked). */
+		rc = last ? rec_apply(s, last, lastlen) : 0;
+		free(last);
+		if (rc) {
+			free(b);
 			return rc;
+		}
+		n += last != NULL;
+		bytes += last ? lastlen : 0;
+		last = b;
+		lastlen = len;
+		lastpos = pos;
 		pos += len;
 		seq++;
-		n++;
-		bytes += len;
+	}
+	if (last) {
+		/*
+		 * A record is written beside its transactions' copy-on-write data,
+		 * not after it: one device fsync makes both durable. A crash before
+		 * that fsync completed may leave the record on the device and
+		 * some of the data not (a device may persist a later write and
+		 * lose an earlier one). Such a record can only be the last one:
+		 * the next is written only once this one's fsync is done. Its
+		 * manifest names each block its transactions wrote (and the round
+		 * still references, so no later write can have changed it) with
+		 * its crc32c; a block that does not match means the round was
+		 * never acknowledged, and it is dropped whole, as a torn record is.
+		 */
+		uint64_t bad;
+
+		rc = rec_data_check(s, last, lastlen, &bad);
+		if (rc == 0)
+			rc = rec_apply(s, last, lastlen);
+		if (rc == 1) {
+			CM_WARN("%s: journal record %" PRIu64 " not replayed: block %" PRIu64
+				" of its data did not reach the device before the crash (it "
+				"was never acknowledged)",
+				s->path, seq - 1, bad);
+			pos = lastpos;
+			seq--;
+			rc = 0;
+		} else if (!rc) {
+			n++;
+			bytes += lastlen;
+		}
+		free(last);
+		if (rc)
+			return rc;
 	}
 	/*
 	 * Records after the last one replayed may be on the device — written
@@ -414,7 +554,131 @@ os_jnl_txn_bytes(const struct os_txn *t)
 	if (t->rc || !t->wb)
 		return 0;
 	rocksdb_writebatch_data(t->wb, &sz);
+	/* Its manifest runs at most: every block a run of its own (12 + 4 bytes). */
+	for (size_t i = 0; i < t->nwrites; i++)
+		sz += 16 * t->writes[i].n;
 	return 4 + sz;
+}
+
+static int
+ext_cmp(const void *a, const void *b)
+{
+	const struct os_extent *x = a, *y = b;
+
+	return x->start < y->start ? -1 : x->start > y->start;
+}
+
+/* Blocks the round frees or overwrites in place: *exp, sorted, merged; *np extents. */
+static int
+round_excluded(const struct os_round *rd, struct os_extent **exp, size_t *np)
+{
+	struct os_extent *ex;
+	size_t n = 0, k = 0;
+
+	for (size_t i = 0; i < rd->n; i++) {
+		const struct os_txn *t = rd->txns[i];
+
+		if (t->rc)
+			continue;
+		n += t->nfrees;
+		for (size_t j = 0; j < t->ndfrs; j++)
+			n += t->dfrs[j]->n;
+	}
+	*exp = NULL;
+	*np = 0;
+	if (n == 0)
+		return 0;
+	ex = malloc(sizeof(*ex) * n);
+	if (!ex)
+		return -ENOMEM;
+	for (size_t i = 0; i < rd->n; i++) {
+		const struct os_txn *t = rd->txns[i];
+
+		if (t->rc)
+			continue;
+		for (size_t j = 0; j < t->nfrees; j++)
+			ex[k++] = t->frees[j];
+		for (size_t j = 0; j < t->ndfrs; j++)
+			for (size_t b = 0; b < t->dfrs[j]->n; b++)
+				ex[k++] = (struct os_extent){ .start = t->dfrs[j]->pblocks[b],
+							      .len = 1 };
+	}
+	qsort(ex, n, sizeof(*ex), ext_cmp);
+	k = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (k && ex[i].start <= ex[k - 1].start + ex[k - 1].len) {
+			uint64_t end =
+				CM_MAX(ex[k - 1].start + ex[k - 1].len, ex[i].start + ex[i].len);
+
+			ex[k - 1].len = end - ex[k - 1].start;
+		} else {
+			ex[k++] = ex[i];
+		}
+	}
+	*exp = ex;
+	*np = k;
+	return 0;
+}
+
+/* Whether block b is in the sorted, disjoint extents ex[0, n). */
+static bool
+excluded(const struct os_extent *ex, size_t n, uint64_t b)
+{
+	size_t lo = 0, hi = n;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+
+		if (ex[mid].start + ex[mid].len <= b)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && ex[lo].start <= b;
+}
+
+/*
+ * The round's manifest into p (NULL: only count): a run (pblock, n, crcs)
+ * for each stretch of copy-on-write blocks its transactions wrote that the
+ * round neither frees nor overwrites in place (a deferred write) — those
+ * are what the round leaves referenced, and no later write can change them
+ * before a later record is durable. \return its length in bytes.
+ */
+static size_t
+manifest_put(const struct os_round *rd, const struct os_extent *ex, size_t nex, uint8_t *p)
+{
+	size_t len = 0;
+
+	for (size_t i = 0; i < rd->n; i++) {
+		const struct os_txn *t = rd->txns[i];
+
+		if (t->rc)
+			continue;
+		for (size_t j = 0; j < t->nwrites; j++) {
+			const struct os_dwrite *w = &t->writes[j];
+
+			for (uint64_t b = 0; b < w->n;) {
+				uint64_t e;
+
+				if (nex && excluded(ex, nex, w->pblock + b)) {
+					b++;
+					continue;
+				}
+				for (e = b + 1;
+				     e < w->n && !(nex && excluded(ex, nex, w->pblock + e)); e++)
+					;
+				if (p) {
+					cm_put_le64(p + len, w->pblock + b);
+					cm_put_le32(p + len + 8, (uint32_t)(e - b));
+					for (uint64_t k = b; k < e; k++)
+						cm_put_le32(p + len + 12 + 4 * (k - b), w->csum[k]);
+				}
+				len += 12 + 4 * (e - b);
+				b = e;
+			}
+		}
+	}
+	return len;
 }
 
 size_t
@@ -426,31 +690,43 @@ os_jnl_round_max(const struct os_store *s)
 int
 os_jnl_place(struct os_store *s, struct os_round *rd)
 {
-	size_t plen = 0, len, sz, nb = 0;
+	size_t plen = 0, len, sz, nb = 0, mlen, nex = 0;
 	uint64_t pos = s->jhead, waste = 0;
+	struct os_extent *ex;
 	uint8_t *b, *p;
 	uint32_t crc;
 
+	if (round_excluded(rd, &ex, &nex))
+		return -ENOMEM;
 	if (rd->retire && rocksdb_writebatch_count(rd->retire)) {
 		rocksdb_writebatch_data(rd->retire, &sz);
 		plen += 4 + sz;
 	}
-	for (size_t i = 0; i < rd->n; i++)
-		plen += os_jnl_txn_bytes(rd->txns[i]);
+	for (size_t i = 0; i < rd->n; i++) {
+		if (rd->txns[i]->rc || !rd->txns[i]->wb)
+			continue;
+		rocksdb_writebatch_data(rd->txns[i]->wb, &sz);
+		plen += 4 + sz;
+	}
+	mlen = manifest_put(rd, ex, nex, NULL);
+	plen += mlen;
 	len = rec_len(s, plen);
 	if (pos + len > s->jarea) {
 		waste = s->jarea - pos;
 		pos = 0;
 	}
 	if (s->jcum - s->jtrimmed + waste + len > s->jarea) {
+		free(ex);
 		s->c_jwaits++;
 		s->jwaiting = true;
 		os_jnl_maybe_flush(s);
 		return -EAGAIN;
 	}
 	b = aligned_alloc(4096, len);
-	if (!b)
+	if (!b) {
+		free(ex);
 		return -ENOMEM;
+	}
 	p = b + JREC_HDR;
 	if (rd->retire && rocksdb_writebatch_count(rd->retire)) {
 		const char *d = rocksdb_writebatch_data(rd->retire, &sz);
@@ -472,6 +748,8 @@ os_jnl_place(struct os_store *s, struct os_round *rd)
 		p += 4 + sz;
 		nb++;
 	}
+	p += manifest_put(rd, ex, nex, p);
+	free(ex);
 	memset(b, 0, JREC_HDR);
 	memset(p, 0, len - JREC_HDR - plen);
 	cm_put_le32(b, JREC_MAGIC);
@@ -479,6 +757,7 @@ os_jnl_place(struct os_store *s, struct os_round *rd)
 	cm_put_le64(b + 8, s->jseq);
 	cm_put_le32(b + 16, (uint32_t)plen);
 	cm_put_le32(b + 20, (uint32_t)nb);
+	cm_put_le32(b + 28, (uint32_t)mlen);
 	crc = cm_crc32c(0, b, JREC_HDR + plen);
 	cm_put_le32(b + 24, crc);
 	rd->jbuf = b;
@@ -519,13 +798,14 @@ os_jnl_write(struct os_store *s, struct os_round *rd, void (*done)(struct cm_io 
 	const struct os_dfr *d;
 
 	/*
-	 * Nothing the record depends on may be only in the device's volatile
-	 * cache: its transactions' copy-on-write data and the device writes of
-	 * the deferred records it retires (a device may keep a later write and
-	 * lose an earlier one).
+	 * The device writes of the deferred records it retires may not be
+	 * only in the device's volatile cache (a device may keep a later write
+	 * and lose an earlier one). Its transactions' copy-on-write data is
+	 * written (not yet durable): the record's fsync covers both, and mount
+	 * checks the data of the last record against its manifest.
 	 */
 	for (size_t i = 0; i < rd->n; i++)
-		assert(rd->txns[i]->rc || rd->txns[i]->need_fsync <= s->fsync_done);
+		assert(rd->txns[i]->rc || rd->txns[i]->writes_left == 0);
 	TAILQ_FOREACH(d, &rd->retiring, link)
 		assert(d->need_fsync <= s->fsync_done);
 	rd->fsync_io.cb = done;

@@ -226,20 +226,30 @@ found:
 	return 0;
 }
 
+/* A copy-on-write device write of n blocks; cs: their crc32c (for the journal's manifest). */
 static int
-add_write(struct os_txn *t, uint64_t pblock, uint64_t n, struct cm_buf *buf, size_t off)
+add_write(struct os_txn *t, uint64_t pblock, uint64_t n, struct cm_buf *buf, size_t off,
+	  const uint32_t *cs)
 {
+	uint32_t *csum = malloc(sizeof(*csum) * n);
+
+	if (!csum)
+		return -ENOMEM;
+	memcpy(csum, cs, sizeof(*csum) * n);
 	if (t->nwrites == t->capwrites) {
 		size_t nc = t->capwrites ? t->capwrites * 2 : 4;
 		struct os_dwrite *w = realloc(t->writes, sizeof(*w) * nc);
 
-		if (!w)
+		if (!w) {
+			free(csum);
 			return -ENOMEM;
+		}
 		t->writes = w;
 		t->capwrites = nc;
 	}
-	t->writes[t->nwrites++] =
-		(struct os_dwrite){ .pblock = pblock, .n = n, .buf = cm_buf_get(buf), .off = off };
+	t->writes[t->nwrites++] = (struct os_dwrite){
+		.pblock = pblock, .n = n, .buf = cm_buf_get(buf), .off = off, .csum = csum
+	};
 	return 0;
 }
 
@@ -357,7 +367,8 @@ put_blocks(struct pctx *c, struct pobj *p, uint64_t fb, uint64_t nb, struct cm_b
 		rc = os_onode_punch(on, fb, fb + nb, &t->frees, &t->nfrees, &t->capfrees);
 		for (int i = 0; i < k; i++) {
 			if (!rc)
-				rc = add_write(t, ex[i].start, ex[i].len, img, ioff + done * s->B);
+				rc = add_write(t, ex[i].start, ex[i].len, img, ioff + done * s->B,
+					       cs + done);
 			if (rc) {
 				/* Not yet in t->writes: give it back here. */
 				pthread_mutex_lock(&s->alloc_mu);
@@ -1075,6 +1086,7 @@ rollback(struct pctx *c)
 		if (i < t->npending)
 			os_pend_del(s, t->writes[i].pblock, t->writes[i].n, t->pending_tags[i]);
 		cm_buf_put(t->writes[i].buf);
+		free(t->writes[i].csum);
 	}
 	t->nwrites = 0;
 	t->npending = 0;

@@ -103,6 +103,7 @@ struct os_dwrite {
 	struct os_txn *t;   /* COW write of t, or NULL */
 	struct os_dfr *dfr; /* deferred apply, or NULL */
 	struct os_store *s;
+	uint32_t *csum; /* COW: crc32c of each block (the journal record's manifest) */
 };
 
 /* A deferred write: committed in the KV, applied to the device afterwards. */
@@ -155,8 +156,6 @@ struct os_txn {
 	size_t ntouched, captouched;
 	uint64_t *pending_tags; /* pending-map tag of each COW write (writes[i]) */
 	size_t npending, cappending;
-	/* journal mode: its COW data is durable once device fsync number >= this is done */
-	uint64_t need_fsync;
 };
 
 /* Blocks whose newest content is not (yet) on the device. */
@@ -414,12 +413,16 @@ uint64_t os_hash(const void *p, size_t n);
 /*
  * Check a journal record read from the device (b, len bytes): header,
  * sequence, nonce, length, crc (when check_crc), and the framing of its
- * batches; call cb (if set) with each batch, stopping at a non-zero return.
- * \return 0, -EBADMSG (not this record, or damaged), -EUCLEAN (bad
- * framing), or cb's error. Pure: the fuzz target's entry.
+ * batches and its data manifest; call cb (if set) with each batch, then mcb
+ * (if set) with each manifest run (n blocks from pblock, n crc32c little
+ * endian), stopping at a non-zero return. \return 0, -EBADMSG (not this
+ * record, or damaged), -EUCLEAN (bad framing), or the callback's value.
+ * Pure: the fuzz target's entry.
  */
 int os_jnl_record_parse(const uint8_t *b, size_t len, uint32_t nonce, uint64_t seq, bool check_crc,
-			int (*cb)(void *arg, const uint8_t *batch, size_t blen), void *arg);
+			int (*cb)(void *arg, const uint8_t *batch, size_t blen),
+			int (*mcb)(void *arg, uint64_t pblock, uint32_t n, const uint8_t *crcs),
+			void *arg);
 /* mkfs: the journal's superblocks for an empty journal (on a file: the area written once). */
 int os_jnl_format(int fd, uint32_t B, uint64_t jstart, uint64_t jblocks, const char *uuid);
 /* mount: replay the records after the trim point into RocksDB, flush, trim. Blocking. */
@@ -434,7 +437,8 @@ int os_jnl_checkpoint(struct os_store *s);
 size_t os_jnl_txn_bytes(const struct os_txn *t);
 size_t os_jnl_round_max(const struct os_store *s);
 /*
- * Build rd's record (retire batch, then its transactions' batches) and
+ * Build rd's record (retire batch, its transactions' batches, the manifest of
+ * their copy-on-write blocks) and
  * place it. \return 0, or -EAGAIN: no room until a flush trims (one is
  * started); nothing changed.
  */

@@ -61,8 +61,10 @@ os_txn_destroy(struct os_txn *t)
 	free(t->ops);
 	if (t->wb)
 		rocksdb_writebatch_destroy(t->wb);
-	for (size_t i = 0; i < t->nwrites; i++)
+	for (size_t i = 0; i < t->nwrites; i++) {
 		cm_buf_put(t->writes[i].buf);
+		free(t->writes[i].csum);
+	}
 	free(t->writes);
 	for (size_t i = 0; i < t->ndfrs; i++)
 		dfr_free(t->dfrs[i]);
@@ -429,12 +431,10 @@ write_done(struct cm_io *io, int res)
 	if (w->t) {
 		if (--w->t->writes_left == 0) {
 			/*
-			 * Journal: its record may be written only once this data is
-			 * durable — a device may keep a later write and lose an
-			 * earlier one — i.e. after an fsync issued from now on.
+			 * Journal: its record goes now; the record's fsync makes both
+			 * durable, and mount checks the data of a last record
+			 * (journal.c, os_jnl_mount).
 			 */
-			if (s->jblocks)
-				w->t->need_fsync = s->fsync_issued + 1;
 			w->t->state = T_READY;
 			kick_commit(s);
 		}
@@ -1133,10 +1133,6 @@ kick_commit(struct os_store *s)
 			continue;
 		if (t->state != T_READY)
 			break;
-		if (t->need_fsync > s->fsync_done && !s->failed) {
-			want = t->need_fsync; /* its data is not durable yet */
-			break;
-		}
 		b = s->jblocks ? os_jnl_txn_bytes(t) : 0;
 		if (n && bytes + b > cap)
 			break;

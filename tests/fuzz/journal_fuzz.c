@@ -3,7 +3,8 @@
  * What an OSD's store reads back from its device at mount: a journal record
  * (osd/src/journal.c, os_jnl_record_parse). The first byte picks whether the
  * crc is checked (a device block that is not a record, or a damaged one)
- * or not (so the fuzzer reaches the framing of the batches inside); the
+ * or not (so the fuzzer reaches the framing of the batches and the data
+ * manifest inside); the
  * record's own nonce and sequence are taken as the expected ones.
  */
 #include "../../osd/src/store_internal.h"
@@ -22,6 +23,17 @@ touch(void *arg, const uint8_t *batch, size_t blen)
 	/* Read every byte the parser hands out: ASan names any overrun. */
 	for (size_t i = 0; i < blen; i++)
 		*sum += batch[i];
+	return 0;
+}
+
+static int
+touch_run(void *arg, uint64_t pblock, uint32_t n, const uint8_t *crcs)
+{
+	size_t *sum = arg;
+
+	*sum += pblock;
+	for (size_t i = 0; i < (size_t)n * 4; i++)
+		*sum += crcs[i];
 	return 0;
 }
 
@@ -44,7 +56,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		memcpy(&nonce, b + 4, 4);
 		memcpy(&seq, b + 8, 8);
 	}
-	(void)os_jnl_record_parse(b, size - 1, nonce, seq, data[0] & 1, touch, &sum);
+	(void)os_jnl_record_parse(b, size - 1, nonce, seq, data[0] & 1, touch, touch_run, &sum);
 	free(b);
 	__asm__ volatile("" : : "r"(sum)); /* the reads above are not optimised away */
 	return 0;
