@@ -389,6 +389,8 @@ sb_write_sync(struct os_store *s)
 	return rc;
 }
 
+static void seal_fire(struct cm_timer *tm);
+
 int
 os_jnl_mount(struct os_store *s)
 {
@@ -400,6 +402,7 @@ os_jnl_mount(struct os_store *s)
 
 	s->jarea = (s->jblocks - 2) * s->B;
 	s->jnonce = nonce_of(s->uuid);
+	cm_timer_init(&s->jseal_timer, seal_fire, s);
 	s->jsb_buf = aligned_alloc(4096, s->B);
 	s->wo_nowal = rocksdb_writeoptions_create();
 	if (!s->jsb_buf || !s->wo_nowal)
@@ -760,6 +763,11 @@ os_jnl_place(struct os_store *s, struct os_round *rd)
 	cm_put_le32(b + 28, (uint32_t)mlen);
 	crc = cm_crc32c(0, b, JREC_HDR + plen);
 	cm_put_le32(b + 24, crc);
+	/* A record with a manifest is sealed by a later one (an empty one if idle). */
+	s->jlast_data = mlen > 0;
+	s->jseal = false;
+	if (mlen && !cm_timer_armed(&s->jseal_timer))
+		cm_timer_arm(s->r, &s->jseal_timer, OS_JNL_SEAL_MS);
 	rd->jbuf = b;
 	rd->jiov = (struct iovec){ .iov_base = b, .iov_len = len };
 	rd->jseq = s->jseq++;
@@ -816,6 +824,30 @@ os_jnl_write(struct os_store *s, struct os_round *rd, void (*done)(struct cm_io 
 	s->jwriting++;
 	if (cm_io_writev(s->r, &rd->jio, s->fd, &rd->jiov, 1, (off_t)(area_off(s) + pos)))
 		jwrite_done(&rd->jio, -EIO);
+}
+
+/*
+ * The newest record has a manifest: mount would check its data against it
+ * after a crash, and a block the media corrupted since (not one that was
+ * never written) would drop that acknowledged round with it. A later record
+ * ends that: when the store has been idle OS_JNL_SEAL_MS since, an empty
+ * one (a round of nothing) is written and flushed, so the window is that
+ * long after the last write, not until the next write.
+ */
+static void
+seal_fire(struct cm_timer *tm)
+{
+	struct os_store *s = tm->arg;
+
+	if (!s->jlast_data || s->failed)
+		return;
+	if (s->nrounds || !TAILQ_EMPTY(&s->q)) {
+		cm_timer_arm(s->r, &s->jseal_timer, OS_JNL_SEAL_MS); /* records follow anyway */
+		return;
+	}
+	s->jseal = true;
+	s->c_jseals++;
+	os_kick_commit(s);
 }
 
 void

@@ -908,6 +908,7 @@ os_get_usage(struct os_store *s, struct os_usage *u)
 	u->journal_bytes = s->c_jbytes;
 	u->journal_flushes = s->c_jflushes;
 	u->journal_waits = s->c_jwaits;
+	u->journal_seals = s->c_jseals;
 }
 
 const char *

@@ -325,11 +325,19 @@ struct os_store {
 
 	bool jflushing, jwaiting; /* a flush runs; a round waits for room */
 	/*
+	 * The newest record placed has a data manifest (mount checks its data);
+	 * the timer that then seals it with an empty record once the store is
+	 * idle; a seal is wanted (kick_commit forms the empty round).
+	 */
+	bool jlast_data, jseal;
+	struct cm_timer jseal_timer;
+	/*
 	 * Device fsyncs are numbered as issued: the completion of number n makes
 	 * every write that completed before n was issued durable. fsync_done is
 	 * the highest number completed; jwriting counts record writes not yet
-	 * followed by their fsync; dflush is an fsync with no record (data
-	 * waiting for one, and nothing in flight that would issue one).
+	 * followed by their fsync; dflush is an fsync with no record (applied
+	 * deferred writes waiting to be retired, and nothing in flight that
+	 * would issue one).
 	 */
 	uint64_t fsync_issued, fsync_done;
 	unsigned jwriting;
@@ -381,7 +389,7 @@ struct os_store {
 	uint64_t c_csum_errors, c_deferred, c_cow, c_commits, c_groups, c_csum_reused;
 	uint64_t c_fsyncs, c_fsync_ns, c_kv_ns, c_kv_sync_ns, c_kv_fn_ns, c_prep_ns;
 	uint64_t c_prep_inline, c_prep_retry; /* prepared on the reactor; given up there */
-	uint64_t c_jbytes, c_jflushes, c_jwaits;
+	uint64_t c_jbytes, c_jflushes, c_jwaits, c_jseals;
 };
 
 /* Pending map. */
@@ -448,6 +456,8 @@ void os_jnl_write(struct os_store *s, struct os_round *rd, void (*done)(struct c
 /* A round is in the memtable: maybe flush RocksDB and trim. */
 void os_jnl_applied(struct os_store *s, struct os_round *rd);
 void os_jnl_maybe_flush(struct os_store *s);
+/* How long the store is idle before the newest data record is sealed (journal.c). */
+#define OS_JNL_SEAL_MS 200
 /* Form and start commit rounds (txn.c). */
 void os_kick_commit(struct os_store *s);
 

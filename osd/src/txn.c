@@ -1179,7 +1179,7 @@ kick_commit(struct os_store *s)
 			return;
 		retire = false;
 	}
-	if (n == 0 && !retire)
+	if (n == 0 && !retire && !(s->jseal && s->jblocks))
 		return;
 	rd = calloc(1, sizeof(*rd));
 	if (!rd || !(rd->txns = calloc(n + 1, sizeof(*rd->txns)))) {
@@ -1278,6 +1278,8 @@ os_umount(struct os_store *s)
 	if (!s)
 		return;
 	os_drain(s);
+	if (s->jblocks && cm_timer_armed(&s->jseal_timer))
+		cm_timer_cancel(s->r, &s->jseal_timer);
 	if (os_jnl_checkpoint(s))
 		CM_WARN("%s: journal not trimmed at unmount; the next mount replays it", s->path);
 	while (!TAILQ_EMPTY(&s->held)) {

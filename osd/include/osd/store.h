@@ -258,6 +258,7 @@ struct os_usage {
 	uint64_t journal_bytes;            /* bytes of records written */
 	uint64_t journal_flushes;          /* RocksDB flushes that trimmed it */
 	uint64_t journal_waits;            /* rounds that waited for room */
+	uint64_t journal_seals;            /* empty records after the last data one, when idle */
 };
 
 void os_get_usage(struct os_store *s, struct os_usage *u);
