@@ -1406,6 +1406,19 @@ jn_flip(uint64_t area_off)
 	close(fd);
 }
 
+/* Keep a copy of the device file beside it (keep), or put that copy back. */
+static void
+dev_keep(bool keep)
+{
+	char cmd[512];
+
+	if (keep)
+		snprintf(cmd, sizeof(cmd), "cp --sparse=always %s %s.keep", g_dev, g_dev);
+	else
+		snprintf(cmd, sizeof(cmd), "mv %s.keep %s", g_dev, g_dev);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
 START_TEST(test_journal_replay)
 {
 	static uint8_t model[JN_OBJ];
@@ -1441,22 +1454,12 @@ START_TEST(test_journal_replay)
 	 * lost). */
 	tail = jn_tail();
 	jn_run_child(JN_OVERW + 1, JN_OVERW + 40, false, false);
-	{
-		char cmd[512];
-
-		snprintf(cmd, sizeof(cmd), "cp --sparse=always %s %s.keep", g_dev, g_dev);
-		ck_assert_int_eq(system(cmd), 0);
-	}
+	dev_keep(true); /* a copy of the device to come back to */
 	jn_flip(tail);
 	opts(&o);
 	ck_assert_int_eq(os_mount(g_r, &o, &s2), -EUCLEAN);
 	/* The same bytes undamaged replay whole. */
-	{
-		char cmd[512];
-
-		snprintf(cmd, sizeof(cmd), "mv %s.keep %s", g_dev, g_dev);
-		ck_assert_int_eq(system(cmd), 0);
-	}
+	dev_keep(false);
 	mount_store();
 	jn_model(model, JN_OVERW + 40);
 	check_obj("big", model, JN_OBJ);
@@ -1577,6 +1580,26 @@ jd_crc_of(uint32_t crc, uint32_t pattern, uint32_t skip_block)
 	return false;
 }
 
+/* "d" as jn_child_cow wrote it (a: 64 KiB to build it in). */
+static void
+jd_check_d(uint8_t *a)
+{
+	cm_test_fill(a, 64 << 10, JD_D);
+	cm_test_fill(a + 4096, 4096, JD_D1);
+	check_obj("d", a, 64 << 10);
+}
+
+/* Unmount, run child mode mk, and the journal's first record as its mount left it. */
+static void
+jd_run_child(int mk, uint64_t *pos, uint64_t *seq)
+{
+	os_umount(g_s);
+	g_s = NULL;
+	jn_run_child(0, 0, false, mk);
+	*pos = jn_tail();
+	*seq = jn_sbseq();
+}
+
 /*
  * With the journal a round's record is written beside its copy-on-write
  * data, not after it: one device fsync covers both (on an idle store a write
@@ -1592,7 +1615,7 @@ START_TEST(test_journal_data_check)
 	struct jd_run runs[8];
 	struct os_usage u0, u1, u2;
 	struct os_stat st;
-	uint64_t tail, seq, pos, len;
+	uint64_t seq, pos, len;
 	int nr, fd, blocks = 0;
 
 	mkcoll();
@@ -1633,14 +1656,8 @@ START_TEST(test_journal_data_check)
 	ck_assert_uint_le((u2.fsyncs - u2.journal_seals) - (u1.fsyncs - u1.journal_seals), 2);
 	memcpy(a + 4096, a, 4096);
 	check_obj("o", a, sizeof(a));
-	os_umount(g_s);
-	g_s = NULL;
-
 	/* "d" (block 1 rewritten in the same transaction) and "tmp" (removed again). */
-	jn_run_child(0, 0, false, 3);
-	tail = jn_tail(); /* as the child's mount left them */
-	seq = jn_sbseq();
-	pos = tail;
+	jd_run_child(3, &pos, &seq);
 	for (uint64_t sq = seq; (nr = jd_manifest(&pos, sq, &len, runs, 8)) >= 0; sq++) {
 		for (int i = 0; i < nr; i++)
 			for (uint32_t k = 0; k < runs[i].n; k++) {
@@ -1652,19 +1669,12 @@ START_TEST(test_journal_data_check)
 	}
 	ck_assert_int_eq(blocks, 15); /* d's 16 but the one the deferred write rewrote */
 	mount_store();
-	cm_test_fill(a, sizeof(a), JD_D);
-	cm_test_fill(a + 4096, 4096, JD_D1);
-	check_obj("d", a, sizeof(a));
+	jd_check_d(a);
 	ck_assert_int_eq(os_stat(g_s, "c", "tmp", &st), -ENOENT);
 	fsck_clean(true);
-	os_umount(g_s);
-	g_s = NULL;
 
 	/* "n" alone in the last record: its data lost from the device → the record dropped. */
-	jn_run_child(0, 0, false, 4);
-	tail = jn_tail(); /* as the child's mount left them */
-	seq = jn_sbseq();
-	pos = tail;
+	jd_run_child(4, &pos, &seq);
 	ck_assert_int_eq(nr = jd_manifest(&pos, seq, &len, runs, 8), 1);
 	ck_assert_uint_eq(runs[0].n, 16);
 	pos += len;
@@ -1675,27 +1685,15 @@ START_TEST(test_journal_data_check)
 	memset(a, 0, 4096); /* as if the write of this block never reached the media */
 	ck_assert_int_eq(pwrite(fd, a, 4096, (off_t)((runs[0].pblock + 9) * 4096)), 4096);
 	close(fd);
-	{
-		char cmd[512];
-
-		snprintf(cmd, sizeof(cmd), "cp --sparse=always %s %s.keep", g_dev, g_dev);
-		ck_assert_int_eq(system(cmd), 0);
-	}
+	dev_keep(true); /* a copy of the device to come back to */
 	mount_store();
 	ck_assert_int_eq(os_stat(g_s, "c", "n", &st), -ENOENT);
-	cm_test_fill(a, sizeof(a), JD_D); /* the records before it replayed */
-	cm_test_fill(a + 4096, 4096, JD_D1);
-	check_obj("d", a, sizeof(a));
+	jd_check_d(a); /* the records before it replayed */
 	fsck_clean(true);
 	os_umount(g_s);
 	g_s = NULL;
 	/* The same device with the block as written: the record replays. */
-	{
-		char cmd[512];
-
-		snprintf(cmd, sizeof(cmd), "mv %s.keep %s", g_dev, g_dev);
-		ck_assert_int_eq(system(cmd), 0);
-	}
+	dev_keep(false);
 	fd = open(g_dev, O_RDWR);
 	ck_assert_int_ge(fd, 0);
 	ck_assert_int_eq(pwrite(fd, keep, 4096, (off_t)((runs[0].pblock + 9) * 4096)), 4096);
