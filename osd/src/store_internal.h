@@ -446,9 +446,8 @@ size_t os_jnl_txn_bytes(const struct os_txn *t);
 size_t os_jnl_round_max(const struct os_store *s);
 /*
  * Build rd's record (retire batch, its transactions' batches, the manifest of
- * their copy-on-write blocks) and
- * place it. \return 0, or -EAGAIN: no room until a flush trims (one is
- * started); nothing changed.
+ * their copy-on-write blocks) and place it. \return 0, or -EAGAIN: no room
+ * until a flush trims (one is started); nothing changed.
  */
 int os_jnl_place(struct os_store *s, struct os_round *rd);
 /* Start the record's write; then the device fsync; then done(rd, res). */
