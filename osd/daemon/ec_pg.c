@@ -219,8 +219,8 @@ ecr_ask(struct ecr *r, unsigned j)
 		if (r->any || r->want_attrs) /* the version and attributes too */
 			ecsrv_start_local(r, j);
 		else
-			os_read(r->osd->store, r->pg->cid, r->oid, r->s0 * ec->su, len,
-				ecr_local_done, r);
+			osd_read(r->osd, r->pg->cid, r->oid, r->s0 * ec->su, len, ecr_local_done,
+				 r);
 		return 0;
 	}
 	{
@@ -1175,14 +1175,14 @@ ecsrv_meta_done(void *arg)
 		ecsrv_reply(x, x->rc, NULL);
 		return;
 	}
-	os_read(x->osd->store, x->cid, x->oid, x->off, x->len, ecsrv_data, x);
+	osd_read(x->osd, x->cid, x->oid, x->off, x->len, ecsrv_data, x);
 }
 
 static void
 ecsrv_submit(struct ecsrv *x)
 {
 	x->w = (struct cm_work){ .fn = ecsrv_meta_fn, .done = ecsrv_meta_done, .arg = x };
-	if (cm_worker_submit(x->osd->wp, x->osd->r, &x->w))
+	if (osd_work(x->osd, &x->w))
 		ecsrv_reply(x, -ESHUTDOWN, NULL);
 }
 

@@ -10,6 +10,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <unistd.h>
 
 CM_LOG_SUBSYS(osd);
 
@@ -70,8 +71,160 @@ struct osd_node {
 	pthread_mutex_t mu;
 	struct osd_snap *snap; /* [n], under mu; [0] unused */
 	atomic_bool beacon_soon;
-	char **addrs; /* [n]: each shard's address (for boot) */
+	char **addrs;         /* [n]: each shard's address (for boot) */
+	atomic_uint draining; /* shutdown: shard threads not yet drained (shard_drain) */
+	atomic_bool stuck;    /* shutdown: a shard's calls did not call back in DRAIN_MS */
 };
+
+/* ---------- the shard's store and worker calls (counted for shutdown) ---------- */
+
+struct osd_call {
+	struct osd *o;
+
+	union {
+		os_commit_cb commit;
+		os_read_cb read;
+		os_read_meta_cb meta;
+	} cb;
+
+	void *arg;
+	struct cm_work w, *inner; /* osd_work */
+};
+
+static struct osd_call *
+call_new(struct osd *o, void *arg)
+{
+	struct osd_call *c = malloc(sizeof(*c));
+
+	if (c) {
+		c->o = o;
+		c->arg = arg;
+		o->pending++;
+	}
+	return c;
+}
+
+/* Before the callback: it may start the next call, or free what c names. */
+static void *
+call_end(struct osd_call *c)
+{
+	void *arg = c->arg;
+
+	c->o->pending--;
+	free(c);
+	return arg;
+}
+
+static void
+call_commit(void *arg, int rc)
+{
+	struct osd_call *c = arg;
+	os_commit_cb cb = c->cb.commit;
+
+	cb(call_end(c), rc);
+}
+
+void
+osd_queue(struct osd *o, struct os_txn *t, os_commit_cb cb, void *arg)
+{
+	struct osd_call *c;
+
+	if (!cb) {
+		os_queue(o->store, t, NULL, NULL); /* nothing of ours to wait for */
+		return;
+	}
+	c = call_new(o, arg);
+	if (!c) {
+		os_txn_destroy(t);
+		cb(arg, -ENOMEM);
+		return;
+	}
+	c->cb.commit = cb;
+	os_queue(o->store, t, call_commit, c);
+}
+
+static void
+call_read(void *arg, int rc, struct cm_buf *data)
+{
+	struct osd_call *c = arg;
+	os_read_cb cb = c->cb.read;
+
+	cb(call_end(c), rc, data);
+}
+
+void
+osd_read(struct osd *o, const char *cid, const char *oid, uint64_t off, uint64_t len, os_read_cb cb,
+	 void *arg)
+{
+	struct osd_call *c = call_new(o, arg);
+
+	if (!c) {
+		cb(arg, -ENOMEM, NULL);
+		return;
+	}
+	c->cb.read = cb;
+	os_read(o->store, cid, oid, off, len, call_read, c);
+}
+
+static void
+call_read_meta(void *arg, int rc, struct cm_buf *data, const struct os_read_meta *m)
+{
+	struct osd_call *c = arg;
+	os_read_meta_cb cb = c->cb.meta;
+
+	cb(call_end(c), rc, data, m);
+}
+
+void
+osd_read_meta(struct osd *o, const char *cid, const char *oid, uint64_t off, uint64_t len,
+	      const char *attr, os_read_meta_cb cb, void *arg)
+{
+	struct osd_call *c = call_new(o, arg);
+
+	if (!c) {
+		const struct os_read_meta none = { 0 };
+
+		cb(arg, -ENOMEM, NULL, &none);
+		return;
+	}
+	c->cb.meta = cb;
+	os_read_meta(o->store, cid, oid, off, len, attr, call_read_meta, c);
+}
+
+static void
+call_work(void *arg)
+{
+	struct osd_call *c = arg;
+
+	c->inner->fn(c->inner->arg);
+}
+
+static void
+call_work_done(void *arg)
+{
+	struct osd_call *c = arg;
+	struct cm_work *w = c->inner;
+
+	call_end(c);
+	if (w->done)
+		w->done(w->arg);
+}
+
+int
+osd_work(struct osd *o, struct cm_work *w)
+{
+	struct osd_call *c = call_new(o, NULL);
+	int rc;
+
+	if (!c)
+		return -ENOMEM;
+	c->inner = w;
+	c->w = (struct cm_work){ .fn = call_work, .done = call_work_done, .arg = c };
+	rc = cm_worker_submit(o->wp, o->r, &c->w);
+	if (rc)
+		call_end(c);
+	return rc;
+}
 
 int
 osd_send_pb(struct cm_conn *c, uint16_t type, uint64_t tid, const ProtobufCMessage *pb,
@@ -273,6 +426,11 @@ shard_state_run(void *arg)
 	struct shard_post *p = arg;
 	struct osd *o = p->o;
 	bool booted_now = p->booted && !o->booted;
+
+	if (o->stopping) {
+		shard_post_free(p); /* no new map: nothing new starts */
+		return;
+	}
 
 	o->id = p->id;
 	o->booted = p->booted;
@@ -715,6 +873,10 @@ on_msg(void *arg, struct cm_conn *c, struct cm_msg *m)
 {
 	struct osd *o = arg;
 
+	if (o->stopping) {
+		cm_msg_destroy(m); /* shutting down: nothing new starts */
+		return;
+	}
 	if (o->monc && mon_client_handle_msg(o->monc, c, m))
 		return;
 	switch (m->type) {
@@ -901,14 +1063,51 @@ shard_close(struct osd *o)
 	o->own_map = NULL;
 }
 
+/* How long shutdown waits for the store calls and worker jobs in flight. */
+#define DRAIN_MS 10000
+
+/*
+ * Shutdown, once o's reactor stopped: from now on o drops what arrives and
+ * its tick starts nothing; run its reactor until every store call and
+ * worker job it started has called back (shard 0 also until the other
+ * shards have: their transactions run on its reactor) — only then may their
+ * PGs, ops and jobs be freed. \return false after DRAIN_MS without that.
+ */
+static bool
+shard_drain(struct osd *o)
+{
+	uint64_t t0 = cm_now_ms(), n0 = o->pending;
+
+	o->stopping = true;
+	cm_timer_cancel(o->r, &o->tick);
+	while (o->pending || (o->shard == 0 && o->node && atomic_load(&o->node->draining))) {
+		if (cm_now_ms() - t0 > DRAIN_MS)
+			return false;
+		/* (a stopped reactor does not sleep in run_once) */
+		if (cm_reactor_run_once(o->r, 0) == 0)
+			usleep(200);
+	}
+	if (n0)
+		CM_NOTICE("stopping: shard %u waited %" PRIu64 " ms for the %" PRIu64
+			  " store calls and worker jobs in flight",
+			  o->shard, cm_now_ms() - t0, n0);
+	return true;
+}
+
 static void *
 shard_main(void *arg)
 {
 	struct osd *o = arg;
+	bool drained;
 
 	cm_timer_arm(o->r, &o->tick, TICK_MS);
 	cm_reactor_run(o->r);
-	shard_close(o);
+	drained = shard_drain(o);
+	if (!drained)
+		atomic_store(&o->node->stuck, true); /* its state stays: calls still use it */
+	atomic_fetch_sub(&o->node->draining, 1);
+	if (drained)
+		shard_close(o);
 	return NULL;
 }
 
@@ -999,8 +1198,10 @@ osd_serve(struct osd_conf *cfg)
 	if (rc)
 		goto out;
 	for (unsigned k = 1; k < nd.n; k++) {
+		atomic_fetch_add(&nd.draining, 1);
 		rc = -pthread_create(&nd.th[k], NULL, shard_main, nd.sh[k]);
 		if (rc) {
+			atomic_fetch_sub(&nd.draining, 1);
 			CM_ERR("cannot start PG shard %u: %s", k, cm_strerror(rc));
 			goto out;
 		}
@@ -1011,6 +1212,17 @@ osd_serve(struct osd_conf *cfg)
 		  os_uuid(o.store), npgs, nd.n, nd.n > 1 ? "s" : "");
 	rc = cm_reactor_run(o.r);
 	CM_NOTICE("stopping");
+	for (unsigned k = 1; k < nd.n; k++)
+		if (nd.th_started[k])
+			cm_reactor_stop(nd.sh[k]->r);
+	if (!shard_drain(&o) || atomic_load(&nd.stuck)) {
+		/* Freeing now could pull memory from under a callback: stop as a
+		 * crash would (acknowledged writes are durable; the store replays). */
+		CM_ERR("stopping: store calls or worker jobs still in flight after %d s: "
+		       "exiting without unmounting the store (its next mount replays the journal)",
+		       DRAIN_MS / 1000);
+		_exit(1);
+	}
 out:
 	for (unsigned k = 1; k < nd.n; k++)
 		if (nd.th_started[k]) {

@@ -257,6 +257,12 @@ struct osd {
 	uint64_t ec_reads, ec_decodes;
 	/* counters */
 	uint64_t ops, op_bytes_in, op_bytes_out, repops, dups;
+	/* Shutdown (osd.c): stopping drops what arrives and starts nothing new;
+	 * pending counts the store calls and worker jobs this shard started
+	 * whose callback has not run yet — they use its PGs, ops and jobs, so
+	 * those are freed only once it is 0. */
+	bool stopping;
+	uint64_t pending;
 };
 
 /* ec_pg.c */
@@ -288,6 +294,18 @@ struct cm_conn *osd_peer_conn(struct osd *o, int32_t id, uint32_t seed);
 int32_t osd_conn_peer(struct cm_conn *c);
 /* Ask the mons for maps after epoch (from any shard). */
 void osd_want_map(struct osd *o, uint64_t epoch);
+/*
+ * The store and worker calls of the PG code, through the shard so that
+ * shutdown can wait for their callbacks (struct osd's pending): the same
+ * contracts as os_queue, os_read, os_read_meta and cm_worker_submit (w's
+ * done runs on o's reactor).
+ */
+void osd_queue(struct osd *o, struct os_txn *t, os_commit_cb cb, void *arg);
+void osd_read(struct osd *o, const char *cid, const char *oid, uint64_t off, uint64_t len,
+	      os_read_cb cb, void *arg);
+void osd_read_meta(struct osd *o, const char *cid, const char *oid, uint64_t off, uint64_t len,
+		   const char *attr, os_read_meta_cb cb, void *arg);
+int osd_work(struct osd *o, struct cm_work *w);
 /* The store's meta object exists (writes to it may be queued). */
 bool osd_meta_ok(const struct osd *o);
 int osd_send_pb(struct cm_conn *c, uint16_t type, uint64_t tid, const ProtobufCMessage *pb,

@@ -746,7 +746,7 @@ prior_save(struct pg *pg, bool active)
 		os_txn_destroy(t);
 		return;
 	}
-	os_queue(pg->osd->store, t, NULL, NULL);
+	osd_queue(pg->osd, t, NULL, NULL);
 }
 
 static void
@@ -1744,8 +1744,8 @@ op_meta_done(void *arg)
 				continue;
 			len = so->len ? so->len : op->size - so->off;
 			n--;
-			os_read(op->osd->store, op->pg->cid, op->req->oid, so->off, len,
-				on_data_read, op);
+			osd_read(op->osd, op->pg->cid, op->req->oid, so->off, len, on_data_read,
+				 op);
 		}
 		if (--op->reads_pending == 0)
 			op_reads_done(op);
@@ -2139,7 +2139,7 @@ op_commit(struct op *op, const struct cm_sgl *(*data)(struct op *op, int shard))
 		on_local_commit(rp, 0);
 		return;
 	}
-	os_queue(o->store, t, on_local_commit, rp);
+	osd_queue(o, t, on_local_commit, rp);
 }
 
 static void
@@ -2247,8 +2247,8 @@ op_exec(struct op *op)
 		const Cairn__Osd__SubOp *so = op->req->ops[0];
 
 		op->busy = true;
-		os_read_meta(op->osd->store, op->pg->cid, op->req->oid, so->off,
-			     so->len ? so->len : UINT64_MAX, "v", on_plain_read, op);
+		osd_read_meta(op->osd, op->pg->cid, op->req->oid, so->off,
+			      so->len ? so->len : UINT64_MAX, "v", on_plain_read, op);
 		return;
 	}
 	for (size_t i = 0; i < op->req->n_ops; i++)
@@ -2260,7 +2260,7 @@ op_exec(struct op *op)
 	}
 	op->w = (struct cm_work){ .fn = op_meta_fn, .done = op_meta_done, .arg = op };
 	op->busy = true;
-	if (cm_worker_submit(op->osd->wp, op->osd->r, &op->w)) {
+	if (osd_work(op->osd, &op->w)) {
 		op->busy = false;
 		op_fail(op, 0, -ESHUTDOWN);
 		op_reply(op, NULL);
@@ -2549,7 +2549,7 @@ pg_handle_list(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 	snprintf(l->cid, sizeof(l->cid), "%s", pg->cid);
 	l->w = (struct cm_work){ .fn = list_fn, .done = list_done, .arg = l };
 	cm_msg_destroy(m);
-	if (cm_worker_submit(o->wp, o->r, &l->w))
+	if (osd_work(o, &l->w))
 		list_done(l);
 	return;
 reply:
@@ -2666,7 +2666,7 @@ pg_handle_repop(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 	if (trim.seq)
 		log_trim_mem(pg, &trim);
 	o->repops++;
-	os_queue(o->store, t, on_replica_commit, ra);
+	osd_queue(o, t, on_replica_commit, ra);
 out:
 	if (ro)
 		cairn__osd__rep_op__free_unpacked(ro, NULL);
@@ -2904,7 +2904,7 @@ pg_create_in_store(struct pg *pg)
 		return;
 	}
 	pg->creating = true;
-	os_queue(pg->osd->store, t, pg_created, pg);
+	osd_queue(pg->osd, t, pg_created, pg);
 }
 
 /*
@@ -3212,7 +3212,7 @@ pg_on_map(struct osd *o)
 		}
 	}
 	if (mt)
-		os_queue(o->store, mt, NULL, NULL);
+		osd_queue(o, mt, NULL, NULL);
 	o->pg_maps++;
 }
 
@@ -3511,7 +3511,7 @@ roll_local(struct pg *pg, const struct osd_ver *v)
 		os_txn_destroy(t);
 		return; /* the next change tries again */
 	}
-	os_queue(pg->osd->store, t, on_roll_commit, pg->osd);
+	osd_queue(pg->osd, t, on_roll_commit, pg->osd);
 }
 
 /*

@@ -1323,8 +1323,8 @@ job_step_done(void *arg)
 		return;
 	if (!j->deleted && !j->omap_more && j->data_off < j->size) {
 		j->busy = true;
-		os_read(j->osd->store, j->cid, j->oid, j->data_off,
-			CM_MIN((uint64_t)PUSH_CHUNK, j->size - j->data_off), job_on_data, j);
+		osd_read(j->osd, j->cid, j->oid, j->data_off,
+			 CM_MIN((uint64_t)PUSH_CHUNK, j->size - j->data_off), job_on_data, j);
 		return;
 	}
 	job_send(j);
@@ -1485,7 +1485,7 @@ job_submit(struct rjob *j, void (*fn)(void *), void (*done)(void *))
 {
 	j->w = (struct cm_work){ .fn = fn, .done = done, .arg = j };
 	j->busy = true;
-	if (cm_worker_submit(j->osd->wp, j->osd->r, &j->w)) {
+	if (osd_work(j->osd, &j->w)) {
 		j->busy = false;
 		job_finish(j, -ESHUTDOWN);
 	}
@@ -1759,7 +1759,7 @@ job_start(struct osd *o, const Cairn__Osd__RecoverReq *q, int32_t primary)
 		return;
 	}
 	j->busy = true;
-	os_queue(o->store, t, job_barrier_done, j);
+	osd_queue(o, t, job_barrier_done, j);
 	return;
 fail : {
 	Cairn__Osd__PgAck a = CAIRN__OSD__PG_ACK__INIT;
@@ -2112,7 +2112,7 @@ push_apply(struct osd *o, struct cm_conn *c, const Cairn__Osd__Push *p, const st
 	}
 	if (p->last)
 		oset_del(&pg->missing, p->oid);
-	os_queue(o->store, t, on_push_commit, x);
+	osd_queue(o, t, on_push_commit, x);
 }
 
 static void
@@ -2223,7 +2223,7 @@ queue_removes(struct tgt_ctx *x, struct pg *pg, struct os_txn *t, bool all, os_c
 			return rc;
 		}
 		x->pending++;
-		os_queue(x->osd->store, t, cb, x);
+		osd_queue(x->osd, t, cb, x);
 		t = NULL;
 		if (i >= x->noids)
 			return 0;
@@ -2410,7 +2410,7 @@ log_apply(struct osd *o, struct cm_conn *c, const Cairn__Osd__PgNotify *n)
 		x->pg = pg;
 		x->shard = n->shard;
 		x->w = (struct cm_work){ .fn = wipe_list_fn, .done = wipe_list_done, .arg = x };
-		if (cm_worker_submit(o->wp, o->r, &x->w))
+		if (osd_work(o, &x->w))
 			log_ack(x, -ESHUTDOWN);
 		return;
 	}
@@ -2455,7 +2455,7 @@ log_apply(struct osd *o, struct cm_conn *c, const Cairn__Osd__PgNotify *n)
 	if (rc)
 		CM_WARN("%s: no memory for the adopted log: duplicates may be missed", pg->cid);
 	x->pending = 1;
-	os_queue(o->store, t, on_log_commit, x);
+	osd_queue(o, t, on_log_commit, x);
 }
 
 void
@@ -2564,7 +2564,7 @@ pg_handle_pg_remove(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 	x->seed = a->seed;
 	x->pg = pg;
 	x->w = (struct cm_work){ .fn = wipe_list_fn, .done = remove_list_done, .arg = x };
-	if (cm_worker_submit(o->wp, o->r, &x->w))
+	if (osd_work(o, &x->w))
 		tgt_free(x);
 out:
 	cairn__osd__pg_ack__free_unpacked(a, NULL);
