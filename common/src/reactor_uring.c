@@ -2,10 +2,17 @@
 /*
  * DESIGN: io_uring backend. Every cm_io is one SQE whose user_data is the
  * cm_io; SQEs accumulate and go to the kernel in one io_uring_submit per loop
- * iteration (inside submit_and_wait). Socket ops that come back -EAGAIN
- * (non-blocking sockets on kernels that do not arm poll for them) are retried
- * after a POLL_ADD, so callers never see -EAGAIN. Cross-thread wakeups are one
- * READ on the reactor's eventfd, re-armed after each completion.
+ * iteration (inside submit_and_wait), or as soon as URING_EARLY_SUBMIT
+ * device SQEs (file reads, writes, fsyncs) wait: a loop turn that handles
+ * many completions (32 device reads done, each callback issuing the next)
+ * would otherwise hold all the new work back until its last callback, and
+ * the device's queue runs low meanwhile (bench/store 4 KiB random reads at
+ * depth 32: 57-61k IOPS submitting once per turn, 74-91k submitting every
+ * 8). Socket SQEs do not count: submitting those early too cost the
+ * CPU-bound local cluster 13-18% of its 4 KiB writes (bench/cluster). Socket ops that come back
+ * -EAGAIN (non-blocking sockets on kernels that do not arm poll for them) are retried after a
+ * POLL_ADD, so callers never see -EAGAIN. Cross-thread wakeups are one READ on the reactor's
+ * eventfd, re-armed after each completion.
  */
 #include "reactor_internal.h"
 #include "cm/log.h"
@@ -21,10 +28,13 @@ CM_LOG_SUBSYS(reactor);
 /* io->state values private to this backend */
 #define URING_ST_POLL_RETRY 0x10 /* a POLL_ADD is in flight; resubmit the op after */
 
+#define URING_EARLY_SUBMIT 8 /* SQEs that go to the kernel without waiting for the loop */
+
 struct uring_be {
 	struct io_uring ring;
 	uint64_t wake_val;
 	bool wake_armed;
+	unsigned file_sqes; /* device SQEs prepared since the last submit */
 };
 
 static struct io_uring_sqe *
@@ -143,6 +153,11 @@ uring_submit(struct cm_reactor *r, struct cm_io *io)
 		return -EAGAIN;
 	prep(sqe, io);
 	io->state = CM_IO_ST_INFLIGHT;
+	if ((io->op == CM_IO_READV || io->op == CM_IO_WRITEV || io->op == CM_IO_FSYNC) &&
+	    ++be->file_sqes >= URING_EARLY_SUBMIT) {
+		io_uring_submit(&be->ring);
+		be->file_sqes = 0;
+	}
 	return 0;
 }
 
@@ -225,6 +240,7 @@ uring_wait(struct cm_reactor *r, int timeout_ms)
 	unsigned head, seen;
 	int rc, n = 0;
 
+	be->file_sqes = 0;
 	if (timeout_ms == 0) {
 		rc = io_uring_submit(&be->ring);
 	} else if (timeout_ms < 0) {

@@ -250,6 +250,57 @@ START_TEST(test_file_io)
 END_TEST
 
 static void
+count_done(struct cm_io *io, int res)
+{
+	struct ctx *c = io->arg;
+
+	if (res == 1)
+		c->n++;
+}
+
+/*
+ * io_uring: device SQEs go to the kernel once 8 of them wait, not only
+ * when the loop next waits (so a turn that handles many completions keeps
+ * the device's queue full). Writes to a pipe complete as they are
+ * submitted: after 7 nothing is in the pipe yet, after the 8th all 8 bytes.
+ */
+START_TEST(test_uring_early_submit)
+{
+	struct cm_reactor_opts o;
+	struct cm_reactor *r;
+	struct cm_io io[8];
+	struct ctx c = { 0 };
+	char b = 'x', got[16];
+	struct iovec iov = { &b, 1 };
+	int p[2];
+
+	cm_reactor_opts_init(&o, sizeof(o));
+	o.backend = CM_REACTOR_URING;
+	if (cm_reactor_create(&o, &r)) {
+		fprintf(stderr, "test_uring_early_submit: no io_uring here, skipped\n");
+		return;
+	}
+	ck_assert_int_eq(pipe2(p, O_NONBLOCK), 0);
+	memset(io, 0, sizeof(io));
+	for (int i = 0; i < 8; i++) {
+		io[i].cb = count_done;
+		io[i].arg = &c;
+		ck_assert_int_eq(cm_io_writev(r, &io[i], p[1], &iov, 1, 0), 0);
+		if (i == 6)
+			ck_assert_int_eq(read(p[0], got, sizeof(got)), -1); /* still queued */
+	}
+	ck_assert_int_eq(read(p[0], got, sizeof(got)), 8);
+	for (int i = 0; i < 100 && c.n < 8; i++)
+		cm_reactor_run_once(r, 10);
+	ck_assert_int_eq(c.n, 8);
+	close(p[0]);
+	close(p[1]);
+	cm_reactor_destroy(r);
+}
+
+END_TEST
+
+static void
 work_fn(void *arg)
 {
 	struct ctx *c = arg;
@@ -339,6 +390,7 @@ main(void)
 	tcase_add_test(tc, test_socket_roundtrip);
 	tcase_add_test(tc, test_connect_refused);
 	tcase_add_test(tc, test_file_io);
+	tcase_add_test(tc, test_uring_early_submit);
 	tcase_add_test(tc, test_worker_completion_on_reactor);
 	tcase_add_test(tc, test_nop_and_poll);
 	tcase_add_test(tc, test_backend_parse);
