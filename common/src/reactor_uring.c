@@ -6,13 +6,12 @@
  * device SQEs (file reads, writes, fsyncs) wait: a loop turn that handles
  * many completions (32 device reads done, each callback issuing the next)
  * would otherwise hold all the new work back until its last callback, and
- * the device's queue runs low meanwhile (bench/store 4 KiB random reads at
- * depth 32: 57-61k IOPS submitting once per turn, 74-91k submitting every
- * 8). Socket SQEs do not count: submitting those early too cost the
- * CPU-bound local cluster 13-18% of its 4 KiB writes (bench/cluster). Socket ops that come back
- * -EAGAIN (non-blocking sockets on kernels that do not arm poll for them) are retried after a
- * POLL_ADD, so callers never see -EAGAIN. Cross-thread wakeups are one READ on the reactor's
- * eventfd, re-armed after each completion.
+ * the device's queue runs low meanwhile. Socket SQEs do not count: sending
+ * those early too cost the CPU-bound local cluster 4 KiB writes (figures
+ * in docs/design/store.md, "Limits and what is left"). Socket ops that come back -EAGAIN
+ * (non-blocking sockets on kernels that do not arm poll for them) are retried
+ * after a POLL_ADD, so callers never see -EAGAIN. Cross-thread wakeups are one
+ * READ on the reactor's eventfd, re-armed after each completion.
  */
 #include "reactor_internal.h"
 #include "cm/log.h"
@@ -28,7 +27,7 @@ CM_LOG_SUBSYS(reactor);
 /* io->state values private to this backend */
 #define URING_ST_POLL_RETRY 0x10 /* a POLL_ADD is in flight; resubmit the op after */
 
-#define URING_EARLY_SUBMIT 8 /* SQEs that go to the kernel without waiting for the loop */
+#define URING_EARLY_SUBMIT 8 /* device SQEs that go to the kernel without waiting for the loop */
 
 struct uring_be {
 	struct io_uring ring;

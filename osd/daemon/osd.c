@@ -1098,16 +1098,17 @@ static void *
 shard_main(void *arg)
 {
 	struct osd *o = arg;
-	bool drained;
 
 	cm_timer_arm(o->r, &o->tick, TICK_MS);
 	cm_reactor_run(o->r);
-	drained = shard_drain(o);
-	if (!drained)
-		atomic_store(&o->node->stuck, true); /* its state stays: calls still use it */
+	if (!shard_drain(o)) {
+		/* Its state stays (calls still use it); shard 0 exits as a crash would. */
+		atomic_store(&o->node->stuck, true);
+		atomic_fetch_sub(&o->node->draining, 1);
+		return NULL;
+	}
 	atomic_fetch_sub(&o->node->draining, 1);
-	if (drained)
-		shard_close(o);
+	shard_close(o);
 	return NULL;
 }
 
