@@ -6,32 +6,49 @@
  *   4 KiB random write and read, queue depth 32       (IOPS; each store write
  *                                                       also commits metadata)
  *
- * fio runs first (ioengine io_uring, direct=1) on the file, then the store
- * is made on it and runs the same patterns: new 4 MiB objects written in
- * order and read back; 4 KiB overwrites and reads at random aligned offsets
- * of those objects. Prints a table and, last, one JSON line with each
- * figure and its ratio to fio. Nothing here fails on a timing.
+ * Each repetition runs fio (ioengine io_uring, direct=1) on the file, then
+ * makes a new store on it that runs the same patterns: new 4 MiB objects
+ * written in order and read back; 4 KiB overwrites and reads at random
+ * aligned offsets of those objects. This VM's disk swings by up to 2x
+ * between runs of the same fio job, so the figures are medians over the
+ * repetitions and each ratio is the median of the repetitions' own ratios
+ * (fio and the store a minute apart). Prints each repetition, a table and,
+ * last, one JSON line with each figure and its ratio to fio. Nothing here
+ * fails on a timing.
  *
- * usage: store_bench [DIR [SECONDS [FILE_GIB]]]
+ * usage: store_bench [DIR|BLOCKDEV [SECONDS [FILE_GIB]]]
+ * STORE_BENCH_ONLY=seqread,randwrite,randread: those patterns only (and the
+ * sequential write, which makes the objects); STORE_BENCH_NO_FIO: no fio;
+ * STORE_BENCH_REPS: repetitions (3); STORE_BENCH_COPY: writes through
+ * os_txn_write, which copies the data, instead of os_txn_write_buf (what the
+ * OSD uses: the messenger's buffer goes to the device as it is).
+ *
+ * DIR: a FILE_GIB file is made there (preallocated) and removed at the end.
+ * BLOCKDEV: the whole device is used (its first FILE_GIB GiB at most) and
+ * overwritten; RocksDB and fio's output go to STORE_BENCH_DB_DIR (/tmp).
  */
 #include "osd/store.h"
 #include "cm/log.h"
 
 #include <fcntl.h>
 #include <jansson.h>
+#include <linux/fs.h>
+#include <sys/ioctl.h>
 #include <sys/stat.h>
 
 static char g_file[256];
+static bool g_dev;
+static char g_aux[300]; /* where RocksDB and fio's output go: "<file>" or "<dir>/<name>" */
 
 static double
 fio_sync(const char *rw, const char *bs, int depth, uint64_t size, int secs, bool iops, int sync)
 {
-	char cmd[1024], out[300];
+	char cmd[1200], out[320];
 	json_t *j, *job, *side;
 	json_error_t err;
 	double v = 0;
 
-	snprintf(out, sizeof(out), "%s.fio.json", g_file);
+	snprintf(out, sizeof(out), "%s.fio.json", g_aux);
 	snprintf(cmd, sizeof(cmd),
 		 "fio --name=bench --filename=%s --ioengine=io_uring --direct=1 --rw=%s --bs=%s "
 		 "--iodepth=%d --size=%" PRIu64 " --runtime=%d --time_based --ramp_time=1 "
@@ -59,10 +76,74 @@ fio(const char *rw, const char *bs, int depth, uint64_t size, int secs, bool iop
 	return fio_sync(rw, bs, depth, size, secs, iops, 0);
 }
 
+/*
+ * What to run on, into g_file: a new preallocated file of *size bytes in
+ * dir, or the block device dir is (its first *size bytes at most; *size is
+ * cut to it). The device's label is wiped: it is the bench's to overwrite.
+ */
+static int
+target_open(const char *dir, uint64_t *size)
+{
+	struct stat st;
+	uint64_t dsz;
+	void *zero;
+	int fd;
+
+	if (stat(dir, &st) == 0 && S_ISBLK(st.st_mode)) {
+		const char *aux = getenv("STORE_BENCH_DB_DIR");
+
+		g_dev = true;
+		snprintf(g_file, sizeof(g_file), "%s", dir);
+		snprintf(g_aux, sizeof(g_aux), "%s/cairn-store-bench.%d", aux ? aux : "/tmp",
+			 (int)getpid());
+		fd = open(dir, O_RDWR | O_DIRECT);
+		if (fd < 0)
+			return -errno;
+		zero = aligned_alloc(4096, 4096);
+		if (!zero || ioctl(fd, BLKGETSIZE64, &dsz) || dsz < (256u << 20)) {
+			free(zero);
+			close(fd);
+			return -EINVAL;
+		}
+		*size = CM_MIN(*size, dsz & ~((uint64_t)(1 << 20) - 1));
+		memset(zero, 0, 4096);
+		if (pwrite(fd, zero, 4096, 0) != 4096 || fsync(fd)) {
+			free(zero);
+			close(fd);
+			return -EIO;
+		}
+		free(zero);
+		close(fd);
+		return 0;
+	}
+	snprintf(g_file, sizeof(g_file), "%s/cairn-store-bench.%d", dir, (int)getpid());
+	snprintf(g_aux, sizeof(g_aux), "%s", g_file);
+	fd = open(g_file, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	if (fd < 0)
+		return -errno;
+	if (posix_fallocate(fd, 0, (off_t)*size)) {
+		close(fd);
+		return -ENOSPC;
+	}
+	close(fd);
+	return 0;
+}
+
+/* STORE_BENCH_ONLY="randwrite,seqread": those patterns (and the sequential write) alone. */
+static bool
+want(const char *pattern)
+{
+	const char *only = getenv("STORE_BENCH_ONLY");
+
+	return !only || strstr(only, pattern);
+}
+
 struct run {
 	struct os_store *s;
 	struct cm_reactor *r;
 	uint8_t *data;
+	struct cm_buf *buf; /* data, wrapped: the store writes from it without a copy */
+	bool copy;          /* os_txn_write (copies) instead of os_txn_write_buf */
 	unsigned depth, inflight;
 	uint64_t done, ops, nobj, seed;
 	uint64_t obj_size, io_size;
@@ -128,7 +209,8 @@ issue(struct run *x)
 			struct os_txn *t;
 
 			if (os_txn_create(&t) ||
-			    os_txn_write(t, "c", oid, off, x->data, x->io_size)) {
+			    (x->copy ? os_txn_write(t, "c", oid, off, x->data, x->io_size)
+				     : os_txn_write_buf(t, "c", oid, off, x->buf, 0, x->io_size))) {
 				x->errors++;
 				x->inflight--;
 				return;
@@ -199,134 +281,231 @@ commit_noop(void *arg, int rc)
 	*(int *)arg = rc ? rc : 1;
 }
 
-int
-main(int argc, char **argv)
+enum { SW, SR, RW, RR, DSW, DRW, NFIG };
+
+static const char *const g_fig_label[NFIG] = {
+	"4 MiB seq write QD16 MiB/s", "4 MiB seq read QD16 MiB/s", "4 KiB rand write QD32 IOPS",
+	"4 KiB rand read QD32 IOPS",  "4 MiB seq write, durable",  "4 KiB rand write, durable",
+};
+
+static const char *const g_fig_key[NFIG] = {
+	"seq_write", "seq_read",          "rand_write",
+	"rand_read", "durable_seq_write", "durable_rand_write",
+};
+
+static const char *const g_fig_unit[NFIG] = { "mibs", "mibs", "iops", "iops", "mibs", "iops" };
+
+/* One repetition's figures: fio's and the store's (the durable rows compare
+ * the store's write figures with fio flushing). */
+struct rep {
+	double fio[NFIG], store[NFIG];
+	int errors;
+};
+
+static void
+fio_pass(uint64_t size, uint64_t region, int secs, struct rep *p)
 {
-	const char *dir = argc > 1 ? argv[1] : "/tmp";
-	int secs = argc > 2 ? (int)strtol(argv[2], NULL, 10) : 5;
-	uint64_t gib = argc > 3 ? strtoull(argv[3], NULL, 10) : 4, size = gib << 30;
-	uint64_t region = CM_MIN(size / 4, (uint64_t)1 << 30);
+	/* The reads need the data the sequential write leaves: it always runs. */
+	p->fio[SW] = fio("write", "4m", 16, size / 2, secs, false);
+	p->fio[SR] = want("seqread") ? fio("read", "4m", 16, size / 2, secs, false) : 0;
+	p->fio[RW] = want("randwrite") ? fio("randwrite", "4k", 32, region, secs, true) : 0;
+	p->fio[RR] = want("randread") ? fio("randread", "4k", 32, region, secs, true) : 0;
+	/* Durable baselines: fio flushing once per queue depth of writes. */
+	p->fio[DSW] = fio_sync("write", "4m", 16, size / 2, secs, false, 16);
+	p->fio[DRW] =
+		want("randwrite") ? fio_sync("randwrite", "4k", 32, region, secs, true, 32) : 0;
+}
+
+/* A block of zeros at 0: whatever fio left there is not taken for a label. */
+static int
+wipe_label(void)
+{
+	void *zero = aligned_alloc(4096, 4096);
+	int fd = open(g_file, O_RDWR | O_DIRECT), rc = 0;
+
+	if (!zero || fd < 0)
+		rc = -EIO;
+	else if ((memset(zero, 0, 4096), pwrite(fd, zero, 4096, 0)) != 4096 || fsync(fd))
+		rc = -EIO;
+	if (fd >= 0)
+		close(fd);
+	free(zero);
+	return rc;
+}
+
+/* mkfs, mount, the store's patterns, umount. \return 0 or -1 (said why). */
+static int
+store_pass(const char *dbpath, uint64_t size, uint64_t region, int secs, uint8_t *data,
+	   struct rep *p)
+{
 	struct cm_reactor_opts ro;
 	struct cm_reactor *r;
 	struct os_opts o;
 	struct os_store *s;
 	struct run x = { 0 };
-	double f_sw, f_sr, f_rw, f_rr, s_sw, s_sr, s_rw, s_rr, fd_sw = 0, fd_rw = 0;
-	char dbcmd[600];
-	int fd, done = 0;
+	struct os_txn *t;
+	char cmd[400];
+	int done = 0;
 
-	cm_log_set_level(CM_LOG_WARN);
-	snprintf(g_file, sizeof(g_file), "%s/cairn-store-bench.%d", dir, (int)getpid());
-	fd = open(g_file, O_RDWR | O_CREAT | O_TRUNC, 0600);
-	if (fd < 0 || posix_fallocate(fd, 0, (off_t)size)) {
-		fprintf(stderr, "store_bench: cannot make a %" PRIu64 " GiB file in %s\n", gib,
-			dir);
-		return 1;
-	}
-	close(fd);
-	printf("store bench: %" PRIu64 " GiB file in %s, %d s per pattern\n", gib, dir, secs);
-	/* fio on the file first. Random patterns over the region the store uses for them. */
-	if (getenv("STORE_BENCH_NO_FIO")) { /* for profiling the store alone */
-		f_sw = f_sr = f_rw = f_rr = 0;
-	} else {
-		f_sw = fio("write", "4m", 16, size / 2, secs, false);
-		f_sr = fio("read", "4m", 16, size / 2, secs, false);
-		f_rw = fio("randwrite", "4k", 32, region, secs, true);
-		f_rr = fio("randread", "4k", 32, region, secs, true);
-		/* Durable baselines: fio flushing once per queue depth of writes. */
-		fd_sw = fio_sync("write", "4m", 16, size / 2, secs, false, 16);
-		fd_rw = fio_sync("randwrite", "4k", 32, region, secs, true, 32);
-	}
-	/* The store on the same file. */
 	os_opts_init(&o, sizeof(o));
 	o.path = g_file;
+	o.db_path = dbpath;
 	o.no_journal = getenv("STORE_BENCH_NO_JOURNAL") != NULL; /* A/B: RocksDB's WAL instead */
-	if (os_mkfs(&o)) {
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dbpath);
+	if (system(cmd) != 0 || wipe_label() || os_mkfs(&o)) {
 		fprintf(stderr, "store_bench: mkfs failed\n");
-		return 1;
+		return -1;
 	}
 	cm_reactor_opts_init(&ro, sizeof(ro));
 	ro.backend = CM_REACTOR_AUTO;
 	if (cm_reactor_create(&ro, &r) || os_mount(r, &o, &s)) {
 		fprintf(stderr, "store_bench: mount failed\n");
-		return 1;
+		return -1;
 	}
-	{
-		struct os_txn *t;
-
-		os_txn_create(&t);
-		os_txn_mkcoll(t, "c");
-		os_queue(s, t, commit_noop, &done);
-		while (!done)
-			cm_reactor_run_once(r, 10);
+	if (os_txn_create(&t) || os_txn_mkcoll(t, "c")) {
+		fprintf(stderr, "store_bench: out of memory\n");
+		return -1;
 	}
+	os_queue(s, t, commit_noop, &done);
+	while (!done)
+		cm_reactor_run_once(r, 10);
 	x.s = s;
 	x.r = r;
 	x.seed = 88172645463325252ull;
-	x.data = aligned_alloc(4096, 4 << 20);
-	memset(x.data, 0xab, 4 << 20);
+	x.data = data;
+	x.copy = getenv("STORE_BENCH_COPY") != NULL;
+	if (cm_buf_wrap(data, 4 << 20, NULL, NULL, &x.buf)) {
+		fprintf(stderr, "store_bench: out of memory\n");
+		return -1;
+	}
 	x.obj_size = 4 << 20;
 	x.nobj = size / 2 / x.obj_size;
 	/* 4 MiB objects, written in order (new objects: copy-on-write), then read. */
 	x.io_size = 4 << 20;
 	x.depth = 16;
 	x.write = true;
-	s_sw = store_run(&x, secs, false);
+	p->store[SW] = p->store[DSW] = store_run(&x, secs, false);
 	x.nobj = CM_MIN(x.nobj, CM_MAX(x.ops, (uint64_t)1));
 	x.ops = 0;
 	x.write = false;
-	s_sr = store_run(&x, secs, false);
+	p->store[SR] = want("seqread") ? store_run(&x, secs, false) : 0;
 	/* 4 KiB at random in the objects that exist (overwrites: deferred). */
 	x.nobj = CM_MIN(x.nobj, region / x.obj_size);
 	x.io_size = 4096;
 	x.depth = 32;
 	x.random = true;
 	x.write = true;
-	s_rw = store_run(&x, secs, true);
+	p->store[RW] = p->store[DRW] = want("randwrite") ? store_run(&x, secs, true) : 0;
 	x.write = false;
-	s_rr = store_run(&x, secs, true);
+	p->store[RR] = want("randread") ? store_run(&x, secs, true) : 0;
 	{
 		struct os_usage u;
 
 		os_get_usage(s, &u);
-		printf("store: %" PRIu64 " commits in %" PRIu64 " groups (%.1f per group), %" PRIu64
-		       " deferred and %" PRIu64 " copy-on-write writes, %d errors\n",
+		printf("  store: %" PRIu64 " commits in %" PRIu64
+		       " groups (%.1f per group), %" PRIu64 " deferred and %" PRIu64
+		       " copy-on-write writes, %d errors\n",
 		       u.commits, u.commit_groups,
 		       u.commit_groups ? (double)u.commits / (double)u.commit_groups : 0.0,
 		       u.deferred_writes, u.cow_writes, x.errors);
-		printf("journal: %" PRIu64 " MiB, %" PRIu64 " MiB of records, %" PRIu64
+		printf("  journal: %" PRIu64 " MiB, %" PRIu64 " MiB of records, %" PRIu64
 		       " flushes, %" PRIu64 " waits for room\n",
 		       u.journal_size >> 20, u.journal_bytes >> 20, u.journal_flushes,
 		       u.journal_waits);
 	}
+	p->errors = x.errors;
 	os_umount(s);
 	cm_reactor_destroy(r);
-	printf("%-28s %12s %12s %8s\n", "pattern", "store", "fio", "ratio");
-	printf("%-28s %12.0f %12.0f %8.2f\n", "4 MiB seq write QD16 MiB/s", s_sw, f_sw,
-	       f_sw ? s_sw / f_sw : 0);
-	printf("%-28s %12.0f %12.0f %8.2f\n", "4 MiB seq read QD16 MiB/s", s_sr, f_sr,
-	       f_sr ? s_sr / f_sr : 0);
-	printf("%-28s %12.0f %12.0f %8.2f\n", "4 KiB rand write QD32 IOPS", s_rw, f_rw,
-	       f_rw ? s_rw / f_rw : 0);
-	printf("%-28s %12.0f %12.0f %8.2f\n", "4 KiB rand read QD32 IOPS", s_rr, f_rr,
-	       f_rr ? s_rr / f_rr : 0);
-	printf("%-28s %12.0f %12.0f %8.2f   (fio with fdatasync every 16)\n",
-	       "4 MiB seq write, durable", s_sw, fd_sw, fd_sw ? s_sw / fd_sw : 0);
-	printf("%-28s %12.0f %12.0f %8.2f   (fio with fdatasync every 32)\n",
-	       "4 KiB rand write, durable", s_rw, fd_rw, fd_rw ? s_rw / fd_rw : 0);
-	printf("{\"bench\":\"store\",\"fio_durable_seq_write_mibs\":%.1f,"
-	       "\"durable_seq_write_ratio\":%.3f,\"fio_durable_rand_write_iops\":%.0f,"
-	       "\"durable_rand_write_ratio\":%.3f,",
-	       fd_sw, fd_sw ? s_sw / fd_sw : 0, fd_rw, fd_rw ? s_rw / fd_rw : 0);
-	printf("\"seq_write_mibs\":%.1f,\"fio_seq_write_mibs\":%.1f,"
-	       "\"seq_write_ratio\":%.3f,\"seq_read_mibs\":%.1f,\"fio_seq_read_mibs\":%.1f,"
-	       "\"seq_read_ratio\":%.3f,\"rand_write_iops\":%.0f,\"fio_rand_write_iops\":%.0f,"
-	       "\"rand_write_ratio\":%.3f,\"rand_read_iops\":%.0f,\"fio_rand_read_iops\":%.0f,"
-	       "\"rand_read_ratio\":%.3f,\"errors\":%d}\n",
-	       s_sw, f_sw, f_sw ? s_sw / f_sw : 0, s_sr, f_sr, f_sr ? s_sr / f_sr : 0, s_rw, f_rw,
-	       f_rw ? s_rw / f_rw : 0, s_rr, f_rr, f_rr ? s_rr / f_rr : 0, x.errors);
-	free(x.data);
-	unlink(g_file);
-	snprintf(dbcmd, sizeof(dbcmd), "rm -rf %s.db", g_file);
-	return system(dbcmd) == 0 ? 0 : 1;
+	cm_buf_put(x.buf);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+static int
+cmp_double(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+static double
+median(double *v, int n)
+{
+	qsort(v, (size_t)n, sizeof(*v), cmp_double);
+	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
+}
+
+int
+main(int argc, char **argv)
+{
+	const char *dir = argc > 1 ? argv[1] : "/tmp";
+	int secs = argc > 2 ? (int)strtol(argv[2], NULL, 10) : 5;
+	uint64_t gib = argc > 3 ? strtoull(argv[3], NULL, 10) : 4, size = gib << 30;
+	const char *reps_env = getenv("STORE_BENCH_REPS");
+	int nrep = reps_env ? (int)strtol(reps_env, NULL, 10) : 3, errors = 0;
+	double med_s[NFIG], med_f[NFIG], med_r[NFIG], v[3][64];
+	struct rep reps[64];
+	uint64_t region;
+	char dbpath[320];
+	uint8_t *data;
+
+	cm_log_set_level(CM_LOG_WARN);
+	nrep = CM_MAX(1, CM_MIN(nrep, 64));
+	if (target_open(dir, &size)) {
+		fprintf(stderr, "store_bench: cannot make a %" PRIu64 " GiB file in %s\n", gib,
+			dir);
+		return 1;
+	}
+	region = CM_MIN(size / 4, (uint64_t)1 << 30);
+	snprintf(dbpath, sizeof(dbpath), "%s.db", g_aux);
+	data = aligned_alloc(4096, 4 << 20);
+	if (!data)
+		return 1;
+	memset(data, 0xab, 4 << 20);
+	printf("store bench: %.1f GiB %s %s, %d s per pattern, %d repetitions (fio, then the "
+	       "store on a new store; medians)\n",
+	       (double)size / (1 << 30), g_dev ? "of the device" : "file in", dir, secs, nrep);
+	memset(reps, 0, sizeof(reps));
+	for (int k = 0; k < nrep; k++) {
+		struct rep *p = &reps[k];
+
+		printf("repetition %d\n", k + 1);
+		/* fio on the file first. Random patterns over the region the store uses. */
+		if (!getenv("STORE_BENCH_NO_FIO")) /* for profiling the store alone */
+			fio_pass(size, region, secs, p);
+		if (store_pass(dbpath, size, region, secs, data, p))
+			return 1;
+		errors += p->errors;
+		for (int f = 0; f < NFIG; f++)
+			printf("  %-28s store %10.0f  fio %10.0f  ratio %5.2f\n", g_fig_label[f],
+			       p->store[f], p->fio[f], p->fio[f] ? p->store[f] / p->fio[f] : 0);
+	}
+	for (int f = 0; f < NFIG; f++) {
+		for (int k = 0; k < nrep; k++) {
+			v[0][k] = reps[k].store[f];
+			v[1][k] = reps[k].fio[f];
+			v[2][k] = reps[k].fio[f] ? reps[k].store[f] / reps[k].fio[f] : 0;
+		}
+		med_s[f] = median(v[0], nrep);
+		med_f[f] = median(v[1], nrep);
+		med_r[f] = median(v[2], nrep);
+	}
+	printf("%-28s %12s %12s %8s   (medians over %d; ratio: median of each repetition's)\n",
+	       "pattern", "store", "fio", "ratio", nrep);
+	for (int f = 0; f < NFIG; f++)
+		printf("%-28s %12.0f %12.0f %8.2f%s\n", g_fig_label[f], med_s[f], med_f[f],
+		       med_r[f],
+		       f == DSW   ? "   (fio with fdatasync every 16)"
+		       : f == DRW ? "   (fio with fdatasync every 32)"
+				  : "");
+	printf("{\"bench\":\"store\",\"reps\":%d,\"device\":%s", nrep, g_dev ? "true" : "false");
+	for (int f = 0; f < NFIG; f++)
+		printf(",\"%s_%s\":%.1f,\"fio_%s_%s\":%.1f,\"%s_ratio\":%.3f", g_fig_key[f],
+		       g_fig_unit[f], med_s[f], g_fig_key[f], g_fig_unit[f], med_f[f], g_fig_key[f],
+		       med_r[f]);
+	printf(",\"errors\":%d}\n", errors);
+	free(data);
+	if (!g_dev)
+		unlink(g_file);
+	return 0;
 }
