@@ -135,3 +135,48 @@ cm_test_check(const void *buf, size_t len, uint64_t seed)
 	}
 	return -1;
 }
+
+int
+cm_test_loop_attach(const char *file, char *dev, size_t devlen)
+{
+	char cmd[512];
+
+	for (int dio = 1; dio >= 0; dio--) {
+		FILE *p;
+		bool ok;
+
+		snprintf(cmd, sizeof(cmd), "losetup %s -f --show '%s' 2>/dev/null",
+			 dio ? "--direct-io=on" : "", file);
+		p = popen(cmd, "r");
+		if (!p)
+			break;
+		ok = fgets(dev, (int)devlen, p) != NULL;
+		if (pclose(p) == 0 && ok && strncmp(dev, "/dev/loop", 9) == 0) {
+			dev[strcspn(dev, "\n")] = 0;
+			return 0;
+		}
+	}
+	dev[0] = 0;
+	fprintf(stderr, "no loop device for %s (%s)\n", file,
+		geteuid() ? "not root" : "losetup failed");
+	return -1;
+}
+
+int
+cm_test_loop_resize(const char *dev)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "losetup -c '%s'", dev);
+	return system(cmd) == 0 ? 0 : -1;
+}
+
+void
+cm_test_loop_detach(const char *dev)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "losetup -d '%s'", dev);
+	if (dev[0] && system(cmd) != 0)
+		fprintf(stderr, "losetup -d %s failed\n", dev);
+}

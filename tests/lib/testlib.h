@@ -34,4 +34,17 @@ uint64_t cm_test_mix(uint64_t x);
 void cm_test_fill(void *buf, size_t len, uint64_t seed);
 long cm_test_check(const void *buf, size_t len, uint64_t seed);
 
+/*
+ * A loop device over file (a raw block device for tests; direct I/O where
+ * the file's file system takes it) into dev (e.g. "/dev/loop3").
+ * \return 0, or -1 where none can be had (not root, no loop driver), said
+ * on stderr. Detach with cm_test_loop_detach.
+ */
+int cm_test_loop_attach(const char *file, char *dev, size_t devlen);
+
+/* Re-read the loop device's size from its file (after the file was resized). \return 0 or -1. */
+int cm_test_loop_resize(const char *dev);
+
+void cm_test_loop_detach(const char *dev);
+
 #endif

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The object store on a preallocated file: every transaction op and read op,
+ * The object store on a preallocated file (and once on a raw block device,
+ * a loop device over a file): every transaction op and read op,
  * errors, persistence across remounts, checksums (a flipped byte on the
  * device reads as -EIO and fsck --deep names the object), and a full device
  * (-ENOSPC with nothing changed, then delete and write again). Each test
@@ -19,6 +20,7 @@
 #include <sys/wait.h>
 
 static char g_dir[64], g_dev[96];
+static char g_db[128]; /* the metadata's place when not "<g_dev>.db" (a block device's) */
 static struct cm_reactor *g_r;
 static struct os_store *g_s;
 
@@ -41,6 +43,7 @@ opts(struct os_opts *o)
 {
 	os_opts_init(o, sizeof(*o));
 	o->path = g_dev;
+	o->db_path = g_db[0] ? g_db : NULL;
 	o->fsid = "test-fsid";
 	o->osd_id = 3;
 }
@@ -1162,6 +1165,83 @@ START_TEST(test_mount_refusals)
 
 END_TEST
 
+/*
+ * On a raw block device (a loop device over a file): its size comes from
+ * the device, not a file's length; made, written (copy-on-write and
+ * deferred), remounted, refused once the device is smaller than its label
+ * says, mounted again once it is not, fsck --deep clean.
+ */
+START_TEST(test_block_device)
+{
+	static uint8_t model[1 << 20], data[70000];
+	char file[128], cmd[256];
+	struct os_opts o;
+	struct os_store *s2;
+	struct os_usage u;
+	uint64_t seed = 7;
+	int fd;
+
+	cm_log_set_level(CM_LOG_ERR);
+	snprintf(g_dir, sizeof(g_dir), "/tmp/cairn-store-test-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(g_dir));
+	snprintf(file, sizeof(file), "%s/file", g_dir);
+	fd = open(file, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(posix_fallocate(fd, 0, 128 << 20), 0);
+	close(fd);
+	if (cm_test_loop_attach(file, g_dev, sizeof(g_dev))) {
+		snprintf(cmd, sizeof(cmd), "rm -rf %s", g_dir);
+		ck_assert_int_eq(system(cmd), 0);
+		return;
+	}
+	snprintf(g_db, sizeof(g_db), "%s/db", g_dir);
+	opts(&o);
+	ck_assert_int_eq(os_mkfs(&o), 0);
+	ck_assert_int_eq(os_mkfs(&o), -EEXIST);
+	g_r = cm_test_reactor();
+	mount_store();
+	os_get_usage(g_s, &u);
+	ck_assert_uint_le(u.total_bytes, 128 << 20);
+	ck_assert_uint_gt(u.total_bytes, 100 << 20);
+	ck_assert_uint_gt(u.journal_size, 0);
+	mkcoll();
+	cm_test_fill(model, sizeof(model), 1);
+	write_obj("obj", 0, model, sizeof(model));
+	for (int i = 0; i < 40; i++) {
+		uint64_t off, len;
+
+		seed = seed * 6364136223846793005ull + 1442695040888963407ull;
+		len = i % 4 == 0 ? sizeof(data) : 1 + (seed >> 40) % 9000;
+		off = (seed >> 20) % (sizeof(model) - len);
+		cm_test_fill(data, len, seed);
+		write_obj("obj", off, data, len);
+		memcpy(model + off, data, len);
+	}
+	check_obj("obj", model, sizeof(model));
+	os_get_usage(g_s, &u);
+	ck_assert_uint_gt(u.deferred_writes, 10);
+	os_umount(g_s);
+	g_s = NULL;
+	/* Smaller than the label says: refused. */
+	ck_assert_int_eq(truncate(file, 120 << 20), 0);
+	ck_assert_int_eq(cm_test_loop_resize(g_dev), 0);
+	ck_assert_int_eq(os_mount(g_r, &o, &s2), -EINVAL);
+	ck_assert_int_eq(truncate(file, 128 << 20), 0);
+	ck_assert_int_eq(cm_test_loop_resize(g_dev), 0);
+	mount_store();
+	check_obj("obj", model, sizeof(model));
+	fsck_clean(true);
+	os_umount(g_s);
+	g_s = NULL;
+	cm_reactor_destroy(g_r);
+	cm_test_loop_detach(g_dev);
+	g_db[0] = 0;
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", g_dir);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+END_TEST
+
 /* ---- the journal ---- */
 
 #define JN_OBJ   (1u << 20)
@@ -1853,7 +1933,7 @@ main(void)
 {
 	Suite *s;
 	TCase *tc = tcase_create("ops"), *small = tcase_create("small"),
-	      *alloc = tcase_create("alloc");
+	      *alloc = tcase_create("alloc"), *bdev = tcase_create("blockdev");
 
 	if (getenv("JN_CHILD")) {
 		unsigned first, last;
@@ -1890,8 +1970,11 @@ main(void)
 	tcase_set_timeout(small, 120);
 	tcase_add_test(small, test_enospc_then_delete);
 	tcase_add_test(alloc, test_allocator);
+	tcase_set_timeout(bdev, 120);
+	tcase_add_test(bdev, test_block_device);
 	suite_add_tcase(s, tc);
 	suite_add_tcase(s, small);
 	suite_add_tcase(s, alloc);
+	suite_add_tcase(s, bdev);
 	return cm_test_main(s);
 }
