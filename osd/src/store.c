@@ -359,17 +359,34 @@ dev_size(int fd, uint64_t *size)
 	return 0;
 }
 
-static char *
-default_db_path(const struct os_opts *o)
+/*
+ * Where the metadata lives: o->db_path, else "<path>.db" next to a file. A
+ * block device needs one given — its default would sit in /dev, a tmpfs
+ * that a reboot empties. \return 0, -EINVAL (said why), -ENOMEM.
+ */
+static int
+db_path_of(const struct os_opts *o, int fd, char **out)
 {
-	char *p;
+	struct stat st;
+	size_t n = strlen(o->path) + 4;
 
-	if (o->db_path && o->db_path[0])
-		return strdup(o->db_path);
-	p = malloc(strlen(o->path) + 4);
-	if (p)
-		snprintf(p, strlen(o->path) + 4, "%s.db", o->path);
-	return p;
+	*out = NULL;
+	if (o->db_path && o->db_path[0]) {
+		*out = strdup(o->db_path);
+		return *out ? 0 : -ENOMEM;
+	}
+	if (fstat(fd, &st))
+		return -errno;
+	if (S_ISBLK(st.st_mode)) {
+		CM_ERR("%s is a block device: give its metadata a place of its own (osd_db)",
+		       o->path);
+		return -EINVAL;
+	}
+	*out = malloc(n);
+	if (!*out)
+		return -ENOMEM;
+	snprintf(*out, n, "%s.db", o->path);
+	return 0;
 }
 
 static rocksdb_t *
@@ -514,10 +531,10 @@ os_mkfs(const struct os_opts *o)
 		return -EIO;
 	}
 	snprintf(l.fsid, sizeof(l.fsid), "%s", o->fsid ? o->fsid : "");
-	dbp = default_db_path(o);
-	if (!dbp) {
+	rc = db_path_of(o, fd, &dbp);
+	if (rc) {
 		close(fd);
-		return -ENOMEM;
+		return rc;
 	}
 	db = db_open(dbp, true, &dbo, &rc);
 	free(dbp);
@@ -702,9 +719,8 @@ os_mount(struct cm_reactor *r, const struct os_opts *o, struct os_store **sp)
 	pthread_mutex_init(&s->pcache_mu, NULL);
 	pthread_mutex_init(&s->stat_mu, NULL);
 	s->path = strdup(o->path);
-	s->db_path = default_db_path(o);
 	s->fd = open(o->path, O_RDWR | O_CLOEXEC | (o->no_direct ? 0 : O_DIRECT));
-	if (!s->path || !s->db_path) {
+	if (!s->path) {
 		rc = -ENOMEM;
 		goto fail;
 	}
@@ -713,6 +729,9 @@ os_mount(struct cm_reactor *r, const struct os_opts *o, struct os_store **sp)
 		CM_ERR("open %s: %s", o->path, strerror(-rc));
 		goto fail;
 	}
+	rc = db_path_of(o, s->fd, &s->db_path);
+	if (rc)
+		goto fail;
 	rc = label_read(s->fd, &l);
 	if (!rc)
 		rc = dev_size(s->fd, &size);

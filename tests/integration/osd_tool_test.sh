@@ -30,6 +30,13 @@ grep -q "mon_host is not set" "$dir/err" || fail "plain start message: $(cat "$d
 fallocate -l 96M "$dir/loopfile"
 if loop=$(losetup --direct-io=on -f --show "$dir/loopfile" 2>/dev/null) ||
 	loop=$(losetup -f --show "$dir/loopfile" 2>/dev/null); then
+	# Its metadata cannot default to "<device>.db" (in /dev, a tmpfs): refused.
+	if "$osd" --mkfs --osd-data "$loop" --log-level err 2>"$dir/err"; then
+		fail "mkfs on $loop without --osd-db"
+	fi
+	grep -q "is a block device: give its metadata a place of its own" "$dir/err" ||
+		fail "mkfs on a device without --osd-db: $(cat "$dir/err")"
+	[ ! -e "$loop.db" ] || fail "$loop.db was made"
 	"$osd" --mkfs --osd-data "$loop" --osd-db "$dir/loop.db" --fsid f1 --id 1 --log-level err \
 		>/dev/null || fail "mkfs on $loop"
 	"$osd" --fsck --deep --osd-data "$loop" --osd-db "$dir/loop.db" --log-level err |

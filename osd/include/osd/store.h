@@ -46,7 +46,7 @@ struct os_txn;
 struct os_opts {
 	size_t opts_size;
 	const char *path;      /* device or preallocated file */
-	const char *db_path;   /* RocksDB directory; NULL: "<path>.db" */
+	const char *db_path;   /* RocksDB directory; NULL: "<path>.db" (files; devices need one) */
 	uint32_t block_size;   /* allocation and checksum unit; default 4096 */
 	uint64_t deferred_max; /* overwrites of allocated blocks up to this go via the KV; 64 KiB */
 	uint64_t reserve; /* bytes kept free for metadata-only work; default 1% (1 MiB..1 GiB) */
@@ -67,7 +67,7 @@ void os_opts_init(struct os_opts *o, size_t size);
 /*
  * Write the label (block 0: magic, uuid, fsid, osd id, size) and create the
  * metadata. \return 0, -EEXIST (already a store), -EINVAL (too small,
- * bad block size), or an errno.
+ * bad block size, a block device without db_path), or an errno.
  */
 int os_mkfs(const struct os_opts *o);
 
@@ -75,7 +75,8 @@ int os_mkfs(const struct os_opts *o);
  * Open, check the label against the device, the metadata, and (when set in
  * o) the cluster fsid and OSD id, replay
  * deferred writes, rebuild the allocator. Blocking. \return 0, -EINVAL (not
- * a store, or another store's metadata: err logged), or an errno.
+ * a store, another store's metadata, a device smaller than its label says,
+ * a block device without db_path: err logged), or an errno.
  */
 int os_mount(struct cm_reactor *r, const struct os_opts *o, struct os_store **sp);
 

@@ -1167,9 +1167,10 @@ END_TEST
 
 /*
  * On a raw block device (a loop device over a file): its size comes from
- * the device, not a file's length; made, written (copy-on-write and
- * deferred), remounted, refused once the device is smaller than its label
- * says, mounted again once it is not, fsck --deep clean.
+ * the device, not a file's length; its metadata needs a place given; made,
+ * written (copy-on-write and deferred), remounted, refused once the device
+ * is smaller than its label says, mounted again once it is not, fsck --deep
+ * clean.
  */
 START_TEST(test_block_device)
 {
@@ -1194,6 +1195,9 @@ START_TEST(test_block_device)
 		ck_assert_int_eq(system(cmd), 0);
 		return;
 	}
+	/* Without a place for its metadata ("<device>.db" would be in /dev): refused. */
+	opts(&o);
+	ck_assert_int_eq(os_mkfs(&o), -EINVAL);
 	snprintf(g_db, sizeof(g_db), "%s/db", g_dir);
 	opts(&o);
 	ck_assert_int_eq(os_mkfs(&o), 0);
@@ -1228,6 +1232,8 @@ START_TEST(test_block_device)
 	ck_assert_int_eq(os_mount(g_r, &o, &s2), -EINVAL);
 	ck_assert_int_eq(truncate(file, 128 << 20), 0);
 	ck_assert_int_eq(cm_test_loop_resize(g_dev), 0);
+	o.db_path = NULL;
+	ck_assert_int_eq(os_mount(g_r, &o, &s2), -EINVAL);
 	mount_store();
 	check_obj("obj", model, sizeof(model));
 	fsck_clean(true);
