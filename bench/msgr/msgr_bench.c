@@ -13,6 +13,7 @@
  * CAIRN_REACTOR, default auto), lossless sessions, crc32c on every frame.
  * Prints a table, then one JSON line.
  */
+#include "bench_stats.h"
 #include "cm/err.h"
 #include "cm/msgr.h"
 #include "cm/sock.h"
@@ -338,21 +339,6 @@ msgr_run(size_t size, unsigned window, const char **backend)
 	return (double)k.done / secs;
 }
 
-static int
-cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double
-median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 #define REPS_MAX 15
 
 /*
@@ -375,9 +361,9 @@ run_case(size_t size, unsigned window, int reps, double scale, const char **bnam
 		m[i] = msgr_run(size, window, bname) * scale;
 		q[i] = r[i] > 0 ? m[i] / r[i] : 0;
 	}
-	res.ratio = median(q, reps);
-	res.msgr = median(m, reps);
-	res.raw = median(r, reps);
+	res.ratio = bench_median(q, reps);
+	res.msgr = bench_median(m, reps);
+	res.raw = bench_median(r, reps);
 	return res;
 }
 

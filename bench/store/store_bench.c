@@ -27,6 +27,7 @@
  * BLOCKDEV: the whole device is used (its first FILE_GIB GiB at most) and
  * overwritten; RocksDB and fio's output go to STORE_BENCH_DB_DIR (/tmp).
  */
+#include "bench_stats.h"
 #include "osd/store.h"
 #include "cm/log.h"
 
@@ -79,14 +80,13 @@ fio(const char *rw, const char *bs, int depth, uint64_t size, int secs, bool iop
 /*
  * What to run on, into g_file: a new preallocated file of *size bytes in
  * dir, or the block device dir is (its first *size bytes at most; *size is
- * cut to it). The device's label is wiped: it is the bench's to overwrite.
+ * cut to it; it is the bench's to overwrite).
  */
 static int
 target_open(const char *dir, uint64_t *size)
 {
 	struct stat st;
 	uint64_t dsz;
-	void *zero;
 	int fd;
 
 	if (stat(dir, &st) == 0 && S_ISBLK(st.st_mode)) {
@@ -96,23 +96,14 @@ target_open(const char *dir, uint64_t *size)
 		snprintf(g_file, sizeof(g_file), "%s", dir);
 		snprintf(g_aux, sizeof(g_aux), "%s/cairn-store-bench.%d", aux ? aux : "/tmp",
 			 (int)getpid());
-		fd = open(dir, O_RDWR | O_DIRECT);
+		fd = open(dir, O_RDONLY);
 		if (fd < 0)
 			return -errno;
-		zero = aligned_alloc(4096, 4096);
-		if (!zero || ioctl(fd, BLKGETSIZE64, &dsz) || dsz < (256u << 20)) {
-			free(zero);
+		if (ioctl(fd, BLKGETSIZE64, &dsz) || dsz < (256u << 20)) {
 			close(fd);
 			return -EINVAL;
 		}
 		*size = CM_MIN(*size, dsz & ~((uint64_t)(1 << 20) - 1));
-		memset(zero, 0, 4096);
-		if (pwrite(fd, zero, 4096, 0) != 4096 || fsync(fd)) {
-			free(zero);
-			close(fd);
-			return -EIO;
-		}
-		free(zero);
 		close(fd);
 		return 0;
 	}
@@ -420,21 +411,6 @@ store_pass(const char *dbpath, uint64_t size, uint64_t region, int secs, uint8_t
 	return system(cmd) == 0 ? 0 : -1;
 }
 
-static int
-cmp_double(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-
-	return x < y ? -1 : x > y;
-}
-
-static double
-median(double *v, int n)
-{
-	qsort(v, (size_t)n, sizeof(*v), cmp_double);
-	return n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
-
 int
 main(int argc, char **argv)
 {
@@ -486,9 +462,9 @@ main(int argc, char **argv)
 			v[1][k] = reps[k].fio[f];
 			v[2][k] = reps[k].fio[f] ? reps[k].store[f] / reps[k].fio[f] : 0;
 		}
-		med_s[f] = median(v[0], nrep);
-		med_f[f] = median(v[1], nrep);
-		med_r[f] = median(v[2], nrep);
+		med_s[f] = bench_median(v[0], nrep);
+		med_f[f] = bench_median(v[1], nrep);
+		med_r[f] = bench_median(v[2], nrep);
 	}
 	printf("%-28s %12s %12s %8s   (medians over %d; ratio: median of each repetition's)\n",
 	       "pattern", "store", "fio", "ratio", nrep);
