@@ -265,11 +265,43 @@ fetch_done(void *arg)
 static void
 fetch_submit(struct os_rd *rd)
 {
+	struct os_store *s = rd->s;
+
+	/* RocksDB may not have every acknowledged round yet: wait (os_fetch_release). */
+	rd->kv_want = s->kv_acked;
+	if (__atomic_load_n(&s->kv_done, __ATOMIC_ACQUIRE) < rd->kv_want) {
+		__atomic_fetch_add(&s->c_gate_waits, 1, __ATOMIC_RELAXED);
+		TAILQ_INSERT_TAIL(&s->fetch_wait, rd, wlink);
+		return;
+	}
 	rd->fetch_gen = rd->s->commit_gen;
 	rd->work = (struct cm_work){ .fn = fetch_fn, .done = fetch_done, .arg = rd };
 	if (cm_worker_submit(rd->s->rd, rd->s->r, &rd->work)) {
 		rd->rc = -ESHUTDOWN;
 		rd_finish(rd);
+	}
+}
+
+void
+os_fetch_release(struct os_store *s)
+{
+	uint64_t done = __atomic_load_n(&s->kv_done, __ATOMIC_ACQUIRE);
+	struct os_rd *rd, *tmp;
+	bool broken;
+
+	pthread_mutex_lock(&s->kv_mu);
+	broken = s->kv_broken;
+	pthread_mutex_unlock(&s->kv_mu);
+	TAILQ_FOREACH_SAFE(rd, &s->fetch_wait, wlink, tmp) {
+		if (done < rd->kv_want && !broken)
+			continue;
+		TAILQ_REMOVE(&s->fetch_wait, rd, wlink);
+		if (done < rd->kv_want) {
+			rd->rc = -EIO;
+			rd_finish(rd);
+		} else {
+			fetch_submit(rd);
+		}
 	}
 }
 
@@ -462,6 +494,8 @@ load(struct os_store *s, const char *cid, const char *oid, struct os_onode **op)
 
 	if (!cid || !oid || strlen(cid) > OS_NAME_MAX || strlen(oid) > OS_NAME_MAX)
 		return -EINVAL;
+	if ((rc = os_kv_wait(s)))
+		return rc;
 	v = rocksdb_get(s->db, s->ro, key, os_key_onode(key, cid, oid), &vl, &err);
 	if (err) {
 		rocksdb_free(err);
@@ -697,6 +731,8 @@ os_list(struct os_store *s, const char *cid, const char *start_after, unsigned m
 	*more = false;
 	if (!cid || strlen(cid) > OS_NAME_MAX || (start_after && strlen(start_after) > OS_NAME_MAX))
 		return -EINVAL;
+	if ((rc = os_kv_wait(s)))
+		return rc;
 	{
 		char ck[OS_NAME_MAX + 2], *err = NULL, *v;
 		size_t vl;
@@ -755,11 +791,14 @@ os_list(struct os_store *s, const char *cid, const char *start_after, unsigned m
 int
 os_list_collections(struct os_store *s, char ***cids, size_t *n)
 {
-	rocksdb_iterator_t *it = rocksdb_create_iterator(s->db, s->ro);
+	rocksdb_iterator_t *it;
 	size_t cap = 16;
 	int rc = 0;
 
 	*n = 0;
+	if ((rc = os_kv_wait(s)))
+		return rc;
+	it = rocksdb_create_iterator(s->db, s->ro);
 	*cids = calloc(cap, sizeof(**cids));
 	if (!*cids) {
 		rocksdb_iter_destroy(it);

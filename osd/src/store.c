@@ -718,6 +718,9 @@ os_mount(struct cm_reactor *r, const struct os_opts *o, struct os_store **sp)
 	pthread_mutex_init(&s->pend_mu, NULL);
 	pthread_mutex_init(&s->pcache_mu, NULL);
 	pthread_mutex_init(&s->stat_mu, NULL);
+	pthread_mutex_init(&s->kv_mu, NULL);
+	pthread_cond_init(&s->kv_cv, NULL);
+	TAILQ_INIT(&s->fetch_wait);
 	s->path = strdup(o->path);
 	s->fd = open(o->path, O_RDWR | O_CLOEXEC | (o->no_direct ? 0 : O_DIRECT));
 	if (!s->path) {
@@ -771,6 +774,7 @@ os_mount(struct cm_reactor *r, const struct os_opts *o, struct os_store **sp)
 	}
 	s->deferred_max = o->deferred_max;
 	s->inline_prepare = !o->no_inline_prepare;
+	s->test_kv_delay_us = o->test_kv_delay_us;
 	s->reserve_blocks = o->reserve
 				    ? o->reserve / s->B
 				    : CM_MIN(CM_MAX(s->nblocks / 100, (uint64_t)(1 << 20) / s->B),
@@ -892,6 +896,8 @@ os_store_free(struct os_store *s)
 	pthread_mutex_destroy(&s->pend_mu);
 	pthread_mutex_destroy(&s->pcache_mu);
 	pthread_mutex_destroy(&s->stat_mu);
+	pthread_mutex_destroy(&s->kv_mu);
+	pthread_cond_destroy(&s->kv_cv);
 	free(s->path);
 	free(s->db_path);
 	free(s);
@@ -928,6 +934,7 @@ os_get_usage(struct os_store *s, struct os_usage *u)
 	u->journal_flushes = s->c_jflushes;
 	u->journal_waits = s->c_jwaits;
 	u->journal_seals = s->c_jseals;
+	u->kv_gate_waits = __atomic_load_n(&s->c_gate_waits, __ATOMIC_RELAXED);
 }
 
 const char *

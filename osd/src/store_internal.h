@@ -140,6 +140,7 @@ struct os_txn {
 	struct os_store *s;
 	int rc;
 	enum os_txn_state state;
+	bool acked; /* journal mode: called back once durable, before the memtable has it */
 	struct cm_work work;
 	/* prepared */
 	rocksdb_writebatch_t *wb;
@@ -204,6 +205,8 @@ struct os_round {
 	bool synced, submitted;
 	bool failed; /* journal mode: its record's write or fsync (or an earlier one's) failed */
 	bool big;    /* journal mode: one transaction too big for a record (via RocksDB's WAL) */
+	bool acked;  /* journal mode: its transactions were called back when it became durable */
+	uint64_t ack_no; /* then: its number among such rounds (kv_acked) */
 	uint64_t t_fsync, t_kv;
 	/* journal mode: the round's record (written, then the device fsynced) */
 	rocksdb_writebatch_t *retire; /* deletes of the retired deferred records */
@@ -256,6 +259,8 @@ struct os_rd {
 	bool missing;
 	int rc;
 	uint64_t fetch_gen;
+	uint64_t kv_want;            /* its onode fetch waits until kv_done reaches this */
+	TAILQ_ENTRY(os_rd) wlink;    /* in fetch_wait */
 	struct cm_buf *out, *bounce; /* bounce NULL: blocks read straight into out */
 	struct os_rblk *blks;
 	size_t nblks;
@@ -304,6 +309,7 @@ struct os_store {
 	bool inline_prepare;
 	unsigned nprep; /* transactions on the prepare thread (reactor-owned) */
 	bool in_kick, kick_again;
+	bool acking; /* calling back a durable round: no round forms until all are called */
 	struct cm_worker_pool *kv;     /* one thread: prepare, in order */
 	struct cm_worker_pool *commit; /* one thread: KV commits, in order */
 	pthread_mutex_t pcache_mu;     /* pcache: prepare and commit threads */
@@ -385,11 +391,29 @@ struct os_store {
 	struct os_dcache dcache;
 	TAILQ_HEAD(, os_rd) reads;
 	uint64_t commit_gen;
+	/*
+	 * Journal mode: a round is called back once its record is durable,
+	 * while the commit thread puts it into the memtable (ack_durable in
+	 * txn.c). Reads that go to RocksDB first wait until it has every round
+	 * called back before they began: kv_acked counts those rounds (set on
+	 * the reactor), kv_done the ones in the memtable (set by the commit
+	 * thread, under kv_mu); worker threads wait on kv_cv (os_kv_wait),
+	 * onode fetches on the reactor in fetch_wait. kv_broken: a memtable
+	 * insert failed (the store refuses transactions; such reads fail).
+	 */
+	pthread_mutex_t kv_mu;
+	pthread_cond_t kv_cv;
+	uint64_t kv_acked, kv_done;
+	uint64_t kv_ack_seq; /* reactor: numbers rounds to be called back early (os_round.ack_no) */
+	bool kv_broken;
+	TAILQ_HEAD(, os_rd) fetch_wait;
+	uint32_t test_kv_delay_us;
 	/* counters */
 	uint64_t c_csum_errors, c_deferred, c_cow, c_commits, c_groups, c_csum_reused;
 	uint64_t c_fsyncs, c_fsync_ns, c_kv_ns, c_kv_sync_ns, c_kv_fn_ns, c_prep_ns;
 	uint64_t c_prep_inline, c_prep_retry; /* prepared on the reactor; given up there */
 	uint64_t c_jbytes, c_jflushes, c_jwaits, c_jseals;
+	uint64_t c_gate_waits; /* atomic: workers and the reactor */
 };
 
 /* Pending map. */
@@ -412,6 +436,14 @@ void os_store_free(struct os_store *s);
 void os_drain(struct os_store *s);
 int os_load_onode(struct os_store *s, const char *key, size_t klen, struct os_onode **op);
 void os_read_gate_release(struct os_store *s);
+/*
+ * Wait until RocksDB has every transaction acknowledged so far (journal
+ * mode acknowledges before the memtable insert). Worker threads, before a
+ * RocksDB read. \return 0, or -EIO if a memtable insert failed.
+ */
+int os_kv_wait(struct os_store *s);
+/* Reactor: onode fetches that waited for the memtable go on (read.c). */
+void os_fetch_release(struct os_store *s);
 uint64_t os_hash(const void *p, size_t n);
 
 /* ---- the journal (journal.c) ---- */

@@ -663,6 +663,42 @@ merge_ok(const struct os_round *rd)
 }
 
 /*
+ * A round called back before its memtable insert (ack_durable) is in the
+ * memtable now, or will never be (broken): reads waiting for it go on.
+ */
+static void
+kv_gate_advance(struct os_store *s, const struct os_round *rd, bool broken)
+{
+	if (!rd->ack_no)
+		return;
+	pthread_mutex_lock(&s->kv_mu);
+	if (broken)
+		s->kv_broken = true;
+	if (rd->ack_no > s->kv_done)
+		__atomic_store_n(&s->kv_done, rd->ack_no, __ATOMIC_RELEASE);
+	pthread_cond_broadcast(&s->kv_cv);
+	pthread_mutex_unlock(&s->kv_mu);
+}
+
+int
+os_kv_wait(struct os_store *s)
+{
+	uint64_t want = __atomic_load_n(&s->kv_acked, __ATOMIC_ACQUIRE);
+	int rc = 0;
+
+	if (__atomic_load_n(&s->kv_done, __ATOMIC_ACQUIRE) >= want)
+		return 0;
+	__atomic_fetch_add(&s->c_gate_waits, 1, __ATOMIC_RELAXED);
+	pthread_mutex_lock(&s->kv_mu);
+	while (s->kv_done < want && !s->kv_broken)
+		pthread_cond_wait(&s->kv_cv, &s->kv_mu);
+	if (s->kv_done < want)
+		rc = -EIO;
+	pthread_mutex_unlock(&s->kv_mu);
+	return rc;
+}
+
+/*
  * commit thread: the round's batches in order (the last synced), and retired
  * deferred keys; merged into one write when they can be (the round then
  * commits all or nothing, which keeps the prefix property).
@@ -694,6 +730,8 @@ commit_fn(void *arg)
 	}
 	if (s->jblocks) {
 		/* Durable in the journal already: into the memtable, without RocksDB's WAL. */
+		if (s->test_kv_delay_us)
+			usleep(s->test_kv_delay_us);
 		if (rd->retire && rocksdb_writebatch_count(rd->retire))
 			rocksdb_write(s->db, s->wo_nowal, rd->retire, &err);
 		for (size_t i = 0; i < rd->n && !err; i++)
@@ -739,6 +777,7 @@ out:
 		s->failed = true;
 	}
 	rocksdb_writebatch_destroy(retire);
+	kv_gate_advance(s, rd, rd->commit_rc != 0);
 	s->c_kv_fn_ns += cm_now_ns() - t_start;
 }
 
@@ -878,6 +917,9 @@ commit_done(void *arg)
 	s->gen++;
 	s->commit_gen++;
 	s->c_kv_ns += cm_now_ns() - rd->t_kv;
+	if (rd->ack_no && __atomic_load_n(&s->kv_done, __ATOMIC_ACQUIRE) < rd->ack_no)
+		kv_gate_advance(s, rd, true); /* commit_fn never ran (shutdown) */
+	os_fetch_release(s);
 	/*
 	 * The prepare cache may forget what is now in the KV. Here, not on the
 	 * commit thread: prepare mostly runs on this reactor, so the lock is
@@ -904,12 +946,17 @@ commit_done(void *arg)
 	}
 	for (size_t i = 0; i < rd->n; i++) {
 		struct os_txn *t = rd->txns[i];
-		int rc = t->rc ? t->rc : rd->commit_rc;
+		/*
+		 * One acknowledged is durable in the journal whatever its memtable
+		 * insert did (a failed one stops the store; mount replays it): it
+		 * stays done here, its blocks kept and its deferred writes applied.
+		 */
+		int rc = t->rc ? t->rc : t->acked ? 0 : rd->commit_rc;
 
 		TAILQ_REMOVE(&s->q, t, link);
 		if (!rc) {
 			s->c_commits++;
-			for (size_t k = 0; k < t->ntouched; k++) {
+			for (size_t k = 0; k < t->ntouched && !t->acked; k++) {
 				os_ocache_put(&s->rcache, t->touched[k].key, t->touched[k].klen,
 					      t->touched[k].on);
 				t->touched[k].on = NULL;
@@ -941,10 +988,10 @@ commit_done(void *arg)
 					os_pend_del(s, t->dfrs[k]->pblocks[b], 1,
 						    t->dfrs[k]->tags[b]);
 		}
-		/* COW blocks are on the device now: reads go there. */
-		for (size_t k = 0; k < t->nwrites && k < t->npending; k++)
+		/* COW blocks are on the device now: reads go there (ack_durable did it). */
+		for (size_t k = 0; !t->acked && k < t->nwrites && k < t->npending; k++)
 			os_pend_del(s, t->writes[k].pblock, t->writes[k].n, t->pending_tags[k]);
-		if (t->cb)
+		if (t->cb && !t->acked)
 			t->cb(t->arg, rc);
 		s->inflight--;
 		os_txn_destroy(t);
@@ -963,6 +1010,47 @@ commit_done(void *arg)
 	kick_commit(s);
 }
 
+/*
+ * Journal mode: call back the rounds whose records are durable, in order,
+ * while the commit thread puts them into the memtable.
+ */
+static void
+ack_durable(struct os_store *s)
+{
+	struct os_round *rd;
+
+	s->acking = true;
+	TAILQ_FOREACH(rd, &s->rounds, link) {
+		if (rd->acked)
+			continue;
+		if (!rd->ack_no)
+			break;
+		rd->acked = true;
+		__atomic_store_n(&s->kv_acked, rd->ack_no, __ATOMIC_RELEASE);
+		s->commit_gen++; /* onode fetches in flight may have read what this replaces */
+		for (size_t i = 0; i < rd->n; i++) {
+			struct os_txn *t = rd->txns[i];
+
+			if (!t->rc) {
+				for (size_t k = 0; k < t->ntouched; k++) {
+					os_ocache_put(&s->rcache, t->touched[k].key,
+						      t->touched[k].klen, t->touched[k].on);
+					t->touched[k].on = NULL;
+				}
+				os_ocache_trim(&s->rcache);
+			}
+			/* Its copy-on-write data is on the device (written before the record). */
+			for (size_t k = 0; k < t->nwrites && k < t->npending; k++)
+				os_pend_del(s, t->writes[k].pblock, t->writes[k].n,
+					    t->pending_tags[k]);
+			t->acked = true;
+			if (t->cb)
+				t->cb(t->arg, t->rc);
+		}
+	}
+	s->acking = false;
+}
+
 /* KV commits go in round order: submit those whose fsync is done, up to the first that is not. */
 static void
 submit_commits(struct os_store *s)
@@ -975,6 +1063,9 @@ submit_commits(struct os_store *s)
 		if (!rd->synced)
 			break;
 		rd->submitted = true;
+		/* Numbered before the commit thread sees it: ack_durable calls it back. */
+		if (s->jblocks && !rd->big && !rd->failed && rd->jbuf)
+			rd->ack_no = ++s->kv_ack_seq;
 		rd->t_kv = cm_now_ns();
 		rd->work = (struct cm_work){ .fn = commit_fn, .done = commit_done, .arg = rd };
 		if (cm_worker_submit(s->commit, s->r, &rd->work)) {
@@ -983,6 +1074,8 @@ submit_commits(struct os_store *s)
 			return;
 		}
 	}
+	if (s->jblocks)
+		ack_durable(s);
 }
 
 static void
@@ -1109,6 +1202,8 @@ kick_commit(struct os_store *s)
 	uint64_t want = 0;
 	bool cow = false, retire;
 
+	if (s->acking)
+		return; /* ack_durable kicks once every callback ran */
 	if (s->jblocks) {
 		/*
 		 * Journal: up to OS_JNL_DEPTH rounds writing their records and

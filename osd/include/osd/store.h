@@ -50,10 +50,13 @@ struct os_opts {
 	uint32_t block_size;   /* allocation and checksum unit; default 4096 */
 	uint64_t deferred_max; /* overwrites of allocated blocks up to this go via the KV; 64 KiB */
 	uint64_t reserve; /* bytes kept free for metadata-only work; default 1% (1 MiB..1 GiB) */
-	uint64_t cache_onodes;  /* onodes cached for reads; default 65536 */
-	uint64_t cache_data;    /* bytes of device blocks cached for reads; default 64 MiB */
-	bool no_direct;         /* buffered I/O (for filesystems without O_DIRECT) */
-	bool no_inline_prepare; /* always prepare on the store's thread (see store.md) */
+	uint64_t cache_onodes;     /* onodes cached for reads; default 65536 */
+	uint64_t cache_data;       /* bytes of device blocks cached for reads; default 64 MiB */
+	bool no_direct;            /* buffered I/O (for filesystems without O_DIRECT) */
+	bool no_inline_prepare;    /* always prepare on the store's thread (see store.md) */
+	uint32_t test_kv_delay_us; /* tests: the commit thread sleeps this long before putting a
+				    * journaled round into the memtable (reads must still see
+				    * every acknowledged transaction) */
 	/* mkfs */
 	const char *fsid;
 	int32_t osd_id;
@@ -260,6 +263,7 @@ struct os_usage {
 	uint64_t journal_flushes;          /* RocksDB flushes that trimmed it */
 	uint64_t journal_waits;            /* rounds that waited for room */
 	uint64_t journal_seals;            /* empty records after the last data one, when idle */
+	uint64_t kv_gate_waits; /* reads that waited for the memtable to have acknowledged rounds */
 };
 
 void os_get_usage(struct os_store *s, struct os_usage *u);
