@@ -673,8 +673,8 @@ kv_gate_advance(struct os_store *s, const struct os_round *rd, bool broken)
 		return;
 	pthread_mutex_lock(&s->kv_mu);
 	if (broken)
-		s->kv_broken = true;
-	if (rd->ack_no > s->kv_done)
+		s->kv_broken = true; /* kv_done stays: reads that want this round fail */
+	else if (rd->ack_no > s->kv_done)
 		__atomic_store_n(&s->kv_done, rd->ack_no, __ATOMIC_RELEASE);
 	pthread_cond_broadcast(&s->kv_cv);
 	pthread_mutex_unlock(&s->kv_mu);
@@ -1043,6 +1043,17 @@ ack_durable(struct os_store *s)
 			for (size_t k = 0; k < t->nwrites && k < t->npending; k++)
 				os_pend_del(s, t->writes[k].pblock, t->writes[k].n,
 					    t->pending_tags[k]);
+			/*
+			 * Its deferred writes may go to the device now: their records are
+			 * durable in the journal (a crash replays them), and the device is
+			 * idle until the next record is written.
+			 */
+			for (size_t k = 0; !t->rc && k < t->ndfrs; k++) {
+				apply_deferred(s, t->dfrs[k]);
+				t->dfrs[k] = NULL;
+			}
+			if (!t->rc)
+				t->ndfrs = 0;
 			t->acked = true;
 			if (t->cb)
 				t->cb(t->arg, t->rc);

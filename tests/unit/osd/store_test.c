@@ -1940,6 +1940,28 @@ START_TEST(test_db_filesystem_full)
 	ck_assert_msg(rc != 0, "2560 transactions of 16 KiB fit a 6 MiB filesystem?");
 	ck_assert_int_eq(rc, -EIO);
 	ck_assert_int_gt(acked, 0);
+	{
+		/*
+		 * The last acknowledged value, before the remount: it, or -EIO if
+		 * its round never reached the memtable — never a missing key.
+		 */
+		char k[16];
+		struct os_kv key, out;
+		int r;
+
+		snprintf(k, sizeof(k), "k%05d", acked - 1);
+		key = (struct os_kv){ .key = (uint8_t *)k, .klen = strlen(k) };
+		r = os_omap_get(g_s, "c", "o", &key, 1, &out);
+		ck_assert_msg(r == -EIO || (r == 0 && out.val != NULL),
+			      "acknowledged key %s: %d, %s", k, r, r ? "" : "missing");
+		if (r == 0) {
+			cm_test_fill(val, sizeof(val), (uint64_t)(acked - 1));
+			ck_assert(out.vlen == sizeof(val) &&
+				  memcmp(out.val, val, sizeof(val)) == 0);
+			free(out.key);
+			free(out.val);
+		}
+	}
 	os_umount(g_s);
 	g_s = NULL;
 	/* Room again: every acknowledged transaction is there. */
