@@ -11,6 +11,7 @@ os_onode_new(uint64_t nid)
 	struct os_onode *o = calloc(1, sizeof(*o));
 
 	if (o) {
+		o->ref = 1;
 		o->nid = nid;
 		o->no_omap = true; /* (decode overrides it: older onodes say nothing) */
 	}
@@ -20,7 +21,7 @@ os_onode_new(uint64_t nid)
 void
 os_onode_free(struct os_onode *o)
 {
-	if (!o)
+	if (!o || __atomic_sub_fetch(&o->ref, 1, __ATOMIC_ACQ_REL) != 0)
 		return;
 	for (size_t i = 0; i < o->next; i++)
 		free(o->ext[i].csum);
@@ -32,6 +33,13 @@ os_onode_free(struct os_onode *o)
 	free(o->attrs);
 	free(o->hdr);
 	free(o);
+}
+
+struct os_onode *
+os_onode_ref(struct os_onode *o)
+{
+	__atomic_add_fetch(&o->ref, 1, __ATOMIC_RELAXED);
+	return o;
 }
 
 static void *

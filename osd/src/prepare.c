@@ -1150,13 +1150,9 @@ install(struct pctx *c)
 				return -ENOMEM;
 			rocksdb_writebatch_put(t->wb, p->key, p->klen, (char *)buf, len);
 			free(buf);
-			cache_copy = os_onode_dup(p->on);
-			read_copy = os_onode_dup(p->on);
-			if (!cache_copy || !read_copy) {
-				os_onode_free(cache_copy);
-				os_onode_free(read_copy);
-				return -ENOMEM;
-			}
+			/* Done with it: the caches and the read copy share it. */
+			cache_copy = os_onode_ref(p->on);
+			read_copy = os_onode_ref(p->on);
 		} else {
 			rocksdb_writebatch_delete(t->wb, p->key, p->klen);
 		}

@@ -26,7 +26,13 @@ struct os_attr {
 	size_t len;
 };
 
+/*
+ * An onode in the prepare or read cache is never changed (prepare works on
+ * a copy): the caches and a transaction's read copy share one, counted in
+ * ref (atomic: the prepare thread and the reactor drop references).
+ */
 struct os_onode {
+	unsigned ref;
 	uint64_t nid, size, version;
 	struct os_xext *ext;
 	size_t next, cap;
@@ -38,7 +44,9 @@ struct os_onode {
 };
 
 struct os_onode *os_onode_new(uint64_t nid);
-void os_onode_free(struct os_onode *o);
+void os_onode_free(struct os_onode *o); /* drops a reference; the last frees */
+/* Another reference to an onode nobody changes any more. \return o. */
+struct os_onode *os_onode_ref(struct os_onode *o);
 struct os_onode *os_onode_dup(const struct os_onode *o);
 int os_onode_decode(const void *buf, size_t len, struct os_onode **op);
 int os_onode_encode(const struct os_onode *o, uint8_t **buf, size_t *len);
