@@ -289,6 +289,8 @@ os_fetch_release(struct os_store *s)
 	struct os_rd *rd, *tmp;
 	bool broken;
 
+	if (TAILQ_EMPTY(&s->fetch_wait))
+		return;
 	pthread_mutex_lock(&s->kv_mu);
 	broken = s->kv_broken;
 	pthread_mutex_unlock(&s->kv_mu);

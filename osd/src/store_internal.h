@@ -148,7 +148,6 @@ struct os_txn {
 	struct os_store *s;
 	int rc;
 	enum os_txn_state state;
-	bool acked; /* journal mode: called back once durable, before the memtable has it */
 	struct cm_work work;
 	/* prepared */
 	rocksdb_writebatch_t *wb;
@@ -213,8 +212,9 @@ struct os_round {
 	bool synced, submitted;
 	bool failed; /* journal mode: its record's write or fsync (or an earlier one's) failed */
 	bool big;    /* journal mode: one transaction too big for a record (via RocksDB's WAL) */
-	bool acked;  /* journal mode: its transactions were called back when it became durable */
-	uint64_t ack_no; /* then: its number among such rounds (kv_acked) */
+	/* journal mode: its number among rounds called back once durable, before
+	 * the memtable has them (0: at the commit; called back once <= kv_acked) */
+	uint64_t ack_no;
 	uint64_t t_fsync, t_kv;
 	/* journal mode: the round's record (written, then the device fsynced) */
 	rocksdb_writebatch_t *retire; /* deletes of the retired deferred records */

@@ -907,12 +907,40 @@ start_dfr(struct os_store *s, struct os_dfr *d)
 
 static void submit_commits(struct os_store *s);
 
+/*
+ * What a transaction's callback may rely on in memory, done once, when it
+ * is called back: its copy-on-write blocks read from the device (the data
+ * is there) and, if it happened (ok), its onodes in the read cache and its
+ * deferred writes on their way to the device.
+ */
+static void
+txn_land(struct os_store *s, struct os_txn *t, bool ok)
+{
+	if (ok) {
+		for (size_t k = 0; k < t->ntouched; k++) {
+			os_ocache_put(&s->rcache, t->touched[k].key, t->touched[k].klen,
+				      t->touched[k].on);
+			t->touched[k].on = NULL;
+		}
+		os_ocache_trim(&s->rcache);
+		for (size_t k = 0; k < t->ndfrs; k++) {
+			apply_deferred(s, t->dfrs[k]);
+			t->dfrs[k] = NULL;
+		}
+		t->ndfrs = 0;
+	}
+	for (size_t k = 0; k < t->nwrites && k < t->npending; k++)
+		os_pend_del(s, t->writes[k].pblock, t->writes[k].n, t->pending_tags[k]);
+}
+
 static void
 commit_done(void *arg)
 {
 	struct os_round *rd = arg;
 	struct os_store *s = rd->s;
 	struct os_dfr *d, *tmp;
+	/* Called back already (ack_durable): its transactions landed then. */
+	bool acked = rd->ack_no && rd->ack_no <= s->kv_acked;
 
 	s->gen++;
 	s->commit_gen++;
@@ -951,17 +979,11 @@ commit_done(void *arg)
 		 * insert did (a failed one stops the store; mount replays it): it
 		 * stays done here, its blocks kept and its deferred writes applied.
 		 */
-		int rc = t->rc ? t->rc : t->acked ? 0 : rd->commit_rc;
+		int rc = t->rc ? t->rc : acked ? 0 : rd->commit_rc;
 
 		TAILQ_REMOVE(&s->q, t, link);
 		if (!rc) {
 			s->c_commits++;
-			for (size_t k = 0; k < t->ntouched && !t->acked; k++) {
-				os_ocache_put(&s->rcache, t->touched[k].key, t->touched[k].klen,
-					      t->touched[k].on);
-				t->touched[k].on = NULL;
-			}
-			os_ocache_trim(&s->rcache);
 			for (size_t k = 0; k < t->nfrees; k++) {
 				struct os_held *h = malloc(sizeof(*h));
 
@@ -972,11 +994,6 @@ commit_done(void *arg)
 				h->gen = s->gen;
 				TAILQ_INSERT_TAIL(&s->held, h, link);
 			}
-			for (size_t k = 0; k < t->ndfrs; k++) {
-				apply_deferred(s, t->dfrs[k]);
-				t->dfrs[k] = NULL;
-			}
-			t->ndfrs = 0;
 		} else {
 			/* Nothing of it happened: give back what prepare took. */
 			pthread_mutex_lock(&s->alloc_mu);
@@ -988,11 +1005,11 @@ commit_done(void *arg)
 					os_pend_del(s, t->dfrs[k]->pblocks[b], 1,
 						    t->dfrs[k]->tags[b]);
 		}
-		/* COW blocks are on the device now: reads go there (ack_durable did it). */
-		for (size_t k = 0; !t->acked && k < t->nwrites && k < t->npending; k++)
-			os_pend_del(s, t->writes[k].pblock, t->writes[k].n, t->pending_tags[k]);
-		if (t->cb && !t->acked)
-			t->cb(t->arg, rc);
+		if (!acked) {
+			txn_land(s, t, !rc);
+			if (t->cb)
+				t->cb(t->arg, rc);
+		}
 		s->inflight--;
 		os_txn_destroy(t);
 	}
@@ -1021,40 +1038,22 @@ ack_durable(struct os_store *s)
 
 	s->acking = true;
 	TAILQ_FOREACH(rd, &s->rounds, link) {
-		if (rd->acked)
-			continue;
 		if (!rd->ack_no)
 			break;
-		rd->acked = true;
+		if (rd->ack_no <= s->kv_acked)
+			continue; /* called back already */
 		__atomic_store_n(&s->kv_acked, rd->ack_no, __ATOMIC_RELEASE);
 		s->commit_gen++; /* onode fetches in flight may have read what this replaces */
 		for (size_t i = 0; i < rd->n; i++) {
 			struct os_txn *t = rd->txns[i];
 
-			if (!t->rc) {
-				for (size_t k = 0; k < t->ntouched; k++) {
-					os_ocache_put(&s->rcache, t->touched[k].key,
-						      t->touched[k].klen, t->touched[k].on);
-					t->touched[k].on = NULL;
-				}
-				os_ocache_trim(&s->rcache);
-			}
-			/* Its copy-on-write data is on the device (written before the record). */
-			for (size_t k = 0; k < t->nwrites && k < t->npending; k++)
-				os_pend_del(s, t->writes[k].pblock, t->writes[k].n,
-					    t->pending_tags[k]);
 			/*
-			 * Its deferred writes may go to the device now: their records are
-			 * durable in the journal (a crash replays them), and the device is
-			 * idle until the next record is written.
+			 * Its copy-on-write data was written before the record; its
+			 * deferred writes may go to the device now (their records are
+			 * durable in the journal, and the device is idle until the next
+			 * record is written).
 			 */
-			for (size_t k = 0; !t->rc && k < t->ndfrs; k++) {
-				apply_deferred(s, t->dfrs[k]);
-				t->dfrs[k] = NULL;
-			}
-			if (!t->rc)
-				t->ndfrs = 0;
-			t->acked = true;
+			txn_land(s, t, !t->rc);
 			if (t->cb)
 				t->cb(t->arg, t->rc);
 		}
