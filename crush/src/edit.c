@@ -44,7 +44,7 @@ crush_edit_set_device(struct crush_map *m, int32_t id, const char *name, const c
 	int32_t other;
 	int c = -1;
 
-	if (id < 0 || id >= (1 << 24) || !name || !name[0])
+	if (id < 0 || id >= (1 << 24) || !name || !name[0] || strchr(name, '~'))
 		return -EINVAL;
 	other = crush_item_by_name(m, name);
 	if (other != INT32_MIN && other != id)

@@ -271,6 +271,14 @@ clone_for_class(struct crush_map *m, int32_t id, int cls, int32_t *out, char *er
 	snprintf(name, sizeof(name), "%s~%s", orig->name, m->class_names[cls]);
 	cid = crush_item_by_name(m, name);
 	if (cid != INT32_MIN) {
+		const struct crush_bucket *sh = cid < 0 ? m->buckets[-1 - cid] : NULL;
+
+		/* Only this bucket's own shadow may carry the name. */
+		if (!sh || sh->class_id != cls || sh->shadow_of != id) {
+			snprintf(err, errlen, "item %s has the name of the %s shadow of %s", name,
+				 m->class_names[cls], orig->name);
+			return -EINVAL;
+		}
 		*out = cid;
 		return 0;
 	}
@@ -384,6 +392,13 @@ crush_map_finalize(struct crush_map *m, char *err, size_t errlen)
 				return -EINVAL;
 			}
 			st->arg1 = b->class_ids[st->take_class];
+			b = -1 - st->arg1 < m->max_buckets ? m->buckets[-1 - st->arg1] : NULL;
+			if (!b || b->class_id != st->take_class) {
+				snprintf(err, errlen,
+					 "rule %s: the %s shadow of the taken item is missing",
+					 rule->name, m->class_names[st->take_class]);
+				return -EINVAL;
+			}
 		}
 	}
 	m->finalized = true;

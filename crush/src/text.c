@@ -198,6 +198,9 @@ parse_device(struct parser *p)
 
 	if (rc || (rc = get_name(p, &name)))
 		return rc;
+	if (strchr(name->s, '~'))
+		return perr(p, name, "device name '%s': '~' is kept for class shadow trees",
+			    name->s);
 	if (crush_item_by_name(m, name->s) != INT32_MIN)
 		return perr(p, name, "item name '%s' already used", name->s);
 	if (crush__grow_devices(m, (int)id + 1))
@@ -300,6 +303,11 @@ parse_bucket(struct parser *p, int type)
 	if (type == 0) {
 		rc = perr(p, name, "bucket '%s' has type %s, the type of devices", name->s,
 			  crush_type_name(m, 0));
+		goto err;
+	}
+	/* `X~C` names the shadow of X for class C; a real bucket may not take it. */
+	if (strchr(name->s, '~')) {
+		rc = perr(p, name, "bucket name '%s': '~' is kept for class shadow trees", name->s);
 		goto err;
 	}
 	if (crush_item_by_name(m, name->s) != INT32_MIN) {
@@ -727,10 +735,19 @@ print_step(const struct crush_map *m, const struct crush_step *s, FILE *out)
 	switch (s->op) {
 	case CRUSH_OP_TAKE:
 		if (s->take_class >= 0) {
-			const struct crush_bucket *sh = m->buckets[-1 - s->arg1];
+			/* finalize made arg1 the shadow; the text names what it shadows */
+			const struct crush_bucket *sh = s->arg1 < 0 && -1 - s->arg1 < m->max_buckets
+								? m->buckets[-1 - s->arg1]
+								: NULL;
+			const char *cls =
+				s->take_class < m->nclasses ? m->class_names[s->take_class] : NULL;
 
-			fprintf(out, "\tstep take %s class %s\n", crush_item_name(m, sh->shadow_of),
-				m->class_names[s->take_class]);
+			if (sh && sh->class_id >= 0 && cls)
+				fprintf(out, "\tstep take %s class %s\n",
+					crush_item_name(m, sh->shadow_of), cls);
+			else
+				fprintf(out, "\t# step take %d class %d: no such shadow\n", s->arg1,
+					s->take_class);
 		} else {
 			fprintf(out, "\tstep take %s\n", crush_item_name(m, s->arg1));
 		}

@@ -237,6 +237,45 @@ START_TEST(test_bucket_of_device_type_is_not_a_device)
 
 END_TEST
 
+/*
+ * `X~C` is the name of X's shadow for class C. A real item with such a name
+ * sent finalize to a shadow that was never made and the printer past the
+ * bucket array (the text fuzzer found it): now the parser and the editor
+ * refuse '~' in a name, and finalize checks the shadow it resolves.
+ */
+START_TEST(test_shadow_names_are_kept)
+{
+	static const char head[] = "device 0 osd.0 class ssd\ntype 0 osd\ntype 1 root\n";
+	char text[1024];
+	struct crush_map *m;
+	char err[256];
+
+	snprintf(text, sizeof(text),
+		 "%sroot default {\n\tid -1\n\tid -7 class ssd\n\titem osd.0 weight 1.0\n}\n"
+		 "root default~ssd {\n\tid -2\n\titem osd.0 weight 1.0\n}\n"
+		 "rule r {\n\tid 0\n\ttype replicated\n\tstep take default class ssd\n"
+		 "\tstep emit\n}\n",
+		 head);
+	parse_fails(text, "9:6: bucket name 'default~ssd': '~' is kept for class shadow trees");
+	parse_fails("device 0 osd~ssd\n", "1:10: device name 'osd~ssd'");
+
+	/* The shadow's own id given twice: once for the class, once for a real bucket. */
+	snprintf(text, sizeof(text),
+		 "%sroot other {\n\tid -7\n}\n"
+		 "root default {\n\tid -1\n\tid -7 class ssd\n\titem osd.0 weight 1.0\n}\n"
+		 "rule r {\n\tid 0\n\ttype replicated\n\tstep take default class ssd\n"
+		 "\tstep emit\n}\n",
+		 head);
+	ck_assert_int_eq(crush_text_parse(text, &m, err, sizeof(err)), -EINVAL);
+	ck_assert_msg(strstr(err, "shadow id -7 of default~ssd is taken by other"), "%s", err);
+
+	m = parse_ok(head);
+	ck_assert_int_eq(crush_edit_set_device(m, 1, "osd~ssd", NULL), -EINVAL);
+	crush_map_destroy(m);
+}
+
+END_TEST
+
 START_TEST(test_weights_truncate_like_crushtool)
 {
 	struct crush_map *m = parse_ok("device 0 osd.0\ndevice 1 osd.1\ndevice 2 osd.2\ntype 0 "
@@ -548,6 +587,7 @@ main(void)
 	tcase_add_test(tc, test_classes_and_shadow_trees);
 	tcase_add_test(tc, test_indep_holes_and_out_devices);
 	tcase_add_test(tc, test_parse_errors_name_line_and_column);
+	tcase_add_test(tc, test_shadow_names_are_kept);
 	tcase_add_test(tc, test_weights_truncate_like_crushtool);
 	tcase_add_test(tc, test_stable_mod_and_mask);
 	tcase_add_test(tc, test_upmap_items);
