@@ -240,13 +240,14 @@ store_run(struct run *x, int secs, bool iops)
 	       d0 ? (double)(u1.prepare_ns - u0.prepare_ns) / 1e3 /
 			       (double)(u1.commits - u0.commits + 1)
 		  : 0.0);
+	/* a journal record's write + fsync, or its RWF_DSYNC write: timed from the write */
+	uint64_t syncs = u1.fsyncs + u1.journal_dsync - u0.fsyncs - u0.journal_dsync;
+
 	printf("  %s %s: %" PRIu64 " ops, %" PRIu64 " commit rounds, %" PRIu64
-	       " fsyncs (%.2f ms avg), KV commit %.2f ms avg per round (synced write %.2f, on the thread %.2f)\n",
+	       " syncs (%.2f ms avg), KV commit %.2f ms avg per round (synced write %.2f, on the thread %.2f)\n",
 	       x->random ? "random" : "sequential", x->write ? "write" : "read", d0,
-	       u1.commit_groups - u0.commit_groups, u1.fsyncs - u0.fsyncs,
-	       u1.fsyncs > u0.fsyncs
-		       ? (double)(u1.fsync_ns - u0.fsync_ns) / 1e6 / (double)(u1.fsyncs - u0.fsyncs)
-		       : 0.0,
+	       u1.commit_groups - u0.commit_groups, syncs,
+	       syncs ? (double)(u1.fsync_ns - u0.fsync_ns) / 1e6 / (double)syncs : 0.0,
 	       u1.commit_groups > u0.commit_groups
 		       ? (double)(u1.kv_commit_ns - u0.kv_commit_ns) / 1e6 /
 				 (double)(u1.commit_groups - u0.commit_groups)
@@ -342,6 +343,7 @@ store_pass(const char *dbpath, uint64_t size, uint64_t region, int secs, uint8_t
 	o.path = g_file;
 	o.db_path = dbpath;
 	o.no_journal = getenv("STORE_BENCH_NO_JOURNAL") != NULL; /* A/B: RocksDB's WAL instead */
+	o.no_dsync = getenv("STORE_BENCH_NO_DSYNC") != NULL;     /* A/B: record + fsync always */
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dbpath);
 	if (system(cmd) != 0 || wipe_label() || os_mkfs(&o)) {
 		fprintf(stderr, "store_bench: mkfs failed\n");
@@ -369,10 +371,15 @@ store_pass(const char *dbpath, uint64_t size, uint64_t region, int secs, uint8_t
 		fprintf(stderr, "store_bench: out of memory\n");
 		return -1;
 	}
-	x.obj_size = 4 << 20;
+	/* STORE_BENCH_OBJ_KIB: smaller objects (smaller onodes) for A/B runs; 4 MiB otherwise. */
+	x.obj_size = getenv("STORE_BENCH_OBJ_KIB")
+			     ? strtoull(getenv("STORE_BENCH_OBJ_KIB"), NULL, 10) << 10
+			     : 4 << 20;
+	if (x.obj_size < 4096 || x.obj_size > (4 << 20) || x.obj_size % 4096)
+		x.obj_size = 4 << 20;
 	x.nobj = size / 2 / x.obj_size;
 	/* 4 MiB objects, written in order (new objects: copy-on-write), then read. */
-	x.io_size = 4 << 20;
+	x.io_size = x.obj_size;
 	x.depth = 16;
 	x.write = true;
 	p->store[SW] = p->store[DSW] = store_run(&x, secs, false);
@@ -382,6 +389,8 @@ store_pass(const char *dbpath, uint64_t size, uint64_t region, int secs, uint8_t
 	p->store[SR] = want("seqread") ? store_run(&x, secs, false) : 0;
 	/* 4 KiB at random in the objects that exist (overwrites: deferred). */
 	x.nobj = CM_MIN(x.nobj, region / x.obj_size);
+	if (getenv("STORE_BENCH_NOBJ")) /* fewer objects (all onodes cached), for A/B runs */
+		x.nobj = CM_MIN(x.nobj, strtoull(getenv("STORE_BENCH_NOBJ"), NULL, 10));
 	x.io_size = 4096;
 	x.depth = 32;
 	x.random = true;
@@ -399,10 +408,11 @@ store_pass(const char *dbpath, uint64_t size, uint64_t region, int secs, uint8_t
 		       u.commits, u.commit_groups,
 		       u.commit_groups ? (double)u.commits / (double)u.commit_groups : 0.0,
 		       u.deferred_writes, u.cow_writes, x.errors);
-		printf("  journal: %" PRIu64 " MiB, %" PRIu64 " MiB of records, %" PRIu64
-		       " flushes, %" PRIu64 " waits for room\n",
-		       u.journal_size >> 20, u.journal_bytes >> 20, u.journal_flushes,
-		       u.journal_waits);
+		printf("  journal: %" PRIu64 " MiB, %" PRIu64 " MiB of records (%" PRIu64
+		       " written with RWF_DSYNC, no fsync), %" PRIu64 " flushes, %" PRIu64
+		       " waits for room\n",
+		       u.journal_size >> 20, u.journal_bytes >> 20, u.journal_dsync,
+		       u.journal_flushes, u.journal_waits);
 	}
 	p->errors = x.errors;
 	os_umount(s);

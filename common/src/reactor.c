@@ -515,6 +515,13 @@ cm_io_writev(struct cm_reactor *r, struct cm_io *io, int fd, const struct iovec 
 }
 
 int
+cm_io_writev_dsync(struct cm_reactor *r, struct cm_io *io, int fd, const struct iovec *iov,
+		   int iovcnt, off_t off)
+{
+	return io_file(r, io, CM_IO_WRITEV_DSYNC, fd, iov, iovcnt, off);
+}
+
+int
 cm_io_fsync(struct cm_reactor *r, struct cm_io *io, int fd)
 {
 	return io_submit_checked(r, io, CM_IO_FSYNC, fd);
@@ -565,6 +572,9 @@ cm__reactor_file_op_exec(struct cm_io *io)
 		break;
 	case CM_IO_WRITEV:
 		n = pwritev(io->fd, io->u.file.iov, io->u.file.iovcnt, io->u.file.off);
+		break;
+	case CM_IO_WRITEV_DSYNC:
+		n = pwritev2(io->fd, io->u.file.iov, io->u.file.iovcnt, io->u.file.off, RWF_DSYNC);
 		break;
 	case CM_IO_FSYNC:
 		n = fdatasync(io->fd);

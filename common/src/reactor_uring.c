@@ -132,6 +132,10 @@ prep(struct io_uring_sqe *sqe, struct cm_io *io)
 		io_uring_prep_writev(sqe, io->fd, io->u.file.iov, (unsigned)io->u.file.iovcnt,
 				     (uint64_t)io->u.file.off);
 		break;
+	case CM_IO_WRITEV_DSYNC:
+		io_uring_prep_writev2(sqe, io->fd, io->u.file.iov, (unsigned)io->u.file.iovcnt,
+				      (uint64_t)io->u.file.off, RWF_DSYNC);
+		break;
 	case CM_IO_FSYNC:
 		io_uring_prep_fsync(sqe, io->fd, IORING_FSYNC_DATASYNC);
 		break;
@@ -152,7 +156,8 @@ uring_submit(struct cm_reactor *r, struct cm_io *io)
 		return -EAGAIN;
 	prep(sqe, io);
 	io->state = CM_IO_ST_INFLIGHT;
-	if ((io->op == CM_IO_READV || io->op == CM_IO_WRITEV || io->op == CM_IO_FSYNC) &&
+	if ((io->op == CM_IO_READV || io->op == CM_IO_WRITEV || io->op == CM_IO_WRITEV_DSYNC ||
+	     io->op == CM_IO_FSYNC) &&
 	    ++be->file_sqes >= URING_EARLY_SUBMIT) {
 		io_uring_submit(&be->ring);
 		be->file_sqes = 0;

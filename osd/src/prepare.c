@@ -1253,7 +1253,7 @@ prepare_run(struct os_txn *t, bool nb)
 		t->rc = -EIO;
 		return 0;
 	}
-	t->wb = rocksdb_writebatch_create();
+	t->wb = os_wb_get(s);
 	t->dfr_tag = s->next_dseq - 1;
 	for (size_t i = 0; i < t->nops && !rc; i++)
 		rc = apply_op(&c, &t->ops[i]);

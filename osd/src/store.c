@@ -15,6 +15,7 @@
 #include <linux/fs.h>
 #include <sys/ioctl.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 
 CM_LOG_SUBSYS(store);
 
@@ -344,6 +345,55 @@ label_read(int fd, struct label *l)
 	}
 	free(b);
 	return rc;
+}
+
+/* The first line of /sys/dev/block/<maj>:<min>/<rel>, or "" if there is none. */
+static void
+sys_block_attr(dev_t dev, const char *rel, char *out, size_t len)
+{
+	char p[128];
+	FILE *f;
+
+	out[0] = '\0';
+	snprintf(p, sizeof(p), "/sys/dev/block/%u:%u/%s", major(dev), minor(dev), rel);
+	f = fopen(p, "re");
+	if (!f)
+		return;
+	if (!fgets(out, (int)len, f))
+		out[0] = '\0';
+	fclose(f);
+	out[strcspn(out, "\n")] = '\0';
+}
+
+/*
+ * Whether an O_DIRECT write with RWF_DSYNC to fd is followed by a flush of
+ * the device's whole volatile cache, so that it makes every write that
+ * completed before it durable, as write + fdatasync does: true when the
+ * device has no volatile cache ("write through": nothing to flush) or no
+ * FUA (the block layer, and ext4 or XFS through generic_write_sync, then
+ * send a cache flush after the write). With FUA the write alone goes to
+ * media and earlier writes may stay in the cache: false. Also false when
+ * the device cannot be told (no sysfs entry: a filesystem on several
+ * devices, say), for buffered I/O (a DSYNC write syncs its own range
+ * only), and when opts say so.
+ */
+static bool
+dsync_flushes_all(int fd, bool buffered)
+{
+	char wc[32], fua[8];
+	struct stat st;
+	dev_t dev;
+
+	if (buffered || fstat(fd, &st))
+		return false;
+	dev = S_ISBLK(st.st_mode) ? st.st_rdev : st.st_dev;
+	sys_block_attr(dev, "queue/write_cache", wc, sizeof(wc));
+	sys_block_attr(dev, "queue/fua", fua, sizeof(fua));
+	if (!wc[0]) { /* a partition: its disk's queue */
+		sys_block_attr(dev, "../queue/write_cache", wc, sizeof(wc));
+		sys_block_attr(dev, "../queue/fua", fua, sizeof(fua));
+	}
+	return !strcmp(wc, "write through") || (!strcmp(wc, "write back") && !strcmp(fua, "0"));
 }
 
 static int
@@ -715,6 +765,7 @@ os_mount(struct cm_reactor *r, const struct os_opts *o, struct os_store **sp)
 	TAILQ_INIT(&s->held);
 	TAILQ_INIT(&s->reads);
 	pthread_mutex_init(&s->alloc_mu, NULL);
+	pthread_mutex_init(&s->wb_mu, NULL);
 	pthread_mutex_init(&s->pend_mu, NULL);
 	pthread_mutex_init(&s->pcache_mu, NULL);
 	pthread_mutex_init(&s->stat_mu, NULL);
@@ -775,6 +826,11 @@ os_mount(struct cm_reactor *r, const struct os_opts *o, struct os_store **sp)
 	s->deferred_max = o->deferred_max;
 	s->inline_prepare = !o->no_inline_prepare;
 	s->test_kv_delay_us = o->test_kv_delay_us;
+	s->dsync = !o->no_dsync && dsync_flushes_all(s->fd, o->no_direct);
+	if (s->jblocks)
+		CM_INFO("%s: journal records %s", o->path,
+			s->dsync ? "written with RWF_DSYNC (the device has no FUA: a flush follows)"
+				 : "written, then the device fsynced");
 	s->reserve_blocks = o->reserve
 				    ? o->reserve / s->B
 				    : CM_MIN(CM_MAX(s->nblocks / 100, (uint64_t)(1 << 20) / s->B),
@@ -893,6 +949,9 @@ os_store_free(struct os_store *s)
 	os_dcache_fini(&s->dcache);
 	os_alloc_destroy(s->alloc);
 	pthread_mutex_destroy(&s->alloc_mu);
+	while (s->nwb_pool)
+		rocksdb_writebatch_destroy(s->wb_pool[--s->nwb_pool]);
+	pthread_mutex_destroy(&s->wb_mu);
 	pthread_mutex_destroy(&s->pend_mu);
 	pthread_mutex_destroy(&s->pcache_mu);
 	pthread_mutex_destroy(&s->stat_mu);
@@ -922,6 +981,7 @@ os_get_usage(struct os_store *s, struct os_usage *u)
 	u->commits = s->c_commits;
 	u->commit_groups = s->c_groups;
 	u->fsyncs = s->c_fsyncs;
+	u->journal_dsync = s->c_jdsync;
 	u->fsync_ns = s->c_fsync_ns;
 	u->kv_commit_ns = s->c_kv_ns;
 	u->kv_sync_ns = s->c_kv_sync_ns;

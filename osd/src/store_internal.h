@@ -224,6 +224,7 @@ struct os_round {
 	uint64_t jpos, jseq; /* where it starts; its sequence */
 	uint64_t jend, jcum; /* where it ends; bytes charged to records up to it */
 	uint64_t fsync_no;   /* the number of the fsync after its record's write (0: none yet) */
+	bool dsync; /* its record is written with RWF_DSYNC, no fsync after (os_store.dsync) */
 };
 
 struct os_held {
@@ -324,6 +325,14 @@ struct os_store {
 	struct cm_worker_pool *rd;     /* onode fetches for reads */
 	struct os_alloc *alloc;
 	pthread_mutex_t alloc_mu;
+	/*
+	 * Cleared write batches for the next transactions: a batch grows by
+	 * appending (a 4 KiB overwrite's is ~8 KiB, reallocated and copied on
+	 * the way up); a reused one already has the room.
+	 */
+	pthread_mutex_t wb_mu;
+	rocksdb_writebatch_t *wb_pool[64];
+	unsigned nwb_pool;
 	uint64_t data_start; /* first block for data: after the label and the journal */
 	/* the journal (journal.c); jblocks == 0: RocksDB's own WAL makes commits durable */
 	uint64_t jstart, jblocks; /* blocks: two superblocks, then the record area */
@@ -349,7 +358,8 @@ struct os_store {
 	 * Device fsyncs are numbered as issued: the completion of number n makes
 	 * every write that completed before n was issued durable. fsync_done is
 	 * the highest number completed; jwriting counts record writes not yet
-	 * followed by their fsync; dflush is an fsync with no record (applied
+	 * followed by their fsync (a dsync record is numbered when submitted and
+	 * not counted); dflush is an fsync with no record (applied
 	 * deferred writes waiting to be retired, and nothing in flight that
 	 * would issue one).
 	 */
@@ -416,8 +426,17 @@ struct os_store {
 	bool kv_broken;
 	TAILQ_HEAD(, os_rd) fetch_wait;
 	uint32_t test_kv_delay_us;
+	/*
+	 * Journal records are written with RWF_DSYNC instead of write + fsync:
+	 * only where that write is followed by a flush of the whole device cache
+	 * (no FUA: the kernel flushes after it; or no volatile cache), so it
+	 * makes every write that completed before it durable, as the fsync did.
+	 * A FUA write would make only itself durable (os_dsync_flushes_all).
+	 */
+	bool dsync;
 	/* counters */
 	uint64_t c_csum_errors, c_deferred, c_cow, c_commits, c_groups, c_csum_reused;
+	uint64_t c_jdsync;
 	uint64_t c_fsyncs, c_fsync_ns, c_kv_ns, c_kv_sync_ns, c_kv_fn_ns, c_prep_ns;
 	uint64_t c_prep_inline, c_prep_retry; /* prepared on the reactor; given up there */
 	uint64_t c_jbytes, c_jflushes, c_jwaits, c_jseals;
@@ -499,5 +518,7 @@ void os_jnl_maybe_flush(struct os_store *s);
 #define OS_JNL_SEAL_MS 200
 /* Form and start commit rounds (txn.c). */
 void os_kick_commit(struct os_store *s);
+/* A write batch for a transaction: from the store's pool of cleared ones, or new. */
+rocksdb_writebatch_t *os_wb_get(struct os_store *s);
 
 #endif

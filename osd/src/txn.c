@@ -51,6 +51,38 @@ dfr_free(struct os_dfr *d)
 	free(d);
 }
 
+rocksdb_writebatch_t *
+os_wb_get(struct os_store *s)
+{
+	rocksdb_writebatch_t *wb = NULL;
+
+	pthread_mutex_lock(&s->wb_mu);
+	if (s->nwb_pool)
+		wb = s->wb_pool[--s->nwb_pool];
+	pthread_mutex_unlock(&s->wb_mu);
+	return wb ? wb : rocksdb_writebatch_create();
+}
+
+/* Back to the pool, cleared (its room kept), unless the pool is full or it is big. */
+static void
+wb_put(struct os_store *s, rocksdb_writebatch_t *wb)
+{
+	size_t len;
+
+	rocksdb_writebatch_data(wb, &len);
+	if (len <= (256 << 10)) {
+		rocksdb_writebatch_clear(wb);
+		pthread_mutex_lock(&s->wb_mu);
+		if (s->nwb_pool < sizeof(s->wb_pool) / sizeof(s->wb_pool[0])) {
+			s->wb_pool[s->nwb_pool++] = wb;
+			wb = NULL;
+		}
+		pthread_mutex_unlock(&s->wb_mu);
+	}
+	if (wb)
+		rocksdb_writebatch_destroy(wb);
+}
+
 void
 os_txn_destroy(struct os_txn *t)
 {
@@ -59,7 +91,9 @@ os_txn_destroy(struct os_txn *t)
 	for (size_t i = 0; i < t->nops; i++)
 		op_free(&t->ops[i]);
 	free(t->ops);
-	if (t->wb)
+	if (t->wb && t->s)
+		wb_put(t->s, t->wb);
+	else if (t->wb)
 		rocksdb_writebatch_destroy(t->wb);
 	for (size_t i = 0; i < t->nwrites; i++) {
 		cm_buf_put(t->writes[i].buf);
@@ -1193,7 +1227,12 @@ jnl_room(const struct os_store *s)
 	TAILQ_FOREACH(rd, &s->rounds, link) {
 		if (rd->big)
 			return false;
-		open += !rd->synced && !(rd->fsync_no && rd->fsync_no <= s->fsync_done);
+		/*
+		 * A dsync record is numbered when submitted, so a later number
+		 * done says nothing of its own write: only its completion does.
+		 */
+		open += !rd->synced &&
+			(rd->dsync || !(rd->fsync_no && rd->fsync_no <= s->fsync_done));
 	}
 	return open < OS_JNL_DEPTH && s->nrounds <= OS_JNL_DEPTH;
 }
@@ -1344,6 +1383,7 @@ kick_commit(struct os_store *s)
 		fsync_done(&rd->fsync_io, 0);
 	} else if (s->jblocks && !rd->big) {
 		/* The record, then an fsync for it (its data and what it retires are durable). */
+		rd->dsync = s->dsync;
 		s->dirty = false;
 		os_jnl_write(s, rd, jfsync_done);
 	} else if ((s->dirty || rd->big) && (cow || retire)) {

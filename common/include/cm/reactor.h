@@ -139,6 +139,7 @@ enum cm_io_op {
 	CM_IO_WRITEV,
 	CM_IO_FSYNC,
 	CM_IO_POLL,
+	CM_IO_WRITEV_DSYNC,
 	CM_IO_NOP,
 };
 
@@ -202,6 +203,13 @@ int cm_io_readv(struct cm_reactor *r, struct cm_io *io, int fd, const struct iov
 int cm_io_writev(struct cm_reactor *r, struct cm_io *io, int fd, const struct iovec *iov,
 		 int iovcnt, off_t off);
 int cm_io_fsync(struct cm_reactor *r, struct cm_io *io, int fd);
+/*
+ * A write that completes once it is durable, as if fdatasync(fd) followed it
+ * (RWF_DSYNC: on a device with FUA, one FUA write; else the write and then a
+ * device cache flush, inside the kernel — no second trip through the loop).
+ */
+int cm_io_writev_dsync(struct cm_reactor *r, struct cm_io *io, int fd, const struct iovec *iov,
+		       int iovcnt, off_t off);
 
 /* Complete on the next loop iteration with res 0 (a deferred call). */
 int cm_io_nop(struct cm_reactor *r, struct cm_io *io);

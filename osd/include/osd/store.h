@@ -54,6 +54,7 @@ struct os_opts {
 	uint64_t cache_data;       /* bytes of device blocks cached for reads; default 64 MiB */
 	bool no_direct;            /* buffered I/O (for filesystems without O_DIRECT) */
 	bool no_inline_prepare;    /* always prepare on the store's thread (see store.md) */
+	bool no_dsync;             /* every journal record written, then fsynced (A/B, tests) */
 	uint32_t test_kv_delay_us; /* tests: the commit thread sleeps this long before putting a
 				    * journaled round into the memtable (reads must still see
 				    * every acknowledged transaction) */
@@ -250,7 +251,8 @@ struct os_usage {
 	uint64_t total_bytes, free_bytes, reserved_bytes;
 	uint64_t csum_errors; /* reads refused for a bad block since mount */
 	uint64_t deferred_writes, cow_writes, commits, commit_groups;
-	uint64_t fsyncs, fsync_ns, kv_commit_ns; /* time spent syncing the device and the KV */
+	uint64_t fsyncs, fsync_ns, kv_commit_ns; /* time spent syncing the device and the KV;
+						  * fsync_ns includes journal_dsync writes */
 	uint64_t kv_sync_ns;                     /* of which in the last, synced, KV write */
 	uint64_t kv_fn_ns;                       /* on the commit thread in all */
 	uint64_t prepare_ns;                     /* preparing transactions */
@@ -263,6 +265,7 @@ struct os_usage {
 	uint64_t journal_flushes;          /* RocksDB flushes that trimmed it */
 	uint64_t journal_waits;            /* rounds that waited for room */
 	uint64_t journal_seals;            /* empty records after the last data one, when idle */
+	uint64_t journal_dsync;            /* records durable by their own write (no fsync) */
 	uint64_t kv_gate_waits; /* reads that waited for the memtable to have acknowledged rounds */
 };
 

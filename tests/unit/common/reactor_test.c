@@ -234,6 +234,17 @@ START_TEST(test_file_io)
 	ck_assert(cm_test_run_until(r, &c.done, 5000));
 	ck_assert_int_eq(c.res, 8192);
 	ck_assert_int_eq(memcmp(wbuf, rbuf, 8192), 0);
+	/* A durable write (RWF_DSYNC) over the first half, read back. */
+	cm_test_fill(wbuf, 4096, 10);
+	memset(&c, 0, sizeof(c));
+	ck_assert_int_eq(cm_io_writev_dsync(r, &io, fd, wiov, 1, 4096), 0);
+	ck_assert(cm_test_run_until(r, &c.done, 5000));
+	ck_assert_int_eq(c.res, 4096);
+	memset(&c, 0, sizeof(c));
+	ck_assert_int_eq(cm_io_readv(r, &io, fd, &riov, 1, 4096), 0);
+	ck_assert(cm_test_run_until(r, &c.done, 5000));
+	ck_assert_int_eq(c.res, 8192);
+	ck_assert_int_eq(memcmp(wbuf, rbuf, 8192), 0);
 	/* Errors come back as negative errno: a read on a write-only fd. */
 	int wo = open(path, O_WRONLY);
 
