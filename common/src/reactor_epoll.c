@@ -231,8 +231,7 @@ ep_submit(struct cm_reactor *r, struct cm_io *io)
 	struct ep_fd *f;
 	int rc;
 
-	if (io->op == CM_IO_READV || io->op == CM_IO_WRITEV || io->op == CM_IO_WRITEV_DSYNC ||
-	    io->op == CM_IO_FSYNC)
+	if (cm__io_is_file(io->op))
 		return ep_submit_file(r, io);
 
 	f = ep_fd_get(be, io->fd);

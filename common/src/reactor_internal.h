@@ -21,6 +21,14 @@ enum cm_io_state {
 #define CM_IO_F_CANCEL       0x1 /* cancel requested */
 #define CM_IO_F_CONNECT_POLL 0x2 /* connect finishing through a poll for POLLOUT */
 
+/* Device I/O (the epoll backend's workers run it; io_uring counts it for early submits). */
+static inline bool
+cm__io_is_file(uint8_t op)
+{
+	return op == CM_IO_READV || op == CM_IO_WRITEV || op == CM_IO_WRITEV_DSYNC ||
+	       op == CM_IO_FSYNC;
+}
+
 struct cm_reactor_backend_ops {
 	const char *name;
 	int (*init)(struct cm_reactor *r, unsigned entries);

@@ -156,9 +156,7 @@ uring_submit(struct cm_reactor *r, struct cm_io *io)
 		return -EAGAIN;
 	prep(sqe, io);
 	io->state = CM_IO_ST_INFLIGHT;
-	if ((io->op == CM_IO_READV || io->op == CM_IO_WRITEV || io->op == CM_IO_WRITEV_DSYNC ||
-	     io->op == CM_IO_FSYNC) &&
-	    ++be->file_sqes >= URING_EARLY_SUBMIT) {
+	if (cm__io_is_file(io->op) && ++be->file_sqes >= URING_EARLY_SUBMIT) {
 		io_uring_submit(&be->ring);
 		be->file_sqes = 0;
 	}

@@ -786,7 +786,7 @@ jwrite_done(struct cm_io *io, int res)
 	struct os_round *rd = io->arg;
 	struct os_store *s = rd->s;
 
-	if (!rd->dsync)
+	if (!s->dsync)
 		s->jwriting--;
 	if (res != (int)rd->jiov.iov_len) {
 		CM_ERR("journal write of %zu bytes failed: %s", rd->jiov.iov_len,
@@ -794,7 +794,7 @@ jwrite_done(struct cm_io *io, int res)
 		rd->fsync_io.cb(&rd->fsync_io, res < 0 ? res : -EIO);
 		return;
 	}
-	if (rd->dsync) {
+	if (s->dsync) {
 		rd->fsync_io.cb(&rd->fsync_io, 0); /* the write was the flush */
 		return;
 	}
@@ -826,7 +826,7 @@ os_jnl_write(struct os_store *s, struct os_round *rd, void (*done)(struct cm_io 
 	rd->jio.cb = jwrite_done;
 	rd->jio.arg = rd;
 	rd->t_fsync = cm_now_ns();
-	if (rd->dsync) {
+	if (s->dsync) {
 		/*
 		 * Durable when it completes: on this device RWF_DSYNC is the write
 		 * and then a device cache flush, inside the kernel — one trip

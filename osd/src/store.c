@@ -829,7 +829,7 @@ os_mount(struct cm_reactor *r, const struct os_opts *o, struct os_store **sp)
 	s->dsync = !o->no_dsync && dsync_flushes_all(s->fd, o->no_direct);
 	if (s->jblocks)
 		CM_INFO("%s: journal records %s", o->path,
-			s->dsync ? "written with RWF_DSYNC (the device has no FUA: a flush follows)"
+			s->dsync ? "written with RWF_DSYNC (the device flushes its cache after it)"
 				 : "written, then the device fsynced");
 	s->reserve_blocks = o->reserve
 				    ? o->reserve / s->B

@@ -224,7 +224,6 @@ struct os_round {
 	uint64_t jpos, jseq; /* where it starts; its sequence */
 	uint64_t jend, jcum; /* where it ends; bytes charged to records up to it */
 	uint64_t fsync_no;   /* the number of the fsync after its record's write (0: none yet) */
-	bool dsync; /* its record is written with RWF_DSYNC, no fsync after (os_store.dsync) */
 };
 
 struct os_held {

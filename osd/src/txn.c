@@ -1232,7 +1232,7 @@ jnl_room(const struct os_store *s)
 		 * done says nothing of its own write: only its completion does.
 		 */
 		open += !rd->synced &&
-			(rd->dsync || !(rd->fsync_no && rd->fsync_no <= s->fsync_done));
+			(s->dsync || !(rd->fsync_no && rd->fsync_no <= s->fsync_done));
 	}
 	return open < OS_JNL_DEPTH && s->nrounds <= OS_JNL_DEPTH;
 }
@@ -1382,8 +1382,10 @@ kick_commit(struct os_store *s)
 				rd->txns[i]->rc = -EIO;
 		fsync_done(&rd->fsync_io, 0);
 	} else if (s->jblocks && !rd->big) {
-		/* The record, then an fsync for it (its data and what it retires are durable). */
-		rd->dsync = s->dsync;
+		/*
+		 * The record, then an fsync for it, or its RWF_DSYNC write
+		 * (os_store.dsync): its data and what it retires are durable.
+		 */
 		s->dirty = false;
 		os_jnl_write(s, rd, jfsync_done);
 	} else if ((s->dirty || rd->big) && (cow || retire)) {
