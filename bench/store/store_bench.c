@@ -19,7 +19,8 @@
  * usage: store_bench [DIR|BLOCKDEV [SECONDS [FILE_GIB]]]
  * STORE_BENCH_ONLY=seqread,randwrite,randread: those patterns only (and the
  * sequential write, which makes the objects); STORE_BENCH_NO_FIO: no fio;
- * STORE_BENCH_REPS: repetitions (3); STORE_BENCH_COPY: writes through
+ * STORE_BENCH_REPS: repetitions (3); STORE_BENCH_DEFERRED_MAX: the store's
+ * deferred_max (bytes; 0: overwrites copy-on-write too); STORE_BENCH_COPY: writes through
  * os_txn_write, which copies the data, instead of os_txn_write_buf (what the
  * OSD uses: the messenger's buffer goes to the device as it is).
  *
@@ -344,6 +345,8 @@ store_pass(const char *dbpath, uint64_t size, uint64_t region, int secs, uint8_t
 	o.db_path = dbpath;
 	o.no_journal = getenv("STORE_BENCH_NO_JOURNAL") != NULL; /* A/B: RocksDB's WAL instead */
 	o.no_dsync = getenv("STORE_BENCH_NO_DSYNC") != NULL;     /* A/B: record + fsync always */
+	if (getenv("STORE_BENCH_DEFERRED_MAX")) /* A/B: 0 = every overwrite copy-on-write */
+		o.deferred_max = strtoull(getenv("STORE_BENCH_DEFERRED_MAX"), NULL, 10);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", dbpath);
 	if (system(cmd) != 0 || wipe_label() || os_mkfs(&o)) {
 		fprintf(stderr, "store_bench: mkfs failed\n");

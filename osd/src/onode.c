@@ -2,8 +2,19 @@
 /*
  * Onodes in memory: extent maps (sorted, disjoint, per-block crc32c),
  * xattrs, omap header; encoding to the Onode protobuf; keys.
+ *
+ * A large object's extent map is kept in shard records (OnodeShard, key
+ * "X" + nid + shard index) beside a head record without extents, so an
+ * overwrite puts the head and the shards it changed, not the whole map:
+ * see docs/design/store.md, "Sharded extent maps". In memory an onode is
+ * always whole; only loading and putting know about shards.
  */
 #include "store_internal.h"
+#include "cm/log.h"
+
+#include <assert.h>
+
+CM_LOG_SUBSYS(store);
 
 struct os_onode *
 os_onode_new(uint64_t nid)
@@ -62,6 +73,7 @@ os_onode_dup(const struct os_onode *s)
 	o->size = s->size;
 	o->version = s->version;
 	o->no_omap = s->no_omap;
+	o->shard_blocks = s->shard_blocks;
 	o->ext = calloc(s->next + 1, sizeof(*o->ext));
 	o->attrs = calloc(s->nattrs + 1, sizeof(*o->attrs));
 	o->hdr = memdup(s->hdr, s->hdrlen);
@@ -99,12 +111,17 @@ os_onode_decode(const void *buf, size_t len, struct os_onode **op)
 
 	if (!pb)
 		return -EBADMSG;
+	if ((pb->shard_blocks && pb->n_extents) || pb->shard_blocks > OS_MAX_SHARD_BLOCKS) {
+		cairn__store__onode__free_unpacked(pb, NULL);
+		return -EBADMSG; /* a sharded head carries no extents */
+	}
 	o = os_onode_new(pb->nid);
 	if (!o)
 		goto nomem;
 	o->size = pb->size;
 	o->version = pb->version;
 	o->no_omap = pb->no_omap;
+	o->shard_blocks = pb->shard_blocks;
 	o->ext = calloc(pb->n_extents + 1, sizeof(*o->ext));
 	o->attrs = calloc(pb->n_attrs + 1, sizeof(*o->attrs));
 	o->hdr = memdup(pb->omap_header.data, pb->omap_header.len);
@@ -116,7 +133,7 @@ os_onode_decode(const void *buf, size_t len, struct os_onode **op)
 		const Cairn__Store__Extent *e = pb->extents[i];
 
 		if (e->nblocks == 0 || e->n_csum != e->nblocks || e->lblock < prev_end ||
-		    e->lblock + e->nblocks < e->lblock) {
+		    e->lblock > OS_MAX_LBLOCK || e->nblocks > OS_MAX_LBLOCK - e->lblock) {
 			os_onode_free(o);
 			cairn__store__onode__free_unpacked(pb, NULL);
 			return -EBADMSG;
@@ -152,11 +169,12 @@ int
 os_onode_encode(const struct os_onode *o, uint8_t **buf, size_t *len)
 {
 	Cairn__Store__Onode pb = CAIRN__STORE__ONODE__INIT;
-	Cairn__Store__Extent *ev = calloc(o->next + 1, sizeof(*ev)), **ep;
+	size_t nx = o->shard_blocks ? 0 : o->next;
+	Cairn__Store__Extent *ev = calloc(nx + 1, sizeof(*ev)), **ep;
 	Cairn__Store__Attr *av = calloc(o->nattrs + 1, sizeof(*av)), **ap;
 	int rc = 0;
 
-	ep = calloc(o->next + 1, sizeof(*ep));
+	ep = calloc(nx + 1, sizeof(*ep));
 	ap = calloc(o->nattrs + 1, sizeof(*ap));
 	if (!ev || !av || !ep || !ap) {
 		rc = -ENOMEM;
@@ -165,7 +183,8 @@ os_onode_encode(const struct os_onode *o, uint8_t **buf, size_t *len)
 	pb.nid = o->nid;
 	pb.size = o->size;
 	pb.version = o->version;
-	for (size_t i = 0; i < o->next; i++) {
+	pb.shard_blocks = o->shard_blocks;
+	for (size_t i = 0; i < nx; i++) {
 		cairn__store__extent__init(&ev[i]);
 		ev[i].lblock = o->ext[i].lblock;
 		ev[i].nblocks = o->ext[i].n;
@@ -174,7 +193,7 @@ os_onode_encode(const struct os_onode *o, uint8_t **buf, size_t *len)
 		ev[i].csum = o->ext[i].csum;
 		ep[i] = &ev[i];
 	}
-	pb.n_extents = o->next;
+	pb.n_extents = nx;
 	pb.extents = ep;
 	for (size_t i = 0; i < o->nattrs; i++) {
 		cairn__store__attr__init(&av[i]);
@@ -385,4 +404,311 @@ os_key_deferred(char *out, uint64_t seq)
 	out[0] = 'D';
 	put_be64(out + 1, seq);
 	return 9;
+}
+
+size_t
+os_key_shard(char *out, uint64_t nid, uint64_t idx)
+{
+	out[0] = 'X';
+	put_be64(out + 1, nid);
+	put_be64(out + 9, idx);
+	return OS_KEY_SHARD_LEN;
+}
+
+/* ---- sharded extent maps ---- */
+
+/* Shard idx of sb blocks lies inside the largest object. */
+static bool
+shard_ok(uint64_t idx, uint32_t sb)
+{
+	return sb && sb <= OS_MAX_SHARD_BLOCKS && idx < OS_MAX_LBLOCK / sb;
+}
+
+int
+os_onode_add_shard(struct os_onode *o, uint64_t idx, const void *buf, size_t len)
+{
+	Cairn__Store__OnodeShard *pb;
+	uint64_t lo, hi, prev_end;
+	int rc = 0;
+
+	if (!shard_ok(idx, o->shard_blocks))
+		return -EBADMSG;
+	pb = cairn__store__onode_shard__unpack(NULL, len, buf);
+	if (!pb)
+		return -EBADMSG;
+	lo = idx * o->shard_blocks;
+	hi = lo + o->shard_blocks;
+	prev_end = o->next ? o->ext[o->next - 1].lblock + o->ext[o->next - 1].n : 0;
+	if (pb->n_extents == 0)
+		rc = -EBADMSG; /* an empty shard has no record */
+	for (size_t i = 0; !rc && i < pb->n_extents; i++) {
+		const Cairn__Store__Extent *e = pb->extents[i];
+		struct os_xext *last = o->next ? &o->ext[o->next - 1] : NULL;
+
+		if (e->nblocks == 0 || e->n_csum != e->nblocks || e->lblock < lo ||
+		    e->lblock < prev_end || e->lblock >= hi || e->nblocks > hi - e->lblock) {
+			rc = -EBADMSG;
+			break;
+		}
+		prev_end = e->lblock + e->nblocks;
+		if (last && last->lblock + last->n == e->lblock &&
+		    last->pblock + last->n == e->pblock &&
+		    (uint64_t)last->n + e->nblocks <= UINT32_MAX) {
+			/* The rest of an extent the shard before cut: one again. */
+			uint32_t *cs = realloc(last->csum, sizeof(*cs) * (last->n + e->nblocks));
+
+			if (!cs) {
+				rc = -ENOMEM;
+				break;
+			}
+			memcpy(cs + last->n, e->csum, sizeof(*cs) * e->nblocks);
+			last->csum = cs;
+			last->n += e->nblocks;
+			continue;
+		}
+		rc = os_onode_insert(o, e->lblock, e->pblock, e->nblocks, e->csum);
+	}
+	cairn__store__onode_shard__free_unpacked(pb, NULL);
+	return rc;
+}
+
+/*
+ * The next shard index >= *cur that holds a piece of o's extents, walking
+ * extents from *ei. \return false when there is none.
+ */
+static bool
+shard_next(const struct os_onode *o, uint32_t sb, size_t *ei, uint64_t *cur, uint64_t *out)
+{
+	while (*ei < o->next) {
+		const struct os_xext *e = &o->ext[*ei];
+		uint64_t first = e->lblock / sb, last = (e->lblock + e->n - 1) / sb;
+
+		if (*cur < first)
+			*cur = first;
+		if (*cur <= last) {
+			*out = (*cur)++;
+			return true;
+		}
+		(*ei)++;
+	}
+	return false;
+}
+
+/* The part of extent e inside [lo, hi) (which it overlaps). */
+static void
+piece(const struct os_xext *e, uint64_t lo, uint64_t hi, struct os_xext *p)
+{
+	uint64_t s = CM_MAX(e->lblock, lo), end = CM_MIN(e->lblock + e->n, hi);
+
+	p->lblock = s;
+	p->pblock = e->pblock + (s - e->lblock);
+	p->n = (uint32_t)(end - s);
+	p->csum = e->csum + (s - e->lblock);
+}
+
+/* Whether a and b (either NULL: no extents) map blocks [lo, hi) alike. */
+static bool
+range_equal(const struct os_onode *a, const struct os_onode *b, uint64_t lo, uint64_t hi)
+{
+	size_t ai = 0, bi = 0;
+
+	if (a)
+		os_onode_find(a, lo, &ai);
+	if (b)
+		os_onode_find(b, lo, &bi);
+	for (;; ai++, bi++) {
+		bool ha = a && ai < a->next && a->ext[ai].lblock < hi;
+		bool hb = b && bi < b->next && b->ext[bi].lblock < hi;
+		struct os_xext pa, pb;
+
+		if (!ha || !hb)
+			return ha == hb;
+		piece(&a->ext[ai], lo, hi, &pa);
+		piece(&b->ext[bi], lo, hi, &pb);
+		if (pa.lblock != pb.lblock || pa.pblock != pb.pblock || pa.n != pb.n ||
+		    memcmp(pa.csum, pb.csum, sizeof(*pa.csum) * pa.n))
+			return false;
+	}
+}
+
+/* Put shard idx of o (which holds a piece of it) into wb. */
+static int
+put_shard(rocksdb_writebatch_t *wb, const struct os_onode *o, uint64_t idx)
+{
+	uint32_t sb = o->shard_blocks;
+	uint64_t lo = idx * sb, hi = lo + sb;
+	Cairn__Store__OnodeShard pb = CAIRN__STORE__ONODE_SHARD__INIT;
+	Cairn__Store__Extent *ev, **ep;
+	uint8_t stackbuf[1024], *buf = stackbuf;
+	char key[OS_KEY_SHARD_LEN];
+	size_t i, n = 0, len;
+
+	os_onode_find(o, lo, &i);
+	for (size_t k = i; k < o->next && o->ext[k].lblock < hi; k++)
+		n++;
+	ev = calloc(n + 1, sizeof(*ev));
+	ep = calloc(n + 1, sizeof(*ep));
+	if (!ev || !ep) {
+		free(ev);
+		free(ep);
+		return -ENOMEM;
+	}
+	for (size_t k = 0; k < n; k++) {
+		struct os_xext p;
+
+		piece(&o->ext[i + k], lo, hi, &p);
+		cairn__store__extent__init(&ev[k]);
+		ev[k].lblock = p.lblock;
+		ev[k].nblocks = p.n;
+		ev[k].pblock = p.pblock;
+		ev[k].n_csum = p.n;
+		ev[k].csum = p.csum;
+		ep[k] = &ev[k];
+	}
+	pb.n_extents = n;
+	pb.extents = ep;
+	len = cairn__store__onode_shard__get_packed_size(&pb);
+	if (len > sizeof(stackbuf))
+		buf = malloc(len);
+	if (buf) {
+		cairn__store__onode_shard__pack(&pb, buf);
+		rocksdb_writebatch_put(wb, key, os_key_shard(key, o->nid, idx), (char *)buf, len);
+	}
+	if (buf != stackbuf)
+		free(buf);
+	free(ev);
+	free(ep);
+	return buf ? 0 : -ENOMEM;
+}
+
+int
+os_onode_put_shards(rocksdb_writebatch_t *wb, const struct os_onode *before, struct os_onode *after)
+{
+	uint32_t bsb = before ? before->shard_blocks : 0, asb = 0;
+	char key[OS_KEY_SHARD_LEN];
+	size_t ei = 0;
+	uint64_t cur = 0, idx;
+	int rc = 0;
+
+	assert(!before || !after || before->nid == after->nid);
+	if (after) {
+		const struct os_xext *last = after->next ? &after->ext[after->next - 1] : NULL;
+
+		/* Sharded iff the map reaches past the first shard; a sharded
+		 * object keeps its shard size. */
+		if (last && last->lblock + last->n > OS_SHARD_BLOCKS)
+			asb = bsb ? bsb : OS_SHARD_BLOCKS;
+		after->shard_blocks = asb;
+	}
+	/* Deletes first: with another shard size a key may be put again below. */
+	while (bsb && shard_next(before, bsb, &ei, &cur, &idx)) {
+		if (asb == bsb && !range_equal(after, NULL, idx * bsb, idx * bsb + bsb))
+			continue; /* after has this shard: put or kept below */
+		rocksdb_writebatch_delete(wb, key, os_key_shard(key, before->nid, idx));
+	}
+	ei = 0;
+	cur = 0;
+	while (!rc && asb && shard_next(after, asb, &ei, &cur, &idx)) {
+		if (asb == bsb && range_equal(before, after, idx * asb, idx * asb + asb))
+			continue; /* the same record is there */
+		rc = put_shard(wb, after, idx);
+	}
+	return rc;
+}
+
+/* A KV error: -EAGAIN if only the block cache was to be read, else -EIO. */
+static int
+kv_err(char *err, bool nb)
+{
+	if (!nb)
+		CM_ERR("rocksdb read: %s", err);
+	rocksdb_free(err);
+	return nb ? -EAGAIN : -EIO;
+}
+
+int
+os_onode_load_shards(rocksdb_iterator_t *it, bool nb, struct os_onode *o)
+{
+	char key[OS_KEY_SHARD_LEN], *err = NULL;
+	int rc = 0;
+
+	os_key_shard(key, o->nid, 0);
+	for (rocksdb_iter_seek(it, key, sizeof(key)); rocksdb_iter_valid(it);
+	     rocksdb_iter_next(it)) {
+		size_t kl, vl;
+		const char *k = rocksdb_iter_key(it, &kl), *v;
+		uint64_t idx = 0;
+
+		if (kl < 9 || memcmp(k, key, 9))
+			break;
+		if (kl != OS_KEY_SHARD_LEN)
+			return -EIO;
+		for (int i = 9; i < 17; i++)
+			idx = (idx << 8) | (uint8_t)k[i];
+		v = rocksdb_iter_value(it, &vl);
+		rc = os_onode_add_shard(o, idx, v, vl);
+		if (rc)
+			return rc == -EBADMSG ? -EIO : rc;
+	}
+	rocksdb_iter_get_error(it, &err);
+	return err ? kv_err(err, nb) : 0;
+}
+
+int
+os_onode_load(rocksdb_t *db, const rocksdb_readoptions_t *ro, bool nb, const char *key, size_t klen,
+	      struct os_onode **op)
+{
+	rocksdb_iterator_t *it;
+	struct os_onode *on = NULL;
+	char *err = NULL, *v;
+	size_t vl;
+	int rc;
+
+	*op = NULL;
+	v = rocksdb_get(db, ro, key, klen, &vl, &err);
+	if (err)
+		return kv_err(err, nb);
+	if (!v)
+		return 0;
+	rc = os_onode_decode(v, vl, &on);
+	rocksdb_free(v);
+	if (rc)
+		return rc == -EBADMSG ? -EIO : rc;
+	if (!on->shard_blocks) {
+		*op = on;
+		return 0;
+	}
+	os_onode_free(on);
+	on = NULL;
+	/*
+	 * Head and shards from one view (an iterator's): a commit between a
+	 * get and a scan would mix two versions of the map.
+	 */
+	it = rocksdb_create_iterator(db, ro);
+	rocksdb_iter_seek(it, key, klen);
+	if (rocksdb_iter_valid(it)) {
+		const char *k = rocksdb_iter_key(it, &vl);
+
+		if (vl == klen && !memcmp(k, key, klen)) {
+			v = (char *)rocksdb_iter_value(it, &vl);
+			rc = os_onode_decode(v, vl, &on);
+			if (rc)
+				rc = rc == -EBADMSG ? -EIO : rc;
+			else if (on->shard_blocks)
+				rc = os_onode_load_shards(it, nb, on);
+		}
+	}
+	if (!rc && !on) {
+		/* Gone since the get (or an error): which one? */
+		rocksdb_iter_get_error(it, &err);
+		if (err)
+			rc = kv_err(err, nb);
+	}
+	rocksdb_iter_destroy(it);
+	if (rc) {
+		os_onode_free(on);
+		return rc;
+	}
+	*op = on;
+	return 0;
 }

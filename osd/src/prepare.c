@@ -21,7 +21,8 @@ struct pobj {
 	char *key;
 	size_t klen;
 	char *cid, *oid;
-	struct os_onode *on; /* working copy; NULL: does not exist (now) */
+	struct os_onode *on;   /* working copy; NULL: does not exist (now) */
+	struct os_onode *base; /* the state before (shared, never changed); NULL: none */
 	bool dirty, bumped;
 	bool base_exists; /* before this transaction (collection stats) */
 	uint64_t base_size;
@@ -118,40 +119,28 @@ push_name(char ***v, size_t *n, const char *name)
  * none), made under the cache lock (the commit thread may evict entries).
  */
 static int
-base_onode(struct os_store *s, const char *key, size_t klen, bool nb, struct os_onode **op)
+base_onode(struct os_store *s, const char *key, size_t klen, bool nb, struct os_onode **op,
+	   struct os_onode **basep)
 {
 	struct os_oent *e;
 	struct os_onode *on = NULL;
-	char *err = NULL, *v;
-	size_t vl;
 	int rc = 0;
 
+	*basep = NULL;
 	pthread_mutex_lock(&s->pcache_mu);
 	e = os_ocache_get(&s->pcache, key, klen);
 	if (e) {
 		*op = e->on ? os_onode_dup(e->on) : NULL;
 		rc = e->on && !*op ? -ENOMEM : 0;
+		if (!rc && e->on)
+			*basep = os_onode_ref(e->on);
 	}
 	pthread_mutex_unlock(&s->pcache_mu);
 	if (e)
 		return rc;
-	v = rocksdb_get(s->db, nb ? s->ro_nb : s->ro, key, klen, &vl, &err);
-	if (err) {
-		/* Block cache only: "Incomplete" means it is on the disk. */
-		if (nb) {
-			rocksdb_free(err);
-			return -EAGAIN;
-		}
-		CM_ERR("rocksdb get: %s", err);
-		rocksdb_free(err);
-		return -EIO;
-	}
-	if (v) {
-		rc = os_onode_decode(v, vl, &on);
-		rocksdb_free(v);
-		if (rc)
-			return rc == -EBADMSG ? -EIO : rc;
-	}
+	rc = os_onode_load(s->db, nb ? s->ro_nb : s->ro, nb, key, klen, &on);
+	if (rc)
+		return rc; /* -EAGAIN: block cache only, and it is on the disk */
 	*op = on ? os_onode_dup(on) : NULL;
 	if (on && !*op) {
 		os_onode_free(on);
@@ -159,6 +148,8 @@ base_onode(struct os_store *s, const char *key, size_t klen, bool nb, struct os_
 	}
 	pthread_mutex_lock(&s->pcache_mu);
 	e = os_ocache_put(&s->pcache, key, klen, on);
+	if (e && on)
+		*basep = os_onode_ref(on);
 	pthread_mutex_unlock(&s->pcache_mu);
 	if (!e) {
 		os_onode_free(*op);
@@ -172,7 +163,7 @@ get_obj(struct pctx *c, const char *cid, const char *oid, bool create, struct po
 {
 	char key[2 * OS_NAME_MAX + 4];
 	size_t klen = os_key_onode(key, cid, oid);
-	struct os_onode *base;
+	struct os_onode *base, *base_ref;
 	struct pobj *p, *n;
 	int rc;
 
@@ -183,12 +174,15 @@ get_obj(struct pctx *c, const char *cid, const char *oid, bool create, struct po
 	}
 	if (!coll_exists(c, cid))
 		return -ENOENT;
-	rc = base_onode(c->s, key, klen, c->nb, &base);
+	rc = base_onode(c->s, key, klen, c->nb, &base, &base_ref);
 	if (rc)
 		return rc;
 	n = realloc(c->objs, sizeof(*n) * (c->nobjs + 1));
-	if (!n)
+	if (!n) {
+		os_onode_free(base);
+		os_onode_free(base_ref);
 		return -ENOMEM;
+	}
 	c->objs = n;
 	p = &c->objs[c->nobjs];
 	memset(p, 0, sizeof(*p));
@@ -199,11 +193,14 @@ get_obj(struct pctx *c, const char *cid, const char *oid, bool create, struct po
 		free(p->key);
 		free(p->cid);
 		free(p->oid);
+		os_onode_free(base);
+		os_onode_free(base_ref);
 		return -ENOMEM;
 	}
 	memcpy(p->key, key, klen);
 	p->klen = klen;
 	p->on = base;
+	p->base = base_ref;
 	p->base_exists = base != NULL;
 	p->base_size = base ? base->size : 0;
 	c->nobjs++;
@@ -1112,6 +1109,7 @@ pctx_free(struct pctx *c)
 		free(c->objs[i].cid);
 		free(c->objs[i].oid);
 		os_onode_free(c->objs[i].on);
+		os_onode_free(c->objs[i].base);
 	}
 	free(c->objs);
 	for (size_t i = 0; i < c->nmk; i++)
@@ -1126,6 +1124,42 @@ pctx_free(struct pctx *c)
 	free(c->owned);
 }
 
+/*
+ * The shard records of every object id the transaction changed: what it
+ * was (the base of the object that had it) against what it is (the working
+ * copy that has it now — another object's after a rename). Sets each
+ * working copy's shard_blocks, which its head record then says.
+ */
+static int
+put_shards(struct pctx *c)
+{
+	for (size_t i = 0; i < c->nobjs; i++) {
+		struct pobj *p = &c->objs[i];
+		const struct os_onode *before = NULL;
+
+		if (!p->dirty || !p->on)
+			continue;
+		for (size_t k = 0; k < c->nobjs && !before; k++)
+			if (c->objs[k].base && c->objs[k].base->nid == p->on->nid)
+				before = c->objs[k].base;
+		if (os_onode_put_shards(c->t->wb, before, p->on))
+			return -ENOMEM;
+	}
+	/* Ids that no object has any more: their shards go. */
+	for (size_t i = 0; i < c->nobjs; i++) {
+		struct pobj *p = &c->objs[i];
+		bool kept = false;
+
+		if (!p->base || !p->base->shard_blocks)
+			continue;
+		for (size_t k = 0; k < c->nobjs && !kept; k++)
+			kept = c->objs[k].on && c->objs[k].on->nid == p->base->nid;
+		if (!kept && os_onode_put_shards(c->t->wb, p->base, NULL))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
 /* Success: onodes into the batch, the prepare cache, and the list for the read cache. */
 static int
 install(struct pctx *c)
@@ -1135,6 +1169,8 @@ install(struct pctx *c)
 
 	t->touched = calloc(c->nobjs + 1, sizeof(*t->touched));
 	if (!t->touched)
+		return -ENOMEM;
+	if (put_shards(c))
 		return -ENOMEM;
 	for (size_t i = 0; i < c->nobjs; i++) {
 		struct pobj *p = &c->objs[i];

@@ -202,25 +202,14 @@ fetch_fn(void *arg)
 {
 	struct os_rd *rd = arg;
 	struct os_store *s = rd->s;
-	char *err = NULL, *v;
-	size_t vl;
 
 	rd->on = NULL;
 	rd->missing = false;
-	v = rocksdb_get(s->db, s->ro, rd->key, rd->klen, &vl, &err);
-	if (err) {
-		CM_ERR("rocksdb get: %s", err);
-		rocksdb_free(err);
-		rd->rc = -EIO;
-		return;
-	}
-	if (!v) {
+	rd->rc = os_onode_load(s->db, s->ro, false, rd->key, rd->klen, &rd->on);
+	if (!rd->rc && !rd->on)
 		rd->missing = true;
-		return;
-	}
-	if (os_onode_decode(v, vl, &rd->on))
+	else if (rd->rc && rd->rc != -ENOMEM)
 		rd->rc = -EIO;
-	rocksdb_free(v);
 }
 
 static void fetch_submit(struct os_rd *rd);
@@ -490,24 +479,17 @@ os_read_meta(struct os_store *s, const char *cid, const char *oid, uint64_t off,
 static int
 load(struct os_store *s, const char *cid, const char *oid, struct os_onode **op)
 {
-	char key[2 * OS_NAME_MAX + 4], *err = NULL, *v;
-	size_t vl;
+	char key[2 * OS_NAME_MAX + 4];
 	int rc;
 
 	if (!cid || !oid || strlen(cid) > OS_NAME_MAX || strlen(oid) > OS_NAME_MAX)
 		return -EINVAL;
 	if ((rc = os_kv_wait(s)))
 		return rc;
-	v = rocksdb_get(s->db, s->ro, key, os_key_onode(key, cid, oid), &vl, &err);
-	if (err) {
-		rocksdb_free(err);
-		return -EIO;
-	}
-	if (!v)
+	rc = os_onode_load(s->db, s->ro, false, key, os_key_onode(key, cid, oid), op);
+	if (!rc && !*op)
 		return -ENOENT;
-	rc = os_onode_decode(v, vl, op);
-	rocksdb_free(v);
-	return rc == -EBADMSG ? -EIO : rc;
+	return rc;
 }
 
 int
@@ -850,10 +832,11 @@ cmp_u64(const void *a, const void *b)
 int
 os_fsck(struct os_store *s, bool deep, struct os_fsck_report *rep)
 {
-	rocksdb_iterator_t *it;
+	rocksdb_iterator_t *it, *xit;
 	struct os_alloc *seen;
 	uint64_t *nids = NULL, *quiet = NULL; /* quiet: objects with no omap */
-	size_t nnids = 0, capn = 0, nquiet = 0, capq = 0;
+	uint64_t *sharded = NULL;             /* objects whose extents are in shards */
+	size_t nnids = 0, capn = 0, nquiet = 0, capq = 0, nsharded = 0, caps = 0;
 	uint8_t *blk = aligned_alloc(4096, s->B);
 	char **colls = NULL;
 	size_t ncolls = 0;
@@ -862,10 +845,12 @@ os_fsck(struct os_store *s, bool deep, struct os_fsck_report *rep)
 	memset(rep, 0, sizeof(*rep));
 	os_drain(s); /* first: the iterator's snapshot must hold what was in flight */
 	it = rocksdb_create_iterator(s->db, s->ro);
+	xit = rocksdb_create_iterator(s->db, s->ro); /* shards, beside it (idle: same view) */
 	rc = os_alloc_create(s->nblocks, s->data_start, &seen);
 	if (rc || !blk) {
 		free(blk);
 		rocksdb_iter_destroy(it);
+		rocksdb_iter_destroy(xit);
 		os_alloc_destroy(seen);
 		return -ENOMEM;
 	}
@@ -910,6 +895,22 @@ os_fsck(struct os_store *s, bool deep, struct os_fsck_report *rep)
 			FSCK_ERR(rep, "object %s/%.*s: undecodable onode", cid,
 				 (int)(kl - (size_t)(oid - k)), oid);
 			continue;
+		}
+		if (on->shard_blocks) {
+			if (nsharded == caps) {
+				uint64_t *ns =
+					realloc(sharded, sizeof(*ns) * (caps ? caps * 2 : 64));
+
+				if (ns) {
+					sharded = ns;
+					caps = caps ? caps * 2 : 64;
+				}
+			}
+			if (nsharded < caps)
+				sharded[nsharded++] = on->nid;
+			if (os_onode_load_shards(xit, false, on))
+				FSCK_ERR(rep, "object %s/%.*s: undecodable extent map shard", cid,
+					 (int)(kl - (size_t)(oid - k)), oid);
 		}
 		if (nnids == capn) {
 			uint64_t *nn = realloc(nids, sizeof(*nn) * (capn ? capn * 2 : 256));
@@ -1013,13 +1014,38 @@ os_fsck(struct os_store *s, bool deep, struct os_fsck_report *rep)
 				 "omap key of object id %" PRIu64 " whose onode says it has none",
 				 nid);
 	}
+	/* Shard records of live sharded objects only. */
+	if (sharded)
+		qsort(sharded, nsharded, sizeof(*sharded), cmp_u64);
+	for (rocksdb_iter_seek(it, "X", 1); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
+		size_t kl;
+		const char *k = rocksdb_iter_key(it, &kl);
+		uint64_t nid = 0;
+
+		if (kl < 1 || k[0] != 'X')
+			break;
+		rep->shards++;
+		if (kl != OS_KEY_SHARD_LEN) {
+			FSCK_ERR(rep, "malformed extent map shard key");
+			continue;
+		}
+		for (int i = 1; i < 9; i++)
+			nid = (nid << 8) | (uint8_t)k[i];
+		if (!sharded || !bsearch(&nid, sharded, nsharded, sizeof(*sharded), cmp_u64))
+			FSCK_ERR(rep,
+				 "extent map shard of object id %" PRIu64
+				 " which does not exist or keeps its extents in its onode",
+				 nid);
+	}
 	rocksdb_iter_destroy(it);
+	rocksdb_iter_destroy(xit);
 	os_alloc_destroy(seen);
 	for (size_t i = 0; i < ncolls; i++)
 		free(colls[i]);
 	free(colls);
 	free(nids);
 	free(quiet);
+	free(sharded);
 	free(blk);
 	return 0;
 }

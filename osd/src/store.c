@@ -612,6 +612,7 @@ static int
 scan_onodes(struct os_store *s)
 {
 	rocksdb_iterator_t *it = rocksdb_create_iterator(s->db, s->ro);
+	rocksdb_iterator_t *xit = rocksdb_create_iterator(s->db, s->ro); /* shards */
 	size_t ci = 0;
 	int rc = 0;
 
@@ -644,6 +645,11 @@ scan_onodes(struct os_store *s)
 			break;
 		v = rocksdb_iter_value(it, &vl);
 		rc = os_onode_decode(v, vl, &on);
+		if (!rc && on->shard_blocks) {
+			rc = os_onode_load_shards(xit, false, on);
+			if (rc)
+				os_onode_free(on);
+		}
 		if (rc) {
 			CM_ERR("undecodable onode %.*s", (int)CM_MIN(kl, (size_t)200), k + 1);
 			goto out;
@@ -680,6 +686,7 @@ scan_onodes(struct os_store *s)
 	}
 out:
 	rocksdb_iter_destroy(it);
+	rocksdb_iter_destroy(xit);
 	return rc;
 }
 

@@ -41,7 +41,24 @@ struct os_onode {
 	uint8_t *hdr;
 	size_t hdrlen;
 	bool no_omap; /* no omap key under nid: a remove or clear needs no range delete */
+	/*
+	 * How the KV holds the extents: 0 in the onode record itself, else in
+	 * shard records of that many logical blocks each ("X" keys, onode.c).
+	 * Set by decode, and by os_onode_put_shards for what a batch writes.
+	 */
+	uint32_t shard_blocks;
 };
+
+/*
+ * Extent maps of objects that span more than one shard of this many blocks
+ * (256 KiB with 4 KiB blocks) are kept in shards, so that an overwrite
+ * rewrites the shard it changed instead of the object's whole map (a 4 MiB
+ * object's checksums alone are 4 KiB).
+ */
+#define OS_SHARD_BLOCKS 64u
+/* What a decoded record may say: shard sizes, logical blocks (objects are < 2^48 bytes). */
+#define OS_MAX_SHARD_BLOCKS (1u << 20)
+#define OS_MAX_LBLOCK       (1ull << 48)
 
 struct os_onode *os_onode_new(uint64_t nid);
 void os_onode_free(struct os_onode *o); /* drops a reference; the last frees */
@@ -59,11 +76,37 @@ int os_onode_punch(struct os_onode *o, uint64_t start, uint64_t end, struct os_e
 int os_onode_insert(struct os_onode *o, uint64_t lblock, uint64_t pblock, uint32_t n,
 		    const uint32_t *csum);
 
+/*
+ * Shard records. add_shard appends shard idx's extents (decoded from a
+ * record) to o, whose shards must come in order; \return 0, -EBADMSG or
+ * -ENOMEM. put_shards puts into wb what changes the KV's shard records of
+ * one object id from before's to after's (either may be NULL; both have
+ * that nid) and sets after->shard_blocks — call it before encoding after.
+ */
+int os_onode_add_shard(struct os_onode *o, uint64_t idx, const void *buf, size_t len);
+int os_onode_put_shards(rocksdb_writebatch_t *wb, const struct os_onode *before,
+			struct os_onode *after);
+/*
+ * An object's onode from the KV, shards and all (*op NULL: no such object).
+ * nb: ro reads the block cache only, and -EAGAIN says the disk is needed.
+ * \return 0, -EAGAIN, -EIO (a KV error or an undecodable record), -ENOMEM.
+ */
+int os_onode_load(rocksdb_t *db, const rocksdb_readoptions_t *ro, bool nb, const char *key,
+		  size_t klen, struct os_onode **op);
+/*
+ * The shards of a decoded onode o (o->shard_blocks > 0), read with it, an
+ * iterator over a view that holds o's record. \return as os_onode_load.
+ */
+int os_onode_load_shards(rocksdb_iterator_t *it, bool nb, struct os_onode *o);
+
 /* Keys. out must hold 2 + strlen(cid) + strlen(oid) (+ 8) bytes. */
 size_t os_key_onode(char *out, const char *cid, const char *oid);
 size_t os_key_coll(char *out, const char *cid);
 size_t os_key_omap(char *out, uint64_t nid, const void *k, size_t klen);
 size_t os_key_deferred(char *out, uint64_t seq);
+#define OS_KEY_SHARD_LEN 17
+/* "X" + be64 nid + be64 shard index. */
+size_t os_key_shard(char *out, uint64_t nid, uint64_t idx);
 
 /* ---- the store ---- */
 

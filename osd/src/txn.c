@@ -456,10 +456,18 @@ write_done(struct cm_io *io, int res)
 	struct os_store *s = w->s;
 
 	if (res != (int)w->iov.iov_len) {
-		CM_ERR("device write of %" PRIu64 " blocks at block %" PRIu64 " failed: %s", w->n,
-		       w->pblock, res < 0 ? strerror(-res) : "short write");
+		CM_ERR("device write of %" PRIu64 " blocks at block %" PRIu64
+		       " failed: %s; refusing further transactions",
+		       w->n, w->pblock, res < 0 ? strerror(-res) : "short write");
 		if (w->t && !w->t->rc)
 			w->t->rc = -EIO;
+		/*
+		 * Transactions after it were prepared on top of its onodes (and
+		 * put only the extent map shards they changed): none of them may
+		 * commit without it. Every round formed from now on fails.
+		 */
+		if (w->t)
+			s->failed = true;
 	}
 	s->dirty = true;
 	if (w->t) {
@@ -1363,8 +1371,11 @@ kick_commit(struct os_store *s)
 			return;
 		}
 	}
-	for (size_t i = 0; i < rd->n; i++)
+	for (size_t i = 0; i < rd->n; i++) {
 		rd->txns[i]->state = T_COMMITTING;
+		if (s->failed && !rd->txns[i]->rc)
+			rd->txns[i]->rc = -EIO; /* see write_done */
+	}
 	for (size_t k = 0; retire && k < nretire; k++) {
 		d = TAILQ_FIRST(&s->dfr_applied);
 		TAILQ_REMOVE(&s->dfr_applied, d, link);

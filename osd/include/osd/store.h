@@ -231,6 +231,7 @@ void os_names_free(char **names, size_t n);
 
 struct os_fsck_report {
 	uint64_t collections, objects, extents, blocks_used, omap_keys;
+	uint64_t shards;      /* extent map shard records (large objects) */
 	uint64_t errors;      /* all problems found */
 	uint64_t csum_errors; /* deep: blocks whose data fails its crc */
 	char first_error[320];
@@ -239,7 +240,8 @@ struct os_fsck_report {
 /*
  * Check a mounted, idle store: every extent inside the device and
  * referenced once, the allocator's in-use set equal to the extents, onodes
- * decodable and sorted, omap keys owned by live objects, objects in
+ * decodable and sorted, extent map shards owned by live sharded objects
+ * and inside their shard, omap keys owned by live objects, objects in
  * existing collections; deep: every block read and its crc verified (bad
  * ones reported with object and offset). Call on the store's reactor
  * thread: it first runs the reactor until queued work and deferred writes

@@ -15,6 +15,7 @@
 
 #include <fcntl.h>
 #include <pthread.h>
+#include <rocksdb/c.h>
 #include <stdatomic.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -1584,6 +1585,132 @@ dev_keep(bool keep)
 	ck_assert_int_eq(system(cmd), 0);
 }
 
+/* fsck's count of extent map shard records (and no errors). */
+static uint64_t
+shard_records(void)
+{
+	struct os_fsck_report rep;
+
+	ck_assert_int_eq(os_fsck(g_s, false, &rep), 0);
+	ck_assert_msg(rep.errors == 0, "fsck: %" PRIu64 " errors, first: %s", rep.errors,
+		      rep.first_error);
+	return rep.shards;
+}
+
+/* Put (val) or delete (!val) one key in the unmounted store's RocksDB. */
+static void
+db_poke(const char *key, size_t klen, const char *val, size_t vlen)
+{
+	char path[256], *err = NULL;
+	rocksdb_options_t *o = rocksdb_options_create();
+	rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
+	rocksdb_t *db;
+
+	snprintf(path, sizeof(path), "%s", g_db[0] ? g_db : "");
+	if (!g_db[0])
+		snprintf(path, sizeof(path), "%s.db", g_dev);
+	db = rocksdb_open(o, path, &err);
+	ck_assert_msg(db && !err, "open %s: %s", path, err ? err : "");
+	if (val)
+		rocksdb_put(db, wo, key, klen, val, vlen, &err);
+	else
+		rocksdb_delete(db, wo, key, klen, &err);
+	ck_assert_msg(!err, "%s", err ? err : "");
+	rocksdb_close(db);
+	rocksdb_writeoptions_destroy(wo);
+	rocksdb_options_destroy(o);
+}
+
+/*
+ * Extent maps of objects past one shard (64 blocks) live in shard records:
+ * an overwrite journals the head and the one shard it changed, not the
+ * whole map; a map that shrinks to one shard goes back into the onode;
+ * rename keeps the shards (same object id), clone makes its own, remove
+ * deletes them; and fsck names a shard record no object owns.
+ */
+START_TEST(test_sharded_extent_maps)
+{
+	static uint8_t model[4 << 20], small[200 << 10], blk[4096];
+	uint64_t before, seals, bytes;
+	struct os_usage u;
+	struct os_fsck_report rep;
+	struct os_txn *t;
+
+	mkcoll();
+	cm_test_fill(model, sizeof(model), 11);
+	memcpy(small, model, sizeof(small));
+	write_obj("small", 0, small, sizeof(small));
+	ck_assert_uint_eq(shard_records(), 0); /* 50 blocks: in its onode */
+	write_obj("big", 0, model, sizeof(model));
+	ck_assert_uint_eq(shard_records(), 16); /* 1024 blocks, 64 a shard */
+	check_obj("big", model, sizeof(model));
+
+	/* A 4 KiB overwrite: one block, the head and one shard (was: the
+	 * object's 4 KiB of checksums as well) — one 8 KiB record. */
+	os_get_usage(g_s, &u);
+	before = u.journal_bytes;
+	seals = u.journal_seals;
+	cm_test_fill(blk, sizeof(blk), 12);
+	write_obj("big", (1 << 20) + 8192, blk, sizeof(blk));
+	memcpy(model + (1 << 20) + 8192, blk, sizeof(blk));
+	os_get_usage(g_s, &u);
+	ck_assert_uint_eq(u.deferred_writes > 0, 1);
+	bytes = u.journal_bytes - before - (u.journal_seals - seals) * 4096;
+	ck_assert_msg(bytes <= 8192, "a 4 KiB overwrite journaled %" PRIu64 " bytes", bytes);
+	ck_assert_uint_eq(shard_records(), 16);
+	check_obj("big", model, sizeof(model));
+
+	/* Down to one shard: back into the onode; past it again: shards. */
+	t = txn();
+	ck_assert_int_eq(os_txn_truncate(t, "c", "big", 100000), 0);
+	ck_assert_int_eq(apply(t), 0);
+	ck_assert_uint_eq(shard_records(), 0);
+	check_obj("big", model, 100000);
+	memset(model + 100000, 0, sizeof(model) - 100000);
+	cm_test_fill(model + (3 << 20), 50000, 13);
+	write_obj("big", 3 << 20, model + (3 << 20), 50000);
+	ck_assert_uint_eq(shard_records(), 2); /* shard 0 and shard 12 */
+	check_obj("big", model, (3 << 20) + 50000);
+
+	/* Rename keeps them, clone copies, remove drops; all after a remount. */
+	t = txn();
+	ck_assert_int_eq(os_txn_rename(t, "c", "big", "big2"), 0);
+	ck_assert_int_eq(apply(t), 0);
+	ck_assert_uint_eq(shard_records(), 2);
+	t = txn();
+	ck_assert_int_eq(os_txn_clone(t, "c", "big2", "big3"), 0);
+	ck_assert_int_eq(apply(t), 0);
+	/* (clone copies the zeros between too: 781 blocks, 13 shards) */
+	ck_assert_uint_eq(shard_records(), 2 + 13);
+	/* Written over a sharded object by rename: the old one's shards go. */
+	t = txn();
+	ck_assert_int_eq(os_txn_rename(t, "c", "big3", "big2"), 0);
+	ck_assert_int_eq(apply(t), 0);
+	ck_assert_uint_eq(shard_records(), 13);
+	os_umount(g_s);
+	mount_store();
+	check_obj("big2", model, (3 << 20) + 50000);
+	t = txn();
+	ck_assert_int_eq(os_txn_remove(t, "c", "big2"), 0);
+	ck_assert_int_eq(apply(t), 0);
+	ck_assert_uint_eq(shard_records(), 0);
+
+	/* A shard record no object owns is an fsck error. */
+	os_umount(g_s);
+	db_poke("X\0\0\0\0\0\0\x30\x39\0\0\0\0\0\0\0\0", 17, "junk", 4);
+	mount_store();
+	ck_assert_int_eq(os_fsck(g_s, false, &rep), 0);
+	ck_assert_uint_eq(rep.errors, 1);
+	ck_assert_msg(strstr(rep.first_error, "extent map shard of object id 12345"), "%s",
+		      rep.first_error);
+	os_umount(g_s);
+	db_poke("X\0\0\0\0\0\0\x30\x39\0\0\0\0\0\0\0\0", 17, NULL, 0);
+	mount_store();
+	check_obj("small", small, sizeof(small));
+}
+
+END_TEST
+
 START_TEST(test_journal_replay)
 {
 	static uint8_t model[JN_OBJ];
@@ -2079,6 +2206,7 @@ main(void)
 	tcase_add_test(tc, test_stash_unstash_rename);
 	tcase_add_test(tc, test_checksum_catches_corruption);
 	tcase_add_test(tc, test_mount_refusals);
+	tcase_add_test(tc, test_sharded_extent_maps);
 	tcase_add_test(tc, test_journal_replay);
 	tcase_add_test(tc, test_journal_data_check);
 	tcase_add_test(tc, test_no_journal_store);
