@@ -581,6 +581,27 @@ put_shard(rocksdb_writebatch_t *wb, const struct os_onode *o, uint64_t idx)
 	return buf ? 0 : -ENOMEM;
 }
 
+/* One past the last mapped logical block (0: none, or no onode). */
+static uint64_t
+map_end(const struct os_onode *o)
+{
+	return o && o->next ? o->ext[o->next - 1].lblock + o->ext[o->next - 1].n : 0;
+}
+
+/* Whether at most half of after's shards (of OS_SHARD_BLOCKS) differ from before's. */
+static bool
+mostly_kept(const struct os_onode *before, const struct os_onode *after)
+{
+	uint64_t cur = 0, idx, n = 0, changed = 0, sb = OS_SHARD_BLOCKS;
+	size_t ei = 0;
+
+	while (shard_next(after, OS_SHARD_BLOCKS, &ei, &cur, &idx)) {
+		n++;
+		changed += !range_equal(before, after, idx * sb, idx * sb + sb);
+	}
+	return changed * 2 <= n;
+}
+
 int
 os_onode_put_shards(rocksdb_writebatch_t *wb, const struct os_onode *before, struct os_onode *after)
 {
@@ -592,12 +613,20 @@ os_onode_put_shards(rocksdb_writebatch_t *wb, const struct os_onode *before, str
 
 	assert(!before || !after || before->nid == after->nid);
 	if (after) {
-		const struct os_xext *last = after->next ? &after->ext[after->next - 1] : NULL;
-
-		/* Sharded iff the map reaches past the first shard; a sharded
-		 * object keeps its shard size. */
-		if (last && last->lblock + last->n > OS_SHARD_BLOCKS)
-			asb = bsb ? bsb : OS_SHARD_BLOCKS;
+		/*
+		 * Sharded while the map reaches past the first shard, keeping
+		 * its shard size. An inline map becomes sharded only when a
+		 * transaction leaves most of it as it was: one that writes
+		 * the object whole (4 MiB objects written in order, again and
+		 * again) puts one record, where 16 shard records would cost
+		 * the memtable more for nothing.
+		 */
+		if (map_end(after) > OS_SHARD_BLOCKS) {
+			if (bsb)
+				asb = bsb;
+			else if (map_end(before) > OS_SHARD_BLOCKS && mostly_kept(before, after))
+				asb = OS_SHARD_BLOCKS;
+		}
 		after->shard_blocks = asb;
 	}
 	/* Deletes first: with another shard size a key may be put again below. */

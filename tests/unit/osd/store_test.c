@@ -1621,12 +1621,21 @@ db_poke(const char *key, size_t klen, const char *val, size_t vlen)
 	rocksdb_options_destroy(o);
 }
 
+/* Write blk at off of oid and model. */
+static void
+overwrite_block(const char *oid, uint8_t *model, uint64_t off, const uint8_t *blk)
+{
+	write_obj(oid, off, blk, 4096);
+	memcpy(model + off, blk, 4096);
+}
+
 /*
- * Extent maps of objects past one shard (64 blocks) live in shard records:
- * an overwrite journals the head and the one shard it changed, not the
- * whole map; a map that shrinks to one shard goes back into the onode;
- * rename keeps the shards (same object id), clone makes its own, remove
- * deletes them; and fsck names a shard record no object owns.
+ * Extent maps of objects past one shard (64 blocks) live in shard records
+ * once such an object changes after it was written whole: an overwrite
+ * journals the head and the one shard it changed, not the whole map; a map
+ * that shrinks to one shard goes back into the onode; rename keeps the
+ * shards (same object id), remove deletes them; and fsck names a shard
+ * record no object owns.
  */
 START_TEST(test_sharded_extent_maps)
 {
@@ -1642,17 +1651,19 @@ START_TEST(test_sharded_extent_maps)
 	write_obj("small", 0, small, sizeof(small));
 	ck_assert_uint_eq(shard_records(), 0); /* 50 blocks: in its onode */
 	write_obj("big", 0, model, sizeof(model));
-	ck_assert_uint_eq(shard_records(), 16); /* 1024 blocks, 64 a shard */
+	ck_assert_uint_eq(shard_records(), 0); /* written whole at once: one record */
 	check_obj("big", model, sizeof(model));
+	cm_test_fill(blk, sizeof(blk), 12);
+	overwrite_block("big", model, 5 << 20 >> 2, blk); /* its first change: sharded */
+	ck_assert_uint_eq(shard_records(), 16);           /* 1024 blocks, 64 a shard */
 
 	/* A 4 KiB overwrite: one block, the head and one shard (was: the
 	 * object's 4 KiB of checksums as well) — one 8 KiB record. */
 	os_get_usage(g_s, &u);
 	before = u.journal_bytes;
 	seals = u.journal_seals;
-	cm_test_fill(blk, sizeof(blk), 12);
-	write_obj("big", (1 << 20) + 8192, blk, sizeof(blk));
-	memcpy(model + (1 << 20) + 8192, blk, sizeof(blk));
+	cm_test_fill(blk, sizeof(blk), 13);
+	overwrite_block("big", model, (1 << 20) + 8192, blk);
 	os_get_usage(g_s, &u);
 	ck_assert_uint_eq(u.deferred_writes > 0, 1);
 	bytes = u.journal_bytes - before - (u.journal_seals - seals) * 4096;
@@ -1660,15 +1671,18 @@ START_TEST(test_sharded_extent_maps)
 	ck_assert_uint_eq(shard_records(), 16);
 	check_obj("big", model, sizeof(model));
 
-	/* Down to one shard: back into the onode; past it again: shards. */
+	/* Down to one shard: back into the onode; past it again: shards once
+	 * it changes again. */
 	t = txn();
 	ck_assert_int_eq(os_txn_truncate(t, "c", "big", 100000), 0);
 	ck_assert_int_eq(apply(t), 0);
 	ck_assert_uint_eq(shard_records(), 0);
 	check_obj("big", model, 100000);
 	memset(model + 100000, 0, sizeof(model) - 100000);
-	cm_test_fill(model + (3 << 20), 50000, 13);
+	cm_test_fill(model + (3 << 20), 50000, 14);
 	write_obj("big", 3 << 20, model + (3 << 20), 50000);
+	ck_assert_uint_eq(shard_records(), 0);
+	overwrite_block("big", model, 0, blk);
 	ck_assert_uint_eq(shard_records(), 2); /* shard 0 and shard 12 */
 	check_obj("big", model, (3 << 20) + 50000);
 
@@ -1680,7 +1694,9 @@ START_TEST(test_sharded_extent_maps)
 	t = txn();
 	ck_assert_int_eq(os_txn_clone(t, "c", "big2", "big3"), 0);
 	ck_assert_int_eq(apply(t), 0);
+	ck_assert_uint_eq(shard_records(), 2); /* the clone is written whole at once */
 	/* (clone copies the zeros between too: 781 blocks, 13 shards) */
+	overwrite_block("big3", model, 4096, blk);
 	ck_assert_uint_eq(shard_records(), 2 + 13);
 	/* Written over a sharded object by rename: the old one's shards go. */
 	t = txn();
