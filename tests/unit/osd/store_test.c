@@ -2148,6 +2148,100 @@ START_TEST(test_db_filesystem_full)
 
 END_TEST
 
+/*
+ * A device write that fails (the device's file on a tmpfs that fills up:
+ * ENOSPC from the file system under it, as a dying disk gives EIO) fails
+ * its transaction and every one queued after it — they were prepared on
+ * top of its onodes — with -EIO, and the store refuses further ones; every
+ * transaction acknowledged before is whole after a remount.
+ */
+START_TEST(test_device_write_fails)
+{
+	enum { NT = 24 };
+
+	static uint8_t data[NT][1 << 20];
+	struct done d[NT] = { { 0 } };
+	char fs[128], dev[160], db[160], cmd[400];
+	struct os_opts o;
+	struct os_txn *t;
+	int fd, first_fail = -1, acked = 0;
+
+	os_umount(g_s);
+	g_s = NULL;
+	snprintf(fs, sizeof(fs), "%s/devfs", g_dir);
+	ck_assert_int_eq(mkdir(fs, 0700), 0);
+	snprintf(cmd, sizeof(cmd), "mount -t tmpfs -o size=16M tmpfs %s 2>/dev/null", fs);
+	if (system(cmd) != 0) {
+		fprintf(stderr, "store_test: no tmpfs mount (not root?): skipping the failed "
+				"device write test\n");
+		return;
+	}
+	/* A 256 MiB device with room for its label, 4 MiB journal and ~11 MiB of data. */
+	snprintf(dev, sizeof(dev), "%s/block", fs);
+	snprintf(db, sizeof(db), "%s/devdb", g_dir);
+	fd = open(dev, O_RDWR | O_CREAT | O_TRUNC, 0600);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(ftruncate(fd, 256 << 20), 0);
+	close(fd);
+	opts(&o);
+	o.path = dev;
+	o.db_path = db;
+	o.no_direct = true; /* tmpfs */
+	ck_assert_int_eq(os_mkfs(&o), 0);
+	ck_assert_int_eq(os_mount(g_r, &o, &g_s), 0);
+	mkcoll();
+	/* Four one at a time (they fit), then the rest queued at once: several
+	 * in flight when the first write fails. */
+	for (int i = 0; i < NT; i++) {
+		char oid[16];
+
+		snprintf(oid, sizeof(oid), "o%d", i);
+		cm_test_fill(data[i], sizeof(data[i]), (uint64_t)i + 100);
+		t = txn();
+		ck_assert_int_eq(os_txn_write(t, "c", oid, 0, data[i], sizeof(data[i])), 0);
+		os_queue(g_s, t, commit_cb, &d[i]);
+		if (i < 4)
+			ck_assert(cm_test_run_until(g_r, &d[i].done, 30000));
+	}
+	for (int i = 0; i < NT; i++) {
+		ck_assert(cm_test_run_until(g_r, &d[i].done, 30000));
+		if (d[i].rc && first_fail < 0)
+			first_fail = i;
+		if (first_fail >= 0)
+			ck_assert_msg(d[i].rc == -EIO, "transaction %d after a failed one: %d", i,
+				      d[i].rc);
+		else
+			acked++;
+	}
+	ck_assert_msg(first_fail >= 4, "24 MiB of writes on 11 MiB of room: first failure %d",
+		      first_fail);
+	/* Refused from now on, even without data. */
+	t = txn();
+	ck_assert_int_eq(os_txn_setattr(t, "c", "o0", "a", "b", 1), 0);
+	ck_assert_int_eq(apply(t), -EIO);
+	os_umount(g_s);
+	g_s = NULL;
+	/* Room again: every acknowledged write is whole. */
+	snprintf(cmd, sizeof(cmd), "mount -o remount,size=512M %s", fs);
+	ck_assert_int_eq(system(cmd), 0);
+	ck_assert_int_eq(os_mount(g_r, &o, &g_s), 0);
+	for (int i = 0; i < acked; i++) {
+		char oid[16];
+
+		snprintf(oid, sizeof(oid), "o%d", i);
+		check_obj(oid, data[i], sizeof(data[i]));
+	}
+	fprintf(stderr, "store_test: %d of %d writes acknowledged before the device failed\n",
+		acked, NT);
+	fsck_clean(true);
+	os_umount(g_s);
+	g_s = NULL;
+	snprintf(cmd, sizeof(cmd), "umount %s", fs);
+	ck_assert_int_eq(system(cmd), 0);
+}
+
+END_TEST
+
 START_TEST(test_allocator)
 {
 	struct os_alloc *a;
@@ -2227,6 +2321,7 @@ main(void)
 	tcase_add_test(tc, test_journal_data_check);
 	tcase_add_test(tc, test_no_journal_store);
 	tcase_add_test(tc, test_db_filesystem_full);
+	tcase_add_test(tc, test_device_write_fails);
 	tcase_add_checked_fixture(small, setup_small, teardown);
 	tcase_set_timeout(small, 120);
 	tcase_add_test(small, test_enospc_then_delete);
