@@ -541,6 +541,13 @@ os_jnl_checkpoint(struct os_store *s)
 
 	if (!s->jblocks || !s->jsb_buf)
 		return 0;
+	/*
+	 * A round missed the memtable (its insert failed after it was called
+	 * back): the journal holds the only copy of it and of every round
+	 * after it, and the next mount replays them. Trim nothing.
+	 */
+	if (__atomic_load_n(&s->kv_broken, __ATOMIC_ACQUIRE))
+		return -EIO;
 	rc = kv_flush(s);
 	if (!rc)
 		rc = sb_write_sync(s);

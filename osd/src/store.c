@@ -833,6 +833,7 @@ os_mount(struct cm_reactor *r, const struct os_opts *o, struct os_store **sp)
 	s->deferred_max = o->deferred_max;
 	s->inline_prepare = !o->no_inline_prepare;
 	s->test_kv_delay_us = o->test_kv_delay_us;
+	s->test_kv_fail_txn = o->test_kv_fail_txn;
 	s->dsync = !o->no_dsync && dsync_flushes_all(s->fd, o->no_direct);
 	if (s->jblocks)
 		CM_INFO("%s: journal records %s", o->path,

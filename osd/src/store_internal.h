@@ -468,6 +468,8 @@ struct os_store {
 	bool kv_broken;
 	TAILQ_HEAD(, os_rd) fetch_wait;
 	uint32_t test_kv_delay_us;
+	uint32_t test_kv_fail_txn,
+		test_kv_txns; /* os_opts.test_kv_fail_txn; commit thread's count */
 	/*
 	 * Journal records are written with RWF_DSYNC instead of write + fsync:
 	 * only where that write is followed by a flush of the whole device cache

@@ -714,9 +714,14 @@ kv_gate_advance(struct os_store *s, const struct os_round *rd, bool broken)
 	if (!rd->ack_no)
 		return;
 	pthread_mutex_lock(&s->kv_mu);
+	/*
+	 * kv_done stays below a broken round for good: a later round that
+	 * "commits" (one whose transactions all failed writes nothing) must
+	 * not let reads that want the broken one through.
+	 */
 	if (broken)
-		s->kv_broken = true; /* kv_done stays: reads that want this round fail */
-	else if (rd->ack_no > s->kv_done)
+		__atomic_store_n(&s->kv_broken, true, __ATOMIC_RELEASE); /* reads wanting it fail */
+	else if (!s->kv_broken && rd->ack_no > s->kv_done)
 		__atomic_store_n(&s->kv_done, rd->ack_no, __ATOMIC_RELEASE);
 	pthread_cond_broadcast(&s->kv_cv);
 	pthread_mutex_unlock(&s->kv_mu);
@@ -770,15 +775,26 @@ commit_fn(void *arg)
 		rd->commit_rc = -EIO; /* no durable record: nothing of it happens now */
 		goto out;
 	}
+	if (s->jblocks && __atomic_load_n(&s->kv_broken, __ATOMIC_ACQUIRE)) {
+		/* An earlier round missed the memtable: none after it goes in (mount replays all).
+		 */
+		rd->commit_rc = -EIO;
+		goto out;
+	}
 	if (s->jblocks) {
 		/* Durable in the journal already: into the memtable, without RocksDB's WAL. */
 		if (s->test_kv_delay_us)
 			usleep(s->test_kv_delay_us);
 		if (rd->retire && rocksdb_writebatch_count(rd->retire))
 			rocksdb_write(s->db, s->wo_nowal, rd->retire, &err);
-		for (size_t i = 0; i < rd->n && !err; i++)
-			if (!rd->txns[i]->rc)
+		for (size_t i = 0; i < rd->n && !err; i++) {
+			if (rd->txns[i]->rc)
+				continue;
+			if (s->test_kv_fail_txn && ++s->test_kv_txns == s->test_kv_fail_txn)
+				err = strdup("test_kv_fail_txn: an injected failure");
+			else
 				rocksdb_write(s->db, s->wo_nowal, rd->txns[i]->wb, &err);
+		}
 		goto out;
 	}
 	TAILQ_FOREACH(d, &rd->retiring, link)

@@ -58,6 +58,8 @@ struct os_opts {
 	uint32_t test_kv_delay_us; /* tests: the commit thread sleeps this long before putting a
 				    * journaled round into the memtable (reads must still see
 				    * every acknowledged transaction) */
+	uint32_t test_kv_fail_txn; /* tests: the memtable insert of the Nth journaled transaction
+				    * since mount fails, as a RocksDB error would (0: none) */
 	/* mkfs */
 	const char *fsid;
 	int32_t osd_id;

@@ -610,6 +610,78 @@ START_TEST(test_ack_before_memtable)
 END_TEST
 
 /*
+ * A journaled round's memtable insert fails after the round was called back
+ * (a RocksDB error; injected here): reads of it and of every later round
+ * fail with -EIO, never answer without it — a later round that did reach the
+ * memtable must not open the gate past the broken one — and after a
+ * remount both transactions are there (the journal replays them).
+ */
+/* cm_test_run_until_fn: the store's commit rounds have called back arg transactions. */
+static bool
+commits_reach(void *arg)
+{
+	struct os_usage u;
+
+	os_get_usage(g_s, &u);
+	return u.commits >= (uintptr_t)arg;
+}
+
+START_TEST(test_memtable_failure)
+{
+	static uint8_t a[8192], b[4096];
+	struct os_opts o;
+	struct os_txn *t;
+	struct os_stat st;
+	struct os_kv key = { .key = (uint8_t *)"k", .klen = 1 }, out;
+	struct cm_buf *buf = NULL;
+	int r;
+
+	os_umount(g_s);
+	opts(&o);
+	o.test_kv_delay_us = 200000;
+	o.test_kv_fail_txn = 2; /* the mkcoll's insert, then A's */
+	ck_assert_int_eq(os_mount(g_r, &o, &g_s), 0);
+	mkcoll();
+	cm_test_fill(a, sizeof(a), 41);
+	cm_test_fill(b, sizeof(b), 42);
+	/* A, then B: each called back once its record is durable, long before
+	 * the commit thread (200 ms per round) has it in the memtable. */
+	t = txn();
+	ck_assert_int_eq(os_txn_write(t, "c", "a", 0, a, sizeof(a)), 0);
+	ck_assert_int_eq(os_txn_omap_set(t, "c", "a", "k", 1, "va", 2), 0);
+	ck_assert_int_eq(apply(t), 0);
+	write_obj("b", 0, b, sizeof(b));
+	/* Reads after the commit thread has been through both (B's insert went in). */
+	ck_assert(cm_test_run_until_fn(g_r, commits_reach, (void *)(uintptr_t)3, 30000));
+	ck_assert_int_eq(os_stat(g_s, "c", "a", &st), -EIO);
+	ck_assert_int_eq(os_stat(g_s, "c", "b", &st), -EIO);
+	ck_assert_int_eq(os_omap_get(g_s, "c", "a", &key, 1, &out), -EIO);
+	/* Data reads may be served from the read cache, which has the called-back round. */
+	r = rd("b", 0, sizeof(b), &buf);
+	ck_assert_msg(r == -EIO || (r == 0 && buf->len == sizeof(b) &&
+				    memcmp(buf->data, b, sizeof(b)) == 0),
+		      "read of b: %d", r);
+	if (buf)
+		cm_buf_put(buf);
+	t = txn();
+	ck_assert_int_eq(os_txn_touch(t, "c", "z"), 0);
+	ck_assert_int_eq(apply(t), -EIO); /* the store refuses more */
+	os_umount(g_s);
+	g_s = NULL;
+	mount_store();
+	check_obj("a", a, sizeof(a));
+	check_obj("b", b, sizeof(b));
+	ck_assert_int_eq(os_stat(g_s, "c", "z", &st), -ENOENT);
+	ck_assert_int_eq(os_omap_get(g_s, "c", "a", &key, 1, &out), 0);
+	ck_assert(out.val && out.vlen == 2 && memcmp(out.val, "va", 2) == 0);
+	free(out.key);
+	free(out.val);
+	fsck_clean(true);
+}
+
+END_TEST
+
+/*
  * The data cache serves blocks read before, and never one a write has
  * changed since: in-place (deferred) overwrites, copy-on-write overwrites,
  * and blocks freed and given to another object.
@@ -2307,6 +2379,7 @@ main(void)
 	tcase_add_test(tc, test_read_meta);
 	tcase_add_test(tc, test_data_cache);
 	tcase_add_test(tc, test_ack_before_memtable);
+	tcase_add_test(tc, test_memtable_failure);
 	tcase_add_test(tc, test_aligned_reads_with_holes);
 	tcase_add_test(tc, test_zero_truncate_remove);
 	tcase_add_test(tc, test_collections_and_listing);
