@@ -206,6 +206,7 @@ struct os_txn {
 	struct os_touched *touched;
 	size_t ntouched, captouched;
 	uint64_t *pending_tags; /* pending-map tag of each COW write (writes[i]) */
+	uint64_t t_ready;       /* when it became T_READY (cm_now_ns), for gather (txn.c) */
 	size_t npending, cappending;
 };
 
@@ -560,6 +561,10 @@ void os_jnl_applied(struct os_store *s, struct os_round *rd);
 void os_jnl_maybe_flush(struct os_store *s);
 /* How long the store is idle before the newest data record is sealed (journal.c). */
 #define OS_JNL_SEAL_MS 200
+/* A round waits for small copy-on-write writes in flight behind it (txn.c, gather). */
+#define OS_GATHER_MAX   32u
+#define OS_GATHER_BYTES (64u << 10)
+#define OS_GATHER_NS    1000000u
 /* Form and start commit rounds (txn.c). */
 void os_kick_commit(struct os_store *s);
 /* A write batch for a transaction: from the store's pool of cleared ones, or new. */

@@ -478,6 +478,7 @@ write_done(struct cm_io *io, int res)
 			 * (journal.c, os_jnl_mount).
 			 */
 			w->t->state = T_READY;
+			w->t->t_ready = cm_now_ns();
 			kick_commit(s);
 		}
 		return;
@@ -506,6 +507,7 @@ prepare_done(void *arg)
 
 	if (t->rc || t->nwrites == 0) {
 		t->state = T_READY;
+		t->t_ready = cm_now_ns();
 		kick_commit(s);
 		return;
 	}
@@ -1119,6 +1121,40 @@ ack_durable(struct os_store *s)
 	s->acking = false;
 }
 
+/*
+ * Journal: whether a round of the n ready transactions at the queue's head
+ * should wait for next, the transaction after them, whose small
+ * copy-on-write data is being written. Each transaction's data must be on
+ * the device before its record is written; without waiting, the first of
+ * 32 small new-object writes to complete would go alone in a record, the
+ * rest in the next ones, each record with its own flush — and at a fixed
+ * number in flight, rounds of a few then alternate with rounds of the
+ * rest (4 KiB copy-on-write writes at 32 in flight: 16 per round and
+ * 27-47k IOPS; waiting, 32 per round and 45-56k). The wait ends with next's
+ * completion (which kicks), and a round waits at most OS_GATHER_NS past
+ * its oldest transaction's being ready and never grows past OS_GATHER_MAX.
+ */
+static bool
+gather(struct os_store *s, size_t n, const struct os_txn *next)
+{
+	const struct os_txn *first = NULL, *t;
+	uint64_t nb = 0;
+
+	if (!n || n >= OS_GATHER_MAX || !next || next->state != T_WRITING)
+		return false;
+	for (size_t i = 0; i < next->nwrites; i++)
+		nb += next->writes[i].n;
+	if (nb * s->B > OS_GATHER_BYTES)
+		return false;
+	TAILQ_FOREACH(t, &s->q, link) {
+		if (t->state == T_READY) {
+			first = t;
+			break;
+		}
+	}
+	return first && cm_now_ns() - first->t_ready < OS_GATHER_NS;
+}
+
 /* KV commits go in round order: submit those whose fsync is done, up to the first that is not. */
 static void
 submit_commits(struct os_store *s)
@@ -1308,6 +1344,8 @@ kick_commit(struct os_store *s)
 		cow |= t->nwrites > 0 && !t->rc;
 		n++;
 	}
+	if (s->jblocks && gather(s, n, t))
+		return; /* t's write completes soon: one record for all of them */
 	/*
 	 * Retiring a deferred record needs its device write durable, i.e. an
 	 * fsync: do it when one is due anyway (copy-on-write data in the
