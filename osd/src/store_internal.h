@@ -467,6 +467,7 @@ struct os_store {
 	uint64_t kv_acked, kv_done;
 	uint64_t kv_ack_seq; /* reactor: numbers rounds to be called back early (os_round.ack_no) */
 	bool kv_broken;
+	bool dfr_hold; /* ack_durable: deferred writes wait until the next record is out */
 	TAILQ_HEAD(, os_rd) fetch_wait;
 	uint32_t test_kv_delay_us;
 	uint32_t test_kv_fail_txn,

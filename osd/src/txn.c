@@ -923,6 +923,16 @@ static void
 apply_deferred(struct os_store *s, struct os_dfr *d)
 {
 	TAILQ_INSERT_TAIL(&s->dfr_waiting, d, link);
+	if (!s->dfr_hold)
+		start_waiting(s);
+}
+
+static void
+dfr_release(struct os_store *s)
+{
+	if (!s->dfr_hold)
+		return;
+	s->dfr_hold = false;
 	start_waiting(s);
 }
 
@@ -1097,6 +1107,12 @@ ack_durable(struct os_store *s)
 	struct os_round *rd;
 
 	s->acking = true;
+	/*
+	 * Their deferred writes go to the device after the next round's record
+	 * (fsync_completed, fsync_done: dfr_release): this disk works its queue
+	 * in order, and the record is what the next 32 writers wait for.
+	 */
+	s->dfr_hold = true;
 	TAILQ_FOREACH(rd, &s->rounds, link) {
 		if (!rd->ack_no)
 			break;
@@ -1201,6 +1217,7 @@ fsync_done(struct cm_io *io, int res)
 	submit_commits(s);
 	if (s->jblocks)
 		kick_commit(s); /* the next round's record may go while this one is applied */
+	dfr_release(s);
 }
 
 /*
@@ -1224,6 +1241,7 @@ fsync_completed(struct os_store *s, uint64_t no, int res)
 	}
 	submit_commits(s);
 	kick_commit(s); /* a round may go while these are applied; data may be durable now */
+	dfr_release(s);
 }
 
 static void
