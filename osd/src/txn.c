@@ -778,8 +778,7 @@ commit_fn(void *arg)
 		goto out;
 	}
 	if (s->jblocks && __atomic_load_n(&s->kv_broken, __ATOMIC_ACQUIRE)) {
-		/* An earlier round missed the memtable: none after it goes in (mount replays all).
-		 */
+		/* An earlier round missed the memtable: none after it goes in (mount replays). */
 		rd->commit_rc = -EIO;
 		goto out;
 	}
