@@ -388,6 +388,16 @@ put_be64(char *p, uint64_t v)
 	}
 }
 
+uint64_t
+os_get_be64(const char *p)
+{
+	uint64_t v = 0;
+
+	for (int i = 0; i < 8; i++)
+		v = (v << 8) | (uint8_t)p[i];
+	return v;
+}
+
 size_t
 os_key_omap(char *out, uint64_t nid, const void *k, size_t klen)
 {
@@ -672,8 +682,7 @@ os_onode_load_shards(rocksdb_iterator_t *it, bool nb, struct os_onode *o)
 			break;
 		if (kl != OS_KEY_SHARD_LEN)
 			return -EIO;
-		for (int i = 9; i < 17; i++)
-			idx = (idx << 8) | (uint8_t)k[i];
+		idx = os_get_be64(k + 9);
 		v = rocksdb_iter_value(it, &vl);
 		rc = os_onode_add_shard(o, idx, v, vl);
 		if (rc)

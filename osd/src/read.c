@@ -829,6 +829,25 @@ cmp_u64(const void *a, const void *b)
 			snprintf((rep)->first_error, sizeof((rep)->first_error), __VA_ARGS__); \
 	} while (0)
 
+/*
+ * Append nid to *v (fsck's lists of object ids). Out of memory it is left
+ * out — as before, fsck then reports keys of that id as orphans.
+ */
+static void
+push_nid(uint64_t **v, size_t *n, size_t *cap, uint64_t nid)
+{
+	if (*n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 256;
+		uint64_t *nv = realloc(*v, sizeof(*nv) * nc);
+
+		if (!nv)
+			return;
+		*v = nv;
+		*cap = nc;
+	}
+	(*v)[(*n)++] = nid;
+}
+
 int
 os_fsck(struct os_store *s, bool deep, struct os_fsck_report *rep)
 {
@@ -897,41 +916,14 @@ os_fsck(struct os_store *s, bool deep, struct os_fsck_report *rep)
 			continue;
 		}
 		if (on->shard_blocks) {
-			if (nsharded == caps) {
-				uint64_t *ns =
-					realloc(sharded, sizeof(*ns) * (caps ? caps * 2 : 64));
-
-				if (ns) {
-					sharded = ns;
-					caps = caps ? caps * 2 : 64;
-				}
-			}
-			if (nsharded < caps)
-				sharded[nsharded++] = on->nid;
+			push_nid(&sharded, &nsharded, &caps, on->nid);
 			if (os_onode_load_shards(xit, false, on))
 				FSCK_ERR(rep, "object %s/%.*s: undecodable extent map shard", cid,
 					 (int)(kl - (size_t)(oid - k)), oid);
 		}
-		if (nnids == capn) {
-			uint64_t *nn = realloc(nids, sizeof(*nn) * (capn ? capn * 2 : 256));
-
-			if (nn) {
-				nids = nn;
-				capn = capn ? capn * 2 : 256;
-			}
-		}
-		if (nnids < capn)
-			nids[nnids++] = on->nid;
-		if (on->no_omap && nquiet == capq) {
-			uint64_t *nq = realloc(quiet, sizeof(*nq) * (capq ? capq * 2 : 256));
-
-			if (nq) {
-				quiet = nq;
-				capq = capq ? capq * 2 : 256;
-			}
-		}
-		if (on->no_omap && nquiet < capq)
-			quiet[nquiet++] = on->nid;
+		push_nid(&nids, &nnids, &capn, on->nid);
+		if (on->no_omap)
+			push_nid(&quiet, &nquiet, &capq, on->nid);
 		for (size_t i = 0; i < on->next; i++) {
 			const struct os_xext *e = &on->ext[i];
 
@@ -1003,8 +995,7 @@ os_fsck(struct os_store *s, bool deep, struct os_fsck_report *rep)
 			FSCK_ERR(rep, "malformed omap key");
 			continue;
 		}
-		for (int i = 1; i < 9; i++)
-			nid = (nid << 8) | (uint8_t)k[i];
+		nid = os_get_be64(k + 1);
 		rep->omap_keys++;
 		if (!nids || !bsearch(&nid, nids, nnids, sizeof(*nids), cmp_u64))
 			FSCK_ERR(rep, "omap key of object id %" PRIu64 " which does not exist",
@@ -1029,8 +1020,7 @@ os_fsck(struct os_store *s, bool deep, struct os_fsck_report *rep)
 			FSCK_ERR(rep, "malformed extent map shard key");
 			continue;
 		}
-		for (int i = 1; i < 9; i++)
-			nid = (nid << 8) | (uint8_t)k[i];
+		nid = os_get_be64(k + 1);
 		if (!sharded || !bsearch(&nid, sharded, nsharded, sizeof(*sharded), cmp_u64))
 			FSCK_ERR(rep,
 				 "extent map shard of object id %" PRIu64

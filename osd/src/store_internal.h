@@ -107,6 +107,8 @@ size_t os_key_deferred(char *out, uint64_t seq);
 #define OS_KEY_SHARD_LEN 17
 /* "X" + be64 nid + be64 shard index. */
 size_t os_key_shard(char *out, uint64_t nid, uint64_t idx);
+/* The big-endian 64-bit number at p (the nid or index in a key). */
+uint64_t os_get_be64(const char *p);
 
 /* ---- the store ---- */
 

@@ -1138,7 +1138,7 @@ ack_durable(struct os_store *s)
 
 /*
  * Journal: whether a round of the n ready transactions at the queue's head
- * should wait for next, the transaction after them, whose small
+ * (the oldest first) should wait for next, the transaction after them, whose small
  * copy-on-write data is being written. Each transaction's data must be on
  * the device before its record is written; without waiting, the first of
  * 32 small new-object writes to complete would go alone in a record, the
@@ -1150,24 +1150,15 @@ ack_durable(struct os_store *s)
  * its oldest transaction's being ready and never grows past OS_GATHER_MAX.
  */
 static bool
-gather(struct os_store *s, size_t n, const struct os_txn *next)
+gather(const struct os_store *s, size_t n, const struct os_txn *first, const struct os_txn *next)
 {
-	const struct os_txn *first = NULL, *t;
 	uint64_t nb = 0;
 
 	if (!n || n >= OS_GATHER_MAX || !next || next->state != T_WRITING)
 		return false;
 	for (size_t i = 0; i < next->nwrites; i++)
 		nb += next->writes[i].n;
-	if (nb * s->B > OS_GATHER_BYTES)
-		return false;
-	TAILQ_FOREACH(t, &s->q, link) {
-		if (t->state == T_READY) {
-			first = t;
-			break;
-		}
-	}
-	return first && cm_now_ns() - first->t_ready < OS_GATHER_NS;
+	return nb * s->B <= OS_GATHER_BYTES && cm_now_ns() - first->t_ready < OS_GATHER_NS;
 }
 
 /* KV commits go in round order: submit those whose fsync is done, up to the first that is not. */
@@ -1321,7 +1312,7 @@ static void
 kick_commit(struct os_store *s)
 {
 	struct os_round *rd;
-	struct os_txn *t;
+	struct os_txn *t, *first = NULL;
 	struct os_dfr *d;
 	size_t n = 0, bytes = 0, cap = s->jblocks ? os_jnl_round_max(s) : SIZE_MAX;
 	size_t nretire = 0;
@@ -1359,9 +1350,10 @@ kick_commit(struct os_store *s)
 			break;
 		bytes += b;
 		cow |= t->nwrites > 0 && !t->rc;
-		n++;
+		if (n++ == 0)
+			first = t;
 	}
-	if (s->jblocks && gather(s, n, t))
+	if (s->jblocks && gather(s, n, first, t))
 		return; /* t's write completes soon: one record for all of them */
 	/*
 	 * Retiring a deferred record needs its device write durable, i.e. an
