@@ -44,7 +44,8 @@ check_prefix() {
 check_prefix build/common/libcairn_common.a '^(cm_|cm__)'
 check_prefix build/crush/libcairn_crush.a '^(crush_|crush__)'
 check_prefix build/mon/libcairn_mon.a '^(mon_|mon__)'
-check_prefix build/osd/libcairn_osd.a '^(os_|os__)'
+check_prefix build/os/libcairn_os.a '^(os_|os__)'
+check_prefix build/osd/libcairn_osd.a '^(osd_|osd__)'
 check_prefix build/libclient/libcairn.a '^(cairn_)'
 
 [ $fail -eq 0 ] && echo "lint: clean"

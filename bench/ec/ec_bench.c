@@ -45,15 +45,15 @@ main(int argc, char **argv)
 		 m = argc > 2 ? (unsigned)strtoul(argv[2], NULL, 10) : 2;
 	unsigned su = argc > 3 ? (unsigned)strtoul(argv[3], NULL, 10) : 4096;
 	double secs = argc > 4 ? strtod(argv[4], NULL) : 2.0, t0, t, raw, ours, dec, split;
-	struct os_ec ec;
-	uint8_t *logical, *sh[OS_EC_MAX_SHARDS], *tables, *matrix;
+	struct osd_ec ec;
+	uint8_t *logical, *sh[OSD_EC_MAX_SHARDS], *tables, *matrix;
 	uint64_t n, sw, ns, shard_len, iters;
 
-	if (os_ec_init(&ec, k, m, su)) {
+	if (osd_ec_init(&ec, k, m, su)) {
 		fprintf(stderr, "ec_bench: bad profile %u+%u su %u\n", k, m, su);
 		return 2;
 	}
-	sw = os_ec_stripe_width(&ec);
+	sw = osd_ec_stripe_width(&ec);
 	ns = (OBJ + sw - 1) / sw;
 	shard_len = ns * su;
 	logical = alloc_page(ns * sw);
@@ -65,7 +65,7 @@ main(int argc, char **argv)
 		return 2;
 	for (uint64_t i = 0; i < ns * sw; i++)
 		logical[i] = (uint8_t)(i * 2654435761u >> 13);
-	os_ec_split(&ec, logical, ns, sh);
+	osd_ec_split(&ec, logical, ns, sh);
 
 	/* ISA-L alone (the same matrix, tables made once, shards ready), ours,
 	 * and the plain split-then-encode, in interleaved rounds (the best round
@@ -91,7 +91,7 @@ main(int argc, char **argv)
 		iters = 0;
 		t0 = now_s();
 		do {
-			os_ec_encode_stripes(&ec, logical, ns, sh + k);
+			osd_ec_encode_stripes(&ec, logical, ns, sh + k);
 			for (uint64_t s = 0; s < ns; s++)
 				memcpy(sh[0] + s * su, logical + s * sw, su);
 			iters++;
@@ -102,8 +102,8 @@ main(int argc, char **argv)
 		iters = 0;
 		t0 = now_s();
 		do {
-			os_ec_split(&ec, logical, ns, sh);
-			os_ec_encode(&ec, shard_len, sh, sh + k);
+			osd_ec_split(&ec, logical, ns, sh);
+			osd_ec_encode(&ec, shard_len, sh, sh + k);
 			iters++;
 		} while ((t = now_s() - t0) < secs / ROUNDS);
 		r = (double)iters * (double)(ns * sw) / t;
@@ -118,7 +118,7 @@ main(int argc, char **argv)
 		iters = 0;
 		t0 = now_s();
 		do {
-			if (os_ec_decode(&ec, shard_len, sh, all & ~lost, lost))
+			if (osd_ec_decode(&ec, shard_len, sh, all & ~lost, lost))
 				return 2;
 			iters++;
 		} while ((t = now_s() - t0) < secs);
@@ -141,6 +141,6 @@ main(int argc, char **argv)
 	free(logical);
 	free(tables);
 	free(matrix);
-	os_ec_fini(&ec);
+	osd_ec_fini(&ec);
 	return 0;
 }

@@ -29,7 +29,7 @@
  * overwritten; RocksDB and fio's output go to STORE_BENCH_DB_DIR (/tmp).
  */
 #include "bench_stats.h"
-#include "osd/store.h"
+#include "os/store.h"
 #include "cm/log.h"
 
 #include <fcntl.h>

@@ -18,7 +18,7 @@ CM_LOG_SUBSYS(ec);
 
 /* ---------- profiles ---------- */
 
-const struct os_ec *
+const struct osd_ec *
 ec_pool_profile(struct osd *o, const Cairn__Map__Pool *p)
 {
 	struct osd_pool_ec **na, *e;
@@ -30,7 +30,7 @@ ec_pool_profile(struct osd *o, const Cairn__Map__Pool *p)
 			return &o->ecp[i]->ec;
 	e = calloc(1, sizeof(*e));
 	na = e ? realloc(o->ecp, (o->necp + 1) * sizeof(*na)) : NULL;
-	if (!na || os_ec_init(&e->ec, p->ec_k, p->ec_m, p->stripe_unit ? p->stripe_unit : 4096)) {
+	if (!na || osd_ec_init(&e->ec, p->ec_k, p->ec_m, p->stripe_unit ? p->stripe_unit : 4096)) {
 		CM_ERR("pool %" PRId64 ": EC profile %u+%u/%u unusable", p->id, p->ec_k, p->ec_m,
 		       p->stripe_unit);
 		free(e);
@@ -56,9 +56,9 @@ struct ecr {
 	char oid[OSD_NAME_MAX + 1];
 	struct osd_ver ver; /* every shard must hold this version */
 	uint64_t s0, ns;    /* stripes [s0, s0 + ns) */
-	uint8_t *buf[OS_EC_MAX_SHARDS];
-	int32_t osd_of[OS_EC_MAX_SHARDS];
-	uint64_t tid[OS_EC_MAX_SHARDS];
+	uint8_t *buf[OSD_EC_MAX_SHARDS];
+	int32_t osd_of[OSD_EC_MAX_SHARDS];
+	uint64_t tid[OSD_EC_MAX_SHARDS];
 	uint32_t avail, asked, have, failed;
 	unsigned local_pending; /* store reads that will call back (and holds) */
 	bool finished;
@@ -85,7 +85,7 @@ struct ecr {
 static void
 ecr_free(struct ecr *r)
 {
-	for (unsigned i = 0; i < OS_EC_MAX_SHARDS; i++)
+	for (unsigned i = 0; i < OSD_EC_MAX_SHARDS; i++)
 		free(r->buf[i]);
 	cm_buf_put(r->out);
 	os_kvs_free(r->attrs, r->nattrs);
@@ -207,7 +207,7 @@ static void ecsrv_start_local(struct ecr *r, unsigned j);
 static int
 ecr_ask(struct ecr *r, unsigned j)
 {
-	const struct os_ec *ec = r->pg->ec;
+	const struct osd_ec *ec = r->pg->ec;
 	size_t len = (size_t)(r->ns * ec->su);
 
 	r->asked |= 1u << j;
@@ -249,14 +249,14 @@ ecr_ask(struct ecr *r, unsigned j)
 static void
 ecr_step1(struct ecr *r)
 {
-	const struct os_ec *ec = r->pg->ec;
+	const struct osd_ec *ec = r->pg->ec;
 	uint32_t data = (1u << ec->k) - 1;
 	unsigned inflight, ok, target;
 
 	ok = (unsigned)__builtin_popcount(r->have);
 	if (r->need && (r->have & r->need) == r->need) {
 		/* A small read: the data shards holding the range answered. */
-		int rc = cm_buf_alloc_aligned((size_t)(r->ns * os_ec_stripe_width(ec)), 4096,
+		int rc = cm_buf_alloc_aligned((size_t)(r->ns * osd_ec_stripe_width(ec)), 4096,
 					      &r->out);
 
 		if (!rc) {
@@ -268,13 +268,13 @@ ecr_step1(struct ecr *r)
 				if (!r->buf[i])
 					rc = -ENOMEM;
 			if (!rc)
-				os_ec_join(ec, r->buf, r->ns, r->out->data);
+				osd_ec_join(ec, r->buf, r->ns, r->out->data);
 		}
 		ecr_finish(r, rc);
 		return;
 	}
 	if (!r->need && ok >= ec->k) {
-		uint8_t *sh[OS_EC_MAX_SHARDS];
+		uint8_t *sh[OSD_EC_MAX_SHARDS];
 		uint32_t want = (r->tshard >= 0 ? 1u << r->tshard : data) & ~r->have;
 		int rc = 0;
 
@@ -288,13 +288,13 @@ ecr_step1(struct ecr *r)
 			}
 		if (!rc && want) {
 			r->osd->ec_decodes++;
-			rc = os_ec_decode(ec, (size_t)(r->ns * ec->su), sh, r->have, want);
+			rc = osd_ec_decode(ec, (size_t)(r->ns * ec->su), sh, r->have, want);
 		}
 		if (!rc && r->tshard < 0)
-			rc = cm_buf_alloc_aligned((size_t)(r->ns * os_ec_stripe_width(ec)), 4096,
+			rc = cm_buf_alloc_aligned((size_t)(r->ns * osd_ec_stripe_width(ec)), 4096,
 						  &r->out);
 		if (!rc && r->tshard < 0)
-			os_ec_join(ec, sh, r->ns, r->out->data);
+			osd_ec_join(ec, sh, r->ns, r->out->data);
 		ecr_finish(r, rc);
 		return;
 	}
@@ -367,7 +367,7 @@ ecr_new(struct pg *pg, const char *oid, const struct osd_ver *ver, uint64_t s0, 
 	r->ns = ns;
 	r->cb = cb;
 	r->arg = arg;
-	for (unsigned i = 0; i < OS_EC_MAX_SHARDS; i++)
+	for (unsigned i = 0; i < OSD_EC_MAX_SHARDS; i++)
 		r->osd_of[i] = -1;
 	r->avail = shards_with(pg, oid, r->osd_of);
 	r->tshard = -1;
@@ -396,7 +396,7 @@ pg_handle_ec_read_reply(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 		rep = &bad;
 	}
 	TAILQ_FOREACH(r, &o->ecrs, link)
-		for (unsigned j = 0; j < OS_EC_MAX_SHARDS; j++)
+		for (unsigned j = 0; j < OSD_EC_MAX_SHARDS; j++)
 			if (r->tid[j] == m->tid && (r->asked & 1u << j) &&
 			    !((r->have | r->failed) & 1u << j)) {
 				struct ecmeta meta = { .size = rep->size };
@@ -447,7 +447,7 @@ ec_peer_reset(struct osd *o, int32_t peer)
 	 * r meanwhile, and begin again after each failure. */
 again:
 	TAILQ_FOREACH_SAFE(r, &o->ecrs, link, tmp)
-		for (unsigned j = 0; j < OS_EC_MAX_SHARDS; j++)
+		for (unsigned j = 0; j < OSD_EC_MAX_SHARDS; j++)
 			if (r->osd_of[j] == peer && (r->asked & 1u << j) &&
 			    !((r->have | r->failed) & 1u << j)) {
 				r->local_pending++;
@@ -518,7 +518,7 @@ fetch_done(struct ecr *r, int rc)
 	struct ec_fetch f = { .rc = rc };
 
 	if (!rc) {
-		uint64_t ss = os_ec_shard_size(r->pg->ec, r->lsize);
+		uint64_t ss = osd_ec_shard_size(r->pg->ec, r->lsize);
 		uint64_t n = fc->off < ss ? CM_MIN(fc->len, ss - fc->off) : 0;
 
 		f.lsize = r->lsize;
@@ -540,7 +540,7 @@ int
 ec_fetch_shard(struct pg *pg, const char *oid, const struct osd_ver *ver, unsigned shard,
 	       uint64_t off, uint64_t len, bool attrs, ec_fetch_cb cb, void *arg)
 {
-	const struct os_ec *ec = pg->ec;
+	const struct osd_ec *ec = pg->ec;
 	struct osd_ver any = { 0, 0 };
 	struct fetch_ctx *fc;
 	struct ecr *r;
@@ -591,8 +591,8 @@ op_read_done(struct ecr *r, int rc)
 void
 ec_op_read(struct op *op)
 {
-	const struct os_ec *ec = op->pg->ec;
-	uint64_t w = os_ec_stripe_width(ec);
+	const struct osd_ec *ec = op->pg->ec;
+	uint64_t w = osd_ec_stripe_width(ec);
 	unsigned n = op->reads_pending;
 
 	op->reads_pending++; /* hold until all are issued */
@@ -645,7 +645,7 @@ struct ecw {
 	bool reset; /* the object was emptied (writefull, remove) */
 	bool exists_end;
 	uint64_t size_end;
-	struct cm_sgl data[OS_EC_MAX_SHARDS]; /* each shard's bytes */
+	struct cm_sgl data[OSD_EC_MAX_SHARDS]; /* each shard's bytes */
 };
 
 void
@@ -653,7 +653,7 @@ ec_op_free(struct op *op)
 {
 	struct ecw *w = op->ecw;
 
-	for (unsigned i = 0; i < OS_EC_MAX_SHARDS; i++)
+	for (unsigned i = 0; i < OSD_EC_MAX_SHARDS; i++)
 		cm_sgl_fini(&w->data[i]);
 	cm_buf_put(w->img);
 	free(w);
@@ -703,8 +703,8 @@ img_copy(struct ecw *w, uint64_t sw, const struct cm_sgl *d, uint64_t doff, uint
 static int
 ec_walk(struct op *op, struct ecw *w, bool apply, struct rng *set, unsigned *nset)
 {
-	const struct os_ec *ec = op->pg->ec;
-	uint64_t sw = os_ec_stripe_width(ec);
+	const struct osd_ec *ec = op->pg->ec;
+	uint64_t sw = osd_ec_stripe_width(ec);
 	uint64_t cur = op->exists ? op->size : 0, lo = UINT64_MAX, hi = 0;
 	bool exists = op->exists;
 	int rc = 0;
@@ -805,7 +805,7 @@ old_read_done(struct ecr *r, int rc)
 {
 	struct op *op = r->arg;
 	struct ecw *w = op->ecw;
-	uint64_t sw = os_ec_stripe_width(r->pg->ec);
+	uint64_t sw = osd_ec_stripe_width(r->pg->ec);
 
 	if (!op->dropped) {
 		if (rc && !w->rc)
@@ -824,8 +824,8 @@ old_read_done(struct ecr *r, int rc)
 void
 ec_op_write(struct op *op)
 {
-	const struct os_ec *ec = op->pg->ec;
-	uint64_t sw = os_ec_stripe_width(ec), old_ns;
+	const struct osd_ec *ec = op->pg->ec;
+	uint64_t sw = osd_ec_stripe_width(ec), old_ns;
 	struct rng set[OSD_MAX_SUBOPS];
 	unsigned nset = 0;
 	struct ecw *w;
@@ -837,7 +837,7 @@ ec_op_write(struct op *op)
 		op_reply(op, NULL);
 		return;
 	}
-	for (unsigned i = 0; i < OS_EC_MAX_SHARDS; i++)
+	for (unsigned i = 0; i < OSD_EC_MAX_SHARDS; i++)
 		cm_sgl_init(&w->data[i]);
 	op->ecw = w;
 	ec_walk(op, w, false, set, &nset);
@@ -905,9 +905,9 @@ tx_data(struct op *op, uint32_t type, uint64_t off, uint64_t len)
 static int
 ec_undo_plan(struct op *op)
 {
-	const struct os_ec *ec = op->pg->ec;
+	const struct osd_ec *ec = op->pg->ec;
 	struct ecw *w = op->ecw;
-	uint64_t sw = os_ec_stripe_width(ec), old_ns, ns_end, lo = 0, hi = 0;
+	uint64_t sw = osd_ec_stripe_width(ec), old_ns, ns_end, lo = 0, hi = 0;
 	Cairn__Osd__TxOp *x;
 
 	if (!op->exists) {
@@ -954,11 +954,11 @@ ec_undo_plan(struct op *op)
 static void
 ec_write_finish(struct op *op)
 {
-	const struct os_ec *ec = op->pg->ec;
+	const struct osd_ec *ec = op->pg->ec;
 	struct ecw *w = op->ecw;
-	uint64_t sw = os_ec_stripe_width(ec), ns_end, w1;
+	uint64_t sw = osd_ec_stripe_width(ec), ns_end, w1;
 	unsigned n = ec->k + ec->m;
-	struct cm_buf *sb[OS_EC_MAX_SHARDS] = { 0 };
+	struct cm_buf *sb[OSD_EC_MAX_SHARDS] = { 0 };
 	bool exists = op->exists;
 	Cairn__Osd__TxOp *x;
 	int rc = w->rc;
@@ -991,7 +991,7 @@ ec_write_finish(struct op *op)
 			uint64_t nst = w1 - w->d0;
 			size_t len = (size_t)(nst * ec->su);
 			unsigned self = self_shard(op->pg);
-			uint8_t *d[OS_EC_MAX_SHARDS];
+			uint8_t *d[OSD_EC_MAX_SHARDS];
 
 			/* Parity straight from the image; data shards are sent as
 			 * slices of it (no copy), but for our own store's (one
@@ -1004,7 +1004,7 @@ ec_write_finish(struct op *op)
 					d[i] = sb[i]->data;
 			}
 			if (!rc)
-				os_ec_encode_stripes(ec, w->img->data, nst, d + ec->k);
+				osd_ec_encode_stripes(ec, w->img->data, nst, d + ec->k);
 			for (unsigned i = 0; i < n && !rc; i++) {
 				if (sb[i]) {
 					for (uint64_t st = 0; i < ec->k && st < nst; st++)
@@ -1299,7 +1299,7 @@ ec_free_all(struct osd *o)
 {
 	ec_abort_all(o);
 	for (size_t i = 0; i < o->necp; i++) {
-		os_ec_fini(&o->ecp[i]->ec);
+		osd_ec_fini(&o->ecp[i]->ec);
 		free(o->ecp[i]);
 	}
 	free(o->ecp);

@@ -16,7 +16,7 @@
 #define OSD_DAEMON_H
 
 #include "osd/proto.h"
-#include "osd/store.h"
+#include "os/store.h"
 #include "osd/ec.h"
 #include "mon/monc.h"
 #include "mon/osdmap.h"
@@ -124,7 +124,7 @@ struct pg {
 	int nacting;
 	uint8_t shard[OSD_MAX_ACTING]; /* EC: acting[i] holds shard shard[i] (its place in
 					* the up set); replicated: i */
-	const struct os_ec *ec;        /* EC pools: the profile; NULL: replicated */
+	const struct osd_ec *ec;       /* EC pools: the profile; NULL: replicated */
 	int my_shard;                  /* EC: our shard in this interval (-1: none) */
 	uint32_t info_shard;           /* EC: the shard our copy holds, plus one (durable) */
 	int32_t primary;
@@ -184,7 +184,7 @@ struct pg {
 /* An EC pool's profile (pools keep theirs for life). */
 struct osd_pool_ec {
 	int64_t pool;
-	struct os_ec ec;
+	struct osd_ec ec;
 };
 
 struct ecr; /* an EC read in flight (ec_pg.c) */
@@ -267,7 +267,7 @@ struct osd {
 
 /* ec_pg.c */
 /* The EC profile of pool p, made on first use. NULL: replicated, or out of memory. */
-const struct os_ec *ec_pool_profile(struct osd *o, const Cairn__Map__Pool *p);
+const struct osd_ec *ec_pool_profile(struct osd *o, const Cairn__Map__Pool *p);
 void ec_free_all(struct osd *o);
 /* Shutdown: end the EC reads in flight (before the PGs and jobs are freed). */
 void ec_abort_all(struct osd *o);

@@ -146,7 +146,7 @@ pg_log_append(struct pg *pg, const Cairn__Osd__LogEntry *le)
 	e->undo = le->undo <= OSD_UNDO_RENAME ? (uint8_t)le->undo : OSD_UNDO_NONE;
 	e->undo_off = le->undo_off;
 	e->undo_len = le->undo_len;
-	if (le->n_sent_to && le->n_sent_to <= OS_EC_MAX_SHARDS) {
+	if (le->n_sent_to && le->n_sent_to <= OSD_EC_MAX_SHARDS) {
 		e->sent_to = malloc(le->n_sent_to * sizeof(*e->sent_to));
 		if (!e->sent_to) {
 			lent_clear(e);
@@ -2047,7 +2047,7 @@ op_commit(struct op *op, const struct cm_sgl *(*data)(struct op *op, int shard))
 	Cairn__Osd__Version v, pv, tv, rv;
 	Cairn__Osd__RepOp ro = CAIRN__OSD__REP_OP__INIT;
 	struct osd_ver trim = { 0, 0 }, roll = { 0, 0 };
-	uint32_t sent[OS_EC_MAX_SHARDS] = { 0 };
+	uint32_t sent[OSD_EC_MAX_SHARDS] = { 0 };
 	struct os_txn *t = NULL;
 	struct repop *rp;
 	bool deleted;
@@ -2064,7 +2064,7 @@ op_commit(struct op *op, const struct cm_sgl *(*data)(struct op *op, int shard))
 		le.undo_off = op->undo_off;
 		le.undo_len = op->undo_len;
 		for (int i = 0; i < pg->nacting; i++)
-			if (pg->acting[i] >= 0 && pg->shard[i] < OS_EC_MAX_SHARDS) {
+			if (pg->acting[i] >= 0 && pg->shard[i] < OSD_EC_MAX_SHARDS) {
 				sent[pg->shard[i]] = (uint32_t)pg->acting[i] + 1;
 				le.n_sent_to = CM_MAX(le.n_sent_to, (size_t)pg->shard[i] + 1);
 			}

@@ -1346,7 +1346,7 @@ job_ec_fetched(void *arg, struct ec_fetch *f)
 	if (j->first) {
 		struct pg *pg = pg_find(j->osd, j->pool, j->seed);
 
-		j->size = pg && pg->ec ? os_ec_shard_size(pg->ec, f->lsize) : 0;
+		j->size = pg && pg->ec ? osd_ec_shard_size(pg->ec, f->lsize) : 0;
 		j->ec_ver = f->ver; /* the next chunks come from the same version */
 		j->attrs = f->attrs;
 		j->nattrs = f->nattrs;

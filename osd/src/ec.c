@@ -16,16 +16,16 @@
 #include <isa-l/erasure_code.h>
 
 int
-os_ec_init(struct os_ec *ec, unsigned k, unsigned m, unsigned su)
+osd_ec_init(struct osd_ec *ec, unsigned k, unsigned m, unsigned su)
 {
 	memset(ec, 0, sizeof(*ec));
-	if (k < 2 || k > 32 || m < 1 || m > 16 || k + m > OS_EC_MAX_SHARDS || su < OS_EC_SU_MIN ||
-	    su > OS_EC_SU_MAX || su % OS_EC_SU_MIN)
+	if (k < 2 || k > 32 || m < 1 || m > 16 || k + m > OSD_EC_MAX_SHARDS || su < OSD_EC_SU_MIN ||
+	    su > OSD_EC_SU_MAX || su % OSD_EC_SU_MIN)
 		return -EINVAL;
 	ec->matrix = malloc((size_t)(k + m) * k);
 	ec->tables = malloc((size_t)32 * k * m);
 	if (!ec->matrix || !ec->tables) {
-		os_ec_fini(ec);
+		osd_ec_fini(ec);
 		return -ENOMEM;
 	}
 	ec->k = k;
@@ -37,7 +37,7 @@ os_ec_init(struct os_ec *ec, unsigned k, unsigned m, unsigned su)
 }
 
 void
-os_ec_fini(struct os_ec *ec)
+osd_ec_fini(struct osd_ec *ec)
 {
 	free(ec->matrix);
 	free(ec->tables);
@@ -45,7 +45,7 @@ os_ec_fini(struct os_ec *ec)
 }
 
 void
-os_ec_encode(const struct os_ec *ec, size_t len, uint8_t *const *data, uint8_t **parity)
+osd_ec_encode(const struct osd_ec *ec, size_t len, uint8_t *const *data, uint8_t **parity)
 {
 	if (len)
 		ec_encode_data((int)len, (int)ec->k, (int)ec->m, ec->tables, (uint8_t **)data,
@@ -53,11 +53,11 @@ os_ec_encode(const struct os_ec *ec, size_t len, uint8_t *const *data, uint8_t *
 }
 
 int
-os_ec_decode(const struct os_ec *ec, size_t len, uint8_t **shards, uint32_t have, uint32_t want)
+osd_ec_decode(const struct osd_ec *ec, size_t len, uint8_t **shards, uint32_t have, uint32_t want)
 {
 	unsigned k = ec->k, n = ec->k + ec->m, nsrc = 0, nout = 0;
-	uint8_t *src[OS_EC_MAX_SHARDS], *out[OS_EC_MAX_SHARDS];
-	unsigned rows[OS_EC_MAX_SHARDS];
+	uint8_t *src[OSD_EC_MAX_SHARDS], *out[OSD_EC_MAX_SHARDS];
+	unsigned rows[OSD_EC_MAX_SHARDS];
 	uint8_t *b, *inv, *coef, *tables;
 	int rc = 0;
 
@@ -127,7 +127,7 @@ out:
 }
 
 void
-os_ec_split(const struct os_ec *ec, const uint8_t *buf, uint64_t n, uint8_t **data)
+osd_ec_split(const struct osd_ec *ec, const uint8_t *buf, uint64_t n, uint8_t **data)
 {
 	for (uint64_t s = 0; s < n; s++)
 		for (unsigned i = 0; i < ec->k; i++)
@@ -135,9 +135,9 @@ os_ec_split(const struct os_ec *ec, const uint8_t *buf, uint64_t n, uint8_t **da
 }
 
 void
-os_ec_encode_stripes(const struct os_ec *ec, const uint8_t *buf, uint64_t n, uint8_t **parity)
+osd_ec_encode_stripes(const struct osd_ec *ec, const uint8_t *buf, uint64_t n, uint8_t **parity)
 {
-	uint8_t *d[OS_EC_MAX_SHARDS];
+	uint8_t *d[OSD_EC_MAX_SHARDS];
 
 	for (uint64_t s = 0; s < n; s++) {
 		for (unsigned i = 0; i < ec->k; i++)
@@ -149,7 +149,7 @@ os_ec_encode_stripes(const struct os_ec *ec, const uint8_t *buf, uint64_t n, uin
 }
 
 void
-os_ec_join(const struct os_ec *ec, uint8_t *const *data, uint64_t n, uint8_t *buf)
+osd_ec_join(const struct osd_ec *ec, uint8_t *const *data, uint64_t n, uint8_t *buf)
 {
 	for (uint64_t s = 0; s < n; s++)
 		for (unsigned i = 0; i < ec->k; i++)

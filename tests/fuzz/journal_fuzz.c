@@ -1,13 +1,13 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * What an OSD's store reads back from its device at mount: a journal record
- * (osd/src/journal.c, os_jnl_record_parse). The first byte picks whether the
+ * (os/src/journal.c, os_jnl_record_parse). The first byte picks whether the
  * crc is checked (a device block that is not a record, or a damaged one)
  * or not (so the fuzzer reaches the framing of the batches and the data
  * manifest inside); the
  * record's own nonce and sequence are taken as the expected ones.
  */
-#include "../../osd/src/store_internal.h"
+#include "../../os/src/store_internal.h"
 
 #include <stdint.h>
 #include <stdlib.h>

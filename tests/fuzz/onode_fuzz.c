@@ -1,14 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * What an OSD's store reads back from its RocksDB for an object: an onode
- * record and, for a large object, its extent map shards (osd/src/onode.c).
+ * record and, for a large object, its extent map shards (os/src/onode.c).
  * Input: le16 length + the onode record, then shards as (u8 index, le16
  * length, bytes) until the input ends. Whatever decodes is then put back
  * as shards (os_onode_put_shards, against nothing and against a copy of
  * itself) and encoded, so the walk over shards and pieces sees any map a
  * record can describe.
  */
-#include "../../osd/src/store_internal.h"
+#include "../../os/src/store_internal.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -16,7 +16,7 @@
  * CAIRN_MODEL_TXNS the length of the no-crash comparison (default 4000
  * transactions).
  */
-#include "osd/store.h"
+#include "os/store.h"
 #include "cm/log.h"
 #include "testlib.h"
 

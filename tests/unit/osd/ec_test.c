@@ -8,15 +8,15 @@
 #include <string.h>
 
 struct set {
-	struct os_ec ec;
+	struct osd_ec ec;
 	size_t len;
-	uint8_t *orig[OS_EC_MAX_SHARDS], *work[OS_EC_MAX_SHARDS];
+	uint8_t *orig[OSD_EC_MAX_SHARDS], *work[OSD_EC_MAX_SHARDS];
 };
 
 static void
 set_make(struct set *s, unsigned k, unsigned m, size_t len, uint64_t seed)
 {
-	ck_assert_int_eq(os_ec_init(&s->ec, k, m, 4096), 0);
+	ck_assert_int_eq(osd_ec_init(&s->ec, k, m, 4096), 0);
 	s->len = len;
 	for (unsigned i = 0; i < k + m; i++) {
 		s->orig[i] = malloc(len + 1);
@@ -25,7 +25,7 @@ set_make(struct set *s, unsigned k, unsigned m, size_t len, uint64_t seed)
 		if (i < k)
 			cm_test_fill(s->orig[i], len, seed + i);
 	}
-	os_ec_encode(&s->ec, len, s->orig, s->orig + k);
+	osd_ec_encode(&s->ec, len, s->orig, s->orig + k);
 }
 
 static void
@@ -35,7 +35,7 @@ set_free(struct set *s)
 		free(s->orig[i]);
 		free(s->work[i]);
 	}
-	os_ec_fini(&s->ec);
+	osd_ec_fini(&s->ec);
 }
 
 /* Lose the shards in lost, rebuild them from the rest, compare. */
@@ -51,7 +51,7 @@ check_loss(struct set *s, uint32_t lost)
 		else
 			memcpy(s->work[i], s->orig[i], s->len);
 	}
-	ck_assert_int_eq(os_ec_decode(&s->ec, s->len, s->work, all & ~lost, lost), 0);
+	ck_assert_int_eq(osd_ec_decode(&s->ec, s->len, s->work, all & ~lost, lost), 0);
 	for (unsigned i = 0; i < n; i++)
 		ck_assert_msg(memcmp(s->work[i], s->orig[i], s->len) == 0,
 			      "k=%u m=%u lost=%#x: shard %u differs", s->ec.k, s->ec.m, lost, i);
@@ -100,13 +100,13 @@ START_TEST(test_too_few)
 
 	set_make(&s, 4, 2, 4096, 1);
 	/* three lost of 4+2: no way back, and the caller hears so */
-	ck_assert_int_eq(os_ec_decode(&s.ec, s.len, s.orig, 0x7, 0x38), -EIO);
+	ck_assert_int_eq(osd_ec_decode(&s.ec, s.len, s.orig, 0x7, 0x38), -EIO);
 	/* a wanted shard without a buffer is a caller error */
 	{
 		uint8_t *keep = s.orig[5];
 
 		s.orig[5] = NULL;
-		ck_assert_int_eq(os_ec_decode(&s.ec, s.len, s.orig, 0xf, 0x30), -EINVAL);
+		ck_assert_int_eq(osd_ec_decode(&s.ec, s.len, s.orig, 0xf, 0x30), -EINVAL);
 		s.orig[5] = keep;
 	}
 	set_free(&s);
@@ -116,46 +116,46 @@ END_TEST
 
 START_TEST(test_split_join)
 {
-	struct os_ec ec;
+	struct osd_ec ec;
 	uint8_t *buf, *back, *d[3];
 	uint64_t n = 5;
 
-	ck_assert_int_eq(os_ec_init(&ec, 3, 1, 8192), 0);
-	buf = malloc(n * os_ec_stripe_width(&ec));
-	back = malloc(n * os_ec_stripe_width(&ec));
+	ck_assert_int_eq(osd_ec_init(&ec, 3, 1, 8192), 0);
+	buf = malloc(n * osd_ec_stripe_width(&ec));
+	back = malloc(n * osd_ec_stripe_width(&ec));
 	for (int i = 0; i < 3; i++)
 		d[i] = malloc(n * ec.su);
-	cm_test_fill(buf, n * os_ec_stripe_width(&ec), 3);
-	os_ec_split(&ec, buf, n, d);
+	cm_test_fill(buf, n * osd_ec_stripe_width(&ec), 3);
+	osd_ec_split(&ec, buf, n, d);
 	/* stripe 2, shard 1 is logical bytes [(2*3+1)*su, +su) */
 	ck_assert_int_eq(memcmp(d[1] + 2 * ec.su, buf + 7 * ec.su, ec.su), 0);
-	os_ec_join(&ec, d, n, back);
-	ck_assert_int_eq(memcmp(buf, back, n * os_ec_stripe_width(&ec)), 0);
-	ck_assert_uint_eq(os_ec_shard_size(&ec, 0), 0);
-	ck_assert_uint_eq(os_ec_shard_size(&ec, 1), 8192);
-	ck_assert_uint_eq(os_ec_shard_size(&ec, 3 * 8192), 8192);
-	ck_assert_uint_eq(os_ec_shard_size(&ec, 3 * 8192 + 1), 16384);
+	osd_ec_join(&ec, d, n, back);
+	ck_assert_int_eq(memcmp(buf, back, n * osd_ec_stripe_width(&ec)), 0);
+	ck_assert_uint_eq(osd_ec_shard_size(&ec, 0), 0);
+	ck_assert_uint_eq(osd_ec_shard_size(&ec, 1), 8192);
+	ck_assert_uint_eq(osd_ec_shard_size(&ec, 3 * 8192), 8192);
+	ck_assert_uint_eq(osd_ec_shard_size(&ec, 3 * 8192 + 1), 16384);
 	for (int i = 0; i < 3; i++)
 		free(d[i]);
 	free(buf);
 	free(back);
-	os_ec_fini(&ec);
+	osd_ec_fini(&ec);
 }
 
 END_TEST
 
 START_TEST(test_bad_profiles)
 {
-	struct os_ec ec;
+	struct osd_ec ec;
 
-	ck_assert_int_eq(os_ec_init(&ec, 1, 1, 4096), -EINVAL);
-	ck_assert_int_eq(os_ec_init(&ec, 4, 0, 4096), -EINVAL);
-	ck_assert_int_eq(os_ec_init(&ec, 20, 13, 4096), -EINVAL);
-	ck_assert_int_eq(os_ec_init(&ec, 4, 2, 1000), -EINVAL);
-	ck_assert_int_eq(os_ec_init(&ec, 4, 2, 6144), -EINVAL);
-	ck_assert_int_eq(os_ec_init(&ec, 4, 2, 2u << 20), -EINVAL);
-	ck_assert_int_eq(os_ec_init(&ec, 16, 16, 65536), 0);
-	os_ec_fini(&ec);
+	ck_assert_int_eq(osd_ec_init(&ec, 1, 1, 4096), -EINVAL);
+	ck_assert_int_eq(osd_ec_init(&ec, 4, 0, 4096), -EINVAL);
+	ck_assert_int_eq(osd_ec_init(&ec, 20, 13, 4096), -EINVAL);
+	ck_assert_int_eq(osd_ec_init(&ec, 4, 2, 1000), -EINVAL);
+	ck_assert_int_eq(osd_ec_init(&ec, 4, 2, 6144), -EINVAL);
+	ck_assert_int_eq(osd_ec_init(&ec, 4, 2, 2u << 20), -EINVAL);
+	ck_assert_int_eq(osd_ec_init(&ec, 16, 16, 65536), 0);
+	osd_ec_fini(&ec);
 }
 
 END_TEST

@@ -20,8 +20,8 @@
  * thread (or a tool), never from a reactor. Device I/O of writes and reads
  * goes through the reactor (io_uring, or the epoll backend's workers).
  */
-#ifndef OSD_STORE_H
-#define OSD_STORE_H
+#ifndef OS_STORE_H
+#define OS_STORE_H
 
 #include "cm/buf.h"
 #include "cm/reactor.h"

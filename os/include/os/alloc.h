@@ -9,8 +9,8 @@
  *
  * Threading: the caller serialises (the store holds a mutex).
  */
-#ifndef OSD_ALLOC_H
-#define OSD_ALLOC_H
+#ifndef OS_ALLOC_H
+#define OS_ALLOC_H
 
 #include "cm/stdinc.h"
 

@@ -693,6 +693,45 @@ os_onode_load_shards(rocksdb_iterator_t *it, bool nb, struct os_onode *o)
 }
 
 int
+os_walk_onodes(rocksdb_iterator_t *it, rocksdb_iterator_t *xit, const struct os_walk_ops *ops,
+	       void *arg)
+{
+	int rc = 0;
+
+	for (rocksdb_iter_seek(it, "C", 1); rocksdb_iter_valid(it) && !rc; rocksdb_iter_next(it)) {
+		size_t kl;
+		const char *k = rocksdb_iter_key(it, &kl);
+
+		if (kl < 1 || k[0] != 'C')
+			break;
+		rc = ops->coll(arg, k + 1, kl - 1);
+	}
+	if (!rc && ops->colls_done)
+		rc = ops->colls_done(arg);
+	for (rocksdb_iter_seek(it, "O", 1); rocksdb_iter_valid(it) && !rc; rocksdb_iter_next(it)) {
+		size_t kl, vl;
+		const char *k = rocksdb_iter_key(it, &kl), *v, *oid;
+		struct os_onode *on = NULL;
+		int drc, src = 0;
+
+		if (kl < 1 || k[0] != 'O')
+			break;
+		v = rocksdb_iter_value(it, &vl);
+		oid = memchr(k + 1, 0, kl - 1);
+		if (oid)
+			oid++;
+		drc = os_onode_decode(v, vl, &on);
+		if (drc)
+			on = NULL;
+		else if (on->shard_blocks)
+			src = os_onode_load_shards(xit, false, on);
+		rc = ops->onode(arg, k, kl, oid, on, drc, src);
+		os_onode_free(on);
+	}
+	return rc;
+}
+
+int
 os_onode_load(rocksdb_t *db, const rocksdb_readoptions_t *ro, bool nb, const char *key, size_t klen,
 	      struct os_onode **op)
 {

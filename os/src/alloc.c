@@ -2,7 +2,7 @@
 /*
  * Two-level bitmap allocator; see osd/alloc.h.
  */
-#include "osd/alloc.h"
+#include "os/alloc.h"
 
 struct os_alloc {
 	uint64_t nblocks, reserved, nfree;

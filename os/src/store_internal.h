@@ -3,8 +3,8 @@
 #ifndef OSD_STORE_INTERNAL_H
 #define OSD_STORE_INTERNAL_H
 
-#include "osd/alloc.h"
-#include "osd/store.h"
+#include "os/alloc.h"
+#include "os/store.h"
 #include "cm/worker.h"
 
 #include <cairn/store.pb-c.h>
@@ -98,6 +98,28 @@ int os_onode_load(rocksdb_t *db, const rocksdb_readoptions_t *ro, bool nb, const
  * iterator over a view that holds o's record. \return as os_onode_load.
  */
 int os_onode_load_shards(rocksdb_iterator_t *it, bool nb, struct os_onode *o);
+
+/*
+ * One walk over a view of the store's metadata, for the two readers of every
+ * onode (mount's rebuild of the allocator and collection counts, and fsck):
+ * first each collection (coll), then each onode record in key order (onode).
+ * onode gets the record's key (k, kl: 'O' cid NUL oid), oid (NULL when the
+ * key has no NUL: malformed), the decoded onode with its extent map shards
+ * loaded (NULL when undecodable: decode_rc says why), and shard_rc (nonzero:
+ * a shard record of a decoded onode is unreadable; on lacks those extents).
+ * The walker frees on after the call. A callback's nonzero return ends the
+ * walk with that value. it and xit are iterators over one view (xit reads
+ * the shard records beside it). \return 0 or what a callback returned.
+ */
+struct os_walk_ops {
+	int (*coll)(void *arg, const char *name, size_t len);
+	int (*colls_done)(void *arg); /* may be NULL */
+	int (*onode)(void *arg, const char *k, size_t kl, const char *oid, struct os_onode *on,
+		     int decode_rc, int shard_rc);
+};
+
+int os_walk_onodes(rocksdb_iterator_t *it, rocksdb_iterator_t *xit, const struct os_walk_ops *ops,
+		   void *arg);
 
 /* Keys. out must hold 2 + strlen(cid) + strlen(oid) (+ 8) bytes. */
 size_t os_key_onode(char *out, const char *cid, const char *oid);

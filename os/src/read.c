@@ -848,122 +848,138 @@ push_nid(uint64_t **v, size_t *n, size_t *cap, uint64_t nid)
 	(*v)[(*n)++] = nid;
 }
 
+/* fsck's walk: what it learns of every collection and onode. */
+struct fsck {
+	struct os_store *s;
+	struct os_fsck_report *rep;
+	bool deep;
+	struct os_alloc *seen;
+	uint8_t *blk;
+	char **colls;
+	size_t ncolls;
+	uint64_t *nids, *quiet; /* quiet: objects with no omap */
+	uint64_t *sharded;      /* objects whose extents are in shards */
+	size_t nnids, capn, nquiet, capq, nsharded, caps;
+};
+
+static int
+fsck_coll(void *arg, const char *name, size_t len)
+{
+	struct fsck *f = arg;
+	char **nc = realloc(f->colls, sizeof(*nc) * (f->ncolls + 1));
+
+	if (nc) {
+		f->colls = nc;
+		nc[f->ncolls] = strndup(name, len);
+		if (nc[f->ncolls])
+			f->ncolls++;
+	}
+	f->rep->collections++;
+	return 0;
+}
+
+static int
+fsck_onode(void *arg, const char *k, size_t kl, const char *oid, struct os_onode *on, int drc,
+	   int src)
+{
+	struct fsck *f = arg;
+	struct os_store *s = f->s;
+	struct os_fsck_report *rep = f->rep;
+	const char *cid = k + 1;
+	bool have_coll = false;
+	int ol;
+
+	if (!oid) {
+		FSCK_ERR(rep, "malformed onode key");
+		return 0;
+	}
+	ol = (int)(kl - (size_t)(oid - k));
+	rep->objects++;
+	for (size_t i = 0; i < f->ncolls; i++)
+		have_coll |= !strcmp(f->colls[i], cid);
+	if (!have_coll)
+		FSCK_ERR(rep, "object %s/%.*s is in a collection that does not exist", cid, ol,
+			 oid);
+	if (drc) {
+		FSCK_ERR(rep, "object %s/%.*s: undecodable onode", cid, ol, oid);
+		return 0;
+	}
+	if (on->shard_blocks) {
+		push_nid(&f->sharded, &f->nsharded, &f->caps, on->nid);
+		if (src)
+			FSCK_ERR(rep, "object %s/%.*s: undecodable extent map shard", cid, ol, oid);
+	}
+	push_nid(&f->nids, &f->nnids, &f->capn, on->nid);
+	if (on->no_omap)
+		push_nid(&f->quiet, &f->nquiet, &f->capq, on->nid);
+	for (size_t i = 0; i < on->next; i++) {
+		const struct os_xext *e = &on->ext[i];
+
+		rep->extents++;
+		rep->blocks_used += e->n;
+		if (e->pblock < s->data_start || e->pblock + e->n > s->nblocks) {
+			FSCK_ERR(rep, "object %s/%.*s: extent %" PRIu64 "+%u outside the device",
+				 cid, ol, oid, e->pblock, e->n);
+			continue;
+		}
+		if (os_alloc_mark(f->seen, e->pblock, e->n))
+			FSCK_ERR(rep, "object %s/%.*s: blocks %" PRIu64 "+%u referenced twice", cid,
+				 ol, oid, e->pblock, e->n);
+		if (e->lblock * s->B >= on->size + s->B)
+			FSCK_ERR(rep, "object %s/%.*s: extent past the end", cid, ol, oid);
+		for (uint32_t b = 0; f->deep && b < e->n; b++) {
+			if (pread(s->fd, f->blk, s->B, (off_t)((e->pblock + b) * s->B)) !=
+				    (ssize_t)s->B ||
+			    cm_crc32c(0, f->blk, s->B) != e->csum[b]) {
+				rep->csum_errors++;
+				FSCK_ERR(rep,
+					 "object %s/%.*s: bad checksum at offset %" PRIu64
+					 " (device block %" PRIu64 ")",
+					 cid, ol, oid, (e->lblock + b) * s->B, e->pblock + b);
+			}
+		}
+	}
+	return 0;
+}
+
 int
 os_fsck(struct os_store *s, bool deep, struct os_fsck_report *rep)
 {
+	static const struct os_walk_ops ops = { .coll = fsck_coll, .onode = fsck_onode };
 	rocksdb_iterator_t *it, *xit;
-	struct os_alloc *seen;
-	uint64_t *nids = NULL, *quiet = NULL; /* quiet: objects with no omap */
-	uint64_t *sharded = NULL;             /* objects whose extents are in shards */
-	size_t nnids = 0, capn = 0, nquiet = 0, capq = 0, nsharded = 0, caps = 0;
-	uint8_t *blk = aligned_alloc(4096, s->B);
-	char **colls = NULL;
-	size_t ncolls = 0;
+	struct fsck f = { .s = s, .rep = rep, .deep = deep };
+	uint64_t *nids, *quiet, *sharded;
+	size_t nnids, nquiet, nsharded;
 	int rc;
 
 	memset(rep, 0, sizeof(*rep));
 	os_drain(s); /* first: the iterator's snapshot must hold what was in flight */
 	it = rocksdb_create_iterator(s->db, s->ro);
 	xit = rocksdb_create_iterator(s->db, s->ro); /* shards, beside it (idle: same view) */
-	rc = os_alloc_create(s->nblocks, s->data_start, &seen);
-	if (rc || !blk) {
-		free(blk);
+	f.blk = aligned_alloc(4096, s->B);
+	rc = os_alloc_create(s->nblocks, s->data_start, &f.seen);
+	if (rc || !f.blk) {
+		free(f.blk);
 		rocksdb_iter_destroy(it);
 		rocksdb_iter_destroy(xit);
-		os_alloc_destroy(seen);
+		os_alloc_destroy(f.seen);
 		return -ENOMEM;
 	}
-	for (rocksdb_iter_seek(it, "C", 1); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
-		size_t kl;
-		const char *k = rocksdb_iter_key(it, &kl);
-		char **nc;
-
-		if (kl < 1 || k[0] != 'C')
-			break;
-		nc = realloc(colls, sizeof(*nc) * (ncolls + 1));
-		if (!nc)
-			break;
-		colls = nc;
-		colls[ncolls] = strndup(k + 1, kl - 1);
-		if (colls[ncolls])
-			ncolls++;
-		rep->collections++;
-	}
-	for (rocksdb_iter_seek(it, "O", 1); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
-		size_t kl, vl;
-		const char *k = rocksdb_iter_key(it, &kl), *v = rocksdb_iter_value(it, &vl);
-		const char *cid = k + 1, *oid;
-		struct os_onode *on;
-		bool have_coll = false;
-
-		if (kl < 1 || k[0] != 'O')
-			break;
-		oid = memchr(k + 1, 0, kl - 1);
-		if (!oid) {
-			FSCK_ERR(rep, "malformed onode key");
-			continue;
-		}
-		oid++;
-		rep->objects++;
-		for (size_t i = 0; i < ncolls; i++)
-			have_coll |= !strcmp(colls[i], cid);
-		if (!have_coll)
-			FSCK_ERR(rep, "object %s/%.*s is in a collection that does not exist", cid,
-				 (int)(kl - (size_t)(oid - k)), oid);
-		if (os_onode_decode(v, vl, &on)) {
-			FSCK_ERR(rep, "object %s/%.*s: undecodable onode", cid,
-				 (int)(kl - (size_t)(oid - k)), oid);
-			continue;
-		}
-		if (on->shard_blocks) {
-			push_nid(&sharded, &nsharded, &caps, on->nid);
-			if (os_onode_load_shards(xit, false, on))
-				FSCK_ERR(rep, "object %s/%.*s: undecodable extent map shard", cid,
-					 (int)(kl - (size_t)(oid - k)), oid);
-		}
-		push_nid(&nids, &nnids, &capn, on->nid);
-		if (on->no_omap)
-			push_nid(&quiet, &nquiet, &capq, on->nid);
-		for (size_t i = 0; i < on->next; i++) {
-			const struct os_xext *e = &on->ext[i];
-
-			rep->extents++;
-			rep->blocks_used += e->n;
-			if (e->pblock < s->data_start || e->pblock + e->n > s->nblocks) {
-				FSCK_ERR(rep,
-					 "object %s/%.*s: extent %" PRIu64 "+%u outside the device",
-					 cid, (int)(kl - (size_t)(oid - k)), oid, e->pblock, e->n);
-				continue;
-			}
-			if (os_alloc_mark(seen, e->pblock, e->n))
-				FSCK_ERR(rep,
-					 "object %s/%.*s: blocks %" PRIu64 "+%u referenced twice",
-					 cid, (int)(kl - (size_t)(oid - k)), oid, e->pblock, e->n);
-			if (e->lblock * s->B >= on->size + s->B)
-				FSCK_ERR(rep, "object %s/%.*s: extent past the end", cid,
-					 (int)(kl - (size_t)(oid - k)), oid);
-			for (uint32_t b = 0; deep && b < e->n; b++) {
-				if (pread(s->fd, blk, s->B, (off_t)((e->pblock + b) * s->B)) !=
-					    (ssize_t)s->B ||
-				    cm_crc32c(0, blk, s->B) != e->csum[b]) {
-					rep->csum_errors++;
-					FSCK_ERR(rep,
-						 "object %s/%.*s: bad checksum at offset %" PRIu64
-						 " (device block %" PRIu64 ")",
-						 cid, (int)(kl - (size_t)(oid - k)), oid,
-						 (e->lblock + b) * s->B, e->pblock + b);
-				}
-			}
-		}
-		os_onode_free(on);
-	}
+	(void)os_walk_onodes(it, xit, &ops, &f);
+	nids = f.nids;
+	quiet = f.quiet;
+	sharded = f.sharded;
+	nnids = f.nnids;
+	nquiet = f.nquiet;
+	nsharded = f.nsharded;
 	/* The allocator's in-use set is exactly the referenced blocks (plus held frees). */
 	{
 		uint64_t leaked = 0, missing = 0;
 
 		pthread_mutex_lock(&s->alloc_mu);
 		for (uint64_t b = 1; b < s->nblocks; b++) {
-			bool used = os_alloc_is_used(s->alloc, b), ref = os_alloc_is_used(seen, b);
+			bool used = os_alloc_is_used(s->alloc, b),
+			     ref = os_alloc_is_used(f.seen, b);
 
 			if (used && !ref)
 				leaked++;
@@ -1029,13 +1045,13 @@ os_fsck(struct os_store *s, bool deep, struct os_fsck_report *rep)
 	}
 	rocksdb_iter_destroy(it);
 	rocksdb_iter_destroy(xit);
-	os_alloc_destroy(seen);
-	for (size_t i = 0; i < ncolls; i++)
-		free(colls[i]);
-	free(colls);
+	os_alloc_destroy(f.seen);
+	for (size_t i = 0; i < f.ncolls; i++)
+		free(f.colls[i]);
+	free(f.colls);
 	free(nids);
 	free(quiet);
 	free(sharded);
-	free(blk);
+	free(f.blk);
 	return 0;
 }

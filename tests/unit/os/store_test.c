@@ -7,8 +7,8 @@
  * (-ENOSPC with nothing changed, then delete and write again). Each test
  * ends with fsck.
  */
-#include "osd/alloc.h"
-#include "osd/store.h"
+#include "os/alloc.h"
+#include "os/store.h"
 #include "cm/crc32c.h"
 #include "cm/log.h"
 #include "testlib.h"

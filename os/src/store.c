@@ -607,84 +607,84 @@ os_mkfs(const struct os_opts *o)
 	return rc;
 }
 
-/* Rebuild the allocator from every onode; load collections and the next nid. */
+/* Mount's walk: load collections and the next nid, rebuild the allocator. */
+struct scan {
+	struct os_store *s;
+	size_t ci;
+};
+
+static int
+scan_coll(void *arg, const char *name, size_t len)
+{
+	struct os_store *s = ((struct scan *)arg)->s;
+	char **nc = realloc(s->colls, sizeof(*nc) * (s->ncolls + 1));
+
+	if (!nc)
+		return -ENOMEM;
+	s->colls = nc;
+	if (!(nc[s->ncolls] = strndup(name, len)))
+		return -ENOMEM;
+	s->ncolls++;
+	return 0;
+}
+
+static int
+scan_colls_done(void *arg)
+{
+	struct os_store *s = ((struct scan *)arg)->s;
+
+	s->cstat = calloc(s->ncolls + 1, sizeof(*s->cstat));
+	return s->cstat ? 0 : -ENOMEM;
+}
+
+static int
+scan_onode(void *arg, const char *k, size_t kl, const char *oid, struct os_onode *on, int drc,
+	   int src)
+{
+	struct scan *sc = arg;
+	struct os_store *s = sc->s;
+	int rc = 0;
+
+	if (drc || src) {
+		CM_ERR("undecodable onode %.*s", (int)CM_MIN(kl, (size_t)200), k + 1);
+		return drc ? drc : src;
+	}
+	if (!oid) {
+		CM_ERR("malformed onode key %.*s", (int)CM_MIN(kl, (size_t)200), k + 1);
+		return -EUCLEAN;
+	}
+	/* Onodes are sorted by collection: the last one found is usually it. */
+	if (sc->ci >= s->ncolls || strcmp(s->colls[sc->ci], k + 1) != 0)
+		for (sc->ci = 0; sc->ci < s->ncolls && strcmp(s->colls[sc->ci], k + 1) != 0;
+		     sc->ci++)
+			;
+	if (sc->ci < s->ncolls) {
+		s->cstat[sc->ci].objects++;
+		s->cstat[sc->ci].bytes += on->size;
+	}
+	if (on->nid >= s->next_nid)
+		s->next_nid = on->nid + 1;
+	for (size_t i = 0; i < on->next && !rc; i++) {
+		rc = os_alloc_mark(s->alloc, on->ext[i].pblock, on->ext[i].n);
+		if (rc)
+			CM_ERR("onode %.*s: blocks %" PRIu64 "+%u %s", (int)CM_MIN(kl, (size_t)200),
+			       k + 1, on->ext[i].pblock, on->ext[i].n,
+			       rc == -EEXIST ? "referenced twice" : "outside the device");
+	}
+	return rc ? -EUCLEAN : 0;
+}
+
 static int
 scan_onodes(struct os_store *s)
 {
+	static const struct os_walk_ops ops = { .coll = scan_coll,
+						.colls_done = scan_colls_done,
+						.onode = scan_onode };
 	rocksdb_iterator_t *it = rocksdb_create_iterator(s->db, s->ro);
 	rocksdb_iterator_t *xit = rocksdb_create_iterator(s->db, s->ro); /* shards */
-	size_t ci = 0;
-	int rc = 0;
+	struct scan sc = { .s = s };
+	int rc = os_walk_onodes(it, xit, &ops, &sc);
 
-	for (rocksdb_iter_seek(it, "C", 1); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
-		size_t kl;
-		const char *k = rocksdb_iter_key(it, &kl);
-		char **nc;
-
-		if (kl < 1 || k[0] != 'C')
-			break;
-		nc = realloc(s->colls, sizeof(*nc) * (s->ncolls + 1));
-		if (!nc || !(nc[s->ncolls] = strndup(k + 1, kl - 1))) {
-			rc = -ENOMEM;
-			goto out;
-		}
-		s->colls = nc;
-		s->ncolls++;
-	}
-	s->cstat = calloc(s->ncolls + 1, sizeof(*s->cstat));
-	if (!s->cstat) {
-		rc = -ENOMEM;
-		goto out;
-	}
-	for (rocksdb_iter_seek(it, "O", 1); rocksdb_iter_valid(it); rocksdb_iter_next(it)) {
-		size_t kl, vl;
-		const char *k = rocksdb_iter_key(it, &kl), *v;
-		struct os_onode *on;
-
-		if (kl < 1 || k[0] != 'O')
-			break;
-		v = rocksdb_iter_value(it, &vl);
-		rc = os_onode_decode(v, vl, &on);
-		if (!rc && on->shard_blocks) {
-			rc = os_onode_load_shards(xit, false, on);
-			if (rc)
-				os_onode_free(on);
-		}
-		if (rc) {
-			CM_ERR("undecodable onode %.*s", (int)CM_MIN(kl, (size_t)200), k + 1);
-			goto out;
-		}
-		/* Onodes are sorted by collection: the last one found is usually it. */
-		if (!memchr(k + 1, 0, kl - 1)) {
-			os_onode_free(on);
-			CM_ERR("malformed onode key %.*s", (int)CM_MIN(kl, (size_t)200), k + 1);
-			rc = -EUCLEAN;
-			goto out;
-		}
-		if (ci >= s->ncolls || strcmp(s->colls[ci], k + 1) != 0)
-			for (ci = 0; ci < s->ncolls && strcmp(s->colls[ci], k + 1) != 0; ci++)
-				;
-		if (ci < s->ncolls) {
-			s->cstat[ci].objects++;
-			s->cstat[ci].bytes += on->size;
-		}
-		if (on->nid >= s->next_nid)
-			s->next_nid = on->nid + 1;
-		for (size_t i = 0; i < on->next && !rc; i++) {
-			rc = os_alloc_mark(s->alloc, on->ext[i].pblock, on->ext[i].n);
-			if (rc)
-				CM_ERR("onode %.*s: blocks %" PRIu64 "+%u %s",
-				       (int)CM_MIN(kl, (size_t)200), k + 1, on->ext[i].pblock,
-				       on->ext[i].n,
-				       rc == -EEXIST ? "referenced twice" : "outside the device");
-		}
-		os_onode_free(on);
-		if (rc) {
-			rc = -EUCLEAN;
-			goto out;
-		}
-	}
-out:
 	rocksdb_iter_destroy(it);
 	rocksdb_iter_destroy(xit);
 	return rc;
