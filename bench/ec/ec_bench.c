@@ -8,7 +8,7 @@
  * Rates are logical (client) bytes per second. Last line JSON.
  *   ec_bench [K M [SU [SECONDS]]]   (default 4 2 4096 2)
  */
-#include "osd/ec.h"
+#include "osd/osd.h"
 #include "cm/stdinc.h"
 
 #include <inttypes.h>

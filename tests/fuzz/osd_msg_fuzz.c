@@ -6,7 +6,7 @@
  * picks the message, the second (ops, replication) is the size of the data
  * segment that came with it in KiB.
  */
-#include "../../osd/daemon/msgcheck.h"
+#include "osd/osd.h"
 
 #include <stdint.h>
 #include <stdlib.h>

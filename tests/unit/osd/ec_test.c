@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Erasure coding (osd/src/ec.c): every loss of up to m shards rebuilds the bytes. */
-#include "osd/ec.h"
+#include "osd/osd.h"
 #include "testlib.h"
 
 #include <errno.h>

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The object-name set of recovery (osd/daemon/oset.c) against a plain model. */
-#include "../../../osd/daemon/oset.h"
+#include "../../../osd/src/util/oset.h"
 #include "testlib.h"
 
 #include <stdio.h>
@@ -11,7 +11,7 @@
 
 START_TEST(test_put_get_del)
 {
-	struct oset s = { 0 };
+	struct osd_oset s = { 0 };
 	static uint32_t model[NAMES]; /* 0: absent, else value + 1 */
 	char name[32];
 	uint64_t x = 1;
@@ -26,13 +26,13 @@ START_TEST(test_put_get_del)
 		op = (unsigned)(x >> 32) % 3;
 		snprintf(name, sizeof(name), "obj-%u", i);
 		if (op == 0) {
-			ck_assert_int_eq(oset_put(&s, name, (uint32_t)round), 0);
+			ck_assert_int_eq(osd_oset_put(&s, name, (uint32_t)round), 0);
 			model[i] = (uint32_t)round + 1;
 		} else if (op == 1) {
-			ck_assert_int_eq(oset_del(&s, name), model[i] != 0);
+			ck_assert_int_eq(osd_oset_del(&s, name), model[i] != 0);
 			model[i] = 0;
 		} else {
-			v = oset_get(&s, name);
+			v = osd_oset_get(&s, name);
 			if (model[i])
 				ck_assert(v && *v == model[i] - 1);
 			else
@@ -46,7 +46,7 @@ START_TEST(test_put_get_del)
 		for (unsigned i = 0; i < NAMES; i++)
 			want += model[i] != 0;
 		ck_assert_uint_eq(s.n, want);
-		ck_assert_int_eq(oset_names(&s, &names, &n), 0);
+		ck_assert_int_eq(osd_oset_names(&s, &names, &n), 0);
 		ck_assert_uint_eq(n, want);
 		for (size_t k = 0; k < n; k++) {
 			unsigned i;
@@ -56,32 +56,32 @@ START_TEST(test_put_get_del)
 		}
 		free(names);
 	}
-	oset_clear(&s);
+	osd_oset_clear(&s);
 	ck_assert_uint_eq(s.n, 0);
-	ck_assert_ptr_null(oset_get(&s, "obj-1"));
-	ck_assert_int_eq(oset_del(&s, "obj-1"), 0);
+	ck_assert_ptr_null(osd_oset_get(&s, "obj-1"));
+	ck_assert_int_eq(osd_oset_del(&s, "obj-1"), 0);
 }
 
 END_TEST
 
 START_TEST(test_empty_and_long_names)
 {
-	struct oset s = { 0 };
+	struct osd_oset s = { 0 };
 	char big[1001];
 	char **names = NULL;
 	size_t n = 1;
 
-	ck_assert_int_eq(oset_names(&s, &names, &n), 0);
+	ck_assert_int_eq(osd_oset_names(&s, &names, &n), 0);
 	ck_assert_uint_eq(n, 0);
 	free(names);
 	memset(big, 'x', sizeof(big) - 1);
 	big[sizeof(big) - 1] = 0;
-	ck_assert_int_eq(oset_put(&s, big, 7), 0);
+	ck_assert_int_eq(osd_oset_put(&s, big, 7), 0);
 	big[999] = 'y'; /* differs in the last byte only */
-	ck_assert_ptr_null(oset_get(&s, big));
+	ck_assert_ptr_null(osd_oset_get(&s, big));
 	big[999] = 'x';
-	ck_assert_uint_eq(*oset_get(&s, big), 7);
-	oset_clear(&s);
+	ck_assert_uint_eq(*osd_oset_get(&s, big), 7);
+	osd_oset_clear(&s);
 }
 
 END_TEST

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * cairn-osd: an OSD. It serves its PGs (osd.c, pg.c; docs/design/osd.md),
- * or runs one of its store's tools:
+ * cairn-osd: an OSD. It serves its PGs (libcairn-osd, osd_serve;
+ * docs/design/osd.md), or runs one of its store's tools:
  *
  *   cairn-osd [-c CONF] [--id N] --mon-host H --osd-data DEV   serve
  *   cairn-osd --mkfs  --osd-data DEV [--osd-db DIR] [--fsid F] [--id N]
@@ -9,13 +9,14 @@
  *
  * Serving makes the store on first start when the device has none.
  */
-#include "osd.h"
+#include "osd/osd.h"
+#include "os/store.h"
 #include "cm/err.h"
 #include "cm/log.h"
 
-extern char **environ;
+#include <inttypes.h>
 
-int osd_serve(struct osd_conf *cfg);
+extern char **environ;
 
 static const struct cm_opt g_osd_opts[] = {
 	CM_DAEMON_OPTS(struct osd_conf, d, ""),
@@ -147,7 +148,12 @@ main(int argc, char **argv)
 		       rep.errors ? "; first: " : "", rep.errors ? rep.first_error : "");
 		status = rep.errors ? 1 : 0;
 	} else {
-		status = osd_serve(&cfg);
+		if (!cfg.mon_host[0])
+			fprintf(stderr, "cairn-osd: mon_host is not set\n");
+		else if (!cfg.d.cluster_key[0])
+			fprintf(stderr, "cairn-osd: cluster_key is not set\n");
+		else
+			status = osd_serve(&cfg) ? 1 : 0;
 	}
 out:
 	cm_conf_free(&conf);

@@ -1,6 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* Checks of OSD messages from the wire. msgcheck.h. */
-#include "msgcheck.h"
+#include "osd/osd.h"
 
 #include <errno.h>
 #include <stdbool.h>

@@ -23,7 +23,7 @@ name_hash(const char *s)
 }
 
 static struct oent **
-find(const struct oset *s, const char *name)
+find(const struct osd_oset *s, const char *name)
 {
 	struct oent **pp;
 
@@ -36,7 +36,7 @@ find(const struct oset *s, const char *name)
 }
 
 uint32_t *
-oset_get(const struct oset *s, const char *name)
+osd_oset_get(const struct osd_oset *s, const char *name)
 {
 	struct oent **pp = find(s, name);
 
@@ -44,7 +44,7 @@ oset_get(const struct oset *s, const char *name)
 }
 
 static int
-grow(struct oset *s)
+grow(struct osd_oset *s)
 {
 	size_t nb = s->nb ? s->nb * 2 : 64;
 	struct oent **b = calloc(nb, sizeof(*b));
@@ -66,9 +66,9 @@ grow(struct oset *s)
 }
 
 int
-oset_put(struct oset *s, const char *name, uint32_t val)
+osd_oset_put(struct osd_oset *s, const char *name, uint32_t val)
 {
-	uint32_t *v = oset_get(s, name);
+	uint32_t *v = osd_oset_get(s, name);
 	size_t len = strlen(name);
 	struct oent *e;
 
@@ -90,7 +90,7 @@ oset_put(struct oset *s, const char *name, uint32_t val)
 }
 
 int
-oset_del(struct oset *s, const char *name)
+osd_oset_del(struct osd_oset *s, const char *name)
 {
 	struct oent **pp = find(s, name), *e;
 
@@ -104,7 +104,7 @@ oset_del(struct oset *s, const char *name)
 }
 
 void
-oset_clear(struct oset *s)
+osd_oset_clear(struct osd_oset *s)
 {
 	for (size_t i = 0; i < s->nb; i++)
 		while (s->b[i]) {
@@ -118,7 +118,7 @@ oset_clear(struct oset *s)
 }
 
 int
-oset_names(const struct oset *s, char ***out, size_t *n)
+osd_oset_names(const struct osd_oset *s, char ***out, size_t *n)
 {
 	char **a = calloc(s->n + 1, sizeof(*a));
 	size_t k = 0;

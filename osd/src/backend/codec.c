@@ -7,7 +7,7 @@
  * rows as matrix row x inverse); the tables are built per call, which is
  * cheap next to the data when calls cover many stripes at once.
  */
-#include "osd/ec.h"
+#include "osd/osd.h"
 
 #include <errno.h>
 #include <stdlib.h>

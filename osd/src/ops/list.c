@@ -1,0 +1,120 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Listing a PG's objects.
+ */
+#include "osd_int.h"
+#include "cm/err.h"
+#include "cm/log.h"
+
+CM_LOG_SUBSYS(pg);
+
+/* Listing a PG's objects (on the worker). */
+struct list_req {
+	struct osd *osd;
+	struct cm_conn *c;
+	uint64_t tid;
+	Cairn__Osd__PgList *q;
+	char cid[48];
+	char **oids;
+	size_t n;
+	bool more;
+	int rc;
+	struct cm_work w;
+};
+
+static void
+list_fn(void *arg)
+{
+	struct list_req *l = arg;
+	unsigned max = l->q->max ? CM_MIN(l->q->max, 10000u) : 1000;
+	size_t k = 0;
+
+	l->rc = os_list(l->osd->store, l->cid, l->q->start_after[0] ? l->q->start_after : NULL,
+			max + 1, &l->oids, &l->n, &l->more);
+	if (l->rc)
+		return;
+	for (size_t i = 0; i < l->n; i++) {
+		if ((uint8_t)l->oids[i][0] == 1) {
+			free(l->oids[i]);
+			continue;
+		}
+		l->oids[k++] = l->oids[i];
+	}
+	l->n = k;
+	if (l->n > max) {
+		for (size_t i = max; i < l->n; i++)
+			free(l->oids[i]);
+		l->n = max;
+		l->more = true;
+	}
+}
+
+static void
+list_done(void *arg)
+{
+	struct list_req *l = arg;
+	Cairn__Osd__PgListReply r = CAIRN__OSD__PG_LIST_REPLY__INIT;
+
+	r.rc = l->rc == -ENOENT ? 0 : l->rc;
+	r.oids = l->oids;
+	r.n_oids = l->rc ? 0 : l->n;
+	r.more = l->more;
+	r.epoch = l->osd->epoch;
+	osd__send_pb(l->c, OSD_MSG_PG_LIST_REPLY, l->tid, &r.base, NULL);
+	if (!l->rc)
+		os_names_free(l->oids, l->n);
+	cairn__osd__pg_list__free_unpacked(l->q, NULL);
+	cm_conn_put(l->c);
+	free(l);
+}
+
+void
+osd__pg_handle_list(struct osd *o, struct cm_conn *c, struct cm_msg *m)
+{
+	Cairn__Osd__PgList *q =
+		(Cairn__Osd__PgList *)cm_msg_unpack_front(m, &cairn__osd__pg_list__descriptor);
+	Cairn__Osd__PgListReply r = CAIRN__OSD__PG_LIST_REPLY__INIT;
+	struct list_req *l;
+	struct osd_pg *pg;
+
+	r.epoch = o->epoch;
+	if (!q) {
+		r.rc = -EBADMSG;
+		goto reply;
+	}
+	pg = osd__pg_find(o, q->pool, q->seed);
+	if (!osd__pool(o, q->pool)) {
+		r.rc = -ENOENT;
+		goto reply;
+	}
+	if (q->shard) {
+		/* An EC primary backfilling its own shard lists a complete one. */
+		if (!pg || !pg->ec || !pg->in_store || pg->incomplete || pg->missing.n) {
+			r.rc = -ESTALE;
+			goto reply;
+		}
+	} else if (!pg || pg->primary != o->id || pg->state != OSD_PG_ACTIVE) {
+		r.rc = pg && pg->primary == o->id ? -EAGAIN : -ESTALE;
+		goto reply;
+	}
+	l = calloc(1, sizeof(*l));
+	if (!l) {
+		r.rc = -ENOMEM;
+		goto reply;
+	}
+	l->osd = o;
+	l->c = cm_conn_get(c);
+	l->tid = m->tid;
+	l->q = q;
+	snprintf(l->cid, sizeof(l->cid), "%s", pg->cid);
+	l->w = (struct cm_work){ .fn = list_fn, .done = list_done, .arg = l };
+	cm_msg_destroy(m);
+	if (osd__work(o, &l->w))
+		list_done(l);
+	return;
+reply:
+	osd__send_pb(c, OSD_MSG_PG_LIST_REPLY, m->tid, &r.base, NULL);
+	if (q)
+		cairn__osd__pg_list__free_unpacked(q, NULL);
+	cm_msg_destroy(m);
+}

@@ -1,0 +1,355 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Client ops on the primary: dispatch, per-object order, replies.
+ */
+#include "osd_int.h"
+#include "cm/err.h"
+#include "cm/log.h"
+
+CM_LOG_SUBSYS(pg);
+
+static void op_start_next(struct osd_pg *pg, const char *oid);
+
+/* ---------- replies ---------- */
+
+void
+osd__op_free(struct osd_op *op)
+{
+	if (!op)
+		return;
+	for (size_t i = 0; i < op->nres; i++) {
+		Cairn__Osd__SubOpResult *r = &op->res[i];
+
+		free(r->value.data);
+		for (size_t k = 0; k < r->n_keys; k++)
+			free(r->keys[k].data);
+		for (size_t k = 0; k < r->n_vals; k++)
+			free(r->vals[k].data);
+		free(r->keys);
+		free(r->vals);
+		if (op->rbufs && op->rbufs[i])
+			cm_buf_put(op->rbufs[i]);
+	}
+	for (size_t i = 0; i < op->ntx; i++) {
+		free(op->tx[i].keys);
+		free(op->tx[i].vals);
+	}
+	for (size_t i = 0; i < op->nowned; i++)
+		free(op->owned[i]);
+	free(op->owned);
+	free(op->tx);
+	free(op->txp);
+	free(op->rbufs);
+	free(op->roff);
+	free(op->rlen);
+	free(op->res);
+	free(op->resp);
+	free(op->rver);
+	if (op->ecw)
+		osd__ec_op_free(op);
+	cm_sgl_fini(&op->rdata);
+	if (op->req)
+		cairn__osd__osd_op__free_unpacked(op->req, NULL);
+	if (op->m)
+		cm_msg_destroy(op->m);
+	if (op->c)
+		cm_conn_put(op->c);
+	free(op);
+}
+
+static void
+reply_simple(struct osd *o, struct cm_conn *c, uint64_t tid, int rc)
+{
+	Cairn__Osd__OsdOpReply r = CAIRN__OSD__OSD_OP_REPLY__INIT;
+
+	r.rc = rc;
+	r.epoch = o->epoch;
+	osd__send_pb(c, OSD_MSG_OP_REPLY, tid, &r.base, NULL);
+}
+
+/* Reply to the client and finish op (it leaves pg->running). */
+void
+osd__op_reply(struct osd_op *op, const struct osd_ver *ver)
+{
+	Cairn__Osd__OsdOpReply r = CAIRN__OSD__OSD_OP_REPLY__INIT;
+	Cairn__Osd__Version v;
+	struct osd_pg *pg = op->pg;
+	char oid[OSD_NAME_MAX + 1];
+
+	r.rc = op->rc;
+	r.failed_op = op->failed;
+	r.epoch = op->osd->epoch;
+	if (ver) {
+		osd_ver_to_pb(ver, &v);
+		r.ver = &v;
+	}
+	r.n_results = op->nres;
+	r.results = op->resp;
+	osd__send_pb(op->c, OSD_MSG_OP_REPLY, op->m->tid, &r.base, &op->rdata);
+	op->osd->ops++;
+	snprintf(oid, sizeof(oid), "%s", op->req->oid);
+	if (op->queued && pg) {
+		TAILQ_REMOVE(&pg->running, op, link);
+		op->queued = false;
+	}
+	osd__op_free(op);
+	if (pg) {
+		op_start_next(pg, oid);
+		/* A push may wait for this object (only while recovery runs here). */
+		if (!TAILQ_EMPTY(&pg->osd->rjobs) && !osd__pg_object_busy(pg, oid))
+			osd__rec_object_idle(pg, oid);
+	}
+}
+
+void
+osd__op_fail(struct osd_op *op, unsigned i, int rc)
+{
+	if (op->rc)
+		return;
+	op->rc = rc;
+	op->failed = i;
+	if (i < op->nres)
+		op->res[i].rc = rc;
+}
+
+bool
+osd__op_resume(struct osd_op *op)
+{
+	op->busy = false;
+	if (op->dropped) {
+		osd__op_free(op);
+		return false;
+	}
+	return true;
+}
+
+void
+osd__op_reads_done(struct osd_op *op)
+{
+	op->busy = false;
+	if (op->dropped)
+		osd__op_free(op);
+	else
+		osd__op_after_reads(op);
+}
+
+static void
+op_exec(struct osd_op *op)
+{
+	bool meta = false;
+
+	if (op->req->flags & OSD_OPF_RESEND) { /* was it applied already? */
+		const struct osd_lent *e = osd__log_find_req(op->pg, op->client, op->m->tid);
+
+		if (e) {
+			op->osd->dups++;
+			op->rc = e->rc;
+			osd__op_reply(op, &e->ver);
+			return;
+		}
+	}
+	if (!op->pg->ec && op->req->n_ops == 1 && op->req->ops[0]->op == OSD_OP_READ) {
+		const Cairn__Osd__SubOp *so = op->req->ops[0];
+
+		op->busy = true;
+		osd__read_meta(op->osd, op->pg->cid, op->req->oid, so->off,
+			       so->len ? so->len : UINT64_MAX, "v", osd__on_plain_read, op);
+		return;
+	}
+	for (size_t i = 0; i < op->req->n_ops; i++)
+		meta |= osd__subop_reads_meta(op->req->ops[i]->op);
+	meta |= op->pg->ec != NULL; /* EC writes need the size and version first */
+	if (!meta) {
+		osd__op_after_reads(op);
+		return;
+	}
+	op->w = (struct cm_work){ .fn = osd__op_meta_fn, .done = osd__op_meta_done, .arg = op };
+	op->busy = true;
+	if (osd__work(op->osd, &op->w)) {
+		op->busy = false;
+		osd__op_fail(op, 0, -ESHUTDOWN);
+		osd__op_reply(op, NULL);
+	}
+}
+
+/* Run the first op on oid if it waits and may run now. */
+static void
+op_start_next(struct osd_pg *pg, const char *oid)
+{
+	struct osd_op *op;
+
+	TAILQ_FOREACH(op, &pg->running, link)
+		if (strcmp(op->req->oid, oid) == 0) {
+			/* Recovery may hold it (osd__rec_op_blocked asks for the object first;
+			 * it may also run it from inside, when the answer is at hand). */
+			if (op->blocked && pg->state == OSD_PG_ACTIVE &&
+			    !osd__rec_op_blocked(pg, oid, op->writes)) {
+				op->blocked = false;
+				op_exec(op);
+			}
+			return;
+		}
+}
+
+void
+osd__op_start(struct osd_pg *pg, struct osd_op *op)
+{
+	struct osd_op *x;
+	bool busy = false;
+
+	TAILQ_FOREACH(x, &pg->running, link)
+		if (strcmp(x->req->oid, op->req->oid) == 0) {
+			busy = true;
+			break;
+		}
+	op->pg = pg;
+	op->blocked = true;
+	op->queued = true;
+	if (pg->ec && op->writes && (unsigned)pg->nacting < pg->min_size) {
+		/* Fewer shards than min_size: reads go on, writes wait for a new
+		 * interval (or the client's timeout). */
+		TAILQ_INSERT_TAIL(&pg->waiting, op, link);
+		return;
+	}
+	TAILQ_INSERT_TAIL(&pg->running, op, link);
+	if (!busy)
+		op_start_next(pg, op->req->oid);
+}
+
+bool
+osd__pg_object_busy(struct osd_pg *pg, const char *oid)
+{
+	struct osd_op *op;
+
+	TAILQ_FOREACH(op, &pg->running, link)
+		if (!op->blocked && strcmp(op->req->oid, oid) == 0)
+			return true;
+	return false;
+}
+
+void
+osd__pg_object_ready(struct osd_pg *pg, const char *oid)
+{
+	if (pg->primary == pg->osd->id && pg->state == OSD_PG_ACTIVE)
+		op_start_next(pg, oid);
+}
+
+/* ---------- client messages ---------- */
+
+/* Queue op on its PG, or answer that the client must look again. */
+static void
+op_dispatch(struct osd *o, struct osd_op *op)
+{
+	struct osd_pg *pg;
+
+	if (op->req->epoch > o->epoch) {
+		op->queued = true;
+		TAILQ_INSERT_TAIL(&o->wait_map, op, link);
+		osd__want_map(o, o->epoch);
+		return;
+	}
+	pg = osd__pg_find(o, op->req->pool, op->req->seed);
+	if (!osd__pool(o, op->req->pool)) {
+		reply_simple(o, op->c, op->m->tid, -ENOENT);
+		osd__op_free(op);
+		return;
+	}
+	if (!pg || pg->primary != o->id || pg->state == OSD_PG_NONE ||
+	    pg->state == OSD_PG_REPLICA) {
+		/* Not ours in our map: the client's map differs; it looks again. */
+		reply_simple(o, op->c, op->m->tid, -ESTALE);
+		osd__op_free(op);
+		return;
+	}
+	op->pg = pg;
+	if (osd__pool(o, op->req->pool)->erasure) {
+		int rc = pg->ec ? 0 : -ENOMEM;
+
+		for (size_t i = 0; i < op->req->n_ops && !rc; i++)
+			if (op->req->ops[i]->op >= OSD_OP_OMAP_GET &&
+			    op->req->ops[i]->op <= OSD_OP_OMAP_SET_HEADER)
+				rc = -EOPNOTSUPP; /* metadata belongs in replicated pools */
+			else if (op->req->ops[i]->op == OSD_OP_OMAP_RM_RANGE)
+				rc = -EOPNOTSUPP;
+		if (rc) {
+			reply_simple(o, op->c, op->m->tid, rc);
+			osd__op_free(op);
+			return;
+		}
+	}
+	if (pg->state != OSD_PG_ACTIVE) {
+		op->queued = true;
+		TAILQ_INSERT_TAIL(&pg->waiting, op, link);
+		return;
+	}
+	osd__op_start(pg, op);
+}
+
+void
+osd__pg_handle_op(struct osd *o, struct cm_conn *c, struct cm_msg *m)
+{
+	struct osd_op *op = calloc(1, sizeof(*op));
+	int rc;
+
+	if (!op) {
+		reply_simple(o, c, m->tid, -ENOMEM);
+		cm_msg_destroy(m);
+		return;
+	}
+	op->osd = o;
+	op->c = cm_conn_get(c);
+	op->m = m;
+	cm_sgl_init(&op->rdata);
+	snprintf(op->client, sizeof(op->client), "%s", cm_conn_peer(c));
+	op->req = (Cairn__Osd__OsdOp *)cm_msg_unpack_front(m, &cairn__osd__osd_op__descriptor);
+	rc = op->req ? osd_check_op(op->req, m->data.len) : -EBADMSG;
+	if (!rc) {
+		op->nres = op->req->n_ops;
+		op->res = calloc(op->nres, sizeof(*op->res));
+		op->resp = calloc(op->nres, sizeof(*op->resp));
+		op->rver = calloc(op->nres, sizeof(*op->rver));
+		op->rbufs = calloc(op->nres, sizeof(*op->rbufs));
+		op->roff = calloc(op->nres, sizeof(*op->roff));
+		op->rlen = calloc(op->nres, sizeof(*op->rlen));
+		if (!op->res || !op->resp || !op->rver || !op->rbufs || !op->roff || !op->rlen)
+			rc = -ENOMEM;
+		for (size_t i = 0; !rc && i < op->nres; i++) {
+			cairn__osd__sub_op_result__init(&op->res[i]);
+			op->resp[i] = &op->res[i];
+		}
+	}
+	if (rc) {
+		CM_LOG_RL(CM_LOG_WARN, "bad op from %s: %s", op->client, cm_strerror(rc));
+		reply_simple(o, c, m->tid, rc);
+		op->nres = 0;
+		osd__op_free(op);
+		return;
+	}
+	{
+		uint64_t cost = 4096;
+
+		for (size_t i = 0; i < op->req->n_ops; i++) {
+			if (osd__op_subop_writes(op->req->ops[i]->op)) {
+				o->op_bytes_in += op->req->ops[i]->len;
+				op->writes = true;
+			}
+			cost += op->req->ops[i]->len;
+		}
+		osd__rec_client_cost(o, cost);
+	}
+	op_dispatch(o, op);
+}
+
+void
+osd__pg_retry_wait_map(struct osd *o)
+{
+	TAILQ_HEAD(, osd_op) q = TAILQ_HEAD_INITIALIZER(q);
+	struct osd_op *op;
+
+	TAILQ_CONCAT(&q, &o->wait_map, link);
+	while ((op = TAILQ_FIRST(&q))) {
+		TAILQ_REMOVE(&q, op, link);
+		op->queued = false;
+		op_dispatch(o, op);
+	}
+}

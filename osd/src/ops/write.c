@@ -1,0 +1,456 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The write phase of a client op: sub-ops as store mutations (TxOps), a
+ * log entry, the local commit and the replicas, the reply when all did.
+ */
+#include "osd_int.h"
+#include "cm/err.h"
+#include "cm/log.h"
+
+CM_LOG_SUBSYS(pg);
+
+bool
+osd__op_subop_writes(uint32_t t)
+{
+	switch (t) {
+	case OSD_OP_WRITE:
+	case OSD_OP_WRITEFULL:
+	case OSD_OP_APPEND:
+	case OSD_OP_TRUNCATE:
+	case OSD_OP_ZERO:
+	case OSD_OP_REMOVE:
+	case OSD_OP_CREATE:
+	case OSD_OP_SETXATTR:
+	case OSD_OP_RMXATTR:
+	case OSD_OP_OMAP_SET:
+	case OSD_OP_OMAP_RM:
+	case OSD_OP_OMAP_CLEAR:
+	case OSD_OP_OMAP_SET_HEADER:
+	case OSD_OP_OMAP_RM_RANGE:
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* ---------- the write phase ---------- */
+
+Cairn__Osd__TxOp *
+osd__op_tx_add(struct osd_op *op, uint32_t type)
+{
+	Cairn__Osd__TxOp *x;
+
+	if (op->ntx == op->txcap) {
+		size_t cap = op->txcap ? op->txcap * 2 : 8;
+		Cairn__Osd__TxOp *nt = realloc(op->tx, cap * sizeof(*nt));
+
+		if (!nt)
+			return NULL;
+		op->tx = nt;
+		op->txcap = cap;
+	}
+	x = &op->tx[op->ntx++];
+	cairn__osd__tx_op__init(x);
+	x->op = type;
+	x->oid = op->req->oid;
+	return x;
+}
+
+static char *
+op_own(struct osd_op *op, char *s)
+{
+	char **no;
+
+	if (!s)
+		return NULL;
+	no = realloc(op->owned, (op->nowned + 1) * sizeof(*no));
+	if (!no) {
+		free(s);
+		return NULL;
+	}
+	op->owned = no;
+	op->owned[op->nowned++] = s;
+	return s;
+}
+
+/* The sub-ops as store mutations. \return 0 or -ENOMEM. */
+static int
+build_txops(struct osd_op *op)
+{
+	bool exists = op->exists;
+	uint64_t size = op->size;
+	Cairn__Osd__TxOp *x;
+
+	for (size_t i = 0; i < op->req->n_ops; i++) {
+		const Cairn__Osd__SubOp *so = op->req->ops[i];
+
+		int rc;
+
+		if (!osd__op_subop_writes(so->op))
+			continue;
+		rc = osd__op_tx_life(op, so, &exists);
+		if (rc < 0)
+			return rc;
+		if (rc) { /* removed */
+			size = 0;
+			continue;
+		}
+		switch (so->op) {
+		case OSD_OP_WRITE:
+		case OSD_OP_APPEND:
+			x = osd__op_tx_add(op, OSD_TX_WRITE);
+			if (!x)
+				return -ENOMEM;
+			x->off = so->op == OSD_OP_APPEND ? size : so->off;
+			x->len = so->len;
+			x->data_off = so->data_off;
+			size = CM_MAX(size, x->off + x->len);
+			break;
+		case OSD_OP_WRITEFULL:
+			x = osd__op_tx_add(op, OSD_TX_TRUNCATE);
+			if (!x)
+				return -ENOMEM;
+			x->len = 0;
+			if (so->len) {
+				x = osd__op_tx_add(op, OSD_TX_WRITE);
+				if (!x)
+					return -ENOMEM;
+				x->len = so->len;
+				x->data_off = so->data_off;
+			}
+			size = so->len;
+			break;
+		case OSD_OP_TRUNCATE:
+			x = osd__op_tx_add(op, OSD_TX_TRUNCATE);
+			if (!x)
+				return -ENOMEM;
+			x->len = so->len;
+			size = so->len;
+			break;
+		case OSD_OP_ZERO:
+			x = osd__op_tx_add(op, OSD_TX_ZERO);
+			if (!x)
+				return -ENOMEM;
+			x->off = so->off;
+			x->len = so->len;
+			break;
+		case OSD_OP_CREATE:
+			break;
+		case OSD_OP_SETXATTR:
+		case OSD_OP_RMXATTR:
+			if ((rc = osd__op_tx_xattr(op, so)))
+				return rc;
+			break;
+		case OSD_OP_OMAP_SET:
+		case OSD_OP_OMAP_RM:
+		case OSD_OP_OMAP_RM_RANGE:
+			x = osd__op_tx_add(op, so->op == OSD_OP_OMAP_SET  ? OSD_TX_OMAP_SET
+					       : so->op == OSD_OP_OMAP_RM ? OSD_TX_OMAP_RM
+									  : OSD_TX_OMAP_RM_RANGE);
+			if (!x)
+				return -ENOMEM;
+			/* Borrowed from the request; freed arrays are ours (see osd__op_free). */
+			x->keys = malloc((so->n_keys + 1) * sizeof(*x->keys));
+			x->vals = malloc((so->n_vals + 1) * sizeof(*x->vals));
+			if (!x->keys || !x->vals)
+				return -ENOMEM;
+			if (so->n_keys)
+				memcpy(x->keys, so->keys, so->n_keys * sizeof(*x->keys));
+			if (so->n_vals)
+				memcpy(x->vals, so->vals, so->n_vals * sizeof(*x->vals));
+			x->n_keys = so->n_keys;
+			x->n_vals = so->op == OSD_OP_OMAP_SET ? so->n_vals : 0;
+			x->end = so->end;
+			break;
+		case OSD_OP_OMAP_CLEAR:
+			if (!osd__op_tx_add(op, OSD_TX_OMAP_CLEAR))
+				return -ENOMEM;
+			break;
+		case OSD_OP_OMAP_SET_HEADER:
+			x = osd__op_tx_add(op, OSD_TX_OMAP_SET_HEADER);
+			if (!x)
+				return -ENOMEM;
+			x->value = so->value;
+			break;
+		default:
+			break;
+		}
+	}
+	return osd__op_tx_finish(op, exists);
+}
+
+int
+osd__op_tx_life(struct osd_op *op, const Cairn__Osd__SubOp *so, bool *exists)
+{
+	if (so->op == OSD_OP_REMOVE) {
+		*exists = false;
+		return osd__op_tx_add(op, OSD_TX_REMOVE) ? 1 : -ENOMEM;
+	}
+	if (!*exists) {
+		if (!osd__op_tx_add(op, OSD_TX_TOUCH))
+			return -ENOMEM;
+		*exists = true;
+	}
+	return 0;
+}
+
+int
+osd__op_tx_xattr(struct osd_op *op, const Cairn__Osd__SubOp *so)
+{
+	Cairn__Osd__TxOp *x =
+		osd__op_tx_add(op, so->op == OSD_OP_SETXATTR ? OSD_TX_SETATTR : OSD_TX_RMATTR);
+
+	if (!x || !(x->name = op_own(op, osd__op_xattr_name(so->name))))
+		return -ENOMEM;
+	x->value = so->value;
+	return 0;
+}
+
+int
+osd__op_tx_finish(struct osd_op *op, bool exists)
+{
+	if (exists) {
+		Cairn__Osd__TxOp *x = osd__op_tx_add(op, OSD_TX_SETATTR);
+
+		if (!x)
+			return -ENOMEM;
+		x->name = "v";
+		osd_ver_pack(&op->new_ver, op->verbuf);
+		x->value.data = op->verbuf;
+		x->value.len = sizeof(op->verbuf);
+	}
+	op->txp = malloc((op->ntx + 1) * sizeof(*op->txp));
+	if (!op->txp)
+		return -ENOMEM;
+	for (size_t i = 0; i < op->ntx; i++)
+		op->txp[i] = &op->tx[i];
+	return 0;
+}
+
+static void
+repop_finish(struct osd_repop *rp)
+{
+	struct osd_pg *pg = rp->pg;
+	struct osd_op *op = rp->op;
+	bool oldest = rp == TAILQ_FIRST(&pg->repops);
+
+	if (rp->split) {
+		CM_WARN("%s: osd_debug_split_write: %" PRIu64 ".%" PRIu64
+			" is on shards below %" PRIu64 " only; exiting",
+			pg->cid, rp->ver.epoch, rp->ver.seq, pg->osd->cfg->debug_split);
+		_exit(3);
+	}
+	TAILQ_REMOVE(&pg->repops, rp, link);
+	/* EC: how far every shard committed (stashes before that may go). */
+	if (op && rp->rc)
+		pg->roll_stuck = true;
+	else if (op && oldest) {
+		struct osd_repop *next = TAILQ_FIRST(&pg->repops);
+		struct osd_ver upto = rp->ver;
+
+		if (next && next->ver.seq > 0)
+			upto = (struct osd_ver){ next->ver.epoch, next->ver.seq - 1 };
+		if (osd_ver_cmp(&upto, &pg->roll_ok) > 0)
+			pg->roll_ok = upto;
+	}
+	if (op) {
+		if (rp->rc)
+			osd__op_fail(op, 0, rp->rc);
+		osd__op_reply(op, &rp->ver);
+	}
+	free(rp);
+}
+
+static void
+on_local_commit(void *arg, int rc)
+{
+	struct osd_repop *rp = arg;
+
+	rp->local_pending = false;
+	if (rc) {
+		CM_ERR("%s: local commit of %" PRIu64 ".%" PRIu64 " failed: %s", rp->pg->cid,
+		       rp->ver.epoch, rp->ver.seq, cm_strerror(rc));
+		rp->rc = rc;
+	}
+	if (--rp->waiting == 0)
+		repop_finish(rp);
+}
+
+static void
+fill_entry(Cairn__Osd__LogEntry *le, Cairn__Osd__Version *v, Cairn__Osd__Version *pv,
+	   struct osd_op *op, bool deleted)
+{
+	cairn__osd__log_entry__init(le);
+	osd_ver_to_pb(&op->new_ver, v);
+	osd_ver_to_pb(&op->ver, pv);
+	le->ver = v;
+	le->prior = pv;
+	le->op = deleted ? OSD_LOG_DELETE : OSD_LOG_MODIFY;
+	le->oid = op->req->oid;
+	le->client = op->client;
+	le->tid = op->m->tid;
+}
+
+static const struct cm_sgl *
+repl_data(struct osd_op *op, int shard)
+{
+	(void)shard;
+	return &op->m->data;
+}
+
+void
+osd__op_write(struct osd_op *op)
+{
+	struct osd_pg *pg = op->pg;
+	int rc;
+
+	op->new_ver.epoch = op->osd->epoch;
+	op->new_ver.seq = pg->last_update.seq + 1;
+	if (pg->ec) {
+		osd__ec_op_write(op);
+		return;
+	}
+	rc = build_txops(op);
+	if (rc) {
+		osd__op_fail(op, 0, rc);
+		osd__op_reply(op, NULL);
+		return;
+	}
+	osd__op_commit(op, repl_data);
+}
+
+void
+osd__op_commit(struct osd_op *op, const struct cm_sgl *(*data)(struct osd_op *op, int shard))
+{
+	struct osd_pg *pg = op->pg;
+	struct osd *o = op->osd;
+	Cairn__Osd__LogEntry le;
+	Cairn__Osd__Version v, pv, tv, rv;
+	Cairn__Osd__RepOp ro = CAIRN__OSD__REP_OP__INIT;
+	struct osd_ver trim = { 0, 0 }, roll = { 0, 0 };
+	uint32_t sent[OSD_EC_MAX_SHARDS] = { 0 };
+	struct os_txn *t = NULL;
+	struct osd_repop *rp;
+	bool deleted;
+	int rc, self = 0;
+
+	for (int i = 0; i < pg->nacting; i++)
+		if (pg->acting[i] == o->id)
+			self = pg->shard[i];
+	deleted = op->ntx && (op->tx[op->ntx - 1].op == OSD_TX_REMOVE ||
+			      op->tx[op->ntx - 1].op == OSD_TX_RENAME);
+	fill_entry(&le, &v, &pv, op, deleted);
+	if (pg->ec) {
+		le.undo = op->undo;
+		le.undo_off = op->undo_off;
+		le.undo_len = op->undo_len;
+		for (int i = 0; i < pg->nacting; i++)
+			if (pg->acting[i] >= 0 && pg->shard[i] < OSD_EC_MAX_SHARDS) {
+				sent[pg->shard[i]] = (uint32_t)pg->acting[i] + 1;
+				le.n_sent_to = CM_MAX(le.n_sent_to, (size_t)pg->shard[i] + 1);
+			}
+		le.sent_to = sent;
+		if (!pg->roll_stuck)
+			roll = pg->roll_ok;
+	}
+	if (pg->log_n >= o->cfg->pg_log_max + OSD_TRIM_SLACK)
+		trim = osd__pg_log_at(pg, pg->log_n - o->cfg->pg_log_max - 1)->ver;
+	rp = calloc(1, sizeof(*rp));
+	rc = rp ? os_txn_create(&t) : -ENOMEM;
+	if (!rc)
+		rc = osd__txn_add_ops(t, pg->cid, op->txp, op->ntx, data(op, self), false,
+				      &op->new_ver);
+	if (!rc)
+		rc = osd__pg_stash_drop(pg, t, osd_ver_cmp(&roll, &trim) > 0 ? &roll : &trim);
+	if (!rc && osd__txops_stash(op->txp, op->ntx))
+		rc = osd__stash_add(pg, t, &op->new_ver);
+	if (!rc)
+		rc = osd__txn_add_log(pg, t, &le, &trim);
+	if (!rc)
+		rc = osd__pg_log_append(pg, &le);
+	if (rc) {
+		os_txn_destroy(t);
+		free(rp);
+		osd__op_fail(op, 0, rc);
+		osd__op_reply(op, NULL);
+		return;
+	}
+	pg->last_update = op->new_ver;
+	if (trim.seq)
+		osd__log_trim_mem(pg, &trim);
+	rp->pg = pg;
+	rp->op = op;
+	rp->ver = op->new_ver;
+	rp->waiting = 1;
+	rp->local_pending = true;
+	rp->split = pg->ec && o->cfg->debug_split && !strncmp(op->req->oid, "split-", 6);
+	TAILQ_INSERT_TAIL(&pg->repops, rp, link);
+	/* Replicas. */
+	ro.pool = pg->pool;
+	ro.seed = pg->seed;
+	/* Our map's epoch, not the interval's start: a replica that saw the
+	 * interval begin at a later epoch (it skipped maps) still takes it, one
+	 * whose map shows a newer interval than ours refuses it. */
+	ro.epoch = o->epoch;
+	ro.entry = &le;
+	ro.n_ops = op->ntx;
+	ro.ops = op->txp;
+	osd_ver_to_pb(&trim, &tv);
+	ro.trim_to = &tv;
+	if (roll.seq) {
+		osd_ver_to_pb(&roll, &rv);
+		ro.roll_to = &rv;
+		pg->roll_sent = roll;
+	}
+	for (int i = 0; i < pg->nacting; i++) {
+		int32_t id = pg->acting[i];
+
+		if (id == o->id || id < 0 || (rp->split && pg->shard[i] >= o->cfg->debug_split))
+			continue;
+		if (osd__send_pb(osd__peer_conn(o, id, pg->seed), OSD_MSG_REP_OP, 0, &ro.base,
+				 data(op, pg->shard[i]))) {
+			/* The session is gone: the interval will change; the client resends. */
+			rp->rc = -EAGAIN;
+			continue;
+		}
+		rp->waiting++;
+		o->repops++;
+	}
+	if (rp->split && (unsigned)self >= o->cfg->debug_split) {
+		os_txn_destroy(t); /* (our log has it in memory only: we exit before anyone asks) */
+		on_local_commit(rp, 0);
+		return;
+	}
+	osd__queue(o, t, on_local_commit, rp);
+}
+
+void
+osd__pg_handle_repop_reply(struct osd *o, struct cm_conn *c, struct cm_msg *m)
+{
+	Cairn__Osd__RepOpReply *r = (Cairn__Osd__RepOpReply *)cm_msg_unpack_front(
+		m, &cairn__osd__rep_op_reply__descriptor);
+	struct osd_repop *rp;
+	struct osd_ver v;
+	struct osd_pg *pg;
+
+	(void)c;
+	if (!r)
+		goto out;
+	pg = osd__pg_find(o, r->pool, r->seed);
+	if (!pg)
+		goto out;
+	osd_ver_from_pb(r->ver, &v);
+	TAILQ_FOREACH(rp, &pg->repops, link)
+		if (osd_ver_cmp(&rp->ver, &v) == 0)
+			break;
+	if (!rp || !rp->op)
+		goto out; /* unknown, or from an interval that ended */
+	if (r->rc && !rp->rc)
+		rp->rc = r->rc == -ESTALE ? -EAGAIN : r->rc;
+	if (--rp->waiting == 0)
+		repop_finish(rp);
+out:
+	if (r)
+		cairn__osd__rep_op_reply__free_unpacked(r, NULL);
+	cm_msg_destroy(m);
+}

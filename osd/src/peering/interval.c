@@ -1,0 +1,245 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A new map: every PG's acting set, new intervals, prior sets, and which
+ * PGs start peering.
+ */
+#include "osd_int.h"
+#include "cm/err.h"
+#include "cm/log.h"
+
+CM_LOG_SUBSYS(pg);
+
+/*
+ * A new interval: drop every op of the PG (clients resend when they see the
+ * acting set change; the log answers those already applied).
+ */
+static void
+pg_reset_interval(struct osd_pg *pg)
+{
+	struct osd_repop *rp, *rtmp;
+	struct osd_op *op;
+
+	osd__rec_reset(pg);
+	pg->retry_ms = 0;
+	pg->roll_stuck = true; /* until the next activation */
+	TAILQ_FOREACH_SAFE(rp, &pg->repops, link, rtmp) {
+		rp->op = NULL; /* the op is freed below */
+		if (rp->local_pending) {
+			rp->waiting = 1; /* keep it for the local commit's callback */
+		} else {
+			TAILQ_REMOVE(&pg->repops, rp, link);
+			free(rp);
+		}
+	}
+	while ((op = TAILQ_FIRST(&pg->running))) {
+		TAILQ_REMOVE(&pg->running, op, link);
+		op->queued = false;
+		if (op->busy)
+			op->dropped = true;
+		else
+			osd__op_free(op);
+	}
+	while ((op = TAILQ_FIRST(&pg->waiting))) {
+		TAILQ_REMOVE(&pg->waiting, op, link);
+		op->queued = false;
+		osd__op_free(op);
+	}
+}
+
+/* Peering or recovering (an active PG too, while its recovery runs). */
+static bool
+pg_settling(const struct osd_pg *pg)
+{
+	return pg->state == OSD_PG_PEERING || pg->state == OSD_PG_RECOVERING ||
+	       pg->state == OSD_PG_BACKFILLING || pg->rec_pending;
+}
+
+void
+osd__pg_peer_reset(struct osd *o, int32_t peer)
+{
+	osd__rec_peer_reset(o, peer);
+	osd__ec_peer_reset(o, peer);
+	for (size_t b = 0; b < o->npg_b; b++)
+		for (struct osd_pg *pg = o->pgs[b]; pg; pg = pg->hnext) {
+			if (pg->primary != o->id)
+				continue;
+			if (!pg_settling(pg))
+				continue;
+			for (int i = 0; i < pg->nslots; i++)
+				if (pg->slot_osd[i] == peer) {
+					/* Start over on a fresh session, from the tick: a peer
+					 * whose sessions keep failing must not make us re-peer
+					 * in a loop. */
+					uint64_t at = cm_now_ms() + 500;
+
+					if (!pg->retry_ms || pg->retry_ms > at)
+						pg->retry_ms = at;
+					break;
+				}
+		}
+}
+
+/*
+ * While peering or recovering (active ones too): did a slot OSD restart (or get a new
+ * address) since we asked it? Its answers may never come: ask again.
+ */
+static bool
+peers_restarted(struct osd_pg *pg)
+{
+	if (!pg_settling(pg))
+		return false;
+	for (int i = 0; i < pg->nslots; i++) {
+		const Cairn__Map__Osd *mo = mon_osd_find(pg->osd->map, pg->slot_osd[i]);
+
+		if (pg->slot_osd[i] != pg->osd->id && (!mo || mo->up_since != pg->peer_up_since[i]))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * An active primary: did an acting OSD restart (a new incarnation, same
+ * set) since peering talked to it? Changes in flight to the old one are
+ * lost with its session, and a write waiting for its commit would wait
+ * forever (holding every later op on that object): that is a new interval,
+ * as a change of the set is.
+ */
+static bool
+acting_restarted(const struct osd_pg *pg)
+{
+	if (pg->primary != pg->osd->id || pg->state != OSD_PG_ACTIVE || pg_settling(pg))
+		return false;
+	for (int i = 0; i < pg->nacting && i < pg->nslots; i++) {
+		const Cairn__Map__Osd *mo = mon_osd_find(pg->osd->map, pg->acting[i]);
+
+		if (pg->acting[i] == pg->osd->id || pg->slot_osd[i] != pg->acting[i] ||
+		    !pg->peer_up_since[i])
+			continue;
+		if (mo && mo->up_since != pg->peer_up_since[i])
+			return true;
+	}
+	return false;
+}
+
+void
+osd__pg_on_map(struct osd *o)
+{
+	const Cairn__Map__OsdMap *m = o->map;
+	struct os_txn *mt = NULL;
+
+	for (size_t p = 0; p < m->n_pools; p++) {
+		const Cairn__Map__Pool *pool = m->pools[p];
+
+		for (uint32_t seed = 0; seed < pool->pg_num; seed++) {
+			int32_t up[64];
+			int primary = -1, n, k = 0;
+			int32_t acting[OSD_MAX_ACTING], before[OSD_MAX_ACTING];
+			uint8_t shard[OSD_MAX_ACTING];
+			int nbefore;
+			struct osd_pg *pg;
+			bool mine = false, changed;
+
+			if (!osd_pg_mine(o, seed))
+				continue; /* another shard's */
+			n = mon_placement_pg_up(&o->pl, pool, seed, up, &primary);
+			for (int i = 0; i < n && k < OSD_MAX_ACTING; i++) {
+				if (up[i] == CRUSH_ITEM_NONE)
+					continue;
+				shard[k] = (uint8_t)(pool->erasure ? i : k);
+				acting[k++] = up[i];
+				mine |= up[i] == o->id;
+			}
+			pg = osd__pg_find(o, pool->id, seed);
+			{
+				bool fresh;
+				struct osd_pga *x = osd__pga_get(o, pool->id, seed, &fresh);
+
+				if (x && fresh)
+					x->known = o->pg_maps > 0; /* made since we run */
+				nbefore = 0;
+				if (x && !fresh && x->epoch == m->epoch) {
+					nbefore = x->nb;
+					memcpy(before, x->b, sizeof(*before) * (size_t)x->nb);
+				} else if (x && !fresh) {
+					nbefore = x->n;
+					memcpy(before, x->a, sizeof(*before) * (size_t)x->n);
+				}
+				if (x && x->epoch != m->epoch) {
+					x->epoch = m->epoch;
+					x->nb = nbefore;
+					memcpy(x->b, before, sizeof(*before) * (size_t)nbefore);
+				}
+				/*
+				 * An empty acting set (every holder down) is not
+				 * "before": the next interval must still hear
+				 * from the last OSDs that held the PG, else a
+				 * PG whose holders all died and went out would
+				 * start empty on its new OSDs.
+				 */
+				if (x && k > 0) {
+					x->n = k;
+					memcpy(x->a, acting, sizeof(*acting) * (size_t)k);
+				}
+				if (x &&
+				    osd__pga_note(x, m->epoch, acting, k,
+						  (unsigned)k >=
+							  (pool->min_size ? pool->min_size : 1)))
+					osd__pivs_save(o, &mt, x);
+			}
+			if (!mine || !o->booted) {
+				if (pg && pg->state != OSD_PG_NONE) {
+					pg_reset_interval(pg);
+					pg->state = OSD_PG_NONE;
+					pg->primary = primary;
+					pg->nacting = 0;
+				}
+				continue;
+			}
+			if (!pg) {
+				pg = osd__pg_new(o, pool->id, seed);
+				if (!pg)
+					continue;
+			}
+			changed = pg->state == OSD_PG_NONE || pg->primary != primary ||
+				  pg->nacting != k ||
+				  memcmp(pg->acting, acting, sizeof(*acting) * (size_t)k) != 0 ||
+				  memcmp(pg->shard, shard, (size_t)k) != 0 ||
+				  (pg->primary == primary && acting_restarted(pg));
+			pg->size = pool->size;
+			pg->ec = pool->erasure ? osd__ec_pool_profile(o, pool) : NULL;
+			pg->min_size = pool->min_size ? pool->min_size : 1;
+			if (!changed) {
+				if (pg->primary == o->id &&
+				    (pg->state == OSD_PG_DOWN || pg->state == OSD_PG_INCOMPLETE ||
+				     pg->retry_ms || peers_restarted(pg)))
+					osd__pg_start_peering(pg);
+				continue;
+			}
+			osd__set_prior(pg, before, nbefore, acting, k);
+			pg_reset_interval(pg);
+			memcpy(pg->acting, acting, sizeof(*acting) * (size_t)k);
+			memcpy(pg->shard, shard, (size_t)k);
+			pg->nacting = k;
+			pg->my_shard = -1;
+			for (int i = 0; i < k; i++)
+				if (acting[i] == o->id)
+					pg->my_shard = shard[i];
+			pg->primary = primary;
+			pg->interval_epoch = m->epoch;
+			osd__prior_save(pg, false);
+			if (!pg->in_store) {
+				pg->state = OSD_PG_CREATING;
+				if (!pg->creating)
+					osd__pg_create_in_store(pg);
+				continue;
+			}
+			if (primary == o->id)
+				osd__pg_start_peering(pg);
+			else
+				pg->state = OSD_PG_REPLICA;
+		}
+	}
+	if (mt)
+		osd__queue(o, mt, NULL, NULL);
+	o->pg_maps++;
+}

@@ -1,0 +1,300 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Peering: queries to the acting and prior OSDs, their notifies, and
+ * activation.
+ */
+#include "osd_int.h"
+#include "cm/err.h"
+#include "cm/log.h"
+
+CM_LOG_SUBSYS(pg);
+
+/* ---------- intervals and peering ---------- */
+
+void
+osd__pg_activate(struct osd_pg *pg)
+{
+	struct osd_op *op;
+	TAILQ_HEAD(, osd_op) q = TAILQ_HEAD_INITIALIZER(q);
+
+	struct osd_pga *x = osd__pg_pga(pg);
+
+	pg->state = OSD_PG_ACTIVE;
+	pg->last_epoch_started = pg->osd->epoch;
+	if (x) {
+		osd__pga_trim(x, pg->last_epoch_started);
+		x->known = true;
+	}
+	/* Peering settled every entry up to here: none is undone any more. */
+	pg->roll_ok = pg->last_update;
+	pg->roll_sent = (struct osd_ver){ 0, 0 }; /* tell the shards (osd__pg_roll_forward) */
+	pg->roll_stuck = false;
+	osd__prior_save(pg, true); /* a restart need not wait for the prior set any more */
+	if (!pg->ec) {
+		/* Tell the replicas (EC shards hear it from osd__pg_roll_forward). */
+		Cairn__Osd__RepOp ro = CAIRN__OSD__REP_OP__INIT;
+
+		ro.pool = pg->pool;
+		ro.seed = pg->seed;
+		ro.epoch = pg->interval_epoch;
+		for (int i = 0; i < pg->nacting; i++)
+			if (pg->acting[i] != pg->osd->id && pg->acting[i] >= 0)
+				osd__send_pb(osd__peer_conn(pg->osd, pg->acting[i], pg->seed),
+					     OSD_MSG_REP_OP, 0, &ro.base, NULL);
+	}
+	if (!pg->rec_pending)
+		osd__rec_remove_strays(pg);
+	pg->osd->last_beacon_ms = 0; /* report the new state at the next tick */
+	CM_INFO("%s: active (acting %d of %u) at %" PRIu64 ".%" PRIu64 "%s", pg->cid, pg->nacting,
+		pg->size, pg->last_update.epoch, pg->last_update.seq,
+		pg->rec_pending ? ", recovering meanwhile" : "");
+	TAILQ_CONCAT(&q, &pg->waiting, link);
+	while ((op = TAILQ_FIRST(&q))) {
+		TAILQ_REMOVE(&q, op, link);
+		op->queued = false;
+		osd__op_start(pg, op);
+	}
+}
+
+void
+osd__pg_recovered(struct osd_pg *pg)
+{
+	osd__rec_remove_strays(pg);
+	pg->osd->last_beacon_ms = 0;
+}
+
+/* Leaving active: ops held by recovery wait for the next activation, in order. */
+static void
+ops_park(struct osd_pg *pg)
+{
+	TAILQ_HEAD(, osd_op) q = TAILQ_HEAD_INITIALIZER(q);
+	struct osd_op *op, *tmp;
+
+	TAILQ_FOREACH_SAFE(op, &pg->running, link, tmp)
+		if (op->blocked) {
+			TAILQ_REMOVE(&pg->running, op, link);
+			TAILQ_INSERT_TAIL(&q, op, link);
+		}
+	TAILQ_CONCAT(&q, &pg->waiting, link);
+	TAILQ_CONCAT(&pg->waiting, &q, link);
+}
+
+static void
+pg_send_queries(struct osd_pg *pg)
+{
+	Cairn__Osd__PgQuery q = CAIRN__OSD__PG_QUERY__INIT;
+	struct osd *o = pg->osd;
+
+	q.pool = pg->pool;
+	q.seed = pg->seed;
+	q.epoch = pg->interval_epoch;
+	osd__rec_reset(pg);
+	pg->notifies_wanted = 0;
+	/* Slots: the acting set, then prior OSDs that are up. */
+	pg->nslots = 0;
+	for (int i = 0; i < pg->nacting; i++)
+		pg->slot_osd[pg->nslots++] = pg->acting[i];
+	for (int k = 0; k < pg->nprior && pg->nslots < OSD_PG_MAX_SLOTS; k++) {
+		const Cairn__Map__Osd *mo = mon_osd_find(o->map, pg->prior[k]);
+
+		if (mo && mo->up)
+			pg->slot_osd[pg->nslots++] = pg->prior[k];
+	}
+	{
+		/* and the OSDs of past intervals that may have taken writes */
+		struct osd_pga *x = osd__pg_pga(pg);
+
+		for (size_t k = 0; x && !x->known && k < o->map->n_osds; k++) {
+			const Cairn__Map__Osd *mo = o->map->osds[k];
+
+			if (mo->up && pg->nslots < OSD_PG_MAX_SLOTS &&
+			    !osd__has_osd(pg->slot_osd, pg->nslots, mo->id))
+				pg->slot_osd[pg->nslots++] = mo->id;
+		}
+		for (int v = 0; x && v < x->niv; v++) {
+			const struct osd_piv *iv = &x->iv[v];
+
+			for (int j = 0; iv->rw && iv->last != OSD_PIV_OPEN && j < iv->n &&
+					pg->nslots < OSD_PG_MAX_SLOTS;
+			     j++) {
+				const Cairn__Map__Osd *mo = mon_osd_find(o->map, iv->a[j]);
+
+				if (mo && mo->up &&
+				    !osd__has_osd(pg->slot_osd, pg->nslots, iv->a[j]))
+					pg->slot_osd[pg->nslots++] = iv->a[j];
+			}
+		}
+	}
+	for (int i = 0; i < pg->nslots; i++) {
+		struct osd_pg_peer *p = &pg->peer[i];
+		const Cairn__Map__Osd *mo = mon_osd_find(o->map, pg->slot_osd[i]);
+
+		pg->peer_up_since[i] = mo ? mo->up_since : 0;
+		if (pg->slot_osd[i] == o->id) {
+			p->have = true;
+			p->exists = true;
+			p->incomplete = pg->incomplete;
+			p->partial = pg->missing.n > 0;
+			p->les = pg->last_epoch_started;
+			p->lu = pg->last_update;
+			p->tail = pg->log_tail;
+			continue;
+		}
+		if (osd__send_pb(osd__peer_conn(o, pg->slot_osd[i], pg->seed), OSD_MSG_PG_QUERY, 0,
+				 &q.base, NULL) == 0)
+			pg->notifies_wanted++;
+	}
+}
+
+void
+osd__pg_start_peering(struct osd_pg *pg)
+{
+	pg->retry_ms = 0;
+	ops_park(pg);
+	/* An EC PG with k shards can be read; writes wait for min_size (osd__op_start). */
+	if ((unsigned)pg->nacting < (pg->ec ? pg->ec->k : pg->min_size)) {
+		osd__rec_reset(pg);
+		pg->state = OSD_PG_DOWN;
+		CM_INFO("%s: down (%d of min_size %u up)", pg->cid, pg->nacting, pg->min_size);
+		return;
+	}
+	pg->state = OSD_PG_PEERING;
+	pg_send_queries(pg);
+	if (!pg->notifies_wanted)
+		osd__rec_plan(pg);
+}
+
+void
+osd__pg_handle_query(struct osd *o, struct cm_conn *c, struct cm_msg *m)
+{
+	Cairn__Osd__PgQuery *q =
+		(Cairn__Osd__PgQuery *)cm_msg_unpack_front(m, &cairn__osd__pg_query__descriptor);
+	Cairn__Osd__PgNotify n = CAIRN__OSD__PG_NOTIFY__INIT;
+	Cairn__Osd__PastInterval pv[OSD_PGA_MAX_IV], *pvp[OSD_PGA_MAX_IV];
+	Cairn__Osd__PgInfo pi;
+	Cairn__Osd__Version lu, tail;
+	Cairn__Osd__LogEntry **les = NULL;
+	size_t nles = 0;
+	char **missing = NULL;
+	struct osd_pg *pg;
+
+	if (!q)
+		goto out;
+	pg = osd__pg_find(o, q->pool, q->seed);
+	n.pool = q->pool;
+	n.seed = q->seed;
+	n.epoch = q->epoch;
+	n.exists = pg && pg->in_store;
+	{
+		bool fresh;
+		struct osd_pga *x = osd__pga_get(o, q->pool, q->seed, &fresh);
+
+		for (int i = 0; x && i < x->niv; i++) {
+			const struct osd_piv *iv = &x->iv[i];
+
+			if (!iv->rw || iv->last == OSD_PIV_OPEN)
+				continue;
+			pv[n.n_past] = (Cairn__Osd__PastInterval)CAIRN__OSD__PAST_INTERVAL__INIT;
+			pv[n.n_past].first = iv->first;
+			pv[n.n_past].last = iv->last;
+			pv[n.n_past].rw = true;
+			pv[n.n_past].n_osds = iv->n;
+			pv[n.n_past].osds = (int32_t *)iv->a;
+			pvp[n.n_past] = &pv[n.n_past];
+			n.n_past++;
+		}
+		n.past = pvp;
+	}
+	if (n.exists) {
+		osd__pg_info_fill(pg, &pi, &lu, &tail);
+		n.info = &pi;
+		if (osd__pg_log_pb(pg, &les, &nles)) {
+			CM_WARN("%s: no memory for the log of a notify", pg->cid);
+			goto out; /* the primary asks again */
+		}
+		n.log = les;
+		n.n_log = nles;
+		if (osd_oset_names(&pg->missing, &missing, &n.n_missing)) {
+			osd__pg_log_pb_free(les, nles);
+			goto out;
+		}
+		n.missing = missing;
+	}
+	osd__send_pb(c, OSD_MSG_PG_NOTIFY, 0, &n.base, NULL);
+	osd__pg_log_pb_free(les, nles);
+	free(missing);
+out:
+	if (q)
+		cairn__osd__pg_query__free_unpacked(q, NULL);
+	cm_msg_destroy(m);
+}
+
+void
+osd__pg_handle_notify(struct osd *o, struct cm_conn *c, struct cm_msg *m)
+{
+	Cairn__Osd__PgNotify *n =
+		(Cairn__Osd__PgNotify *)cm_msg_unpack_front(m, &cairn__osd__pg_notify__descriptor);
+	intptr_t peer = osd__conn_peer(c);
+	struct osd_pg *pg;
+
+	cm_msg_destroy(m);
+	if (!n)
+		return;
+	pg = osd__pg_find(o, n->pool, n->seed);
+	if (osd_check_notify(n)) {
+		CM_LOG_RL(CM_LOG_WARN, "bad PG notify from %s", cm_conn_peer(c));
+		goto out;
+	}
+	if (!pg || pg->state != OSD_PG_PEERING || n->epoch != pg->interval_epoch)
+		goto out;
+	if (n->n_past) {
+		bool fresh;
+		struct osd_pga *x = osd__pga_get(o, n->pool, n->seed, &fresh);
+
+		int added = 0;
+
+		for (size_t i = 0; x && i < n->n_past; i++)
+			added += osd__pga_merge(x, n->past[i]);
+		if (added)
+			CM_NOTICE("%s: learnt %d past interval(s) from osd.%d", pg->cid, added,
+				  (int)peer);
+	}
+	for (int i = 0; i < pg->nslots; i++) {
+		struct osd_pg_peer *p = &pg->peer[i];
+
+		if (pg->slot_osd[i] != peer || p->have)
+			continue;
+		p->have = true;
+		p->exists = n->exists && n->info;
+		if (p->exists) {
+			osd_ver_from_pb(n->info->last_update, &p->lu);
+			osd_ver_from_pb(n->info->log_tail, &p->tail);
+			p->incomplete = n->info->incomplete;
+			p->partial = n->n_missing > 0;
+			p->les = n->info->last_epoch_started;
+			p->n = n; /* keeps its log for planning */
+			n = NULL;
+		}
+		if (--pg->notifies_wanted == 0)
+			osd__rec_plan(pg);
+		break;
+	}
+out:
+	if (n)
+		cairn__osd__pg_notify__free_unpacked(n, NULL);
+}
+
+void
+osd__pg_tick(struct osd *o)
+{
+	uint64_t now = cm_now_ms();
+
+	for (size_t b = 0; b < o->npg_b; b++)
+		for (struct osd_pg *pg = o->pgs[b]; pg; pg = pg->hnext) {
+			if (pg->retry_ms && now >= pg->retry_ms && pg->primary == o->id &&
+			    pg->state != OSD_PG_NONE && pg->state != OSD_PG_REPLICA)
+				osd__pg_start_peering(pg);
+			osd__pg_roll_forward(pg);
+		}
+	osd__rec_tick(o, now);
+}

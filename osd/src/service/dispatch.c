@@ -1,0 +1,101 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Messages and session events of a shard's messenger, to their handlers.
+ */
+#include "osd_int.h"
+#include "cm/err.h"
+#include "cm/log.h"
+
+CM_LOG_SUBSYS(osd);
+
+void
+osd__on_msg(void *arg, struct cm_conn *c, struct cm_msg *m)
+{
+	struct osd *o = arg;
+
+	if (o->stopping) {
+		cm_msg_destroy(m); /* shutting down: nothing new starts */
+		return;
+	}
+	if (o->monc && mon_client_handle_msg(o->monc, c, m))
+		return;
+	switch (m->type) {
+	case OSD_MSG_OP:
+		osd__pg_handle_op(o, c, m);
+		break;
+	case OSD_MSG_PG_LIST:
+		osd__pg_handle_list(o, c, m);
+		break;
+	case OSD_MSG_REP_OP:
+		osd__pg_handle_repop(o, c, m);
+		break;
+	case OSD_MSG_REP_OP_REPLY:
+		osd__pg_handle_repop_reply(o, c, m);
+		break;
+	case OSD_MSG_PG_QUERY:
+		osd__pg_handle_query(o, c, m);
+		break;
+	case OSD_MSG_PG_NOTIFY:
+		osd__pg_handle_notify(o, c, m);
+		break;
+	case OSD_MSG_PUSH:
+		osd__pg_handle_push(o, c, m);
+		break;
+	case OSD_MSG_PUSH_REPLY:
+		osd__pg_handle_push_reply(o, c, m);
+		break;
+	case OSD_MSG_PING:
+		osd__handle_ping(o, c, m);
+		break;
+	case OSD_MSG_RECOVER:
+		osd__pg_handle_recover(o, c, m);
+		break;
+	case OSD_MSG_RECOVER_DONE:
+		osd__pg_handle_recover_done(o, c, m);
+		break;
+	case OSD_MSG_PG_LOG:
+		osd__pg_handle_pg_log(o, c, m);
+		break;
+	case OSD_MSG_PG_LOG_ACK:
+		osd__pg_handle_pg_log_ack(o, c, m);
+		break;
+	case OSD_MSG_PG_REMOVE:
+		osd__pg_handle_pg_remove(o, c, m);
+		break;
+	case OSD_MSG_PG_LIST_REPLY: /* a shard's listing for an EC backfill */
+		osd__rec_handle_list_reply(o, c, m);
+		break;
+	case OSD_MSG_EC_READ:
+		osd__pg_handle_ec_read(o, c, m);
+		break;
+	case OSD_MSG_EC_READ_REPLY:
+		osd__pg_handle_ec_read_reply(o, c, m);
+		break;
+	default:
+		CM_LOG_RL(CM_LOG_WARN, "unexpected message type=%u from %s", m->type,
+			  cm_conn_peer(c));
+		cm_msg_destroy(m);
+		break;
+	}
+}
+
+void
+osd__on_event(void *arg, struct cm_conn *c, enum cm_conn_event ev, int rc)
+{
+	struct osd *o = arg;
+	intptr_t u;
+
+	if (o->monc && mon_client_handle_event(o->monc, c, ev, rc))
+		return;
+	u = (intptr_t)cm_conn_user(c);
+	if (u > 0 && (ev == CM_CONN_RESET || ev == CM_CONN_FAILED || ev == CM_CONN_CLOSED)) {
+		int32_t id = (int32_t)((u & 0xffffffff) - 1);
+		unsigned k = (unsigned)(u >> 32);
+
+		CM_INFO("session with osd.%d (shard %u): %s", id, k, cm_conn_event_name(ev));
+		if (id < o->npeers && k < o->peers[id].nlinks && o->peers[id].links[k].c == c) {
+			osd__link_drop(&o->peers[id].links[k]);
+			osd__pg_peer_reset(o, id);
+		}
+	}
+}

@@ -1,0 +1,91 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Heartbeats between OSDs and failure reports to the mons.
+ */
+#include "osd_int.h"
+#include "cm/err.h"
+#include "cm/log.h"
+
+CM_LOG_SUBSYS(osd);
+
+/*
+ * Heartbeats (shard 0): ping every other up OSD each osd_heartbeat_interval; one that
+ * has not answered for osd_heartbeat_grace is reported failed to the mons
+ * (they mark it down once mon_osd_min_down_reporters agree), and reported
+ * alive again if it answers after all.
+ */
+static void
+send_failure(struct osd *o, int32_t target, uint64_t silent_ms, bool alive)
+{
+	Cairn__Mon__OsdFailure f = CAIRN__MON__OSD_FAILURE__INIT;
+
+	f.reporter = o->id;
+	f.target = target;
+	f.failed_for_ms = (uint32_t)CM_MIN(silent_ms, UINT32_MAX);
+	f.alive = alive;
+	mon_client_send(o->monc, MON_MSG_OSD_FAILURE, 0, &f.base, true);
+}
+
+void
+osd__heartbeat(struct osd *o, uint64_t now)
+{
+	Cairn__Osd__Ping p = CAIRN__OSD__PING__INIT;
+
+	p.from = o->id;
+	p.epoch = o->epoch;
+	p.stamp_ns = cm_now_ns();
+	for (int i = 0; i < o->npeers; i++) {
+		const Cairn__Map__Osd *mo = mon_osd_find(o->map, i);
+		struct osd_peer *pe = &o->peers[i];
+
+		if (i == o->id || !mo || !mo->up)
+			continue;
+		if (pe->hb_up_since != mo->up_since || !pe->hb_since_ms) {
+			pe->hb_up_since = mo->up_since;
+			pe->hb_since_ms = now;
+			pe->hb_rx_ms = 0;
+			pe->hb_report_ms = 0;
+		}
+		/* seed 0: the peer's first shard, which answers pings */
+		osd__send_pb(osd__peer_conn(o, i, 0), OSD_MSG_PING, 0, &p.base, NULL);
+		{
+			uint64_t last = CM_MAX(pe->hb_rx_ms, pe->hb_since_ms);
+
+			if (now - last >= o->cfg->hb_grace_ms &&
+			    (!pe->hb_report_ms || now - pe->hb_report_ms >= o->cfg->hb_grace_ms)) {
+				CM_LOG_RL(CM_LOG_WARN,
+					  "osd.%d silent for %" PRIu64 " ms: reporting it", i,
+					  now - last);
+				send_failure(o, i, now - last, false);
+				pe->hb_report_ms = now;
+			}
+		}
+	}
+}
+
+void
+osd__handle_ping(struct osd *o, struct cm_conn *c, struct cm_msg *m)
+{
+	Cairn__Osd__Ping *p =
+		(Cairn__Osd__Ping *)cm_msg_unpack_front(m, &cairn__osd__ping__descriptor);
+
+	cm_msg_destroy(m);
+	if (!p)
+		return;
+	if (!p->reply) {
+		Cairn__Osd__Ping r = *p;
+
+		r.from = o->id;
+		r.reply = true;
+		osd__send_pb(c, OSD_MSG_PING, 0, &r.base, NULL);
+	} else if (o->monc && p->from >= 0 && p->from < o->npeers && p->from != o->id) {
+		struct osd_peer *pe = &o->peers[p->from];
+
+		pe->hb_rx_ms = cm_now_ms();
+		if (pe->hb_report_ms) {
+			send_failure(o, p->from, 0, true);
+			pe->hb_report_ms = 0;
+		}
+	}
+	cairn__osd__ping__free_unpacked(p, NULL);
+}
