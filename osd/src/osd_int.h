@@ -47,6 +47,7 @@ struct osd_op;
 struct osd_repop;
 struct osd_ecr;  /* an EC read in flight (backend/ec_read.c) */
 struct osd_node; /* the shards of one OSD */
+struct osd_backend;
 
 struct osd_ver {
 	uint64_t epoch, seq;
@@ -118,7 +119,8 @@ struct osd_pg {
 	int nacting;
 	uint8_t shard[OSD_MAX_ACTING]; /* EC: acting[i] holds shard shard[i] (its place in
 					* the up set); replicated: i */
-	const struct osd_ec *ec;       /* EC pools: the profile; NULL: replicated */
+	const struct osd_backend *be;  /* the pool's kind (replicated, erasure-coded) */
+	const struct osd_ec *ec;       /* EC pools: the profile (NULL: unusable) */
 	int my_shard;                  /* EC: our shard in this interval (-1: none) */
 	uint32_t info_shard;           /* EC: the shard our copy holds, plus one (durable) */
 	int32_t primary;
@@ -398,6 +400,7 @@ struct osd_op {
 	uint8_t sizebuf[8];
 	struct osd_ecw *ecw;
 	uint8_t undo; /* enum osd_undo, for the log entry */
+	bool split;   /* osd_debug_split_write: reach only the shards below it, then exit */
 	uint64_t undo_off, undo_len;
 };
 
@@ -503,6 +506,109 @@ struct osd_lview {
 	struct osd_pg *pg;
 	const Cairn__Osd__PgNotify *n;
 };
+
+/*
+ * A pool kind. Replicated and erasure-coded PGs differ only in what this
+ * table does (as SPDK's bdev modules plug into one function table): every
+ * other file runs the same code for both. pg->be is set from the pool in
+ * osd__pg_on_map. backend/replicated.c and backend/ec.c are the two.
+ */
+struct osd_backend {
+	const char *name;
+	/* The PG joins a pool of this kind (EC: its profile into pg->ec). */
+	void (*attach)(struct osd *o, struct osd_pg *pg, const Cairn__Map__Pool *pool);
+	/* ---- placement ---- */
+	/* The shard held by the OSD at place up_pos of the up set, the
+	 * acting_pos-th present one (EC: its place; replicated: its rank). */
+	uint8_t (*shard_of)(int up_pos, int acting_pos);
+	/* The shard label (shard + 1; 0: none) our copy gets when written in
+	 * this interval, and the one acting slot t's copy must carry. */
+	uint32_t (*shard_label)(const struct osd_pg *pg);
+	uint32_t (*slot_label)(const struct osd_pg *pg, int t);
+	/* The fewest acting OSDs with which the PG peers (fewer: down). */
+	unsigned (*peer_min)(const struct osd_pg *pg);
+	/* May changes run with this acting set? (Reads may, once peered.) */
+	bool (*writable)(const struct osd_pg *pg);
+	/* ---- client ops ---- */
+	/* Refuse ops this kind cannot serve. \return 0 or -errno for the reply. */
+	int (*check_op)(const struct osd_pg *pg, const Cairn__Osd__OsdOp *q);
+	/* Run op a shorter way if there is one (op->busy set): \return true. */
+	bool (*fast_path)(struct osd_op *op);
+	/* Does op need the object's state read (on a worker) before it runs? */
+	bool (*reads_state)(const struct osd_op *op);
+	/* On the worker, after the generic state: what this kind adds (EC: the
+	 * logical size). */
+	void (*state_fn)(struct osd_op *op);
+	/* Read op->reads_pending READ sub-ops' data (op->busy is set); then
+	 * osd__op_reads_done. */
+	void (*read)(struct osd_op *op);
+	/* Build op's change (op->new_ver set) and hand it to osd__op_commit,
+	 * or reply with the error. */
+	void (*write)(struct osd_op *op);
+	/* Fill this kind's part of op's log entry (sent: room for the shards'
+	 * OSDs) and the version the shards may roll forward to ({0,0}: none). */
+	void (*log_entry)(struct osd_op *op, Cairn__Osd__LogEntry *le, uint32_t *sent,
+			  struct osd_ver *roll);
+	/* May a primary list its own copy for a shard listing (EC backfill)? */
+	bool (*lists_own_copy)(const struct osd_pg *pg);
+	/* ---- states ---- */
+	/* The PG became active: tell the other acting OSDs (or leave it to tick). */
+	void (*activated)(struct osd_pg *pg);
+	/* Once per tick on every PG (NULL: nothing). */
+	void (*tick)(struct osd_pg *pg);
+	/* The data bytes a copy of `bytes` stands for (EC: k times its shard). */
+	uint64_t (*stat_bytes)(const struct osd_pg *pg, uint64_t bytes);
+	/* ---- peering (peering/decide.c calls these) ---- */
+	/* The acting slot of the authoritative copy among those that answered, or -1. */
+	int (*choose_auth)(struct osd_pg *pg);
+	/* Does a copy that answered speak for a past interval it was in? */
+	bool (*copy_heard)(const struct osd_pg *pg, const struct osd_pg_peer *p);
+	/* Slot t holds entries newer than `common` the authoritative history
+	 * lacks: undo them there (peer[t].rollback) instead of pushing their
+	 * objects. NULL: push them. \return 0, -EAGAIN (wait for more copies). */
+	int (*plan_divergent)(struct osd_pg *pg, int t, const struct osd_lview *tv,
+			      const struct osd_ver *common);
+	/* May the PG serve while recovering (auth, self: slots; backfill: someone is)? */
+	bool (*serve_recovering)(const struct osd_pg *pg, int auth, int self, bool backfill);
+	/* Say why no authoritative copy was found (the PG waits). */
+	void (*no_auth)(const struct osd_pg *pg);
+	/* ---- recovery ---- */
+	/* The OSD that pushes the objects (replicated: the authoritative copy;
+	 * EC: the primary, which rebuilds shards). */
+	int32_t (*rec_source)(const struct osd_pg *pg);
+	/* May our copy be a recovery source? */
+	bool (*source_ok)(const struct osd_pg *pg);
+	/* A backfill source lists another OSD's copy instead of its own (EC). */
+	bool (*list_remote)(const struct osd_pg *pg);
+	/* Read the current object of a push job (recovery/push.c). */
+	void (*push_step)(struct osd_rjob *j, struct osd_pg *pg);
+	/* ---- the whole shard (NULL: nothing) ---- */
+	void (*peer_reset)(struct osd *o, int32_t peer); /* a peer session was reset */
+	void (*abort_all)(struct osd *o);                /* shutdown: end reads in flight */
+	void (*free_all)(struct osd *o);                 /* shutdown: free what it keeps */
+};
+
+extern const struct osd_backend osd__backend_replicated;
+extern const struct osd_backend osd__backend_ec;
+
+/* backend/replicated.c: the newest complete copy's slot, or -1. */
+int osd__rep_choose_auth(struct osd_pg *pg);
+
+/* recovery/push.c: each kind's way of reading the current object of a push job. */
+void osd__push_step_replicated(struct osd_rjob *j, struct osd_pg *pg);
+void osd__push_step_ec(struct osd_rjob *j, struct osd_pg *pg);
+
+/* backend/backend.c: every kind's whole-shard hook. */
+void osd__backends_peer_reset(struct osd *o, int32_t peer);
+void osd__backends_abort_all(struct osd *o);
+void osd__backends_free_all(struct osd *o);
+
+/* The kind of a pool. */
+static inline const struct osd_backend *
+osd_backend_of(const Cairn__Map__Pool *pool)
+{
+	return pool->erasure ? &osd__backend_ec : &osd__backend_replicated;
+}
 
 /* ====================== functions, by the file that defines them ====================== */
 /* ---------- service/calls.c ---------- */
@@ -705,14 +811,6 @@ bool osd__txops_stash(Cairn__Osd__TxOp *const *ops, size_t n);
 /* Drop our stashes of entries up to v (a transaction of its own). */
 void osd__roll_local(struct osd_pg *pg, const struct osd_ver *v);
 
-/*
- * EC primary, no change in flight: entries up to roll_ok are on every shard
- * but the shards were not told (no change came since). Tell them with a
- * RepOp without an entry, so the stash of a PG's last change (a removed
- * object's whole data) does not stay until the next one.
- */
-void osd__pg_roll_forward(struct osd_pg *pg);
-
 /* ---------- peering/interval.c ---------- */
 
 /* A peer session was reset: replication to it is lost for this interval. */
@@ -824,13 +922,6 @@ void osd__op_meta_fn(void *arg);
 void osd__op_meta_done(void *arg);
 
 /* ---------- running ops ---------- */
-/*
- * A lone READ on a replicated pool: the store reads the data, the size and
- * the version xattr from one state of the object, with no metadata read on
- * a worker (two KV gets and a thread hop per read before).
- */
-void osd__on_plain_read(void *arg, int rc, struct cm_buf *data, const struct os_read_meta *m);
-
 void osd__op_after_reads(struct osd_op *op);
 
 /* ---------- ops/write.c ---------- */

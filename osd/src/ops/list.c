@@ -89,7 +89,7 @@ osd__pg_handle_list(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 	}
 	if (q->shard) {
 		/* An EC primary backfilling its own shard lists a complete one. */
-		if (!pg || !pg->ec || !pg->in_store || pg->incomplete || pg->missing.n) {
+		if (!pg || !pg->be->lists_own_copy(pg)) {
 			r.rc = -ESTALE;
 			goto reply;
 		}

@@ -136,8 +136,6 @@ osd__op_reads_done(struct osd_op *op)
 static void
 op_exec(struct osd_op *op)
 {
-	bool meta = false;
-
 	if (op->req->flags & OSD_OPF_RESEND) { /* was it applied already? */
 		const struct osd_lent *e = osd__log_find_req(op->pg, op->client, op->m->tid);
 
@@ -148,18 +146,9 @@ op_exec(struct osd_op *op)
 			return;
 		}
 	}
-	if (!op->pg->ec && op->req->n_ops == 1 && op->req->ops[0]->op == OSD_OP_READ) {
-		const Cairn__Osd__SubOp *so = op->req->ops[0];
-
-		op->busy = true;
-		osd__read_meta(op->osd, op->pg->cid, op->req->oid, so->off,
-			       so->len ? so->len : UINT64_MAX, "v", osd__on_plain_read, op);
+	if (op->pg->be->fast_path(op))
 		return;
-	}
-	for (size_t i = 0; i < op->req->n_ops; i++)
-		meta |= osd__subop_reads_meta(op->req->ops[i]->op);
-	meta |= op->pg->ec != NULL; /* EC writes need the size and version first */
-	if (!meta) {
+	if (!op->pg->be->reads_state(op)) {
 		osd__op_after_reads(op);
 		return;
 	}
@@ -205,9 +194,9 @@ osd__op_start(struct osd_pg *pg, struct osd_op *op)
 	op->pg = pg;
 	op->blocked = true;
 	op->queued = true;
-	if (pg->ec && op->writes && (unsigned)pg->nacting < pg->min_size) {
-		/* Fewer shards than min_size: reads go on, writes wait for a new
-		 * interval (or the client's timeout). */
+	if (op->writes && !pg->be->writable(pg)) {
+		/* (EC: fewer shards than min_size) reads go on, writes wait for a
+		 * new interval (or the client's timeout). */
 		TAILQ_INSERT_TAIL(&pg->waiting, op, link);
 		return;
 	}
@@ -241,6 +230,7 @@ static void
 op_dispatch(struct osd *o, struct osd_op *op)
 {
 	struct osd_pg *pg;
+	int rc;
 
 	if (op->req->epoch > o->epoch) {
 		op->queued = true;
@@ -262,20 +252,11 @@ op_dispatch(struct osd *o, struct osd_op *op)
 		return;
 	}
 	op->pg = pg;
-	if (osd__pool(o, op->req->pool)->erasure) {
-		int rc = pg->ec ? 0 : -ENOMEM;
-
-		for (size_t i = 0; i < op->req->n_ops && !rc; i++)
-			if (op->req->ops[i]->op >= OSD_OP_OMAP_GET &&
-			    op->req->ops[i]->op <= OSD_OP_OMAP_SET_HEADER)
-				rc = -EOPNOTSUPP; /* metadata belongs in replicated pools */
-			else if (op->req->ops[i]->op == OSD_OP_OMAP_RM_RANGE)
-				rc = -EOPNOTSUPP;
-		if (rc) {
-			reply_simple(o, op->c, op->m->tid, rc);
-			osd__op_free(op);
-			return;
-		}
+	rc = pg->be->check_op(pg, op->req);
+	if (rc) {
+		reply_simple(o, op->c, op->m->tid, rc);
+		osd__op_free(op);
+		return;
 	}
 	if (pg->state != OSD_PG_ACTIVE) {
 		op->queued = true;

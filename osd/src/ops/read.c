@@ -93,14 +93,8 @@ osd__op_meta_fn(void *arg)
 		}
 		osd_kv_clear(&v);
 	}
-	if (op->exists && op->pg->ec) { /* an EC shard's size is not the object's */
-		op->size = 0;
-		if (os_getattr(s, cid, oid, "s", &v) == 0) {
-			if (v.val && v.vlen == 8)
-				op->size = osd_get_be64(v.val);
-			osd_kv_clear(&v);
-		}
-	}
+	if (op->exists && op->pg->be->state_fn)
+		op->pg->be->state_fn(op);
 	for (size_t i = 0; i < op->req->n_ops && !op->rc; i++) {
 		const Cairn__Osd__SubOp *so = op->req->ops[i];
 		Cairn__Osd__SubOpResult *r = &op->res[i];
@@ -324,30 +318,6 @@ osd__op_meta_fn(void *arg)
 	}
 }
 
-static void
-on_data_read(void *arg, int rc, struct cm_buf *data)
-{
-	struct osd_op *op = arg;
-	unsigned i = 0;
-
-	/* Reads complete in the order issued: the first unfilled READ is ours. */
-	for (; i < op->req->n_ops; i++)
-		if (op->req->ops[i]->op == OSD_OP_READ && !op->rbufs[i] && op->res[i].rc == 0 &&
-		    !op->res[i].more)
-			break;
-	if (i < op->req->n_ops) {
-		op->res[i].more = true; /* marks it done; cleared before the reply */
-		if (rc)
-			osd__op_fail(op, i, rc);
-		else
-			op->rbufs[i] = data;
-	} else if (data) {
-		cm_buf_put(data);
-	}
-	if (--op->reads_pending == 0)
-		osd__op_reads_done(op);
-}
-
 void
 osd__op_meta_done(void *arg)
 {
@@ -380,68 +350,8 @@ osd__op_meta_done(void *arg)
 		osd__op_after_reads(op);
 		return;
 	}
-	if (op->pg->ec) {
-		op->busy = true;
-		osd__ec_op_read(op);
-		return;
-	}
-	{
-		unsigned n = op->reads_pending;
-
-		op->busy = true;
-		op->reads_pending++; /* hold until all are issued */
-		for (size_t i = 0; i < op->req->n_ops && n; i++) {
-			const Cairn__Osd__SubOp *so = op->req->ops[i];
-			uint64_t len;
-
-			if (so->op != OSD_OP_READ || op->res[i].more)
-				continue;
-			len = so->len ? so->len : op->size - so->off;
-			n--;
-			osd__read(op->osd, op->pg->cid, op->req->oid, so->off, len, on_data_read,
-				  op);
-		}
-		if (--op->reads_pending == 0)
-			osd__op_reads_done(op);
-	}
-}
-
-/* ---------- running ops ---------- */
-
-/*
- * A lone READ on a replicated pool: the store reads the data, the size and
- * the version xattr from one state of the object, with no metadata read on
- * a worker (two KV gets and a thread hop per read before).
- */
-void
-osd__on_plain_read(void *arg, int rc, struct cm_buf *data, const struct os_read_meta *m)
-{
-	struct osd_op *op = arg;
-
-	op->busy = false;
-	if (op->dropped) {
-		cm_buf_put(data);
-		osd__op_free(op);
-		return;
-	}
-	if (rc) {
-		cm_buf_put(data);
-		osd__op_fail(op, 0, rc);
-		osd__op_reply(op, NULL);
-		return;
-	}
-	op->exists = true;
-	op->size = m->size;
-	if (m->has_attr && m->attr_len == 16) {
-		op->ver.epoch = osd_get_be64(m->attr);
-		op->ver.seq = osd_get_be64(m->attr + 8);
-	}
-	op->res[0].more = true; /* done; cleared before the reply */
-	if (data && data->len)
-		op->rbufs[0] = data;
-	else
-		cm_buf_put(data);
-	osd__op_after_reads(op);
+	op->busy = true;
+	op->pg->be->read(op);
 }
 
 void

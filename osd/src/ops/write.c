@@ -73,112 +73,6 @@ op_own(struct osd_op *op, char *s)
 	return s;
 }
 
-/* The sub-ops as store mutations. \return 0 or -ENOMEM. */
-static int
-build_txops(struct osd_op *op)
-{
-	bool exists = op->exists;
-	uint64_t size = op->size;
-	Cairn__Osd__TxOp *x;
-
-	for (size_t i = 0; i < op->req->n_ops; i++) {
-		const Cairn__Osd__SubOp *so = op->req->ops[i];
-
-		int rc;
-
-		if (!osd__op_subop_writes(so->op))
-			continue;
-		rc = osd__op_tx_life(op, so, &exists);
-		if (rc < 0)
-			return rc;
-		if (rc) { /* removed */
-			size = 0;
-			continue;
-		}
-		switch (so->op) {
-		case OSD_OP_WRITE:
-		case OSD_OP_APPEND:
-			x = osd__op_tx_add(op, OSD_TX_WRITE);
-			if (!x)
-				return -ENOMEM;
-			x->off = so->op == OSD_OP_APPEND ? size : so->off;
-			x->len = so->len;
-			x->data_off = so->data_off;
-			size = CM_MAX(size, x->off + x->len);
-			break;
-		case OSD_OP_WRITEFULL:
-			x = osd__op_tx_add(op, OSD_TX_TRUNCATE);
-			if (!x)
-				return -ENOMEM;
-			x->len = 0;
-			if (so->len) {
-				x = osd__op_tx_add(op, OSD_TX_WRITE);
-				if (!x)
-					return -ENOMEM;
-				x->len = so->len;
-				x->data_off = so->data_off;
-			}
-			size = so->len;
-			break;
-		case OSD_OP_TRUNCATE:
-			x = osd__op_tx_add(op, OSD_TX_TRUNCATE);
-			if (!x)
-				return -ENOMEM;
-			x->len = so->len;
-			size = so->len;
-			break;
-		case OSD_OP_ZERO:
-			x = osd__op_tx_add(op, OSD_TX_ZERO);
-			if (!x)
-				return -ENOMEM;
-			x->off = so->off;
-			x->len = so->len;
-			break;
-		case OSD_OP_CREATE:
-			break;
-		case OSD_OP_SETXATTR:
-		case OSD_OP_RMXATTR:
-			if ((rc = osd__op_tx_xattr(op, so)))
-				return rc;
-			break;
-		case OSD_OP_OMAP_SET:
-		case OSD_OP_OMAP_RM:
-		case OSD_OP_OMAP_RM_RANGE:
-			x = osd__op_tx_add(op, so->op == OSD_OP_OMAP_SET  ? OSD_TX_OMAP_SET
-					       : so->op == OSD_OP_OMAP_RM ? OSD_TX_OMAP_RM
-									  : OSD_TX_OMAP_RM_RANGE);
-			if (!x)
-				return -ENOMEM;
-			/* Borrowed from the request; freed arrays are ours (see osd__op_free). */
-			x->keys = malloc((so->n_keys + 1) * sizeof(*x->keys));
-			x->vals = malloc((so->n_vals + 1) * sizeof(*x->vals));
-			if (!x->keys || !x->vals)
-				return -ENOMEM;
-			if (so->n_keys)
-				memcpy(x->keys, so->keys, so->n_keys * sizeof(*x->keys));
-			if (so->n_vals)
-				memcpy(x->vals, so->vals, so->n_vals * sizeof(*x->vals));
-			x->n_keys = so->n_keys;
-			x->n_vals = so->op == OSD_OP_OMAP_SET ? so->n_vals : 0;
-			x->end = so->end;
-			break;
-		case OSD_OP_OMAP_CLEAR:
-			if (!osd__op_tx_add(op, OSD_TX_OMAP_CLEAR))
-				return -ENOMEM;
-			break;
-		case OSD_OP_OMAP_SET_HEADER:
-			x = osd__op_tx_add(op, OSD_TX_OMAP_SET_HEADER);
-			if (!x)
-				return -ENOMEM;
-			x->value = so->value;
-			break;
-		default:
-			break;
-		}
-	}
-	return osd__op_tx_finish(op, exists);
-}
-
 int
 osd__op_tx_life(struct osd_op *op, const Cairn__Osd__SubOp *so, bool *exists)
 {
@@ -291,32 +185,14 @@ fill_entry(Cairn__Osd__LogEntry *le, Cairn__Osd__Version *v, Cairn__Osd__Version
 	le->tid = op->m->tid;
 }
 
-static const struct cm_sgl *
-repl_data(struct osd_op *op, int shard)
-{
-	(void)shard;
-	return &op->m->data;
-}
-
 void
 osd__op_write(struct osd_op *op)
 {
 	struct osd_pg *pg = op->pg;
-	int rc;
 
 	op->new_ver.epoch = op->osd->epoch;
 	op->new_ver.seq = pg->last_update.seq + 1;
-	if (pg->ec) {
-		osd__ec_op_write(op);
-		return;
-	}
-	rc = build_txops(op);
-	if (rc) {
-		osd__op_fail(op, 0, rc);
-		osd__op_reply(op, NULL);
-		return;
-	}
-	osd__op_commit(op, repl_data);
+	pg->be->write(op);
 }
 
 void
@@ -340,19 +216,7 @@ osd__op_commit(struct osd_op *op, const struct cm_sgl *(*data)(struct osd_op *op
 	deleted = op->ntx && (op->tx[op->ntx - 1].op == OSD_TX_REMOVE ||
 			      op->tx[op->ntx - 1].op == OSD_TX_RENAME);
 	fill_entry(&le, &v, &pv, op, deleted);
-	if (pg->ec) {
-		le.undo = op->undo;
-		le.undo_off = op->undo_off;
-		le.undo_len = op->undo_len;
-		for (int i = 0; i < pg->nacting; i++)
-			if (pg->acting[i] >= 0 && pg->shard[i] < OSD_EC_MAX_SHARDS) {
-				sent[pg->shard[i]] = (uint32_t)pg->acting[i] + 1;
-				le.n_sent_to = CM_MAX(le.n_sent_to, (size_t)pg->shard[i] + 1);
-			}
-		le.sent_to = sent;
-		if (!pg->roll_stuck)
-			roll = pg->roll_ok;
-	}
+	pg->be->log_entry(op, &le, sent, &roll);
 	if (pg->log_n >= o->cfg->pg_log_max + OSD_TRIM_SLACK)
 		trim = osd__pg_log_at(pg, pg->log_n - o->cfg->pg_log_max - 1)->ver;
 	rp = calloc(1, sizeof(*rp));
@@ -383,7 +247,7 @@ osd__op_commit(struct osd_op *op, const struct cm_sgl *(*data)(struct osd_op *op
 	rp->ver = op->new_ver;
 	rp->waiting = 1;
 	rp->local_pending = true;
-	rp->split = pg->ec && o->cfg->debug_split && !strncmp(op->req->oid, "split-", 6);
+	rp->split = op->split;
 	TAILQ_INSERT_TAIL(&pg->repops, rp, link);
 	/* Replicas. */
 	ro.pool = pg->pool;

@@ -87,7 +87,7 @@ osd__pg_past_heard(struct osd_pg *pg)
 				if (pg->slot_osd[i] != iv->a[j] || !p->have)
 					continue;
 				answered = true;
-				heard = p->exists && (pg->ec || (!p->incomplete && !p->partial));
+				heard = p->exists && pg->be->copy_heard(pg, p);
 				if (p->exists && p->les >= iv->first)
 					quiet = false;
 			}
@@ -323,7 +323,7 @@ osd__plan_slot(struct osd_pg *pg, int t, int a)
 	 * our target changed on a history that did not survive (EC: undone on the
 	 * target instead, when it can), and those it still lacked from an earlier
 	 * recovery. */
-	if (pg->ec && p->exists && (rc = osd__ec_plan_rollback(pg, t, &tv, &common)))
+	if (p->exists && (rc = pg->be->plan_divergent(pg, t, &tv, &common)))
 		return rc;
 	rc = collect_after(p, &av, &common);
 	if (!rc && p->exists && !p->rollback)

@@ -58,7 +58,7 @@ void
 osd__pg_peer_reset(struct osd *o, int32_t peer)
 {
 	osd__rec_peer_reset(o, peer);
-	osd__ec_peer_reset(o, peer);
+	osd__backends_peer_reset(o, peer);
 	for (size_t b = 0; b < o->npg_b; b++)
 		for (struct osd_pg *pg = o->pgs[b]; pg; pg = pg->hnext) {
 			if (pg->primary != o->id)
@@ -145,7 +145,7 @@ osd__pg_on_map(struct osd *o)
 			for (int i = 0; i < n && k < OSD_MAX_ACTING; i++) {
 				if (up[i] == CRUSH_ITEM_NONE)
 					continue;
-				shard[k] = (uint8_t)(pool->erasure ? i : k);
+				shard[k] = osd_backend_of(pool)->shard_of(i, k);
 				acting[k++] = up[i];
 				mine |= up[i] == o->id;
 			}
@@ -206,7 +206,8 @@ osd__pg_on_map(struct osd *o)
 				  memcmp(pg->shard, shard, (size_t)k) != 0 ||
 				  (pg->primary == primary && acting_restarted(pg));
 			pg->size = pool->size;
-			pg->ec = pool->erasure ? osd__ec_pool_profile(o, pool) : NULL;
+			pg->be = osd_backend_of(pool);
+			pg->be->attach(o, pg, pool);
 			pg->min_size = pool->min_size ? pool->min_size : 1;
 			if (!changed) {
 				if (pg->primary == o->id &&

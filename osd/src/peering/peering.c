@@ -27,21 +27,10 @@ osd__pg_activate(struct osd_pg *pg)
 	}
 	/* Peering settled every entry up to here: none is undone any more. */
 	pg->roll_ok = pg->last_update;
-	pg->roll_sent = (struct osd_ver){ 0, 0 }; /* tell the shards (osd__pg_roll_forward) */
+	pg->roll_sent = (struct osd_ver){ 0, 0 }; /* tell the shards (the EC backend's tick) */
 	pg->roll_stuck = false;
 	osd__prior_save(pg, true); /* a restart need not wait for the prior set any more */
-	if (!pg->ec) {
-		/* Tell the replicas (EC shards hear it from osd__pg_roll_forward). */
-		Cairn__Osd__RepOp ro = CAIRN__OSD__REP_OP__INIT;
-
-		ro.pool = pg->pool;
-		ro.seed = pg->seed;
-		ro.epoch = pg->interval_epoch;
-		for (int i = 0; i < pg->nacting; i++)
-			if (pg->acting[i] != pg->osd->id && pg->acting[i] >= 0)
-				osd__send_pb(osd__peer_conn(pg->osd, pg->acting[i], pg->seed),
-					     OSD_MSG_REP_OP, 0, &ro.base, NULL);
-	}
+	pg->be->activated(pg);
 	if (!pg->rec_pending)
 		osd__rec_remove_strays(pg);
 	pg->osd->last_beacon_ms = 0; /* report the new state at the next tick */
@@ -152,7 +141,7 @@ osd__pg_start_peering(struct osd_pg *pg)
 	pg->retry_ms = 0;
 	ops_park(pg);
 	/* An EC PG with k shards can be read; writes wait for min_size (osd__op_start). */
-	if ((unsigned)pg->nacting < (pg->ec ? pg->ec->k : pg->min_size)) {
+	if ((unsigned)pg->nacting < pg->be->peer_min(pg)) {
 		osd__rec_reset(pg);
 		pg->state = OSD_PG_DOWN;
 		CM_INFO("%s: down (%d of min_size %u up)", pg->cid, pg->nacting, pg->min_size);
@@ -294,7 +283,8 @@ osd__pg_tick(struct osd *o)
 			if (pg->retry_ms && now >= pg->retry_ms && pg->primary == o->id &&
 			    pg->state != OSD_PG_NONE && pg->state != OSD_PG_REPLICA)
 				osd__pg_start_peering(pg);
-			osd__pg_roll_forward(pg);
+			if (pg->be->tick)
+				pg->be->tick(pg);
 		}
 	osd__rec_tick(o, now);
 }

@@ -118,7 +118,7 @@ osd__pg_info_fill(struct osd_pg *pg, Cairn__Osd__PgInfo *pi, Cairn__Osd__Version
 uint32_t
 osd__pg_shard_label(struct osd_pg *pg)
 {
-	return pg->ec && pg->my_shard >= 0 ? (uint32_t)pg->my_shard + 1 : 0;
+	return pg->be->shard_label(pg);
 }
 
 void

@@ -158,33 +158,3 @@ osd__roll_local(struct osd_pg *pg, const struct osd_ver *v)
 	}
 	osd__queue(pg->osd, t, on_roll_commit, pg->osd);
 }
-
-/*
- * EC primary, no change in flight: entries up to roll_ok are on every shard
- * but the shards were not told (no change came since). Tell them with a
- * RepOp without an entry, so the stash of a PG's last change (a removed
- * object's whole data) does not stay until the next one.
- */
-void
-osd__pg_roll_forward(struct osd_pg *pg)
-{
-	Cairn__Osd__RepOp ro = CAIRN__OSD__REP_OP__INIT;
-	Cairn__Osd__Version rv;
-	struct osd *o = pg->osd;
-
-	if (!pg->ec || pg->primary != o->id || pg->state != OSD_PG_ACTIVE || pg->roll_stuck ||
-	    !TAILQ_EMPTY(&pg->repops) || osd_ver_cmp(&pg->roll_ok, &pg->roll_sent) <= 0 ||
-	    !pg->roll_ok.seq)
-		return;
-	pg->roll_sent = pg->roll_ok;
-	osd__roll_local(pg, &pg->roll_ok);
-	ro.pool = pg->pool;
-	ro.seed = pg->seed;
-	ro.epoch = o->epoch;
-	osd_ver_to_pb(&pg->roll_ok, &rv);
-	ro.roll_to = &rv;
-	for (int i = 0; i < pg->nacting; i++)
-		if (pg->acting[i] != o->id && pg->acting[i] >= 0)
-			osd__send_pb(osd__peer_conn(o, pg->acting[i], pg->seed), OSD_MSG_REP_OP, 0,
-				     &ro.base, NULL);
-}

@@ -81,6 +81,7 @@ osd__pg_new(struct osd *o, int64_t pool, uint32_t seed)
 		return NULL;
 	}
 	pg->osd = o;
+	pg->be = &osd__backend_replicated; /* until a map shows its pool */
 	pg->pool = pool;
 	pg->seed = seed;
 	pg->primary = -1;
@@ -130,7 +131,7 @@ osd__pg_free_all(struct osd *o)
 	struct osd_op *op;
 
 	osd__rec_free_all(o);
-	osd__ec_abort_all(o); /* after the jobs are marked dead, before the PGs' ops go */
+	osd__backends_abort_all(o); /* after the jobs are marked dead, before the PGs' ops go */
 	osd__pga_free_all(o);
 	while ((op = TAILQ_FIRST(&o->wait_map))) {
 		TAILQ_REMOVE(&o->wait_map, op, link);
@@ -398,7 +399,7 @@ pg_state_str(const struct osd_pg *pg)
 		wait |= pg->peer[i].step == OSD_REC_WAIT;
 	switch (pg->state) {
 	case OSD_PG_ACTIVE:
-		if (pg->ec && (unsigned)pg->nacting < pg->min_size)
+		if (!pg->be->writable(pg))
 			return "active+undersized+degraded+readonly";
 		if (!pg->rec_pending)
 			return full ? "active+clean" : "active+undersized+degraded";
@@ -450,8 +451,7 @@ osd__pg_stats(struct osd *o, Cairn__Mon__PgStat **out, size_t *n)
 				/* EC rollback stashes are not objects (their bytes
 				 * count: they take space until dropped) */
 				a[k].objects -= CM_MIN(a[k].objects, (uint64_t)pg->nstash);
-				if (pg->ec) /* our shard holds 1/k of the data (plus padding) */
-					a[k].bytes *= pg->ec->k;
+				a[k].bytes = pg->be->stat_bytes(pg, a[k].bytes);
 			}
 			a[k].degraded = pg->rmiss.n;
 			k++;

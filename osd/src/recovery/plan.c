@@ -49,7 +49,7 @@ osd__send_req(struct osd_pg *pg, int t, char **oids, size_t n, bool all, bool pr
 {
 	Cairn__Osd__RecoverReq q = CAIRN__OSD__RECOVER_REQ__INIT;
 	struct osd *o = pg->osd;
-	int32_t src = pg->ec ? o->id : pg->slot_osd[pg->auth]; /* EC: we rebuild shards */
+	int32_t src = pg->be->rec_source(pg);
 
 	q.pool = pg->pool;
 	q.seed = pg->seed;
@@ -148,7 +148,7 @@ send_pg_log(struct osd_pg *pg, int t, bool wipe, char **missing, size_t nmissing
 	n.gen = pg->rec_gen;
 	n.exists = true;
 	n.wipe = wipe;
-	n.shard = pg->ec ? (uint32_t)pg->shard[t] + 1 : 0;
+	n.shard = pg->be->slot_label(pg, t);
 	if (!wipe) {
 		if (pg->slot_osd[pg->auth] == o->id) {
 			osd__pg_info_fill(pg, &pi, &lu, &tail);
@@ -191,27 +191,10 @@ osd__rec_plan(struct osd_pg *pg)
 
 	bool prior_seen = pg->nprior == 0 || pg->prior_overlap;
 
-	if (pg->ec) {
-		osd__ec_plan_auth(pg);
-		a = pg->auth;
-		for (int i = 0; i < pg->nslots; i++)
-			if (pg->slot_osd[i] == o->id)
-				self = i;
-	}
-	/* The authoritative copy: the newest complete one, acting or prior
-	 * (ties: ours, then an acting OSD's). A copy waiting for objects of an
-	 * earlier recovery (partial) cannot be it. */
-	for (int i = 0; i < pg->nslots && !pg->ec; i++) {
-		struct osd_pg_peer *p = &pg->peer[i];
-
+	for (int i = 0; i < pg->nslots; i++)
 		if (pg->slot_osd[i] == o->id)
 			self = i;
-		if (!p->have || !p->exists || p->incomplete || p->partial)
-			continue;
-		if (a < 0 || osd_ver_cmp(&p->lu, &pg->peer[a].lu) > 0 ||
-		    (osd_ver_cmp(&p->lu, &pg->peer[a].lu) == 0 && pg->slot_osd[i] == o->id))
-			a = i;
-	}
+	a = pg->be->choose_auth(pg);
 	/* The previous interval may have taken writes: someone of it must be here. */
 	for (int k = 0; k < pg->nprior && !prior_seen; k++)
 		for (int i = 0; i < pg->nslots; i++)
@@ -252,12 +235,7 @@ osd__rec_plan(struct osd_pg *pg)
 	if (a < 0 || self < 0) {
 		pg->state = OSD_PG_INCOMPLETE;
 		pg->retry_ms = cm_now_ms() + OSD_RETRY_MS;
-		if (pg->ec)
-			CM_WARN("%s: fewer than k=%u complete shards among the acting OSDs: "
-				"waiting",
-				pg->cid, pg->ec->k);
-		else
-			CM_WARN("%s: no complete copy among the acting OSDs: waiting", pg->cid);
+		pg->be->no_auth(pg);
 		return;
 	}
 	pg->auth = a;
@@ -304,7 +282,7 @@ osd__rec_plan(struct osd_pg *pg)
 	 * that a push and a client op on one object never overlap.
 	 */
 	pg->rec_early = a < pg->nacting && !pg->peer[self].backfill &&
-			(a == self || !backfill || pg->ec); /* EC: we rebuild, whoever is auth */
+			pg->be->serve_recovering(pg, a, self, backfill);
 	pg->rec_backfill = backfill;
 	pg->state = backfill ? OSD_PG_BACKFILLING : OSD_PG_RECOVERING;
 	pg->rec_objects = pg->rec_bytes = 0;

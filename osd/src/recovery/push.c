@@ -631,6 +631,21 @@ job_submit(struct osd_rjob *j, void (*fn)(void *), void (*done)(void *))
 	}
 }
 
+/* A replicated PG's source reads the object from its own copy: metadata on a worker, then data. */
+void
+osd__push_step_replicated(struct osd_rjob *j, struct osd_pg *pg)
+{
+	(void)pg;
+	job_submit(j, job_step_fn, job_step_done);
+}
+
+/* An EC PG's source (the primary) rebuilds the target's shard from k others. */
+void
+osd__push_step_ec(struct osd_rjob *j, struct osd_pg *pg)
+{
+	job_ec_step(j, pg);
+}
+
 /*
  * The next step of a job holding a slot: pick the next object (not one a
  * client op is executing on: wait for it, so that what we read includes
@@ -669,17 +684,13 @@ job_step(struct osd_rjob *j)
 	if (!j->oid) {
 		if (!j->all || j->list_done)
 			job_finish(j, 0);
-		else if (pg && pg->ec && (pg->incomplete || pg->missing.n))
+		else if (pg && pg->be->list_remote(pg))
 			job_list_remote(j, pg);
 		else
 			job_submit(j, job_list_fn, job_list_done);
 		return;
 	}
-	if (pg && pg->ec) {
-		job_ec_step(j, pg);
-		return;
-	}
-	job_submit(j, job_step_fn, job_step_done);
+	(pg ? pg->be : &osd__backend_replicated)->push_step(j, pg);
 }
 
 /* Start pushes while slots are free, oldest waiting job first. */
@@ -834,8 +845,7 @@ osd__job_start(struct osd *o, const Cairn__Osd__RecoverReq *q, int32_t primary)
 	TAILQ_INSERT_TAIL(&o->rjobs, j, link);
 	/* A source needs a complete copy, but an EC primary rebuilds from the
 	 * shards (and lists a complete one when its own is not). */
-	if (!pg || !pg->in_store || q->epoch < pg->interval_epoch ||
-	    (!pg->ec && (pg->incomplete || pg->missing.n))) {
+	if (!pg || !pg->in_store || q->epoch < pg->interval_epoch || !pg->be->source_ok(pg)) {
 		job_finish(j, -ESTALE);
 		return;
 	}

@@ -157,7 +157,7 @@ shard_close(struct osd *o)
 	o->peers = NULL;
 	o->npeers = 0;
 	osd__pg_free_all(o);
-	osd__ec_free_all(o);
+	osd__backends_free_all(o);
 	if (o->msgr)
 		cm_msgr_destroy(o->msgr);
 	o->msgr = NULL;
