@@ -6,7 +6,7 @@
  * boots, beacons and goes silent (down, then out), failure reports, flags,
  * and bad input. Timers are shortened (lease 3 s, grace 2 s, out 4 s).
  */
-#include "mon/client.h"
+#include "mon/client_sync.h"
 #include "mon/cluster.h"
 #include "mon/incremental.h"
 #include "cm/etcd.h"

@@ -8,7 +8,7 @@
  * daemon (DIR/<daemon>.<id>.pid), one log each (DIR/<daemon>.<id>.log).
  */
 #include "ctl.h"
-#include "mon/client.h"
+#include "mon/client_sync.h"
 #include "mon/cluster.h"
 #include "cm/err.h"
 #include "cm/etcd.h"

@@ -4,7 +4,7 @@
  * mon/cluster.h for the list) and answers with text or JSON.
  */
 #include "ctl.h"
-#include "mon/client.h"
+#include "mon/client_sync.h"
 #include "cm/err.h"
 
 #include <jansson.h>

@@ -3,12 +3,14 @@
  * A blocking client of the monitors for tools and tests (clusterctl, the
  * OSD-like test client): its own reactor and messenger, lossy sessions,
  * hunting across mon_host when a mon does not answer, following NOT_LEADER
- * to the leader for OSD messages. Daemons use the messenger directly.
+ * to the leader for OSD messages. Every call blocks until the answer or
+ * the timeout; daemons, which must not block their reactor, use the
+ * asynchronous client in mon/monc.h instead.
  *
  * Threading: one thread at a time per mon_sync.
  */
-#ifndef MON_CLIENT_H
-#define MON_CLIENT_H
+#ifndef MON_CLIENT_SYNC_H
+#define MON_CLIENT_SYNC_H
 
 #include "mon/proto.h"
 #include "cm/daemon.h"

@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Blocking monitor client; see mon/client.h.
+ * Blocking monitor client; see mon/client_sync.h.
  */
-#include "mon/client.h"
+#include "mon/client_sync.h"
 #include "cm/err.h"
 #include "cm/log.h"
 

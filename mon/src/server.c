@@ -1,0 +1,749 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * A monitor's service (mon/server.h): the map and its subscribers, the etcd
+ * watch and reload, requests (commands and boots answered from workers,
+ * beacons and failure reports handed to the leader's logic), the tick that
+ * runs the campaign and applies the leader's decisions, and metrics. What
+ * the leader decides is in leader.c.
+ */
+#include "mon/server.h"
+#include "mon/incremental.h"
+#include "cm/err.h"
+#include "cm/http.h"
+#include "cm/log.h"
+#include "cm/metrics.h"
+#include "cm/worker.h"
+
+CM_LOG_SUBSYS(mon);
+
+#define INC_RING MON_SERVER_INC_RING
+
+struct sub {
+	TAILQ_ENTRY(sub) link;
+	struct cm_conn *c;
+	uint64_t epoch;
+};
+
+/* The periodic lease/election/leader work, one at a time. */
+struct tick {
+	struct cm_work w;
+	struct mon_server *s;
+	struct mon_leader_round rd;
+};
+
+/* A request answered from a worker. */
+struct req {
+	struct cm_work w;
+	struct mon_server *s;
+	struct cm_conn *c;
+	uint64_t tid;
+	Cairn__Mon__Command *cmd;
+	Cairn__Mon__OsdBoot *boot;
+	int rc;
+	char *out, *err;
+	struct mon_stats stats;
+	int32_t osd_id;
+	uint64_t epoch;
+	char errbuf[MON_ERRLEN];
+};
+
+struct map_post {
+	struct mon_server *s;
+	Cairn__Map__OsdMap *map; /* NULL: the watch failed; reload */
+};
+
+struct mon_server {
+	struct cm_reactor *r;
+	struct cm_etcd *e;
+	char *id, *fsid, *addr;
+	uint64_t tick_ms;
+	struct cm_msgr *m;
+	uint16_t port;
+	struct cm_worker_pool *wp;
+	struct mon_map_store *store;
+	struct cm_metrics *metrics;
+	struct cm_counter *commands, *map_msgs;
+	struct cm_http_metrics *http;
+	char osdmap_key[200];
+	struct cm_etcd_watch *watch;
+	bool stopping;
+
+	Cairn__Map__OsdMap *map;
+	Cairn__Map__Incremental *ring[INC_RING];
+	uint64_t ring_lo; /* ring holds epochs [ring_lo, map->epoch] (ring_lo > epoch: none) */
+	TAILQ_HEAD(, sub) subs;
+	unsigned nsubs;
+
+	struct mon_leader *leader;
+	struct tick tick;
+	bool tick_busy;
+	struct cm_timer tick_timer;
+};
+
+void
+mon_server_opts_init(struct mon_server_opts *o, size_t size)
+{
+	memset(o, 0, size);
+	o->opts_size = size;
+	cm_msgr_opts_init(&o->msgr, sizeof(o->msgr));
+	mon_leader_opts_init(&o->leader, sizeof(o->leader));
+	o->tick_ms = 1000;
+	o->workers = 2;
+}
+
+/* ---------- map state and subscribers (reactor) ---------- */
+
+/* Bring a client at `have` up to date: incrementals from the ring, else the full map. */
+static int
+send_map(struct mon_server *s, struct cm_conn *c, uint64_t tid, uint64_t have)
+{
+	Cairn__Mon__MapUpdate up = CAIRN__MON__MAP_UPDATE__INIT;
+	Cairn__Map__Incremental *incs[INC_RING];
+	uint64_t cur = s->map->epoch;
+
+	if (have && have < cur && have + 1 >= s->ring_lo) {
+		for (uint64_t e = have + 1; e <= cur; e++)
+			incs[up.n_incs++] = s->ring[e % INC_RING];
+		up.incs = incs;
+	} else if (have != cur) {
+		up.full = s->map;
+	}
+	cm_counter_add(s->map_msgs, 1);
+	return cm_conn_send_pb(c, MON_MSG_MAP_UPDATE, tid, &up.base, NULL);
+}
+
+static void
+set_map(struct mon_server *s, Cairn__Map__OsdMap *nm)
+{
+	Cairn__Map__Incremental *inc = NULL;
+	struct sub *sb, *tmp;
+	char why[MON_ERRLEN];
+
+	if (s->map && nm->epoch <= s->map->epoch) {
+		cairn__map__osd_map__free_unpacked(nm, NULL);
+		return;
+	}
+	if (mon_map_validate(nm, why)) {
+		CM_ERR("ignoring map epoch=%" PRIu64 " from etcd: %s", nm->epoch, why);
+		cairn__map__osd_map__free_unpacked(nm, NULL);
+		return;
+	}
+	if (s->map && nm->epoch == s->map->epoch + 1 && mon_map_diff(s->map, nm, &inc) == 0) {
+		if (s->ring_lo > s->map->epoch)
+			s->ring_lo = nm->epoch;
+		if (nm->epoch >= s->ring_lo + INC_RING)
+			s->ring_lo = nm->epoch - INC_RING + 1;
+		if (s->ring[nm->epoch % INC_RING])
+			cairn__map__incremental__free_unpacked(s->ring[nm->epoch % INC_RING], NULL);
+		s->ring[nm->epoch % INC_RING] = inc;
+	} else {
+		s->ring_lo = nm->epoch + 1; /* a gap: no incrementals until the next epoch */
+	}
+	if (s->map)
+		cairn__map__osd_map__free_unpacked(s->map, NULL);
+	s->map = nm;
+	/* OSDs that came up start their grace now; down ones lose their reports. */
+	mon_leader_map(s->leader, nm, cm_now_ns());
+	CM_INFO("map epoch=%" PRIu64 " osds=%zu pools=%zu", nm->epoch, nm->n_osds, nm->n_pools);
+	TAILQ_FOREACH_SAFE(sb, &s->subs, link, tmp) {
+		if (sb->epoch < nm->epoch && send_map(s, sb->c, 0, sb->epoch) == 0)
+			sb->epoch = nm->epoch;
+	}
+}
+
+static void reload_submit(struct mon_server *s);
+
+static void
+on_map_post(void *arg)
+{
+	struct map_post *p = arg;
+	struct mon_server *s = p->s;
+
+	if (p->map)
+		set_map(s, p->map);
+	else if (!s->stopping)
+		reload_submit(s);
+	free(p);
+}
+
+/* Watch thread. */
+static void
+on_watch(void *arg, const struct cm_etcd_event *ev, int rc)
+{
+	struct mon_server *s = arg;
+	struct map_post *p;
+
+	if (ev && ev->type != CM_ETCD_EV_PUT)
+		return;
+	p = calloc(1, sizeof(*p));
+	if (!p)
+		return;
+	p->s = s;
+	if (ev) {
+		p->map = cairn__map__osd_map__unpack(NULL, ev->kv.value_len, ev->kv.value);
+		if (!p->map) {
+			CM_ERR("undecodable map in etcd at revision %" PRId64, ev->kv.mod_revision);
+			free(p);
+			return;
+		}
+	} else {
+		CM_WARN("map watch ended: %s; reloading", cm_strerror(rc));
+	}
+	if (cm_reactor_send_msg(s->r, on_map_post, p)) {
+		if (p->map)
+			cairn__map__osd_map__free_unpacked(p->map, NULL);
+		free(p);
+	}
+}
+
+/* Read the map and (re)start the watch after it. Blocking. */
+static int
+load_and_watch(struct mon_server *s, Cairn__Map__OsdMap **mp)
+{
+	struct cm_etcd_range r;
+	int rc = cm_etcd_get(s->e, s->osdmap_key, strlen(s->osdmap_key), NULL, 0, 0, &r);
+
+	if (rc)
+		return rc;
+	if (!r.count) {
+		cm_etcd_range_free(&r);
+		return -ENOENT;
+	}
+	*mp = cairn__map__osd_map__unpack(NULL, r.kvs[0].value_len, r.kvs[0].value);
+	if (!*mp) {
+		cm_etcd_range_free(&r);
+		return -EBADMSG;
+	}
+	cm_etcd_watch_stop(s->watch);
+	s->watch = NULL;
+	rc = cm_etcd_watch_start(s->e, s->osdmap_key, strlen(s->osdmap_key), NULL, 0,
+				 r.revision + 1, on_watch, s, &s->watch);
+	cm_etcd_range_free(&r);
+	return rc;
+}
+
+struct reload {
+	struct cm_work w;
+	struct mon_server *s;
+	Cairn__Map__OsdMap *map;
+	int rc;
+};
+
+static void
+reload_fn(void *arg)
+{
+	struct reload *rl = arg;
+
+	rl->rc = load_and_watch(rl->s, &rl->map);
+}
+
+static void
+reload_done(void *arg)
+{
+	struct reload *rl = arg;
+
+	if (rl->rc)
+		CM_ERR("reloading the map: %s", cm_strerror(rl->rc));
+	else
+		set_map(rl->s, rl->map);
+	free(rl);
+}
+
+static void
+reload_submit(struct mon_server *s)
+{
+	struct reload *rl = calloc(1, sizeof(*rl));
+
+	if (!rl)
+		return;
+	rl->s = s;
+	rl->w = (struct cm_work){ .fn = reload_fn, .done = reload_done, .arg = rl };
+	if (cm_worker_submit(s->wp, s->r, &rl->w))
+		free(rl);
+}
+
+/* ---------- the tick: lease, election, the leader's decisions ---------- */
+
+static void
+tick_fn(void *arg)
+{
+	struct tick *t = arg;
+
+	mon_leader_round(t->s->leader, t->s->e, t->s->store, &t->rd, cm_now_ns());
+}
+
+static void
+tick_done(void *arg)
+{
+	struct tick *t = arg;
+	struct mon_server *s = t->s;
+
+	s->tick_busy = false;
+	mon_leader_decision_fini(&t->rd.dec);
+	mon_leader_round_done(s->leader, &t->rd, cm_now_ns());
+	if (!s->stopping)
+		cm_timer_arm(s->r, &s->tick_timer, s->tick_ms);
+}
+
+static void
+on_tick(struct cm_timer *tm)
+{
+	struct mon_server *s = tm->arg;
+	struct tick *t = &s->tick;
+
+	if (s->tick_busy || s->stopping)
+		return;
+	memset(&t->rd, 0, sizeof(t->rd));
+	t->s = s;
+	/* Decided here, on the map this mon serves; applied by the worker to the newest. */
+	if (mon_leader_is_leader(s->leader) && s->map)
+		mon_leader_decide(s->leader, s->map, cm_now_ns(), &t->rd.dec);
+	t->w = (struct cm_work){ .fn = tick_fn, .done = tick_done, .arg = t };
+	s->tick_busy = true;
+	if (cm_worker_submit(s->wp, s->r, &t->w)) {
+		s->tick_busy = false;
+		mon_leader_decision_fini(&t->rd.dec);
+	}
+}
+
+/* ---------- requests ---------- */
+
+static void
+req_free(struct req *q)
+{
+	if (q->cmd)
+		cairn__mon__command__free_unpacked(q->cmd, NULL);
+	if (q->boot)
+		cairn__mon__osd_boot__free_unpacked(q->boot, NULL);
+	free(q->out);
+	free(q->err);
+	mon_stats_free(&q->stats);
+	cm_conn_put(q->c);
+	free(q);
+}
+
+static struct req *
+req_new(struct mon_server *s, struct cm_conn *c, uint64_t tid)
+{
+	struct req *q = calloc(1, sizeof(*q));
+
+	if (!q)
+		return NULL;
+	q->s = s;
+	q->c = cm_conn_get(c);
+	q->tid = tid;
+	return q;
+}
+
+static void
+cmd_fn(void *arg)
+{
+	struct req *q = arg;
+	struct mon_cmd_env env = {
+		.etcd = q->s->e, .store = q->s->store, .fsid = q->s->fsid, .stats = &q->stats
+	};
+
+	q->rc = mon_command(&env, (int)q->cmd->n_args, q->cmd->args, q->cmd->json, &q->out,
+			    &q->err);
+}
+
+static void
+cmd_done(void *arg)
+{
+	struct req *q = arg;
+	Cairn__Mon__CommandReply rep = CAIRN__MON__COMMAND_REPLY__INIT;
+
+	rep.rc = q->rc;
+	rep.out = q->out ? q->out : (char *)"";
+	rep.err = q->err ? q->err : (char *)"";
+	cm_conn_send_pb(q->c, MON_MSG_COMMAND_REPLY, q->tid, &rep.base, NULL);
+	req_free(q);
+}
+
+struct boot_edit {
+	struct req *q;
+	struct mon_osd_boot b;
+};
+
+static int
+boot_edit_fn(void *arg, Cairn__Map__OsdMap *m)
+{
+	struct boot_edit *be = arg;
+
+	return mon_osd_boot(m, &be->b, &be->q->osd_id, be->q->errbuf);
+}
+
+static void
+boot_fn(void *arg)
+{
+	struct req *q = arg;
+	struct boot_edit be = { .q = q,
+				.b = { .id = q->boot->osd_id,
+				       .uuid = q->boot->uuid,
+				       .addr = q->boot->addr,
+				       .host = q->boot->host,
+				       .device_class = q->boot->device_class,
+				       .weight = q->boot->weight,
+				       .shard_addrs = q->boot->shard_addrs,
+				       .nshard_addrs = q->boot->n_shard_addrs } };
+
+	q->rc = mon_map_update(q->s->store, boot_edit_fn, &be, &q->epoch);
+	if (q->rc == 1)
+		q->rc = 0;
+}
+
+static void
+boot_done(void *arg)
+{
+	struct req *q = arg;
+	Cairn__Mon__OsdBootReply rep = CAIRN__MON__OSD_BOOT_REPLY__INIT;
+
+	rep.rc = q->rc;
+	rep.osd_id = q->rc ? -1 : q->osd_id;
+	rep.epoch = q->epoch;
+	rep.error = q->rc ? (q->errbuf[0] ? q->errbuf : (char *)cm_strerror(q->rc)) : (char *)"";
+	if (q->rc)
+		CM_WARN("boot of %s from %s refused: %s", q->boot->uuid, cm_conn_peer(q->c),
+			rep.error);
+	else
+		CM_NOTICE("osd.%d booted at %s (host %s) epoch=%" PRIu64, q->osd_id, q->boot->addr,
+			  q->boot->host, q->epoch);
+	if (!q->rc)
+		mon_leader_booted(q->s->leader, q->osd_id, cm_now_ns());
+	cm_conn_send_pb(q->c, MON_MSG_OSD_BOOT_REPLY, q->tid, &rep.base, NULL);
+	req_free(q);
+}
+
+/* Answer NOT_LEADER unless this mon leads. \return true if it answered. */
+static bool
+need_leader(struct mon_server *s, struct cm_conn *c, uint64_t tid)
+{
+	Cairn__Mon__NotLeader nl = CAIRN__MON__NOT_LEADER__INIT;
+
+	if (mon_leader_is_leader(s->leader))
+		return false;
+	nl.leader = (char *)mon_leader_name(s->leader);
+	nl.addr = (char *)mon_leader_addr(s->leader);
+	cm_conn_send_pb(c, MON_MSG_NOT_LEADER, tid, &nl.base, NULL);
+	return true;
+}
+
+static void
+on_map_request(struct mon_server *s, struct cm_conn *c, const struct cm_msg *m,
+	       Cairn__Mon__MapRequest *mr)
+{
+	struct sub *sb;
+
+	if (!mr || !s->map)
+		return;
+	send_map(s, c, m->tid, mr->have_epoch);
+	if (!mr->subscribe)
+		return;
+	TAILQ_FOREACH(sb, &s->subs, link)
+		if (sb->c == c)
+			break;
+	if (!sb && (sb = calloc(1, sizeof(*sb)))) {
+		sb->c = cm_conn_get(c);
+		TAILQ_INSERT_TAIL(&s->subs, sb, link);
+		s->nsubs++;
+	}
+	if (sb)
+		sb->epoch = s->map->epoch;
+}
+
+static void
+on_command(struct mon_server *s, struct cm_conn *c, struct cm_msg *m)
+{
+	struct req *q = req_new(s, c, m->tid);
+
+	if (!q)
+		return;
+	q->cmd = (Cairn__Mon__Command *)cm_msg_unpack_front(m, &cairn__mon__command__descriptor);
+	if (!q->cmd) {
+		req_free(q);
+		return;
+	}
+	if ((q->cmd->n_args == 1 && strcmp(q->cmd->args[0], "status") == 0) ||
+	    (q->cmd->n_args >= 2 && strcmp(q->cmd->args[0], "pg") == 0)) {
+		/* The OSDs' stats live at the leader: send status there. */
+		if (!mon_leader_is_leader(s->leader) && mon_leader_addr(s->leader)[0]) {
+			need_leader(s, c, m->tid);
+			req_free(q);
+			return;
+		}
+		if (mon_leader_is_leader(s->leader))
+			mon_leader_stats(s->leader, s->map, &q->stats);
+	}
+	cm_counter_add(s->commands, 1);
+	q->w = (struct cm_work){ .fn = cmd_fn, .done = cmd_done, .arg = q };
+	if (cm_worker_submit(s->wp, s->r, &q->w))
+		req_free(q);
+}
+
+static void
+on_boot(struct mon_server *s, struct cm_conn *c, struct cm_msg *m)
+{
+	struct req *q;
+
+	if (need_leader(s, c, m->tid))
+		return;
+	q = req_new(s, c, m->tid);
+	if (!q)
+		return;
+	q->boot = (Cairn__Mon__OsdBoot *)cm_msg_unpack_front(m, &cairn__mon__osd_boot__descriptor);
+	if (!q->boot) {
+		req_free(q);
+		return;
+	}
+	q->w = (struct cm_work){ .fn = boot_fn, .done = boot_done, .arg = q };
+	if (cm_worker_submit(s->wp, s->r, &q->w))
+		req_free(q);
+}
+
+static void
+on_msg(void *arg, struct cm_conn *c, struct cm_msg *m)
+{
+	struct mon_server *s = arg;
+	ProtobufCMessage *pb = NULL;
+
+	switch (m->type) {
+	case MON_MSG_MAP_REQUEST: {
+		Cairn__Mon__MapRequest *mr = (Cairn__Mon__MapRequest *)cm_msg_unpack_front(
+			m, &cairn__mon__map_request__descriptor);
+
+		pb = &mr->base;
+		on_map_request(s, c, m, mr);
+		break;
+	}
+	case MON_MSG_COMMAND:
+		on_command(s, c, m);
+		break;
+	case MON_MSG_OSD_BOOT:
+		on_boot(s, c, m);
+		break;
+	case MON_MSG_OSD_BEACON: {
+		Cairn__Mon__OsdBeacon *b = (Cairn__Mon__OsdBeacon *)cm_msg_unpack_front(
+			m, &cairn__mon__osd_beacon__descriptor);
+
+		pb = &b->base;
+		if (!b || need_leader(s, c, m->tid))
+			break;
+		if (mon_leader_beacon(s->leader, b, cm_now_ns()) == 0)
+			pb = NULL; /* kept */
+		break;
+	}
+	case MON_MSG_OSD_FAILURE: {
+		Cairn__Mon__OsdFailure *f = (Cairn__Mon__OsdFailure *)cm_msg_unpack_front(
+			m, &cairn__mon__osd_failure__descriptor);
+
+		pb = &f->base;
+		if (f && !need_leader(s, c, m->tid))
+			mon_leader_failure(s->leader, f, cm_now_ns());
+		break;
+	}
+	default:
+		CM_LOG_RL(CM_LOG_WARN, "unexpected message type=%u from %s", m->type,
+			  cm_conn_peer(c));
+		break;
+	}
+	if (pb)
+		protobuf_c_message_free_unpacked(pb, NULL);
+	cm_msg_destroy(m);
+}
+
+static void
+drop_sub(struct mon_server *s, struct cm_conn *c)
+{
+	struct sub *sb, *tmp;
+
+	TAILQ_FOREACH_SAFE(sb, &s->subs, link, tmp) {
+		if (sb->c != c)
+			continue;
+		TAILQ_REMOVE(&s->subs, sb, link);
+		s->nsubs--;
+		cm_conn_put(sb->c);
+		free(sb);
+	}
+}
+
+static void
+on_event(void *arg, struct cm_conn *c, enum cm_conn_event ev, int rc)
+{
+	struct mon_server *s = arg;
+
+	CM_DEBUG("session event=%s peer=%s rc=%d", cm_conn_event_name(ev), cm_conn_peer(c), rc);
+	if (ev == CM_CONN_CLOSED || ev == CM_CONN_RESET || ev == CM_CONN_FAILED)
+		drop_sub(s, c);
+}
+
+/* ---------- metrics ---------- */
+
+static double
+g_epoch(void *arg)
+{
+	struct mon_server *s = arg;
+
+	return s->map ? (double)s->map->epoch : 0;
+}
+
+static double
+g_leader(void *arg)
+{
+	return mon_leader_is_leader(((struct mon_server *)arg)->leader) ? 1 : 0;
+}
+
+static double
+g_subs(void *arg)
+{
+	return (double)((struct mon_server *)arg)->nsubs;
+}
+
+static int
+setup_metrics(struct mon_server *s)
+{
+	if (cm_metrics_create(&s->metrics))
+		return -ENOMEM;
+	s->commands =
+		cm_metrics_counter(s->metrics, "cairn_mon_commands_total", NULL, "Commands run.");
+	s->map_msgs = cm_metrics_counter(s->metrics, "cairn_mon_map_messages_total", NULL,
+					 "Map updates sent to clients.");
+	if (!s->commands || !s->map_msgs ||
+	    cm_metrics_gauge_fn(s->metrics, "cairn_mon_epoch", NULL, "Map epoch.", g_epoch, s) ||
+	    cm_metrics_gauge_fn(s->metrics, "cairn_mon_leader", NULL, "1 on the leader.", g_leader,
+				s) ||
+	    cm_metrics_gauge_fn(s->metrics, "cairn_mon_subscribers", NULL,
+				"Sessions subscribed to the map.", g_subs, s))
+		return -ENOMEM;
+	return 0;
+}
+
+/* ---------- start and stop ---------- */
+
+static int
+start(struct mon_server *s, const struct mon_server_opts *o)
+{
+	struct mon_leader_opts lo = o->leader;
+	struct cm_msgr_opts mo = o->msgr;
+	uint16_t mport = 0;
+	int rc;
+
+	lo.fsid = s->fsid;
+	lo.id = s->id;
+	lo.addr = s->addr;
+	rc = mon_leader_create(&lo, &s->leader);
+	if (rc) {
+		CM_ERR_RC(rc, "leader options");
+		return rc;
+	}
+	rc = mon_map_store_open(s->e, s->fsid, &s->store);
+	if (!rc)
+		rc = cm_worker_pool_create(o->workers, "mon-etcd", &s->wp);
+	if (rc) {
+		CM_ERR_RC(rc, "map store and workers");
+		return rc;
+	}
+	mon_key_path(s->fsid, "osdmap", NULL, s->osdmap_key, sizeof(s->osdmap_key));
+	rc = load_and_watch(s, &s->map);
+	if (rc) {
+		CM_ERR_RC(rc, "reading the map fsid=%s", s->fsid);
+		return rc;
+	}
+	s->ring_lo = s->map->epoch + 1;
+	mo.ops = (struct cm_msgr_ops){ .on_msg = on_msg, .on_event = on_event };
+	mo.ops_arg = s;
+	rc = cm_msgr_create(s->r, &mo, &s->m);
+	if (!rc)
+		rc = cm_msgr_listen(s->m, s->addr, &s->port);
+	if (rc) {
+		CM_ERR_RC(rc, "listen addr=%s", s->addr);
+		return rc;
+	}
+	rc = setup_metrics(s);
+	if (rc)
+		return rc;
+	if (o->metrics_addr && o->metrics_addr[0]) {
+		rc = cm_http_metrics_start(s->r, s->metrics, o->metrics_addr, &mport, &s->http);
+		if (rc) {
+			CM_ERR_RC(rc, "metrics on addr=%s", o->metrics_addr);
+			return rc;
+		}
+	}
+	cm_timer_init(&s->tick_timer, on_tick, s);
+	cm_timer_arm(s->r, &s->tick_timer, 0);
+	return 0;
+}
+
+int
+mon_server_create(struct cm_reactor *r, const struct mon_server_opts *o, struct mon_server **sp)
+{
+	struct mon_server *s;
+	int rc;
+
+	if (!r || !o || !o->id || !o->id[0] || !o->fsid || !o->fsid[0] || !o->addr || !o->addr[0] ||
+	    !o->etcd || !o->workers || !o->tick_ms)
+		return -EINVAL;
+	s = calloc(1, sizeof(*s));
+	if (!s)
+		return -ENOMEM;
+	s->r = r;
+	s->e = o->etcd;
+	s->tick_ms = o->tick_ms;
+	TAILQ_INIT(&s->subs);
+	s->id = strdup(o->id);
+	s->fsid = strdup(o->fsid);
+	s->addr = strdup(o->addr);
+	rc = s->id && s->fsid && s->addr ? start(s, o) : -ENOMEM;
+	if (rc) {
+		mon_server_destroy(s);
+		return rc;
+	}
+	*sp = s;
+	return 0;
+}
+
+void
+mon_server_destroy(struct mon_server *s)
+{
+	if (!s)
+		return;
+	s->stopping = true;
+	if (cm_timer_armed(&s->tick_timer))
+		cm_timer_cancel(s->r, &s->tick_timer);
+	cm_etcd_watch_stop(s->watch);
+	s->watch = NULL;
+	cm_worker_pool_destroy(s->wp);
+	/* Run the completions the pool posted, so nothing they own leaks. */
+	for (int i = 0; i < 5; i++)
+		cm_reactor_run_once(s->r, 0);
+	/* Hand leadership over now rather than after the TTL. */
+	if (s->leader)
+		mon_leader_resign(s->leader, s->e);
+	while (!TAILQ_EMPTY(&s->subs))
+		drop_sub(s, TAILQ_FIRST(&s->subs)->c);
+	cm_http_metrics_stop(s->http);
+	cm_msgr_destroy(s->m);
+	for (int i = 0; i < INC_RING; i++)
+		if (s->ring[i])
+			cairn__map__incremental__free_unpacked(s->ring[i], NULL);
+	if (s->map)
+		cairn__map__osd_map__free_unpacked(s->map, NULL);
+	mon_leader_destroy(s->leader);
+	mon_map_store_close(s->store);
+	cm_metrics_destroy(s->metrics);
+	free(s->id);
+	free(s->fsid);
+	free(s->addr);
+	free(s);
+}
+
+uint16_t
+mon_server_port(const struct mon_server *s)
+{
+	return s->port;
+}
+
+uint64_t
+mon_server_epoch(const struct mon_server *s)
+{
+	return s->map ? s->map->epoch : 0;
+}
