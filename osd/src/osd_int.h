@@ -837,6 +837,22 @@ void osd__pg_tick(struct osd *o);
 
 /* ---------- peering/decide.c ---------- */
 
+/* What peering concluded once every notify it waited for came. */
+enum osd_peering_verdict {
+	OSD_PEERING_GO,         /* plan recovery from *auth (or activate) */
+	OSD_PEERING_WAIT_PRIOR, /* none of the prior set answered, and some are in the map */
+	OSD_PEERING_WAIT_PAST,  /* a past interval that may have taken writes was not heard */
+	OSD_PEERING_AGAIN,      /* a peer told of an interval whose up OSDs were not asked */
+	OSD_PEERING_NO_AUTH,    /* no authoritative copy among those that answered */
+};
+
+/*
+ * Peering heard from every slot it asked: decide (pure: reads pg, its
+ * peers' answers and the map; logs why it waits). *self: our slot; *auth:
+ * the authoritative slot (the backend's choice; -1: none).
+ */
+enum osd_peering_verdict osd__peering_decide(struct osd_pg *pg, int *auth, int *self);
+
 /*
  * A new interval of pg: the OSDs that held it before (the previous acting
  * set, plus the older prior set while the PG never became active since)

@@ -345,3 +345,52 @@ osd__plan_slot(struct osd_pg *pg, int t, int a)
 	p->step = OSD_REC_ADOPT;
 	return 0;
 }
+
+enum osd_peering_verdict
+osd__peering_decide(struct osd_pg *pg, int *auth, int *self)
+{
+	struct osd *o = pg->osd;
+	bool prior_seen = pg->nprior == 0 || pg->prior_overlap;
+
+	*self = -1;
+	for (int i = 0; i < pg->nslots; i++)
+		if (pg->slot_osd[i] == o->id)
+			*self = i;
+	*auth = pg->be->choose_auth(pg);
+	/* The previous interval may have taken writes: someone of it must be here. */
+	for (int k = 0; k < pg->nprior && !prior_seen; k++)
+		for (int i = 0; i < pg->nslots; i++)
+			if (pg->slot_osd[i] == pg->prior[k] && pg->peer[i].have)
+				prior_seen = true;
+	if (!prior_seen) {
+		/* Every one of them removed from the map (`osd rm`): the operator
+		 * gave their data up; go on with what the acting set has. */
+		bool left = false;
+
+		for (int k = 0; k < pg->nprior && !left; k++)
+			left = mon_osd_find(o->map, pg->prior[k]) != NULL;
+		if (!left) {
+			CM_WARN("%s: the OSDs that held it before were removed from the map: "
+				"going on without what only they had",
+				pg->cid);
+			prior_seen = true;
+		}
+	}
+	if (!prior_seen) {
+		CM_WARN("%s: none of the OSDs that held it before is up: waiting", pg->cid);
+		return OSD_PEERING_WAIT_PRIOR;
+	}
+	switch (osd__pg_past_heard(pg)) {
+	case 1:
+		break;
+	case 0:
+		return OSD_PEERING_WAIT_PAST;
+	default:
+		return OSD_PEERING_AGAIN;
+	}
+	if (*auth < 0 || *self < 0) {
+		pg->be->no_auth(pg);
+		return OSD_PEERING_NO_AUTH;
+	}
+	return OSD_PEERING_GO;
+}

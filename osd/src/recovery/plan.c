@@ -189,53 +189,16 @@ osd__rec_plan(struct osd_pg *pg)
 	bool backfill = false;
 	uint64_t gen;
 
-	bool prior_seen = pg->nprior == 0 || pg->prior_overlap;
-
-	for (int i = 0; i < pg->nslots; i++)
-		if (pg->slot_osd[i] == o->id)
-			self = i;
-	a = pg->be->choose_auth(pg);
-	/* The previous interval may have taken writes: someone of it must be here. */
-	for (int k = 0; k < pg->nprior && !prior_seen; k++)
-		for (int i = 0; i < pg->nslots; i++)
-			if (pg->slot_osd[i] == pg->prior[k] && pg->peer[i].have)
-				prior_seen = true;
-	if (!prior_seen) {
-		/* Every one of them removed from the map (`osd rm`): the operator
-		 * gave their data up; go on with what the acting set has. */
-		bool left = false;
-
-		for (int k = 0; k < pg->nprior && !left; k++)
-			left = mon_osd_find(o->map, pg->prior[k]) != NULL;
-		if (!left) {
-			CM_WARN("%s: the OSDs that held it before were removed from the map: "
-				"going on without what only they had",
-				pg->cid);
-			prior_seen = true;
-		}
-	}
-	if (!prior_seen) {
-		pg->state = OSD_PG_INCOMPLETE;
-		pg->retry_ms = cm_now_ms() + OSD_RETRY_MS;
-		CM_WARN("%s: none of the OSDs that held it before is up: waiting", pg->cid);
-		return;
-	}
-	switch (osd__pg_past_heard(pg)) {
-	case 1:
+	switch (osd__peering_decide(pg, &a, &self)) {
+	case OSD_PEERING_GO:
 		break;
-	case 0:
-		pg->state = OSD_PG_INCOMPLETE;
-		pg->retry_ms = cm_now_ms() + OSD_RETRY_MS;
-		return;
-	default:
+	case OSD_PEERING_AGAIN:
 		pg->state = OSD_PG_INCOMPLETE;
 		pg->retry_ms = cm_now_ms() + 1; /* at the next tick */
 		return;
-	}
-	if (a < 0 || self < 0) {
+	default: /* WAIT_PRIOR, WAIT_PAST, NO_AUTH: said in the log */
 		pg->state = OSD_PG_INCOMPLETE;
 		pg->retry_ms = cm_now_ms() + OSD_RETRY_MS;
-		pg->be->no_auth(pg);
 		return;
 	}
 	pg->auth = a;
