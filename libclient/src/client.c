@@ -6,7 +6,7 @@
  */
 #include "cairn.h"
 #include "osd/proto.h"
-#include "mon/monc.h"
+#include "mon/client_async.h"
 #include "mon/osdmap.h"
 #include "cm/daemon.h"
 #include "cm/err.h"
@@ -153,7 +153,7 @@ struct cairn_cluster {
 	size_t npools;
 	/* client thread */
 	struct cm_msgr *msgr;
-	struct mon_client *monc;
+	struct mon_async *monc;
 	const Cairn__Map__OsdMap *map;
 	struct mon_placement pl;
 	bool pl_ok;
@@ -1055,7 +1055,7 @@ on_op_reply(struct cairn_cluster *cl, struct cm_msg *m)
 	if (r->rc == -ESTALE || r->rc == -EAGAIN) {
 		/* The OSD sees another map: catch up and resend. */
 		if (r->epoch > cl->map->epoch)
-			mon_client_want_map(cl->monc, cl->map->epoch);
+			mon_async_want_map(cl->monc, cl->map->epoch);
 		q->target = -1;
 		q->retry_ms = cm_now_ms() + RETRY_MS;
 		goto out;
@@ -1084,7 +1084,7 @@ on_list_reply(struct cairn_cluster *cl, struct cm_msg *m)
 		goto out;
 	if (r->rc == -ESTALE || r->rc == -EAGAIN) {
 		if (r->epoch > cl->map->epoch)
-			mon_client_want_map(cl->monc, cl->map->epoch);
+			mon_async_want_map(cl->monc, cl->map->epoch);
 		q->target = -1;
 		q->retry_ms = cm_now_ms() + RETRY_MS;
 		goto out;
@@ -1161,7 +1161,7 @@ on_msg(void *arg, struct cm_conn *c, struct cm_msg *m)
 {
 	struct cairn_cluster *cl = arg;
 
-	if (mon_client_handle_msg(cl->monc, c, m))
+	if (mon_async_handle_msg(cl->monc, c, m))
 		return;
 	if (m->type == OSD_MSG_OP_REPLY)
 		on_op_reply(cl, m);
@@ -1179,7 +1179,7 @@ on_event(void *arg, struct cm_conn *c, enum cm_conn_event ev, int rc)
 	unsigned k;
 	struct creq *q;
 
-	if (mon_client_handle_event(cl->monc, c, ev, rc))
+	if (mon_async_handle_event(cl->monc, c, ev, rc))
 		return;
 	u = (intptr_t)cm_conn_user(c);
 	id = (u & 0xffffffff) - 1;
@@ -1219,7 +1219,7 @@ static void *
 client_thread(void *arg)
 {
 	struct cairn_cluster *cl = arg;
-	struct mon_client_opts mco = { 0 };
+	struct mon_async_opts mco = { 0 };
 	struct cm_msgr_opts mo;
 	char err[256];
 	struct creq *q;
@@ -1237,7 +1237,7 @@ client_thread(void *arg)
 		mco.subscribe = true;
 		mco.ops.on_map = on_map;
 		mco.arg = cl;
-		rc = mon_client_create(cl->r, cl->msgr, &mco, &cl->monc, err, sizeof(err));
+		rc = mon_async_create(cl->r, cl->msgr, &mco, &cl->monc, err, sizeof(err));
 	}
 	pthread_mutex_lock(&cl->mu);
 	cl->start_rc = rc;
@@ -1252,7 +1252,7 @@ client_thread(void *arg)
 	cm_timer_cancel(cl->r, &cl->tick);
 	while ((q = TAILQ_FIRST(&cl->inflight)))
 		creq_finish(q, -ESHUTDOWN, NULL);
-	mon_client_destroy(cl->monc);
+	mon_async_destroy(cl->monc);
 	cl->monc = NULL;
 	for (int i = 0; i < cl->nosds; i++) {
 		for (unsigned k = 0; k < cl->osds[i].nsh; k++)

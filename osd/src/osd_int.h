@@ -29,7 +29,7 @@
 
 #include "osd/osd.h"
 #include "os/store.h"
-#include "mon/monc.h"
+#include "mon/client_async.h"
 #include "mon/osdmap.h"
 #include "cm/daemon.h"
 #include "cm/worker.h"
@@ -216,7 +216,7 @@ struct osd {
 	struct cm_msgr *msgr;
 	struct os_store *store;
 	struct cm_worker_pool *wp;
-	struct mon_client *monc;
+	struct mon_async *monc;
 	int32_t id;
 	char addr[128];
 	char entity[48];

@@ -5,7 +5,7 @@
  * hunting across mon_host when a mon does not answer, following NOT_LEADER
  * to the leader for OSD messages. Every call blocks until the answer or
  * the timeout; daemons, which must not block their reactor, use the
- * asynchronous client in mon/monc.h instead.
+ * asynchronous client in mon/client_async.h instead.
  *
  * Threading: one thread at a time per mon_sync.
  */

@@ -64,7 +64,7 @@ osd__send_boot(struct osd *o)
 		b.n_shard_addrs = o->node->n;
 	}
 	o->last_boot_ms = cm_now_ms();
-	mon_client_send(o->monc, MON_MSG_OSD_BOOT, ++o->tid, &b.base, true);
+	mon_async_send(o->monc, MON_MSG_OSD_BOOT, ++o->tid, &b.base, true);
 }
 
 void
@@ -85,7 +85,7 @@ osd__on_reply(void *arg, struct cm_msg *m)
 			o->up_epoch = r->epoch;
 			CM_NOTICE("booted as osd.%d (epoch %" PRIu64 ") at %s%s", o->id, r->epoch,
 				  o->addr, o->node->n > 1 ? " (and its other PG shards)" : "");
-			mon_client_want_map(o->monc, r->epoch);
+			mon_async_want_map(o->monc, r->epoch);
 			/* The map that marks us up may have come before this reply. */
 			if (o->map && o->pl_ok && o->epoch >= r->epoch)
 				osd__pg_on_map(o);
@@ -151,7 +151,7 @@ osd__send_beacon(struct osd *o, uint64_t now)
 		b.pgs = stp;
 		b.n_pgs = all;
 		pthread_mutex_unlock(&nd->mu);
-		if (mon_client_send(o->monc, MON_MSG_OSD_BEACON, 0, &b.base, true) == 0)
+		if (mon_async_send(o->monc, MON_MSG_OSD_BEACON, 0, &b.base, true) == 0)
 			o->last_beacon_ms = now;
 		free(more);
 	} else {

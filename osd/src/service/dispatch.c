@@ -17,7 +17,7 @@ osd__on_msg(void *arg, struct cm_conn *c, struct cm_msg *m)
 		cm_msg_destroy(m); /* shutting down: nothing new starts */
 		return;
 	}
-	if (o->monc && mon_client_handle_msg(o->monc, c, m))
+	if (o->monc && mon_async_handle_msg(o->monc, c, m))
 		return;
 	switch (m->type) {
 	case OSD_MSG_OP:
@@ -85,7 +85,7 @@ osd__on_event(void *arg, struct cm_conn *c, enum cm_conn_event ev, int rc)
 	struct osd *o = arg;
 	intptr_t u;
 
-	if (o->monc && mon_client_handle_event(o->monc, c, ev, rc))
+	if (o->monc && mon_async_handle_event(o->monc, c, ev, rc))
 		return;
 	u = (intptr_t)cm_conn_user(c);
 	if (u > 0 && (ev == CM_CONN_RESET || ev == CM_CONN_FAILED || ev == CM_CONN_CLOSED)) {

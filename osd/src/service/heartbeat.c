@@ -23,7 +23,7 @@ send_failure(struct osd *o, int32_t target, uint64_t silent_ms, bool alive)
 	f.target = target;
 	f.failed_for_ms = (uint32_t)CM_MIN(silent_ms, UINT32_MAX);
 	f.alive = alive;
-	mon_client_send(o->monc, MON_MSG_OSD_FAILURE, 0, &f.base, true);
+	mon_async_send(o->monc, MON_MSG_OSD_FAILURE, 0, &f.base, true);
 }
 
 void

@@ -124,7 +124,7 @@ want_map_run(void *arg)
 	struct osd *o = p->o;
 
 	if (o->monc)
-		mon_client_want_map(o->monc, p->want_epoch);
+		mon_async_want_map(o->monc, p->want_epoch);
 	shard_post_free(p);
 }
 
@@ -135,7 +135,7 @@ osd__want_map(struct osd *o, uint64_t epoch)
 	struct shard_post *p;
 
 	if (o0 == o) {
-		mon_client_want_map(o->monc, epoch);
+		mon_async_want_map(o->monc, epoch);
 		return;
 	}
 	p = calloc(1, sizeof(*p));
@@ -214,7 +214,7 @@ osd__map_seed(struct osd *o)
 		o->meta_ok = true;
 		return;
 	}
-	rc = mon_client_seed_map(o->monc, val.val, val.vlen); /* (not saved again) */
+	rc = mon_async_seed_map(o->monc, val.val, val.vlen); /* (not saved again) */
 	o->meta_ok = true;
 	if (rc)
 		CM_WARN("the kept map is unreadable (%s): starting from the mons' map",

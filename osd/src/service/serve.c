@@ -50,7 +50,7 @@ on_tick(struct cm_timer *t)
 	if (o->booted && o->epoch < o->up_epoch && now - o->last_map_ask_ms >= 1000) {
 		/* Booted but the map that says so has not come: ask again. */
 		o->last_map_ask_ms = now;
-		mon_client_want_map(o->monc, o->up_epoch);
+		mon_async_want_map(o->monc, o->up_epoch);
 	}
 	if (o->booted && o->map && now - o->last_hb_ms >= o->cfg->hb_interval_ms) {
 		if (o->last_hb_ms && now - o->last_hb_ms > o->cfg->hb_grace_ms / 2) {
@@ -225,7 +225,7 @@ osd_serve(struct osd_conf *cfg)
 	struct osd o = { .cfg = cfg, .id = -1 };
 	struct osd_node nd = { .n = (unsigned)cfg->op_shards };
 	struct cm_daemon_signals *sig = NULL;
-	struct mon_client_opts mco = { 0 };
+	struct mon_async_opts mco = { 0 };
 	char err[256];
 	sigset_t mask;
 	size_t npgs = 0;
@@ -285,9 +285,9 @@ osd_serve(struct osd_conf *cfg)
 	}
 	mco.mon_host = cfg->mon_host;
 	mco.subscribe = true;
-	mco.ops = (struct mon_client_ops){ .on_map = osd__on_map, .on_reply = osd__on_reply };
+	mco.ops = (struct mon_async_ops){ .on_map = osd__on_map, .on_reply = osd__on_reply };
 	mco.arg = &o;
-	rc = mon_client_create(o.r, o.msgr, &mco, &o.monc, err, sizeof(err));
+	rc = mon_async_create(o.r, o.msgr, &mco, &o.monc, err, sizeof(err));
 	if (rc) {
 		CM_ERR("mon_host: %s", err);
 		goto out;
@@ -332,7 +332,7 @@ out:
 			pthread_join(nd.th[k], NULL);
 		}
 	cm_daemon_signals_stop(sig);
-	mon_client_destroy(o.monc);
+	mon_async_destroy(o.monc);
 	o.monc = NULL;
 	shard_close(&o);
 	for (unsigned k = 1; k < nd.n; k++)

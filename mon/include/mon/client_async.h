@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * The asynchronous monitor client, for daemons and libcairn: it lives on the
+ * The asynchronous monitor client (mon_async_*; the blocking one for tools
+ * is mon/client_sync.h), for daemons and libcairn: it lives on the
  * caller's reactor and messenger (the caller's on_msg/on_event hand it the
  * messages and events of its sessions), hunts across mon_host until a mon
  * answers, keeps the newest cluster map (subscribing: full map first, then
@@ -9,38 +10,37 @@
  *
  * Threading: everything on the reactor's thread.
  */
-#ifndef MON_MONC_H
-#define MON_MONC_H
+#ifndef MON_CLIENT_ASYNC_H
+#define MON_CLIENT_ASYNC_H
 
 #include "mon/proto.h"
 #include "cm/msgr.h"
 
-struct mon_client;
+struct mon_async;
 
-struct mon_client_ops {
+struct mon_async_ops {
 	/* A newer map is current (borrowed: valid until the next on_map or destroy). */
 	void (*on_map)(void *arg, const Cairn__Map__OsdMap *m);
-	/* A reply to a message sent with mon_client_send (the callee owns m). */
+	/* A reply to a message sent with mon_async_send (the callee owns m). */
 	void (*on_reply)(void *arg, struct cm_msg *m);
 };
 
-struct mon_client_opts {
+struct mon_async_opts {
 	const char *mon_host; /* "a=127.0.0.1:6789,..." */
 	bool subscribe;       /* keep the map current (else: only on request) */
 	unsigned hunt_ms;     /* a mon that gives no session or map this long is skipped; 3000 */
-	struct mon_client_ops ops;
+	struct mon_async_ops ops;
 	void *arg;
 };
 
 /* \return 0, -EINVAL (mon_host unparsable; err says where), -ENOMEM. */
-int mon_client_create(struct cm_reactor *r, struct cm_msgr *msgr, const struct mon_client_opts *o,
-		      struct mon_client **mcp, char *err, size_t errlen);
-void mon_client_destroy(struct mon_client *mc);
+int mon_async_create(struct cm_reactor *r, struct cm_msgr *msgr, const struct mon_async_opts *o,
+		     struct mon_async **mcp, char *err, size_t errlen);
+void mon_async_destroy(struct mon_async *mc);
 
 /* From the messenger's callbacks: true when the message/event was the client's (m consumed). */
-bool mon_client_handle_msg(struct mon_client *mc, struct cm_conn *c, struct cm_msg *m);
-bool mon_client_handle_event(struct mon_client *mc, struct cm_conn *c, enum cm_conn_event ev,
-			     int rc);
+bool mon_async_handle_msg(struct mon_async *mc, struct cm_conn *c, struct cm_msg *m);
+bool mon_async_handle_event(struct mon_async *mc, struct cm_conn *c, enum cm_conn_event ev, int rc);
 
 /*
  * Send pb to a mon (to_leader: to the leader, resent once to the leader a
@@ -48,8 +48,8 @@ bool mon_client_handle_event(struct mon_client *mc, struct cm_conn *c, enum cm_c
  * no mon session is up: the caller retries on its own clock.
  * \return 0, -ENOTCONN (no session yet), -ENOMEM, or a send error.
  */
-int mon_client_send(struct mon_client *mc, uint16_t type, uint64_t tid, const ProtobufCMessage *pb,
-		    bool to_leader);
+int mon_async_send(struct mon_async *mc, uint16_t type, uint64_t tid, const ProtobufCMessage *pb,
+		   bool to_leader);
 
 /*
  * Start from a map the caller kept (packed, e.g. from its last run): it
@@ -59,15 +59,15 @@ int mon_client_send(struct mon_client *mc, uint16_t type, uint64_t tid, const Pr
  * it missed). Call before the reactor runs. \return 0, -EINVAL
  * (undecodable), -ENOMEM.
  */
-int mon_client_seed_map(struct mon_client *mc, const uint8_t *buf, size_t len);
+int mon_async_seed_map(struct mon_async *mc, const uint8_t *buf, size_t len);
 
 /* Ask for maps newer than `have` now (e.g. a peer spoke of a newer epoch). */
-void mon_client_want_map(struct mon_client *mc, uint64_t have);
+void mon_async_want_map(struct mon_async *mc, uint64_t have);
 
 /* The current map, or NULL before the first one. */
-const Cairn__Map__OsdMap *mon_client_map(const struct mon_client *mc);
+const Cairn__Map__OsdMap *mon_async_map(const struct mon_async *mc);
 
 /* The mon the session is with ("" when none). */
-const char *mon_client_peer(const struct mon_client *mc);
+const char *mon_async_peer(const struct mon_async *mc);
 
 #endif

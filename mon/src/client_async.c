@@ -1,8 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * Asynchronous monitor client; see mon/monc.h.
+ * Asynchronous monitor client; see mon/client_async.h.
  */
-#include "mon/monc.h"
+#include "mon/client_async.h"
 #include "mon/incremental.h"
 #include "cm/err.h"
 #include "cm/log.h"
@@ -11,10 +11,10 @@ CM_LOG_SUBSYS(monc);
 
 #define TICK_MS 250
 
-struct mon_client {
+struct mon_async {
 	struct cm_reactor *r;
 	struct cm_msgr *msgr;
-	struct mon_client_opts o;
+	struct mon_async_opts o;
 	struct mon_addr *mons;
 	size_t nmons, next;
 	/* the session with one mon (maps, commands, and leader messages until a leader is known) */
@@ -45,7 +45,7 @@ conn_drop(struct cm_conn **cp)
 }
 
 static void
-request_map(struct mon_client *mc)
+request_map(struct mon_async *mc)
 {
 	Cairn__Mon__MapRequest req = CAIRN__MON__MAP_REQUEST__INIT;
 
@@ -58,7 +58,7 @@ request_map(struct mon_client *mc)
 }
 
 static void
-hunt(struct mon_client *mc)
+hunt(struct mon_async *mc)
 {
 	const char *addr = mc->mons[mc->next].addr;
 
@@ -74,7 +74,7 @@ hunt(struct mon_client *mc)
 static void
 on_tick(struct cm_timer *t)
 {
-	struct mon_client *mc = t->arg;
+	struct mon_async *mc = t->arg;
 	uint64_t now = cm_now_ms();
 
 	if (!mc->c || (mc->hunt_since_ms && now - mc->hunt_since_ms > mc->o.hunt_ms))
@@ -83,10 +83,10 @@ on_tick(struct cm_timer *t)
 }
 
 int
-mon_client_create(struct cm_reactor *r, struct cm_msgr *msgr, const struct mon_client_opts *o,
-		  struct mon_client **mcp, char *err, size_t errlen)
+mon_async_create(struct cm_reactor *r, struct cm_msgr *msgr, const struct mon_async_opts *o,
+		 struct mon_async **mcp, char *err, size_t errlen)
 {
-	struct mon_client *mc = calloc(1, sizeof(*mc));
+	struct mon_async *mc = calloc(1, sizeof(*mc));
 	int rc;
 
 	if (!mc)
@@ -110,10 +110,10 @@ mon_client_create(struct cm_reactor *r, struct cm_msgr *msgr, const struct mon_c
 	return 0;
 }
 
-static void set_map(struct mon_client *mc, Cairn__Map__OsdMap *m);
+static void set_map(struct mon_async *mc, Cairn__Map__OsdMap *m);
 
 int
-mon_client_seed_map(struct mon_client *mc, const uint8_t *buf, size_t len)
+mon_async_seed_map(struct mon_async *mc, const uint8_t *buf, size_t len)
 {
 	Cairn__Map__OsdMap *m = cairn__map__osd_map__unpack(NULL, len, buf);
 
@@ -128,7 +128,7 @@ mon_client_seed_map(struct mon_client *mc, const uint8_t *buf, size_t len)
 }
 
 void
-mon_client_destroy(struct mon_client *mc)
+mon_async_destroy(struct mon_async *mc)
 {
 	if (!mc)
 		return;
@@ -143,26 +143,26 @@ mon_client_destroy(struct mon_client *mc)
 }
 
 const Cairn__Map__OsdMap *
-mon_client_map(const struct mon_client *mc)
+mon_async_map(const struct mon_async *mc)
 {
 	return mc->map;
 }
 
 const char *
-mon_client_peer(const struct mon_client *mc)
+mon_async_peer(const struct mon_async *mc)
 {
 	return mc->c && mc->up ? cm_conn_peer(mc->c) : "";
 }
 
 void
-mon_client_want_map(struct mon_client *mc, uint64_t have)
+mon_async_want_map(struct mon_async *mc, uint64_t have)
 {
 	if (!mc->map || have >= mc->map->epoch)
 		request_map(mc);
 }
 
 static void
-set_map(struct mon_client *mc, Cairn__Map__OsdMap *m)
+set_map(struct mon_async *mc, Cairn__Map__OsdMap *m)
 {
 	if (mc->map)
 		cairn__map__osd_map__free_unpacked(mc->map, NULL);
@@ -174,7 +174,7 @@ set_map(struct mon_client *mc, Cairn__Map__OsdMap *m)
 }
 
 static void
-on_map_update(struct mon_client *mc, struct cm_msg *m)
+on_map_update(struct mon_async *mc, struct cm_msg *m)
 {
 	Cairn__Mon__MapUpdate *up = (Cairn__Mon__MapUpdate *)cm_msg_unpack_front(
 		m, &cairn__mon__map_update__descriptor);
@@ -217,7 +217,7 @@ on_map_update(struct mon_client *mc, struct cm_msg *m)
 }
 
 static int
-resend_last(struct mon_client *mc)
+resend_last(struct mon_async *mc)
 {
 	struct cm_conn *c = mc->lc && cm_conn_is_up(mc->lc) ? mc->lc : mc->c;
 	struct cm_msg *m;
@@ -243,7 +243,7 @@ resend_last(struct mon_client *mc)
 }
 
 static void
-on_not_leader(struct mon_client *mc, struct cm_msg *m)
+on_not_leader(struct mon_async *mc, struct cm_msg *m)
 {
 	Cairn__Mon__NotLeader *nl = (Cairn__Mon__NotLeader *)cm_msg_unpack_front(
 		m, &cairn__mon__not_leader__descriptor);
@@ -270,7 +270,7 @@ on_not_leader(struct mon_client *mc, struct cm_msg *m)
 }
 
 bool
-mon_client_handle_msg(struct mon_client *mc, struct cm_conn *c, struct cm_msg *m)
+mon_async_handle_msg(struct mon_async *mc, struct cm_conn *c, struct cm_msg *m)
 {
 	if (c != mc->c && c != mc->lc)
 		return false;
@@ -293,7 +293,7 @@ mon_client_handle_msg(struct mon_client *mc, struct cm_conn *c, struct cm_msg *m
 }
 
 bool
-mon_client_handle_event(struct mon_client *mc, struct cm_conn *c, enum cm_conn_event ev, int rc)
+mon_async_handle_event(struct mon_async *mc, struct cm_conn *c, enum cm_conn_event ev, int rc)
 {
 	if (c == mc->lc) {
 		if (ev == CM_CONN_UP) {
@@ -328,8 +328,8 @@ mon_client_handle_event(struct mon_client *mc, struct cm_conn *c, enum cm_conn_e
 }
 
 int
-mon_client_send(struct mon_client *mc, uint16_t type, uint64_t tid, const ProtobufCMessage *pb,
-		bool to_leader)
+mon_async_send(struct mon_async *mc, uint16_t type, uint64_t tid, const ProtobufCMessage *pb,
+	       bool to_leader)
 {
 	struct cm_conn *c = mc->c && mc->up ? mc->c : NULL;
 	int rc;
