@@ -7,6 +7,7 @@
 #include "cairn.h"
 #include "osd/proto.h"
 #include "mon/client_async.h"
+#include "mon/osd_sessions.h"
 #include "mon/osdmap.h"
 #include "cm/daemon.h"
 #include "cm/err.h"
@@ -106,29 +107,6 @@ struct creq {
 	bool more;
 };
 
-/* Sessions with one OSD: one per PG shard it runs (map: shard_addrs). */
-struct osd_link {
-	struct osd_shl {
-		struct cm_conn *c;
-		char addr[128];
-	} * sh;
-
-	unsigned nsh;
-};
-
-/* A session's user word: OSD id + 1, and the shard above bit 32. */
-#define LINK_USER(id, k) ((void *)(((intptr_t)(k) << 32) | (intptr_t)((id) + 1)))
-
-static void
-shl_drop(struct osd_shl *l)
-{
-	if (!l->c)
-		return;
-	cm_conn_close(l->c);
-	cm_conn_put(l->c);
-	l->c = NULL;
-}
-
 struct cairn_cluster {
 	struct cl_conf cfg;
 	struct cm_conf conf;
@@ -157,8 +135,7 @@ struct cairn_cluster {
 	const Cairn__Map__OsdMap *map;
 	struct mon_placement pl;
 	bool pl_ok;
-	struct osd_link *osds;
-	int nosds;
+	struct mon_osd_sessions sess; /* with the OSDs, one per PG shard of each */
 	TAILQ_HEAD(, creq) inflight;
 	uint64_t tid;
 	struct cm_timer tick;
@@ -689,50 +666,6 @@ creq_finish(struct creq *q, int rc, const struct cairn_version *v)
 	}
 }
 
-static struct cm_conn *
-osd_conn(struct cairn_cluster *cl, int32_t id, uint32_t seed, unsigned *shard)
-{
-	const Cairn__Map__Osd *o = mon_osd_find(cl->map, id);
-	struct osd_link *ol;
-	struct osd_shl *l;
-	const char *addr;
-	unsigned k;
-
-	if (!o || !o->up || !o->addr[0])
-		return NULL;
-	addr = mon_osd_pg_addr(o, seed, &k);
-	*shard = k;
-	if (id >= cl->nosds) {
-		struct osd_link *n = realloc(cl->osds, sizeof(*n) * (size_t)(id + 1));
-
-		if (!n)
-			return NULL;
-		memset(n + cl->nosds, 0, sizeof(*n) * (size_t)(id + 1 - cl->nosds));
-		cl->osds = n;
-		cl->nosds = id + 1;
-	}
-	ol = &cl->osds[id];
-	if (k >= ol->nsh) {
-		struct osd_shl *n = realloc(ol->sh, sizeof(*n) * (k + 1));
-
-		if (!n)
-			return NULL;
-		memset(n + ol->nsh, 0, sizeof(*n) * (k + 1 - ol->nsh));
-		ol->sh = n;
-		ol->nsh = k + 1;
-	}
-	l = &ol->sh[k];
-	if (l->c && strcmp(l->addr, addr) != 0)
-		shl_drop(l);
-	if (!l->c) {
-		if (cm_msgr_connect(cl->msgr, addr, false, &l->c))
-			return (l->c = NULL);
-		cm_conn_set_user(l->c, LINK_USER(id, k));
-		snprintf(l->addr, sizeof(l->addr), "%s", addr);
-	}
-	return l->c;
-}
-
 /* Where q goes in the current map. \return 0, -ENOENT (pool gone), -EAGAIN (no primary). */
 static int
 creq_target(struct creq *q, int32_t *acting, int *nacting, int32_t *primary)
@@ -887,7 +820,7 @@ creq_send(struct creq *q, bool force)
 	if (!force && q->target == primary && q->nacting == nacting &&
 	    memcmp(q->acting, acting, sizeof(*acting) * (size_t)nacting) == 0)
 		return;
-	c = osd_conn(q->cl, primary, q->seed, &shard);
+	c = mon_osd_sessions_get(&q->cl->sess, q->cl->map, primary, q->seed, &shard);
 	if (!c) {
 		q->target = -1;
 		return;
@@ -1175,20 +1108,15 @@ static void
 on_event(void *arg, struct cm_conn *c, enum cm_conn_event ev, int rc)
 {
 	struct cairn_cluster *cl = arg;
-	intptr_t id, u;
+	int32_t id;
 	unsigned k;
 	struct creq *q;
 
 	if (mon_async_handle_event(cl->monc, c, ev, rc))
 		return;
-	u = (intptr_t)cm_conn_user(c);
-	id = (u & 0xffffffff) - 1;
-	k = (unsigned)(u >> 32);
-	if (ev == CM_CONN_UP || id < 0 || id >= cl->nosds || k >= cl->osds[id].nsh ||
-	    cl->osds[id].sh[k].c != c)
-		return;
 	/* The session is gone with whatever it carried: resend on a new one. */
-	shl_drop(&cl->osds[id].sh[k]);
+	if (ev == CM_CONN_UP || !mon_osd_sessions_drop(&cl->sess, c, &id, &k))
+		return;
 	TAILQ_FOREACH(q, &cl->inflight, link)
 		if (q->target == id && q->tshard == k) {
 			q->target = -1;
@@ -1233,6 +1161,7 @@ client_thread(void *arg)
 	mo.backoff_max_ms = 500;
 	rc = cm_msgr_create(cl->r, &mo, &cl->msgr);
 	if (!rc) {
+		mon_osd_sessions_init(&cl->sess, cl->msgr, false, true, false);
 		mco.mon_host = cl->cfg.mon_host;
 		mco.subscribe = true;
 		mco.ops.on_map = on_map;
@@ -1254,13 +1183,7 @@ client_thread(void *arg)
 		creq_finish(q, -ESHUTDOWN, NULL);
 	mon_async_destroy(cl->monc);
 	cl->monc = NULL;
-	for (int i = 0; i < cl->nosds; i++) {
-		for (unsigned k = 0; k < cl->osds[i].nsh; k++)
-			shl_drop(&cl->osds[i].sh[k]);
-		free(cl->osds[i].sh);
-		cl->osds[i].sh = NULL;
-		cl->osds[i].nsh = 0;
-	}
+	mon_osd_sessions_fini(&cl->sess);
 	cm_msgr_destroy(cl->msgr);
 	cl->msgr = NULL;
 	return NULL;
@@ -1283,7 +1206,6 @@ cluster_free(struct cairn_cluster *cl)
 	for (size_t i = 0; i < cl->npools; i++)
 		free(cl->pools[i].name);
 	free(cl->pools);
-	free(cl->osds);
 	cm_reactor_destroy(cl->r);
 	cm_conf_free(&cl->conf);
 	pthread_mutex_destroy(&cl->mu);

@@ -649,6 +649,10 @@ start(struct mon_server *s, const struct mon_server_opts *o)
 		return rc;
 	}
 	s->ring_lo = s->map->epoch + 1;
+	/* The leader tracks every OSD of the first map too: the up ones start
+	 * their grace now (else a mon that restarted and leads at once found
+	 * them never beaconing, and status counted none). */
+	mon_leader_map(s->leader, s->map, cm_now_ns());
 	mo.ops = (struct cm_msgr_ops){ .on_msg = on_msg, .on_event = on_event };
 	mo.ops_arg = s;
 	rc = cm_msgr_create(s->r, &mo, &s->m);

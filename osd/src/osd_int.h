@@ -30,6 +30,7 @@
 #include "osd/osd.h"
 #include "os/store.h"
 #include "mon/client_async.h"
+#include "mon/osd_sessions.h"
 #include "mon/osdmap.h"
 #include "cm/daemon.h"
 #include "cm/worker.h"
@@ -184,16 +185,8 @@ struct osd_pool_ec {
 	struct osd_ec ec;
 };
 
+/* What shard 0's heartbeats know of a peer OSD. */
 struct osd_peer {
-	/* sessions, one per PG shard of the peer we talk to (its shard_addrs) */
-	struct osd_plink {
-		struct cm_conn *c;
-		char addr[128];
-		uint64_t up_since;
-	} * links;
-
-	unsigned nlinks;
-	/* heartbeats (shard 0) */
 	uint64_t hb_since_ms;  /* we started pinging this incarnation */
 	uint64_t hb_rx_ms;     /* its last answer */
 	uint64_t hb_report_ms; /* we last reported it failed (0: not reported) */
@@ -231,6 +224,8 @@ struct osd {
 	bool pl_ok;
 	struct osd_peer *peers;
 	int npeers;
+	/* sessions with the peers, one per PG shard of each (shared with libcairn) */
+	struct mon_osd_sessions sess;
 	struct osd_pg **pgs;
 	size_t npg_b, npgs;
 	struct osd_op_q wait_map;
@@ -638,10 +633,6 @@ const Cairn__Map__Pool *osd__pool(struct osd *o, int64_t id);
 
 /* The OSD id of a session we opened with osd__peer_conn, else -1. */
 int32_t osd__conn_peer(struct cm_conn *c);
-
-void osd__link_drop(struct osd_plink *l);
-
-void osd__peer_drop(struct osd_peer *p);
 
 /* The session with the shard of OSD id that serves PG seed (seed 0: its first). */
 struct cm_conn *osd__peer_conn(struct osd *o, int32_t id, uint32_t seed);

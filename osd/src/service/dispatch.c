@@ -83,19 +83,15 @@ void
 osd__on_event(void *arg, struct cm_conn *c, enum cm_conn_event ev, int rc)
 {
 	struct osd *o = arg;
-	intptr_t u;
+	int32_t id;
+	unsigned k;
 
 	if (o->monc && mon_async_handle_event(o->monc, c, ev, rc))
 		return;
-	u = (intptr_t)cm_conn_user(c);
-	if (u > 0 && (ev == CM_CONN_RESET || ev == CM_CONN_FAILED || ev == CM_CONN_CLOSED)) {
-		int32_t id = (int32_t)((u & 0xffffffff) - 1);
-		unsigned k = (unsigned)(u >> 32);
-
+	if ((ev == CM_CONN_RESET || ev == CM_CONN_FAILED || ev == CM_CONN_CLOSED) &&
+	    mon_osd_sessions_of(c, &id, &k)) {
 		CM_INFO("session with osd.%d (shard %u): %s", id, k, cm_conn_event_name(ev));
-		if (id < o->npeers && k < o->peers[id].nlinks && o->peers[id].links[k].c == c) {
-			osd__link_drop(&o->peers[id].links[k]);
+		if (id < o->npeers && mon_osd_sessions_drop(&o->sess, c, NULL, NULL))
 			osd__pg_peer_reset(o, id);
-		}
 	}
 }

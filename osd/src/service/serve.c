@@ -131,6 +131,7 @@ shard_open(struct osd_node *nd, struct osd *o, unsigned k, const char *listen_ad
 	rc = cm_msgr_create(o->r, &mo, &o->msgr);
 	if (rc)
 		return rc;
+	mon_osd_sessions_init(&o->sess, o->msgr, true, false, true);
 	rc = cm_msgr_listen(o->msgr, listen_addr, &port);
 	if (rc) {
 		CM_ERR("cannot listen on %s: %s", listen_addr, cm_strerror(rc));
@@ -149,10 +150,7 @@ shard_close(struct osd *o)
 {
 	if (o->r)
 		cm_timer_cancel(o->r, &o->tick);
-	for (int i = 0; i < o->npeers; i++) {
-		osd__peer_drop(&o->peers[i]);
-		free(o->peers[i].links);
-	}
+	mon_osd_sessions_fini(&o->sess);
 	free(o->peers);
 	o->peers = NULL;
 	o->npeers = 0;
