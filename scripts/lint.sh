@@ -48,5 +48,31 @@ check_prefix build/os/libcairn_os.a '^(os_|os__)'
 check_prefix build/osd/libcairn_osd.a '^(osd_|osd__)'
 check_prefix build/libclient/libcairn.a '^(cairn_)'
 
+# The daemons' and tools' own objects too: main, g_ globals and their
+# component's prefix only (their logic lives in the libraries). Objects of
+# sources that no longer exist (a stale build) are skipped.
+check_objs() {
+	local dir=$1 re=$2 o src bad
+	[ -d "$dir" ] || return 0
+	while IFS= read -r o; do
+		src=${o#"$dir"/}
+		src=${src%.o}
+		[ -f "$3/$src" ] || continue
+		bad=$(nm -g --defined-only "$o" 2>/dev/null | awk 'NF==3 && $2 ~ /[TDBR]/ {print $3}' |
+			grep -vE "^(main|g_[a-z0-9_]+)$" | grep -vE "$re" || true)
+		if [ -n "$bad" ]; then
+			echo "lint: $o exports symbols without its prefix:"
+			echo "$bad" | sed 's/^/  /'
+			fail=1
+		fi
+	done < <(find "$dir" -name '*.o')
+}
+check_objs build/osd/CMakeFiles/cairn-osd.dir '^(osd_|osd__)' osd
+check_objs build/mon/CMakeFiles/cairn-mon.dir '^(mon_|mon__)' mon
+check_objs build/tools/CMakeFiles/clusterctl.dir '^(ctl_|ctl__)' tools
+check_objs build/tools/CMakeFiles/cairn-echod.dir '^(echo_)' tools
+check_objs build/tools/CMakeFiles/cairn-ping.dir '^(echo_)' tools
+check_objs build/tools/CMakeFiles/cairn_echo_common.dir '^(echo_)' tools
+
 [ $fail -eq 0 ] && echo "lint: clean"
 exit $fail

@@ -18,16 +18,16 @@
  * else goes out) covers them.
  *
  * Receiving: the frame decoder hands complete, crc-checked frames to
- * sock_on_frame(); lossless sessions drop seq <= in_seq (duplicates of a
+ * cm__msgr_sock_on_frame(); lossless sessions drop seq <= in_seq (duplicates of a
  * resend) and treat a gap as a protocol error.
  *
- * Failure: sock_fail() shuts the socket down and cancels its ios; the session
+ * Failure: cm__msgr_sock_fail() shuts the socket down and cancels its ios; the session
  * gets its in-flight messages back (lossless) or drops them (lossy), and the
  * socket is freed once its last io completes. A periodic tick sends
  * keepalives, detects dead/stuck peers and handshake timeouts, and starts
  * reconnects whose backoff has elapsed.
  */
-#include "cm/msgr.h"
+#include "msgr_int.h"
 #include "cm/crc32c.h"
 #include "cm/err.h"
 #include "cm/frame.h"
@@ -41,114 +41,9 @@
 
 CM_LOG_SUBSYS(msgr);
 
-#define MSGR_IOV_MAX 128
-#define TLS_IN_SIZE  (64u << 10) /* ciphertext read per recv */
-#define TLS_BATCH    (1u << 20)  /* plaintext encrypted per flush (bounds the BIO) */
-
-TAILQ_HEAD(msg_list, cm_msg);
-
-enum conn_state {
-	C_CONNECTING, /* client: a socket is connecting/handshaking */
-	C_OPEN,
-	C_WAIT, /* client: backing off; server: waiting for the client to return */
-	C_CLOSED,
-};
-
-struct cm_sock;
-
-struct cm_conn {
-	struct cm_msgr *m;
-	unsigned refs;
-	enum conn_state state;
-	bool client;
-	bool lossless;
-	bool closed_by_app;
-	bool had_session;
-	bool accepted_notified;
-	bool want_writable;
-	struct sockaddr_storage addr;
-	socklen_t addrlen;
-	char addr_str[64];
-	char peer[64];
-	uint64_t cookie;
-	struct cm_sock *sock;
-	struct msg_list out_q;
-	struct msg_list unacked;
-	size_t q_bytes;
-	unsigned q_msgs;
-	uint64_t out_seq, in_seq, acked_to_peer;
-	unsigned backoff_ms;
-	uint64_t retry_at_ms;
-	struct cm_io flush_io;
-	struct cm_timer retry_timer;
-	void *user;
-	TAILQ_ENTRY(cm_conn) link;
-};
-
-struct cm_sock {
-	struct cm_msgr *m;
-	struct cm_conn *conn; /* holds a reference once attached */
-	int fd;
-	bool server;
-	bool dead;
-	bool open;     /* handshake done */
-	bool draining; /* sending a REFUSE, then closing */
-	int drain_rc;
-	struct cm_hs hs;
-	struct cm_io rx_io, tx_io, conn_io;
-	struct cm_frame_rx rx;
-	struct msg_list ctl_q;
-	struct msg_list inflight;
-	size_t tx_off;
-	struct iovec iov[MSGR_IOV_MAX];
-	char addr_str[64];
-	uint64_t t_start, last_rx, last_tx, last_progress;
-	unsigned busy;     /* inside one of this socket's io callbacks: do not free */
-	uint64_t rx_total; /* bytes received on this socket */
-	uint8_t *rx_ptr;   /* where the pending recv lands */
-	/* TLS (NULL ssl: plain TCP). Ciphertext moves through memory BIOs. */
-	SSL *ssl;
-	BIO *rbio, *wbio;
-	uint8_t *tls_in;  /* ciphertext receive buffer */
-	uint8_t *tls_out; /* ciphertext being sent */
-	size_t tls_out_len, tls_out_off, tls_out_cap;
-	struct iovec tls_iov;
-	TAILQ_ENTRY(cm_sock) link;
-};
-
-TAILQ_HEAD(conn_list, cm_conn);
-TAILQ_HEAD(sock_list, cm_sock);
-
-struct cm_listener {
-	int fd;
-	struct cm_io io;
-	struct cm_msgr *m;
-	struct cm_listener *next;
-};
-
-struct cm_msgr {
-	struct cm_reactor *r;
-	struct cm_msgr_opts o;
-	uint8_t *key;
-	char entity[64];
-	struct conn_list conns;
-	struct sock_list socks;
-	struct cm_listener *listeners;
-	struct cm_timer tick;
-	bool destroying;
-	SSL_CTX *ssl_ctx;
-	struct cm_msgr_stats st;
-};
-
-static void sock_fail(struct cm_sock *s, int rc);
-static void sock_flush(struct cm_sock *s);
-static void sock_recv(struct cm_sock *s);
 static void conn_connect(struct cm_conn *c);
-static void conn_flush_schedule(struct cm_conn *c);
-static void tls_flush(struct cm_sock *s);
-static void sock_tx_account(struct cm_sock *s, size_t left);
-static void sock_pull(struct cm_sock *s, struct msg_list *from);
-static int msg_iov(struct cm_msg *msg, size_t skip, struct iovec *iov, int max);
+static void sock_recv(struct cm_sock *s);
+static void listener_accept(struct cm_listener *l);
 
 /* ---------------- messages ---------------- */
 
@@ -351,7 +246,7 @@ flush_io_done(struct cm_io *io, int res)
 
 	(void)res;
 	if (c->sock && c->sock->open)
-		sock_flush(c->sock);
+		cm__msgr_sock_flush(c->sock);
 	cm_conn_put(c);
 }
 
@@ -414,7 +309,7 @@ cm_conn_close(struct cm_conn *c)
 		return;
 	c->closed_by_app = true;
 	if (c->sock)
-		sock_fail(c->sock, -CM_ECLOSED);
+		cm__msgr_sock_fail(c->sock, -CM_ECLOSED);
 	conn_drop_queue(c, &c->out_q);
 	conn_drop_queue(c, &c->unacked);
 	conn_unlist(c);
@@ -425,7 +320,7 @@ cm_conn_reset_socket(struct cm_conn *c)
 {
 	if (!c->sock)
 		return -ENOTCONN;
-	sock_fail(c->sock, -ECONNRESET);
+	cm__msgr_sock_fail(c->sock, -ECONNRESET);
 	return 0;
 }
 
@@ -500,7 +395,7 @@ conn_requeue_unacked(struct cm_conn *c, uint64_t peer_in_seq)
 	}
 }
 
-/* The session's socket is gone (sock_fail). Decide what the session does next. */
+/* The session's socket is gone (cm__msgr_sock_fail). Decide what the session does next. */
 static void
 conn_sock_lost(struct cm_conn *c, int rc, bool permanent)
 {
@@ -587,8 +482,8 @@ is_permanent(int rc)
 	return rc == -CM_EAUTH || rc == -CM_EVERSION || rc == -CM_EREFUSED;
 }
 
-static void
-sock_fail(struct cm_sock *s, int rc)
+void
+cm__msgr_sock_fail(struct cm_sock *s, int rc)
 {
 	struct cm_conn *c = s->conn;
 	struct cm_msg *msg;
@@ -634,7 +529,7 @@ sock_queue_ctl(struct cm_sock *s, uint16_t type, struct cm_buf *front)
 	struct cm_msg *msg = ctl_msg(type, front);
 
 	if (!msg) {
-		sock_fail(s, -ENOMEM);
+		cm__msgr_sock_fail(s, -ENOMEM);
 		return;
 	}
 	msg->wire_len = CM_FRAME_PREAMBLE_LEN + (uint32_t)msg->front.len;
@@ -661,8 +556,8 @@ msg_build_preamble(struct cm_msg *msg, uint64_t ack)
 }
 
 /* iovecs for msg's wire bytes from `skip` on. \return count. */
-static int
-msg_iov(struct cm_msg *msg, size_t skip, struct iovec *iov, int max)
+int
+cm__msgr_msg_iov(struct cm_msg *msg, size_t skip, struct iovec *iov, int max)
 {
 	int n = 0;
 
@@ -686,11 +581,8 @@ msg_iov(struct cm_msg *msg, size_t skip, struct iovec *iov, int max)
 	return n;
 }
 
-static void sock_tx_done(struct cm_io *io, int res);
-static int sock_on_frame(void *arg, struct cm_frame *f);
-
-static void
-sock_pull(struct cm_sock *s, struct msg_list *from)
+void
+cm__msgr_sock_pull(struct cm_sock *s, struct msg_list *from)
 {
 	struct cm_conn *c = s->conn;
 	struct cm_msg *msg;
@@ -704,8 +596,8 @@ sock_pull(struct cm_sock *s, struct msg_list *from)
 	}
 }
 
-static void
-sock_flush(struct cm_sock *s)
+void
+cm__msgr_sock_flush(struct cm_sock *s)
 {
 	struct cm_conn *c = s->conn;
 	struct cm_msg *msg;
@@ -715,27 +607,27 @@ sock_flush(struct cm_sock *s)
 	if (s->dead || cm_io_pending(&s->tx_io))
 		return;
 	if (s->ssl) {
-		tls_flush(s);
+		cm__msgr_tls_flush(s);
 		return;
 	}
-	sock_pull(s, &s->ctl_q);
+	cm__msgr_sock_pull(s, &s->ctl_q);
 	if (s->open && c && c->sock == s)
-		sock_pull(s, &c->out_q);
+		cm__msgr_sock_pull(s, &c->out_q);
 	skip = s->tx_off;
 	TAILQ_FOREACH(msg, &s->inflight, link) {
 		if (n >= MSGR_IOV_MAX - 2)
 			break;
-		n += msg_iov(msg, skip, s->iov + n, MSGR_IOV_MAX - n);
+		n += cm__msgr_msg_iov(msg, skip, s->iov + n, MSGR_IOV_MAX - n);
 		skip = 0;
 	}
 	if (n == 0) {
 		if (s->draining)
-			sock_fail(s, s->drain_rc);
+			cm__msgr_sock_fail(s, s->drain_rc);
 		return;
 	}
 	rc = cm_io_sendmsg(s->m->r, &s->tx_io, s->fd, s->iov, n);
 	if (rc)
-		sock_fail(s, rc);
+		cm__msgr_sock_fail(s, rc);
 }
 
 /*
@@ -754,8 +646,8 @@ sock_io_guarded(struct cm_io *io, int res, void (*body)(struct cm_sock *s, int r
 }
 
 /* n plaintext bytes of the in-flight batch are gone: retire whole messages. */
-static void
-sock_tx_account(struct cm_sock *s, size_t left)
+void
+cm__msgr_sock_tx_account(struct cm_sock *s, size_t left)
 {
 	struct cm_conn *c = s->conn;
 	struct cm_msg *msg;
@@ -812,7 +704,7 @@ sock_tx_after(struct cm_sock *s)
 	struct cm_conn *c = s->conn;
 
 	sock_ack_if_owed(s);
-	sock_flush(s);
+	cm__msgr_sock_flush(s);
 	if (c && !s->dead)
 		conn_check_writable(c);
 }
@@ -825,7 +717,7 @@ sock_tx_done_body(struct cm_sock *s, int res)
 		return;
 	}
 	if (res < 0) {
-		sock_fail(s, res);
+		cm__msgr_sock_fail(s, res);
 		return;
 	}
 	s->m->st.bytes_sent += (uint64_t)res;
@@ -837,12 +729,12 @@ sock_tx_done_body(struct cm_sock *s, int res)
 			s->tls_iov.iov_base = s->tls_out + s->tls_out_off;
 			s->tls_iov.iov_len = s->tls_out_len - s->tls_out_off;
 			if (cm_io_sendmsg(s->m->r, &s->tx_io, s->fd, &s->tls_iov, 1))
-				sock_fail(s, -EIO);
+				cm__msgr_sock_fail(s, -EIO);
 			return;
 		}
 		s->tls_out_len = s->tls_out_off = 0;
 	} else {
-		sock_tx_account(s, (size_t)res);
+		cm__msgr_sock_tx_account(s, (size_t)res);
 	}
 	sock_tx_after(s);
 }
@@ -851,238 +743,6 @@ static void
 sock_tx_done(struct cm_io *io, int res)
 {
 	sock_io_guarded(io, res, sock_tx_done_body);
-}
-
-/* ---------------- TLS (OpenSSL over memory BIOs) ---------------- */
-
-/*
- * DESIGN: the socket still moves bytes only through reactor ios; OpenSSL
- * sees two memory BIOs. Received ciphertext is written into rbio and
- * SSL_read decrypts straight into the frame decoder's buffer; outgoing
- * plaintext (the same iovecs a plain socket would send) is SSL_written into
- * wbio, at most TLS_BATCH per flush, and the ciphertext drained from wbio is
- * sent with one sendmsg. Messages count as sent once encrypted. The cluster
- * key handshake runs inside TLS.
- */
-
-/* Send whatever ciphertext OpenSSL produced (handshake records, data, alerts). */
-static void
-tls_send_pending(struct cm_sock *s)
-{
-	size_t pend;
-	int n;
-
-	if (s->dead || cm_io_pending(&s->tx_io) || s->tls_out_len)
-		return;
-	pend = BIO_ctrl_pending(s->wbio);
-	if (!pend)
-		return;
-	if (pend > s->tls_out_cap) {
-		uint8_t *nb = realloc(s->tls_out, pend);
-
-		if (!nb) {
-			sock_fail(s, -ENOMEM);
-			return;
-		}
-		s->tls_out = nb;
-		s->tls_out_cap = pend;
-	}
-	n = BIO_read(s->wbio, s->tls_out, (int)pend);
-	if (n <= 0)
-		return;
-	s->tls_out_len = (size_t)n;
-	s->tls_out_off = 0;
-	s->tls_iov.iov_base = s->tls_out;
-	s->tls_iov.iov_len = (size_t)n;
-	if (cm_io_sendmsg(s->m->r, &s->tx_io, s->fd, &s->tls_iov, 1))
-		sock_fail(s, -EIO);
-}
-
-/* A TLS error: say why, let an alert out if we can, reset the socket. */
-static void
-tls_fail(struct cm_sock *s, const char *what)
-{
-	char reason[256] = "unknown";
-	unsigned long e = ERR_get_error();
-	long vr = SSL_get_verify_result(s->ssl);
-	size_t pend;
-
-	if (e)
-		ERR_error_string_n(e, reason, sizeof(reason));
-	ERR_clear_error();
-	s->m->st.tls_failures++;
-	/* Best effort, non-blocking: the alert tells the peer why. */
-	pend = BIO_ctrl_pending(s->wbio);
-	if (pend && !cm_io_pending(&s->tx_io)) {
-		uint8_t alert[512];
-		int n = BIO_read(s->wbio, alert, (int)CM_MIN(pend, sizeof(alert)));
-
-		if (n > 0 && send(s->fd, alert, (size_t)n, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
-			CM_DEBUG("tls alert not sent addr=%s", s->addr_str);
-	}
-	if (vr != X509_V_OK) {
-		CM_WARN("TLS %s failed addr=%s: peer certificate not trusted: %s", what,
-			s->addr_str, X509_verify_cert_error_string(vr));
-		sock_fail(s, -CM_EAUTH);
-		return;
-	}
-	CM_WARN("TLS %s failed addr=%s: %s", what, s->addr_str, reason);
-	sock_fail(s, -EPROTO);
-}
-
-/* Drive the TLS handshake. \return true once it is done. */
-static bool
-tls_handshake(struct cm_sock *s)
-{
-	int rc, err;
-
-	if (SSL_is_init_finished(s->ssl))
-		return true;
-	rc = SSL_do_handshake(s->ssl);
-	if (rc == 1) {
-		CM_INFO("tls up addr=%s version=%s cipher=%s", s->addr_str, SSL_get_version(s->ssl),
-			SSL_get_cipher_name(s->ssl));
-		return true;
-	}
-	err = SSL_get_error(s->ssl, rc);
-	if (err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE)
-		return false;
-	tls_fail(s, "handshake");
-	return false;
-}
-
-static void
-tls_flush(struct cm_sock *s)
-{
-	struct cm_conn *c = s->conn;
-	struct cm_msg *msg;
-	struct iovec iov[MSGR_IOV_MAX];
-	size_t total = 0, skip;
-	bool full = false;
-
-	if (!tls_handshake(s)) {
-		tls_send_pending(s);
-		return;
-	}
-	if (s->dead)
-		return;
-	sock_pull(s, &s->ctl_q);
-	if (s->open && c && c->sock == s)
-		sock_pull(s, &c->out_q);
-	skip = s->tx_off;
-	TAILQ_FOREACH(msg, &s->inflight, link) {
-		int n = msg_iov(msg, skip, iov, MSGR_IOV_MAX);
-
-		skip = 0;
-		for (int i = 0; i < n; i++) {
-			size_t len = CM_MIN(iov[i].iov_len, (size_t)TLS_BATCH);
-
-			if (len && SSL_write(s->ssl, iov[i].iov_base, (int)len) <= 0) {
-				tls_fail(s, "write");
-				return;
-			}
-			total += len;
-			if (total >= TLS_BATCH || len < iov[i].iov_len) {
-				full = true;
-				break;
-			}
-		}
-		if (full)
-			break;
-	}
-	sock_tx_account(s, total);
-	if (!total && !BIO_ctrl_pending(s->wbio)) {
-		if (s->draining)
-			sock_fail(s, s->drain_rc);
-		return;
-	}
-	tls_send_pending(s);
-}
-
-/*
- * n bytes of ciphertext arrived in tls_in. \return as cm_frame_rx_advance:
- * 0, a decode error, or -CM_ECLOSED when the socket went away.
- */
-static int
-tls_rx(struct cm_sock *s, size_t n, bool first)
-{
-	bool was_done = SSL_is_init_finished(s->ssl);
-
-	if (first && n >= 4 && memcmp(s->tls_in, "CRN1", 4) == 0) {
-		CM_WARN("addr=%s sent a plain Cairn frame but tls is on here: set tls the same on both sides",
-			s->addr_str);
-		s->m->st.tls_failures++;
-		return -EPROTO;
-	}
-	if (BIO_write(s->rbio, s->tls_in, (int)n) != (int)n)
-		return -ENOMEM;
-	if (!tls_handshake(s)) {
-		tls_send_pending(s);
-		return s->dead ? -CM_ECLOSED : 0;
-	}
-	if (!was_done)
-		sock_flush(s); /* the queued HELLO can go now */
-	for (;;) {
-		void *p;
-		size_t room;
-		int r, err, rc;
-
-		if (s->dead)
-			return -CM_ECLOSED;
-		rc = cm_frame_rx_prepare(&s->rx, &p, &room);
-		if (rc)
-			return rc;
-		r = SSL_read(s->ssl, p, (int)CM_MIN(room, (size_t)INT_MAX));
-		if (r > 0) {
-			rc = cm_frame_rx_advance(&s->rx, (size_t)r, sock_on_frame, s);
-			if (rc)
-				return rc;
-			continue;
-		}
-		err = SSL_get_error(s->ssl, r);
-		if (err == SSL_ERROR_WANT_READ)
-			break;
-		if (err == SSL_ERROR_ZERO_RETURN)
-			return -ECONNRESET;
-		tls_fail(s, "read");
-		return -CM_ECLOSED;
-	}
-	tls_send_pending(s);
-	return 0;
-}
-
-static SSL_CTX *
-tls_ctx_create(const struct cm_msgr_opts *o)
-{
-	SSL_CTX *ctx = SSL_CTX_new(TLS_method());
-	char reason[256];
-
-	if (!ctx)
-		return NULL;
-	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
-	if (o->tls_cert && o->tls_cert[0] &&
-	    SSL_CTX_use_certificate_chain_file(ctx, o->tls_cert) != 1)
-		goto err;
-	if (o->tls_key && o->tls_key[0] &&
-	    (SSL_CTX_use_PrivateKey_file(ctx, o->tls_key, SSL_FILETYPE_PEM) != 1 ||
-	     SSL_CTX_check_private_key(ctx) != 1))
-		goto err;
-	if (o->tls_ca && o->tls_ca[0]) {
-		if (SSL_CTX_load_verify_locations(ctx, o->tls_ca, NULL) != 1)
-			goto err;
-		SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
-	} else {
-		/* Encryption only: the cluster key handshake authenticates peers. */
-		SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
-	}
-	return ctx;
-err:
-	ERR_error_string_n(ERR_get_error(), reason, sizeof(reason));
-	ERR_clear_error();
-	CM_ERR("tls setup failed cert=%s key=%s ca=%s: %s", o->tls_cert ? o->tls_cert : "",
-	       o->tls_key ? o->tls_key : "", o->tls_ca ? o->tls_ca : "", reason);
-	SSL_CTX_free(ctx);
-	return NULL;
 }
 
 /* ---------------- handshake ---------------- */
@@ -1104,7 +764,7 @@ session_find(void *arg, struct cm_hs *hs, uint64_t *in_seq, bool *reset)
 		/* Same peer, new cookie: it restarted, its old session is void. */
 		CM_NOTICE("peer restarted, session reset peer=%s", c->peer);
 		if (c->sock)
-			sock_fail(c->sock, -CM_ERESET);
+			cm__msgr_sock_fail(c->sock, -CM_ERESET);
 		cm_conn_get(c);
 		conn_drop_queue(c, &c->out_q);
 		conn_drop_queue(c, &c->unacked);
@@ -1114,7 +774,7 @@ session_find(void *arg, struct cm_hs *hs, uint64_t *in_seq, bool *reset)
 	}
 	if (found) {
 		if (found->sock && found->sock != s)
-			sock_fail(found->sock, -CM_ERESET);
+			cm__msgr_sock_fail(found->sock, -CM_ERESET);
 		*in_seq = found->in_seq;
 		*reset = false;
 		c = found;
@@ -1173,7 +833,7 @@ hs_done(struct cm_sock *s)
 		conn_event(c, CM_CONN_UP, 0);
 	}
 	if (s->conn && c->sock == s)
-		sock_flush(s);
+		cm__msgr_sock_flush(s);
 }
 
 static int
@@ -1209,7 +869,7 @@ sock_handshake_frame(struct cm_sock *s, struct cm_frame *f)
 			/* Let the REFUSE reach the peer, then close. */
 			s->draining = true;
 			s->drain_rc = rc;
-			sock_flush(s);
+			cm__msgr_sock_flush(s);
 			return -CM_ECLOSED;
 		}
 		return rc;
@@ -1217,14 +877,14 @@ sock_handshake_frame(struct cm_sock *s, struct cm_frame *f)
 	if (rc == 1)
 		hs_done(s);
 	else
-		sock_flush(s);
+		cm__msgr_sock_flush(s);
 	return 0;
 }
 
 /* ---------------- receive ---------------- */
 
-static int
-sock_on_frame(void *arg, struct cm_frame *f)
+int
+cm__msgr_sock_on_frame(void *arg, struct cm_frame *f)
 {
 	struct cm_sock *s = arg;
 	struct cm_conn *c = s->conn;
@@ -1249,7 +909,7 @@ sock_on_frame(void *arg, struct cm_frame *f)
 		switch (f->hdr.type) {
 		case CM_MSG_KEEPALIVE:
 			sock_queue_ctl(s, CM_MSG_KEEPALIVE_ACK, NULL);
-			sock_flush(s);
+			cm__msgr_sock_flush(s);
 			return 0;
 		case CM_MSG_KEEPALIVE_ACK:
 		case CM_MSG_ACK:
@@ -1301,7 +961,7 @@ sock_rx_done_body(struct cm_sock *s, int res)
 		return;
 	}
 	if (res <= 0) {
-		sock_fail(s, res == 0 ? -ECONNRESET : res);
+		cm__msgr_sock_fail(s, res == 0 ? -ECONNRESET : res);
 		return;
 	}
 	s->last_rx = cm_now_ms();
@@ -1309,23 +969,23 @@ sock_rx_done_body(struct cm_sock *s, int res)
 	first = s->rx_total == 0;
 	s->rx_total += (uint64_t)res;
 	if (s->ssl) {
-		rc = tls_rx(s, (size_t)res, first);
+		rc = cm__msgr_tls_rx(s, (size_t)res, first);
 	} else if (first && res >= 2 && s->rx_ptr[0] == 0x16 && s->rx_ptr[1] == 0x03) {
 		CM_WARN("addr=%s opened with a TLS handshake but tls is off here: set tls the same on both sides",
 			s->addr_str);
 		s->m->st.tls_failures++;
 		rc = -EPROTO;
 	} else {
-		rc = cm_frame_rx_advance(&s->rx, (size_t)res, sock_on_frame, s);
+		rc = cm_frame_rx_advance(&s->rx, (size_t)res, cm__msgr_sock_on_frame, s);
 	}
 	if (rc == -CM_ECRC)
 		s->m->st.crc_errors++;
 	else if (rc == -EBADMSG || rc == -EMSGSIZE || rc == -EPROTO)
 		s->m->st.bad_frames++;
 	if (rc == -CM_ECLOSED && s->draining && !s->dead)
-		return; /* the REFUSE is on its way; sock_flush closes after it */
+		return; /* the REFUSE is on its way; cm__msgr_sock_flush closes after it */
 	if (rc) {
-		sock_fail(s, rc);
+		cm__msgr_sock_fail(s, rc);
 		return;
 	}
 	if (s->dead)
@@ -1334,7 +994,7 @@ sock_rx_done_body(struct cm_sock *s, int res)
 	if (c)
 		conn_check_writable(c); /* acks may have freed queue space */
 	if (sock_ack_if_owed(s))
-		sock_flush(s);
+		cm__msgr_sock_flush(s);
 	sock_recv(s);
 }
 
@@ -1364,7 +1024,7 @@ sock_recv(struct cm_sock *s)
 	if (!rc)
 		rc = cm_io_recv(s->m->r, &s->rx_io, s->fd, p, len);
 	if (rc)
-		sock_fail(s, rc);
+		cm__msgr_sock_fail(s, rc);
 }
 
 static struct cm_sock *
@@ -1427,7 +1087,7 @@ sock_connect_done_body(struct cm_sock *s, int res)
 		return;
 	}
 	if (res < 0) {
-		sock_fail(s, res);
+		cm__msgr_sock_fail(s, res);
 		return;
 	}
 	s->hs.cookie = c->cookie;
@@ -1435,11 +1095,11 @@ sock_connect_done_body(struct cm_sock *s, int res)
 	s->hs.my_in_seq = c->in_seq;
 	rc = cm_hs_start(&s->hs, &out);
 	if (rc) {
-		sock_fail(s, rc);
+		cm__msgr_sock_fail(s, rc);
 		return;
 	}
 	sock_queue_ctl(s, out.type, out.front);
-	sock_flush(s);
+	cm__msgr_sock_flush(s);
 	sock_recv(s);
 }
 
@@ -1476,7 +1136,7 @@ conn_connect(struct cm_conn *c)
 	s->conn_io.arg = s;
 	rc = cm_io_connect(m->r, &s->conn_io, fd, (struct sockaddr *)&c->addr, c->addrlen);
 	if (rc)
-		sock_fail(s, rc);
+		cm__msgr_sock_fail(s, rc);
 }
 
 int
@@ -1501,8 +1161,6 @@ cm_msgr_connect(struct cm_msgr *m, const char *addr, bool lossless, struct cm_co
 	*cp = cm_conn_get(c);
 	return 0;
 }
-
-static void listener_accept(struct cm_listener *l);
 
 static void
 listener_done(struct cm_io *io, int res)
@@ -1589,22 +1247,22 @@ msgr_tick(struct cm_timer *t)
 			continue;
 		if (!s->open) {
 			if (now - s->t_start >= m->o.timeout_ms)
-				sock_fail(s, -ETIMEDOUT);
+				cm__msgr_sock_fail(s, -ETIMEDOUT);
 			continue;
 		}
 		if (now - s->last_rx >= m->o.timeout_ms) {
 			m->st.keepalive_timeouts++;
-			sock_fail(s, -CM_EPEERDEAD);
+			cm__msgr_sock_fail(s, -CM_EPEERDEAD);
 			continue;
 		}
 		if (!TAILQ_EMPTY(&s->inflight) && now - s->last_progress >= m->o.timeout_ms) {
-			sock_fail(s, -CM_ESTUCK);
+			cm__msgr_sock_fail(s, -CM_ESTUCK);
 			continue;
 		}
 		if (now - s->last_tx >= m->o.keepalive_ms && TAILQ_EMPTY(&s->ctl_q)) {
 			sock_queue_ctl(s, CM_MSG_KEEPALIVE, NULL);
 			s->last_tx = now;
-			sock_flush(s);
+			cm__msgr_sock_flush(s);
 		}
 	}
 	TAILQ_FOREACH_SAFE(c, &m->conns, link, ctmp) {
@@ -1666,7 +1324,7 @@ cm_msgr_create(struct cm_reactor *r, const struct cm_msgr_opts *o, struct cm_msg
 	if (m->o.backoff_max_ms < m->o.backoff_min_ms)
 		m->o.backoff_max_ms = m->o.backoff_min_ms;
 	if (m->o.tls) {
-		m->ssl_ctx = tls_ctx_create(o);
+		m->ssl_ctx = cm__msgr_tls_ctx_create(o);
 		if (!m->ssl_ctx) {
 			free(m->key);
 			free(m);
@@ -1702,7 +1360,7 @@ cm_msgr_destroy(struct cm_msgr *m)
 	while ((c = TAILQ_FIRST(&m->conns)))
 		cm_conn_close(c);
 	TAILQ_FOREACH_SAFE(s, &m->socks, link, tmp)
-		sock_fail(s, -CM_ECLOSED);
+		cm__msgr_sock_fail(s, -CM_ECLOSED);
 	/* Let cancelled ios come back before the memory they point at goes. */
 	end = cm_now_ms() + 5000;
 	while (cm_now_ms() < end) {
