@@ -9,7 +9,7 @@ JOBS       ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
 RUN_DIR    ?= run
 
-.PHONY: all build deps run stop test unit-test asan-test format format-check lint bench fuzz fuzz-smoke clean
+.PHONY: all build deps run stop test test-gates unit-test asan-test format format-check lint bench fuzz fuzz-smoke clean
 
 all: build
 
@@ -28,9 +28,14 @@ run: deps build
 stop:
 	@scripts/run-local stop $(RUN_DIR)
 
-# Every gate, in the order that fails fastest.
-test: deps format-check build lint unit-test asan-test fuzz-smoke
-	@echo "make test: all gates passed"
+# Every gate, in the order that fails fastest; the last line says how long it took.
+test:
+	@start=$$(date +%s); $(MAKE) --no-print-directory test-gates; rc=$$?; \
+	t=$$(( $$(date +%s) - start )); \
+	if [ $$rc -eq 0 ]; then echo "make test: all gates passed in $$t s ($$((t / 60)) min $$((t % 60)) s)"; \
+	else echo "make test: FAILED after $$t s ($$((t / 60)) min $$((t % 60)) s)"; fi; exit $$rc
+
+test-gates: deps format-check build lint unit-test asan-test fuzz-smoke
 
 unit-test: build
 	cd $(BUILD) && ctest --output-on-failure --timeout 900 -j 2

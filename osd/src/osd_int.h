@@ -494,8 +494,6 @@ struct osd_node {
 #define OSD_REC_PRIO       (1u << 31) /* rmiss: the object's push was asked for first */
 #define OSD_REC_STALL_MS   30000u     /* a plan without any ack this long is started over */
 
-/* ---------- the primary: planning ---------- */
-
 /* A log as seen by the primary: its own ring or a peer's notify. */
 struct osd_lview {
 	struct osd_pg *pg;
@@ -605,7 +603,11 @@ osd_backend_of(const Cairn__Map__Pool *pool)
 	return pool->erasure ? &osd__backend_ec : &osd__backend_replicated;
 }
 
-/* ====================== functions, by the file that defines them ====================== */
+/*
+ * ====================== functions, by the file that defines them ======================
+ * The message handlers (osd__pg_handle_*, osd__handle_ping,
+ * osd__rec_handle_list_reply) take ownership of the message.
+ */
 /* ---------- service/calls.c ---------- */
 
 /*
@@ -666,7 +668,7 @@ void osd__on_reply(void *arg, struct cm_msg *m);
 
 void osd__send_beacon(struct osd *o, uint64_t now);
 
-/* ---------- service/osd__heartbeat.c ---------- */
+/* ---------- service/heartbeat.c ---------- */
 
 void osd__heartbeat(struct osd *o, uint64_t now);
 
@@ -682,11 +684,8 @@ void osd__on_event(void *arg, struct cm_conn *c, enum cm_conn_event ev, int rc);
 
 const char *osd__pg_state_name(enum osd_pg_state s);
 
-/* ---------- encoding helpers ---------- */
-/* ---------- the PG table ---------- */
 size_t osd__pg_hash(int64_t pool, uint32_t seed, size_t nb);
 
-/* pg.c */
 struct osd_pg *osd__pg_find(struct osd *o, int64_t pool, uint32_t seed);
 
 struct osd_pg *osd__pg_new(struct osd *o, int64_t pool, uint32_t seed);
@@ -702,7 +701,6 @@ int osd__pg_stats(struct osd *o, Cairn__Mon__PgStat **a, size_t *n);
 
 /* ---------- pg/log.c ---------- */
 
-/* pg.c */
 struct osd_lent *osd__pg_log_at(struct osd_pg *pg, size_t i);
 
 int osd__pg_log_append(struct osd_pg *pg, const Cairn__Osd__LogEntry *le);
@@ -778,7 +776,6 @@ void osd__pga_free_all(struct osd *o);
 /* Our copy keeps a stash for the entry at v (t makes it). */
 int osd__stash_add(struct osd_pg *pg, struct os_txn *t, const struct osd_ver *v);
 
-/* pg.c: EC rollback stashes */
 /* Entries up to `upto` are final: remove their stash objects (in t). \return 0 or -errno. */
 int osd__pg_stash_drop(struct osd_pg *pg, struct os_txn *t, const struct osd_ver *upto);
 
@@ -882,13 +879,11 @@ int osd__plan_slot(struct osd_pg *pg, int t, int a);
 
 /* ---------- ops/op.c ---------- */
 
-/* ---------- replies ---------- */
 void osd__op_free(struct osd_op *op);
 
 /* Reply to the client and finish op (it leaves pg->running). */
 void osd__op_reply(struct osd_op *op, const struct osd_ver *ver);
 
-/* pg.c: client ops */
 void osd__op_fail(struct osd_op *op, unsigned i, int rc);
 
 /* A callback of op's (op->busy was set) came: false if op was dropped (and is freed). */
@@ -905,7 +900,6 @@ bool osd__pg_object_busy(struct osd_pg *pg, const char *oid);
 /* Recovery let go of oid (pushed, or no longer missing): run its ops. */
 void osd__pg_object_ready(struct osd_pg *pg, const char *oid);
 
-/* Messages for PGs; each takes ownership of m. */
 void osd__pg_handle_op(struct osd *o, struct cm_conn *c, struct cm_msg *m);
 
 /* Ops waiting for a newer map: retry them. */
@@ -917,7 +911,6 @@ void osd__pg_handle_list(struct osd *o, struct cm_conn *c, struct cm_msg *m);
 
 /* ---------- ops/read.c ---------- */
 
-/* ---------- the read phase ---------- */
 bool osd__subop_reads_meta(uint32_t t);
 
 /* "_" + name: a client's xattr as stored. */
@@ -928,7 +921,6 @@ void osd__op_meta_fn(void *arg);
 
 void osd__op_meta_done(void *arg);
 
-/* ---------- running ops ---------- */
 void osd__op_after_reads(struct osd_op *op);
 
 /* ---------- ops/write.c ---------- */
@@ -972,7 +964,6 @@ int osd__txn_add_ops(struct os_txn *t, const char *cid, Cairn__Osd__TxOp *const 
 
 /* ---------- backend/ec.c ---------- */
 
-/* ec_pg.c */
 /* The EC profile of pool p, made on first use. NULL: replicated, or out of memory. */
 const struct osd_ec *osd__ec_pool_profile(struct osd *o, const Cairn__Map__Pool *p);
 
@@ -980,12 +971,6 @@ void osd__ec_free_all(struct osd *o);
 
 /* ---------- backend/ec_peering.c ---------- */
 
-/*
- * Rebuild bytes [off, off + len) (multiples of the stripe unit) of shard
- * `shard` of oid from k other shards (not those lacking oid, nor backfill
- * targets) holding version ver (NULL: any, as long as they agree); attrs:
- * also the object's attributes. cb on the reactor. \return 0 or -errno.
- */
 /*
  * Peering of an EC PG collected the acting OSDs' infos: a copy labelled with
  * another shard than its place counts as none; pg->auth = a copy at the
@@ -1011,10 +996,17 @@ void osd__pg_handle_ec_read_reply(struct osd *o, struct cm_conn *c, struct cm_ms
 /* A peer's session was reset: its shard reads failed. */
 void osd__ec_peer_reset(struct osd *o, int32_t peer);
 
+/*
+ * Rebuild bytes [off, off + len) (multiples of the stripe unit) of shard
+ * `shard` of oid from k other shards (not those lacking oid, nor backfill
+ * targets) holding version ver (NULL: any, as long as they agree); attrs:
+ * also the object's attributes. cb on the reactor. \return 0 or -errno.
+ */
 int osd__ec_fetch_shard(struct osd_pg *pg, const char *oid, const struct osd_ver *ver,
 			unsigned shard, uint64_t off, uint64_t len, bool attrs, osd_ec_fetch_cb cb,
 			void *arg);
 
+/* The EC backend's read: every READ sub-op not done yet; then osd__op_reads_done. */
 void osd__ec_op_read(struct osd_op *op);
 
 void osd__pg_handle_ec_read(struct osd *o, struct cm_conn *c, struct cm_msg *m);
@@ -1026,8 +1018,7 @@ void osd__ec_abort_all(struct osd *o);
 
 void osd__ec_op_free(struct osd_op *op);
 
-/* ec_pg.c: client ops of EC pools on the primary */
-/* Every READ sub-op not done yet; then osd__op_reads_done. */
+/* The EC backend's write: rebuild the touched stripes, encode, commit. */
 void osd__ec_op_write(struct osd_op *op);
 
 /* ---------- recovery/plan.c ---------- */
@@ -1038,7 +1029,6 @@ void osd__rec_reset(struct osd_pg *pg);
 /* Send a recovery request for peer[t] to the source (maybe us). \return 0 or -errno. */
 int osd__send_req(struct osd_pg *pg, int t, char **oids, size_t n, bool all, bool prio);
 
-/* recovery.c */
 /* Peering collected every acting OSD's info and log: plan and start recovery, or activate. */
 void osd__rec_plan(struct osd_pg *pg);
 
@@ -1076,7 +1066,7 @@ bool osd__rec_op_blocked(struct osd_pg *pg, const char *oid, bool writes);
 /* No client op on oid executes any more: pushes waiting for it go on. */
 void osd__rec_object_idle(struct osd_pg *pg, const char *oid);
 
-/* recovery.c: a listing an EC backfill asked a shard for. */
+/* A listing an EC backfill asked a shard for. */
 void osd__rec_handle_list_reply(struct osd *o, struct cm_conn *c, struct cm_msg *m);
 
 void osd__job_start(struct osd *o, const Cairn__Osd__RecoverReq *q, int32_t primary);
@@ -1096,7 +1086,7 @@ void osd__rec_free_all(struct osd *o);
 
 /* ---------- recovery/sched.c ---------- */
 
-/* recovery.c: a client op of this cost (4 KiB + bytes) arrived. */
+/* A client op of this cost (4 KiB + bytes) arrived. */
 void osd__rec_client_cost(struct osd *o, uint64_t cost);
 
 /*
