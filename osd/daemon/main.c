@@ -11,6 +11,7 @@
  */
 #include "osd/osd.h"
 #include "os/store.h"
+#include "mon/proto.h"
 #include "cm/err.h"
 #include "cm/log.h"
 
@@ -148,12 +149,19 @@ main(int argc, char **argv)
 		       rep.errors ? "; first: " : "", rep.errors ? rep.first_error : "");
 		status = rep.errors ? 1 : 0;
 	} else {
+		struct mon_addr *hosts = NULL;
+		size_t nh = 0;
+		char err[256];
+
 		if (!cfg.mon_host[0])
 			fprintf(stderr, "cairn-osd: mon_host is not set\n");
 		else if (!cfg.d.cluster_key[0])
 			fprintf(stderr, "cairn-osd: cluster_key is not set\n");
+		else if (mon_parse_hosts(cfg.mon_host, &hosts, &nh, err, sizeof(err)))
+			fprintf(stderr, "cairn-osd: mon_host: %s\n", err);
 		else
 			status = osd_serve(&cfg) ? 1 : 0;
+		free(hosts);
 	}
 out:
 	cm_conf_free(&conf);
