@@ -15,12 +15,11 @@ arithmetic; RH is rounded up (so RH * x lands on the right index), the logs
 down.
 
 Compatibility: Ceph's shipped LL table is not exactly the definition above.
-Measured against Ceph 16.2.15's libceph-common, 219 of its 256 entries equal
-LL[k] + LL_CEPH_OFFSET for every k >= 2 (k = 0 and 1 equal the definition);
-the other 35 are irregular. We add the offset (a measured fact, no copied
-data), which makes straw2 draws agree with Ceph's except where the fine index
-lands on one of those 35 entries and two draws are within ~1e-6 of each other
-(4 mappings in 2,000,000 measured; docs/design/crush.md).
+Most of its entries (k >= 2) equal LL[k] + LL_CEPH_OFFSET; 42 do not. We add
+the offset, and take those 42 values as Ceph ships them (LL_CEPH_CORRECTIONS,
+below): interoperability constants, like a protocol number, so that every
+straw2 draw -- and so every mapping -- is Ceph's. See NOTICE for their
+origin and licence, and docs/design/crush.md.
 """
 from decimal import Decimal, getcontext, ROUND_CEILING, ROUND_FLOOR
 import sys
@@ -44,10 +43,35 @@ def lh(k):
 
 LL_CEPH_OFFSET = 0x147700000
 
+# The entries of Ceph's LL table (src/crush/crush_ln_table.h, __LL_tbl[k])
+# that are not the definition plus LL_CEPH_OFFSET: index -> Ceph's value.
+# From the Ceph project (LGPL-2.1; see NOTICE), kept as data for
+# compatibility of placement, exactly as shipped.
+LL_CEPH_CORRECTIONS = {
+    56: 0x00a2b07f3458, 127: 0x016df6ca19bd, 134: 0x0182b07f3458,
+    181: 0x0209c06e6212, 184: 0x0212b07f3458, 188: 0x021d6a73a78f,
+    193: 0x022c23679b4e, 198: 0x023a2c3b0ea4, 199: 0x023d13ee805b,
+    200: 0x024035e9221f, 203: 0x0247ed646bfe, 207: 0x025492644d65,
+    210: 0x025d13ee805b, 212: 0x026296453882, 216: 0x026d32f798a9,
+    222: 0x027e6580aecb, 225: 0x0287bdbf5255, 227: 0x028d13ee805b,
+    228: 0x029035e9221f, 229: 0x029296453882, 231: 0x029902a37aab,
+    233: 0x029deabd1083, 235: 0x02a4c7605d61, 236: 0x02a7bdbf5255,
+    237: 0x02a96056dafc, 238: 0x02ac3daf14ef, 239: 0x02af1b019eca,
+    240: 0x02b296453882, 241: 0x02b5d022d80f, 243: 0x02ba9012e713,
+    244: 0x02bd6d4901cc, 245: 0x02c04a796cf6, 246: 0x02c327a428a6,
+    247: 0x02c61a5e8f4c, 248: 0x02c8e1e891f6, 249: 0x02cbbf023fc2,
+    250: 0x02ce9c163e6e, 251: 0x02d179248e13, 252: 0x02d4562d2ec6,
+    253: 0x02d73330209d, 254: 0x02da102d63b0, 255: 0x02dced24f814,
+}
 
-def ll(k):
+
+def ll_definition(k):
     v = int((TWO48 * log2(1 + Decimal(k) / 2 ** 15)).to_integral_value(ROUND_FLOOR))
     return v + LL_CEPH_OFFSET if k >= 2 else v
+
+
+def ll(k):
+    return LL_CEPH_CORRECTIONS.get(k, ll_definition(k))
 
 
 def main(out):

@@ -2,11 +2,10 @@
 # SPDX-License-Identifier: Apache-2.0
 # Compare `clusterctl crush test` with every crushtool golden (see generate.sh).
 #
-# Our crush_ln() tables are generated (crush/tools/gen_ln_table.py); 35 of
-# Ceph's shipped LL entries are irregular and can flip a straw2 choice on rare
-# inputs (docs/design/crush.md). Any such line would have to be listed exactly
-# in known-differences (empty today); anything else that differs, or a listed
-# line that no longer differs, fails the test.
+# Our crush_ln() tables are generated (crush/tools/gen_ln_table.py), with
+# Ceph's 42 irregular LL entries as a correction list (NOTICE): every line
+# must be identical. known-differences stays empty; a line listed there
+# would have to differ exactly, and anything else that differs fails.
 # Usage: check.sh CLUSTERCTL
 set -uo pipefail
 cd "$(dirname "$0")"
