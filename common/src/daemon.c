@@ -82,7 +82,8 @@ cm_daemon_setup_logging(const struct cm_daemon_conf *c)
 }
 
 int
-cm_daemon_reactor_create(const struct cm_daemon_conf *c, const char *name, struct cm_reactor **rp)
+cm_daemon_client_reactor_create(const struct cm_daemon_conf *c, const char *name,
+				struct cm_reactor **rp)
 {
 	struct cm_reactor_opts o;
 
@@ -90,6 +91,16 @@ cm_daemon_reactor_create(const struct cm_daemon_conf *c, const char *name, struc
 	cm_reactor_backend_parse(c->reactor, &o.backend);
 	o.name = name;
 	return cm_reactor_create(&o, rp);
+}
+
+int
+cm_daemon_reactor_create(const struct cm_daemon_conf *c, const char *name, struct cm_reactor **rp)
+{
+	int rc = cm_daemon_client_reactor_create(c, name, rp);
+
+	if (!rc) /* a daemon's log says which backend it runs (a client's stderr does not) */
+		CM_NOTICE("reactor=%s backend=%s", name, cm_reactor_backend_name(*rp));
+	return rc;
 }
 
 void
@@ -107,6 +118,7 @@ cm_daemon_msgr_opts(const struct cm_daemon_conf *c, struct cm_msgr_opts *o)
 	o->tls_cert = c->tls_cert;
 	o->tls_key = c->tls_key;
 	o->tls_ca = c->tls_ca;
+	o->tls_verify = c->tls_verify;
 }
 
 int

@@ -11,6 +11,7 @@
  */
 #include "cm/etcd.h"
 #include "cm/err.h"
+#include "etcd_int.h"
 #include "cm/log.h"
 
 #include <curl/curl.h>
@@ -179,17 +180,23 @@ kv_from_json(const json_t *j, struct cm_etcd_kv *kv)
 		return -EPROTO;
 	n = b64_decode(k, (uint8_t **)&kv->key);
 	if (n < 0)
-		return -EPROTO;
+		goto err_free;
 	kv->key_len = (size_t)n;
 	n = b64_decode(v ? v : "", &kv->value);
 	if (n < 0)
-		return -EPROTO;
+		goto err_free;
 	kv->value_len = (size_t)n;
 	kv->create_revision = get_i64(j, "create_revision");
 	kv->mod_revision = get_i64(j, "mod_revision");
 	kv->version = get_i64(j, "version");
 	kv->lease = get_i64(j, "lease");
 	return 0;
+err_free:
+	/* b64_decode leaves its buffer on failure; a kv that failed owns nothing. */
+	free(kv->key);
+	free(kv->value);
+	memset(kv, 0, sizeof(*kv));
+	return -EPROTO;
 }
 
 static void
@@ -286,6 +293,39 @@ grpc_to_errno(int code)
 }
 
 /*
+ * Parse body, an answer with HTTP status `status`: 0 with *out the answer
+ * (status 200), 1 when another endpoint may do better (last_err says why),
+ * or the call's error.
+ */
+static int
+answer_parse(const char *url, long status, const char *body, json_t **out, char *last_err,
+	     size_t errlen)
+{
+	json_error_t jerr;
+	json_t *j = json_loads(body, 0, &jerr);
+	const char *msg;
+	int code;
+
+	if (!j)
+		return -EPROTO;
+	if (status == 200) {
+		*out = j;
+		return 0;
+	}
+	code = (int)get_i64(j, "code");
+	msg = json_string_value(json_object_get(j, "message"));
+	/* Unavailable / DeadlineExceeded / 5xx: another endpoint may do. */
+	if (code == 14 || code == 4 || (status >= 500 && code == 0)) {
+		snprintf(last_err, errlen, "%s: %s", url, msg ? msg : "unavailable");
+		json_decref(j);
+		return 1;
+	}
+	CM_DEBUG("etcd %s answered %ld code=%d: %s", url, status, code, msg ? msg : "");
+	json_decref(j);
+	return grpc_to_errno(code);
+}
+
+/*
  * POST body to path on some endpoint; on success *out holds the parsed answer.
  * \return 0, -CM_EETCD (none answered before the deadline), an etcd error, -EPROTO.
  */
@@ -336,32 +376,13 @@ call(struct cm_etcd *e, const char *path, json_t *body, json_t **out)
 		curl_easy_cleanup(c);
 		tried++;
 		if (cc == CURLE_OK && r.buf) {
-			json_error_t jerr;
-			json_t *j = json_loads(r.buf, 0, &jerr);
+			int ar = answer_parse(url, status, r.buf, out, last_err, sizeof(last_err));
 
-			if (!j) {
-				rc = -EPROTO;
+			if (ar != 1) {
+				if (ar == 0)
+					atomic_store(&e->preferred, idx);
+				rc = ar;
 				retry = false;
-			} else if (status == 200) {
-				atomic_store(&e->preferred, idx);
-				*out = j;
-				rc = 0;
-				retry = false;
-			} else {
-				int code = (int)get_i64(j, "code");
-				const char *msg = json_string_value(json_object_get(j, "message"));
-
-				/* Unavailable / DeadlineExceeded / 5xx: another endpoint may do. */
-				if (code == 14 || code == 4 || (status >= 500 && code == 0)) {
-					snprintf(last_err, sizeof(last_err), "%s: %s", url,
-						 msg ? msg : "unavailable");
-				} else {
-					CM_DEBUG("etcd %s answered %ld code=%d: %s", url, status,
-						 code, msg ? msg : "");
-					rc = grpc_to_errno(code);
-					retry = false;
-				}
-				json_decref(j);
 			}
 		} else {
 			snprintf(last_err, sizeof(last_err), "%s: %s", url,
@@ -396,11 +417,36 @@ header_revision(const json_t *j)
 
 /* ---------------- KV ---------------- */
 
+/* A kv/range answer into *out (zeroed by the caller). */
+static int
+range_reply(const json_t *resp, struct cm_etcd_range *out)
+{
+	const json_t *kvs = json_object_get(resp, "kvs");
+	int rc = 0;
+
+	out->revision = header_revision(resp);
+	out->more = json_is_true(json_object_get(resp, "more"));
+	if (json_is_array(kvs) && json_array_size(kvs)) {
+		out->kvs = calloc(json_array_size(kvs), sizeof(*out->kvs));
+		if (!out->kvs)
+			return -ENOMEM;
+		for (size_t i = 0; i < json_array_size(kvs); i++) {
+			rc = kv_from_json(json_array_get(kvs, i), &out->kvs[i]);
+			out->count++;
+			if (rc) {
+				cm_etcd_range_free(out);
+				break;
+			}
+		}
+	}
+	return rc;
+}
+
 int
 cm_etcd_get(struct cm_etcd *e, const char *key, size_t key_len, const char *range_end,
 	    size_t end_len, int64_t limit, struct cm_etcd_range *out)
 {
-	json_t *req = json_object(), *resp = NULL, *kvs;
+	json_t *req = json_object(), *resp = NULL;
 	int rc;
 
 	memset(out, 0, sizeof(*out));
@@ -416,24 +462,7 @@ cm_etcd_get(struct cm_etcd *e, const char *key, size_t key_len, const char *rang
 	json_decref(req);
 	if (rc)
 		return rc;
-	kvs = json_object_get(resp, "kvs");
-	out->revision = header_revision(resp);
-	out->more = json_is_true(json_object_get(resp, "more"));
-	if (json_is_array(kvs) && json_array_size(kvs)) {
-		out->kvs = calloc(json_array_size(kvs), sizeof(*out->kvs));
-		if (!out->kvs) {
-			json_decref(resp);
-			return -ENOMEM;
-		}
-		for (size_t i = 0; i < json_array_size(kvs); i++) {
-			rc = kv_from_json(json_array_get(kvs, i), &out->kvs[i]);
-			out->count++;
-			if (rc) {
-				cm_etcd_range_free(out);
-				break;
-			}
-		}
-	}
+	rc = range_reply(resp, out);
 	json_decref(resp);
 	return rc;
 }
@@ -529,6 +558,15 @@ err:
 	return NULL;
 }
 
+static void
+txn_reply(const json_t *resp, bool *succeeded, int64_t *revision)
+{
+	if (succeeded)
+		*succeeded = json_is_true(json_object_get(resp, "succeeded"));
+	if (revision)
+		*revision = header_revision(resp);
+}
+
 int
 cm_etcd_txn(struct cm_etcd *e, const struct cm_etcd_cmp *cmps, size_t ncmp,
 	    const struct cm_etcd_op *success, size_t nsuccess, const struct cm_etcd_op *failure,
@@ -573,15 +611,21 @@ cm_etcd_txn(struct cm_etcd *e, const struct cm_etcd_cmp *cmps, size_t ncmp,
 	json_decref(req);
 	if (rc)
 		return rc;
-	if (succeeded)
-		*succeeded = json_is_true(json_object_get(resp, "succeeded"));
-	if (revision)
-		*revision = header_revision(resp);
+	txn_reply(resp, succeeded, revision);
 	json_decref(resp);
 	return 0;
 }
 
 /* ---------------- leases ---------------- */
+
+static int
+grant_reply(const json_t *resp, int64_t *id, int64_t *granted_ttl)
+{
+	*id = get_i64(resp, "ID");
+	if (granted_ttl)
+		*granted_ttl = get_i64(resp, "TTL");
+	return *id ? 0 : -EPROTO;
+}
 
 int
 cm_etcd_lease_grant(struct cm_etcd *e, int64_t ttl_s, int64_t *id, int64_t *granted_ttl)
@@ -596,18 +640,27 @@ cm_etcd_lease_grant(struct cm_etcd *e, int64_t ttl_s, int64_t *id, int64_t *gran
 	json_decref(req);
 	if (rc)
 		return rc;
-	*id = get_i64(resp, "ID");
-	if (granted_ttl)
-		*granted_ttl = get_i64(resp, "TTL");
+	rc = grant_reply(resp, id, granted_ttl);
 	json_decref(resp);
-	return *id ? 0 : -EPROTO;
+	return rc;
+}
+
+static int
+keepalive_reply(const json_t *resp, int64_t *ttl)
+{
+	const json_t *res = json_object_get(resp, "result");
+	int64_t t = get_i64(res ? res : resp, "TTL");
+
+	if (ttl)
+		*ttl = t;
+	/* An expired lease answers with no TTL. */
+	return t > 0 ? 0 : -ENOENT;
 }
 
 int
 cm_etcd_lease_keepalive(struct cm_etcd *e, int64_t id, int64_t *ttl)
 {
-	json_t *req = json_object(), *resp = NULL, *res;
-	int64_t t;
+	json_t *req = json_object(), *resp = NULL;
 	int rc;
 
 	if (!req)
@@ -617,13 +670,9 @@ cm_etcd_lease_keepalive(struct cm_etcd *e, int64_t id, int64_t *ttl)
 	json_decref(req);
 	if (rc)
 		return rc;
-	res = json_object_get(resp, "result");
-	t = get_i64(res ? res : resp, "TTL");
+	rc = keepalive_reply(resp, ttl);
 	json_decref(resp);
-	if (ttl)
-		*ttl = t;
-	/* An expired lease answers with no TTL. */
-	return t > 0 ? 0 : -ENOENT;
+	return rc;
 }
 
 int
@@ -696,7 +745,9 @@ watch_consume(struct cm_etcd_watch *w)
 								   : CM_ETCD_EV_PUT;
 			if (!atomic_load(&w->stop))
 				w->cb(w->arg, &out, 0);
-			w->next_rev = out.kv.mod_revision + 1;
+			/* Resume after it (a malformed INT64_MAX must not overflow). */
+			w->next_rev = out.kv.mod_revision < INT64_MAX ? out.kv.mod_revision + 1
+								      : INT64_MAX;
 			kv_free(&out.kv);
 		}
 		json_decref(j);
@@ -845,4 +896,61 @@ cm_etcd_watch_stop(struct cm_etcd_watch *w)
 	free(w->key);
 	free(w->end);
 	free(w);
+}
+
+/* ---------- entry points for tests/fuzz/etcd_fuzz.c ---------- */
+
+int
+cm_etcd__parse_reply(enum cm_etcd__reply_kind kind, long status, const char *body,
+		     struct cm_etcd__reply *out)
+{
+	char last_err[1024];
+	json_t *resp = NULL;
+	int rc = answer_parse("fuzz", status, body, &resp, last_err, sizeof(last_err));
+
+	memset(out, 0, sizeof(*out));
+	if (rc)
+		return rc;
+	switch (kind) {
+	case CM_ETCD__RANGE:
+		rc = range_reply(resp, &out->range);
+		break;
+	case CM_ETCD__PUT:
+		out->revision = header_revision(resp);
+		break;
+	case CM_ETCD__DELETE:
+		out->deleted = get_i64(resp, "deleted");
+		break;
+	case CM_ETCD__TXN:
+		txn_reply(resp, &out->succeeded, &out->revision);
+		break;
+	case CM_ETCD__LEASE_GRANT:
+		rc = grant_reply(resp, &out->id, &out->ttl);
+		break;
+	case CM_ETCD__LEASE_KEEPALIVE:
+		rc = keepalive_reply(resp, &out->ttl);
+		break;
+	}
+	json_decref(resp);
+	return rc;
+}
+
+int
+cm_etcd__watch_feed(const char *data, size_t len, size_t chunk, cm_etcd_watch_cb cb, void *arg,
+		    int64_t *next_rev)
+{
+	struct cm_etcd_watch w = { .cb = cb, .arg = arg };
+	int rc = 0;
+
+	if (!chunk)
+		chunk = len;
+	for (size_t off = 0; off < len && !rc; off += chunk) {
+		size_t n = CM_MIN(chunk, len - off);
+
+		if (watch_write((char *)data + off, 1, n, &w) != n)
+			rc = -1;
+	}
+	*next_rev = w.next_rev;
+	free(w.buf.buf);
+	return rc;
 }

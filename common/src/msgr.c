@@ -1291,6 +1291,7 @@ cm_msgr_opts_init(struct cm_msgr_opts *o, size_t size)
 	o->proto_min = CM_MSGR_PROTO_MIN;
 	o->proto_max = CM_MSGR_PROTO_MAX;
 	o->crc_data = true;
+	o->tls_verify = true;
 }
 
 int

@@ -230,8 +230,15 @@ cm__msgr_tls_ctx_create(const struct cm_msgr_opts *o)
 		if (SSL_CTX_load_verify_locations(ctx, o->tls_ca, NULL) != 1)
 			goto err;
 		SSL_CTX_set_verify(ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, NULL);
+	} else if (o->tls_verify) {
+		CM_ERR("tls is on and tls_verify too, but tls_ca is not set: name the CA that "
+		       "signed the cluster's certificates (tls_ca), or set tls_verify = false "
+		       "for encryption only");
+		SSL_CTX_free(ctx);
+		return NULL;
 	} else {
-		/* Encryption only: the cluster key handshake authenticates peers. */
+		/* Encryption only (tls_verify off): the cluster key handshake authenticates peers.
+		 */
 		SSL_CTX_set_verify(ctx, SSL_VERIFY_NONE, NULL);
 	}
 	return ctx;

@@ -31,6 +31,9 @@
  *   -ERANGE      assert-version failed (or a getxattr buffer is too small)
  *   -ECANCELED   cmpxattr failed
  *   -ENAMETOOLONG, -EINVAL  bad names or arguments
+ *   -E2BIG       one op writes or reads more than 64 MiB in all (OSD_MAX_IO:
+ *                the messenger's message limit), or reads to the end of an
+ *                object larger than that: nothing was done; use ranges
  *   -ETIMEDOUT   no answer within the op timeout (the op may or may not
  *                have been applied; a resend of the same op is safe)
  *   -ENOTCONN    no monitor answered at connect
@@ -74,7 +77,8 @@ struct cairn_opts {
 	const char *conf_file;   /* a cairn.conf ([global] mon_host, cluster_key); may be NULL */
 	const char *mon_host;    /* overrides the file: "a=127.0.0.1:6789,..." */
 	const char *cluster_key; /* overrides the file */
-	unsigned op_timeout_ms;  /* per op; default 30000 */
+	unsigned op_timeout_ms;  /* per op; default 0: none -- an op waits through OSD
+				  * failures and peering, resent to the new primary */
 	unsigned connect_timeout_ms; /* for the first map; default 10000 */
 	const char *log_level;       /* "err" (default), "warn", "notice", "info", "debug" */
 };

@@ -5,6 +5,7 @@
  * requests to it and wait on completions.
  */
 #include "cairn.h"
+#include "client_int.h"
 #include "osd/proto.h"
 #include "mon/client_async.h"
 #include "mon/osd_sessions.h"
@@ -21,6 +22,7 @@ CM_LOG_SUBSYS(client);
 #define TICK_MS   100
 #define RESEND_MS 5000 /* an op unanswered this long is resent (the log dedups) */
 #define RETRY_MS  500  /* an op the OSD could not take yet */
+#define BUSY_MS   50   /* an op the OSD pushed back (its client data cap was reached) */
 
 struct cl_conf {
 	struct cm_daemon_conf d;
@@ -62,8 +64,21 @@ struct csub {
 struct cairn_op {
 	struct csub *subs;
 	size_t n, cap;
-	int err; /* a build error, reported at submit */
+	int err;                 /* a build error, reported at submit */
+	uint64_t wbytes, rbytes; /* data it carries and may return: at most OSD_MAX_IO each */
 };
+
+/* Count len more bytes written (or read) by op: -E2BIG past OSD_MAX_IO. */
+static bool
+op_io_add(cairn_op_t *op, uint64_t *total, size_t len)
+{
+	if (len > OSD_MAX_IO || *total + len > OSD_MAX_IO) {
+		op->err = -E2BIG;
+		return false;
+	}
+	*total += len;
+	return true;
+}
 
 struct cairn_completion {
 	pthread_mutex_t mu;
@@ -240,7 +255,7 @@ cairn_op_write(cairn_op_t *op, uint64_t off, const void *buf, size_t len)
 {
 	struct csub *s = sub_add(op, OSD_OP_WRITE);
 
-	if (s) {
+	if (s && op_io_add(op, &op->wbytes, len)) {
 		s->off = off;
 		s->len = len;
 		s->wbuf = buf;
@@ -252,7 +267,7 @@ cairn_op_write_full(cairn_op_t *op, const void *buf, size_t len)
 {
 	struct csub *s = sub_add(op, OSD_OP_WRITEFULL);
 
-	if (s) {
+	if (s && op_io_add(op, &op->wbytes, len)) {
 		s->len = len;
 		s->wbuf = buf;
 	}
@@ -263,7 +278,7 @@ cairn_op_append(cairn_op_t *op, const void *buf, size_t len)
 {
 	struct csub *s = sub_add(op, OSD_OP_APPEND);
 
-	if (s) {
+	if (s && op_io_add(op, &op->wbytes, len)) {
 		s->len = len;
 		s->wbuf = buf;
 	}
@@ -430,6 +445,8 @@ cairn_op_read(cairn_op_t *op, uint64_t off, size_t len, void *buf, size_t *bytes
 		op->err = -EINVAL;
 		return;
 	}
+	if (!op_io_add(op, &op->rbytes, len))
+		return;
 	s->off = off;
 	s->len = len;
 	s->rbuf = buf;
@@ -820,6 +837,12 @@ creq_send(struct creq *q, bool force)
 	if (!force && q->target == primary && q->nacting == nacting &&
 	    memcmp(q->acting, acting, sizeof(*acting) * (size_t)nacting) == 0)
 		return;
+	if (q->kind == CREQ_OP && (q->cl->map->flags & MON_FLAG_PAUSE)) {
+		/* `osd set pause`: reads and writes wait (sent once it is unset: the
+		 * map that clears it resends every op not sent). */
+		q->target = -1;
+		return;
+	}
 	c = mon_osd_sessions_get(&q->cl->sess, q->cl->map, primary, q->seed, &shard);
 	if (!c) {
 		q->target = -1;
@@ -831,6 +854,11 @@ creq_send(struct creq *q, bool force)
 		return;
 	}
 	rc = cm_conn_send(c, m);
+	if (rc == -EMSGSIZE) { /* larger than any session takes: no resend helps */
+		cm_msg_destroy(m);
+		creq_finish(q, -E2BIG, NULL);
+		return;
+	}
 	if (rc) {
 		cm_msg_destroy(m);
 		q->target = -1;
@@ -852,7 +880,7 @@ submit_fn(void *arg)
 
 	q->tid = ++cl->tid;
 	q->target = -1;
-	q->deadline_ms = cm_now_ms() + cl->op_timeout_ms;
+	q->deadline_ms = cl->op_timeout_ms ? cm_now_ms() + cl->op_timeout_ms : UINT64_MAX;
 	TAILQ_INSERT_TAIL(&cl->inflight, q, link);
 	q->linked = true;
 	creq_send(q, true);
@@ -904,7 +932,8 @@ fill_outputs(struct creq *q, const Cairn__Osd__OsdOpReply *r, const struct cm_ms
 	for (size_t i = 0; i < op->n && i < r->n_results; i++) {
 		struct csub *s = &op->subs[i];
 		const Cairn__Osd__SubOpResult *x = r->results[i];
-		int rc = x->rc;
+		/* an OSD's result is 0 or -errno: anything else is a bad reply */
+		int rc = x->rc > 0 || x->rc < -4095 ? -EBADMSG : x->rc;
 
 		if (!rc) {
 			switch (s->type) {
@@ -986,11 +1015,14 @@ on_op_reply(struct cairn_cluster *cl, struct cm_msg *m)
 	if (!r || !q || q->kind != CREQ_OP)
 		goto out;
 	if (r->rc == -ESTALE || r->rc == -EAGAIN) {
-		/* The OSD sees another map: catch up and resend. */
+		/* The OSD sees another map (catch up and resend), or is busy at
+		 * our epoch (its client data cap: resend shortly). */
+		bool busy = r->rc == -EAGAIN && r->epoch == cl->map->epoch;
+
 		if (r->epoch > cl->map->epoch)
 			mon_async_want_map(cl->monc, cl->map->epoch);
 		q->target = -1;
-		q->retry_ms = cm_now_ms() + RETRY_MS;
+		q->retry_ms = cm_now_ms() + (busy ? BUSY_MS : RETRY_MS);
 		goto out;
 	}
 	if (r->ver) {
@@ -998,7 +1030,7 @@ on_op_reply(struct cairn_cluster *cl, struct cm_msg *m)
 		v.seq = r->ver->seq;
 	}
 	fill_outputs(q, r, m);
-	creq_finish(q, r->rc, &v);
+	creq_finish(q, r->rc > 0 || r->rc < -4095 ? -EBADMSG : r->rc, &v);
 out:
 	if (r)
 		cairn__osd__osd_op_reply__free_unpacked(r, NULL);
@@ -1035,7 +1067,7 @@ on_list_reply(struct cairn_cluster *cl, struct cm_msg *m)
 		}
 	}
 	q->more = r->more;
-	creq_finish(q, r->rc ? r->rc : rc, NULL);
+	creq_finish(q, r->rc > 0 || r->rc < -4095 ? -EBADMSG : r->rc ? r->rc : rc, NULL);
 out:
 	if (r)
 		cairn__osd__pg_list_reply__free_unpacked(r, NULL);
@@ -1259,7 +1291,7 @@ cairn_connect(const struct cairn_opts *o, cairn_cluster_t **clp, char *err, size
 		if (cm_log_level_parse(opts.log_level, &lvl) == 0)
 			cm_log_set_level(lvl);
 	}
-	cl->op_timeout_ms = opts.op_timeout_ms ? opts.op_timeout_ms : 30000;
+	cl->op_timeout_ms = opts.op_timeout_ms; /* 0: none (ops wait through failures) */
 	if (cm_random_bytes(rnd, sizeof(rnd)))
 		memset(rnd, 0, sizeof(rnd));
 	snprintf(cl->entity, sizeof(cl->entity), "client.%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0],
@@ -1557,4 +1589,72 @@ cairn_list(cairn_ioctx_t *io, struct cairn_list_cursor *cur, unsigned max, char 
 		free(q);
 	}
 	return 0;
+}
+
+/* ---------- entry point for tests/fuzz/libcairn_reply_fuzz.c ---------- */
+
+int
+cairn__reply_decode(const Cairn__Map__OsdMap *map, int64_t pool, const char *oid, uint32_t seed,
+		    cairn_op_t *op, struct cm_msg *reply, char ***names, size_t *nnames, bool *more)
+{
+	struct cairn_cluster *cl = calloc(1, sizeof(*cl));
+	cairn_completion_t *c = cairn_completion_create(NULL, NULL);
+	struct creq *q = calloc(1, sizeof(*q));
+	int kind = reply->type == OSD_MSG_PG_LIST_REPLY ? CREQ_LIST : CREQ_OP;
+	int32_t acting[16], primary;
+	int nacting, rc;
+
+	*names = NULL;
+	*nnames = 0;
+	*more = false;
+	if (!cl || !c || !q) {
+		free(cl);
+		cairn_completion_release(c);
+		free(q);
+		cm_msg_destroy(reply);
+		return -ENOMEM;
+	}
+	pthread_mutex_init(&cl->mu, NULL);
+	pthread_cond_init(&cl->cv, NULL);
+	TAILQ_INIT(&cl->inflight);
+	cl->conf = (struct cm_conf){ .table = g_cl_opts, .base = &cl->cfg };
+	on_map(cl, map);
+	/* The request, as submit_fn and creq_send make it (but sent nowhere). */
+	q->cl = cl;
+	q->kind = kind;
+	q->pool = pool;
+	q->seed = seed;
+	snprintf(q->oid, sizeof(q->oid), "%s", oid);
+	q->op = kind == CREQ_OP ? op : NULL;
+	q->comp = c;
+	q->tid = ++cl->tid;
+	q->deadline_ms = UINT64_MAX;
+	TAILQ_INSERT_TAIL(&cl->inflight, q, link);
+	q->linked = true;
+	q->target = creq_target(q, acting, &nacting, &primary) ? -1 : primary;
+	/* As on_msg, without the monitor client (it takes no OSD replies). */
+	if (reply->type == OSD_MSG_OP_REPLY)
+		on_op_reply(cl, reply);
+	else if (reply->type == OSD_MSG_PG_LIST_REPLY)
+		on_list_reply(cl, reply);
+	else
+		cm_msg_destroy(reply);
+	/* Not completed by it (another tid, a map to wait for): as at shutdown. */
+	if (creq_find(cl, 1))
+		creq_finish(creq_find(cl, 1), -ESHUTDOWN, NULL);
+	rc = cairn_completion_wait(c);
+	cairn_completion_release(c);
+	/* An op's request is freed by now; a listing's is ours (as in cairn_list). */
+	if (kind == CREQ_LIST) {
+		if (rc) {
+			cairn_names_free(q->names, q->nnames);
+		} else {
+			*names = q->names;
+			*nnames = q->nnames;
+			*more = q->more;
+		}
+		free(q);
+	}
+	cluster_free(cl);
+	return rc;
 }

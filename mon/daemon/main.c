@@ -52,11 +52,12 @@ static const struct cm_opt g_mon_opts[] = {
 	CM_OPT("osd_report_grace", CM_OPT_DURATION, "0", 0, 3600000, 0, struct mon_conf,
 	       report_grace_ms,
 	       "a failure peers report (after their own heartbeat grace) counts once it is this "
-	       "old; 0: osd_grace"),
+	       "old; 0: at once (the reporter waited its own heartbeat grace)"),
 	CM_OPT("mon_osd_down_out_interval", CM_OPT_DURATION, "600s", 100, 604800000, 0,
 	       struct mon_conf, down_out_ms, "a down OSD is marked out after this long"),
 	CM_OPT("mon_osd_min_down_reporters", CM_OPT_UINT, "2", 1, 100, 0, struct mon_conf,
-	       min_reporters, "distinct OSDs that must report a peer failed to mark it down"),
+	       min_reporters,
+	       "OSDs on distinct hosts that must report a peer failed to mark it down (at most the other hosts with an up OSD)"),
 	CM_OPT("mon_lease_ttl", CM_OPT_DURATION, "10s", 2000, 600000, 0, struct mon_conf,
 	       lease_ttl_ms, "etcd lease of a mon: leadership moves this long after it dies"),
 	CM_OPT("mon_tick", CM_OPT_DURATION, "1s", 50, 60000, 0, struct mon_conf, tick_ms,
@@ -124,10 +125,33 @@ check_conf(struct mon_conf *c, char *addr, size_t addrlen)
 	return 0;
 }
 
+/*
+ * etcd did not answer at startup: a mon waits for it (logging why) rather
+ * than exit, as etcd may be restarting or still coming up. \return true to
+ * try again after a second, false when SIGTERM/SIGINT came meanwhile (the
+ * signals are blocked: they wait for us here).
+ */
+static bool g_stopped; /* a signal came while waiting for etcd */
+
+static bool
+etcd_wait(const sigset_t *mask, const char *what, unsigned *tries)
+{
+	struct timespec ts = { 1, 0 };
+	int sig;
+
+	if (++*tries == 1 || *tries % 30 == 0)
+		fprintf(stderr, "cairn-mon: %s: etcd does not answer; waiting for it (try %u)\n",
+			what, *tries);
+	sig = sigtimedwait(mask, NULL, &ts);
+	g_stopped = sig == SIGTERM || sig == SIGINT;
+	return !g_stopped;
+}
+
 /* Create the cluster in etcd (--mkfs), or check it exists with our key. \return the exit status. */
 static int
-mkfs_or_verify(struct mon_conf *c, struct cm_etcd *e)
+mkfs_or_verify(struct mon_conf *c, struct cm_etcd *e, const sigset_t *mask)
 {
+	unsigned tries = 0;
 	int rc;
 
 	if (c->mkfs) {
@@ -142,7 +166,9 @@ mkfs_or_verify(struct mon_conf *c, struct cm_etcd *e)
 		       rc == 0 ? "created" : "already exists", c->etcd_endpoints);
 		return 0;
 	}
-	rc = mon_cluster_verify(e, c->fsid, c->d.cluster_key);
+	while ((rc = mon_cluster_verify(e, c->fsid, c->d.cluster_key)) == -CM_EETCD)
+		if (!etcd_wait(mask, "checking the cluster", &tries))
+			return 0;
 	if (rc) {
 		fprintf(stderr, "cairn-mon: cluster %s: %s\n", c->fsid,
 			rc == -ENOENT   ? "does not exist in etcd (run cairn-mon --mkfs first)"
@@ -189,6 +215,7 @@ main(int argc, char **argv)
 	char addr[128];
 	sigset_t mask;
 	int rc, first, status = 2;
+	unsigned tries = 0;
 
 	cm_daemon_block_signals(&mask);
 	pre_scan_id(argc, argv, &id);
@@ -227,8 +254,8 @@ main(int argc, char **argv)
 		fprintf(stderr, "cairn-mon: etcd client: %s\n", cm_strerror(rc));
 		goto out;
 	}
-	status = mkfs_or_verify(&cfg, e);
-	if (status || cfg.mkfs)
+	status = mkfs_or_verify(&cfg, e, &mask);
+	if (status || cfg.mkfs || g_stopped)
 		goto out;
 	status = 1;
 	rc = cm_daemon_reactor_create(&cfg.d, "mon", &r);
@@ -237,7 +264,11 @@ main(int argc, char **argv)
 		goto out;
 	}
 	server_opts(&cfg, addr, e, &so);
-	rc = mon_server_create(r, &so, &srv);
+	while ((rc = mon_server_create(r, &so, &srv)) == -CM_EETCD)
+		if (!etcd_wait(&mask, "reading the map", &tries)) {
+			status = 0;
+			goto out;
+		}
 	if (rc) {
 		fprintf(stderr, "cairn-mon: starting mon.%s on %s: %s\n", cfg.id, addr,
 			cm_strerror(rc));

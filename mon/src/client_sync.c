@@ -98,7 +98,7 @@ mon_sync_open(const struct cm_daemon_conf *d, const char *mon_host, unsigned tim
 	}
 	s->timeout_ms = timeout_ms ? timeout_ms : 10000;
 	s->next = (size_t)(cm_now_ns() / 1000) % s->nmons;
-	rc = cm_daemon_reactor_create(d, "monc", &s->r);
+	rc = cm_daemon_client_reactor_create(d, "monc", &s->r);
 	if (!rc) {
 		cm_daemon_msgr_opts(d, &mo);
 		mo.ops = (struct cm_msgr_ops){ .on_msg = on_msg, .on_event = on_event };
@@ -253,7 +253,9 @@ exchange(struct mon_sync *s, uint16_t type, const ProtobufCMessage *req, bool le
 			drop_conn(s);
 		rc = -ETIMEDOUT;
 	}
-	return rc;
+	/* Out of time: never 0 here (a NOT_LEADER at the deadline left rc 0
+	 * with no reply, and callers unpacked a NULL message). */
+	return rc ? rc : -ETIMEDOUT;
 }
 
 int

@@ -388,6 +388,15 @@ cmd_status(struct cmd *c, bool health_only, bool detail)
 		return rc;
 	}
 	rc = mon_health_compute(m, v.mons, v.nmons, NULL, 0, &h);
+	if (!rc && c->env->stats && c->env->stats->valid && c->env->stats->rec_watchdog) {
+		char s[160];
+
+		snprintf(s, sizeof(s),
+			 "the recovery watchdog restarted %" PRIu64
+			 " stalled plans (a bug: see the OSD logs)",
+			 c->env->stats->rec_watchdog);
+		rc = mon_health_add(&h, "RECOVERY_WATCHDOG", MON_HEALTH_WARN, s);
+	}
 	if (rc) {
 		if (!c->err[0])
 			snprintf(c->err, sizeof(c->err), "health: %s", cm_strerror(rc));
@@ -786,7 +795,7 @@ cmd_osd(struct cmd *c)
 		if (!e.flag) {
 			snprintf(c->err, sizeof(c->err),
 				 "unknown flag '%s' (noout, norebalance, nobackfill, norecover, "
-				 "noscrub, pause, full, noup, nodown, noin)",
+				 "pause, full, noup, nodown, noin)",
 				 c->argv[2]);
 			return -EINVAL;
 		}

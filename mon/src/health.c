@@ -82,6 +82,13 @@ add_check(struct mon_health *h, const char *code, enum mon_health_status sev, co
 	return c;
 }
 
+int
+mon_health_add(struct mon_health *h, const char *code, enum mon_health_status sev,
+	       const char *summary)
+{
+	return add_check(h, code, sev, "%s", summary) ? 0 : -ENOMEM;
+}
+
 static int
 add_detail(struct mon_health_check *c, const char *fmt, ...)
 {

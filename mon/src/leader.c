@@ -18,10 +18,12 @@ CM_LOG_SUBSYS(mon);
 struct report {
 	int32_t reporter;
 	uint64_t failed_since_ns, recv_ns;
+	bool immediate; /* its connection was refused: counts at once */
 };
 
 struct track {
-	bool up; /* as of the last map */
+	bool up;           /* as of the last map */
+	uint64_t up_since; /* its incarnation, as of the last map */
 	uint64_t last_beacon_ns;
 	Cairn__Mon__OsdBeacon *b; /* the last beacon (stats) */
 	uint64_t b_ns;
@@ -156,9 +158,10 @@ mon_leader_map(struct mon_leader *l, const Cairn__Map__OsdMap *m, uint64_t now_n
 			continue;
 		if (m->osds[i]->up && !t->up)
 			t->last_beacon_ns = now_ns;
-		if (!m->osds[i]->up)
-			t->nrep = 0;
+		if (!m->osds[i]->up || m->osds[i]->up_since != t->up_since)
+			t->nrep = 0; /* reports were about another incarnation */
 		t->up = m->osds[i]->up;
+		t->up_since = m->osds[i]->up_since;
 	}
 }
 
@@ -185,6 +188,14 @@ mon_leader_failure(struct mon_leader *l, const Cairn__Mon__OsdFailure *f, uint64
 
 	if (!t || f->reporter == f->target)
 		return;
+	if (f->target_up_since && f->target_up_since < t->up_since) {
+		/* about an incarnation before the one up now (the reporter's map
+		 * was older): its refused connection said nothing of this one */
+		CM_INFO("osd.%d's report on osd.%d is about an older incarnation (up since %" PRIu64
+			", now %" PRIu64 "): ignored",
+			f->reporter, f->target, f->target_up_since, t->up_since);
+		return;
+	}
 	for (k = 0; k < t->nrep && t->rep[k].reporter != f->reporter; k++)
 		;
 	if (f->alive) {
@@ -201,7 +212,9 @@ mon_leader_failure(struct mon_leader *l, const Cairn__Mon__OsdFailure *f, uint64
 	}
 	t->rep[k].reporter = f->reporter;
 	t->rep[k].recv_ns = now_ns;
-	CM_INFO("osd.%d reports osd.%d failed for %u ms", f->reporter, f->target, f->failed_for_ms);
+	t->rep[k].immediate |= f->immediate;
+	CM_INFO("osd.%d reports osd.%d failed for %u ms%s", f->reporter, f->target,
+		f->failed_for_ms, f->immediate ? " (connection refused)" : "");
 }
 
 void
@@ -217,12 +230,66 @@ mon_leader_booted(struct mon_leader *l, int32_t id, uint64_t now_ns)
 
 /* ---------- decisions ---------- */
 
+/* Is host h among the first n of v? */
+static bool
+host_in(const char *const *v, unsigned n, const char *h)
+{
+	for (unsigned i = 0; i < n; i++)
+		if (strcmp(v[i], h) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * How many reporters (from distinct hosts) mark `target` down: min_reporters,
+ * but no more than the hosts with an up OSD other than it (one on a cluster
+ * of fewer hosts), and at least one.
+ */
+static unsigned
+reporters_needed(const struct mon_leader *l, const Cairn__Map__OsdMap *m, int32_t target)
+{
+	const char *hosts[128];
+	unsigned n = 0;
+
+	for (size_t i = 0; i < m->n_osds && n < l->o.min_reporters && n < 128; i++) {
+		const Cairn__Map__Osd *o = m->osds[i];
+		const char *h = o->host ? o->host : "";
+
+		if (o->up && o->id != target && !host_in(hosts, n, h))
+			hosts[n++] = h;
+	}
+	return CM_MAX(1u, CM_MIN(l->o.min_reporters, n));
+}
+
+/* The distinct hosts of t's reports that count at now (report grace passed, or immediate; fresh).
+ */
+static unsigned
+reporter_hosts(const struct track *t, const Cairn__Map__OsdMap *m, uint64_t now, uint64_t rgrace)
+{
+	const char *hosts[MON_LEADER_MAX_REPORTS];
+	unsigned n = 0;
+
+	for (int k = 0; k < t->nrep; k++) {
+		const struct report *r = &t->rep[k];
+		const Cairn__Map__Osd *o = mon_osd_find(m, r->reporter);
+		const char *h;
+
+		if (!o || now - r->recv_ns >= 2 * CM_MAX(rgrace, REPORT_FRESH) ||
+		    (!r->immediate && now - r->failed_since_ns < rgrace))
+			continue;
+		h = o->host ? o->host : "";
+		if (!host_in(hosts, n, h))
+			hosts[n++] = h;
+	}
+	return n;
+}
+
 int
 mon_leader_decide(struct mon_leader *l, const Cairn__Map__OsdMap *m, uint64_t now_ns,
 		  struct mon_leader_decision *d)
 {
 	uint64_t now = now_ns, grace = l->o.osd_grace_ms * MS;
-	uint64_t rgrace = l->o.report_grace_ms ? l->o.report_grace_ms * MS : grace;
+	uint64_t rgrace = l->o.report_grace_ms * MS;
 
 	memset(d, 0, sizeof(*d));
 	d->epoch = m->epoch;
@@ -235,22 +302,26 @@ mon_leader_decide(struct mon_leader *l, const Cairn__Map__OsdMap *m, uint64_t no
 	for (size_t i = 0; i < m->n_osds; i++) {
 		const Cairn__Map__Osd *o = m->osds[i];
 		struct track *tr = track_get(l, o->id);
-		unsigned reporters = 0;
+		unsigned hosts, need;
 
 		if (!tr)
 			continue;
 		if (o->up) {
-			for (int k = 0; k < tr->nrep; k++)
-				if (now - tr->rep[k].failed_since_ns >= rgrace &&
-				    now - tr->rep[k].recv_ns < 2 * CM_MAX(rgrace, REPORT_FRESH))
-					reporters++;
 			if (now - tr->last_beacon_ns >= grace) {
 				CM_NOTICE("osd.%d: no beacon for %" PRIu64 " ms: marking down",
 					  o->id, (now - tr->last_beacon_ns) / MS);
 				d->down[d->ndown++] = o->id;
-			} else if (reporters >= l->o.min_reporters) {
-				CM_NOTICE("osd.%d: reported failed by %u peers: marking down",
-					  o->id, reporters);
+				continue;
+			}
+			if (!tr->nrep)
+				continue;
+			hosts = reporter_hosts(tr, m, now, rgrace);
+			need = reporters_needed(l, m, o->id);
+			if (hosts >= need) {
+				CM_NOTICE(
+					"osd.%d: reported failed by peers on %u host(s) (%u needed): "
+					"marking down",
+					o->id, hosts, need);
 				d->down[d->ndown++] = o->id;
 			}
 		} else if (o->in && o->down_stamp_ns &&
@@ -343,6 +414,7 @@ mon_leader_stats(const struct mon_leader *l, const Cairn__Map__OsdMap *m, struct
 		st->rec_bytes += b->rec_bytes;
 		st->ec_decodes += b->ec_decodes;
 		st->csum_errors += b->csum_errors;
+		st->rec_watchdog += b->rec_watchdog;
 		if (nreps + b->n_pgs > cap) {
 			size_t ncap = CM_MAX(cap * 2, nreps + b->n_pgs + 64);
 			struct pg_rep *g = realloc(reps, ncap * sizeof(*g));

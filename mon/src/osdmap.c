@@ -10,8 +10,9 @@
 
 #define WEIGHT_ONE 0x10000u
 
+/* By bit; NULL: a bit no flag uses (4 was noscrub: there is no scrub to stop yet). */
 static const char *const g_flag_names[] = {
-	"noout", "norebalance", "nobackfill", "norecover", "noscrub",
+	"noout", "norebalance", "nobackfill", "norecover", NULL,
 	"pause", "full",        "noup",       "nodown",    "noin",
 };
 
@@ -19,7 +20,7 @@ uint64_t
 mon_flag_parse(const char *name)
 {
 	for (size_t i = 0; i < CM_ARRAY_SIZE(g_flag_names); i++)
-		if (strcmp(name, g_flag_names[i]) == 0)
+		if (g_flag_names[i] && strcmp(name, g_flag_names[i]) == 0)
 			return 1ull << i;
 	return 0;
 }
@@ -31,7 +32,7 @@ mon_flags_str(uint64_t flags, char *buf, size_t len)
 
 	buf[0] = 0;
 	for (size_t i = 0; i < CM_ARRAY_SIZE(g_flag_names); i++)
-		if ((flags & (1ull << i)) && off < len)
+		if ((flags & (1ull << i)) && g_flag_names[i] && off < len)
 			off += (size_t)snprintf(buf + off, len - off, "%s%s", off ? "," : "",
 						g_flag_names[i]);
 	return buf;

@@ -77,6 +77,7 @@ struct mon_server {
 	struct mon_leader *leader;
 	struct tick tick;
 	bool tick_busy;
+	bool tick_kick; /* run the next tick as soon as this one is done */
 	struct cm_timer tick_timer;
 };
 
@@ -282,7 +283,27 @@ tick_done(void *arg)
 	mon_leader_decision_fini(&t->rd.dec);
 	mon_leader_round_done(s->leader, &t->rd, cm_now_ns());
 	if (!s->stopping)
-		cm_timer_arm(s->r, &s->tick_timer, s->tick_ms);
+		cm_timer_arm(s->r, &s->tick_timer, s->tick_kick ? 0 : s->tick_ms);
+	s->tick_kick = false;
+}
+
+/*
+ * Decide now rather than at the next tick (an OSD's process is gone: its
+ * peers' connections are refused). A tick in flight runs again at once
+ * when it is done.
+ */
+static void
+tick_kick(struct mon_server *s)
+{
+	if (s->stopping || !mon_leader_is_leader(s->leader))
+		return;
+	if (s->tick_busy) {
+		s->tick_kick = true;
+		return;
+	}
+	if (cm_timer_armed(&s->tick_timer))
+		cm_timer_cancel(s->r, &s->tick_timer);
+	cm_timer_arm(s->r, &s->tick_timer, 0);
 }
 
 static void
@@ -537,8 +558,11 @@ on_msg(void *arg, struct cm_conn *c, struct cm_msg *m)
 			m, &cairn__mon__osd_failure__descriptor);
 
 		pb = &f->base;
-		if (f && !need_leader(s, c, m->tid))
+		if (f && !need_leader(s, c, m->tid)) {
 			mon_leader_failure(s->leader, f, cm_now_ns());
+			if (f->immediate && !f->alive)
+				tick_kick(s);
+		}
 		break;
 	}
 	default:
@@ -612,7 +636,8 @@ setup_metrics(struct mon_server *s)
 	    cm_metrics_gauge_fn(s->metrics, "cairn_mon_leader", NULL, "1 on the leader.", g_leader,
 				s) ||
 	    cm_metrics_gauge_fn(s->metrics, "cairn_mon_subscribers", NULL,
-				"Sessions subscribed to the map.", g_subs, s))
+				"Sessions subscribed to the map.", g_subs, s) ||
+	    cm_msgr_metrics_register(s->metrics, NULL, s->m, s->r))
 		return -ENOMEM;
 	return 0;
 }

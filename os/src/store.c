@@ -313,38 +313,94 @@ label_write(int fd, const struct label *l)
 	return fdatasync(fd) ? -errno : 0;
 }
 
+/* The label in block b (4096 bytes). \return 0, -ENODATA (not a store), -EINVAL. */
+static int
+label_decode(const uint8_t *b, struct label *l)
+{
+	if (memcmp(b, LABEL_MAGIC, 8) != 0)
+		return -ENODATA; /* not a store */
+	if (get_le(b + 4092, 4) != cm_crc32c(0, b, 4092) || get_le(b + 8, 4) < 1 ||
+	    get_le(b + 8, 4) > LABEL_VERSION)
+		return -EINVAL;
+	l->block_size = (uint32_t)get_le(b + 12, 4);
+	l->dev_size = get_le(b + 16, 8);
+	l->osd_id = (int32_t)get_le(b + 24, 4);
+	memcpy(l->uuid, b + 32, sizeof(l->uuid));
+	memcpy(l->fsid, b + 72, sizeof(l->fsid));
+	l->uuid[sizeof(l->uuid) - 1] = l->fsid[sizeof(l->fsid) - 1] = 0;
+	l->jstart = l->jblocks = 0;
+	if (get_le(b + 8, 4) >= 2) {
+		l->jstart = get_le(b + 136, 8);
+		l->jblocks = get_le(b + 144, 8);
+	}
+	return 0;
+}
+
 static int
 label_read(int fd, struct label *l)
 {
 	uint8_t *b = aligned_alloc(4096, 4096);
 	ssize_t n;
-	int rc = 0;
+	int rc;
 
 	if (!b)
 		return -ENOMEM;
 	n = pread(fd, b, 4096, 0);
 	if (n != 4096)
 		rc = n < 0 ? -errno : -EINVAL;
-	else if (memcmp(b, LABEL_MAGIC, 8) != 0)
-		rc = -ENODATA; /* not a store */
-	else if (get_le(b + 4092, 4) != cm_crc32c(0, b, 4092) || get_le(b + 8, 4) < 1 ||
-		 get_le(b + 8, 4) > LABEL_VERSION)
-		rc = -EINVAL;
-	if (!rc) {
-		l->block_size = (uint32_t)get_le(b + 12, 4);
-		l->dev_size = get_le(b + 16, 8);
-		l->osd_id = (int32_t)get_le(b + 24, 4);
-		memcpy(l->uuid, b + 32, sizeof(l->uuid));
-		memcpy(l->fsid, b + 72, sizeof(l->fsid));
-		l->uuid[sizeof(l->uuid) - 1] = l->fsid[sizeof(l->fsid) - 1] = 0;
-		l->jstart = l->jblocks = 0;
-		if (get_le(b + 8, 4) >= 2) {
-			l->jstart = get_le(b + 136, 8);
-			l->jblocks = get_le(b + 144, 8);
-		}
-	}
+	else
+		rc = label_decode(b, l);
 	free(b);
 	return rc;
+}
+
+/*
+ * Mount's checks of label l against the opts and the device's size (bytes):
+ * \return 0 or -EINVAL (logged); *nblocks, *data_start: the geometry it gives.
+ */
+static int
+label_check(const struct label *l, const struct os_opts *o, uint64_t size, uint64_t *nblocks,
+	    uint64_t *data_start)
+{
+	if (o->fsid && o->fsid[0] && l->fsid[0] && strcmp(o->fsid, l->fsid) != 0) {
+		CM_ERR("%s: belongs to cluster %s, not %s", o->path, l->fsid, o->fsid);
+		return -EINVAL;
+	}
+	if (o->osd_id >= 0 && l->osd_id >= 0 && o->osd_id != l->osd_id) {
+		CM_ERR("%s: is osd.%d's store, not osd.%d's", o->path, l->osd_id, o->osd_id);
+		return -EINVAL;
+	}
+	if (size < l->dev_size) {
+		CM_ERR("%s: device is %" PRIu64 " bytes, the label says %" PRIu64, o->path, size,
+		       l->dev_size);
+		return -EINVAL;
+	}
+	/* As os_mkfs allows: the geometry, the journal's blocks and O_DIRECT rely on it. */
+	if (l->block_size < 4096 || l->block_size > (1 << 20) ||
+	    (l->block_size & (l->block_size - 1))) {
+		CM_ERR("%s: the label's block size %" PRIu32 " is not one mkfs makes", o->path,
+		       l->block_size);
+		return -EINVAL;
+	}
+	*nblocks = l->dev_size / l->block_size;
+	*data_start = 1 + l->jblocks;
+	if (l->jblocks && (l->jstart != 1 || l->jblocks < 16 || l->jblocks >= *nblocks ||
+			   *data_start >= *nblocks)) {
+		CM_ERR("%s: the label's journal (%" PRIu64 "+%" PRIu64 ") is not on the device",
+		       o->path, l->jstart, l->jblocks);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int
+os__label_check(const uint8_t *block, const struct os_opts *o, uint64_t size, uint64_t *nblocks,
+		uint64_t *data_start)
+{
+	struct label l;
+	int rc = label_decode(block, &l);
+
+	return rc ? rc : label_check(&l, o, size, nblocks, data_start);
 }
 
 /* The first line of /sys/dev/block/<maj>:<min>/<rel>, or "" if there is none. */
@@ -802,34 +858,13 @@ os_mount(struct cm_reactor *r, const struct os_opts *o, struct os_store **sp)
 		rc = -EINVAL;
 		goto fail;
 	}
-	if (o->fsid && o->fsid[0] && l.fsid[0] && strcmp(o->fsid, l.fsid) != 0) {
-		CM_ERR("%s: belongs to cluster %s, not %s", o->path, l.fsid, o->fsid);
-		rc = -EINVAL;
+	rc = label_check(&l, o, size, &s->nblocks, &s->data_start);
+	if (rc)
 		goto fail;
-	}
-	if (o->osd_id >= 0 && l.osd_id >= 0 && o->osd_id != l.osd_id) {
-		CM_ERR("%s: is osd.%d's store, not osd.%d's", o->path, l.osd_id, o->osd_id);
-		rc = -EINVAL;
-		goto fail;
-	}
-	if (size < l.dev_size) {
-		CM_ERR("%s: device is %" PRIu64 " bytes, the label says %" PRIu64, o->path, size,
-		       l.dev_size);
-		rc = -EINVAL;
-		goto fail;
-	}
 	s->B = l.block_size;
 	memcpy(s->uuid, l.uuid, sizeof(s->uuid));
-	s->nblocks = l.dev_size / s->B;
 	s->jstart = l.jstart;
 	s->jblocks = l.jblocks;
-	s->data_start = 1 + l.jblocks;
-	if (l.jblocks && (l.jstart != 1 || l.jblocks < 16 || s->data_start >= s->nblocks)) {
-		CM_ERR("%s: the label's journal (%" PRIu64 "+%" PRIu64 ") is not on the device",
-		       o->path, l.jstart, l.jblocks);
-		rc = -EINVAL;
-		goto fail;
-	}
 	s->deferred_max = o->deferred_max;
 	s->inline_prepare = !o->no_inline_prepare;
 	s->test_kv_delay_us = o->test_kv_delay_us;

@@ -542,6 +542,15 @@ int os_kv_wait(struct os_store *s);
 /* Reactor: onode fetches that waited for the memtable go on (read.c). */
 void os_fetch_release(struct os_store *s);
 uint64_t os_hash(const void *p, size_t n);
+/*
+ * Mount's reading of the label in block (4096 bytes) and its checks against
+ * o (path, fsid, osd_id) and the device's size in bytes (store.c); no I/O.
+ * \return 0 with *nblocks, *data_start the geometry mount takes from it,
+ * -ENODATA (not a store), -EINVAL (damaged, or not this device's or
+ * cluster's). The fuzz target's entry.
+ */
+int os__label_check(const uint8_t *block, const struct os_opts *o, uint64_t size, uint64_t *nblocks,
+		    uint64_t *data_start);
 
 /* ---- the journal (journal.c) ---- */
 

@@ -41,6 +41,8 @@ static const struct cm_opt g_osd_opts[] = {
 	       "the CRUSH host bucket this OSD joins"),
 	CM_OPT("device_class", CM_OPT_STR, "ssd", 0, 0, 0, struct osd_conf, device_class,
 	       "CRUSH device class (ssd, nvme, hdd, ...)"),
+	CM_OPT("metrics_addr", CM_OPT_STR, "", 0, 0, 0, struct osd_conf, metrics_addr,
+	       "where /metrics is served (Prometheus text); empty: off"),
 	CM_OPT("osd_beacon_interval", CM_OPT_DURATION, "1s", 100, 60000, 0, struct osd_conf,
 	       beacon_ms, "how often to tell the leader we are alive"),
 	CM_OPT("osd_pg_log_max", CM_OPT_UINT, "3000", 10, 1000000, 0, struct osd_conf, pg_log_max,
@@ -57,6 +59,10 @@ static const struct cm_opt g_osd_opts[] = {
 	CM_OPT("osd_recovery_share", CM_OPT_UINT, "30", 1, 100, 0, struct osd_conf, recovery_share,
 	       "percent of this OSD's work recovery/backfill may take while clients are active "
 	       "(by cost: 4 KiB + bytes per op or push; 100: no limit)"),
+	CM_OPT("osd_client_message_cap", CM_OPT_SIZE, "256M", 65536, 68719476736ull, 0,
+	       struct osd_conf, client_bytes_max,
+	       "client op bytes (data written, data asked for) this OSD holds at once; a new op "
+	       "beyond it is answered 'busy' and the client resends it shortly"),
 	CM_OPT("osd_op_shards", CM_OPT_UINT, "1", 1, 32, 0, struct osd_conf, op_shards,
 	       "PG shards: reactor threads, each serving the PGs whose seed % n is its index "
 	       "with its own messenger and address (about one per core the OSD may use)"),

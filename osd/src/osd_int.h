@@ -187,10 +187,11 @@ struct osd_pool_ec {
 
 /* What shard 0's heartbeats know of a peer OSD. */
 struct osd_peer {
-	uint64_t hb_since_ms;  /* we started pinging this incarnation */
-	uint64_t hb_rx_ms;     /* its last answer */
-	uint64_t hb_report_ms; /* we last reported it failed (0: not reported) */
-	uint64_t hb_up_since;  /* the incarnation the above are about */
+	uint64_t hb_since_ms;      /* we started pinging this incarnation */
+	uint64_t hb_rx_ms;         /* its last answer */
+	uint64_t hb_report_ms;     /* we last reported it failed (0: not reported) */
+	uint64_t hb_up_since;      /* the incarnation the above are about */
+	uint64_t refused_up_since; /* the incarnation reported gone (connection refused) */
 };
 
 /* The OSD's own records in its store: the kept map, past intervals. */
@@ -243,8 +244,12 @@ struct osd {
 	size_t necp;
 	TAILQ_HEAD(osd_ecr_q, osd_ecr) ecrs; /* reads waiting for shards of other OSDs */
 	uint64_t ec_reads, ec_decodes;
+	uint64_t rec_watchdog; /* recovery plans the stall watchdog restarted */
 	/* counters */
 	uint64_t ops, op_bytes_in, op_bytes_out, repops, dups;
+	/* client data throttle (ops/op.c): bytes of the ops held now, the
+	 * shard's share of osd_client_message_cap, ops answered busy */
+	uint64_t client_bytes, client_bytes_max, client_busy;
 	/* Shutdown (osd.c): stopping drops what arrives and starts nothing new;
 	 * pending counts the store calls and worker jobs this shard started
 	 * whose callback has not run yet — they use its PGs, ops and jobs, so
@@ -362,11 +367,12 @@ struct osd_op {
 	struct cm_msg *m;
 	Cairn__Osd__OsdOp *req;
 	char client[64];
-	bool blocked; /* behind an earlier op on the same object */
-	bool queued;  /* on pg->running, pg->waiting or osd->wait_map */
-	bool busy;    /* a worker or a data read will call back */
-	bool dropped; /* its interval ended while busy: free it when it calls back */
-	bool writes;  /* some sub-op changes the object */
+	bool blocked;     /* behind an earlier op on the same object */
+	bool queued;      /* on pg->running, pg->waiting or osd->wait_map */
+	bool busy;        /* a worker or a data read will call back */
+	bool dropped;     /* its interval ended while busy: free it when it calls back */
+	bool writes;      /* some sub-op changes the object */
+	uint64_t charged; /* bytes counted in osd->client_bytes until it is freed */
 	/* the read phase */
 	bool exists;
 	uint64_t size;
@@ -464,12 +470,15 @@ struct osd_pga {
 /* A shard's PG states and counters, as it last handed them to shard 0. */
 struct osd_counters {
 	uint64_t ops, bytes_in, bytes_out, rec_objects, rec_bytes, ec_reads, ec_decodes;
+	uint64_t rec_watchdog;
+	uint64_t client_busy;
 };
 
 struct osd_snap {
 	Cairn__Mon__PgStat *pgs;
 	size_t npgs;
 	struct osd_counters c;
+	struct cm_msgr_stats msgr; /* the shard's messenger, as of the snapshot */
 };
 
 struct osd_node {
@@ -569,6 +578,9 @@ struct osd_backend {
 	/* The OSD that pushes the objects (replicated: the authoritative copy;
 	 * EC: the primary, which rebuilds shards). */
 	int32_t (*rec_source)(const struct osd_pg *pg);
+	/* Is the PG short of copies (else a backfill only moves data, and
+	 * norebalance holds it)? */
+	bool (*degraded)(const struct osd_pg *pg);
 	/* May our copy be a recovery source? */
 	bool (*source_ok)(const struct osd_pg *pg);
 	/* A backfill source lists another OSD's copy instead of its own (EC). */
@@ -662,6 +674,17 @@ void osd__on_map(void *arg, const Cairn__Map__OsdMap *m);
 /* Shard > 0: hand our PG states and counters to shard 0's next beacon. */
 void osd__shard_snapshot(struct osd *o);
 
+/* Shard 0: every shard's counters (ours now, the others' last snapshot). */
+void osd__counters_total(const struct osd *o, struct osd_counters *t);
+
+/* ---------- service/metrics.c ---------- */
+
+struct osd_metrics;
+
+/* Serve /metrics on addr from shard 0's reactor. \return 0 (*mp) or -errno (logged). */
+int osd__metrics_start(struct osd *o, const char *addr, struct osd_metrics **mp);
+void osd__metrics_stop(struct osd_metrics *m);
+
 void osd__send_boot(struct osd *o);
 
 void osd__on_reply(void *arg, struct cm_msg *m);
@@ -673,6 +696,9 @@ void osd__send_beacon(struct osd *o, uint64_t now);
 void osd__heartbeat(struct osd *o, uint64_t now);
 
 void osd__handle_ping(struct osd *o, struct cm_conn *c, struct cm_msg *m);
+
+/* Shard 0's session with peer id was refused: report its process gone, at once. */
+void osd__peer_refused(struct osd *o, int32_t id);
 
 /* ---------- service/dispatch.c ---------- */
 

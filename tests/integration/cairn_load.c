@@ -20,7 +20,10 @@
  * once more. A write that returned success must never be undone (a read of
  * an older generation is a lost write); every read must be exactly some
  * generation that was written (otherwise a wrong read). Failed or timed-out
- * writes may or may not have happened. Exit 0 only with 0 lost and 0 wrong.
+ * writes may or may not have happened. Each thread also appends numbered
+ * records to a log object of its own and reads it back: an append is not
+ * idempotent, so a resend applied twice shows (twice), and an acknowledged
+ * record missing is lost. Exit 0 only with 0 lost, 0 wrong and 0 twice.
  * model: partial writes, appends, truncates, zeros, whole writes, removes at
  * unaligned offsets on N objects, checked against an in-memory model after
  * each op; --save keeps the final contents so mcheck can check them later.
@@ -42,7 +45,7 @@
 
 static const char *g_pool = "default", *g_prefix = "load", *g_conf;
 static unsigned g_first, g_count = 100, g_threads = 4, g_seconds = 10;
-static uint64_t g_gen = 1, g_max = 1 << 20, g_timeout = 60000;
+static uint64_t g_gen = 1, g_max = 1 << 20, g_timeout; /* 0: ops wait through failures */
 static bool g_omap = true; /* --omap 0: data and xattrs only (EC pools refuse omap) */
 static const char *g_save; /* model: the final contents go to files here; mcheck reads them */
 static cairn_cluster_t *g_cl;
@@ -210,8 +213,133 @@ struct thr {
 	unsigned first, n;
 	uint64_t *acked, *tried; /* per object: last acknowledged / last attempted gen */
 	uint64_t writes, write_errs, reads, read_errs, lost, wrong;
+	/* The thread's append log: records 1..app_tried appended, app_ok[s] set
+	 * when record s was acknowledged (appends are not idempotent: a resend
+	 * applied twice shows as a duplicate). */
+	uint64_t app_tried, appends, append_errs, dups;
+	uint8_t *app_ok;
+	size_t app_cap;
+	int k;
 	int rc;
 };
+
+#define APP_REC 32 /* bytes per append record: "seq=%020llu" padded, newline */
+
+static void
+alog_name(int k, char *buf, size_t len)
+{
+	snprintf(buf, len, "%s-alog-%d", g_prefix, k);
+}
+
+/* Append the thread's next record. */
+static void
+do_append(struct thr *t, cairn_ioctx_t *io)
+{
+	char name[64], rec[APP_REC + 1];
+	uint64_t seq = ++t->app_tried;
+	int rc;
+
+	if (seq >= t->app_cap) {
+		size_t cap = t->app_cap ? 2 * t->app_cap : 1024;
+		uint8_t *n = realloc(t->app_ok, cap);
+
+		if (!n) {
+			t->rc = 1;
+			return;
+		}
+		memset(n + t->app_cap, 0, cap - t->app_cap);
+		t->app_ok = n;
+		t->app_cap = cap;
+	}
+	alog_name(t->k, name, sizeof(name));
+	snprintf(rec, sizeof(rec), "seq=%020" PRIu64 "      \n", seq);
+	{
+		cairn_op_t *op = cairn_op_create();
+
+		if (!op) {
+			t->rc = 1;
+			return;
+		}
+		cairn_op_append(op, rec, APP_REC);
+		rc = cairn_operate(io, name, op, NULL);
+		cairn_op_release(op);
+	}
+	t->appends++;
+	if (rc) {
+		t->append_errs++;
+		fprintf(stderr, "append %s #%" PRIu64 ": %s\n", name, seq, strerror(-rc));
+	} else {
+		t->app_ok[seq] = 1;
+	}
+}
+
+/*
+ * Read the append log and check it exactly once: records in increasing
+ * order, none twice (a resend applied twice), none malformed or never
+ * sent (wrong), every acknowledged one there (else lost).
+ */
+static void
+check_alog(struct thr *t, cairn_ioctx_t *io, uint8_t *buf)
+{
+	char name[64];
+	int64_t n;
+	uint64_t prev = 0, upto = 0, seen = 0;
+	size_t cap = (size_t)(t->app_tried + 1) * APP_REC;
+	uint8_t *b = cap <= g_max + 1 ? buf : malloc(cap);
+
+	if (!b) {
+		t->rc = 1;
+		return;
+	}
+	alog_name(t->k, name, sizeof(name));
+	n = cairn_read(io, name, b, cap, 0);
+	t->reads++;
+	if (n == -ENOENT) {
+		n = 0;
+	} else if (n < 0) {
+		t->read_errs++;
+		fprintf(stderr, "read %s: %s\n", name, strerror((int)-n));
+		goto out;
+	}
+	if (n % APP_REC) {
+		t->wrong++;
+		fprintf(stderr, "WRONG: %s is %" PRId64 " bytes, not whole records\n", name, n);
+		goto out;
+	}
+	for (int64_t off = 0; off < n; off += APP_REC) {
+		unsigned long long seq;
+
+		if (sscanf((char *)b + off, "seq=%20llu", &seq) != 1 || seq == 0 ||
+		    seq > t->app_tried) {
+			t->wrong++;
+			fprintf(stderr, "WRONG: %s record at %" PRId64 " is not one sent\n", name,
+				off);
+			goto out;
+		}
+		if (seq <= prev) {
+			t->dups++;
+			fprintf(stderr,
+				"TWICE: %s has #%llu after #%" PRIu64
+				" (an append applied twice, or out of order)\n",
+				name, seq, prev);
+		}
+		prev = seq;
+		seen++;
+	}
+	/* Every acknowledged record up to the last one read is there once. */
+	upto = prev;
+	for (uint64_t q = 1; q <= t->app_tried; q++)
+		if (t->app_ok[q] && q > upto) {
+			t->lost++;
+			fprintf(stderr, "LOST: %s lacks acknowledged append #%" PRIu64 "\n", name,
+				q);
+			break;
+		}
+	(void)seen;
+out:
+	if (b != buf)
+		free(b);
+}
 
 static void
 check_read(struct thr *t, cairn_ioctx_t *io, unsigned i, uint8_t *buf, uint8_t *want)
@@ -225,6 +353,12 @@ check_read(struct thr *t, cairn_ioctx_t *io, unsigned i, uint8_t *buf, uint8_t *
 	t->reads++;
 	if (rc == -ENOENT && t->acked[i] == 0)
 		return; /* never acknowledged: may not exist */
+	if (rc == -ENOENT) {
+		t->lost++;
+		fprintf(stderr, "LOST: %s is gone, gen %" PRIu64 " was acknowledged\n", name,
+			t->acked[i]);
+		return;
+	}
 	if (rc < 0) {
 		t->read_errs++;
 		fprintf(stderr, "read %s: %s\n", name, strerror(-rc));
@@ -265,6 +399,14 @@ thrash_thread(void *arg)
 		char name[64];
 
 		name_of(t->first + i, name, sizeof(name));
+		if (r % 7 == 1) {
+			do_append(t, io);
+			continue;
+		}
+		if (r % 29 == 2) {
+			check_alog(t, io, buf);
+			continue;
+		}
 		if (r % 3 != 0 || !t->tried[i]) {
 			uint64_t gen = ++t->tried[i];
 			int rc = write_gen(io, name, gen, buf);
@@ -283,11 +425,13 @@ thrash_thread(void *arg)
 	}
 	for (unsigned i = 0; i < t->n; i++)
 		check_read(t, io, i, buf, want);
+	check_alog(t, io, buf);
 out:
 	if (io)
 		cairn_ioctx_destroy(io);
 	free(buf);
 	free(want);
+	free(t->app_ok);
 	return NULL;
 }
 
@@ -296,7 +440,7 @@ run_thrash(void)
 {
 	struct thr *t = calloc(g_threads, sizeof(*t));
 	pthread_t *th = calloc(g_threads, sizeof(*th));
-	uint64_t w = 0, we = 0, rd = 0, re = 0, lost = 0, wrong = 0;
+	uint64_t w = 0, we = 0, rd = 0, re = 0, lost = 0, wrong = 0, ap = 0, ape = 0, dups = 0;
 	unsigned per = g_count / g_threads;
 	int rc = 0;
 
@@ -305,6 +449,7 @@ run_thrash(void)
 	for (unsigned k = 0; k < g_threads; k++) {
 		t[k].first = k * per;
 		t[k].n = per;
+		t[k].k = (int)k;
 		t[k].acked = calloc(per, sizeof(uint64_t));
 		t[k].tried = calloc(per, sizeof(uint64_t));
 		if (!t[k].acked || !t[k].tried ||
@@ -319,16 +464,20 @@ run_thrash(void)
 		re += t[k].read_errs;
 		lost += t[k].lost;
 		wrong += t[k].wrong;
+		ap += t[k].appends;
+		ape += t[k].append_errs;
+		dups += t[k].dups;
 		rc |= t[k].rc;
 		free(t[k].acked);
 		free(t[k].tried);
 	}
-	printf("{\"writes\":%" PRIu64 ",\"write_errors\":%" PRIu64 ",\"reads\":%" PRIu64
-	       ",\"read_errors\":%" PRIu64 ",\"lost\":%" PRIu64 ",\"wrong\":%" PRIu64 "}\n",
-	       w, we, rd, re, lost, wrong);
+	printf("{\"writes\":%" PRIu64 ",\"write_errors\":%" PRIu64 ",\"appends\":%" PRIu64
+	       ",\"append_errors\":%" PRIu64 ",\"reads\":%" PRIu64 ",\"read_errors\":%" PRIu64
+	       ",\"twice\":%" PRIu64 ",\"lost\":%" PRIu64 ",\"wrong\":%" PRIu64 "}\n",
+	       w, we, ap, ape, rd, re, dups, lost, wrong);
 	free(t);
 	free(th);
-	return rc ? 2 : (lost || wrong) ? 1 : 0;
+	return rc ? 2 : (lost || wrong || dups) ? 1 : 0;
 }
 
 struct wv {

@@ -26,6 +26,11 @@ t1=$(date +%s%N)
 echo "up with 3 OSDs: $(( (t1 - t0) / 1000000 )) ms"
 grep -q "3 osds: 3 up, 3 in" "$dir/up.out" || fail "up did not report 3 OSDs: $(cat "$dir/up.out")"
 export CAIRN_CONF="$dir/cairn.conf"
+# Run on the epoll backend (ctest's .epoll variant): make sure the daemons did.
+if [ -n "${CAIRN_REACTOR:-}" ] && [ "$CAIRN_REACTOR" != auto ]; then
+	grep -q "backend=$CAIRN_REACTOR" "$dir"/osd.0.log ||
+		fail "CAIRN_REACTOR=$CAIRN_REACTOR but osd.0 runs $(grep -o 'backend=[a-z_]*' "$dir"/osd.0.log | head -1)"
+fi
 "$ctl" pool ls | grep -q default || fail "no pool default"
 
 # Objects of several sizes through clusterctl obj.
@@ -44,6 +49,34 @@ if "$ctl" obj get default obj-1 "$dir/x" 2>"$dir/err"; then fail "get after rm";
 grep -q "No such file" "$dir/err" || fail "get after rm message: $(cat "$dir/err")"
 if "$ctl" obj put nopool x "$dir/in.1" 2>"$dir/err"; then fail "put to a missing pool"; fi
 grep -q "no such pool" "$dir/err" || fail "missing pool message: $(cat "$dir/err")"
+
+# /metrics on every daemon (clusterctl up gives each an address in cairn.conf).
+command -v curl >/dev/null || fail "curl is not installed (make deps)"
+n=0
+for a in $(sed -n 's/^osd_metrics = //p' "$dir/cairn.conf" | tr ',' ' ') \
+	$(sed -n 's/^metrics_addr = //p' "$dir/cairn.conf"); do
+	curl -sf "http://$a/metrics" >"$dir/metrics" || fail "no /metrics at $a"
+	grep -Eq '^cairn_(osd_ops_total|mon_epoch) [0-9]' "$dir/metrics" || fail "$a/metrics: $(head -5 "$dir/metrics")"
+	n=$((n + 1))
+done
+[ "$n" -eq 4 ] || fail "/metrics of $n daemons, want 4 (3 OSDs, 1 mon)"
+ops=0
+for a in $(sed -n 's/^osd_metrics = //p' "$dir/cairn.conf" | tr ',' ' '); do
+	ops=$((ops + $(curl -sf "http://$a/metrics" | sed -n 's/^cairn_osd_ops_total //p')))
+done
+[ "$ops" -gt 0 ] || fail "the OSDs' metrics count no ops"
+echo "/metrics: 3 OSDs and 1 mon serve it; the OSDs counted $ops ops"
+
+# More than one op carries: refused at once with a clear message, nothing written.
+head -c $((65 << 20)) /dev/zero >"$dir/big"
+if timeout 30 "$ctl" obj put default big "$dir/big" 2>"$dir/err"; then fail "a 65 MiB put was accepted"; fi
+grep -q "too large: one op carries at most 64 MiB" "$dir/err" || fail "65 MiB put: $(cat "$dir/err")"
+rm -f "$dir/big"
+if "$ctl" obj stat default big >/dev/null 2>&1; then fail "the refused put left an object"; fi
+rc=0
+timeout 30 "$ctl" bench default write --size 128M --seconds 1 2>"$dir/err" || rc=$?
+[ "$rc" -eq 2 ] && grep -q "too large" "$dir/err" || fail "bench --size 128M: rc $rc $(cat "$dir/err")"
+echo "too large: a 65 MiB put and bench --size 128M refused at once"
 
 "$build/tests/integration/libcairn_test" || fail "libcairn suite"
 
@@ -104,6 +137,33 @@ done
 # OSDs within the 2 s (ENOSPC is the right answer then, not this test's point).
 "$ctl" bench default write --seconds 2 --size 64K --threads 8 --max-objects 1000 | tail -1 |
 	grep -q '"errors":0' || fail "bench"
+# The client data throttle: OSDs that may hold only 1 MiB of client data
+# push back (busy: the client resends shortly) instead of growing, and no
+# op fails. 16 writes of 512 KiB in flight over 3 OSDs is ~2.7 MiB each.
+restart_osds() {
+	for i in 0 1 2; do kill -TERM "$(cat "$dir/osd.$i.pid")"; done
+	for i in 0 1 2; do
+		for _ in $(seq 1 150); do proc_gone "$(cat "$dir/osd.$i.pid")" && break; sleep 0.1; done
+	done
+	"$ctl" up --dir "$dir" --mons 1 --osds 3 --osd-size 256M >"$dir/up5.out" 2>&1 ||
+		fail "up: $(cat "$dir/up5.out")"
+	wait_clean "$1"
+}
+busy_total() {
+	local t=0
+	for a in $(sed -n 's/^osd_metrics = //p' "$dir/cairn.conf" | tr ',' ' '); do
+		t=$((t + $(curl -sf "http://$a/metrics" | sed -n 's/^cairn_osd_client_busy_total //p')))
+	done
+	echo "$t"
+}
+CAIRN_OSD_CLIENT_MESSAGE_CAP=1M restart_osds "OSDs with a 1 MiB client data cap"
+"$ctl" bench default write --seconds 2 --size 512K --threads 16 --max-objects 300 >"$dir/thr" ||
+	fail "bench under the client data cap: $(tail -3 "$dir/thr")"
+tail -1 "$dir/thr" | grep -q '"errors":0' || fail "bench under the client data cap: $(tail -1 "$dir/thr")"
+busy=$(busy_total)
+[ "$busy" -gt 0 ] || fail "no op was pushed back under a 1 MiB client data cap"
+echo "client data cap 1 MiB: $busy ops pushed back and resent, 0 errors: $(tail -2 "$dir/thr" | head -1)"
+restart_osds "OSDs back to the default client data cap"
 # SIGTERM while writes are in flight, each OSD in turn (2, 1 and 3 PG
 # shards): it drops what arrives, waits for the store calls and worker jobs
 # its PGs started, then frees them (before, a commit callback could run on

@@ -270,6 +270,35 @@ START_TEST(test_bad_input)
 
 END_TEST
 
+/* More data than one op carries (64 MiB, the message limit): -E2BIG at once, nothing done. */
+START_TEST(test_too_large)
+{
+	size_t big = (64u << 20) + 1;
+	char *buf = malloc(big);
+	cairn_op_t *op;
+	uint64_t size;
+
+	ck_assert_ptr_nonnull(buf);
+	memset(buf, 'b', big);
+	ck_assert_int_eq(cairn_write_full(g_io, "too-large", buf, big), -E2BIG);
+	ck_assert_int_eq(cairn_stat(g_io, "too-large", &size, NULL), -ENOENT);
+	/* Two writes of 40 MiB in one op: 80 MiB in all. */
+	op = cairn_op_create();
+	cairn_op_write(op, 0, buf, 40u << 20);
+	cairn_op_write(op, 40u << 20, buf, 40u << 20);
+	ck_assert_int_eq(cairn_operate(g_io, "too-large", op, NULL), -E2BIG);
+	cairn_op_release(op);
+	ck_assert_int_eq(cairn_stat(g_io, "too-large", &size, NULL), -ENOENT);
+	/* A read of more than that. */
+	ck_assert_int_eq(cairn_write_full(g_io, "too-large", "x", 1), 0);
+	ck_assert_int_eq(cairn_read(g_io, "too-large", buf, big, 0), -E2BIG);
+	ck_assert_int_eq(cairn_read(g_io, "too-large", buf, 64u << 20, 0), 1);
+	ck_assert_int_eq(cairn_remove(g_io, "too-large"), 0);
+	free(buf);
+}
+
+END_TEST
+
 int
 main(void)
 {
@@ -282,6 +311,7 @@ main(void)
 	tcase_add_test(tc, test_subops);
 	tcase_add_test(tc, test_async_and_list);
 	tcase_add_test(tc, test_bad_input);
+	tcase_add_test(tc, test_too_large);
 	suite_add_tcase(s, tc);
 	return cm_test_main(s);
 }

@@ -89,6 +89,18 @@ start_mon(int i, const char *key)
 	return pid;
 }
 
+/* SIGTERM one mon and wait for it; \return its exit status (-1: a signal ended it). */
+static int
+stop_mon(int i)
+{
+	int status = 0;
+
+	kill(g_pids[i], SIGTERM);
+	ck_assert_int_eq(waitpid(g_pids[i], &status, 0), g_pids[i]);
+	g_pids[i] = 0;
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
 static struct cm_etcd *
 etcd(void)
 {
@@ -142,8 +154,18 @@ teardown(void)
 			kill(g_pids[i], SIGTERM);
 			waitpid(g_pids[i], &status, 0);
 			g_pids[i] = 0;
-			if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
+			if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+				/* Say how it ended and what it said last (its log goes
+				 * with the temp dir). */
+				fprintf(stderr, "mon.%c: %s %d; its log ends:\n", 'a' + i,
+					WIFEXITED(status) ? "exit" : "signal",
+					WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+				snprintf(cmd, sizeof(cmd), "tail -n 60 %s/mon.%c.log >&2", g_dir,
+					 'a' + i);
+				if (system(cmd) != 0)
+					fprintf(stderr, "(no log)\n");
 				bad++;
+			}
 		}
 	}
 	cm_test_etcd_stop(&g_etcd);
@@ -424,7 +446,16 @@ START_TEST(test_etcd_restart_under_mons)
 	s = client(NULL);
 	ck_assert_int_eq(run(s, "pool create before-restart", NULL, 0, NULL, 0), 0);
 	cm_test_etcd_kill(&g_etcd);
+	/* A mon that starts while etcd is away waits for it (it does not exit),
+	 * and a SIGTERM meanwhile still ends it cleanly. */
+	ck_assert_int_eq(stop_mon(2), 0);
+	g_pids[2] = start_mon(2, KEY);
+	usleep(3000000); /* past the mon's etcd timeout (2 s here) */
+	ck_assert_int_eq(waitpid(g_pids[2], NULL, WNOHANG), 0);
+	ck_assert_int_eq(stop_mon(2), 0);
+	g_pids[2] = start_mon(2, KEY);
 	usleep(1500000);
+	ck_assert_int_eq(waitpid(g_pids[2], NULL, WNOHANG), 0);
 	cm_test_etcd_restart(&g_etcd);
 	/* Commands work again once the mons reach etcd; every mon is alive again. */
 	ck_assert_int_eq(run(s, "pool create after-restart", out, sizeof(out), NULL, 0), 0);

@@ -11,7 +11,9 @@
 #     overwrites of every object (pushed first when an op needs it); then
 #     recovery; verify.
 #  2. add a 4th OSD: only replicas placed on the new OSD move, about a
-#     quarter of them; back to clean; verify.
+#     quarter of them; with norebalance the backfills wait (reads verify
+#     meanwhile), `pause` holds a client's put until unset; back to clean;
+#     verify.
 #  3. mark an OSD out: its PGs backfill elsewhere; clean; verify; mark it in
 #     again (its stale copies catch up); clean; verify. A size-1 pool's
 #     objects follow their PGs (recovered from the PG's prior OSD), also
@@ -78,6 +80,11 @@ verify_all() {
 
 up 3
 export CAIRN_CONF="$dir/cairn.conf"
+# Run on the epoll backend (ctest's .epoll variant): make sure the daemons did.
+if [ -n "${CAIRN_REACTOR:-}" ] && [ "$CAIRN_REACTOR" != auto ]; then
+	grep -q "backend=$CAIRN_REACTOR" "$dir"/osd.0.log ||
+		fail "CAIRN_REACTOR=$CAIRN_REACTOR but osd.0 runs $(grep -o 'backend=[a-z_]*' "$dir"/osd.0.log | head -1)"
+fi
 wait_clean "fresh cluster"
 run_load write --prefix a --count "$n" --gen 1 || fail "writing"
 
@@ -141,8 +148,12 @@ up 3
 wait_all_up
 wait_clean "osd.2 back"
 
-# 2. Add a 4th OSD: minimal movement.
+# 2. Add a 4th OSD: minimal movement. With norebalance set first, the PGs
+# that move a copy to it keep every copy elsewhere (their prior OSD), so
+# their backfills wait (backfill_wait) until it is unset; clients are
+# served meanwhile.
 "$ctl" --format json pg ls >"$dir/pg.before"
+"$ctl" osd set norebalance >/dev/null || fail "osd set norebalance"
 up 4
 wait_all_up
 "$ctl" --format json pg ls >"$dir/pg.after"
@@ -166,7 +177,28 @@ frac = moved / slots
 print(f"adding osd.{new}: {moved} of {slots} replicas moved ({frac:.2f}), {bad} not to it")
 sys.exit(0 if bad == 0 and 0.10 <= frac <= 0.40 else 1)
 EOF
-wait_clean "4th OSD backfilled"
+status_until "backfill_wait|recovery_wait" 80 0.25 || fail "no backfill waiting with norebalance: $(grep 'pgs:' "$dir/st")"
+sleep 3
+"$ctl" status >"$dir/st" 2>&1 || true
+grep -Eq "backfill_wait|recovery_wait" "$dir/st" || fail "backfill ran despite norebalance: $(grep 'pgs:' "$dir/st")"
+grep -Eq "active\+clean" "$dir/st" || fail "no PG clean under norebalance: $(grep 'pgs:' "$dir/st")"
+echo "norebalance: $(grep 'pgs:' "$dir/st" | sed 's/^ *//')"
+verify_all "while norebalance holds the backfills"
+# pause: reads and writes wait until it is unset.
+"$ctl" osd set pause >/dev/null || fail "osd set pause"
+sleep 1
+head -c 4096 /dev/urandom >"$dir/paused.in"
+"$ctl" obj put default paused "$dir/paused.in" &
+ppid=$!
+sleep 3
+kill -0 "$ppid" 2>/dev/null || fail "a put completed while paused"
+"$ctl" osd unset pause >/dev/null || fail "osd unset pause"
+wait "$ppid" || fail "the paused put failed after unpause"
+"$ctl" obj get default paused "$dir/paused.out" && cmp "$dir/paused.in" "$dir/paused.out" ||
+	fail "the paused put did not land"
+echo "pause: a put waited 3 s, then completed once unset"
+"$ctl" osd unset norebalance >/dev/null || fail "osd unset norebalance"
+wait_clean "4th OSD backfilled (norebalance unset)"
 verify_all "after adding an OSD"
 
 # 3. Out: backfill elsewhere; in: back again. A size-1 pool too: there the
@@ -422,11 +454,16 @@ lost=$(grep -c "No such file" "$dir/v.err" || true)
 grep -q "removed from the map: going on without" "$dir"/osd.*.log || fail "no PG logged giving up"
 echo "osd rm of a dead OSD: its size-1 PGs went on empty ($lost of 200 objects gone, the rest verified)"
 
-# 4. All OSDs down: a clear error, not a hang.
+# 4. All OSDs down: an op waits for them (no timeout by default: a routine
+# failure never fails it) until the caller stops it; with --timeout, a
+# clear error, not a hang.
 for i in 0 1 2; do kill -9 "$(osd_pid $i)"; done
-if timeout 60 "$ctl" --command_timeout 3s obj get default a-1 "$dir/x" 2>"$dir/err"; then
+rc=0
+timeout 5 "$ctl" --command_timeout 3s obj get default a-1 "$dir/x" 2>"$dir/err" || rc=$?
+[ "$rc" -eq 124 ] || fail "a read with every OSD down did not wait (rc $rc: $(cat "$dir/err"))"
+if timeout 60 "$ctl" --command_timeout 3s --timeout 3s obj get default a-1 "$dir/x" 2>"$dir/err"; then
 	fail "a read with every OSD down succeeded"
 fi
 grep -qi "timed out" "$dir/err" || fail "down cluster error: $(cat "$dir/err")"
-echo "every OSD down: $(cat "$dir/err")"
+echo "every OSD down: an op waits (stopped after 5 s); with --timeout 3s: $(cat "$dir/err")"
 echo "1 passed, 0 failed"

@@ -14,6 +14,12 @@ cluster_finish() {
 		echo "FAIL: sanitizer reports in daemon logs" >&2
 		rc=1
 	fi
+	# The recovery watchdog is an alarm for a bug, never a path a test may take.
+	if grep -l "recovery watchdog fired" "$dir"/*.log >/dev/null 2>&1; then
+		grep -h "recovery watchdog fired" "$dir"/*.log | head -5 >&2
+		echo "FAIL: the recovery watchdog fired" >&2
+		rc=1
+	fi
 	[ -n "${KEEP_DIR:-}" ] || rm -rf "$dir"
 	exit "$rc"
 }

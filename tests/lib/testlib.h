@@ -25,8 +25,22 @@ bool cm_test_run_until(struct cm_reactor *r, const volatile bool *flag, int time
 /* Run r until cond(arg) holds or timeout_ms passes. */
 bool cm_test_run_until_fn(struct cm_reactor *r, bool (*cond)(void *), void *arg, int timeout_ms);
 
-/* Run the suite in fork mode; \return the process exit status. */
+/*
+ * Run the suite in fork mode. \return the process exit status: 1 if a test
+ * failed, else 77 (CM_TEST_SKIPPED: ctest's SKIP_RETURN_CODE, so the run
+ * says SKIPPED, never PASS) if a test skipped part of itself, else 0.
+ */
 int cm_test_main(Suite *s);
+
+#define CM_TEST_SKIPPED 77
+
+/*
+ * The calling test could not run what it is for here (no io_uring, not
+ * root for a mount or a loop device): say why on stderr and mark the run
+ * skipped (see cm_test_main). Call it, then return from the test. Works
+ * from Check's forked children.
+ */
+void cm_test_skip(const char *why);
 
 /* A deterministic byte pattern: fill and check (returns the first bad offset or -1). */
 /* A 64-bit mixing function (murmur3's finaliser): cheap deterministic pseudo-randomness. */

@@ -1,12 +1,18 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# Thrash: OSDs killed with -9 and restarted at random while a verifying
-# workload (cairn_load thrash) writes new generations of objects (data,
-# xattr, omap in one compound op) and reads them back. Passes with 0 lost
-# acknowledged writes and 0 wrong reads, and the cluster back to
+# Thrash: faults at random while a verifying workload (cairn_load thrash)
+# writes new generations of objects (data, xattr, omap in one compound op),
+# appends numbered records to logs, and reads them back. The faults: an OSD
+# killed with -9 (and restarted), an OSD stopped with SIGSTOP for 2 s to
+# THRASH_STOP_MAX (default 10; 30 for long runs) then continued (a hung
+# OSD: marked down, it must boot again), and the leader mon killed with -9
+# (and restarted). Passes with 0 lost acknowledged writes or appends, 0
+# wrong reads, 0 appends applied twice, every client op completed (the
+# workload sets no op timeout: an op that never completes fails the test by
+# its time limit, and any op error fails it), and the cluster back to
 # active+clean. THRASH_SECONDS (default 90) sets the length; THRASH_OSDS
-# (default 4) the cluster size; at most one OSD is down at a time, so every
-# PG keeps min_size (2) copies. THRASH_EC=K+M thrashes an erasure-coded pool
+# (default 4) the cluster size, THRASH_MONS (default 3) the mons; one fault
+# at a time, so every PG keeps min_size (2) copies. THRASH_EC=K+M thrashes an erasure-coded pool
 # instead (data and an xattr per object; no omap): THRASH_OSDS=6
 # THRASH_EC=4+2 keeps min_size (k+1) shards up. THRASH_SHARDS=N (default 1)
 # starts every OSD with a random number of PG shards (osd_op_shards) from 1
@@ -17,6 +23,8 @@ build=${1:?usage: thrash_test.sh BUILD_DIR}
 secs=${THRASH_SECONDS:-90}
 nosd=${THRASH_OSDS:-4}
 nshards=${THRASH_SHARDS:-1}
+nmon=${THRASH_MONS:-3}
+stop_max=${THRASH_STOP_MAX:-10}
 ctl="$build/tools/clusterctl"
 load="$build/tests/integration/cairn_load"
 dir=$(mktemp -d /tmp/cairn-thrash-XXXXXX)
@@ -36,7 +44,7 @@ fail() {
 }
 export CAIRN_OSD_GRACE=2s
 up() {
-	CAIRN_OSD_OP_SHARDS=$((1 + RANDOM % nshards)) "$ctl" up --dir "$dir" --mons 1 --osds "$nosd" \
+	CAIRN_OSD_OP_SHARDS=$((1 + RANDOM % nshards)) "$ctl" up --dir "$dir" --mons "$nmon" --osds "$nosd" \
 		--osd-size 2G >"$dir/up.out" 2>&1 || fail "up: $(cat "$dir/up.out")"
 }
 up
@@ -53,13 +61,34 @@ fi
 "$load" thrash -c "$dir/cairn.conf" "${pool[@]}" --prefix t --count 200 --threads 4 \
 	--max-size 262144 --seconds "$secs" >"$dir/load.out" 2>"$dir/load.err" &
 lpid=$!
-# Kill and restart OSDs until 15 s before the workload's final read-back.
+# Faults until 15 s before the workload's final read-back.
 end=$(( $(date +%s) + secs - 15 ))
-kills=0
+kills=0 stops=0 monkills=0
 while [ "$(date +%s)" -lt "$end" ]; do
 	sleep $(( 2 + RANDOM % 4 ))
+	r=$(( RANDOM % 10 ))
+	if [ "$r" -ge 8 ] && [ "$nmon" -gt 1 ]; then
+		# The leader mon (status names it), killed and restarted.
+		leader=$("$ctl" status 2>/dev/null | sed -n 's/.*alive, leader \([a-z]*\).*/\1/p')
+		[ -n "$leader" ] && [ -f "$dir/mon.$leader.pid" ] || continue
+		vpid=$(cat "$dir/mon.$leader.pid")
+		kill -9 "$vpid" 2>/dev/null || true
+		for _ in $(seq 1 100); do proc_gone "$vpid" && break; sleep 0.1; done
+		monkills=$((monkills + 1))
+		sleep $(( 1 + RANDOM % 5 ))
+		up
+		continue
+	fi
 	victim=$(( RANDOM % nosd ))
 	vpid=$(cat "$dir/osd.$victim.pid")
+	if [ "$r" -ge 5 ]; then
+		# Hung: stopped, then continued (marked down meanwhile, it boots again).
+		kill -STOP "$vpid" 2>/dev/null || true
+		stops=$((stops + 1))
+		sleep $(( 2 + RANDOM % (stop_max - 1) ))
+		kill -CONT "$vpid" 2>/dev/null || true
+		continue
+	fi
 	kill -9 "$vpid" 2>/dev/null || true
 	# Until it is gone (or a zombie): 'up' must see it dead to restart it.
 	for _ in $(seq 1 100); do proc_gone "$vpid" && break; sleep 0.1; done
@@ -68,10 +97,14 @@ while [ "$(date +%s)" -lt "$end" ]; do
 	sleep $(( RANDOM % 5 ))
 	up
 done
-echo "thrash: $kills OSD kills in $secs s (PG shards per OSD start: $(grep -ho "[0-9]* PG shards\?$" "$dir"/osd.*.log | sort | uniq -c | awk '{printf "%s%s with %s", (NR > 1 ? ", " : ""), $1, $2}'))"
+echo "thrash: $kills OSD kills, $stops OSD stops (2-$stop_max s), $monkills leader mon kills in $secs s (PG shards per OSD start: $(grep -ho "[0-9]* PG shards\?$" "$dir"/osd.*.log | sort | uniq -c | awk '{printf "%s%s with %s", (NR > 1 ? ", " : ""), $1, $2}'))"
 wait "$lpid" || { tail -20 "$dir/load.err" >&2; fail "workload: $(tail -1 "$dir/load.out")"; }
 echo "workload: $(tail -1 "$dir/load.out")"
-grep -q '"lost":0,"wrong":0' "$dir/load.out" || fail "lost or wrong: $(tail -1 "$dir/load.out")"
+grep -q '"twice":0,"lost":0,"wrong":0' "$dir/load.out" ||
+	fail "lost, wrong or applied twice: $(tail -1 "$dir/load.out")"
+grep -q '"write_errors":0,' "$dir/load.out" && grep -q '"append_errors":0,' "$dir/load.out" &&
+	grep -q '"read_errors":0,' "$dir/load.out" ||
+	fail "client ops failed (routine failures must not show): $(tail -1 "$dir/load.out")"
 t0=$(date +%s)
 status_until "$CLEAN_RE" 240 0.5 || fail "not clean: $(grep pgs: "$dir/st")"
 echo "active+clean $(( $(date +%s) - t0 )) s after the workload"

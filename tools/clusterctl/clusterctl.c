@@ -506,6 +506,11 @@ const struct cm_opt g_ctl_opts[] = {
 	       "etcd peer port of a local cluster (clusterctl up)"),
 	CM_OPT("command_timeout", CM_OPT_DURATION, "15s", 100, 3600000, 0, struct ctl_conf,
 	       command_timeout_ms, "give up when no monitor answers within this"),
+	CM_OPT("osd_metrics", CM_OPT_STR, "", 0, 0, 0, struct ctl_conf, osd_metrics,
+	       "clusterctl up: each OSD's /metrics address, by start index (written by up)"),
+	CM_OPT("op_timeout", CM_OPT_DURATION, "0", 0, 86400000, 0, struct ctl_conf, op_timeout_ms,
+	       "object ops (obj, bench) give up after this (on the command line also "
+	       "--timeout); 0: they wait through failures (Ctrl-C stops them)"),
 	{ 0 },
 };
 
@@ -540,7 +545,7 @@ main(int argc, char **argv)
 		.table = g_ctl_opts, .base = &cfg, .section = "clusterctl", .env_prefix = "CAIRN_"
 	};
 	char **args = calloc((size_t)argc + 1, sizeof(*args));
-	char **opts = calloc((size_t)argc + 4, sizeof(*opts));
+	char **opts = calloc(2 * (size_t)argc + 4, sizeof(*opts));
 	const char *conf_path = NULL;
 	bool json = false;
 	int n = 0, rc, status;
@@ -577,6 +582,14 @@ main(int argc, char **argv)
 			free(args);
 			free(opts);
 			return main_usage() - 2;
+		} else if (n == 0 && !strcmp(argv[i], "--timeout")) {
+			/* the op timeout; "timeout" is the messenger's peer timeout */
+			opts[nopts++] = "--op-timeout";
+			if (i + 1 < argc)
+				opts[nopts++] = argv[++i];
+		} else if (n == 0 && !strncmp(argv[i], "--timeout=", 10)) {
+			opts[nopts++] = "--op-timeout";
+			opts[nopts++] = argv[i] + 10;
 		} else if (n == 0 && !strncmp(argv[i], "--", 2)) {
 			opts[nopts++] = argv[i];
 			if (!strchr(argv[i], '=') && i + 1 < argc && argv[i + 1][0] != '-')

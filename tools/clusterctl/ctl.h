@@ -12,6 +12,8 @@ struct ctl_conf {
 	char *etcd_endpoints;
 	uint64_t etcd_peer_port;
 	uint64_t command_timeout_ms;
+	uint64_t op_timeout_ms; /* object ops (obj, bench); 0: none */
+	char *osd_metrics;      /* clusterctl up: the OSDs' /metrics addresses, by start index */
 };
 
 extern const struct cm_opt g_ctl_opts[];

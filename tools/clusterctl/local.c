@@ -132,10 +132,68 @@ write_conf(const struct local *l)
 		fprintf(f, "%s%c=127.0.0.1:%d", i ? "," : "", 'a' + i, p);
 	}
 	fprintf(f, "\n\n[clusterctl]\netcd_peer_port = %d\n", peer);
-	for (unsigned i = 0; i < l->mons; i++)
+	for (unsigned i = 0; i < l->mons; i++) {
+		int mp = free_port();
+
 		fprintf(f, "\n[mon.%c]\npid_file = %s/mon.%c.pid\nlog_file = %s/mon.%c.log\n",
 			'a' + i, l->dir, 'a' + i, l->dir, 'a' + i);
+		if (mp > 0)
+			fprintf(f, "metrics_addr = 127.0.0.1:%d\n", mp);
+	}
 	return fclose(f) ? -errno : 0;
+}
+
+/*
+ * Set key = value in the [clusterctl] section of the conf file at path
+ * (replacing the key's line, or adding it after the section's header).
+ * \return 0 or -errno.
+ */
+static int
+conf_set_ctl(const char *path, const char *key, const char *value)
+{
+	char tmp[PATH_MAX + 32], line[4096];
+	FILE *in = fopen(path, "r"), *out;
+	bool in_ctl = false, done = false;
+	size_t kl = strlen(key);
+	int rc = 0;
+
+	if (!in)
+		return -errno;
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	out = fopen(tmp, "w");
+	if (!out) {
+		rc = -errno;
+		fclose(in);
+		return rc;
+	}
+	fchmod(fileno(out), 0600);
+	while (fgets(line, sizeof(line), in)) {
+		if (line[0] == '[') {
+			if (in_ctl && !done) {
+				fprintf(out, "%s = %s\n", key, value);
+				done = true;
+			}
+			in_ctl = strncmp(line, "[clusterctl]", 12) == 0;
+		} else if (in_ctl && !done && strncmp(line, key, kl) == 0 &&
+			   (line[kl] == ' ' || line[kl] == '=')) {
+			fprintf(out, "%s = %s\n", key, value);
+			done = true;
+			continue;
+		}
+		fputs(line, out);
+	}
+	if (!done)
+		fprintf(out, "%s%s = %s\n", in_ctl ? "" : "\n[clusterctl]\n", key, value);
+	if (ferror(in))
+		rc = -EIO;
+	fclose(in);
+	if (fclose(out) && !rc)
+		rc = -errno;
+	if (!rc && rename(tmp, path))
+		rc = -errno;
+	if (rc)
+		unlink(tmp);
+	return rc;
 }
 
 /*
@@ -269,8 +327,13 @@ osds_up(const char *status_json)
  * fewer with fewer OSDs) on a fresh cluster.
  */
 static int
-start_osds(const struct local *l, struct mon_sync *s)
+start_osds(const struct local *l, const struct ctl_conf *c, struct mon_sync *s)
 {
+	/* Each OSD's /metrics port, by start index: [clusterctl] osd_metrics in
+	 * cairn.conf, "127.0.0.1:P0,127.0.0.1:P1,..."; new ones are added. */
+	char metrics[64][32] = { { 0 } }, mlist[64 * 32] = "", maddr[48];
+	unsigned nm = 0;
+	bool mnew = false;
 	char osdbin[PATH_MAX], pidf[PATH_MAX + 64], log[PATH_MAX + 64], data[PATH_MAX + 64];
 	char host[32];
 	Cairn__Mon__CommandReply *rep = NULL;
@@ -284,9 +347,35 @@ start_osds(const struct local *l, struct mon_sync *s)
 			"clusterctl up: cairn-osd not found (build it, or set CAIRN_BIN_DIR)\n");
 		return -ENOENT;
 	}
+	if (c->osd_metrics && c->osd_metrics[0]) {
+		char buf[sizeof(mlist)], *save = NULL, *tok;
+
+		snprintf(buf, sizeof(buf), "%s", c->osd_metrics);
+		for (tok = strtok_r(buf, ",", &save); tok && nm < 64;
+		     tok = strtok_r(NULL, ",", &save))
+			snprintf(metrics[nm++], sizeof(metrics[0]), "%s", tok);
+	}
+	for (unsigned i = 0; i < l->osds && i < 64; i++) {
+		if (i < nm && metrics[i][0])
+			continue;
+		int p = free_port();
+
+		if (p > 0)
+			snprintf(metrics[i], sizeof(metrics[0]), "127.0.0.1:%d", p);
+		nm = CM_MAX(nm, i + 1);
+		mnew = true;
+	}
+	for (unsigned i = 0, at = 0; i < nm && at < sizeof(mlist) - 40; i++)
+		at += (unsigned)snprintf(mlist + at, sizeof(mlist) - at, "%s%.31s", i ? "," : "",
+					 metrics[i][0] ? metrics[i] : "-");
+	if (mnew && conf_set_ctl(l->conf, "osd_metrics", mlist))
+		fprintf(stderr, "clusterctl up: could not record the OSDs' metrics ports in %s\n",
+			l->conf);
 	for (unsigned i = 0; i < l->osds; i++) {
 		int fd;
 
+		snprintf(maddr, sizeof(maddr), "%s",
+			 i < 64 && metrics[i][0] != '-' ? metrics[i] : "");
 		snprintf(pidf, sizeof(pidf), "%s/osd.%u.pid", l->dir, i);
 		snprintf(log, sizeof(log), "%s/osd.%u.log", l->dir, i);
 		snprintf(data, sizeof(data), "%s/osd.%u.data", l->dir, i);
@@ -312,9 +401,11 @@ start_osds(const struct local *l, struct mon_sync *s)
 			}
 		}
 		close(fd);
-		char *args[] = { osdbin,   "-c", (char *)l->conf, "--osd-data", data,
-				 "--host", host, "--log-file",    log,          "--pid-file",
-				 pidf,     NULL };
+		char *args[] = { osdbin,       "-c",         (char *)l->conf,
+				 "--osd-data", data,         "--host",
+				 host,         "--log-file", log,
+				 "--pid-file", pidf,         "--metrics-addr",
+				 maddr,        NULL };
 
 		if (spawn(args, log, NULL, &pid)) {
 			fprintf(stderr, "clusterctl up: cannot start OSD %u\n", i);
@@ -599,7 +690,7 @@ ctl_up(int argc, char **argv, bool json)
 					usleep(200000);
 			}
 			if (ready && l.osds)
-				ready = start_osds(&l, s) == 0;
+				ready = start_osds(&l, &c, s) == 0;
 			if (ready && mon_sync_command(s, 1, st, json, &rep) == 0 && rep->rc == 0) {
 				if (!json)
 					printf("\n");
@@ -619,8 +710,11 @@ ctl_up(int argc, char **argv, bool json)
 	if (!status && !json)
 		printf("\nCluster %s is %s in %s (config %s).\n"
 		       "  clusterctl -c %s status       (or export CAIRN_CONF=%s)\n"
-		       "  clusterctl -c %s down         stops it; 'up' resumes it\n",
-		       c.fsid, fresh ? "up" : "running", l.dir, l.conf, l.conf, l.conf, l.conf);
+		       "  clusterctl -c %s down         stops it; 'up' resumes it\n"
+		       "  metrics (Prometheus text): http://ADDR/metrics of every mon and OSD, the\n"
+		       "  addresses are in %s (metrics_addr of each mon, osd_metrics)\n",
+		       c.fsid, fresh ? "up" : "running", l.dir, l.conf, l.conf, l.conf, l.conf,
+		       l.conf);
 out:
 	free(mons);
 	cm_conf_free(&conf);

@@ -5,6 +5,7 @@
  */
 #include "ctl.h"
 #include "cairn.h"
+#include "osd/proto.h"
 #include "cm/err.h"
 
 #include <jansson.h>
@@ -27,7 +28,7 @@ connect_cluster(const struct ctl_conf *c, cairn_cluster_t **clp)
 	cairn_opts_init(&o, sizeof(o));
 	o.mon_host = c->mon_host;
 	o.cluster_key = c->d.cluster_key;
-	o.op_timeout_ms = (unsigned)c->command_timeout_ms;
+	o.op_timeout_ms = (unsigned)c->op_timeout_ms; /* 0: ops wait (Ctrl-C stops them) */
 	o.connect_timeout_ms = (unsigned)c->command_timeout_ms;
 	rc = cairn_connect(&o, clp, err, sizeof(err));
 	if (rc) {
@@ -99,6 +100,13 @@ obj_put(cairn_ioctx_t *io, const char *name, const char *path)
 	}
 	rc = cairn_write_full(io, name, buf, len);
 	free(buf);
+	if (rc == -E2BIG) {
+		fprintf(stderr,
+			"clusterctl: put %s: %zu bytes is too large: one op carries at most %u MiB "
+			"(larger objects are written in ranges by the striper)\n",
+			name, len, OSD_MAX_IO >> 20);
+		return 1;
+	}
 	if (rc) {
 		fprintf(stderr, "clusterctl: put %s: %s\n", name, cm_strerror(rc));
 		return 1;
@@ -255,6 +263,12 @@ struct bench {
 	uint64_t deadline_ns;
 	uint64_t *lat_us;
 	size_t nlat, caplat;
+	uint64_t lat_max_us;
+	/* The client-visible pauses: completions per second of the run, and the
+	 * longest time without any completion. */
+	uint64_t t0_ns, last_ns, max_gap_ns;
+	uint32_t *per_sec;
+	size_t nsec;
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	unsigned inflight;
@@ -288,6 +302,15 @@ bench_cb(cairn_completion_t *c, void *arg)
 		b->done++;
 	if (b->nlat < b->caplat)
 		b->lat_us[b->nlat++] = (now - s->start_ns) / 1000;
+	b->lat_max_us = CM_MAX(b->lat_max_us, (now - s->start_ns) / 1000);
+	if (!rc) {
+		size_t sec = (size_t)((now - b->t0_ns) / 1000000000ull);
+
+		b->max_gap_ns = CM_MAX(b->max_gap_ns, now - b->last_ns);
+		b->last_ns = now;
+		if (sec < b->nsec)
+			b->per_sec[sec]++;
+	}
 	pthread_mutex_unlock(&b->mu);
 	cairn_completion_release(s->c);
 	s->c = NULL;
@@ -369,9 +392,16 @@ ctl_bench(const struct ctl_conf *c, int argc, char **argv, bool json)
 
 			seconds = strtoull(argv[++i], &end, 10);
 			bad = *end || !seconds || seconds > 86400;
-		} else if (!strcmp(argv[i], "--size") && i + 1 < argc)
-			bad = cm_parse_size(argv[++i], &size) || !size || size > (1u << 30);
-		else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
+		} else if (!strcmp(argv[i], "--size") && i + 1 < argc) {
+			bad = cm_parse_size(argv[++i], &size) || !size;
+			if (!bad && size > OSD_MAX_IO) {
+				fprintf(stderr,
+					"clusterctl bench: --size %s is too large: one op carries at "
+					"most %u MiB\n",
+					argv[i], OSD_MAX_IO >> 20);
+				return 2;
+			}
+		} else if (!strcmp(argv[i], "--threads") && i + 1 < argc)
 			bad = cm_parse_size(argv[++i], &threads) || !threads || threads > 1024;
 		else if (!strcmp(argv[i], "--max-objects") && i + 1 < argc)
 			bad = cm_parse_size(argv[++i], &max_obj) || !max_obj;
@@ -421,7 +451,10 @@ ctl_bench(const struct ctl_conf *c, int argc, char **argv, bool json)
 	pthread_mutex_init(&b.mu, NULL);
 	pthread_cond_init(&b.cv, NULL);
 	b.seed = cm_now_ns();
+	b.nsec = (size_t)seconds;
+	b.per_sec = calloc(b.nsec + 1, sizeof(*b.per_sec));
 	t0 = cm_now_ns();
+	b.t0_ns = b.last_ns = t0;
 	b.deadline_ns = t0 + seconds * 1000000000ull;
 	for (uint64_t i = 0; slots && b.lat_us && i < threads; i++) {
 		slots[i].b = &b;
@@ -458,8 +491,12 @@ ctl_bench(const struct ctl_conf *c, int argc, char **argv, bool json)
 		double secs = (double)el / 1e9;
 		double mib = (double)b.done * (double)b.size / (1 << 20) / secs;
 		double iops = (double)b.done / secs;
-		uint64_t p50 = 0, p99 = 0;
+		uint64_t p50 = 0, p99 = 0, zero_s = 0;
 
+		/* Whole seconds of the run with no completion at all (a pause a
+		 * client saw), and the longest gap between completions. */
+		for (size_t i = 0; b.per_sec && i < b.nsec && i < (size_t)(el / 1000000000ull); i++)
+			zero_s += !b.per_sec[i];
 		if (b.nlat) {
 			qsort(b.lat_us, b.nlat, sizeof(*b.lat_us), cmp_u64);
 			p50 = b.lat_us[b.nlat / 2];
@@ -467,20 +504,23 @@ ctl_bench(const struct ctl_conf *c, int argc, char **argv, bool json)
 		}
 		if (!json)
 			printf("%s %s: %" PRIu64 " ops of %zu bytes in %.2f s, %" PRIu64
-			       " errors: %.1f MiB/s, %.0f IOPS, latency p50 %.2f ms p99 %.2f ms\n",
+			       " errors: %.1f MiB/s, %.0f IOPS, latency p50 %.2f ms p99 %.2f ms max "
+			       "%.2f ms; longest pause %.2f s, %" PRIu64 " s with no completion\n",
 			       pool, mode, b.done, b.size, secs, b.errors, mib, iops, p50 / 1000.0,
-			       p99 / 1000.0);
+			       p99 / 1000.0, b.lat_max_us / 1000.0, b.max_gap_ns / 1e9, zero_s);
 		printf("{\"bench\":\"%s\",\"pool\":\"%s\",\"size\":%zu,\"threads\":%" PRIu64
 		       ",\"seconds\":%.3f,\"ops\":%" PRIu64 ",\"errors\":%" PRIu64
-		       ",\"mib_s\":%.2f,\"iops\":%.1f,\"lat_p50_ms\":%.3f,\"lat_p99_ms\":%.3f}\n",
+		       ",\"mib_s\":%.2f,\"iops\":%.1f,\"lat_p50_ms\":%.3f,\"lat_p99_ms\":%.3f"
+		       ",\"lat_max_ms\":%.3f,\"max_pause_s\":%.3f,\"zero_s\":%" PRIu64 "}\n",
 		       mode, pool, b.size, threads, secs, b.done, b.errors, mib, iops, p50 / 1000.0,
-		       p99 / 1000.0);
+		       p99 / 1000.0, b.lat_max_us / 1000.0, b.max_gap_ns / 1e9, zero_s);
 		status = b.errors ? 1 : 0;
 	}
 	for (uint64_t i = 0; slots && i < threads; i++)
 		free(slots[i].buf);
 	free(slots);
 	free(b.lat_us);
+	free(b.per_sec);
 	pthread_mutex_destroy(&b.mu);
 	pthread_cond_destroy(&b.cv);
 	cairn_ioctx_destroy(b.io);

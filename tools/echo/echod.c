@@ -59,47 +59,9 @@ on_event(void *arg, struct cm_conn *c, enum cm_conn_event ev, int rc)
 		cm_gauge_add(d->sessions, -1);
 }
 
-#define STAT_GAUGE(field)                     \
-	static double stat_##field(void *arg) \
-	{                                     \
-		struct cm_msgr_stats st;      \
-		cm_msgr_get_stats(arg, &st);  \
-		return (double)st.field;      \
-	}
-STAT_GAUGE(msgs_sent)
-STAT_GAUGE(msgs_recv)
-STAT_GAUGE(bytes_sent)
-STAT_GAUGE(bytes_recv)
-STAT_GAUGE(resends)
-STAT_GAUGE(crc_errors)
-STAT_GAUGE(bad_frames)
-STAT_GAUGE(auth_failures)
-STAT_GAUGE(sock_resets)
-STAT_GAUGE(keepalive_timeouts)
-
 static int
-register_metrics(struct echod *d, const char *backend)
+register_metrics(struct echod *d)
 {
-	static const struct {
-		const char *name;
-		cm_gauge_fn fn;
-		const char *help;
-	} msgr_stats[] = {
-		{ "cairn_msgr_messages_sent", stat_msgs_sent, "Messages sent." },
-		{ "cairn_msgr_messages_received", stat_msgs_recv, "Messages received." },
-		{ "cairn_msgr_bytes_sent", stat_bytes_sent, "Bytes written to sockets." },
-		{ "cairn_msgr_bytes_received", stat_bytes_recv, "Bytes read from sockets." },
-		{ "cairn_msgr_resends", stat_resends, "Messages resent after a reconnect." },
-		{ "cairn_msgr_crc_errors", stat_crc_errors, "Frames rejected for a bad crc32c." },
-		{ "cairn_msgr_bad_frames", stat_bad_frames, "Malformed frames rejected." },
-		{ "cairn_msgr_auth_failures", stat_auth_failures, "Handshakes failing the key." },
-		{ "cairn_msgr_socket_resets", stat_sock_resets, "Sockets reset." },
-		{ "cairn_msgr_keepalive_timeouts", stat_keepalive_timeouts,
-		  "Peers declared dead." },
-	};
-
-	char label[64];
-
 	if (cm_metrics_create(&d->metrics))
 		return -ENOMEM;
 	d->requests = cm_metrics_counter(d->metrics, "cairn_echo_requests_total", NULL,
@@ -107,14 +69,8 @@ register_metrics(struct echod *d, const char *backend)
 	d->bytes = cm_metrics_counter(d->metrics, "cairn_echo_bytes_total", NULL,
 				      "Payload bytes echoed.");
 	d->sessions = cm_metrics_gauge(d->metrics, "cairn_echo_sessions", NULL, "Open sessions.");
-	snprintf(label, sizeof(label), "backend=\"%s\"", backend);
-	cm_gauge_set(cm_metrics_gauge(d->metrics, "cairn_reactor_info", label,
-				      "Reactor backend in use."),
-		     1);
-	for (size_t i = 0; i < CM_ARRAY_SIZE(msgr_stats); i++)
-		if (cm_metrics_gauge_fn(d->metrics, msgr_stats[i].name, NULL, msgr_stats[i].help,
-					msgr_stats[i].fn, d->m))
-			return -ENOMEM;
+	if (cm_msgr_metrics_register(d->metrics, NULL, d->m, d->r))
+		return -ENOMEM;
 	return d->requests && d->bytes && d->sessions ? 0 : -ENOMEM;
 }
 
@@ -174,7 +130,7 @@ main(int argc, char **argv)
 		fprintf(stderr, "cairn-echod: listen %s: %s\n", cfg.listen, cm_strerror(rc));
 		goto out;
 	}
-	if (register_metrics(&d, cm_reactor_backend_name(d.r)))
+	if (register_metrics(&d))
 		goto out;
 	if (cfg.metrics_addr[0]) {
 		rc = cm_http_metrics_start(d.r, d.metrics, cfg.metrics_addr, &mport, &http);

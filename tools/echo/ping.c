@@ -104,7 +104,7 @@ main(int argc, char **argv)
 	free(cfg.d.entity);
 	cfg.d.entity = strdup("client.ping");
 	if (!cfg.d.entity || cm_daemon_setup_logging(&cfg.d) ||
-	    cm_daemon_reactor_create(&cfg.d, "ping", &r))
+	    cm_daemon_client_reactor_create(&cfg.d, "ping", &r))
 		goto out;
 	status = 1;
 	p.count = cfg.count;

@@ -33,6 +33,7 @@ struct cm_daemon_conf {
 	char *tls_cert;
 	char *tls_key;
 	char *tls_ca;
+	bool tls_verify;
 };
 
 int cm_daemon_valid_key(const struct cm_opt *o, const char *v, char *err, size_t len);
@@ -86,14 +87,21 @@ int cm_daemon_valid_level(const struct cm_opt *o, const char *v, char *err, size
 		CM_DAEMON_OPT_("tls_key", CM_OPT_STR, "", 0, 0, st_, m_, tls_key,                  \
 			       "PEM private key for tls_cert", NULL, 0),                           \
 		CM_DAEMON_OPT_("tls_ca", CM_OPT_STR, "", 0, 0, st_, m_, tls_ca,                    \
-			       "PEM CA bundle; when set, peers must present a certificate it "     \
-			       "signed",                                                           \
+			       "PEM CA bundle: peers must present a certificate it signed", NULL,  \
+			       0),                                                                 \
+		CM_DAEMON_OPT_("tls_verify", CM_OPT_BOOL, "true", 0, 0, st_, m_, tls_verify,       \
+			       "check peers' certificates against tls_ca (false: TLS only "        \
+			       "encrypts)",                                                        \
 			       NULL, 0)
 
 /* Logging from the config. \return 0, or -CM_ECONF with a message on stderr. */
 int cm_daemon_setup_logging(const struct cm_daemon_conf *c);
+/* The reactor the config asks for; the daemon's log names its backend (NOTICE). */
 int cm_daemon_reactor_create(const struct cm_daemon_conf *c, const char *name,
 			     struct cm_reactor **rp);
+/* The same for a client tool: nothing logged (its stderr is the user's). */
+int cm_daemon_client_reactor_create(const struct cm_daemon_conf *c, const char *name,
+				    struct cm_reactor **rp);
 void cm_daemon_msgr_opts(const struct cm_daemon_conf *c, struct cm_msgr_opts *o);
 
 /* Write our pid to path (empty: nothing). \return 0 or -errno. */

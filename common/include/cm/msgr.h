@@ -113,14 +113,17 @@ struct cm_msgr_opts {
 	bool crc_data;
 	/*
 	 * TLS on every connection, from the first byte (both sides must agree).
-	 * tls_cert/tls_key (PEM) are needed to listen; with tls_ca the peer's
-	 * certificate must chain to it, else TLS only encrypts and the cluster
-	 * key authenticates. Files are read by cm_msgr_create.
+	 * tls_cert/tls_key (PEM) are needed to listen; the peer's certificate
+	 * must chain to tls_ca. tls_verify (default true) false: no tls_ca is
+	 * needed and TLS only encrypts (the cluster key still authenticates);
+	 * true without tls_ca: cm_msgr_create refuses (-EINVAL, logged). Files
+	 * are read by cm_msgr_create.
 	 */
 	bool tls;
 	const char *tls_cert;
 	const char *tls_key;
 	const char *tls_ca;
+	bool tls_verify;
 };
 
 void cm_msgr_opts_init(struct cm_msgr_opts *o, size_t size);
@@ -191,5 +194,16 @@ struct cm_msgr_stats {
 };
 
 void cm_msgr_get_stats(const struct cm_msgr *m, struct cm_msgr_stats *st);
+
+/*
+ * Export the cairn_msgr_* figures (and cairn_reactor_info{backend=...} when r
+ * is given) in a daemon's /metrics. fn fills the stats at render time, so a
+ * daemon with several messengers can sum them; fn NULL reads arg as one
+ * struct cm_msgr *. Returns 0 or -ENOMEM.
+ */
+struct cm_metrics;
+typedef void (*cm_msgr_stats_fn)(void *arg, struct cm_msgr_stats *st);
+int cm_msgr_metrics_register(struct cm_metrics *reg, cm_msgr_stats_fn fn, void *arg,
+			     const struct cm_reactor *r);
 
 #endif

@@ -70,6 +70,7 @@ struct mon_stats {
 	uint64_t rec_objects, rec_bytes;  /* since the OSDs started */
 	uint64_t degraded;                /* objects being recovered, over all PGs */
 	uint64_t ec_decodes, csum_errors; /* since the OSDs started */
+	uint64_t rec_watchdog;            /* recovery plans restarted by the watchdog */
 };
 
 void mon_stats_free(struct mon_stats *s);

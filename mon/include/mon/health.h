@@ -67,6 +67,9 @@ int mon_pg_summarize(const Cairn__Map__OsdMap *m, struct mon_placement *pl,
 int mon_health_compute(const Cairn__Map__OsdMap *m, const struct mon_info *mons, size_t nmons,
 		       const struct mon_pool_usage *usage, size_t nusage, struct mon_health *h);
 void mon_health_free(struct mon_health *h);
+/* One more check (code: a static string). \return 0 or -ENOMEM. */
+int mon_health_add(struct mon_health *h, const char *code, enum mon_health_status sev,
+		   const char *summary);
 
 /* {"status": "HEALTH_WARN", "checks": {CODE: {"severity", "summary", "detail": [..]}}} */
 json_t *mon_health_json(const struct mon_health *h);

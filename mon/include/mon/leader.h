@@ -7,11 +7,14 @@
  *  - Beacons: an up OSD without a beacon for osd_grace is marked down. A
  *    boot, a map that shows an OSD coming up, and becoming the leader each
  *    give the OSD a fresh grace.
- *  - Failure reports: an OSD is marked down once min_reporters distinct
- *    OSDs report it failed for at least the report grace (osd_report_grace,
- *    0: osd_grace) and each report was received within the last
- *    2 * max(report grace, 10 s). `alive` withdraws a report; at most
- *    MON_LEADER_MAX_REPORTS are kept per OSD.
+ *  - Failure reports: an OSD is marked down once peers on min_reporters
+ *    distinct hosts report it failed (no more hosts than have an up OSD
+ *    other than it, at least one: a small cluster needs fewer), each for at
+ *    least the report grace (osd_report_grace; default 0: at once, the
+ *    reporter waited its own heartbeat grace) or with `immediate` (its
+ *    connection was refused: the process is gone), and each received within
+ *    the last 2 * max(report grace, 10 s). `alive` withdraws a report; at
+ *    most MON_LEADER_MAX_REPORTS are kept per OSD.
  *  - Out: a down OSD still in is marked out down_out_interval after it went
  *    down (its down_stamp_ns in the map). NODOWN and NOOUT stop these.
  *
@@ -44,7 +47,7 @@
 struct mon_leader_opts {
 	size_t opts_size;         /* set by mon_leader_opts_init */
 	uint64_t osd_grace_ms;    /* default 20000 */
-	uint64_t report_grace_ms; /* default 0: osd_grace_ms */
+	uint64_t report_grace_ms; /* default 0: a report counts at once */
 	uint64_t down_out_ms;     /* default 600000 */
 	unsigned min_reporters;   /* default 2 */
 	/* For the campaign only (mon_leader_round); copied. */

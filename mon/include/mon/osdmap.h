@@ -22,7 +22,7 @@ enum mon_flag {
 	MON_FLAG_NOREBALANCE = 1u << 1, /* no data movement for balance */
 	MON_FLAG_NOBACKFILL = 1u << 2,
 	MON_FLAG_NORECOVER = 1u << 3,
-	MON_FLAG_NOSCRUB = 1u << 4,
+	/* 1u << 4: unused (was noscrub; no scrub exists yet to stop) */
 	MON_FLAG_PAUSE = 1u << 5,  /* clients' reads and writes wait */
 	MON_FLAG_FULL = 1u << 6,   /* writes refused cluster-wide */
 	MON_FLAG_NOUP = 1u << 7,   /* booting OSDs are not marked up */

@@ -39,6 +39,7 @@ struct osd_conf {
 	char *public_addr;
 	char *host;
 	char *device_class;
+	char *metrics_addr; /* "" or NULL: no /metrics */
 	char *osd_data;
 	char *osd_db;
 	uint64_t block_size;
@@ -48,7 +49,8 @@ struct osd_conf {
 	uint64_t pg_log_max;
 	uint64_t op_threads;
 	uint64_t recovery_max_active;
-	uint64_t recovery_share; /* percent */
+	uint64_t recovery_share;   /* percent */
+	uint64_t client_bytes_max; /* client op bytes in flight, over all PG shards */
 	uint64_t hb_interval_ms, hb_grace_ms;
 	uint64_t debug_split;
 	uint64_t op_shards;

@@ -118,4 +118,13 @@ enum osd_op_flags {
 #define OSD_MAX_SUBOPS 64
 #define OSD_MAX_KEYS   4096
 
+/*
+ * Data one compound op may carry (its writes, appends) or return (its
+ * reads), in all: the messenger's data segment limit. A larger op is
+ * refused at once with -E2BIG (by the client, or by the OSD when only it
+ * knows the size: a read to the end of a large object). Objects larger
+ * than this are read and written in ranges (the striper does it).
+ */
+#define OSD_MAX_IO (64u << 20)
+
 #endif

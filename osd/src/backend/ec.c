@@ -242,6 +242,15 @@ ec_no_auth(const struct osd_pg *pg)
 		pg->ec->k);
 }
 
+/* A shard held by a prior OSD is not the one the acting set lacks (its
+ * place moved): every backfill of an EC PG restores redundancy. */
+static bool
+ec_degraded(const struct osd_pg *pg)
+{
+	(void)pg;
+	return true;
+}
+
 static int32_t
 ec_rec_source(const struct osd_pg *pg)
 {
@@ -287,6 +296,7 @@ const struct osd_backend osd__backend_ec = {
 	.serve_recovering = ec_serve_recovering,
 	.no_auth = ec_no_auth,
 	.rec_source = ec_rec_source,
+	.degraded = ec_degraded,
 	.source_ok = ec_source_ok,
 	.list_remote = ec_list_remote,
 	.push_step = osd__push_step_ec,

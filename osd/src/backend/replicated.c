@@ -84,6 +84,8 @@ on_plain_read(void *arg, int rc, struct cm_buf *data, const struct os_read_meta 
 		osd__op_free(op);
 		return;
 	}
+	if (!rc && data && data->len > OSD_MAX_IO)
+		rc = -E2BIG; /* more than a reply carries: the client reads it in ranges */
 	if (rc) {
 		cm_buf_put(data);
 		osd__op_fail(op, 0, rc);
@@ -115,9 +117,11 @@ rep_fast_path(struct osd_op *op)
 
 	if (op->req->n_ops != 1 || so->op != OSD_OP_READ)
 		return false;
+	/* To the end: at most one byte more than a reply may carry, so that
+	 * on_plain_read sees an object too large without reading all of it. */
 	op->busy = true;
-	osd__read_meta(op->osd, op->pg->cid, op->req->oid, so->off, so->len ? so->len : UINT64_MAX,
-		       "v", on_plain_read, op);
+	osd__read_meta(op->osd, op->pg->cid, op->req->oid, so->off,
+		       so->len ? so->len : (uint64_t)OSD_MAX_IO + 1, "v", on_plain_read, op);
 	return true;
 }
 
@@ -403,6 +407,28 @@ rep_no_auth(const struct osd_pg *pg)
 
 /* ---------- recovery ---------- */
 
+/*
+ * Short of copies (degraded), or only moving data (norebalance holds
+ * that)? The slots (acting or prior) holding a complete copy as new as the
+ * authoritative one count.
+ */
+static bool
+rep_degraded(const struct osd_pg *pg)
+{
+	unsigned full = 0;
+
+	if (pg->auth < 0)
+		return true;
+	for (int i = 0; i < pg->nslots; i++) {
+		const struct osd_pg_peer *p = &pg->peer[i];
+
+		if (p->have && p->exists && !p->incomplete && !p->partial &&
+		    osd_ver_cmp(&p->lu, &pg->peer[pg->auth].lu) == 0)
+			full++;
+	}
+	return full < pg->size;
+}
+
 static int32_t
 rep_rec_source(const struct osd_pg *pg)
 {
@@ -445,6 +471,7 @@ const struct osd_backend osd__backend_replicated = {
 	.serve_recovering = rep_serve_recovering,
 	.no_auth = rep_no_auth,
 	.rec_source = rep_rec_source,
+	.degraded = rep_degraded,
 	.source_ok = rep_source_ok,
 	.list_remote = rep_list_remote,
 	.push_step = osd__push_step_replicated,

@@ -54,6 +54,7 @@ osd__op_free(struct osd_op *op)
 		cm_msg_destroy(op->m);
 	if (op->c)
 		cm_conn_put(op->c);
+	op->osd->client_bytes -= op->charged;
 	free(op);
 }
 
@@ -305,6 +306,32 @@ osd__pg_handle_op(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 		op->nres = 0;
 		osd__op_free(op);
 		return;
+	}
+	{
+		/* What holding the op costs: the data it brought, the data it asks
+		 * for (a reply is at most OSD_MAX_IO), its message. */
+		uint64_t bytes = m->data.len + m->front.len;
+
+		for (size_t i = 0; i < op->req->n_ops; i++)
+			if (op->req->ops[i]->op == OSD_OP_READ)
+				bytes += op->req->ops[i]->len ? CM_MIN(op->req->ops[i]->len,
+								       (uint64_t)OSD_MAX_IO)
+							      : OSD_MAX_IO;
+		if (o->client_bytes && o->client_bytes + bytes > o->client_bytes_max) {
+			/* Push back: nothing is kept of it; the client resends it
+			 * shortly (-EAGAIN at our epoch). One op always gets in. */
+			o->client_busy++;
+			CM_LOG_RL(CM_LOG_INFO,
+				  "client data in flight %" PRIu64 " + %" PRIu64 " > %" PRIu64
+				  " (osd_client_message_cap): %s told to resend",
+				  o->client_bytes, bytes, o->client_bytes_max, op->client);
+			reply_simple(o, c, m->tid, -EAGAIN);
+			op->nres = 0;
+			osd__op_free(op);
+			return;
+		}
+		o->client_bytes += bytes;
+		op->charged = bytes;
 	}
 	{
 		uint64_t cost = 4096;

@@ -332,8 +332,9 @@ osd__op_meta_done(void *arg)
 		osd__op_reply(op, NULL);
 		return;
 	}
-	/* Data reads, through the reactor. */
-	for (size_t i = 0; i < op->req->n_ops; i++) {
+	/* Data reads, through the reactor; what they return is bounded first
+	 * (a read to the end of a large object: -E2BIG, nothing read). */
+	for (size_t i = 0, total = 0; i < op->req->n_ops; i++) {
 		const Cairn__Osd__SubOp *so = op->req->ops[i];
 		uint64_t len;
 
@@ -343,6 +344,12 @@ osd__op_meta_done(void *arg)
 		if (so->off >= op->size || !len) {
 			op->res[i].more = true;
 			continue;
+		}
+		len = CM_MIN(len, op->size - so->off);
+		if (len > OSD_MAX_IO || (total += (size_t)len) > OSD_MAX_IO) {
+			osd__op_fail(op, (unsigned)i, -E2BIG);
+			osd__op_reply(op, NULL);
+			return;
 		}
 		op->reads_pending++;
 	}

@@ -130,8 +130,12 @@ repop_finish(struct osd_repop *rp)
 
 	if (rp->split) {
 		CM_WARN("%s: osd_debug_split_write: %" PRIu64 ".%" PRIu64
-			" is on shards below %" PRIu64 " only; exiting",
+			" is on shards below %" PRIu64 " only; exiting in 1 s",
 			pg->cid, rp->ver.epoch, rp->ver.seq, pg->osd->cfg->debug_split);
+		/* Hung (sockets open) for a second before dying: the test takes
+		 * its client away first, else the refused connections mark us
+		 * down at once and the client's resend would rightly complete. */
+		sleep(1);
 		_exit(3);
 	}
 	TAILQ_REMOVE(&pg->repops, rp, link);

@@ -4,6 +4,7 @@
  * what peering must hear from. docs/design/osd.md, "Peering".
  */
 #include "osd_int.h"
+#include "load_int.h"
 #include "cm/err.h"
 #include "cm/log.h"
 
@@ -193,6 +194,43 @@ osd__pivs_save(struct osd *o, struct os_txn **t, const struct osd_pga *x)
 	}
 }
 
+void
+osd__pivs_load_record(struct osd *o, const struct os_kv *kv)
+{
+	char key[64];
+	int64_t pool;
+	unsigned seed;
+	int end = 0;
+	struct osd_piv iv[OSD_PGA_MAX_IV];
+	int niv;
+	size_t at = 0;
+	bool fresh;
+	struct osd_pga *x;
+
+	if (kv->klen >= sizeof(key))
+		return;
+	memcpy(key, kv->key, kv->klen);
+	key[kv->klen] = 0;
+	if (sscanf(key, IV_PREFIX "%" SCNd64 ".%x%n", &pool, &seed, &end) != 2 || key[end] ||
+	    !osd_pg_mine(o, seed))
+		return;
+	if (pivs_get(kv->val, kv->vlen, &at, iv, &niv) || at != kv->vlen) {
+		CM_WARN("unreadable past intervals of pg.%" PRId64 ".%x: ignored", pool, seed);
+		return;
+	}
+	x = osd__pga_get(o, pool, seed, &fresh);
+	if (!x || !fresh)
+		return; /* ours: its prior record has them */
+	x->niv = niv;
+	memcpy(x->iv, iv, sizeof(iv[0]) * (size_t)niv);
+	x->known = true;
+	for (int k = niv - 1; k >= 0 && !x->n; k--)
+		if (iv[k].n) { /* the last set that held it: "before" */
+			x->n = iv[k].n;
+			memcpy(x->a, iv[k].a, sizeof(*x->a) * iv[k].n);
+		}
+}
+
 /* At start, after the PGs we hold: the kept lists of the others. */
 void
 osd__pivs_load_all(struct osd *o)
@@ -209,41 +247,11 @@ osd__pivs_load_all(struct osd *o)
 				    salen, IV_PREFIX, sizeof(IV_PREFIX) - 1, 512, &kvs, &n, &more))
 			return; /* none kept (a new OSD) */
 		for (size_t i = 0; i < n; i++) {
-			char key[64];
-			int64_t pool;
-			unsigned seed;
-			int end = 0;
-			struct osd_piv iv[OSD_PGA_MAX_IV];
-			int niv;
-			size_t at = 0;
-			bool fresh;
-			struct osd_pga *x;
-
-			if (kvs[i].klen >= sizeof(key))
+			if (kvs[i].klen >= sizeof(after))
 				continue;
-			memcpy(key, kvs[i].key, kvs[i].klen);
-			key[kvs[i].klen] = 0;
 			memcpy(after, kvs[i].key, kvs[i].klen);
 			salen = kvs[i].klen;
-			if (sscanf(key, IV_PREFIX "%" SCNd64 ".%x%n", &pool, &seed, &end) != 2 ||
-			    key[end] || !osd_pg_mine(o, seed))
-				continue;
-			if (pivs_get(kvs[i].val, kvs[i].vlen, &at, iv, &niv) || at != kvs[i].vlen) {
-				CM_WARN("unreadable past intervals of pg.%" PRId64 ".%x: ignored",
-					pool, seed);
-				continue;
-			}
-			x = osd__pga_get(o, pool, seed, &fresh);
-			if (!x || !fresh)
-				continue; /* ours: its prior record has them */
-			x->niv = niv;
-			memcpy(x->iv, iv, sizeof(iv[0]) * (size_t)niv);
-			x->known = true;
-			for (int k = niv - 1; k >= 0 && !x->n; k--)
-				if (iv[k].n) { /* the last set that held it: "before" */
-					x->n = iv[k].n;
-					memcpy(x->a, iv[k].a, sizeof(*x->a) * iv[k].n);
-				}
+			osd__pivs_load_record(o, &kvs[i]);
 		}
 		os_kvs_free(kvs, n);
 		if (!n)

@@ -3,6 +3,7 @@
  * The PG table: creation in the store, loading at start, states and stats.
  */
 #include "osd_int.h"
+#include "load_int.h"
 #include "cm/err.h"
 #include "cm/log.h"
 
@@ -153,6 +154,20 @@ osd__pg_free_all(struct osd *o)
 
 /* ---------- loading PGs at start (blocking) ---------- */
 
+/* One object our copy lacks (key 'm' + name). */
+static int
+missing_load(struct osd_pg *pg, const struct os_kv *kv)
+{
+	char name[OSD_NAME_MAX + 1];
+	size_t nl = kv->klen - 1;
+
+	if (kv->klen < 2 || nl > OSD_NAME_MAX)
+		return -EIO;
+	memcpy(name, kv->key + 1, nl);
+	name[nl] = 0;
+	return osd_oset_put(&pg->missing, name, 0);
+}
+
 /* The objects our copy lacks (keys 'm' + name in OSD_PGMETA's omap). */
 static int
 pg_load_missing(struct osd_pg *pg)
@@ -168,18 +183,8 @@ pg_load_missing(struct osd_pg *pg)
 
 		rc = os_omap_iterate(pg->osd->store, pg->cid, OSD_PGMETA, after, alen, "m", 1, 512,
 				     &kvs, &n, &more);
-		for (size_t i = 0; i < n && !rc; i++) {
-			char name[OSD_NAME_MAX + 1];
-			size_t nl = kvs[i].klen - 1;
-
-			if (kvs[i].klen < 2 || nl > OSD_NAME_MAX) {
-				rc = -EIO;
-				break;
-			}
-			memcpy(name, kvs[i].key + 1, nl);
-			name[nl] = 0;
-			rc = osd_oset_put(&pg->missing, name, 0);
-		}
+		for (size_t i = 0; i < n && !rc; i++)
+			rc = missing_load(pg, &kvs[i]);
 		if (!rc && n) {
 			free(after);
 			after = malloc(kvs[n - 1].klen);
@@ -203,6 +208,19 @@ pg_load_missing(struct osd_pg *pg)
 	return rc;
 }
 
+/* EC: one stash object our copy keeps (key 's' + version). */
+static int
+stash_load(struct osd_pg *pg, const struct os_kv *kv)
+{
+	struct osd_ver v;
+
+	if (kv->klen != 17)
+		return -EIO;
+	v.epoch = osd_get_be64(kv->key + 1);
+	v.seq = osd_get_be64(kv->key + 9);
+	return osd__stash_add(pg, NULL, &v);
+}
+
 /* EC: the stash objects our copy keeps (keys 's' + version in OSD_PGMETA's omap). */
 static int
 pg_load_stashes(struct osd_pg *pg)
@@ -217,15 +235,9 @@ pg_load_stashes(struct osd_pg *pg)
 		rc = os_omap_iterate(pg->osd->store, pg->cid, OSD_PGMETA, alen ? after : NULL, alen,
 				     "s", 1, 512, &kvs, &n, &more);
 		for (size_t i = 0; i < n && !rc; i++) {
-			struct osd_ver v;
-
-			if (kvs[i].klen != 17) {
-				rc = -EIO;
+			rc = stash_load(pg, &kvs[i]);
+			if (rc == -EIO)
 				break;
-			}
-			v.epoch = osd_get_be64(kvs[i].key + 1);
-			v.seq = osd_get_be64(kvs[i].key + 9);
-			rc = osd__stash_add(pg, NULL, &v);
 			memcpy(after, kvs[i].key, 17);
 			alen = 17;
 		}
@@ -236,6 +248,58 @@ pg_load_stashes(struct osd_pg *pg)
 	if (!rc && pg->nstash)
 		CM_NOTICE("%s: %zu rollback stashes kept", pg->cid, pg->nstash);
 	return rc;
+}
+
+/* The PG's info record (OSD_PGMETA "info"). */
+static int
+info_load(struct osd_pg *pg, const uint8_t *v, size_t n)
+{
+	Cairn__Osd__PgInfo *pi = cairn__osd__pg_info__unpack(NULL, n, v);
+
+	if (!pi) {
+		CM_ERR("%s: undecodable PG info", pg->cid);
+		return -EIO;
+	}
+	osd_ver_from_pb(pi->last_update, &pg->last_update);
+	osd_ver_from_pb(pi->log_tail, &pg->log_tail);
+	pg->last_epoch_started = pi->last_epoch_started;
+	pg->incomplete = pi->incomplete;
+	pg->info_shard = pi->shard;
+	cairn__osd__pg_info__free_unpacked(pi, NULL);
+	return 0;
+}
+
+/* One entry of the PG log (key 'l' + version). */
+static int
+log_load(struct osd_pg *pg, const uint8_t *v, size_t n)
+{
+	Cairn__Osd__LogEntry *le = cairn__osd__log_entry__unpack(NULL, n, v);
+	int rc;
+
+	if (!le)
+		return -EIO;
+	rc = osd__pg_log_append(pg, le);
+	cairn__osd__log_entry__free_unpacked(le, NULL);
+	return rc;
+}
+
+int
+osd__pg_load_record(struct osd_pg *pg, const struct os_kv *kv)
+{
+	if (kv->klen == 4 && memcmp(kv->key, "info", 4) == 0)
+		return info_load(pg, kv->val, kv->vlen);
+	if (kv->klen == sizeof(OSD_PRIOR_KEY) - 1 &&
+	    memcmp(kv->key, OSD_PRIOR_KEY, sizeof(OSD_PRIOR_KEY) - 1) == 0) {
+		osd__prior_load(pg, kv->val, kv->vlen);
+		return 0;
+	}
+	if (kv->klen && kv->key[0] == 'l')
+		return log_load(pg, kv->val, kv->vlen);
+	if (kv->klen && kv->key[0] == 's')
+		return stash_load(pg, kv);
+	if (kv->klen && kv->key[0] == 'm')
+		return missing_load(pg, kv);
+	return 0;
 }
 
 static int
@@ -251,22 +315,10 @@ pg_load(struct osd_pg *pg)
 	rc = os_omap_get(s, pg->cid, OSD_PGMETA, &key, 1, &val);
 	if (rc)
 		return rc;
-	if (val.val) {
-		Cairn__Osd__PgInfo *pi = cairn__osd__pg_info__unpack(NULL, val.vlen, val.val);
-
-		if (!pi) {
-			osd_kv_clear(&val);
-			CM_ERR("%s: undecodable PG info", pg->cid);
-			return -EIO;
-		}
-		osd_ver_from_pb(pi->last_update, &pg->last_update);
-		osd_ver_from_pb(pi->log_tail, &pg->log_tail);
-		pg->last_epoch_started = pi->last_epoch_started;
-		pg->incomplete = pi->incomplete;
-		pg->info_shard = pi->shard;
-		cairn__osd__pg_info__free_unpacked(pi, NULL);
-	}
+	rc = val.val ? info_load(pg, val.val, val.vlen) : 0;
 	osd_kv_clear(&val);
+	if (rc)
+		return rc;
 	key.key = (uint8_t *)OSD_PRIOR_KEY;
 	key.klen = sizeof(OSD_PRIOR_KEY) - 1;
 	rc = os_omap_get(s, pg->cid, OSD_PGMETA, &key, 1, &val);
@@ -284,15 +336,9 @@ pg_load(struct osd_pg *pg)
 		if (rc)
 			return rc;
 		for (size_t i = 0; i < n && !rc; i++) {
-			Cairn__Osd__LogEntry *le =
-				cairn__osd__log_entry__unpack(NULL, kvs[i].vlen, kvs[i].val);
-
-			if (!le) {
-				rc = -EIO;
+			rc = log_load(pg, kvs[i].val, kvs[i].vlen);
+			if (rc == -EIO)
 				break;
-			}
-			rc = osd__pg_log_append(pg, le);
-			cairn__osd__log_entry__free_unpacked(le, NULL);
 			if (kvs[i].klen == OSD_LOGKEY_LEN) {
 				memcpy(after, kvs[i].key, OSD_LOGKEY_LEN);
 				salen = OSD_LOGKEY_LEN;

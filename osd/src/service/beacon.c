@@ -17,7 +17,9 @@ counters_of(const struct osd *o)
 				      .rec_objects = o->rec_objects,
 				      .rec_bytes = o->rec_bytes,
 				      .ec_reads = o->ec_reads,
-				      .ec_decodes = o->ec_decodes };
+				      .ec_decodes = o->ec_decodes,
+				      .rec_watchdog = o->rec_watchdog,
+				      .client_busy = o->client_busy };
 }
 
 static void
@@ -30,6 +32,21 @@ counters_add(struct osd_counters *t, const struct osd_counters *c)
 	t->rec_bytes += c->rec_bytes;
 	t->ec_reads += c->ec_reads;
 	t->ec_decodes += c->ec_decodes;
+	t->rec_watchdog += c->rec_watchdog;
+	t->client_busy += c->client_busy;
+}
+
+/* Shard 0: every shard's counters, ours now and the others' last snapshot. */
+void
+osd__counters_total(const struct osd *o, struct osd_counters *t)
+{
+	struct osd_node *nd = o->node;
+
+	*t = counters_of(o);
+	pthread_mutex_lock(&nd->mu);
+	for (unsigned k = 1; k < nd->n; k++)
+		counters_add(t, &nd->snap[k].c);
+	pthread_mutex_unlock(&nd->mu);
 }
 
 /* Shard > 0: hand our PG states and counters to shard 0's next beacon. */
@@ -42,6 +59,7 @@ osd__shard_snapshot(struct osd *o)
 	if (osd__pg_stats(o, &s.pgs, &s.npgs))
 		return;
 	s.c = counters_of(o);
+	cm_msgr_get_stats(o->msgr, &s.msgr);
 	pthread_mutex_lock(&nd->mu);
 	free(nd->snap[o->shard].pgs);
 	nd->snap[o->shard] = s;
@@ -131,6 +149,7 @@ osd__send_beacon(struct osd *o, uint64_t now)
 	b.rec_bytes = t.rec_bytes;
 	b.ec_reads = t.ec_reads;
 	b.ec_decodes = t.ec_decodes;
+	b.rec_watchdog = t.rec_watchdog;
 	if ((stp = calloc(all + 1, sizeof(*stp)))) {
 		Cairn__Mon__PgStat *more = NULL;
 

@@ -88,6 +88,9 @@ osd__on_event(void *arg, struct cm_conn *c, enum cm_conn_event ev, int rc)
 
 	if (o->monc && mon_async_handle_event(o->monc, c, ev, rc))
 		return;
+	if ((ev == CM_CONN_DOWN || ev == CM_CONN_RESET) && rc == -ECONNREFUSED &&
+	    mon_osd_sessions_of(c, &id, &k))
+		osd__peer_refused(o, id);
 	if ((ev == CM_CONN_RESET || ev == CM_CONN_FAILED || ev == CM_CONN_CLOSED) &&
 	    mon_osd_sessions_of(c, &id, &k)) {
 		CM_INFO("session with osd.%d (shard %u): %s", id, k, cm_conn_event_name(ev));

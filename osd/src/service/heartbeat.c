@@ -15,15 +15,43 @@ CM_LOG_SUBSYS(osd);
  * alive again if it answers after all.
  */
 static void
-send_failure(struct osd *o, int32_t target, uint64_t silent_ms, bool alive)
+send_failure(struct osd *o, int32_t target, uint64_t silent_ms, bool alive, bool immediate)
 {
 	Cairn__Mon__OsdFailure f = CAIRN__MON__OSD_FAILURE__INIT;
+	const Cairn__Map__Osd *mo = o->map ? mon_osd_find(o->map, target) : NULL;
 
+	f.target_up_since = mo ? mo->up_since : 0;
 	f.reporter = o->id;
 	f.target = target;
 	f.failed_for_ms = (uint32_t)CM_MIN(silent_ms, UINT32_MAX);
 	f.alive = alive;
+	f.immediate = immediate;
 	mon_async_send(o->monc, MON_MSG_OSD_FAILURE, 0, &f.base, true);
+}
+
+/*
+ * Shard 0's session with peer id was refused: nothing listens at the
+ * address the map gives for that incarnation, so its process is gone (a
+ * hung or cut-off one still accepts, or times out). Report it at once, once
+ * per incarnation; a ping answered later withdraws the report (alive).
+ */
+void
+osd__peer_refused(struct osd *o, int32_t id)
+{
+	const Cairn__Map__Osd *mo;
+	struct osd_peer *pe;
+
+	if (!o->monc || !o->booted || !o->map || id == o->id || id < 0 || id >= o->npeers)
+		return;
+	mo = mon_osd_find(o->map, id);
+	pe = &o->peers[id];
+	if (!mo || !mo->up || pe->refused_up_since == mo->up_since)
+		return;
+	pe->refused_up_since = mo->up_since;
+	CM_WARN("osd.%d refuses connections: reporting it gone", id);
+	send_failure(o, id, 0, false, true);
+	if (pe->hb_up_since == mo->up_since)
+		pe->hb_report_ms = cm_now_ms();
 }
 
 void
@@ -56,7 +84,7 @@ osd__heartbeat(struct osd *o, uint64_t now)
 				CM_LOG_RL(CM_LOG_WARN,
 					  "osd.%d silent for %" PRIu64 " ms: reporting it", i,
 					  now - last);
-				send_failure(o, i, now - last, false);
+				send_failure(o, i, now - last, false, false);
 				pe->hb_report_ms = now;
 			}
 		}
@@ -83,7 +111,7 @@ osd__handle_ping(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 
 		pe->hb_rx_ms = cm_now_ms();
 		if (pe->hb_report_ms) {
-			send_failure(o, p->from, 0, true);
+			send_failure(o, p->from, 0, true, false);
 			pe->hb_report_ms = 0;
 		}
 	}

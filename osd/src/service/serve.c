@@ -107,6 +107,8 @@ shard_open(struct osd_node *nd, struct osd *o, unsigned k, const char *listen_ad
 	o->node = nd;
 	o->shard = k;
 	o->nshards = nd->n;
+	/* each PG shard holds its share of the client data the OSD may hold */
+	o->client_bytes_max = CM_MAX(cfg->client_bytes_max / nd->n, (uint64_t)65536);
 	TAILQ_INIT(&o->wait_map);
 	TAILQ_INIT(&o->rjobs);
 	TAILQ_INIT(&o->rjobs_ready);
@@ -223,6 +225,7 @@ osd_serve(struct osd_conf *cfg)
 	struct osd o = { .cfg = cfg, .id = -1 };
 	struct osd_node nd = { .n = (unsigned)cfg->op_shards };
 	struct cm_daemon_signals *sig = NULL;
+	struct osd_metrics *metrics = NULL;
 	struct mon_async_opts mco = { 0 };
 	char err[256];
 	sigset_t mask;
@@ -297,6 +300,11 @@ osd_serve(struct osd_conf *cfg)
 	rc = cm_daemon_signals_watch(o.r, &mask, &sig);
 	if (rc)
 		goto out;
+	if (cfg->metrics_addr && cfg->metrics_addr[0]) {
+		rc = osd__metrics_start(&o, cfg->metrics_addr, &metrics);
+		if (rc)
+			goto out;
+	}
 	for (unsigned k = 1; k < nd.n; k++) {
 		atomic_fetch_add(&nd.draining, 1);
 		rc = -pthread_create(&nd.th[k], NULL, shard_main, nd.sh[k]);
@@ -329,6 +337,7 @@ out:
 			cm_reactor_stop(nd.sh[k]->r);
 			pthread_join(nd.th[k], NULL);
 		}
+	osd__metrics_stop(metrics);
 	cm_daemon_signals_stop(sig);
 	mon_async_destroy(o.monc);
 	o.monc = NULL;

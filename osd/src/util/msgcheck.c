@@ -28,9 +28,15 @@ osd_check_op(const Cairn__Osd__OsdOp *q, size_t data_len)
 		return -EINVAL;
 	if (!q->n_ops || q->n_ops > OSD_MAX_SUBOPS)
 		return -EINVAL;
-	for (size_t i = 0; i < q->n_ops; i++) {
+	if (data_len > OSD_MAX_IO)
+		return -E2BIG;
+	for (size_t i = 0, rd = 0; i < q->n_ops; i++) {
 		const Cairn__Osd__SubOp *so = q->ops[i];
 
+		/* Reads: what the reply would carry, bounded before anything is read. */
+		if (so->op == OSD_OP_READ &&
+		    (so->len > OSD_MAX_IO || (rd += (size_t)so->len) > OSD_MAX_IO))
+			return -E2BIG;
 		if (!so->op || so->op >= OSD_OP_MAX_)
 			return -EOPNOTSUPP;
 		if (so->n_keys > OSD_MAX_KEYS || so->n_vals > OSD_MAX_KEYS)
@@ -60,7 +66,9 @@ int
 osd_check_push(const Cairn__Osd__Push *p)
 {
 	if (bad_name(p->oid) || p->n_attr_names != p->n_attr_vals ||
-	    p->n_omap_keys != p->n_omap_vals || p->size > MAX_OFF || p->data_off > MAX_OFF)
+	    p->n_omap_keys != p->n_omap_vals || p->size > MAX_OFF || p->data_off > MAX_OFF ||
+	    p->n_attr_names > OSD_MAX_KEYS || p->n_omap_keys > OSD_MAX_KEYS ||
+	    p->omap_header.len > OSD_MAX_IO)
 		return -EINVAL;
 	for (size_t i = 0; i < p->n_attr_names; i++)
 		if (!p->attr_names[i].len || p->attr_names[i].len > 255 ||

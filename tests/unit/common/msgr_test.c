@@ -700,6 +700,16 @@ START_TEST(test_msgr_tls_untrusted_certificate)
 	o.tls = true;
 	o.tls_cert = "/nonexistent.pem";
 	ck_assert_int_eq(cm_msgr_create(r, &o, &m), -EINVAL);
+	/* Verification is the default: without a CA to verify against, TLS
+	 * is refused unless tls_verify is turned off (encryption only). */
+	o.tls_cert = g_cert;
+	o.tls_key = g_key_file;
+	o.tls_ca = NULL;
+	ck_assert(o.tls_verify);
+	ck_assert_int_eq(cm_msgr_create(r, &o, &m), -EINVAL);
+	o.tls_verify = false;
+	ck_assert_int_eq(cm_msgr_create(r, &o, &m), 0);
+	cm_msgr_destroy(m);
 	cm_reactor_destroy(r);
 	remove_pki();
 }

@@ -288,7 +288,7 @@ START_TEST(test_uring_early_submit)
 	cm_reactor_opts_init(&o, sizeof(o));
 	o.backend = CM_REACTOR_URING;
 	if (cm_reactor_create(&o, &r)) {
-		fprintf(stderr, "test_uring_early_submit: no io_uring here, skipped\n");
+		cm_test_skip("test_uring_early_submit: no io_uring here");
 		return;
 	}
 	ck_assert_int_eq(pipe2(p, O_NONBLOCK), 0);

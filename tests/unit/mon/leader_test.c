@@ -28,6 +28,8 @@ struct sim {
 	uint64_t down_at[MAXOSD], out_at[MAXOSD]; /* virtual ms the map changed; 0: not yet */
 	uint64_t apply_ms;                        /* decision -> map edit (the worker's round) */
 	bool busy;                                /* a decision is being applied */
+	int host_of[MAXOSD];                      /* host index of each OSD (default: its id) */
+	bool same_host;                           /* sim_start: every OSD on host0 */
 	struct mon_leader_decision dec;
 	unsigned ticks, applied;
 };
@@ -67,10 +69,12 @@ commit(void)
 static void
 boot(int id)
 {
-	char uuid[32], addr[32], err[MON_ERRLEN];
-	struct mon_osd_boot b = { .id = -1, .uuid = uuid, .addr = addr, .host = "host0" };
+	char uuid[32], addr[32], host[32], err[MON_ERRLEN];
+	struct mon_osd_boot b = { .id = -1, .uuid = uuid, .addr = addr, .host = host };
 	int32_t got = -1;
 
+	/* Each OSD on a host of its own, unless the test put some together. */
+	snprintf(host, sizeof(host), "host%d", g.host_of[id]);
 	snprintf(uuid, sizeof(uuid), "uuid-%d", id);
 	snprintf(addr, sizeof(addr), "127.0.0.1:%d", 6800 + id);
 	ck_assert_int_eq(mon_osd_boot(g.map, &b, &got, err), 0);
@@ -187,7 +191,16 @@ sim_start(const struct mon_leader_opts *o, int nosd, bool leader)
 {
 	struct mon_leader_opts def;
 
-	memset(&g, 0, sizeof(g));
+	{
+		bool same = g.same_host;
+		int hosts[MAXOSD];
+
+		memcpy(hosts, g.host_of, sizeof(hosts));
+		memset(&g, 0, sizeof(g));
+		for (int i = 0; i < MAXOSD; i++)
+			g.host_of[i] = same ? 0 : hosts[i] ? hosts[i] : i;
+	}
+
 	if (!o) {
 		mon_leader_opts_init(&def, sizeof(def));
 		o = &def;
@@ -231,22 +244,26 @@ run_to(uint64_t at)
 	cm_test_fake_run_until(g.f, at);
 }
 
+static uint64_t g_report_up_since; /* target_up_since the next reports carry (0: unknown) */
+
 static void
-report(int reporter, int target, uint32_t failed_for_ms, bool alive)
+report(int reporter, int target, uint32_t failed_for_ms, bool alive, bool immediate)
 {
 	Cairn__Mon__OsdFailure f = CAIRN__MON__OSD_FAILURE__INIT;
 
+	f.target_up_since = g_report_up_since;
 	f.reporter = reporter;
 	f.target = target;
 	f.failed_for_ms = failed_for_ms;
 	f.alive = alive;
+	f.immediate = immediate;
 	mon_leader_failure(g.l, &f, now_ns());
 }
 
 struct report_ev {
 	int reporter, target;
 	uint32_t failed_for_ms;
-	bool alive;
+	bool alive, immediate;
 };
 
 static void
@@ -257,7 +274,7 @@ report_ev(struct cm_test_fake *f, void *arg)
 	(void)f;
 	/* Like beacons, reports to a mon that does not lead are refused. */
 	if (mon_leader_is_leader(g.l))
-		report(r->reporter, r->target, r->failed_for_ms, r->alive);
+		report(r->reporter, r->target, r->failed_for_ms, r->alive, r->immediate);
 	free(r);
 }
 
@@ -271,7 +288,18 @@ report_at(uint64_t at, int reporter, int target, uint32_t failed_for_ms, bool al
 	struct report_ev *r = malloc(sizeof(*r));
 
 	ck_assert_ptr_nonnull(r);
-	*r = (struct report_ev){ reporter, target, failed_for_ms, alive };
+	*r = (struct report_ev){ reporter, target, failed_for_ms, alive, false };
+	ck_assert_int_eq(cm_test_fake_at(g.f, at, report_ev, r), 0);
+}
+
+/* A report that the reporter's connection was refused (the process is gone). */
+static void
+refused_at(uint64_t at, int reporter, int target)
+{
+	struct report_ev *r = malloc(sizeof(*r));
+
+	ck_assert_ptr_nonnull(r);
+	*r = (struct report_ev){ reporter, target, 0, false, true };
 	ck_assert_int_eq(cm_test_fake_at(g.f, at, report_ev, r), 0);
 }
 
@@ -448,14 +476,15 @@ START_TEST(test_failure_report_grace)
 {
 	struct mon_leader_opts o;
 
-	/* Default (0): the report grace is osd_grace. Reports count once failed that long. */
+	/* Default (0): a report counts at once (the reporter waited its own
+	 * heartbeat grace before sending it): down with the second reporter. */
 	sim_start(NULL, 3, true);
 	report_at(T0 + 5000, 0, 2, 0, false);
-	report_at(T0 + 5000, 1, 2, 4000, false); /* failed since T0+1000 */
-	run_to(T0 + 24900);
+	report_at(T0 + 6000, 1, 2, 0, false);
+	run_to(T0 + 5900);
 	ck_assert(osd(2)->up);
-	run_to(T0 + 25000); /* both count once the later one's failure is 20 s old */
-	ck_assert_uint_eq(g.down_at[2], T0 + 25000);
+	run_to(T0 + 6000);
+	ck_assert_uint_eq(g.down_at[2], T0 + 6000);
 	sim_end();
 
 	mon_leader_opts_init(&o, sizeof(o));
@@ -550,6 +579,122 @@ START_TEST(test_failure_max_reporters)
 		report_at(T0 + 1000, i, 9, 20000, false);
 	run_to(T0 + 1000);
 	ck_assert_uint_eq(g.down_at[9], T0 + 1000);
+	sim_end();
+}
+
+END_TEST
+
+/* Refused connections count at once, whatever the report grace. */
+START_TEST(test_failure_refused_immediate)
+{
+	struct mon_leader_opts o;
+
+	mon_leader_opts_init(&o, sizeof(o));
+	o.report_grace_ms = 15000;
+	sim_start(&o, 3, true);
+	refused_at(T0 + 5000, 0, 2);
+	report_at(T0 + 5000, 1, 2, 0, false); /* an ordinary report waits for its grace */
+	run_to(T0 + 19900);
+	ck_assert(osd(2)->up);
+	run_to(T0 + 20000);
+	ck_assert_uint_eq(g.down_at[2], T0 + 20000);
+	sim_end();
+
+	sim_start(&o, 3, true);
+	refused_at(T0 + 5000, 0, 2);
+	refused_at(T0 + 5200, 1, 2);
+	run_to(T0 + 5100);
+	ck_assert(osd(2)->up); /* one of two hosts */
+	run_to(T0 + 5200);
+	ck_assert_uint_eq(g.down_at[2], T0 + 5200);
+	sim_end();
+}
+
+END_TEST
+
+/*
+ * A refused connection reported by a peer whose map still showed the old
+ * incarnation arrives after the OSD booted again: it says nothing of the
+ * new process, which stays up; reports on the new incarnation count.
+ */
+START_TEST(test_failure_old_incarnation)
+{
+	uint64_t old;
+
+	sim_start(NULL, 3, true);
+	old = osd(2)->up_since;
+	g_report_up_since = old;
+	refused_at(T0 + 5000, 0, 2);
+	refused_at(T0 + 5000, 1, 2);
+	run_to(T0 + 5500);
+	ck_assert(!osd(2)->up);
+	boot(2);
+	ck_assert_uint_gt(osd(2)->up_since, old);
+	refused_at(T0 + 6000, 0, 2); /* late: still about the old process */
+	refused_at(T0 + 6000, 1, 2);
+	run_to(T0 + 8000);
+	ck_assert(osd(2)->up);
+	g_report_up_since = osd(2)->up_since;
+	refused_at(T0 + 8000, 0, 2);
+	refused_at(T0 + 8000, 1, 2);
+	run_to(T0 + 8500);
+	ck_assert(!osd(2)->up);
+	g_report_up_since = 0;
+	sim_end();
+}
+
+END_TEST
+
+/* Reporters count by host: two OSDs of one host are one reporter. */
+START_TEST(test_failure_reporter_hosts)
+{
+	g.host_of[0] = 5; /* osd.0 and osd.1 share host5 */
+	g.host_of[1] = 5;
+	sim_start(NULL, 4, true);
+	report_at(T0 + 5000, 0, 3, 0, false);
+	report_at(T0 + 5000, 1, 3, 0, false);
+	report_at(T0 + 9000, 2, 3, 0, false); /* a second host */
+	run_to(T0 + 8900);
+	ck_assert(osd(3)->up);
+	run_to(T0 + 9000);
+	ck_assert_uint_eq(g.down_at[3], T0 + 9000);
+	sim_end();
+}
+
+END_TEST
+
+/* A cluster with fewer hosts than min_reporters: one reporter per other host suffices. */
+START_TEST(test_failure_fewer_hosts)
+{
+	/* Every OSD on one host: one reporter. */
+	g.same_host = true;
+	sim_start(NULL, 3, true);
+	report_at(T0 + 5000, 0, 2, 0, false);
+	run_to(T0 + 5000);
+	ck_assert_uint_eq(g.down_at[2], T0 + 5000);
+	sim_end();
+
+	/* Two hosts, the target alone on one: one reporter from the other. */
+	g.host_of[0] = 7;
+	g.host_of[1] = 7;
+	g.host_of[2] = 8;
+	sim_start(NULL, 3, true);
+	report_at(T0 + 5000, 0, 2, 0, false);
+	run_to(T0 + 5000);
+	ck_assert_uint_eq(g.down_at[2], T0 + 5000);
+	sim_end();
+
+	/* Three hosts: two are needed, until osd.1 is down (one other host is up). */
+	g.host_of[0] = g.host_of[1] = g.host_of[2] = 0;
+	sim_start(NULL, 3, true);
+	report_at(T0 + 5000, 0, 2, 0, false);
+	run_to(T0 + 5000);
+	ck_assert(osd(2)->up);
+	g.beaconing[1] = false;
+	osd(1)->up = false;
+	commit();
+	run_to(T0 + 5100);
+	ck_assert_uint_eq(g.down_at[2], T0 + 5100);
 	sim_end();
 }
 
@@ -717,9 +862,13 @@ END_TEST
 
 START_TEST(test_new_leader_drops_reports)
 {
-	sim_start(NULL, 3, true);
+	struct mon_leader_opts o;
+
+	mon_leader_opts_init(&o, sizeof(o));
+	o.report_grace_ms = 15000;
+	sim_start(&o, 3, true);
 	report_at(T0 + 1000, 0, 2, 0, false);
-	report_at(T0 + 1000, 1, 2, 0, false); /* both count from T0+21s */
+	report_at(T0 + 1000, 1, 2, 0, false); /* both count from T0+16s */
 	run_to(T0 + 10000);
 	lead(false);
 	run_to(T0 + 12000);
@@ -815,6 +964,10 @@ main(void)
 		{ "min_reporters", test_failure_min_reporters },
 		{ "min_reporters_option", test_failure_min_reporters_option },
 		{ "report_grace", test_failure_report_grace },
+		{ "refused_immediate", test_failure_refused_immediate },
+		{ "old_incarnation", test_failure_old_incarnation },
+		{ "reporter_hosts", test_failure_reporter_hosts },
+		{ "fewer_hosts", test_failure_fewer_hosts },
 		{ "stale_reports", test_failure_stale_ignored },
 		{ "alive_withdraws", test_failure_alive_withdraws },
 		{ "max_reporters", test_failure_max_reporters },

@@ -329,6 +329,7 @@ START_TEST(test_flags_and_weights)
 	ck_assert_uint_eq(mon_flag_parse("noout"), MON_FLAG_NOOUT);
 	ck_assert_uint_eq(mon_flag_parse("pause"), MON_FLAG_PAUSE);
 	ck_assert_uint_eq(mon_flag_parse("nope"), 0);
+	ck_assert_uint_eq(mon_flag_parse("noscrub"), 0); /* no scrub to stop yet */
 	ck_assert_str_eq(mon_flags_str(MON_FLAG_NOOUT | MON_FLAG_FULL, buf, sizeof(buf)),
 			 "noout,full");
 	ck_assert_str_eq(mon_flags_str(0, buf, sizeof(buf)), "");

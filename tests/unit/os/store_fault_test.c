@@ -135,6 +135,7 @@ START_TEST(test_block_device)
 	if (cm_test_loop_attach(file, g_dev, sizeof(g_dev))) {
 		snprintf(cmd, sizeof(cmd), "rm -rf %s", g_dir);
 		ck_assert_int_eq(system(cmd), 0);
+		cm_test_skip("store_test: no loop device (not root?): the block device test");
 		return;
 	}
 	/* Without a place for its metadata ("<device>.db" would be in /dev): refused. */
@@ -208,8 +209,7 @@ START_TEST(test_db_filesystem_full)
 	ck_assert_int_eq(mkdir(fs, 0700), 0);
 	snprintf(cmd, sizeof(cmd), "mount -t tmpfs -o size=6M tmpfs %s 2>/dev/null", fs);
 	if (system(cmd) != 0) {
-		fprintf(stderr,
-			"store_test: no tmpfs mount (not root?): skipping the full DB test\n");
+		cm_test_skip("store_test: no tmpfs mount (not root?): the full DB test");
 		return;
 	}
 	snprintf(db, sizeof(db), "%s/db", fs);
@@ -311,8 +311,8 @@ START_TEST(test_device_write_fails)
 	ck_assert_int_eq(mkdir(fs, 0700), 0);
 	snprintf(cmd, sizeof(cmd), "mount -t tmpfs -o size=16M tmpfs %s 2>/dev/null", fs);
 	if (system(cmd) != 0) {
-		fprintf(stderr, "store_test: no tmpfs mount (not root?): skipping the failed "
-				"device write test\n");
+		cm_test_skip(
+			"store_test: no tmpfs mount (not root?): the failed device write test");
 		return;
 	}
 	/* A 256 MiB device with room for its label, 4 MiB journal and ~11 MiB of data. */

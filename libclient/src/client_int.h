@@ -1,0 +1,30 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * client.c's handling of what the cluster sends, reachable without a
+ * reactor or connections: for tests/fuzz/libcairn_reply_fuzz.c only.
+ */
+#ifndef CAIRN_CLIENT_INT_H
+#define CAIRN_CLIENT_INT_H
+
+#include "cairn.h"
+#include "cm/msgr.h"
+
+#include <cairn/osdmap.pb-c.h>
+
+/*
+ * On a cluster handle with neither thread nor sessions: take map (borrowed)
+ * as the monitor client hands it over (on_map), target a request with tid 1
+ * in it as creq_send does -- op on pool/oid, or, when reply is a
+ * PG_LIST_REPLY, a listing of PG seed -- then handle reply (taken) as the
+ * client thread does a message from an OSD. A request the reply does not
+ * complete ends as at shutdown. The op's outputs are filled as for
+ * cairn_operate (the caller frees what they allocate); a listing's names go
+ * to *names (free with cairn_names_free). The map's epoch must be above
+ * any reply's: a newer one would ask the monitor client, absent here.
+ * \return the request's result, as cairn_operate or cairn_list would see it.
+ */
+int cairn__reply_decode(const Cairn__Map__OsdMap *map, int64_t pool, const char *oid, uint32_t seed,
+			cairn_op_t *op, struct cm_msg *reply, char ***names, size_t *nnames,
+			bool *more);
+
+#endif
