@@ -31,6 +31,7 @@ struct metric {
 		struct {
 			cm_gauge_fn fn;
 			void *arg;
+			bool own; /* arg is freed with the registry */
 		} f;
 	} u;
 	struct metric *next;
@@ -62,6 +63,8 @@ cm_metrics_destroy(struct cm_metrics *m)
 		return;
 	for (x = m->head; x; x = n) {
 		n = x->next;
+		if (x->kind == MK_GAUGE_FN && x->u.f.own)
+			free(x->u.f.arg);
 		free(x->name);
 		free(x->labels);
 		free(x->help);
@@ -149,9 +152,9 @@ cm_metrics_histogram(struct cm_metrics *m, const char *name, const char *labels,
 	return x ? &x->u.h : NULL;
 }
 
-int
-cm_metrics_gauge_fn(struct cm_metrics *m, const char *name, const char *labels, const char *help,
-		    cm_gauge_fn fn, void *arg)
+static int
+gauge_fn(struct cm_metrics *m, const char *name, const char *labels, const char *help,
+	 cm_gauge_fn fn, void *arg, bool own)
 {
 	struct metric *x;
 
@@ -162,7 +165,22 @@ cm_metrics_gauge_fn(struct cm_metrics *m, const char *name, const char *labels, 
 		return -ENOMEM;
 	x->u.f.fn = fn;
 	x->u.f.arg = arg;
+	x->u.f.own = own;
 	return 0;
+}
+
+int
+cm_metrics_gauge_fn(struct cm_metrics *m, const char *name, const char *labels, const char *help,
+		    cm_gauge_fn fn, void *arg)
+{
+	return gauge_fn(m, name, labels, help, fn, arg, false);
+}
+
+int
+cm_metrics_gauge_fn_owned(struct cm_metrics *m, const char *name, const char *labels,
+			  const char *help, cm_gauge_fn fn, void *arg)
+{
+	return gauge_fn(m, name, labels, help, fn, arg, true);
 }
 
 void

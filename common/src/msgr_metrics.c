@@ -79,15 +79,14 @@ cm_msgr_metrics_register(struct cm_metrics *reg, cm_msgr_stats_fn fn, void *arg,
 		fn = one_msgr;
 	}
 	for (size_t i = 0; i < CM_ARRAY_SIZE(s); i++) {
-		/* Lives as long as the process: a registry has no destructor hook
-		 * for arguments, and there is one set per daemon. */
+		/* freed with the registry */
 		struct stat_ref *ref = malloc(sizeof(*ref));
 		int rc;
 
 		if (!ref)
 			return -ENOMEM;
 		*ref = (struct stat_ref){ fn, arg, s[i].off };
-		rc = cm_metrics_gauge_fn(reg, s[i].name, NULL, s[i].help, stat_value, ref);
+		rc = cm_metrics_gauge_fn_owned(reg, s[i].name, NULL, s[i].help, stat_value, ref);
 		if (rc) {
 			free(ref);
 			return rc;

@@ -117,8 +117,8 @@ crush_pg_mask(uint32_t pg_num)
 	return (uint32_t)((1ull << bits) - 1);
 }
 
-uint32_t
-crush_object_to_pg(const struct crush_pool *p, const char *nspace, const char *name)
+int
+crush_object_to_pg(const struct crush_pool *p, const char *nspace, const char *name, uint32_t *pg)
 {
 	uint32_t ps;
 
@@ -128,7 +128,7 @@ crush_object_to_pg(const struct crush_pool *p, const char *nspace, const char *n
 			*buf = nl + ol + 1 <= sizeof(stackbuf) ? stackbuf : malloc(nl + ol + 1);
 
 		if (!buf)
-			return 0;
+			return -ENOMEM;
 		memcpy(buf, nspace, nl);
 		buf[nl] = '\037';
 		memcpy(buf + nl + 1, name, ol);
@@ -138,7 +138,8 @@ crush_object_to_pg(const struct crush_pool *p, const char *nspace, const char *n
 	} else {
 		ps = crush_str_hash(name, strlen(name));
 	}
-	return crush_stable_mod(ps, p->pg_num, crush_pg_mask(p->pg_num));
+	*pg = crush_stable_mod(ps, p->pg_num, crush_pg_mask(p->pg_num));
+	return 0;
 }
 
 static bool

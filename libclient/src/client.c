@@ -683,7 +683,8 @@ creq_finish(struct creq *q, int rc, const struct cairn_version *v)
 	}
 }
 
-/* Where q goes in the current map. \return 0, -ENOENT (pool gone), -EAGAIN (no primary). */
+/* Where q goes in the current map. \return 0, -ENOENT (pool gone), -EAGAIN (no primary), -ENOMEM.
+ */
 static int
 creq_target(struct creq *q, int32_t *acting, int *nacting, int32_t *primary)
 {
@@ -701,7 +702,8 @@ creq_target(struct creq *q, int32_t *acting, int *nacting, int32_t *primary)
 		struct crush_pool cp;
 
 		mon_pool_to_crush(p, &cp);
-		q->seed = crush_object_to_pg(&cp, NULL, q->oid);
+		if (crush_object_to_pg(&cp, NULL, q->oid, &q->seed))
+			return -ENOMEM;
 	} else if (q->seed >= p->pg_num) {
 		return -ENOENT;
 	}
@@ -826,8 +828,8 @@ creq_send(struct creq *q, bool force)
 	struct cm_msg *m;
 
 	rc = creq_target(q, acting, &nacting, &primary);
-	if (rc == -ENOENT) {
-		creq_finish(q, -ENOENT, NULL);
+	if (rc == -ENOENT || rc == -ENOMEM) {
+		creq_finish(q, rc, NULL);
 		return;
 	}
 	if (rc) {

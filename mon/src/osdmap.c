@@ -769,17 +769,16 @@ mon_pool_set(Cairn__Map__OsdMap *m, const char *name, const char *key, const cha
 		return 0;
 	}
 	if (strcmp(key, "pg_num") == 0) {
-		if (v < p->pg_num || v > 65536) {
-			snprintf(err, MON_ERRLEN,
-				 "pg_num %" PRIu64 ": between the current %u and 65536 (PGs "
-				 "split; they do not merge)",
-				 v, p->pg_num);
-			return -EINVAL;
-		}
 		if (p->pg_num == v)
 			return 1;
-		p->pg_num = p->pgp_num = (uint32_t)v;
-		return 0;
+		/* Until OSDs split and merge PGs, a new count would move objects to
+		 * PGs that do not hold them: every such object unreachable. */
+		snprintf(err, MON_ERRLEN,
+			 "pg_num cannot change yet (it is %u): the OSDs do not split or merge "
+			 "PGs, so objects whose PG changed would not be found; create a pool "
+			 "with the pg_num you need and copy into it",
+			 p->pg_num);
+		return -EINVAL;
 	}
 	if (strcmp(key, "quota_max_bytes") == 0) {
 		if (p->quota_max_bytes == v)

@@ -375,7 +375,13 @@ crush_place(struct crush_map *m, bool objects, int argc, char **argv)
 	crush_osd_weights(a.osds, m->max_devices, w);
 	if (objects) {
 		for (int i = 0; i < a.nnames; i++) {
-			uint32_t seed = crush_object_to_pg(&a.pool, NULL, a.names[i]);
+			uint32_t seed;
+
+			if (crush_object_to_pg(&a.pool, NULL, a.names[i], &seed)) {
+				fprintf(stderr, "clusterctl: out of memory\n");
+				rc = 1;
+				goto out;
+			}
 
 			n = crush_pg_to_up(m, &a.pool, seed, a.osds, w, m->max_devices, a.upmaps,
 					   a.nupmaps, up, &primary, work);

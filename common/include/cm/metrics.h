@@ -55,6 +55,9 @@ struct cm_histogram *cm_metrics_histogram(struct cm_metrics *m, const char *name
 /* \return 0, -EINVAL (bad name), -ENOMEM. */
 int cm_metrics_gauge_fn(struct cm_metrics *m, const char *name, const char *labels,
 			const char *help, cm_gauge_fn fn, void *arg);
+/* The same; arg (malloc'd) is freed by cm_metrics_destroy. */
+int cm_metrics_gauge_fn_owned(struct cm_metrics *m, const char *name, const char *labels,
+			      const char *help, cm_gauge_fn fn, void *arg);
 
 static inline void
 cm_counter_add(struct cm_counter *c, uint64_t n)

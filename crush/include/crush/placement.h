@@ -50,8 +50,13 @@ uint32_t crush_stable_mod(uint32_t x, uint32_t b, uint32_t bmask);
 /* The mask for pg_num: (1 << bits(pg_num - 1)) - 1. */
 uint32_t crush_pg_mask(uint32_t pg_num);
 
-/* The PG seed of an object (nspace may be NULL or ""). */
-uint32_t crush_object_to_pg(const struct crush_pool *p, const char *nspace, const char *name);
+/*
+ * The PG seed of an object (nspace may be NULL or ""), in *pg. \return 0, or
+ * -ENOMEM (a long namespace + name needed a buffer; *pg is not set: no PG is
+ * ever guessed).
+ */
+int crush_object_to_pg(const struct crush_pool *p, const char *nspace, const char *name,
+		       uint32_t *pg);
 
 /* The CRUSH in-weight vector for osds (0 for those that do not exist); once per map. */
 void crush_osd_weights(const struct crush_osd_state *osds, int max_osd, uint32_t *weights);

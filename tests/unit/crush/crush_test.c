@@ -428,6 +428,15 @@ START_TEST(test_down_osds_replicated_and_ec)
 
 END_TEST
 
+static uint32_t
+obj_pg(const struct crush_pool *p, const char *nspace, const char *name)
+{
+	uint32_t pg = UINT32_MAX;
+
+	ck_assert_int_eq(crush_object_to_pg(p, nspace, name, &pg), 0);
+	return pg;
+}
+
 START_TEST(test_object_namespace_changes_pg)
 {
 	struct crush_pool p = { .id = 1, .pg_num = 4096, .pgp_num = 4096, .size = 3 };
@@ -437,11 +446,19 @@ START_TEST(test_object_namespace_changes_pg)
 		char name[32];
 
 		snprintf(name, sizeof(name), "obj-%d", i);
-		same += crush_object_to_pg(&p, NULL, name) == crush_object_to_pg(&p, "ns1", name);
-		ck_assert_uint_eq(crush_object_to_pg(&p, "", name),
-				  crush_object_to_pg(&p, NULL, name));
+		same += obj_pg(&p, NULL, name) == obj_pg(&p, "ns1", name);
+		ck_assert_uint_eq(obj_pg(&p, "", name), obj_pg(&p, NULL, name));
 	}
 	ck_assert_int_lt(same, 5); /* a namespace is part of the hashed key */
+	{
+		/* past the stack buffer (512): the heap path gives the same answer every time */
+		char big[1100];
+
+		memset(big, 'k', sizeof(big) - 1);
+		big[sizeof(big) - 1] = 0;
+		ck_assert_uint_eq(obj_pg(&p, "ns1", big), obj_pg(&p, "ns1", big));
+		ck_assert_uint_lt(obj_pg(&p, "ns1", big), p.pg_num);
+	}
 }
 
 END_TEST

@@ -219,8 +219,11 @@ START_TEST(test_pools)
 	ck_assert_int_eq(mon_pool_set(m, "a", "size", "2", err), 0);
 	ck_assert_int_eq(mon_pool_set(m, "a", "size", "2", err), 1);
 	ck_assert_int_eq(mon_pool_set(m, "a", "min_size", "3", err), -EINVAL);
-	ck_assert_int_eq(mon_pool_set(m, "a", "pg_num", "64", err), 0);
+	/* No PG split or merge yet: a changed count is refused, the same is a no-op. */
+	ck_assert_int_eq(mon_pool_set(m, "a", "pg_num", "64", err), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "do not split"));
 	ck_assert_int_eq(mon_pool_set(m, "a", "pg_num", "8", err), -EINVAL);
+	ck_assert_int_eq(mon_pool_set(m, "a", "pg_num", "32", err), 1);
 	ck_assert_int_eq(mon_pool_set(m, "a", "pg_num", "-1", err), -EINVAL);
 	ck_assert_int_eq(mon_pool_set(m, "a", "crush_rule", "ec_e", err), 0);
 	ck_assert_int_eq(mon_pool_set(m, "a", "crush_rule", "nope", err), -ENOENT);
