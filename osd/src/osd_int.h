@@ -415,6 +415,7 @@ struct osd_repop {
 	bool local_pending;
 	bool split; /* osd_debug_split_write: exit once the chosen shards committed */
 	int rc;
+	uint64_t start_ms; /* sent (the repop watchdog, osd__pg_tick) */
 };
 
 /* ec_pg.c: recovery of EC PGs (the primary rebuilds shards) */
@@ -502,6 +503,7 @@ struct osd_node {
 #define OSD_IDLE_KEEP_MS   30000u     /* a finished log-based job answers late requests */
 #define OSD_REC_PRIO       (1u << 31) /* rmiss: the object's push was asked for first */
 #define OSD_REC_STALL_MS   30000u     /* a plan without any ack this long is started over */
+#define OSD_REPOP_STALL_MS 30000u     /* a write missing a replica's reply this long: re-peer */
 
 /* A log as seen by the primary: its own ring or a peer's notify. */
 struct osd_lview {
@@ -841,6 +843,9 @@ void osd__pg_activate(struct osd_pg *pg);
 void osd__pg_recovered(struct osd_pg *pg);
 
 void osd__pg_start_peering(struct osd_pg *pg);
+/* Drop the PG's ops and writes in flight (clients resend; the log answers
+ * those applied) and peer again, as a new interval would. */
+void osd__pg_restart(struct osd_pg *pg);
 
 void osd__pg_handle_query(struct osd *o, struct cm_conn *c, struct cm_msg *m);
 

@@ -19,10 +19,10 @@ cluster_finish() {
 	# with $dir). It fails the test with CAIRN_STRICT_WATCHDOG=1 (not yet by
 	# default: it fired in 1 of ~5 recovery_test runs and its cause is open;
 	# see docs/design/osd.md).
-	for f in $(grep -l "recovery watchdog fired" "$dir"/*.log 2>/dev/null); do
-		echo "WATCHDOG: the recovery watchdog fired in $f; what led to it:" >&2
-		grep -m1 -B80 "recovery watchdog fired" "$f" | tail -n 81 >&2
-		grep -c "recovery watchdog fired" "$f" | sed 's/^/WATCHDOG: times: /' >&2
+	for f in $(grep -l "watchdog fired" "$dir"/*.log 2>/dev/null); do
+		echo "WATCHDOG: a watchdog (recovery or repop) fired in $f; what led to it:" >&2
+		grep -m1 -B80 "watchdog fired" "$f" | tail -n 81 >&2
+		grep -c "watchdog fired" "$f" | sed 's/^/WATCHDOG: times: /' >&2
 		if [ "${CAIRN_STRICT_WATCHDOG:-0}" = 1 ]; then
 			echo "FAIL: the recovery watchdog fired" >&2
 			rc=1

@@ -252,6 +252,7 @@ osd__op_commit(struct osd_op *op, const struct cm_sgl *(*data)(struct osd_op *op
 	rp->waiting = 1;
 	rp->local_pending = true;
 	rp->split = op->split;
+	rp->start_ms = cm_now_ms();
 	TAILQ_INSERT_TAIL(&pg->repops, rp, link);
 	/* Replicas. */
 	ro.pool = pg->pool;

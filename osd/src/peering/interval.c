@@ -46,6 +46,13 @@ pg_reset_interval(struct osd_pg *pg)
 	}
 }
 
+void
+osd__pg_restart(struct osd_pg *pg)
+{
+	pg_reset_interval(pg);
+	osd__pg_start_peering(pg);
+}
+
 /* Peering or recovering (an active PG too, while its recovery runs). */
 static bool
 pg_settling(const struct osd_pg *pg)

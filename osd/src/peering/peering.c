@@ -280,6 +280,28 @@ osd__pg_tick(struct osd *o)
 
 	for (size_t b = 0; b < o->npg_b; b++)
 		for (struct osd_pg *pg = o->pgs[b]; pg; pg = pg->hnext) {
+			struct osd_repop *rp = TAILQ_FIRST(&pg->repops);
+
+			/*
+			 * A write whose replica replies did not all come in
+			 * OSD_REPOP_STALL_MS on an unchanged interval: a reply was lost
+			 * (seen once in the EC thrash: every replica had applied it,
+			 * the primary still waited for one reply). An alarm, like the
+			 * recovery watchdog; peering again lets the clients' resends
+			 * finish (the log answers them) instead of waiting forever.
+			 */
+			if (rp && rp->op && !rp->local_pending && pg->primary == o->id &&
+			    pg->state == OSD_PG_ACTIVE &&
+			    now - rp->start_ms >= OSD_REPOP_STALL_MS) {
+				o->rec_watchdog++;
+				CM_ERR("%s: repop watchdog fired: write %" PRIu64 ".%" PRIu64
+				       " still waits for %u replica replies after %u s (a bug: "
+				       "please report it with this log); peering again",
+				       pg->cid, rp->ver.epoch, rp->ver.seq, rp->waiting,
+				       OSD_REPOP_STALL_MS / 1000);
+				osd__pg_restart(pg);
+				continue;
+			}
 			if (pg->retry_ms && now >= pg->retry_ms && pg->primary == o->id &&
 			    pg->state != OSD_PG_NONE && pg->state != OSD_PG_REPLICA)
 				osd__pg_start_peering(pg);
