@@ -129,6 +129,10 @@ struct osd_pg {
 	uint64_t interval_epoch;
 	/* durable state (mirrored in memory) */
 	struct osd_ver last_update, log_tail;
+	/* The highest version this primary handed out (memory only): a write
+	 * gets one above both it and last_update, so no two changes share a
+	 * version even when peering in the same epoch undid some. */
+	struct osd_ver ver_issued;
 	uint64_t last_epoch_started;
 	struct osd_lent *log; /* ring */
 	size_t log_cap, log_head, log_n;
@@ -546,8 +550,8 @@ struct osd_backend {
 	/* Read op->reads_pending READ sub-ops' data (op->busy is set); then
 	 * osd__op_reads_done. */
 	void (*read)(struct osd_op *op);
-	/* Build op's change (op->new_ver set) and hand it to osd__op_commit,
-	 * or reply with the error. */
+	/* Build op's change (osd__op_tx_finish gives it its version) and hand it
+	 * to osd__op_commit in the same call, or reply with the error. */
 	void (*write)(struct osd_op *op);
 	/* Fill this kind's part of op's log entry (sent: room for the shards'
 	 * OSDs) and the version the shards may roll forward to ({0,0}: none). */

@@ -99,6 +99,18 @@ osd__pg_handle_repop(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 		on_replica_commit(ra, -ESTALE);
 		goto out;
 	}
+	if (osd_ver_cmp(&v, &pg->last_update) <= 0) {
+		/* Changes come in version order: one not above our last is a
+		 * resend from before a re-peering, or a primary's bug; applying
+		 * it would log two changes under one version. */
+		CM_LOG_RL(CM_LOG_WARN,
+			  "%s: change %" PRIu64 ".%" PRIu64
+			  " from %s is not above our last %" PRIu64 ".%" PRIu64 ": refused",
+			  pg->cid, v.epoch, v.seq, cm_conn_peer(c), pg->last_update.epoch,
+			  pg->last_update.seq);
+		on_replica_commit(ra, -ESTALE);
+		goto out;
+	}
 	replica_started(pg, ro->epoch);
 	osd_ver_from_pb(ro->trim_to, &trim);
 	osd_ver_from_pb(ro->roll_to, &roll);

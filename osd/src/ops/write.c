@@ -100,9 +100,29 @@ osd__op_tx_xattr(struct osd_op *op, const Cairn__Osd__SubOp *so)
 	return 0;
 }
 
+/*
+ * op's version: one above the PG's last change and above any version handed
+ * out before. Given when the change is built, right before osd__op_commit
+ * (never earlier: an EC write that reads old stripes first would share its
+ * version with a write committed meanwhile: two log entries and two repops
+ * with one version, whose replies then complete the wrong one).
+ */
+static void
+op_assign_ver(struct osd_op *op)
+{
+	struct osd_pg *pg = op->pg;
+	struct osd_ver v = { op->osd->epoch, pg->last_update.seq + 1 };
+
+	if (v.seq <= pg->ver_issued.seq)
+		v.seq = pg->ver_issued.seq + 1;
+	op->new_ver = v;
+	pg->ver_issued = v;
+}
+
 int
 osd__op_tx_finish(struct osd_op *op, bool exists)
 {
+	op_assign_ver(op);
 	if (exists) {
 		Cairn__Osd__TxOp *x = osd__op_tx_add(op, OSD_TX_SETATTR);
 
@@ -192,11 +212,7 @@ fill_entry(Cairn__Osd__LogEntry *le, Cairn__Osd__Version *v, Cairn__Osd__Version
 void
 osd__op_write(struct osd_op *op)
 {
-	struct osd_pg *pg = op->pg;
-
-	op->new_ver.epoch = op->osd->epoch;
-	op->new_ver.seq = pg->last_update.seq + 1;
-	pg->be->write(op);
+	op->pg->be->write(op);
 }
 
 void
@@ -217,6 +233,17 @@ osd__op_commit(struct osd_op *op, const struct cm_sgl *(*data)(struct osd_op *op
 	for (int i = 0; i < pg->nacting; i++)
 		if (pg->acting[i] == o->id)
 			self = pg->shard[i];
+	if (osd_ver_cmp(&op->new_ver, &pg->last_update) <= 0) {
+		/* A backend that did not build the change right before (a bug):
+		 * refuse rather than log two changes under one version. */
+		CM_ERR("%s: write version %" PRIu64 ".%" PRIu64
+		       " not above the last change %" PRIu64 ".%" PRIu64 ": refused",
+		       pg->cid, op->new_ver.epoch, op->new_ver.seq, pg->last_update.epoch,
+		       pg->last_update.seq);
+		osd__op_fail(op, 0, -EAGAIN);
+		osd__op_reply(op, NULL);
+		return;
+	}
 	deleted = op->ntx && (op->tx[op->ntx - 1].op == OSD_TX_REMOVE ||
 			      op->tx[op->ntx - 1].op == OSD_TX_RENAME);
 	fill_entry(&le, &v, &pv, op, deleted);
@@ -309,10 +336,12 @@ osd__pg_handle_repop_reply(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 	if (!pg)
 		goto out;
 	osd_ver_from_pb(r->ver, &v);
+	/* A change of an interval that ended waits for its local commit only
+	 * (op NULL): a reply is never for it. */
 	TAILQ_FOREACH(rp, &pg->repops, link)
-		if (osd_ver_cmp(&rp->ver, &v) == 0)
+		if (rp->op && osd_ver_cmp(&rp->ver, &v) == 0)
 			break;
-	if (!rp || !rp->op)
+	if (!rp)
 		goto out; /* unknown, or from an interval that ended */
 	if (r->rc && !rp->rc)
 		rp->rc = r->rc == -ESTALE ? -EAGAIN : r->rc;

@@ -865,6 +865,50 @@ START_TEST(test_past_interval_removed_or_unasked)
 
 END_TEST
 
+/*
+ * Write versions: two changes built before either commits (an EC write that
+ * read old stripes while another write of the PG committed) get distinct,
+ * rising versions, and a version stays unique after peering in the same
+ * epoch took the PG's last change back.
+ */
+START_TEST(test_write_versions_unique)
+{
+	struct fx x;
+	struct osd_op a, b, c;
+
+	fx_init(&x, 3, false);
+	x.pg->state = OSD_PG_ACTIVE;
+	x.pg->last_update = (struct osd_ver){ 20, 7 };
+	memset(&a, 0, sizeof(a));
+	a.osd = &x.o;
+	a.pg = x.pg;
+	b = a;
+	c = a;
+	ck_assert_int_eq(osd__op_tx_finish(&a, false), 0);
+	ck_assert_int_eq(osd__op_tx_finish(&b, false), 0); /* a not committed yet */
+	ck_assert_uint_eq(a.new_ver.epoch, 20);
+	ck_assert_uint_eq(a.new_ver.seq, 8);
+	ck_assert_uint_eq(b.new_ver.seq, 9);
+	/* Peering in epoch 20 undid 20.8 and 20.9: the next is still new. */
+	x.pg->last_update = (struct osd_ver){ 20, 7 };
+	ck_assert_int_eq(osd__op_tx_finish(&c, false), 0);
+	ck_assert_uint_eq(c.new_ver.seq, 10);
+	/* A new epoch: its own versions, above the last change. */
+	x.o.epoch = 21;
+	x.pg->last_update = (struct osd_ver){ 20, 10 };
+	free(c.txp);
+	c.txp = NULL;
+	ck_assert_int_eq(osd__op_tx_finish(&c, false), 0);
+	ck_assert_uint_eq(c.new_ver.epoch, 21);
+	ck_assert_uint_eq(c.new_ver.seq, 11);
+	free(a.txp);
+	free(b.txp);
+	free(c.txp);
+	fx_fini(&x);
+}
+
+END_TEST
+
 static Suite *
 peering_suite(void)
 {
@@ -896,6 +940,9 @@ peering_suite(void)
 	tcase_add_test(tc, test_past_interval_must_be_heard);
 	tcase_add_test(tc, test_past_interval_quiet);
 	tcase_add_test(tc, test_past_interval_removed_or_unasked);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("writes");
+	tcase_add_test(tc, test_write_versions_unique);
 	suite_add_tcase(s, tc);
 	return s;
 }
