@@ -15,6 +15,10 @@ static const struct {
 	[CM_ERESET - CM_ERR_BASE] = { "CM_ERESET", "session reset" },
 	[CM_ECONF - CM_ERR_BASE] = { "CM_ECONF", "configuration error" },
 	[CM_EETCD - CM_ERR_BASE] = { "CM_EETCD", "no etcd endpoint answered" },
+	[CM_ETLS -
+		CM_ERR_BASE] = { "CM_ETLS",
+				 "TLS: a certificate or key cannot be used, or the peer's is not "
+				 "trusted" },
 };
 
 const char *

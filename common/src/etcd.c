@@ -30,6 +30,7 @@ struct cm_etcd {
 	int nendpoints;
 	atomic_int preferred;
 	unsigned timeout_ms, attempt_ms;
+	char *ca_file, *cert_file, *key_file; /* https: see cm_etcd_opts */
 };
 
 static pthread_once_t g_curl_once = PTHREAD_ONCE_INIT;
@@ -47,6 +48,26 @@ cm_etcd_opts_init(struct cm_etcd_opts *o, size_t size)
 	o->opts_size = size;
 	o->timeout_ms = 5000;
 	o->attempt_ms = 1000;
+}
+
+void
+cm_etcd_opts_from_conf(struct cm_etcd_opts *o, const struct cm_etcd_conf *c)
+{
+	o->endpoints = c->endpoints;
+	o->ca_file = c->ca;
+	o->cert_file = c->cert;
+	o->key_file = c->key;
+}
+
+/* A copy of an optional string (NULL or "" stay NULL). \return 0, -ENOMEM. */
+static int
+dup_opt(const char *v, char **out)
+{
+	*out = NULL;
+	if (!v || !v[0])
+		return 0;
+	*out = strdup(v);
+	return *out ? 0 : -ENOMEM;
 }
 
 int
@@ -86,8 +107,42 @@ cm_etcd_create(const struct cm_etcd_opts *o, struct cm_etcd **ep)
 	}
 	e->timeout_ms = o->timeout_ms ? o->timeout_ms : 5000;
 	e->attempt_ms = o->attempt_ms ? o->attempt_ms : 1000;
+	if (o->opts_size >= offsetof(struct cm_etcd_opts, key_file) + sizeof(o->key_file) &&
+	    (dup_opt(o->ca_file, &e->ca_file) || dup_opt(o->cert_file, &e->cert_file) ||
+	     dup_opt(o->key_file, &e->key_file))) {
+		cm_etcd_destroy(e);
+		return -ENOMEM;
+	}
+	if (!e->cert_file != !e->key_file) {
+		CM_ERR("etcd: a client certificate needs its key and a key its certificate");
+		cm_etcd_destroy(e);
+		return -EINVAL;
+	}
 	*ep = e;
 	return 0;
+}
+
+/* https: whom to trust, and who we are. */
+static void
+tls_setopt(const struct cm_etcd *e, CURL *c)
+{
+	if (e->ca_file)
+		curl_easy_setopt(c, CURLOPT_CAINFO, e->ca_file);
+	if (e->cert_file) {
+		curl_easy_setopt(c, CURLOPT_SSLCERT, e->cert_file);
+		curl_easy_setopt(c, CURLOPT_SSLKEY, e->key_file);
+	}
+}
+
+/*
+ * A TLS failure no retry can mend: our certificate or key cannot be used,
+ * the CA file is unreadable, or etcd's certificate is not signed by it.
+ */
+static bool
+tls_permanent(CURLcode cc)
+{
+	return cc == CURLE_SSL_CERTPROBLEM || cc == CURLE_SSL_CACERT_BADFILE ||
+	       cc == CURLE_PEER_FAILED_VERIFICATION || cc == CURLE_SSL_CIPHER;
 }
 
 void
@@ -97,6 +152,9 @@ cm_etcd_destroy(struct cm_etcd *e)
 		return;
 	for (int i = 0; i < e->nendpoints; i++)
 		free(e->endpoints[i]);
+	free(e->ca_file);
+	free(e->cert_file);
+	free(e->key_file);
 	free(e);
 }
 
@@ -364,6 +422,7 @@ call(struct cm_etcd *e, const char *path, json_t *body, json_t **out)
 		curl_easy_setopt(c, CURLOPT_WRITEDATA, &r);
 		curl_easy_setopt(c, CURLOPT_ERRORBUFFER, errbuf);
 		curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+		tls_setopt(e, c);
 		curl_easy_setopt(
 			c, CURLOPT_CONNECTTIMEOUT_MS,
 			(long)CM_MIN((uint64_t)e->attempt_ms, deadline > now ? deadline - now : 1));
@@ -387,6 +446,11 @@ call(struct cm_etcd *e, const char *path, json_t *body, json_t **out)
 		} else {
 			snprintf(last_err, sizeof(last_err), "%s: %s", url,
 				 errbuf[0] ? errbuf : curl_easy_strerror(cc));
+			if (tls_permanent(cc)) {
+				CM_LOG_RL(CM_LOG_ERR, "etcd: %s", last_err);
+				rc = -CM_ETLS;
+				retry = false;
+			}
 		}
 		free(r.buf);
 		if (!retry)
@@ -825,6 +889,7 @@ watch_main(void *arg)
 		curl_easy_setopt(c, CURLOPT_XFERINFOFUNCTION, watch_progress);
 		curl_easy_setopt(c, CURLOPT_XFERINFODATA, w);
 		curl_easy_setopt(c, CURLOPT_NOSIGNAL, 1L);
+		tls_setopt(e, c);
 		curl_easy_setopt(c, CURLOPT_CONNECTTIMEOUT_MS, (long)e->attempt_ms);
 		/* Idle streams are fine; a dead etcd shows as a closed connection. */
 		curl_easy_setopt(c, CURLOPT_TCP_KEEPALIVE, 1L);

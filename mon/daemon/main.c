@@ -20,7 +20,7 @@ struct mon_conf {
 	char *fsid;
 	char *mon_host;
 	char *listen;
-	char *etcd_endpoints;
+	struct cm_etcd_conf etcd;
 	char *metrics_addr;
 	bool mkfs;
 	uint64_t osd_grace_ms;
@@ -41,8 +41,7 @@ static const struct cm_opt g_mon_opts[] = {
 	       "every mon: NAME=IP:PORT,..."),
 	CM_OPT("listen", CM_OPT_STR, "", 0, 0, 0, struct mon_conf, listen,
 	       "messenger address (default: this mon's mon_host entry)"),
-	CM_OPT("etcd_endpoints", CM_OPT_STR, "http://127.0.0.1:2379", 0, 0, 0, struct mon_conf,
-	       etcd_endpoints, "etcd client URLs, comma-separated"),
+	CM_ETCD_CONF_OPTS(struct mon_conf, etcd, "http://127.0.0.1:2379"),
 	CM_OPT("metrics_addr", CM_OPT_STR, "", 0, 0, 0, struct mon_conf, metrics_addr,
 	       "where /metrics is served (Prometheus text); empty: off"),
 	CM_OPT("mkfs", CM_OPT_BOOL, "false", 0, 0, 0, struct mon_conf, mkfs,
@@ -163,7 +162,7 @@ mkfs_or_verify(struct mon_conf *c, struct cm_etcd *e, const sigset_t *mask)
 			return 1;
 		}
 		printf("cairn-mon: cluster %s %s in etcd %s\n", c->fsid,
-		       rc == 0 ? "created" : "already exists", c->etcd_endpoints);
+		       rc == 0 ? "created" : "already exists", c->etcd.endpoints);
 		return 0;
 	}
 	while ((rc = mon_cluster_verify(e, c->fsid, c->d.cluster_key)) == -CM_EETCD)
@@ -247,7 +246,7 @@ main(int argc, char **argv)
 		goto out;
 	status = 1;
 	cm_etcd_opts_init(&eo, sizeof(eo));
-	eo.endpoints = cfg.etcd_endpoints;
+	cm_etcd_opts_from_conf(&eo, &cfg.etcd);
 	eo.timeout_ms = (unsigned)CM_MAX(cfg.lease_ttl_ms / 2, (uint64_t)2000);
 	rc = cm_etcd_create(&eo, &e);
 	if (rc) {
@@ -284,7 +283,7 @@ main(int argc, char **argv)
 		goto out;
 	}
 	CM_NOTICE("mon.%s listening on %s port=%u fsid=%s epoch=%" PRIu64 " etcd=%s", cfg.id, addr,
-		  mon_server_port(srv), cfg.fsid, mon_server_epoch(srv), cfg.etcd_endpoints);
+		  mon_server_port(srv), cfg.fsid, mon_server_epoch(srv), cfg.etcd.endpoints);
 	status = cm_reactor_run(r) ? 1 : 0;
 	if (cfg.d.pid_file[0])
 		unlink(cfg.d.pid_file);

@@ -24,6 +24,34 @@ for d in etcd.0 mon.a mon.b mon.c; do
 	[ -f "$dir/$d.pid" ] && kill -0 "$(cat "$dir/$d.pid")" || fail "$d not running"
 done
 export CAIRN_CONF="$dir/cairn.conf"
+# etcd holds the map: https with client-certificate auth, so only holders of
+# a certificate of the cluster's own CA reach it (the mons' works: the same
+# requests are refused for lack of it, not for being wrong).
+ep=$(sed -n 's/^etcd_endpoints = //p' "$dir/cairn.conf")
+tls="$dir/etcd-tls"
+case "$ep" in https://127.0.0.1:*) ;; *) fail "etcd endpoint is not https: $ep" ;; esac
+for f in "$dir/cairn.conf" "$tls/ca.key" "$tls/client.key" "$tls/etcd.key"; do
+	[ "$(stat -c %a "$f")" = 600 ] || fail "$f is mode $(stat -c %a "$f"), not 600"
+done
+put='{"key":"L2NhaXJuL3g=","value":"eA=="}' # /cairn/x = x
+etcd_post() { curl -s -m 5 -X POST "$@"; }
+etcd_post "http://${ep#https://}/v3/kv/put" -d "$put" >"$dir/curl.out" 2>&1 &&
+	grep -q revision "$dir/curl.out" && fail "etcd took a plain-http put"
+etcd_post -k "$ep/v3/kv/put" -d "$put" >"$dir/curl.out" 2>&1 &&
+	fail "etcd took a put without a client certificate: $(cat "$dir/curl.out")"
+etcd_post --cacert "$tls/ca.pem" "$ep/v3/kv/put" -d "$put" >/dev/null 2>&1 &&
+	fail "etcd took a put without a client certificate (CA given)"
+# A certificate of another CA (made here, with the openssl tool) is refused too.
+(cd "$dir" && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:prime256v1 -nodes \
+	-days 1 -keyout other.key -out other.pem -subj /CN=intruder >/dev/null 2>&1) ||
+	fail "openssl could not make a certificate"
+etcd_post --cacert "$tls/ca.pem" --cert "$dir/other.pem" --key "$dir/other.key" \
+	"$ep/v3/kv/put" -d "$put" >/dev/null 2>&1 && fail "etcd took a put with another CA's certificate"
+etcd_post --cacert "$tls/ca.pem" --cert "$tls/client.pem" --key "$tls/client.key" \
+	"$ep/v3/kv/range" -d '{"key":"L2NhaXJuL3g="}' >"$dir/curl.out" ||
+	fail "etcd refused the cluster's own client certificate"
+grep -q '"count"' "$dir/curl.out" && fail "a refused put reached etcd: $(cat "$dir/curl.out")"
+grep -q revision "$dir/curl.out" || fail "etcd range: $(cat "$dir/curl.out")"
 "$ctl" pool create data --pg-num 16 >/dev/null || fail "pool create"
 "$ctl" pool create cold --ec 4+2 >/dev/null || fail "pool create ec"
 "$ctl" --format json pool ls | "$py" -c '

@@ -283,6 +283,26 @@ START_TEST(test_endpoint_failover_and_none)
 	ck_assert_str_eq(cm_strerror(-CM_EETCD), "no etcd endpoint answered");
 	cm_etcd_destroy(e);
 	ck_assert_int_eq(cm_etcd_create(&(struct cm_etcd_opts){ .endpoints = "" }, &e), -EINVAL);
+	{
+		struct cm_etcd_opts o;
+
+		/* https options: a certificate needs its key; a CA file that cannot be
+		 * read is a TLS error at once, not a retry until the deadline. */
+		cm_etcd_opts_init(&o, sizeof(o));
+		o.endpoints = "https://127.0.0.1:1";
+		o.cert_file = "/nonexistent/client.pem";
+		ck_assert_int_eq(cm_etcd_create(&o, &e), -EINVAL);
+		o.cert_file = NULL;
+		o.ca_file = "/nonexistent/ca.pem";
+		o.timeout_ms = 20000;
+		snprintf(eps, sizeof(eps), "https://%s", strstr(g_etcd.endpoint, "127.0.0.1"));
+		o.endpoints = eps;
+		ck_assert_int_eq(cm_etcd_create(&o, &e), 0);
+		t0 = cm_now_ms();
+		ck_assert_int_eq(cm_etcd_get(e, "k", 1, NULL, 0, 0, &r), -CM_ETLS);
+		ck_assert_uint_lt(cm_now_ms() - t0, 5000);
+		cm_etcd_destroy(e);
+	}
 }
 
 END_TEST

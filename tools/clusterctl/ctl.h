@@ -4,12 +4,15 @@
 #define CAIRN_CTL_H
 
 #include "cm/daemon.h"
+#include "cm/etcd.h"
 
 struct ctl_conf {
 	struct cm_daemon_conf d;
 	char *fsid;
 	char *mon_host;
-	char *etcd_endpoints;
+	struct cm_etcd_conf etcd;
+	char *etcd_server_cert; /* clusterctl up: the certificate etcd serves with */
+	char *etcd_server_key;
 	uint64_t etcd_peer_port;
 	uint64_t command_timeout_ms;
 	uint64_t op_timeout_ms; /* object ops (obj, bench); 0: none */
@@ -31,5 +34,12 @@ int ctl_bench(const struct ctl_conf *c, int argc, char **argv, bool json);
 /* clusterctl up|down. \return the exit status. */
 int ctl_up(int argc, char **argv, bool json);
 int ctl_down(int argc, char **argv, bool json);
+
+/*
+ * clusterctl up: a CA for the cluster's private etcd and the certificates
+ * signed by it in dir (made 0700): ca.pem/ca.key, etcd.pem/etcd.key
+ * (server, 127.0.0.1), client.pem/client.key (the mons'). \return 0, -errno.
+ */
+int ctl_tls_make(const char *dir);
 
 #endif

@@ -107,8 +107,17 @@ write_conf(const struct local *l)
 	int etcd = free_port(), peer = free_port();
 	FILE *f;
 
+	char tls[PATH_MAX + 16];
+	int rc;
+
 	if (cm_uuid_generate(fsid) || random_hex(key, 24))
 		return -EIO;
+	/* etcd holds the map: only holders of a certificate of this cluster's
+	 * CA may talk to it (ctl_tls_make). */
+	snprintf(tls, sizeof(tls), "%s/etcd-tls", l->dir);
+	rc = ctl_tls_make(tls);
+	if (rc)
+		return rc;
 	f = fopen(l->conf, "w");
 	if (!f || etcd < 0 || peer < 0) {
 		if (f)
@@ -119,9 +128,10 @@ write_conf(const struct local *l)
 	fprintf(f,
 		"# A local Cairn cluster, written by 'clusterctl up'. 'clusterctl down' stops it;\n"
 		"# 'clusterctl up' resumes it with this file and the data in this directory.\n"
-		"[global]\nfsid = %s\ncluster_key = %s\netcd_endpoints = http://127.0.0.1:%d\n"
+		"[global]\nfsid = %s\ncluster_key = %s\netcd_endpoints = https://127.0.0.1:%d\n"
+		"etcd_ca = %s/ca.pem\netcd_cert = %s/client.pem\netcd_key = %s/client.key\n"
 		"mon_host = ",
-		fsid, key, etcd);
+		fsid, key, etcd, tls, tls, tls);
 	for (unsigned i = 0; i < l->mons; i++) {
 		int p = free_port();
 
@@ -131,7 +141,10 @@ write_conf(const struct local *l)
 		}
 		fprintf(f, "%s%c=127.0.0.1:%d", i ? "," : "", 'a' + i, p);
 	}
-	fprintf(f, "\n\n[clusterctl]\netcd_peer_port = %d\n", peer);
+	fprintf(f,
+		"\n\n[clusterctl]\netcd_peer_port = %d\netcd_server_cert = %s/etcd.pem\n"
+		"etcd_server_key = %s/etcd.key\n",
+		peer, tls, tls);
 	for (unsigned i = 0; i < l->mons; i++) {
 		int mp = free_port();
 
@@ -452,7 +465,7 @@ start_osds(const struct local *l, const struct ctl_conf *c, struct mon_sync *s)
 }
 
 static int
-wait_etcd(const char *endpoints, unsigned ms)
+wait_etcd(const struct cm_etcd_conf *ec, unsigned ms)
 {
 	struct cm_etcd_opts o;
 	struct cm_etcd *e;
@@ -460,7 +473,7 @@ wait_etcd(const char *endpoints, unsigned ms)
 	int rc;
 
 	cm_etcd_opts_init(&o, sizeof(o));
-	o.endpoints = endpoints;
+	cm_etcd_opts_from_conf(&o, ec);
 	o.timeout_ms = ms;
 	o.attempt_ms = 500;
 	rc = cm_etcd_create(&o, &e);
@@ -481,7 +494,7 @@ mkfs(const struct ctl_conf *c)
 	int rc;
 
 	cm_etcd_opts_init(&o, sizeof(o));
-	o.endpoints = c->etcd_endpoints;
+	cm_etcd_opts_from_conf(&o, &c->etcd);
 	rc = cm_etcd_create(&o, &e);
 	if (rc)
 		return rc;
@@ -612,7 +625,7 @@ ctl_up(int argc, char **argv, bool json)
 	snprintf(path, sizeof(path), "%s/etcd.0.pid", l.dir);
 	if (!read_pid(path)) {
 		char client[160], peer[160], cluster[200], name[] = "cairn";
-		const char *cu = c.etcd_endpoints;
+		const char *cu = c.etcd.endpoints;
 
 		snprintf(client, sizeof(client), "%s", cu);
 		snprintf(peer, sizeof(peer), "http://127.0.0.1:%" PRIu64, c.etcd_peer_port);
@@ -626,10 +639,28 @@ ctl_up(int argc, char **argv, bool json)
 				 peer,         "--initial-advertise-peer-urls",
 				 peer,         "--initial-cluster",
 				 cluster,      "--log-level",
-				 "warn",       NULL };
+				 "warn",       NULL,
+				 NULL,         NULL,
+				 NULL,         NULL,
+				 NULL,         NULL,
+				 NULL,         NULL };
 		char log[PATH_MAX + 16];
 
 		snprintf(log, sizeof(log), "%s/etcd.0.log", l.dir);
+		if (c.etcd_server_cert && c.etcd_server_cert[0]) {
+			/* https, and only clients with a certificate of the cluster's CA */
+			char **a = args;
+
+			while (*a)
+				a++;
+			*a++ = "--client-cert-auth";
+			*a++ = "--trusted-ca-file";
+			*a++ = c.etcd.ca;
+			*a++ = "--cert-file";
+			*a++ = c.etcd_server_cert;
+			*a++ = "--key-file";
+			*a++ = c.etcd_server_key;
+		}
 		if (spawn(args, log, path, &pid)) {
 			fprintf(stderr, "clusterctl up: cannot start etcd\n");
 			goto out;
@@ -637,11 +668,11 @@ ctl_up(int argc, char **argv, bool json)
 		if (!json)
 			printf("started etcd (pid %d) on %s\n", (int)pid, client);
 	}
-	rc = wait_etcd(c.etcd_endpoints, 20000);
+	rc = wait_etcd(&c.etcd, 20000);
 	if (rc) {
 		fprintf(stderr,
 			"clusterctl up: etcd on %s does not answer: %s (see %s/etcd.0.log)\n",
-			c.etcd_endpoints, cm_strerror(rc), l.dir);
+			c.etcd.endpoints, cm_strerror(rc), l.dir);
 		goto out;
 	}
 	rc = mkfs(&c);

@@ -21,6 +21,7 @@ enum cm_err {
 	CM_ERESET = 1007,    /* session reset: queued messages were dropped */
 	CM_ECONF = 1008,     /* configuration error */
 	CM_EETCD = 1009,     /* no etcd endpoint answered */
+	CM_ETLS = 1010,      /* TLS setup failed: our certificate or key, or the peer's */
 	CM_ERR_LAST
 };
 

@@ -13,6 +13,7 @@
 #define CM_ETCD_H
 
 #include "cm/stdinc.h"
+#include "cm/conf.h"
 
 struct cm_etcd;
 struct cm_etcd_watch;
@@ -22,11 +23,39 @@ struct cm_etcd_opts {
 	const char *endpoints; /* "http://127.0.0.1:2379,http://127.0.0.1:22379" */
 	unsigned timeout_ms;   /* per call, all retries included; default 5000 */
 	unsigned attempt_ms;   /* per HTTP attempt; default 1000 */
+	/* https endpoints: the CA that signed etcd's certificate, and our
+	 * client certificate and key (etcd run with --client-cert-auth lets
+	 * only holders of a certificate its CA signed in). NULL: none. */
+	const char *ca_file;
+	const char *cert_file;
+	const char *key_file;
 };
 
 void cm_etcd_opts_init(struct cm_etcd_opts *o, size_t size);
 
-/* \return 0, -EINVAL (no endpoint), -ENOMEM. */
+/* How a daemon or tool reaches etcd, from its config (CM_ETCD_CONF_OPTS). */
+struct cm_etcd_conf {
+	char *endpoints;
+	char *ca;
+	char *cert;
+	char *key;
+};
+
+/* The config options of a struct cm_etcd_conf member m_ of st_. */
+#define CM_ETCD_CONF_OPTS(st_, m_, def_endpoints_)                                       \
+	CM_OPT("etcd_endpoints", CM_OPT_STR, def_endpoints_, 0, 0, 0, st_, m_.endpoints, \
+	       "etcd client URLs, comma-separated"),                                     \
+		CM_OPT("etcd_ca", CM_OPT_STR, "", 0, 0, 0, st_, m_.ca,                   \
+		       "https etcd: the CA certificate that signed etcd's (PEM file)"),  \
+		CM_OPT("etcd_cert", CM_OPT_STR, "", 0, 0, 0, st_, m_.cert,               \
+		       "https etcd: our client certificate (PEM file)"),                 \
+		CM_OPT("etcd_key", CM_OPT_STR, "", 0, 0, 0, st_, m_.key,                 \
+		       "https etcd: our client certificate's private key (PEM file, mode 0600)")
+
+/* Fill o (initialised) from c; o points into c. */
+void cm_etcd_opts_from_conf(struct cm_etcd_opts *o, const struct cm_etcd_conf *c);
+
+/* \return 0, -EINVAL (no endpoint; a certificate without its key), -ENOMEM. */
 int cm_etcd_create(const struct cm_etcd_opts *o, struct cm_etcd **ep);
 void cm_etcd_destroy(struct cm_etcd *e);
 
