@@ -931,13 +931,15 @@ apply_op(struct pctx *c, const struct os_op *op)
 		if (!rc)
 			rc = do_truncate(c, q, p->on->size);
 		return rc ? rc : do_remove(c, p);
-	case OP_RENAME:
+	case OP_RENAME: {
+		const char *dcid = op->cid2 ? op->cid2 : op->cid;
+
 		rc = get_obj(c, op->cid, op->oid, false, &p);
 		if (rc)
 			return rc;
-		rc = dst_clear(c, op->cid, op->oid2);
+		rc = dst_clear(c, dcid, op->oid2);
 		if (!rc)
-			rc = get_obj(c, op->cid, op->oid2, true, &q);
+			rc = get_obj(c, dcid, op->oid2, true, &q);
 		if (rc)
 			return rc;
 		os_onode_free(q->on); /* the fresh onode get_obj made */
@@ -947,6 +949,7 @@ apply_op(struct pctx *c, const struct os_op *op)
 		p->on = NULL;
 		p->dirty = q->dirty = true;
 		return 0;
+	}
 	case OP_REMOVE_ANY:
 		rc = get_obj(c, op->cid, op->oid, false, &p);
 		if (rc == -ENOENT && coll_exists(c, op->cid))

@@ -160,6 +160,7 @@ enum os_op_type {
 struct os_op {
 	enum os_op_type type;
 	char *cid, *oid, *oid2, *name;
+	char *cid2; /* RENAME: dst's collection (NULL: cid) */
 	uint64_t off, len, off2;
 	uint8_t *data; /* write data, attr value, omap value / first key, header */
 	size_t dlen;

@@ -31,6 +31,7 @@ op_free(struct os_op *op)
 	free(op->cid);
 	free(op->oid);
 	free(op->oid2);
+	free(op->cid2);
 	free(op->name);
 	if (op->buf)
 		cm_buf_put(op->buf);
@@ -350,6 +351,26 @@ int
 os_txn_rename(struct os_txn *t, const char *cid, const char *src, const char *dst)
 {
 	return two_obj_op(t, OP_RENAME, cid, src, dst, 0, 0);
+}
+
+int
+os_txn_move(struct os_txn *t, const char *cid, const char *src, const char *dst_cid,
+	    const char *dst)
+{
+	struct os_op *op;
+
+	if (!dst_cid || !strcmp(cid ? cid : "", dst_cid))
+		return os_txn_rename(t, cid, src, dst);
+	if (!src || !good_name(dst) || !good_name(dst_cid))
+		return -EINVAL;
+	op = add_op(t, OP_RENAME, cid, src);
+	if (!op)
+		return -EINVAL;
+	op->oid2 = strdup(dst);
+	op->cid2 = strdup(dst_cid);
+	if (!op->oid2 || !op->cid2)
+		return drop_last(t);
+	return 0; /* no barrier, as rename */
 }
 
 int

@@ -131,6 +131,14 @@ int os_txn_stash(struct os_txn *t, const char *cid, const char *src, const char 
 int os_txn_unstash(struct os_txn *t, const char *cid, const char *stash, const char *dst,
 		   uint64_t off, uint64_t len);
 int os_txn_rename(struct os_txn *t, const char *cid, const char *src, const char *dst);
+/*
+ * move: src of collection cid becomes dst of collection dst_cid (which must
+ * exist, or be made earlier in t), replacing it: data, attributes, omap
+ * header and omap go along without a copy (what a PG split moves its
+ * objects with). -EINVAL for the same object.
+ */
+int os_txn_move(struct os_txn *t, const char *cid, const char *src, const char *dst_cid,
+		const char *dst);
 int os_txn_remove_any(struct os_txn *t, const char *cid, const char *oid);
 int os_txn_setattr(struct os_txn *t, const char *cid, const char *oid, const char *name,
 		   const void *val, size_t len);

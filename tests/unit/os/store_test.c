@@ -1133,6 +1133,106 @@ START_TEST(test_stash_unstash_rename)
 
 END_TEST
 
+/*
+ * move: objects go to another collection whole (data, attributes, omap
+ * header and omap), in one transaction with the collection's creation (a
+ * PG split), the collections' stats follow, and all of it survives a
+ * remount and a deep fsck.
+ */
+START_TEST(test_move_between_collections)
+{
+	static uint8_t a[300000], b[5000];
+	struct os_kv kv, *kvs;
+	struct os_stat st;
+	struct os_txn *t;
+	uint64_t objs, bytes;
+	size_t n;
+	bool more;
+	char **names;
+
+	mkcoll();
+	cm_test_fill(a, sizeof(a), 11);
+	cm_test_fill(b, sizeof(b), 12);
+	write_obj("big", 0, a, sizeof(a));
+	write_obj("small", 0, b, sizeof(b));
+	write_obj("stays", 0, b, 10);
+	t = txn();
+	ck_assert_int_eq(os_txn_setattr(t, "c", "big", "v", "ver1", 4), 0);
+	ck_assert_int_eq(os_txn_omap_set(t, "c", "big", "k1", 2, "val1", 4), 0);
+	ck_assert_int_eq(os_txn_omap_set_header(t, "c", "big", "hdr", 3), 0);
+	ck_assert_int_eq(apply(t), 0);
+	/* The child collection and the moves in one transaction; a write to the
+	 * moved object under its new home in the same transaction. */
+	t = txn();
+	ck_assert_int_eq(os_txn_mkcoll(t, "d"), 0);
+	ck_assert_int_eq(os_txn_move(t, "c", "big", "d", "big"), 0);
+	ck_assert_int_eq(os_txn_move(t, "c", "small", "d", "small"), 0);
+	ck_assert_int_eq(os_txn_write(t, "d", "small", 0, "XY", 2), 0);
+	ck_assert_int_eq(apply(t), 0);
+	memcpy(b, "XY", 2);
+	for (int pass = 0; pass < 2; pass++) {
+		ck_assert_int_eq(os_stat(g_s, "c", "big", &st), -ENOENT);
+		ck_assert_int_eq(os_stat(g_s, "c", "small", &st), -ENOENT);
+		ck_assert_int_eq(os_stat(g_s, "d", "big", &st), 0);
+		ck_assert_uint_eq(st.size, sizeof(a));
+		ck_assert_int_eq(os_getattr(g_s, "d", "big", "v", &kv), 0);
+		ck_assert_uint_eq(kv.vlen, 4);
+		ck_assert_int_eq(memcmp(kv.val, "ver1", 4), 0);
+		free(kv.key);
+		free(kv.val);
+		ck_assert_int_eq(os_omap_get_header(g_s, "d", "big", &kv), 0);
+		ck_assert_uint_eq(kv.vlen, 3);
+		free(kv.key);
+		free(kv.val);
+		ck_assert_int_eq(
+			os_omap_iterate(g_s, "d", "big", NULL, 0, NULL, 0, 10, &kvs, &n, &more), 0);
+		ck_assert_uint_eq(n, 1);
+		ck_assert_int_eq(memcmp(kvs[0].val, "val1", 4), 0);
+		os_kvs_free(kvs, n);
+		ck_assert_int_eq(os_list(g_s, "d", NULL, 10, &names, &n, &more), 0);
+		ck_assert_uint_eq(n, 2);
+		os_names_free(names, n);
+		ck_assert_int_eq(os_list(g_s, "c", NULL, 10, &names, &n, &more), 0);
+		ck_assert_uint_eq(n, 1);
+		ck_assert_str_eq(names[0], "stays");
+		os_names_free(names, n);
+		ck_assert_int_eq(os_coll_stat(g_s, "c", &objs, &bytes), 0);
+		ck_assert_uint_eq(objs, 1);
+		ck_assert_uint_eq(bytes, 10);
+		ck_assert_int_eq(os_coll_stat(g_s, "d", &objs, &bytes), 0);
+		ck_assert_uint_eq(objs, 2);
+		ck_assert_uint_eq(bytes, sizeof(a) + sizeof(b));
+		{
+			struct cm_buf *buf;
+			struct done d = { 0 };
+
+			os_read(g_s, "d", "small", 0, sizeof(b), read_cb, &d);
+			ck_assert(cm_test_run_until(g_r, &d.done, 30000));
+			ck_assert_int_eq(d.rc, 0);
+			buf = d.buf;
+			ck_assert_uint_eq(buf->len, sizeof(b));
+			ck_assert_int_eq(memcmp(buf->data, b, sizeof(b)), 0);
+			cm_buf_put(buf);
+		}
+		fsck_clean(true);
+		os_umount(g_s);
+		mount_store();
+	}
+	/* Errors: into a missing collection, the same object, a missing source. */
+	t = txn();
+	ck_assert_int_eq(os_txn_move(t, "d", "big", "nocoll", "big"), 0);
+	ck_assert_int_eq(apply(t), -ENOENT);
+	t = txn();
+	ck_assert_int_eq(os_txn_move(t, "d", "big", "d", "big"), -EINVAL);
+	os_txn_destroy(t);
+	t = txn();
+	ck_assert_int_eq(os_txn_move(t, "c", "gone", "d", "gone"), 0);
+	ck_assert_int_eq(apply(t), -ENOENT);
+	ck_assert_int_eq(os_stat(g_s, "d", "big", &st), 0);
+}
+
+END_TEST
+
 static void
 setup_small(void)
 {
@@ -1273,6 +1373,7 @@ main(void)
 	tcase_add_test(tc, test_attrs_and_omap);
 	tcase_add_test(tc, test_clone);
 	tcase_add_test(tc, test_stash_unstash_rename);
+	tcase_add_test(tc, test_move_between_collections);
 	store_journal_tests(tc);
 	store_fault_tests(tc, bdev);
 	tcase_add_checked_fixture(small, setup_small, teardown);
