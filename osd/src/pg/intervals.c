@@ -235,28 +235,32 @@ osd__pivs_load_record(struct osd *o, const struct os_kv *kv)
 void
 osd__pivs_load_all(struct osd *o)
 {
-	uint8_t after[64];
+	uint8_t *after = NULL; /* the page's last key, whatever its length */
 	size_t salen = 0;
 	bool more = true;
 
 	while (more) {
 		struct os_kv *kvs = NULL;
 		size_t n = 0;
+		uint8_t *last;
 
-		if (os_omap_iterate(o->store, OSD_META_CID, OSD_META_OID, salen ? after : NULL,
-				    salen, IV_PREFIX, sizeof(IV_PREFIX) - 1, 512, &kvs, &n, &more))
-			return; /* none kept (a new OSD) */
-		for (size_t i = 0; i < n; i++) {
-			if (kvs[i].klen >= sizeof(after))
-				continue;
-			memcpy(after, kvs[i].key, kvs[i].klen);
-			salen = kvs[i].klen;
+		if (os_omap_iterate(o->store, OSD_META_CID, OSD_META_OID, after, salen, IV_PREFIX,
+				    sizeof(IV_PREFIX) - 1, 512, &kvs, &n, &more))
+			break; /* none kept (a new OSD) */
+		for (size_t i = 0; i < n; i++)
 			osd__pivs_load_record(o, &kvs[i]);
+		last = n ? malloc(kvs[n - 1].klen ? kvs[n - 1].klen : 1) : NULL;
+		if (last) {
+			memcpy(last, kvs[n - 1].key, kvs[n - 1].klen);
+			free(after);
+			after = last;
+			salen = kvs[n - 1].klen;
 		}
 		os_kvs_free(kvs, n);
-		if (!n)
-			break;
+		if (!last)
+			break; /* the end, or no memory to go on from */
 	}
+	free(after);
 }
 
 int
