@@ -15,6 +15,8 @@ static const struct {
 	[CM_ERESET - CM_ERR_BASE] = { "CM_ERESET", "session reset" },
 	[CM_ECONF - CM_ERR_BASE] = { "CM_ECONF", "configuration error" },
 	[CM_EETCD - CM_ERR_BASE] = { "CM_EETCD", "no etcd endpoint answered" },
+	[CM_EMAC - CM_ERR_BASE] = { "CM_EMAC", "a frame failed its MAC (changed in flight, or not "
+					       "of this session)" },
 	[CM_ETLS -
 		CM_ERR_BASE] = { "CM_ETLS",
 				 "TLS: a certificate or key cannot be used, or the peer's is not "

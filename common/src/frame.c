@@ -3,8 +3,111 @@
 #include "cm/crc32c.h"
 #include "cm/err.h"
 
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
 /* Payloads above this get a buffer of their own instead of the rolling one. */
 #define FRAME_LARGE_PAYLOAD (64u * 1024)
+
+/* ---------------- frame MACs ---------------- */
+
+struct cm_frame_mac {
+	EVP_CIPHER_CTX *ctx;
+	uint8_t key[CM_FRAME_MAC_KEY_LEN];
+	uint64_t n; /* the next frame's number */
+};
+
+int
+cm_frame_mac_create(const uint8_t key[CM_FRAME_MAC_KEY_LEN], struct cm_frame_mac **mp)
+{
+	struct cm_frame_mac *m = calloc(1, sizeof(*m));
+
+	if (!m || !(m->ctx = EVP_CIPHER_CTX_new())) {
+		free(m);
+		return -ENOMEM;
+	}
+	memcpy(m->key, key, sizeof(m->key));
+	*mp = m;
+	return 0;
+}
+
+void
+cm_frame_mac_destroy(struct cm_frame_mac *m)
+{
+	if (!m)
+		return;
+	EVP_CIPHER_CTX_free(m->ctx);
+	OPENSSL_cleanse(m->key, sizeof(m->key));
+	free(m);
+}
+
+/* Start the next frame's tag: the nonce is its number (then counted). */
+static int
+mac_begin(struct cm_frame_mac *m, const uint8_t *pre)
+{
+	uint8_t nonce[12] = { 0 };
+	int outl;
+
+	cm_put_le64(nonce + 4, m->n++);
+	if (EVP_EncryptInit_ex(m->ctx, EVP_chacha20_poly1305(), NULL, m->key, nonce) != 1 ||
+	    EVP_EncryptUpdate(m->ctx, NULL, &outl, pre, CM_FRAME_PREAMBLE_LEN) != 1)
+		return -EIO;
+	return 0;
+}
+
+static int
+mac_add(struct cm_frame_mac *m, const uint8_t *p, size_t n)
+{
+	int outl;
+
+	while (n) {
+		int k = (int)CM_MIN(n, (size_t)1 << 30);
+
+		if (EVP_EncryptUpdate(m->ctx, NULL, &outl, p, k) != 1)
+			return -EIO;
+		p += k;
+		n -= (size_t)k;
+	}
+	return 0;
+}
+
+static int
+mac_add_sgl(struct cm_frame_mac *m, const struct cm_sgl *l)
+{
+	int rc = 0;
+
+	for (size_t i = 0; i < l->n && !rc; i++)
+		rc = mac_add(m, l->sg[i].buf->data + l->sg[i].off, l->sg[i].len);
+	return rc;
+}
+
+static int
+mac_end(struct cm_frame_mac *m, uint8_t tag[CM_FRAME_MAC_LEN])
+{
+	uint8_t none[16];
+	int outl;
+
+	if (EVP_EncryptFinal_ex(m->ctx, none, &outl) != 1 ||
+	    EVP_CIPHER_CTX_ctrl(m->ctx, EVP_CTRL_AEAD_GET_TAG, CM_FRAME_MAC_LEN, tag) != 1)
+		return -EIO;
+	return 0;
+}
+
+int
+cm_frame_mac_sign(struct cm_frame_mac *m, const uint8_t pre[CM_FRAME_PREAMBLE_LEN],
+		  const struct cm_sgl *front, const struct cm_sgl *data,
+		  uint8_t tag[CM_FRAME_MAC_LEN])
+{
+	int rc = mac_begin(m, pre);
+
+	if (!rc)
+		rc = mac_add_sgl(m, front);
+	if (!rc)
+		rc = mac_add_sgl(m, data);
+	return rc ? rc : mac_end(m, tag);
+}
+
+/* ---------------- preamble ---------------- */
 
 void
 cm_frame_hdr_encode(const struct cm_frame_hdr *h, uint8_t out[CM_FRAME_PREAMBLE_LEN])
@@ -72,12 +175,40 @@ void
 cm_frame_rx_fini(struct cm_frame_rx *rx)
 {
 	cm_frame_rx_reset(rx);
+	cm_frame_mac_destroy(rx->mac);
+	rx->mac = NULL;
 }
 
+void
+cm_frame_rx_set_mac(struct cm_frame_rx *rx, struct cm_frame_mac *m)
+{
+	cm_frame_mac_destroy(rx->mac);
+	rx->mac = m;
+}
+
+/* The frame's payload (front and data), without its tag. */
+static size_t
+frame_payload(const struct cm_frame_rx *rx)
+{
+	return (size_t)rx->hdr.front_len + rx->hdr.data_len;
+}
+
+/* Its bytes after the preamble: payload, then the tag. */
 static size_t
 frame_need(const struct cm_frame_rx *rx)
 {
-	return (size_t)rx->hdr.front_len + rx->hdr.data_len;
+	return frame_payload(rx) + (rx->hdr.flags & CM_FRAME_F_MAC ? CM_FRAME_MAC_LEN : 0);
+}
+
+/* Is the tag at `tag` the one of the frame whose MAC has seen its payload? */
+static int
+mac_check(struct cm_frame_rx *rx, const uint8_t *tag)
+{
+	uint8_t want[CM_FRAME_MAC_LEN];
+
+	if (mac_end(rx->mac, want))
+		return -EIO;
+	return CRYPTO_memcmp(want, tag, CM_FRAME_MAC_LEN) ? -CM_EMAC : 0;
 }
 
 int
@@ -124,12 +255,22 @@ deliver(struct cm_frame_rx *rx, struct cm_buf *b, size_t off, bool crc_known, ui
 {
 	struct cm_frame f;
 	uint32_t crc = 0;
-	int rc;
+	int rc = 0;
 
 	f.hdr = rx->hdr;
 	rx->have_hdr = false;
 	cm_sgl_init(&f.front);
 	cm_sgl_init(&f.data);
+	if (rx->mac) {
+		/* The whole frame is here: its payload, then its tag. (A large
+		 * one's payload was fed to the MAC as it arrived.) */
+		if (!crc_known)
+			rc = mac_add(rx->mac, b->data + off, frame_payload(rx));
+		if (!rc)
+			rc = mac_check(rx, b->data + off + frame_payload(rx));
+		if (rc)
+			return rc;
+	}
 	rc = cm_sgl_append(&f.front, b, off, rx->hdr.front_len);
 	if (!rc)
 		rc = cm_sgl_append(&f.data, b, off + rx->hdr.front_len, rx->hdr.data_len);
@@ -193,9 +334,16 @@ cm_frame_rx_advance(struct cm_frame_rx *rx, size_t n, cm_frame_rx_cb cb, void *a
 
 	if (rx->pbuf) {
 		struct cm_buf *pb = rx->pbuf;
+		size_t pay = frame_payload(rx);
 
-		if (!(rx->hdr.flags & CM_FRAME_F_NO_DATA_CRC))
-			rx_crc(rx, rx->pfill, n);
+		if (rx->pfill < pay) {
+			size_t k = CM_MIN(n, pay - rx->pfill);
+
+			if (!(rx->hdr.flags & CM_FRAME_F_NO_DATA_CRC))
+				rx_crc(rx, rx->pfill, k);
+			if (rx->mac && mac_add(rx->mac, pb->data + rx->ppad + rx->pfill, k))
+				return -EIO;
+		}
 		rx->pfill += n;
 		if (rx->pfill < frame_need(rx))
 			return 0;
@@ -217,6 +365,10 @@ cm_frame_rx_advance(struct cm_frame_rx *rx, size_t n, cm_frame_rx_cb cb, void *a
 			rc = cm_frame_hdr_decode(rx->rbuf->data + rx->rpos, &rx->lim, &rx->hdr);
 			if (rc)
 				return rc;
+			if (!!rx->mac != !!(rx->hdr.flags & CM_FRAME_F_MAC))
+				return rx->mac ? -CM_EMAC : -EPROTO; /* untagged, or unasked for */
+			if (rx->mac && mac_begin(rx->mac, rx->rbuf->data + rx->rpos))
+				return -EIO;
 			rx->have_hdr = true;
 			rx->rpos += CM_FRAME_PREAMBLE_LEN;
 			avail -= CM_FRAME_PREAMBLE_LEN;
@@ -250,7 +402,10 @@ cm_frame_rx_advance(struct cm_frame_rx *rx, size_t n, cm_frame_rx_cb cb, void *a
 				rx->pbuf->bcrc_n = rx->pbuf->bcrc ? rx->hdr.data_len / 4096 : 0;
 			}
 			if (!(rx->hdr.flags & CM_FRAME_F_NO_DATA_CRC))
-				rx_crc(rx, 0, avail);
+				rx_crc(rx, 0, CM_MIN(avail, frame_payload(rx)));
+			if (rx->mac && mac_add(rx->mac, rx->pbuf->data + rx->ppad,
+					       CM_MIN(avail, frame_payload(rx))))
+				return -EIO;
 			rx->pfill = avail;
 			rx->rpos = rx->rend;
 		}

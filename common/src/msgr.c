@@ -467,6 +467,7 @@ sock_maybe_free(struct cm_sock *s)
 		cm_msg_destroy(msg);
 	}
 	cm_frame_rx_fini(&s->rx);
+	cm_frame_mac_destroy(s->tx_mac);
 	SSL_free(s->ssl); /* frees both BIOs */
 	free(s->tls_in);
 	free(s->tls_out);
@@ -537,12 +538,21 @@ sock_queue_ctl(struct cm_sock *s, uint16_t type, struct cm_buf *front)
 	TAILQ_INSERT_TAIL(&s->ctl_q, msg, link);
 }
 
-static void
-msg_build_preamble(struct cm_msg *msg, uint64_t ack)
+/* Handshake frames are never tagged (the keys come from the handshake). */
+static bool
+msg_is_handshake(const struct cm_msg *msg)
+{
+	return (msg->type >= CM_MSG_HELLO && msg->type <= CM_MSG_READY_ACK) ||
+	       msg->type == CM_MSG_REFUSE;
+}
+
+/* mac: tag the frame (the socket's next). \return 0, -EIO. */
+static int
+msg_build_preamble(struct cm_msg *msg, uint64_t ack, struct cm_frame_mac *mac)
 {
 	struct cm_frame_hdr h = {
 		.version = CM_FRAME_VERSION,
-		.flags = msg->flags,
+		.flags = (uint8_t)((msg->flags & ~CM_FRAME_F_MAC) | (mac ? CM_FRAME_F_MAC : 0)),
 		.type = msg->type,
 		.tid = msg->tid,
 		.seq = msg->type >= CM_MSG_USER_MIN ? msg->seq : 0,
@@ -553,6 +563,11 @@ msg_build_preamble(struct cm_msg *msg, uint64_t ack)
 	};
 
 	cm_frame_hdr_encode(&h, msg->preamble);
+	msg->tag_len = 0;
+	if (!mac)
+		return 0;
+	msg->tag_len = CM_FRAME_MAC_LEN;
+	return cm_frame_mac_sign(mac, msg->preamble, &msg->front, &msg->data, msg->tag);
 }
 
 /* iovecs for msg's wire bytes from `skip` on. \return count. */
@@ -577,7 +592,18 @@ cm__msgr_msg_iov(struct cm_msg *msg, size_t skip, struct iovec *iov, int max)
 	} else {
 		skip -= msg->front.len;
 	}
-	n += cm_sgl_to_iov(&msg->data, skip, iov + n, max - n);
+	if (skip < msg->data.len) {
+		n += cm_sgl_to_iov(&msg->data, skip, iov + n, max - n);
+		skip = 0;
+	} else {
+		skip -= msg->data.len;
+	}
+	/* The tag, unless the data filled the iovecs (then it goes next time). */
+	if (skip < msg->tag_len && n < max) {
+		iov[n].iov_base = msg->tag + skip;
+		iov[n].iov_len = msg->tag_len - skip;
+		n++;
+	}
 	return n;
 }
 
@@ -589,7 +615,12 @@ cm__msgr_sock_pull(struct cm_sock *s, struct msg_list *from)
 
 	while ((msg = TAILQ_FIRST(from))) {
 		TAILQ_REMOVE(from, msg, link);
-		msg_build_preamble(msg, c ? c->in_seq : 0);
+		if (msg_build_preamble(msg, c ? c->in_seq : 0,
+				       msg_is_handshake(msg) ? NULL : s->tx_mac)) {
+			TAILQ_INSERT_HEAD(from, msg, link);
+			cm__msgr_sock_fail(s, -EIO);
+			return;
+		}
 		if (c)
 			c->acked_to_peer = c->in_seq;
 		TAILQ_INSERT_TAIL(&s->inflight, msg, link);
@@ -653,7 +684,7 @@ cm__msgr_sock_tx_account(struct cm_sock *s, size_t left)
 	struct cm_msg *msg;
 
 	while (left > 0 && (msg = TAILQ_FIRST(&s->inflight))) {
-		size_t rest = msg->wire_len - s->tx_off;
+		size_t rest = msg->wire_len + msg->tag_len - s->tx_off;
 
 		if (left < rest) {
 			s->tx_off += left;
@@ -836,6 +867,28 @@ hs_done(struct cm_sock *s)
 		cm__msgr_sock_flush(s);
 }
 
+/*
+ * Frame MACs start at fixed points of the handshake (cm/msgr_hs.h): the
+ * server tags what it sends after READY, the client after READY_ACK; each
+ * side checks what it receives after the other's last handshake frame.
+ * hs_rc: cm_hs_input's (1: done). \return hs_rc or -ENOMEM.
+ */
+static int
+sock_mac_start(struct cm_sock *s, int hs_rc)
+{
+	struct cm_frame_mac *rx;
+	bool tx_now = hs_rc == 1 || (s->server && s->hs.state == CM_HS_WAIT_READY_ACK);
+
+	if (tx_now && !s->tx_mac && cm_frame_mac_create(s->hs.mac_tx, &s->tx_mac))
+		return -ENOMEM;
+	if (hs_rc == 1) {
+		if (cm_frame_mac_create(s->hs.mac_rx, &rx))
+			return -ENOMEM;
+		cm_frame_rx_set_mac(&s->rx, rx);
+	}
+	return hs_rc;
+}
+
 static int
 sock_handshake_frame(struct cm_sock *s, struct cm_frame *f)
 {
@@ -860,6 +913,11 @@ sock_handshake_frame(struct cm_sock *s, struct cm_frame *f)
 	cm_buf_put(flat);
 	if (out.type)
 		sock_queue_ctl(s, out.type, out.front);
+	if (rc >= 0 && s->hs.mac && !s->ssl) {
+		rc = sock_mac_start(s, rc);
+		if (rc < 0)
+			return rc;
+	}
 	if (rc < 0) {
 		if (rc == -CM_EAUTH)
 			s->m->st.auth_failures++;
@@ -980,6 +1038,8 @@ sock_rx_done_body(struct cm_sock *s, int res)
 	}
 	if (rc == -CM_ECRC)
 		s->m->st.crc_errors++;
+	else if (rc == -CM_EMAC)
+		s->m->st.mac_failures++;
 	else if (rc == -EBADMSG || rc == -EMSGSIZE || rc == -EPROTO)
 		s->m->st.bad_frames++;
 	if (rc == -CM_ECLOSED && s->draining && !s->dead)

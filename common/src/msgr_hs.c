@@ -112,6 +112,23 @@ proof(const struct cm_hs *hs, const char *label, const uint8_t *n1, const uint8_
 	HMAC(EVP_sha256(), hs->key, (int)hs->key_len, msg, off, out, &outlen);
 }
 
+/* The session's frame MAC keys (protocol >= CM_MSGR_PROTO_MAC), once the peer proved the key. */
+static void
+mac_keys(struct cm_hs *hs)
+{
+	bool srv = hs->role == CM_HS_SERVER;
+	const char *cli_ent = srv ? hs->peer_entity : hs->entity;
+	const char *srv_ent = srv ? hs->entity : hs->peer_entity;
+
+	hs->mac = hs->proto >= CM_MSGR_PROTO_MAC;
+	if (!hs->mac)
+		return;
+	proof(hs, "cairn-mac-c2s", hs->nonce_c, hs->nonce_s, cli_ent, srv_ent,
+	      srv ? hs->mac_rx : hs->mac_tx);
+	proof(hs, "cairn-mac-s2c", hs->nonce_c, hs->nonce_s, cli_ent, srv_ent,
+	      srv ? hs->mac_tx : hs->mac_rx);
+}
+
 int
 cm_hs_start(struct cm_hs *hs, struct cm_hs_out *out)
 {
@@ -206,6 +223,7 @@ server_auth(struct cm_hs *hs, const uint8_t *front, size_t len, struct cm_hs_out
 		return refuse(hs, -CM_EAUTH, out,
 			      "authentication failed: %s does not hold this cluster's key",
 			      hs->peer_entity);
+	mac_keys(hs);
 	if (hs->session_fn) {
 		rc = hs->session_fn(hs->session_arg, hs, &in_seq, &reset);
 		if (rc)
@@ -247,6 +265,7 @@ client_hello_reply(struct cm_hs *hs, const uint8_t *front, size_t len, struct cm
 		return refuse(hs, -CM_EAUTH, out,
 			      "authentication failed: server %s does not hold this cluster's key",
 			      hs->peer_entity);
+	mac_keys(hs);
 	proof(hs, "cairn-cli", hs->nonce_s, hs->nonce_c, hs->entity, hs->peer_entity, p);
 	a.proof.data = p;
 	a.proof.len = PROOF_LEN;

@@ -70,6 +70,7 @@ struct cm_sock {
 	struct cm_hs hs;
 	struct cm_io rx_io, tx_io, conn_io;
 	struct cm_frame_rx rx;
+	struct cm_frame_mac *tx_mac; /* protocol 2 on plain TCP: tag what we send */
 	struct msg_list ctl_q;
 	struct msg_list inflight;
 	size_t tx_off;

@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The messenger's frame decoder fed arbitrary bytes in arbitrary chunk sizes
- * (the first bytes of the input choose the chunking), as a socket would.
+ * (the first byte of the input chooses the chunking, and with its top bit
+ * the receiver expects frame MACs), as a socket would.
  */
 #include "cm/frame.h"
 
@@ -34,12 +35,22 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint8_t chunk = 1;
 	size_t off = 0, frames = 0;
 
+	bool mac = false;
+
 	if (size > 0) {
-		chunk = data[0] ? data[0] : 1;
+		chunk = data[0] & 0x7f ? data[0] & 0x7f : 1;
+		mac = data[0] & 0x80;
 		data++;
 		size--;
 	}
 	cm_frame_rx_init(&rx, 4096, &lim);
+	if (mac) {
+		static const uint8_t key[CM_FRAME_MAC_KEY_LEN] = "frame fuzz key, 32 bytes long..";
+		struct cm_frame_mac *m;
+
+		if (cm_frame_mac_create(key, &m) == 0)
+			cm_frame_rx_set_mac(&rx, m);
+	}
 	while (off < size) {
 		void *dst;
 		size_t room, take;

@@ -255,9 +255,10 @@ run_server(const char *listen)
 	cm_msgr_get_stats(m, &st);
 	printf("{\"recv\":%" PRIu64 ",\"bytes\":%" PRIu64 ",\"bad\":%" PRIu64 ",\"dups\":%" PRIu64
 	       ",\"order_errors\":%" PRIu64 ",\"crc_errors\":%" PRIu64 ",\"bad_frames\":%" PRIu64
-	       ",\"auth_failures\":%" PRIu64 ",\"sock_resets\":%" PRIu64 "}\n",
+	       ",\"auth_failures\":%" PRIu64 ",\"sock_resets\":%" PRIu64
+	       ",\"mac_failures\":%" PRIu64 "}\n",
 	       s.recv, s.bytes, s.bad, s.dups, s.order_errors, st.crc_errors, st.bad_frames,
-	       st.auth_failures, st.sock_resets);
+	       st.auth_failures, st.sock_resets, st.mac_failures);
 	fflush(stdout);
 	_exit(0); /* sessions hold per-connection state we need not unwind */
 }

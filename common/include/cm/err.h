@@ -22,6 +22,7 @@ enum cm_err {
 	CM_ECONF = 1008,     /* configuration error */
 	CM_EETCD = 1009,     /* no etcd endpoint answered */
 	CM_ETLS = 1010,      /* TLS setup failed: our certificate or key, or the peer's */
+	CM_EMAC = 1011,      /* a frame failed its MAC: changed in flight, or not of this session */
 	CM_ERR_LAST
 };
 

@@ -35,6 +35,29 @@
 
 /* flags */
 #define CM_FRAME_F_NO_DATA_CRC 0x01 /* payload_crc covers the front only */
+#define CM_FRAME_F_MAC         0x02 /* a CM_FRAME_MAC_LEN tag follows the data */
+
+/*
+ * Frame MACs (messenger protocol 2, plain TCP; TLS has its own): after the
+ * handshake every frame carries a Poly1305 tag (ChaCha20-Poly1305 with the
+ * frame as associated data, nothing encrypted) over its preamble, front and
+ * data, keyed per session and direction, with the frame's number in that
+ * direction as the nonce. A changed byte, a frame from another session, a
+ * replayed, dropped or reordered frame all fail the tag.
+ */
+#define CM_FRAME_MAC_LEN     16
+#define CM_FRAME_MAC_KEY_LEN 32
+
+struct cm_frame_mac;
+
+/* \return 0, -ENOMEM. */
+int cm_frame_mac_create(const uint8_t key[CM_FRAME_MAC_KEY_LEN], struct cm_frame_mac **mp);
+void cm_frame_mac_destroy(struct cm_frame_mac *m);
+
+/* The tag of the next frame in m's direction. \return 0, -EIO (OpenSSL failed). */
+int cm_frame_mac_sign(struct cm_frame_mac *m, const uint8_t pre[CM_FRAME_PREAMBLE_LEN],
+		      const struct cm_sgl *front, const struct cm_sgl *data,
+		      uint8_t tag[CM_FRAME_MAC_LEN]);
 
 struct cm_frame_hdr {
 	uint8_t version;
@@ -91,11 +114,20 @@ struct cm_frame_rx {
 	uint32_t blk_crc; /* the data's current 4 KiB block (pbuf->bcrc gets each whole one) */
 	bool have_hdr;
 	struct cm_frame_hdr hdr;
+	uint8_t pre[CM_FRAME_PREAMBLE_LEN]; /* hdr's bytes (the MAC covers them) */
+	struct cm_frame_mac *mac;           /* set: every frame must carry a good tag */
 };
 
 /* \return 0. rbuf_size is the rolling buffer's size (>= 4096). */
 int cm_frame_rx_init(struct cm_frame_rx *rx, size_t rbuf_size, const struct cm_frame_limits *lim);
 void cm_frame_rx_fini(struct cm_frame_rx *rx);
+
+/*
+ * From the next frame on, every frame must carry a tag m verifies
+ * (CM_FRAME_F_MAC); rx owns m. A frame without one, or with a wrong one, is
+ * -CM_EMAC from advance.
+ */
+void cm_frame_rx_set_mac(struct cm_frame_rx *rx, struct cm_frame_mac *m);
 
 /* Forget any partial frame (after a reconnect). */
 void cm_frame_rx_reset(struct cm_frame_rx *rx);
@@ -106,8 +138,8 @@ int cm_frame_rx_prepare(struct cm_frame_rx *rx, void **p, size_t *len);
 /*
  * n bytes landed where prepare said. Decodes every complete frame.
  * \return 0; -EBADMSG, -EPROTO, -EMSGSIZE (preamble); -CM_ECRC (payload crc);
- * -ENOMEM; or the callback's negative return. After an error the stream is
- * unusable: reset the connection.
+ * -CM_EMAC (missing or wrong MAC); -ENOMEM; or the callback's negative return. After an error the
+ * stream is unusable: reset the connection.
  */
 int cm_frame_rx_advance(struct cm_frame_rx *rx, size_t n, cm_frame_rx_cb cb, void *arg);
 

@@ -48,8 +48,10 @@ struct cm_msg {
 	uint64_t seq;
 	uint8_t flags;
 	uint32_t payload_crc;
-	uint32_t wire_len;
+	uint32_t wire_len; /* preamble, front and data (what queue limits count) */
 	uint8_t preamble[48];
+	uint8_t tag_len; /* the frame's MAC after the data (this socket's): 0 or 16 */
+	uint8_t tag[16];
 	TAILQ_ENTRY(cm_msg) link;
 };
 
@@ -190,6 +192,7 @@ void *cm_conn_user(const struct cm_conn *c);
 struct cm_msgr_stats {
 	uint64_t msgs_sent, msgs_recv, bytes_sent, bytes_recv;
 	uint64_t resends, dups_dropped, crc_errors, bad_frames, auth_failures;
+	uint64_t mac_failures; /* frames whose MAC was wrong or missing */
 	uint64_t sock_resets, keepalive_timeouts, tls_failures;
 };
 

@@ -16,6 +16,9 @@
  * Both sides prove knowledge of the cluster key over the other side's fresh
  * nonce, so neither a replay nor a peer without the key gets through; the
  * chosen version is inside the MAC, so it cannot be downgraded in flight.
+ * From protocol 2 on, both derive per-direction frame MAC keys from the same
+ * inputs: the server tags every frame after READY, the client every frame
+ * after READY_ACK (cm/frame.h).
  */
 #ifndef CM_MSGR_HS_H
 #define CM_MSGR_HS_H
@@ -36,7 +39,8 @@ enum cm_msgr_type {
 };
 
 #define CM_MSGR_PROTO_MIN 1
-#define CM_MSGR_PROTO_MAX 1
+#define CM_MSGR_PROTO_MAX 2 /* 2: frames carry MACs after the handshake (cm/frame.h) */
+#define CM_MSGR_PROTO_MAC 2
 #define CM_HS_NONCE_LEN   32
 #define CM_HS_MAX_FRONT   4096 /* any pre-auth frame */
 
@@ -75,6 +79,12 @@ struct cm_hs {
 	uint8_t nonce_s[CM_HS_NONCE_LEN];
 	cm_hs_session_fn session_fn;
 	void *session_arg;
+	/* Protocol >= CM_MSGR_PROTO_MAC: the session's frame MAC keys, ours
+	 * to send with and the peer's, set once the peer proved the key:
+	 * HMAC(key, "cairn-mac-c2s" or "-s2c" | proto | nonce_c | nonce_s |
+	 * client entity | server entity). */
+	bool mac;
+	uint8_t mac_tx[32], mac_rx[32];
 	int err;          /* on failure: the negative error */
 	char reason[160]; /* on failure: why, for the log */
 };

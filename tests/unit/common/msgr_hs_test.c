@@ -54,6 +54,11 @@ START_TEST(test_hs_success)
 	ck_assert(s.lossless);
 	ck_assert_uint_eq(c.peer_in_seq, 17);
 	ck_assert_uint_eq(s.peer_in_seq, 5);
+	/* Protocol 2: both hold the same frame MAC keys, one per direction. */
+	ck_assert(c.mac && s.mac);
+	ck_assert_int_eq(memcmp(c.mac_tx, s.mac_rx, sizeof(c.mac_tx)), 0);
+	ck_assert_int_eq(memcmp(s.mac_tx, c.mac_rx, sizeof(s.mac_tx)), 0);
+	ck_assert_int_ne(memcmp(c.mac_tx, c.mac_rx, sizeof(c.mac_tx)), 0);
 	/* Anything after the handshake is a protocol error. */
 	ck_assert_int_eq(cm_hs_input(&s, CM_MSG_HELLO, NULL, 0, &o2), -EPROTO);
 }
@@ -106,10 +111,10 @@ START_TEST(test_hs_version_mismatch)
 
 	cm_hs_init(&c, CM_HS_CLIENT, g_key, sizeof(g_key), "client.1");
 	cm_hs_init(&s, CM_HS_SERVER, g_key, sizeof(g_key), "osd.0");
-	c.proto_min = c.proto_max = 2;
+	c.proto_min = c.proto_max = CM_MSGR_PROTO_MAX + 1;
 	ck_assert_int_eq(cm_hs_start(&c, &o1), 0);
 	ck_assert_int_eq(pass(&s, &o1, &o2), -CM_EVERSION);
-	ck_assert_ptr_nonnull(strstr(s.reason, "client.1 speaks 2-2, osd.0 speaks 1-1"));
+	ck_assert_ptr_nonnull(strstr(s.reason, "client.1 speaks 3-3, osd.0 speaks 1-2"));
 	ck_assert_int_eq(pass(&c, &o2, &o1), -CM_EVERSION);
 	ck_assert_ptr_nonnull(strstr(c.reason, "no common protocol version"));
 }

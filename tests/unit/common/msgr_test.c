@@ -191,7 +191,7 @@ END_TEST
 static void
 other_version(struct cm_msgr_opts *o)
 {
-	o->proto_min = o->proto_max = 2;
+	o->proto_min = o->proto_max = CM_MSGR_PROTO_MAX + 1;
 }
 
 START_TEST(test_msgr_wrong_key_and_version_refused)
