@@ -35,6 +35,7 @@ static const char g_key[] = "bench-cluster-key-0123456789";
 static double g_secs = 3.0;
 static enum cm_reactor_backend g_backend = CM_REACTOR_AUTO;
 static bool g_crc_data = true;
+static bool g_frame_mac = true; /* false: protocol 1, frames without MACs */
 static char g_tls_dir[64];
 static bool g_tls;
 
@@ -274,6 +275,8 @@ mk_msgr(struct cm_reactor *r, const char *name, const struct cm_msgr_ops *ops, v
 	o.ops = *ops;
 	o.ops_arg = arg;
 	o.crc_data = g_crc_data;
+	if (!g_frame_mac)
+		o.proto_min = o.proto_max = CM_MSGR_PROTO_MIN;
 	if (g_tls) {
 		static char cert[128], key[128];
 
@@ -473,7 +476,7 @@ int
 main(int argc, char **argv)
 {
 	const char *be = getenv("CAIRN_REACTOR"), *bname = "?";
-	struct result big, nocrc, tls = { 0 }, one, many;
+	struct result big, nocrc, nomac, tls = { 0 }, one, many, many_nomac;
 	int reps = 5;
 
 	if (argc > 1)
@@ -492,6 +495,9 @@ main(int argc, char **argv)
 	g_crc_data = false;
 	nocrc = run_case(4u << 20, 8, reps, 4.0, &bname);
 	g_crc_data = true;
+	g_frame_mac = false;
+	nomac = run_case(4u << 20, 8, reps, 4.0, &bname);
+	g_frame_mac = true;
 	if (make_cert()) {
 		g_tls = true;
 		tls = run_case(4u << 20, 8, reps, 4.0, &bname);
@@ -500,6 +506,9 @@ main(int argc, char **argv)
 	}
 	one = run_case(4096, 1, reps, 1.0, &bname);
 	many = run_case(4096, 64, reps, 1.0, &bname);
+	g_frame_mac = false;
+	many_nomac = run_case(4096, 64, reps, 1.0, &bname);
+	g_frame_mac = true;
 	printf("msgr bench: loopback, one connection, reactor %s; %d repetitions of %.1f s, each "
 	       "raw TCP then messenger; medians\n",
 	       bname, reps, g_secs);
@@ -508,17 +517,24 @@ main(int argc, char **argv)
 	       big.raw, big.ratio);
 	printf("  %-30s %10.0f MiB/s %10.0f MiB/s %8.2f\n", "  same, crc_data off", nocrc.msgr,
 	       nocrc.raw, nocrc.ratio);
+	printf("  %-30s %10.0f MiB/s %10.0f MiB/s %8.2f\n", "  same, frame MACs off", nomac.msgr,
+	       nomac.raw, nomac.ratio);
 	printf("  %-30s %10.0f MiB/s %10.0f MiB/s %8.2f\n", "  same, over TLS", tls.msgr, tls.raw,
 	       tls.ratio);
 	printf("  %-30s %12.0f/s %12.0f/s %8.2f\n", "4 KiB messages, 1 in flight", one.msgr,
 	       one.raw, one.ratio);
 	printf("  %-30s %12.0f/s %12.0f/s %8.2f\n", "4 KiB messages, 64 in flight", many.msgr,
 	       many.raw, many.ratio);
+	printf("  %-30s %12.0f/s %12.0f/s %8.2f\n", "  same, frame MACs off", many_nomac.msgr,
+	       many_nomac.raw, many_nomac.ratio);
 	printf("{\"bench\":\"msgr\",\"reactor\":\"%s\",\"reps\":%d,\"mib_s\":%.0f,\"raw_mib_s\":%.0f,"
 	       "\"ratio\":%.3f,\"mib_s_nocrc\":%.0f,\"ratio_nocrc\":%.3f,\"mib_s_tls\":%.0f,"
 	       "\"ratio_tls\":%.3f,\"msgs_s_4k_1\":%.0f,\"raw_msgs_s_4k_1\":%.0f,\"ratio_4k_1\":%.3f,"
-	       "\"msgs_s_4k\":%.0f,\"raw_msgs_s_4k\":%.0f,\"ratio_4k_64\":%.3f}\n",
+	       "\"msgs_s_4k\":%.0f,\"raw_msgs_s_4k\":%.0f,\"ratio_4k_64\":%.3f,"
+	       "\"mib_s_nomac\":%.0f,\"ratio_nomac\":%.3f,\"msgs_s_4k_nomac\":%.0f,"
+	       "\"ratio_4k_64_nomac\":%.3f}\n",
 	       bname, reps, big.msgr, big.raw, big.ratio, nocrc.msgr, nocrc.ratio, tls.msgr,
-	       tls.ratio, one.msgr, one.raw, one.ratio, many.msgr, many.raw, many.ratio);
+	       tls.ratio, one.msgr, one.raw, one.ratio, many.msgr, many.raw, many.ratio, nomac.msgr,
+	       nomac.ratio, many_nomac.msgr, many_nomac.ratio);
 	return 0;
 }

@@ -114,6 +114,8 @@ cm_daemon_msgr_opts(const struct cm_daemon_conf *c, struct cm_msgr_opts *o)
 	o->timeout_ms = (unsigned)c->timeout_ms;
 	o->max_queue_bytes = c->max_queue;
 	o->crc_data = c->crc_data;
+	if (!c->frame_mac) /* protocol 1: frames without MACs (and peers must agree) */
+		o->proto_min = o->proto_max = CM_MSGR_PROTO_MIN;
 	o->tls = c->tls;
 	o->tls_cert = c->tls_cert;
 	o->tls_key = c->tls_key;

@@ -1348,7 +1348,7 @@ cm_msgr_opts_init(struct cm_msgr_opts *o, size_t size)
 	o->backoff_min_ms = 20;
 	o->backoff_max_ms = 2000;
 	o->rbuf_size = 256u << 10;
-	o->proto_min = CM_MSGR_PROTO_MIN;
+	o->proto_min = CM_MSGR_PROTO_MAC;
 	o->proto_max = CM_MSGR_PROTO_MAX;
 	o->crc_data = true;
 	o->tls_verify = true;

@@ -29,6 +29,7 @@ struct cm_daemon_conf {
 	uint64_t timeout_ms;
 	uint64_t max_queue;
 	bool crc_data;
+	bool frame_mac;
 	bool tls;
 	char *tls_cert;
 	char *tls_key;
@@ -78,6 +79,10 @@ int cm_daemon_valid_level(const struct cm_opt *o, const char *v, char *err, size
 			       max_queue, "per-session send queue bound (backpressure)", NULL, 0), \
 		CM_DAEMON_OPT_("crc_data", CM_OPT_BOOL, "true", 0, 0, st_, m_, crc_data,           \
 			       "crc32c over message data (set the same cluster-wide)", NULL, 0),   \
+		CM_DAEMON_OPT_("frame_mac", CM_OPT_BOOL, "true", 0, 0, st_, m_, frame_mac,         \
+			       "a MAC on every frame after the handshake (plain TCP; set the "     \
+			       "same cluster-wide: off only on a network you trust)",              \
+			       NULL, 0),                                                           \
 		CM_DAEMON_OPT_("tls", CM_OPT_BOOL, "false", 0, 0, st_, m_, tls,                    \
 			       "TLS on every messenger link (set the same cluster-wide)", NULL,    \
 			       0),                                                                 \

@@ -105,7 +105,12 @@ struct cm_msgr_opts {
 	unsigned backoff_min_ms; /* default 20 */
 	unsigned backoff_max_ms; /* default 2000 */
 	size_t rbuf_size;        /* receive buffer; default 256 KiB */
-	uint32_t proto_min;      /* protocol versions spoken; default CM_MSGR_PROTO_MIN/MAX */
+	/* Protocol versions spoken; default CM_MSGR_PROTO_MAC..CM_MSGR_PROTO_MAX:
+	 * frame MACs required (a peer that offers less is refused, so a man in
+	 * the middle cannot talk the link down to unauthenticated frames).
+	 * cm_daemon_msgr_opts with frame_mac off: 1..1. Set it the same
+	 * cluster-wide. */
+	uint32_t proto_min;
 	uint32_t proto_max;
 	/*
 	 * crc32c over data segments (default true). Fronts are always

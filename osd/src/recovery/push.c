@@ -885,13 +885,19 @@ osd__pg_handle_recover(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 	Cairn__Osd__RecoverReq *q = (Cairn__Osd__RecoverReq *)cm_msg_unpack_front(
 		m, &cairn__osd__recover_req__descriptor);
 
-	if (q && osd_check_recover(q) == 0 && q->from != o->id)
-		osd__job_start(o, q, q->from);
-	else
+	bool held = false;
+
+	if (q && osd_check_recover(q) == 0 && q->from != o->id) {
+		held = osd__hold_for_map(o, c, m, q->epoch);
+		if (!held)
+			osd__job_start(o, q, q->from);
+	} else {
 		CM_LOG_RL(CM_LOG_WARN, "bad recovery request from %s", cm_conn_peer(c));
+	}
 	if (q)
 		cairn__osd__recover_req__free_unpacked(q, NULL);
-	cm_msg_destroy(m);
+	if (!held)
+		cm_msg_destroy(m);
 }
 
 void
@@ -968,6 +974,28 @@ out:
 	free(done);
 }
 
+/*
+ * Did the primary that asked for j already run as the incarnation the map
+ * shows now? A request carries the primary's map epoch, so one sent at or
+ * after the primary's own boot epoch (up_since) came from the process that
+ * runs now. This OSD may learn of that boot only after the request (its map
+ * lags: it booted later, or maps came in a batch): such a job is not the
+ * old incarnation's and must not be dropped unheard.
+ */
+static bool
+job_of_current_primary(const struct osd *o, const struct osd_rjob *j)
+{
+	return osd__sent_by_current(o, j->primary, j->epoch);
+}
+
+bool
+osd__sent_by_current(const struct osd *o, int32_t id, uint64_t epoch)
+{
+	const Cairn__Map__Osd *mo = o->map ? mon_osd_find(o->map, id) : NULL;
+
+	return mo && mo->up && mo->up_since && epoch >= mo->up_since;
+}
+
 void
 osd__rec_peer_reset(struct osd *o, int32_t peer)
 {
@@ -978,10 +1006,16 @@ osd__rec_peer_reset(struct osd *o, int32_t peer)
 			j->list_tid = 0;
 			j->rc = -ECONNRESET;
 			job_list_done(j);
-		} else if (j->target == peer && !j->idle)
-			job_finish(j, -ECONNRESET);
-		else if (j->primary == peer || j->target == peer)
-			job_drop(j);
+		} else if (j->target == peer && !j->idle) {
+			job_finish(j, -ECONNRESET); /* pushes in flight were lost: say so */
+		} else if (j->primary == peer && job_of_current_primary(o, j)) {
+			/* Asked by the primary running now: our session to it was
+			 * replaced, the job (and the primary's wait) go on. An idle
+			 * job whose target is that primary stays for its next ask. */
+			continue;
+		} else if (j->primary == peer || j->target == peer) {
+			job_drop(j); /* the old incarnation is gone: nobody waits */
+		}
 }
 
 void
@@ -992,8 +1026,15 @@ osd__rec_tick(struct osd *o, uint64_t now_ms)
 	TAILQ_FOREACH_SAFE(j, &o->rjobs, link, tmp) {
 		struct osd_pg *pg = osd__pg_find(o, j->pool, j->seed);
 
-		if (!pg || pg->interval_epoch > j->epoch)
-			job_drop(j); /* the PG moved on: its primary asks again */
+		if ((!pg || pg->interval_epoch > j->epoch) && j->idle)
+			job_drop(j); /* done and reported: nobody waits for it */
+		else if (!pg || pg->interval_epoch > j->epoch)
+			/* The PG moved on here. Say so rather than drop the job
+			 * unheard: we may have noticed an interval at a later epoch
+			 * than the primary planned in (we booted, or maps came in a
+			 * batch) while the primary still waits for this job. A
+			 * primary that moved on too ignores the answer (older gen). */
+			job_finish(j, -ESTALE);
 		else if (j->idle && now_ms - j->idle_ms > OSD_IDLE_KEEP_MS)
 			job_drop(j);
 		else if (j->waiting && now_ms - j->sent_ms > OSD_PUSH_TIMEOUT)

@@ -194,6 +194,13 @@ other_version(struct cm_msgr_opts *o)
 	o->proto_min = o->proto_max = CM_MSGR_PROTO_MAX + 1;
 }
 
+/* frame_mac off (cm_daemon_msgr_opts): protocol 1, frames without MACs. */
+static void
+no_frame_mac(struct cm_msgr_opts *o)
+{
+	o->proto_min = o->proto_max = CM_MSGR_PROTO_MIN;
+}
+
 START_TEST(test_msgr_wrong_key_and_version_refused)
 {
 	struct cm_reactor *r = cm_test_reactor();
@@ -229,6 +236,20 @@ START_TEST(test_msgr_wrong_key_and_version_refused)
 	cm_msg_destroy(m);
 	cm_conn_put(c1);
 	cm_conn_put(c2);
+	/* A peer without frame MACs cannot talk a MAC-requiring one down to
+	 * none (what a man in the middle editing HELLO would try): refused. */
+	{
+		struct side plain = { 0 };
+
+		mk(r, &plain, "client.plain", g_key, no_frame_mac);
+		ck_assert_int_eq(cm_msgr_connect(plain.m, g_addr, true, &c2), 0);
+		for (int i = 0; i < 500 && !plain.events[CM_CONN_FAILED]; i++)
+			cm_reactor_run_once(r, 10);
+		ck_assert_int_eq(plain.last_rc, -CM_EVERSION);
+		ck_assert(!plain.up);
+		cm_conn_put(c2);
+		cm_msgr_destroy(plain.m);
+	}
 	cm_msgr_destroy(bad.m);
 	cm_msgr_destroy(old.m);
 	cm_msgr_destroy(srv.m);

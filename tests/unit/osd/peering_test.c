@@ -56,6 +56,7 @@ fx_init(struct fx *x, int nosds, bool ec)
 	x->o.cfg = &x->cfg;
 	x->o.id = 0;
 	TAILQ_INIT(&x->o.wait_map);
+	TAILQ_INIT(&x->o.held);
 	TAILQ_INIT(&x->o.rjobs);
 	TAILQ_INIT(&x->o.rjobs_ready);
 	TAILQ_INIT(&x->o.ecrs);
@@ -909,6 +910,29 @@ START_TEST(test_write_versions_unique)
 
 END_TEST
 
+/*
+ * A source whose map lags learns of a primary's boot after the primary's
+ * request: the request (its epoch at or after the boot) is the running
+ * incarnation's and its job must stay (recovery_test's watchdog: dropped,
+ * the primary waited 30 s); one from before the boot is the dead one's.
+ */
+START_TEST(test_request_of_current_incarnation)
+{
+	struct fx x;
+
+	fx_init(&x, 3, false);
+	x.mo[1].up_since = 30;
+	ck_assert(osd__sent_by_current(&x.o, 1, 30));
+	ck_assert(osd__sent_by_current(&x.o, 1, 31));
+	ck_assert(!osd__sent_by_current(&x.o, 1, 29));
+	x.mo[1].up = false;
+	ck_assert(!osd__sent_by_current(&x.o, 1, 31));
+	ck_assert(!osd__sent_by_current(&x.o, 7, 31)); /* not in the map */
+	fx_fini(&x);
+}
+
+END_TEST
+
 static Suite *
 peering_suite(void)
 {
@@ -943,6 +967,7 @@ peering_suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("writes");
 	tcase_add_test(tc, test_write_versions_unique);
+	tcase_add_test(tc, test_request_of_current_incarnation);
 	suite_add_tcase(s, tc);
 	return s;
 }
