@@ -234,9 +234,6 @@ struct osd {
 	struct osd_pg **pgs;
 	size_t npg_b, npgs;
 	struct osd_op_q wait_map;
-	/* Peer requests from a newer map than ours (osd__hold_for_map). */
-	TAILQ_HEAD(, osd_held) held;
-	unsigned nheld;
 	/* every PG's acting set in the previous map (for prior sets) */
 	struct osd_pga **pga;
 	size_t npga_b;
@@ -947,27 +944,6 @@ void osd__pg_retry_wait_map(struct osd *o);
  * osd `id` that our map shows up now (it booted at or before that epoch)?
  */
 bool osd__sent_by_current(const struct osd *o, int32_t id, uint64_t epoch);
-
-/* A peer's message held until our map reaches its epoch. */
-struct osd_held {
-	TAILQ_ENTRY(osd_held) link;
-	struct cm_conn *c;
-	struct cm_msg *m;
-	uint64_t epoch;
-};
-
-/*
- * A peer asked for work (RECOVER, PG_LOG) on a map newer than ours: hold m
- * (taking it) until ours gets there, and ask for it. Answered now, the work
- * would go by our map's address and incarnation of the asker — an older
- * one: the answer lost, the asker waiting (the recovery watchdog caught
- * it). \return true if held (a bounded number; beyond, it runs now).
- */
-bool osd__hold_for_map(struct osd *o, struct cm_conn *c, struct cm_msg *m, uint64_t epoch);
-/* After a map: dispatch what it lets through. */
-void osd__held_release(struct osd *o);
-/* Shutdown: drop every held message. */
-void osd__held_free(struct osd *o);
 
 /* ---------- ops/list.c ---------- */
 

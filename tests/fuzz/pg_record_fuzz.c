@@ -99,7 +99,6 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	o->cfg = &cfg;
 	o->nshards = 1;
 	TAILQ_INIT(&o->wait_map);
-	TAILQ_INIT(&o->held);
 	TAILQ_INIT(&o->rjobs);
 	TAILQ_INIT(&o->rjobs_ready);
 	TAILQ_INIT(&o->ecrs);

@@ -720,18 +720,34 @@ ctl_up(int argc, char **argv, bool json)
 				if (!ready)
 					usleep(200000);
 			}
-			if (ready && l.osds)
-				ready = start_osds(&l, &c, s) == 0;
-			if (ready && mon_sync_command(s, 1, st, json, &rep) == 0 && rep->rc == 0) {
-				if (!json)
-					printf("\n");
-				fputs(rep->out, stdout);
-				status = 0;
-			} else {
+			if (!ready)
 				fprintf(stderr,
 					"clusterctl up: the mons did not all register and elect "
 					"a leader within 30 s (see %s/mon.*.log)\n",
 					l.dir);
+			else if (l.osds && start_osds(&l, &c, s))
+				ready = false; /* it said why */
+			/* The status to print: a leader that changed just now may
+			 * refuse it once; ask again for a while. */
+			for (uint64_t until = cm_now_ms() + 15000; ready;) {
+				if (mon_sync_command(s, 1, st, json, &rep) == 0 && rep->rc == 0) {
+					if (!json)
+						printf("\n");
+					fputs(rep->out, stdout);
+					status = 0;
+					break;
+				}
+				if (cm_now_ms() >= until) {
+					fprintf(stderr,
+						"clusterctl up: the cluster is up but 'status' failed: "
+						"%s (see %s/mon.*.log)\n",
+						rep && rep->err ? rep->err : "no answer", l.dir);
+					break;
+				}
+				if (rep)
+					cairn__mon__command_reply__free_unpacked(rep, NULL);
+				rep = NULL;
+				usleep(200000);
 			}
 			if (rep)
 				cairn__mon__command_reply__free_unpacked(rep, NULL);

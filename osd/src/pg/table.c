@@ -134,7 +134,6 @@ osd__pg_free_all(struct osd *o)
 	osd__rec_free_all(o);
 	osd__backends_abort_all(o); /* after the jobs are marked dead, before the PGs' ops go */
 	osd__pga_free_all(o);
-	osd__held_free(o);
 	while ((op = TAILQ_FIRST(&o->wait_map))) {
 		TAILQ_REMOVE(&o->wait_map, op, link);
 		op->queued = false;

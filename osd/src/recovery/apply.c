@@ -479,19 +479,13 @@ osd__pg_handle_pg_log(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 	Cairn__Osd__PgNotify *n =
 		(Cairn__Osd__PgNotify *)cm_msg_unpack_front(m, &cairn__osd__pg_notify__descriptor);
 
-	bool held = false;
-
-	if (n && osd_check_notify(n) == 0) {
-		held = osd__hold_for_map(o, c, m, n->epoch);
-		if (!held)
-			osd__log_apply(o, c, n);
-	} else {
+	if (n && osd_check_notify(n) == 0)
+		osd__log_apply(o, c, n);
+	else
 		CM_LOG_RL(CM_LOG_WARN, "bad PG log from %s", cm_conn_peer(c));
-	}
 	if (n)
 		cairn__osd__pg_notify__free_unpacked(n, NULL);
-	if (!held)
-		cm_msg_destroy(m);
+	cm_msg_destroy(m);
 }
 
 static void

@@ -885,19 +885,13 @@ osd__pg_handle_recover(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 	Cairn__Osd__RecoverReq *q = (Cairn__Osd__RecoverReq *)cm_msg_unpack_front(
 		m, &cairn__osd__recover_req__descriptor);
 
-	bool held = false;
-
-	if (q && osd_check_recover(q) == 0 && q->from != o->id) {
-		held = osd__hold_for_map(o, c, m, q->epoch);
-		if (!held)
-			osd__job_start(o, q, q->from);
-	} else {
+	if (q && osd_check_recover(q) == 0 && q->from != o->id)
+		osd__job_start(o, q, q->from);
+	else
 		CM_LOG_RL(CM_LOG_WARN, "bad recovery request from %s", cm_conn_peer(c));
-	}
 	if (q)
 		cairn__osd__recover_req__free_unpacked(q, NULL);
-	if (!held)
-		cm_msg_destroy(m);
+	cm_msg_destroy(m);
 }
 
 void

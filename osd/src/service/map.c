@@ -26,59 +26,6 @@ apply_map(struct osd *o, const Cairn__Map__OsdMap *m)
 	if (o->pl_ok)
 		osd__pg_on_map(o);
 	osd__pg_retry_wait_map(o);
-	osd__held_release(o);
-}
-
-#define OSD_HELD_MAX 4096
-
-bool
-osd__hold_for_map(struct osd *o, struct cm_conn *c, struct cm_msg *m, uint64_t epoch)
-{
-	struct osd_held *h;
-
-	if (epoch <= o->epoch || o->nheld >= OSD_HELD_MAX || !(h = calloc(1, sizeof(*h))))
-		return false;
-	h->c = cm_conn_get(c);
-	h->m = m;
-	h->epoch = epoch;
-	TAILQ_INSERT_TAIL(&o->held, h, link);
-	o->nheld++;
-	osd__want_map(o, o->epoch);
-	return true;
-}
-
-void
-osd__held_release(struct osd *o)
-{
-	struct osd_held *h, *tmp;
-	TAILQ_HEAD(, osd_held) ready = TAILQ_HEAD_INITIALIZER(ready);
-
-	TAILQ_FOREACH_SAFE(h, &o->held, link, tmp)
-		if (h->epoch <= o->epoch) {
-			TAILQ_REMOVE(&o->held, h, link);
-			TAILQ_INSERT_TAIL(&ready, h, link);
-			o->nheld--;
-		}
-	while ((h = TAILQ_FIRST(&ready))) {
-		TAILQ_REMOVE(&ready, h, link);
-		osd__on_msg(o, h->c, h->m);
-		cm_conn_put(h->c);
-		free(h);
-	}
-}
-
-void
-osd__held_free(struct osd *o)
-{
-	struct osd_held *h;
-
-	while ((h = TAILQ_FIRST(&o->held))) {
-		TAILQ_REMOVE(&o->held, h, link);
-		cm_msg_destroy(h->m);
-		cm_conn_put(h->c);
-		free(h);
-	}
-	o->nheld = 0;
 }
 
 /* ---------- the other shards: maps and boot state in, stats out ---------- */

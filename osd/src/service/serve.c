@@ -110,7 +110,6 @@ shard_open(struct osd_node *nd, struct osd *o, unsigned k, const char *listen_ad
 	/* each PG shard holds its share of the client data the OSD may hold */
 	o->client_bytes_max = CM_MAX(cfg->client_bytes_max / nd->n, (uint64_t)65536);
 	TAILQ_INIT(&o->wait_map);
-	TAILQ_INIT(&o->held);
 	TAILQ_INIT(&o->rjobs);
 	TAILQ_INIT(&o->rjobs_ready);
 	TAILQ_INIT(&o->ecrs);

@@ -56,7 +56,6 @@ fx_init(struct fx *x, int nosds, bool ec)
 	x->o.cfg = &x->cfg;
 	x->o.id = 0;
 	TAILQ_INIT(&x->o.wait_map);
-	TAILQ_INIT(&x->o.held);
 	TAILQ_INIT(&x->o.rjobs);
 	TAILQ_INIT(&x->o.rjobs_ready);
 	TAILQ_INIT(&x->o.ecrs);
