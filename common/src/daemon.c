@@ -23,6 +23,17 @@ cm_daemon_valid_key(const struct cm_opt *o, const char *v, char *err, size_t len
 }
 
 int
+cm_daemon_valid_on_off(const struct cm_opt *o, const char *v, char *err, size_t len)
+{
+	(void)o;
+	if (strcmp(v, "on") && strcmp(v, "off")) {
+		snprintf(err, len, "on or off");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int
 cm_daemon_valid_reactor(const struct cm_opt *o, const char *v, char *err, size_t len)
 {
 	enum cm_reactor_backend b;
@@ -114,7 +125,9 @@ cm_daemon_msgr_opts(const struct cm_daemon_conf *c, struct cm_msgr_opts *o)
 	o->timeout_ms = (unsigned)c->timeout_ms;
 	o->max_queue_bytes = c->max_queue;
 	o->crc_data = c->crc_data;
-	if (!c->frame_mac) /* protocol 1: frames without MACs (and peers must agree) */
+	/* off: protocol 1, frames without MACs (and peers must agree). A conf
+	 * built by hand (NULL) keeps the default, MACs on. */
+	if (c->frame_mac && !strcmp(c->frame_mac, "off"))
 		o->proto_min = o->proto_max = CM_MSGR_PROTO_MIN;
 	o->tls = c->tls;
 	o->tls_cert = c->tls_cert;

@@ -29,7 +29,7 @@ struct cm_daemon_conf {
 	uint64_t timeout_ms;
 	uint64_t max_queue;
 	bool crc_data;
-	bool frame_mac;
+	char *frame_mac; /* "on" (NULL: a conf not read from the table) or "off" */
 	bool tls;
 	char *tls_cert;
 	char *tls_key;
@@ -39,6 +39,7 @@ struct cm_daemon_conf {
 
 int cm_daemon_valid_key(const struct cm_opt *o, const char *v, char *err, size_t len);
 int cm_daemon_valid_reactor(const struct cm_opt *o, const char *v, char *err, size_t len);
+int cm_daemon_valid_on_off(const struct cm_opt *o, const char *v, char *err, size_t len);
 int cm_daemon_valid_level(const struct cm_opt *o, const char *v, char *err, size_t len);
 
 #define CM_DAEMON_OPT_(name_, type_, def_, min_, max_, st_, m_, field_, help_, valid_, flags_) \
@@ -79,10 +80,10 @@ int cm_daemon_valid_level(const struct cm_opt *o, const char *v, char *err, size
 			       max_queue, "per-session send queue bound (backpressure)", NULL, 0), \
 		CM_DAEMON_OPT_("crc_data", CM_OPT_BOOL, "true", 0, 0, st_, m_, crc_data,           \
 			       "crc32c over message data (set the same cluster-wide)", NULL, 0),   \
-		CM_DAEMON_OPT_("frame_mac", CM_OPT_BOOL, "true", 0, 0, st_, m_, frame_mac,         \
-			       "a MAC on every frame after the handshake (plain TCP; set the "     \
-			       "same cluster-wide: off only on a network you trust)",              \
-			       NULL, 0),                                                           \
+		CM_DAEMON_OPT_("frame_mac", CM_OPT_STR, "on", 0, 0, st_, m_, frame_mac,            \
+			       "on or off: a MAC on every frame after the handshake (plain TCP; "  \
+			       "set the same cluster-wide: off only on a network you trust)",      \
+			       cm_daemon_valid_on_off, 0),                                         \
 		CM_DAEMON_OPT_("tls", CM_OPT_BOOL, "false", 0, 0, st_, m_, tls,                    \
 			       "TLS on every messenger link (set the same cluster-wide)", NULL,    \
 			       0),                                                                 \
