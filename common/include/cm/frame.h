@@ -114,8 +114,7 @@ struct cm_frame_rx {
 	uint32_t blk_crc; /* the data's current 4 KiB block (pbuf->bcrc gets each whole one) */
 	bool have_hdr;
 	struct cm_frame_hdr hdr;
-	uint8_t pre[CM_FRAME_PREAMBLE_LEN]; /* hdr's bytes (the MAC covers them) */
-	struct cm_frame_mac *mac;           /* set: every frame must carry a good tag */
+	struct cm_frame_mac *mac; /* set: every frame must carry a good tag */
 };
 
 /* \return 0. rbuf_size is the rolling buffer's size (>= 4096). */

@@ -242,23 +242,20 @@ osd__pivs_load_all(struct osd *o)
 	while (more) {
 		struct os_kv *kvs = NULL;
 		size_t n = 0;
-		uint8_t *last;
-
 		if (os_omap_iterate(o->store, OSD_META_CID, OSD_META_OID, after, salen, IV_PREFIX,
 				    sizeof(IV_PREFIX) - 1, 512, &kvs, &n, &more))
 			break; /* none kept (a new OSD) */
 		for (size_t i = 0; i < n; i++)
 			osd__pivs_load_record(o, &kvs[i]);
-		last = n ? malloc(kvs[n - 1].klen ? kvs[n - 1].klen : 1) : NULL;
-		if (last) {
-			memcpy(last, kvs[n - 1].key, kvs[n - 1].klen);
+		if (n) { /* the next page starts after this one's last key (taken over) */
 			free(after);
-			after = last;
+			after = kvs[n - 1].key;
 			salen = kvs[n - 1].klen;
+			kvs[n - 1].key = NULL;
 		}
 		os_kvs_free(kvs, n);
-		if (!last)
-			break; /* the end, or no memory to go on from */
+		if (!n)
+			break;
 	}
 	free(after);
 }

@@ -969,19 +969,12 @@ out:
 }
 
 /*
- * Did the primary that asked for j already run as the incarnation the map
- * shows now? A request carries the primary's map epoch, so one sent at or
- * after the primary's own boot epoch (up_since) came from the process that
- * runs now. This OSD may learn of that boot only after the request (its map
- * lags: it booted later, or maps came in a batch): such a job is not the
- * old incarnation's and must not be dropped unheard.
+ * A request carries its sender's map epoch, so one sent at or after the
+ * sender's own boot epoch (up_since) came from the process that runs now.
+ * This OSD may learn of that boot only after the request (its map lags: it
+ * booted later, or maps came in a batch): a job such a request asked for is
+ * not an old incarnation's and must not be dropped unheard.
  */
-static bool
-job_of_current_primary(const struct osd *o, const struct osd_rjob *j)
-{
-	return osd__sent_by_current(o, j->primary, j->epoch);
-}
-
 bool
 osd__sent_by_current(const struct osd *o, int32_t id, uint64_t epoch)
 {
@@ -1002,7 +995,7 @@ osd__rec_peer_reset(struct osd *o, int32_t peer)
 			job_list_done(j);
 		} else if (j->target == peer && !j->idle) {
 			job_finish(j, -ECONNRESET); /* pushes in flight were lost: say so */
-		} else if (j->primary == peer && job_of_current_primary(o, j)) {
+		} else if (j->primary == peer && osd__sent_by_current(o, j->primary, j->epoch)) {
 			/* Asked by the primary running now: our session to it was
 			 * replaced, the job (and the primary's wait) go on. An idle
 			 * job whose target is that primary stays for its next ask. */
@@ -1019,10 +1012,11 @@ osd__rec_tick(struct osd *o, uint64_t now_ms)
 
 	TAILQ_FOREACH_SAFE(j, &o->rjobs, link, tmp) {
 		struct osd_pg *pg = osd__pg_find(o, j->pool, j->seed);
+		bool moved = !pg || pg->interval_epoch > j->epoch;
 
-		if ((!pg || pg->interval_epoch > j->epoch) && j->idle)
+		if (moved && j->idle)
 			job_drop(j); /* done and reported: nobody waits for it */
-		else if (!pg || pg->interval_epoch > j->epoch)
+		else if (moved)
 			/* The PG moved on here. Say so rather than drop the job
 			 * unheard: we may have noticed an interval at a later epoch
 			 * than the primary planned in (we booted, or maps came in a
