@@ -48,7 +48,7 @@ asan-test: $(ASAN_BUILD)/Makefile
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-		ctest --output-on-failure --timeout 1800 -j 2 -LE "bench|epoll_daemons"
+		ctest --output-on-failure --timeout 1800 -j 2 -LE "bench|epoll_daemons|normal_only"
 
 format:
 	@scripts/format apply

@@ -771,14 +771,35 @@ mon_pool_set(Cairn__Map__OsdMap *m, const char *name, const char *key, const cha
 	if (strcmp(key, "pg_num") == 0) {
 		if (p->pg_num == v)
 			return 1;
-		/* Until OSDs split and merge PGs, a new count would move objects to
-		 * PGs that do not hold them: every such object unreachable. */
-		snprintf(err, MON_ERRLEN,
-			 "pg_num cannot change yet (it is %u): the OSDs do not split or merge "
-			 "PGs, so objects whose PG changed would not be found; create a pool "
-			 "with the pg_num you need and copy into it",
-			 p->pg_num);
-		return -EINVAL;
+		/* Up: the OSDs split each PG in place (pgp_num stays, so a child
+		 * sits where its parent is). Down would need merging, not built:
+		 * objects of the PGs that go would not be found. */
+		if (v < p->pg_num) {
+			snprintf(err, MON_ERRLEN,
+				 "pg_num %" PRIu64 " < %u: PGs do not merge yet (only grow); "
+				 "create a pool with the pg_num you need and copy into it",
+				 v, p->pg_num);
+			return -EINVAL;
+		}
+		if (v > 65536) {
+			snprintf(err, MON_ERRLEN, "pg_num %" PRIu64 ": at most 65536", v);
+			return -EINVAL;
+		}
+		p->pg_num = (uint32_t)v;
+		return 0;
+	}
+	if (strcmp(key, "pgp_num") == 0) {
+		/* Where PGs are placed: raising it after a split moves children to
+		 * their own OSDs (backfill); at most pg_num. */
+		if (v < 1 || v > p->pg_num) {
+			snprintf(err, MON_ERRLEN, "pgp_num %" PRIu64 ": between 1 and pg_num (%u)",
+				 v, p->pg_num);
+			return -EINVAL;
+		}
+		if (p->pgp_num == v)
+			return 1;
+		p->pgp_num = (uint32_t)v;
+		return 0;
 	}
 	if (strcmp(key, "quota_max_bytes") == 0) {
 		if (p->quota_max_bytes == v)
@@ -787,8 +808,8 @@ mon_pool_set(Cairn__Map__OsdMap *m, const char *name, const char *key, const cha
 		return 0;
 	}
 	snprintf(err, MON_ERRLEN,
-		 "unknown pool setting '%s' (size, min_size, pg_num, crush_rule, "
-		 "quota_max_bytes)",
+		 "unknown pool setting '%s' (size, min_size, pg_num, pgp_num, "
+		 "crush_rule, quota_max_bytes)",
 		 key);
 	return -EINVAL;
 }

@@ -181,6 +181,11 @@ struct osd_pg {
 	struct osd_ver *stashes;
 	size_t nstash, capstash;
 	uint64_t ops_done;
+	/* PG split (pg/split.c) */
+	uint32_t split_for; /* the pool's pg_num our copy is split for (durable as
+			     * OSD_SPLIT_KEY; 0: not known yet, a copy made before splits) */
+	bool splitting;     /* our copy is being split: hidden from every message */
+	bool split_wait;    /* a child PG that an ancestor's split on this OSD makes */
 };
 
 /* An EC pool's profile (pools keep theirs for life). */
@@ -249,6 +254,7 @@ struct osd {
 	TAILQ_HEAD(osd_ecr_q, osd_ecr) ecrs; /* reads waiting for shards of other OSDs */
 	uint64_t ec_reads, ec_decodes;
 	uint64_t rec_watchdog; /* recovery plans the stall watchdog restarted */
+	uint64_t pg_splits;    /* copies of PGs this shard split */
 	/* counters */
 	uint64_t ops, op_bytes_in, op_bytes_out, repops, dups;
 	/* client data throttle (ops/op.c): bytes of the ops held now, the
@@ -282,6 +288,11 @@ osd_pg_mine(const struct osd *o, uint32_t seed)
  * then the ids (int32, little-endian).
  */
 #define OSD_PRIOR_KEY "prior"
+/* OSD_PGMETA key: the pool's pg_num the copy is split for (4 bytes, little
+ * endian). Not starting with 'l', 'm' or 's': those prefixes are iterated. */
+#define OSD_SPLIT_KEY "pg_num"
+/* A peer answered a query "busy": peer again after this long. */
+#define OSD_PEER_BUSY_MS 100
 
 #define OSD_TRIM_SLACK 64 /* trim in batches */
 
@@ -477,6 +488,7 @@ struct osd_counters {
 	uint64_t ops, bytes_in, bytes_out, rec_objects, rec_bytes, ec_reads, ec_decodes;
 	uint64_t rec_watchdog;
 	uint64_t client_busy;
+	uint64_t pg_splits;
 };
 
 struct osd_snap {
@@ -718,7 +730,14 @@ const char *osd__pg_state_name(enum osd_pg_state s);
 
 size_t osd__pg_hash(int64_t pool, uint32_t seed, size_t nb);
 
+/* The PG, or NULL also while it is being split or waits for its split (no message sees it). */
 struct osd_pg *osd__pg_find(struct osd *o, int64_t pool, uint32_t seed);
+
+/* The PG whatever its state (the map and the split code). */
+struct osd_pg *osd__pg_find_any(struct osd *o, int64_t pool, uint32_t seed);
+
+/* Read the copy's records (info, prior, log, stashes, missing, split) from the store again. */
+int osd__pg_reload(struct osd_pg *pg);
 
 struct osd_pg *osd__pg_new(struct osd *o, int64_t pool, uint32_t seed);
 
@@ -830,6 +849,20 @@ bool osd__txops_stash(Cairn__Osd__TxOp *const *ops, size_t n);
 
 /* Drop our stashes of entries up to v (a transaction of its own). */
 void osd__roll_local(struct osd_pg *pg, const struct osd_ver *v);
+
+/* ---------- pg/split.c ---------- */
+
+/* Record in t that pg's copy is split for pg_num (nothing for 0). */
+int osd__split_txn(struct osd_pg *pg, struct os_txn *t, uint32_t pg_num);
+
+/* Is c a child that splitting parent from pg_num `from` to `to` makes? */
+bool osd__split_is_child(uint32_t parent, uint32_t from, uint32_t to, uint32_t c);
+
+/* Will a split of a copy this OSD holds make child c (create it empty meanwhile: no)? */
+bool osd__split_child_waits(struct osd *o, int64_t pool, uint32_t c);
+
+/* Split pg's copy for pool's pg_num (the caller reset its interval; hidden until done). */
+void osd__split_start(struct osd_pg *pg, const Cairn__Map__Pool *pool);
 
 /* ---------- peering/interval.c ---------- */
 

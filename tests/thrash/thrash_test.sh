@@ -5,8 +5,9 @@
 # appends numbered records to logs, and reads them back. The faults: an OSD
 # killed with -9 (and restarted), an OSD stopped with SIGSTOP for 2 s to
 # THRASH_STOP_MAX (default 10; 30 for long runs) then continued (a hung
-# OSD: marked down, it must boot again), and the leader mon killed with -9
-# (and restarted). Passes with 0 lost acknowledged writes or appends, 0
+# OSD: marked down, it must boot again), the leader mon killed with -9
+# (and restarted), and once the pool's pg_num doubled (its PGs split amid
+# the other faults; THRASH_SPLIT=0: not). Passes with 0 lost acknowledged writes or appends, 0
 # wrong reads, 0 appends applied twice, every client op completed (the
 # workload sets no op timeout: an op that never completes fails the test by
 # its time limit, and any op error fails it), and the cluster back to
@@ -63,9 +64,22 @@ fi
 lpid=$!
 # Faults until 15 s before the workload's final read-back.
 end=$(( $(date +%s) + secs - 15 ))
-kills=0 stops=0 monkills=0
+kills=0 stops=0 monkills=0 splits=0
+# A third of the way in, the pool's pg_num doubles once (its PGs split under
+# the load and the faults around it); THRASH_SPLIT=0 leaves it alone.
+split_at=$(( $(date +%s) + secs / 3 ))
+[ "${THRASH_SPLIT:-1}" = 1 ] || split_at=$((end + 1))
 while [ "$(date +%s)" -lt "$end" ]; do
 	sleep $(( 2 + RANDOM % 4 ))
+	if [ "$splits" = 0 ] && [ "$(date +%s)" -ge "$split_at" ]; then
+		pg=$("$ctl" --format json pool ls 2>/dev/null | /usr/bin/python3 -c '
+import json, sys
+print([p for p in json.load(sys.stdin)["pools"] if p["name"] == sys.argv[1]][0]["pg_num"])' "${pool[1]}") || continue
+		"$ctl" pool set "${pool[1]}" pg_num $((2 * pg)) >/dev/null 2>&1 || continue
+		splits=1
+		echo "thrash: pool ${pool[1]}: pg_num $pg -> $((2 * pg)) at $(( $(date +%s) - end + secs - 15 )) s"
+		continue
+	fi
 	r=$(( RANDOM % 10 ))
 	if [ "$r" -ge 8 ] && [ "$nmon" -gt 1 ]; then
 		# The leader mon (status names it), killed and restarted.
@@ -97,7 +111,7 @@ while [ "$(date +%s)" -lt "$end" ]; do
 	sleep $(( RANDOM % 5 ))
 	up
 done
-echo "thrash: $kills OSD kills, $stops OSD stops (2-$stop_max s), $monkills leader mon kills in $secs s (PG shards per OSD start: $(grep -ho "[0-9]* PG shards\?$" "$dir"/osd.*.log | sort | uniq -c | awk '{printf "%s%s with %s", (NR > 1 ? ", " : ""), $1, $2}'))"
+echo "thrash: $kills OSD kills, $stops OSD stops (2-$stop_max s), $monkills leader mon kills, $splits pg_num change in $secs s (PG shards per OSD start: $(grep -ho "[0-9]* PG shards\?$" "$dir"/osd.*.log | sort | uniq -c | awk '{printf "%s%s with %s", (NR > 1 ? ", " : ""), $1, $2}'))"
 wait "$lpid" || { tail -20 "$dir/load.err" >&2; fail "workload: $(tail -1 "$dir/load.out")"; }
 echo "workload: $(tail -1 "$dir/load.out")"
 grep -q '"twice":0,"lost":0,"wrong":0' "$dir/load.out" ||

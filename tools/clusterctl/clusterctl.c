@@ -537,7 +537,7 @@ main_usage(void)
 		"                  pool ls | pool create NAME [--size N] [--min-size N] [--ec K+M]\n"
 		"                       [--stripe-unit BYTES] [--pg-num N]\n"
 		"                  pool rm NAME --yes-i-really-mean-it\n"
-		"                  pool set NAME size|min_size|pg_num|crush_rule|quota_max_bytes V\n"
+		"                  pool set NAME size|min_size|pg_num|pgp_num|crush_rule|quota_max_bytes V\n"
 		"                  pg ls [POOL]   (each PG's state, primary and up set)\n"
 		"  objects:        obj put|get POOL NAME [FILE|-] | obj stat|rm POOL NAME | obj ls POOL\n"
 		"                  bench POOL write|seq|rand [--seconds S] [--size B] [--threads T]\n"

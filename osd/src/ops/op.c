@@ -3,6 +3,7 @@
  * Client ops on the primary: dispatch, per-object order, replies.
  */
 #include "osd_int.h"
+#include "crush/placement.h"
 #include "cm/err.h"
 #include "cm/log.h"
 
@@ -230,6 +231,7 @@ osd__pg_object_ready(struct osd_pg *pg, const char *oid)
 static void
 op_dispatch(struct osd *o, struct osd_op *op)
 {
+	const Cairn__Map__Pool *pool;
 	struct osd_pg *pg;
 	int rc;
 
@@ -239,10 +241,28 @@ op_dispatch(struct osd *o, struct osd_op *op)
 		osd__want_map(o, o->epoch);
 		return;
 	}
-	pg = osd__pg_find(o, op->req->pool, op->req->seed);
-	if (!osd__pool(o, op->req->pool)) {
+	pg = osd__pg_find_any(o, op->req->pool, op->req->seed);
+	pool = osd__pool(o, op->req->pool);
+	if (!pool) {
 		reply_simple(o, op->c, op->m->tid, -ENOENT);
 		osd__op_free(op);
+		return;
+	}
+	if (op->req->epoch < o->epoch) {
+		/* The client's map may have fewer PGs (a split since): is the
+		 * object still in the PG it named? */
+		struct crush_pool cp;
+		uint32_t seed;
+
+		mon_pool_to_crush(pool, &cp);
+		if (crush_object_to_pg(&cp, NULL, op->req->oid, &seed) || seed != op->req->seed)
+			pg = NULL;
+	}
+	if (pg && (pg->splitting || pg->split_wait)) {
+		/* Its copy is being split here: the op waits for that (a few
+		 * hundred ms at most), then goes on (osd__split's retry). */
+		op->queued = true;
+		TAILQ_INSERT_TAIL(&o->wait_map, op, link);
 		return;
 	}
 	if (!pg || pg->primary != o->id || pg->state == OSD_PG_NONE ||

@@ -156,7 +156,7 @@ osd__pg_on_map(struct osd *o)
 				acting[k++] = up[i];
 				mine |= up[i] == o->id;
 			}
-			pg = osd__pg_find(o, pool->id, seed);
+			pg = osd__pg_find_any(o, pool->id, seed);
 			{
 				bool fresh;
 				struct osd_pga *x = osd__pga_get(o, pool->id, seed, &fresh);
@@ -193,6 +193,26 @@ osd__pg_on_map(struct osd *o)
 							  (pool->min_size ? pool->min_size : 1)))
 					osd__pivs_save(o, &mt, x);
 			}
+			if (pg && pg->split_wait) {
+				if (osd__split_child_waits(o, pool->id, seed))
+					continue; /* an ancestor's split on this OSD makes it */
+				pg->split_wait = false;
+			}
+			if (pg && pg->in_store && !pg->splitting && !pg->split_for) {
+				/* A copy made before splits: it is split for today's count. */
+				pg->split_for = pool->pg_num;
+				if (mt || os_txn_create(&mt) == 0)
+					(void)osd__split_txn(pg, mt, pg->split_for);
+			}
+			if (pg && pg->in_store && !pg->splitting && !pg->creating &&
+			    pg->split_for < pool->pg_num) {
+				pg_reset_interval(pg);
+				pg->state = OSD_PG_NONE;
+				pg->nacting = 0;
+				osd__split_start(pg, pool);
+			}
+			if (pg && pg->splitting)
+				continue; /* its children and it go on once it committed */
 			if (!mine || !o->booted) {
 				if (pg && pg->state != OSD_PG_NONE) {
 					pg_reset_interval(pg);
@@ -203,9 +223,16 @@ osd__pg_on_map(struct osd *o)
 				continue;
 			}
 			if (!pg) {
+				bool wait = osd__split_child_waits(o, pool->id, seed);
+
 				pg = osd__pg_new(o, pool->id, seed);
 				if (!pg)
 					continue;
+				if (wait) {
+					pg->split_wait = true;
+					CM_INFO("%s: waits for its parent's split", pg->cid);
+					continue;
+				}
 			}
 			changed = pg->state == OSD_PG_NONE || pg->primary != primary ||
 				  pg->nacting != k ||
@@ -237,6 +264,8 @@ osd__pg_on_map(struct osd *o)
 			osd__prior_save(pg, false);
 			if (!pg->in_store) {
 				pg->state = OSD_PG_CREATING;
+				if (!pg->split_for)
+					pg->split_for = pool->pg_num;
 				if (!pg->creating)
 					osd__pg_create_in_store(pg);
 				continue;

@@ -169,10 +169,19 @@ osd__pg_handle_query(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 
 	if (!q)
 		goto out;
-	pg = osd__pg_find(o, q->pool, q->seed);
+	pg = osd__pg_find_any(o, q->pool, q->seed);
 	n.pool = q->pool;
 	n.seed = q->seed;
 	n.epoch = q->epoch;
+	if (q->epoch > o->epoch || (pg && (pg->splitting || pg->split_wait))) {
+		/* Our map is behind the asker's interval (the PG may not exist for
+		 * us yet), or our copy is being split: "no copy" would be wrong. */
+		n.busy = true;
+		if (q->epoch > o->epoch)
+			osd__want_map(o, o->epoch);
+		osd__send_pb(c, OSD_MSG_PG_NOTIFY, 0, &n.base, NULL);
+		goto out;
+	}
 	n.exists = pg && pg->in_store;
 	{
 		bool fresh;
@@ -253,6 +262,15 @@ osd__pg_handle_notify(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 
 		if (pg->slot_osd[i] != peer || p->have)
 			continue;
+		if (n->busy) {
+			/* It cannot answer yet (splitting, or its map is behind): ask
+			 * everyone again shortly, from the tick. */
+			uint64_t at = cm_now_ms() + OSD_PEER_BUSY_MS;
+
+			if (!pg->retry_ms || pg->retry_ms > at)
+				pg->retry_ms = at;
+			break;
+		}
 		p->have = true;
 		p->exists = n->exists && n->info;
 		if (p->exists) {

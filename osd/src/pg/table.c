@@ -48,7 +48,7 @@ osd__pg_hash(int64_t pool, uint32_t seed, size_t nb)
 }
 
 struct osd_pg *
-osd__pg_find(struct osd *o, int64_t pool, uint32_t seed)
+osd__pg_find_any(struct osd *o, int64_t pool, uint32_t seed)
 {
 	struct osd_pg *pg;
 
@@ -58,6 +58,14 @@ osd__pg_find(struct osd *o, int64_t pool, uint32_t seed)
 		if (pg->pool == pool && pg->seed == seed)
 			return pg;
 	return NULL;
+}
+
+struct osd_pg *
+osd__pg_find(struct osd *o, int64_t pool, uint32_t seed)
+{
+	struct osd_pg *pg = osd__pg_find_any(o, pool, seed);
+
+	return pg && !pg->splitting && !pg->split_wait ? pg : NULL;
 }
 
 struct osd_pg *
@@ -283,11 +291,27 @@ log_load(struct osd_pg *pg, const uint8_t *v, size_t n)
 	return rc;
 }
 
+/* The pg_num the copy is split for (OSD_SPLIT_KEY). */
+static int
+split_load(struct osd_pg *pg, const uint8_t *v, size_t n)
+{
+	if (n != 4) {
+		CM_ERR("%s: unreadable split record (%zu bytes)", pg->cid, n);
+		return -EIO;
+	}
+	pg->split_for =
+		(uint32_t)v[0] | (uint32_t)v[1] << 8 | (uint32_t)v[2] << 16 | (uint32_t)v[3] << 24;
+	return 0;
+}
+
 int
 osd__pg_load_record(struct osd_pg *pg, const struct os_kv *kv)
 {
 	if (kv->klen == 4 && memcmp(kv->key, "info", 4) == 0)
 		return info_load(pg, kv->val, kv->vlen);
+	if (kv->klen == sizeof(OSD_SPLIT_KEY) - 1 &&
+	    memcmp(kv->key, OSD_SPLIT_KEY, sizeof(OSD_SPLIT_KEY) - 1) == 0)
+		return split_load(pg, kv->val, kv->vlen);
 	if (kv->klen == sizeof(OSD_PRIOR_KEY) - 1 &&
 	    memcmp(kv->key, OSD_PRIOR_KEY, sizeof(OSD_PRIOR_KEY) - 1) == 0) {
 		osd__prior_load(pg, kv->val, kv->vlen);
@@ -327,6 +351,15 @@ pg_load(struct osd_pg *pg)
 	if (val.val)
 		osd__prior_load(pg, val.val, val.vlen);
 	osd_kv_clear(&val);
+	key.key = (uint8_t *)OSD_SPLIT_KEY;
+	key.klen = sizeof(OSD_SPLIT_KEY) - 1;
+	rc = os_omap_get(s, pg->cid, OSD_PGMETA, &key, 1, &val);
+	if (rc)
+		return rc;
+	rc = val.val ? split_load(pg, val.val, val.vlen) : 0;
+	osd_kv_clear(&val);
+	if (rc)
+		return rc;
 	while (more) {
 		struct os_kv *kvs = NULL;
 		size_t n = 0;
@@ -352,6 +385,22 @@ pg_load(struct osd_pg *pg)
 	}
 	rc = pg_load_stashes(pg);
 	return rc ? rc : pg_load_missing(pg);
+}
+
+int
+osd__pg_reload(struct osd_pg *pg)
+{
+	osd__pg_log_clear(pg);
+	osd_oset_clear(&pg->missing);
+	pg->nstash = 0;
+	pg->nprior = 0;
+	pg->prior_loaded = false;
+	pg->last_update = pg->log_tail = (struct osd_ver){ 0, 0 };
+	pg->last_epoch_started = 0;
+	pg->incomplete = false;
+	pg->split_for = 0;
+	pg->in_store = false;
+	return pg_load(pg);
 }
 
 int
@@ -425,6 +474,8 @@ osd__pg_create_in_store(struct osd_pg *pg)
 		rc = os_txn_omap_set(t, pg->cid, OSD_PGMETA, "info", 4, buf, n);
 	if (!rc)
 		rc = osd__prior_txn(pg, t, false);
+	if (!rc)
+		rc = osd__split_txn(pg, t, pg->split_for);
 	if (rc) {
 		os_txn_destroy(t);
 		CM_ERR("%s: cannot create: %s", pg->cid, cm_strerror(rc));

@@ -19,7 +19,8 @@ counters_of(const struct osd *o)
 				      .ec_reads = o->ec_reads,
 				      .ec_decodes = o->ec_decodes,
 				      .rec_watchdog = o->rec_watchdog,
-				      .client_busy = o->client_busy };
+				      .client_busy = o->client_busy,
+				      .pg_splits = o->pg_splits };
 }
 
 static void
@@ -34,6 +35,7 @@ counters_add(struct osd_counters *t, const struct osd_counters *c)
 	t->ec_decodes += c->ec_decodes;
 	t->rec_watchdog += c->rec_watchdog;
 	t->client_busy += c->client_busy;
+	t->pg_splits += c->pg_splits;
 }
 
 /* Shard 0: every shard's counters, ours now and the others' last snapshot. */

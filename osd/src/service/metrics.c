@@ -44,6 +44,7 @@ COUNTER_FN(g_ec_reads, ec_reads)
 COUNTER_FN(g_ec_decodes, ec_decodes)
 COUNTER_FN(g_rec_watchdog, rec_watchdog)
 COUNTER_FN(g_client_busy, client_busy)
+COUNTER_FN(g_pg_splits, pg_splits)
 
 static double
 g_pgs(void *arg)
@@ -140,6 +141,8 @@ osd__metrics_start(struct osd *o, const char *addr, struct osd_metrics **mp)
 		{ "cairn_osd_client_busy_total",
 		  "Client ops answered busy (osd_client_message_cap reached); clients resend.",
 		  g_client_busy },
+		{ "cairn_osd_pg_splits_total", "PG copies this OSD split (pg_num grew).",
+		  g_pg_splits },
 		{ "cairn_osd_pgs", "PGs this OSD holds (as primary or replica).", g_pgs },
 		{ "cairn_osd_store_bytes", "The store's device size.", g_total },
 		{ "cairn_osd_store_free_bytes", "The store's free space.", g_free },

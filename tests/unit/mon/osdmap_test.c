@@ -219,12 +219,20 @@ START_TEST(test_pools)
 	ck_assert_int_eq(mon_pool_set(m, "a", "size", "2", err), 0);
 	ck_assert_int_eq(mon_pool_set(m, "a", "size", "2", err), 1);
 	ck_assert_int_eq(mon_pool_set(m, "a", "min_size", "3", err), -EINVAL);
-	/* No PG split or merge yet: a changed count is refused, the same is a no-op. */
-	ck_assert_int_eq(mon_pool_set(m, "a", "pg_num", "64", err), -EINVAL);
-	ck_assert_ptr_nonnull(strstr(err, "do not split"));
-	ck_assert_int_eq(mon_pool_set(m, "a", "pg_num", "8", err), -EINVAL);
+	/* PGs split (pg_num up, pgp_num stays) but do not merge; pgp_num up to pg_num. */
 	ck_assert_int_eq(mon_pool_set(m, "a", "pg_num", "32", err), 1);
+	ck_assert_int_eq(mon_pool_set(m, "a", "pg_num", "8", err), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "do not merge"));
 	ck_assert_int_eq(mon_pool_set(m, "a", "pg_num", "-1", err), -EINVAL);
+	ck_assert_int_eq(mon_pool_set(m, "a", "pg_num", "70000", err), -EINVAL);
+	ck_assert_int_eq(mon_pool_set(m, "a", "pg_num", "64", err), 0);
+	ck_assert_uint_eq(mon_pool_find(m, "a")->pg_num, 64);
+	ck_assert_uint_eq(mon_pool_find(m, "a")->pgp_num, 32);
+	ck_assert_int_eq(mon_pool_set(m, "a", "pgp_num", "65", err), -EINVAL);
+	ck_assert_int_eq(mon_pool_set(m, "a", "pgp_num", "0", err), -EINVAL);
+	ck_assert_int_eq(mon_pool_set(m, "a", "pgp_num", "64", err), 0);
+	ck_assert_int_eq(mon_pool_set(m, "a", "pgp_num", "64", err), 1);
+	ck_assert_uint_eq(mon_pool_find(m, "a")->pgp_num, 64);
 	ck_assert_int_eq(mon_pool_set(m, "a", "crush_rule", "ec_e", err), 0);
 	ck_assert_int_eq(mon_pool_set(m, "a", "crush_rule", "nope", err), -ENOENT);
 	ck_assert_int_eq(mon_pool_set(m, "e", "size", "3", err), -EINVAL);

@@ -9,6 +9,7 @@
  * each target's missing objects or backfill, and EC rollback.
  */
 #include "osd_int.h"
+#include "crush/placement.h"
 #include "fake_reactor.h"
 #include "testlib.h"
 
@@ -932,6 +933,61 @@ START_TEST(test_request_of_current_incarnation)
 
 END_TEST
 
+/* ---------- PG split: which PGs are children of which ---------- */
+
+/* Does clearing high bits of c, one at a time, reach a (osd__split_child_waits' walk)? */
+static bool
+walk_reaches(uint32_t c, uint32_t a)
+{
+	while (c != a && c) {
+		c &= ~(1u << (31 - __builtin_clz(c)));
+	}
+	return c == a;
+}
+
+START_TEST(test_split_children)
+{
+	static const uint32_t pairs[][2] = { { 8, 64 },    { 8, 32 },    { 12, 20 },
+					     { 5, 7 },     { 1, 3 },     { 16, 17 },
+					     { 100, 300 }, { 1, 65536 }, { 33, 4096 } };
+	uint64_t st = 0x9e3779b97f4a7c15ull;
+
+	for (size_t k = 0; k < sizeof(pairs) / sizeof(pairs[0]); k++) {
+		uint32_t from = pairs[k][0], to = pairs[k][1];
+		uint32_t *parents = calloc(to, sizeof(*parents));
+
+		ck_assert_ptr_nonnull(parents);
+		/* Every new seed has exactly one parent among the old ones, reached by
+		 * clearing its high bits. */
+		for (uint32_t c = from; c < to; c++) {
+			unsigned n = 0;
+
+			for (uint32_t p = 0; p < from; p++)
+				if (osd__split_is_child(p, from, to, c)) {
+					n++;
+					parents[c] = p;
+				}
+			ck_assert_uint_eq(n, 1);
+			ck_assert(walk_reaches(c, parents[c]));
+			ck_assert(!osd__split_is_child(parents[c], from, to, parents[c]));
+		}
+		/* An object's PG after the split is its old PG or a child of it. */
+		for (int i = 0; i < 20000; i++) {
+			uint32_t h, p, c;
+
+			st = st * 6364136223846793005ull + 1442695040888963407ull;
+			h = (uint32_t)(st >> 32);
+			p = crush_stable_mod(h, from, crush_pg_mask(from));
+			c = crush_stable_mod(h, to, crush_pg_mask(to));
+			ck_assert(c == p || osd__split_is_child(p, from, to, c));
+			ck_assert(c == p || parents[c] == p);
+		}
+		free(parents);
+	}
+}
+
+END_TEST
+
 static Suite *
 peering_suite(void)
 {
@@ -967,6 +1023,9 @@ peering_suite(void)
 	tc = tcase_create("writes");
 	tcase_add_test(tc, test_write_versions_unique);
 	tcase_add_test(tc, test_request_of_current_incarnation);
+	suite_add_tcase(s, tc);
+	tc = tcase_create("split");
+	tcase_add_test(tc, test_split_children);
 	suite_add_tcase(s, tc);
 	return s;
 }
