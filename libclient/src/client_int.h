@@ -1,7 +1,8 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
+ * libcairn's internals: the op as op.c builds it and client.c sends it, and
  * client.c's handling of what the cluster sends, reachable without a
- * reactor or connections: for tests/fuzz/libcairn_reply_fuzz.c only.
+ * reactor or connections (for tests/fuzz/libcairn_reply_fuzz.c only).
  */
 #ifndef CAIRN_CLIENT_INT_H
 #define CAIRN_CLIENT_INT_H
@@ -10,6 +11,39 @@
 #include "cm/msgr.h"
 
 #include <cairn/osdmap.pb-c.h>
+#include <protobuf-c/protobuf-c.h>
+
+/* One sub-op as the caller built it, with its outputs. */
+struct csub {
+	uint32_t type;
+	uint64_t off, len;
+	const void *wbuf;
+	char *name;
+	ProtobufCBinaryData value, end, start_after, prefix;
+	ProtobufCBinaryData *keys, *vals;
+	size_t nkeys, nvals;
+	uint32_t cmp, max;
+	bool excl;
+	struct cairn_version ver;
+	/* outputs */
+	void *rbuf;
+	size_t rbuflen;
+	size_t *out_len;
+	int *rval;
+	uint64_t *out_size;
+	struct cairn_version *out_ver;
+	struct cairn_kv **out_kvs;
+	size_t *out_n;
+	bool *out_more;
+	struct cairn_kv *out_header;
+};
+
+struct cairn_op {
+	struct csub *subs;
+	size_t n, cap;
+	int err;                 /* a build error, reported at submit */
+	uint64_t wbytes, rbytes; /* data it carries and may return: at most OSD_MAX_IO each */
+};
 
 /*
  * On a cluster handle with neither thread nor sessions: take map (borrowed)

@@ -605,4 +605,7 @@ void os_kick_commit(struct os_store *s);
 /* A write batch for a transaction: from the store's pool of cleared ones, or new. */
 rocksdb_writebatch_t *os_wb_get(struct os_store *s);
 
+/* Free what one recorded op holds (txn_ops.c). */
+void os_op_free(struct os_op *op);
+
 #endif

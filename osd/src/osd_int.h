@@ -861,6 +861,13 @@ bool osd__split_is_child(uint32_t parent, uint32_t from, uint32_t to, uint32_t c
 /* Will a split of a copy this OSD holds make child c (create it empty meanwhile: no)? */
 bool osd__split_child_waits(struct osd *o, int64_t pool, uint32_t c);
 
+/*
+ * A copy the store holds though pg does not know it (a split on another PG
+ * shard made it and its hand-over has not come yet): load it and return
+ * true; false if the store has no such collection. Clears split_wait.
+ */
+bool osd__split_adopt(struct osd_pg *pg);
+
 /* Split pg's copy for pool's pg_num (the caller reset its interval; hidden until done). */
 void osd__split_start(struct osd_pg *pg, const Cairn__Map__Pool *pool);
 

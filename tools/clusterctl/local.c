@@ -63,6 +63,11 @@ ephemeral_low(void)
 static int
 free_port(void)
 {
+	/* The ports this process handed out: one 'up' picks a dozen or more
+	 * before any is bound, and two equal picks made an OSD's /metrics fail
+	 * with EADDRINUSE (seen in CI). */
+	static uint16_t given[256];
+	static unsigned ngiven;
 	unsigned lo = ephemeral_low();
 	uint16_t port;
 
@@ -70,10 +75,15 @@ free_port(void)
 		struct sockaddr_in a = { .sin_family = AF_INET };
 		uint32_t r;
 		int fd, ok;
+		bool dup = false;
 
 		if (cm_random_bytes(&r, sizeof(r)))
 			break;
 		port = (uint16_t)(10000 + r % (lo - 10000));
+		for (unsigned k = 0; k < ngiven && k < CM_ARRAY_SIZE(given); k++)
+			dup |= given[k] == port;
+		if (dup)
+			continue;
 		a.sin_port = htons(port);
 		a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 		fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
@@ -81,8 +91,10 @@ free_port(void)
 			break;
 		ok = bind(fd, (struct sockaddr *)&a, sizeof(a)) == 0;
 		close(fd);
-		if (ok)
+		if (ok) {
+			given[ngiven++ % CM_ARRAY_SIZE(given)] = port;
 			return port;
+		}
 	}
 	return cm_sock_free_port("127.0.0.1", &port) ? -1 : port;
 }

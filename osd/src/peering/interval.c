@@ -144,7 +144,7 @@ osd__pg_on_map(struct osd *o)
 			uint8_t shard[OSD_MAX_ACTING];
 			int nbefore;
 			struct osd_pg *pg;
-			bool mine = false, changed;
+			bool mine = false, changed, made = false;
 
 			if (!osd_pg_mine(o, seed))
 				continue; /* another shard's */
@@ -196,7 +196,7 @@ osd__pg_on_map(struct osd *o)
 			if (pg && pg->split_wait) {
 				if (osd__split_child_waits(o, pool->id, seed))
 					continue; /* an ancestor's split on this OSD makes it */
-				pg->split_wait = false;
+				(void)osd__split_adopt(pg); /* made meanwhile: load it */
 			}
 			if (pg && pg->in_store && !pg->splitting && !pg->split_for) {
 				/* A copy made before splits: it is split for today's count. */
@@ -228,6 +228,7 @@ osd__pg_on_map(struct osd *o)
 				pg = osd__pg_new(o, pool->id, seed);
 				if (!pg)
 					continue;
+				made = true;
 				if (wait) {
 					pg->split_wait = true;
 					CM_INFO("%s: waits for its parent's split", pg->cid);
@@ -262,6 +263,11 @@ osd__pg_on_map(struct osd *o)
 			pg->primary = primary;
 			pg->interval_epoch = m->epoch;
 			osd__prior_save(pg, false);
+			/* A split on another PG shard may have made it: load, not create
+			 * (only a PG new to us: a stray being removed is still in the
+			 * store until its removal commits). */
+			if (!pg->in_store && !pg->creating && made)
+				(void)osd__split_adopt(pg);
 			if (!pg->in_store) {
 				pg->state = OSD_PG_CREATING;
 				if (!pg->split_for)

@@ -427,23 +427,43 @@ split_build_fn(void *arg)
 		j->rc = split_key_txn(j->t, j->pg->cid, j->to);
 }
 
+bool
+osd__split_adopt(struct osd_pg *pg)
+{
+	struct os_stat st;
+	int rc;
+
+	pg->split_wait = false;
+	if (os_stat(pg->osd->store, pg->cid, OSD_PGMETA, &st))
+		return false;
+	rc = osd__pg_reload(pg);
+	if (rc) {
+		CM_ERR("%s: cannot load after the split: %s", pg->cid, cm_strerror(rc));
+		return false;
+	}
+	return true;
+}
+
 /* A child made by a split on another PG shard of this OSD (or ours): load it. */
 static void
 kid_load(struct osd *o, int64_t pool, uint32_t c)
 {
 	struct osd_pg *pg = osd__pg_find_any(o, pool, c);
-	int rc;
 
+	if (pg && pg->in_store && !pg->split_wait)
+		return; /* the map found it first (osd__split_adopt) */
 	if (!pg)
 		pg = osd__pg_new(o, pool, c);
 	if (!pg) {
 		CM_ERR("pg.%" PRId64 ".%x: no memory to load the split's child", pool, c);
 		return;
 	}
-	pg->split_wait = false;
-	rc = osd__pg_reload(pg);
-	if (rc)
-		CM_ERR("%s: cannot load after the split: %s", pg->cid, cm_strerror(rc));
+	if (!osd__split_adopt(pg)) {
+		CM_ERR("%s: the split's child is not in the store", pg->cid);
+		return;
+	}
+	pg->state = OSD_PG_NONE; /* the map applied next sees a new interval */
+	pg->nacting = 0;
 }
 
 struct kid_post {

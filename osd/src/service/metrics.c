@@ -67,9 +67,18 @@ g_usage(void *arg, int what)
 	struct os_usage u;
 
 	os_get_usage(m->o->store, &u);
-	return what == 0   ? (double)u.total_bytes
-	       : what == 1 ? (double)u.free_bytes
-			   : (double)u.csum_errors;
+	switch (what) {
+	case 0:
+		return (double)u.total_bytes;
+	case 1:
+		return (double)u.free_bytes;
+	case 2:
+		return (double)u.csum_errors;
+	case 3:
+		return (double)u.cache_hits;
+	default:
+		return (double)u.cache_misses;
+	}
 }
 
 static double
@@ -88,6 +97,18 @@ static double
 g_csum(void *arg)
 {
 	return g_usage(arg, 2);
+}
+
+static double
+g_cache_hits(void *arg)
+{
+	return g_usage(arg, 3);
+}
+
+static double
+g_cache_misses(void *arg)
+{
+	return g_usage(arg, 4);
 }
 
 static double
@@ -143,6 +164,10 @@ osd__metrics_start(struct osd *o, const char *addr, struct osd_metrics **mp)
 		  g_client_busy },
 		{ "cairn_osd_pg_splits_total", "PG copies this OSD split (pg_num grew).",
 		  g_pg_splits },
+		{ "cairn_osd_data_cache_hits_total",
+		  "Block reads the store's data cache answered (osd_data_cache).", g_cache_hits },
+		{ "cairn_osd_data_cache_misses_total", "Block reads that went to the device.",
+		  g_cache_misses },
 		{ "cairn_osd_pgs", "PGs this OSD holds (as primary or replica).", g_pgs },
 		{ "cairn_osd_store_bytes", "The store's device size.", g_total },
 		{ "cairn_osd_store_free_bytes", "The store's free space.", g_free },

@@ -1,0 +1,434 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * libcairn: building compound ops (cairn_op_*, any thread) and freeing what
+ * their outputs allocate. The client thread (client.c) turns an op into an
+ * OsdOp message and fills its outputs from the reply.
+ */
+#include "cairn.h"
+#include "client_int.h"
+#include "osd/proto.h"
+#include "cm/err.h"
+
+/* Count len more bytes written (or read) by op: -E2BIG past OSD_MAX_IO. */
+static bool
+op_io_add(cairn_op_t *op, uint64_t *total, size_t len)
+{
+	if (len > OSD_MAX_IO || *total + len > OSD_MAX_IO) {
+		op->err = -E2BIG;
+		return false;
+	}
+	*total += len;
+	return true;
+}
+
+cairn_op_t *
+cairn_op_create(void)
+{
+	return calloc(1, sizeof(struct cairn_op));
+}
+
+static void
+bin_free(ProtobufCBinaryData *b)
+{
+	free(b->data);
+	b->data = NULL;
+	b->len = 0;
+}
+
+void
+cairn_op_release(cairn_op_t *op)
+{
+	if (!op)
+		return;
+	for (size_t i = 0; i < op->n; i++) {
+		struct csub *s = &op->subs[i];
+
+		free(s->name);
+		bin_free(&s->value);
+		bin_free(&s->end);
+		bin_free(&s->start_after);
+		bin_free(&s->prefix);
+		for (size_t k = 0; k < s->nkeys; k++)
+			free(s->keys[k].data);
+		for (size_t k = 0; k < s->nvals; k++)
+			free(s->vals[k].data);
+		free(s->keys);
+		free(s->vals);
+	}
+	free(op->subs);
+	free(op);
+}
+
+static struct csub *
+sub_add(cairn_op_t *op, uint32_t type)
+{
+	struct csub *s;
+
+	if (op->err)
+		return NULL;
+	if (op->n == OSD_MAX_SUBOPS) {
+		op->err = -E2BIG;
+		return NULL;
+	}
+	if (op->n == op->cap) {
+		size_t cap = op->cap ? op->cap * 2 : 4;
+		struct csub *ns = realloc(op->subs, cap * sizeof(*ns));
+
+		if (!ns) {
+			op->err = -ENOMEM;
+			return NULL;
+		}
+		op->subs = ns;
+		op->cap = cap;
+	}
+	s = &op->subs[op->n++];
+	memset(s, 0, sizeof(*s));
+	s->type = type;
+	return s;
+}
+
+static int
+bin_set(ProtobufCBinaryData *b, const void *p, size_t n)
+{
+	b->data = malloc(n ? n : 1);
+	if (!b->data)
+		return -ENOMEM;
+	if (n)
+		memcpy(b->data, p, n);
+	b->len = n;
+	return 0;
+}
+
+static void
+sub_name(cairn_op_t *op, struct csub *s, const char *name)
+{
+	if (!s)
+		return;
+	if (!name || !name[0] || strlen(name) > 255) {
+		op->err = -EINVAL;
+		return;
+	}
+	s->name = strdup(name);
+	if (!s->name)
+		op->err = -ENOMEM;
+}
+
+void
+cairn_op_write(cairn_op_t *op, uint64_t off, const void *buf, size_t len)
+{
+	struct csub *s = sub_add(op, OSD_OP_WRITE);
+
+	if (s && op_io_add(op, &op->wbytes, len)) {
+		s->off = off;
+		s->len = len;
+		s->wbuf = buf;
+	}
+}
+
+void
+cairn_op_write_full(cairn_op_t *op, const void *buf, size_t len)
+{
+	struct csub *s = sub_add(op, OSD_OP_WRITEFULL);
+
+	if (s && op_io_add(op, &op->wbytes, len)) {
+		s->len = len;
+		s->wbuf = buf;
+	}
+}
+
+void
+cairn_op_append(cairn_op_t *op, const void *buf, size_t len)
+{
+	struct csub *s = sub_add(op, OSD_OP_APPEND);
+
+	if (s && op_io_add(op, &op->wbytes, len)) {
+		s->len = len;
+		s->wbuf = buf;
+	}
+}
+
+void
+cairn_op_truncate(cairn_op_t *op, uint64_t size)
+{
+	struct csub *s = sub_add(op, OSD_OP_TRUNCATE);
+
+	if (s)
+		s->len = size;
+}
+
+void
+cairn_op_zero(cairn_op_t *op, uint64_t off, uint64_t len)
+{
+	struct csub *s = sub_add(op, OSD_OP_ZERO);
+
+	if (s) {
+		s->off = off;
+		s->len = len;
+	}
+}
+
+void
+cairn_op_remove(cairn_op_t *op)
+{
+	sub_add(op, OSD_OP_REMOVE);
+}
+
+void
+cairn_op_create_object(cairn_op_t *op, bool exclusive)
+{
+	struct csub *s = sub_add(op, OSD_OP_CREATE);
+
+	if (s)
+		s->excl = exclusive;
+}
+
+void
+cairn_op_setxattr(cairn_op_t *op, const char *name, const void *val, size_t len)
+{
+	struct csub *s = sub_add(op, OSD_OP_SETXATTR);
+
+	sub_name(op, s, name);
+	if (s && !op->err && bin_set(&s->value, val, len))
+		op->err = -ENOMEM;
+}
+
+void
+cairn_op_rmxattr(cairn_op_t *op, const char *name)
+{
+	sub_name(op, sub_add(op, OSD_OP_RMXATTR), name);
+}
+
+/* The last sub-op when it is of this type (for joining keys), else a new one. */
+static struct csub *
+sub_join(cairn_op_t *op, uint32_t type)
+{
+	if (op->n && op->subs[op->n - 1].type == type && op->subs[op->n - 1].nkeys < OSD_MAX_KEYS)
+		return &op->subs[op->n - 1];
+	return sub_add(op, type);
+}
+
+static int
+push_bin(ProtobufCBinaryData **arr, size_t *n, const void *p, size_t len)
+{
+	ProtobufCBinaryData *na = realloc(*arr, (*n + 1) * sizeof(*na));
+
+	if (!na)
+		return -ENOMEM;
+	*arr = na;
+	if (bin_set(&na[*n], p, len))
+		return -ENOMEM;
+	(*n)++;
+	return 0;
+}
+
+void
+cairn_op_omap_set(cairn_op_t *op, const void *key, size_t klen, const void *val, size_t vlen)
+{
+	struct csub *s = sub_join(op, OSD_OP_OMAP_SET);
+
+	if (s &&
+	    (push_bin(&s->keys, &s->nkeys, key, klen) || push_bin(&s->vals, &s->nvals, val, vlen)))
+		op->err = -ENOMEM;
+}
+
+void
+cairn_op_omap_rm(cairn_op_t *op, const void *key, size_t klen)
+{
+	struct csub *s = sub_join(op, OSD_OP_OMAP_RM);
+
+	if (s && push_bin(&s->keys, &s->nkeys, key, klen))
+		op->err = -ENOMEM;
+}
+
+void
+cairn_op_omap_rm_range(cairn_op_t *op, const void *first, size_t flen, const void *last,
+		       size_t llen)
+{
+	struct csub *s = sub_add(op, OSD_OP_OMAP_RM_RANGE);
+
+	if (s && (push_bin(&s->keys, &s->nkeys, first, flen) || bin_set(&s->end, last, llen)))
+		op->err = -ENOMEM;
+}
+
+void
+cairn_op_omap_clear(cairn_op_t *op)
+{
+	sub_add(op, OSD_OP_OMAP_CLEAR);
+}
+
+void
+cairn_op_omap_set_header(cairn_op_t *op, const void *val, size_t len)
+{
+	struct csub *s = sub_add(op, OSD_OP_OMAP_SET_HEADER);
+
+	if (s && bin_set(&s->value, val, len))
+		op->err = -ENOMEM;
+}
+
+void
+cairn_op_assert_exists(cairn_op_t *op)
+{
+	sub_add(op, OSD_OP_ASSERT_EXISTS);
+}
+
+void
+cairn_op_assert_version(cairn_op_t *op, const struct cairn_version *v)
+{
+	struct csub *s = sub_add(op, OSD_OP_ASSERT_VERSION);
+
+	if (s)
+		s->ver = *v;
+}
+
+void
+cairn_op_cmpxattr(cairn_op_t *op, const char *name, enum cairn_cmp cmp, const void *val, size_t len)
+{
+	struct csub *s = sub_add(op, OSD_OP_CMPXATTR);
+
+	sub_name(op, s, name);
+	if (!s || op->err)
+		return;
+	if (cmp < CAIRN_CMP_EQ || cmp > CAIRN_CMP_ABSENT) {
+		op->err = -EINVAL;
+		return;
+	}
+	s->cmp = (uint32_t)cmp;
+	if (bin_set(&s->value, val, len))
+		op->err = -ENOMEM;
+}
+
+void
+cairn_op_read(cairn_op_t *op, uint64_t off, size_t len, void *buf, size_t *bytes_read, int *rval)
+{
+	struct csub *s = sub_add(op, OSD_OP_READ);
+
+	if (!s)
+		return;
+	if (!len) {
+		op->err = -EINVAL;
+		return;
+	}
+	if (!op_io_add(op, &op->rbytes, len))
+		return;
+	s->off = off;
+	s->len = len;
+	s->rbuf = buf;
+	s->rbuflen = len;
+	s->out_len = bytes_read;
+	s->rval = rval;
+}
+
+void
+cairn_op_stat(cairn_op_t *op, uint64_t *size, struct cairn_version *ver, int *rval)
+{
+	struct csub *s = sub_add(op, OSD_OP_STAT);
+
+	if (s) {
+		s->out_size = size;
+		s->out_ver = ver;
+		s->rval = rval;
+	}
+}
+
+void
+cairn_op_getxattr(cairn_op_t *op, const char *name, void *buf, size_t buflen, size_t *len,
+		  int *rval)
+{
+	struct csub *s = sub_add(op, OSD_OP_GETXATTR);
+
+	sub_name(op, s, name);
+	if (s) {
+		s->rbuf = buf;
+		s->rbuflen = buflen;
+		s->out_len = len;
+		s->rval = rval;
+	}
+}
+
+void
+cairn_op_getxattrs(cairn_op_t *op, struct cairn_kv **kvs, size_t *n, int *rval)
+{
+	struct csub *s = sub_add(op, OSD_OP_GETXATTRS);
+
+	if (s) {
+		s->out_kvs = kvs;
+		s->out_n = n;
+		s->rval = rval;
+	}
+}
+
+void
+cairn_op_omap_get(cairn_op_t *op, const struct cairn_kv *keys, size_t nkeys, struct cairn_kv **kvs,
+		  size_t *n, int *rval)
+{
+	struct csub *s = sub_add(op, OSD_OP_OMAP_GET);
+
+	if (!s)
+		return;
+	if (nkeys > OSD_MAX_KEYS) {
+		op->err = -E2BIG;
+		return;
+	}
+	for (size_t i = 0; i < nkeys; i++)
+		if (push_bin(&s->keys, &s->nkeys, keys[i].key, keys[i].klen)) {
+			op->err = -ENOMEM;
+			return;
+		}
+	s->out_kvs = kvs;
+	s->out_n = n;
+	s->rval = rval;
+}
+
+void
+cairn_op_omap_list(cairn_op_t *op, const void *start_after, size_t salen, const void *prefix,
+		   size_t plen, unsigned max, struct cairn_kv **kvs, size_t *n, bool *more,
+		   int *rval)
+{
+	struct csub *s = sub_add(op, OSD_OP_OMAP_LIST);
+
+	if (!s)
+		return;
+	if ((start_after && bin_set(&s->start_after, start_after, salen)) ||
+	    (prefix && bin_set(&s->prefix, prefix, plen))) {
+		op->err = -ENOMEM;
+		return;
+	}
+	s->max = max;
+	s->out_kvs = kvs;
+	s->out_n = n;
+	s->out_more = more;
+	s->rval = rval;
+}
+
+void
+cairn_op_omap_get_header(cairn_op_t *op, struct cairn_kv *header, int *rval)
+{
+	struct csub *s = sub_add(op, OSD_OP_OMAP_GET_HEADER);
+
+	if (s) {
+		s->out_header = header;
+		s->rval = rval;
+	}
+}
+
+void
+cairn_kvs_free(struct cairn_kv *kvs, size_t n)
+{
+	if (!kvs)
+		return;
+	for (size_t i = 0; i < n; i++) {
+		free(kvs[i].key);
+		free(kvs[i].val);
+	}
+	free(kvs);
+}
+
+void
+cairn_names_free(char **names, size_t n)
+{
+	if (!names)
+		return;
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
