@@ -182,10 +182,12 @@ struct osd_pg {
 	size_t nstash, capstash;
 	uint64_t ops_done;
 	/* PG split (pg/split.c) */
-	uint32_t split_for; /* the pool's pg_num our copy is split for (durable as
-			     * OSD_SPLIT_KEY; 0: not known yet, a copy made before splits) */
-	bool splitting;     /* our copy is being split: hidden from every message */
-	bool split_wait;    /* a child PG that an ancestor's split on this OSD makes */
+	uint32_t split_for;      /* the pool's pg_num our copy is split for (durable as
+				  * OSD_SPLIT_KEY; 0: not known yet, a copy made before splits) */
+	bool splitting;          /* our copy is being split: hidden from every message */
+	bool split_wait;         /* a child PG that an ancestor's split on this OSD makes */
+	uint32_t split_gen;      /* splits of this copy since start (stale wipes/removals see it) */
+	uint64_t split_retry_ms; /* a failed split is tried again then (still hidden) */
 };
 
 /* An EC pool's profile (pools keep theirs for life). */
@@ -210,11 +212,12 @@ struct osd_peer {
 struct osd {
 	struct osd_conf *cfg;
 	struct osd_node *node;
-	unsigned shard, nshards;     /* this PG shard, of nshards */
-	Cairn__Map__OsdMap *own_map; /* shards > 0: our copy of the map (map points at it) */
-	bool meta_ok;                /* shard 0: the store's meta object exists (map_save) */
-	uint64_t pg_maps;            /* maps osd__pg_on_map handled */
-	uint64_t snap_ms;            /* shards > 0: last stats handed to shard 0 */
+	unsigned shard, nshards;           /* this PG shard, of nshards */
+	Cairn__Map__OsdMap *own_map;       /* shards > 0: our copy of the map (map points at it) */
+	bool meta_ok;                      /* shard 0: the store's meta object exists (map_save) */
+	uint64_t pg_maps;                  /* maps osd__pg_on_map handled */
+	bool pg_map_running, pg_map_again; /* osd__pg_on_map: one at a time */
+	uint64_t snap_ms;                  /* shards > 0: last stats handed to shard 0 */
 	struct cm_reactor *r;
 	struct cm_msgr *msgr;
 	struct os_store *store;
@@ -868,6 +871,9 @@ bool osd__split_child_waits(struct osd *o, int64_t pool, uint32_t c);
  */
 bool osd__split_adopt(struct osd_pg *pg);
 
+/* A failed split's retry, from the tick. */
+void osd__split_tick(struct osd_pg *pg, uint64_t now_ms);
+
 /* Split pg's copy for pool's pg_num (the caller reset its interval; hidden until done). */
 void osd__split_start(struct osd_pg *pg, const Cairn__Map__Pool *pool);
 
@@ -1135,6 +1141,9 @@ void osd__rec_stalled(struct osd_pg *pg, uint64_t now_ms);
 void osd__rec_remove_strays(struct osd_pg *pg);
 
 /* ---------- recovery/push.c ---------- */
+
+/* End the source jobs of PG (pool, seed) (-ESTALE to their primaries): its copy splits. */
+void osd__rec_jobs_stale(struct osd *o, int64_t pool, uint32_t seed);
 
 /*
  * May a client op on oid run now? Not while an acting OSD lacks it (we, for

@@ -128,8 +128,8 @@ acting_restarted(const struct osd_pg *pg)
 	return false;
 }
 
-void
-osd__pg_on_map(struct osd *o)
+static void
+pg_on_map_once(struct osd *o)
 {
 	const Cairn__Map__OsdMap *m = o->map;
 	struct os_txn *mt = NULL;
@@ -270,8 +270,9 @@ osd__pg_on_map(struct osd *o)
 				(void)osd__split_adopt(pg);
 			if (!pg->in_store) {
 				pg->state = OSD_PG_CREATING;
-				if (!pg->split_for)
-					pg->split_for = pool->pg_num;
+				/* A new copy is empty: split for today's count (a stray's
+				 * old record must not stay). */
+				pg->split_for = pool->pg_num;
 				if (!pg->creating)
 					osd__pg_create_in_store(pg);
 				continue;
@@ -285,4 +286,24 @@ osd__pg_on_map(struct osd *o)
 	if (mt)
 		osd__queue(o, mt, NULL, NULL);
 	o->pg_maps++;
+}
+
+/*
+ * Also called from store callbacks (a split committed, a PG made): one at a
+ * time; a call while one runs (a callback that ran inline) makes it go
+ * round once more instead of nesting.
+ */
+void
+osd__pg_on_map(struct osd *o)
+{
+	if (o->pg_map_running) {
+		o->pg_map_again = true;
+		return;
+	}
+	o->pg_map_running = true;
+	do {
+		o->pg_map_again = false;
+		pg_on_map_once(o);
+	} while (o->pg_map_again && o->map && o->pl_ok);
+	o->pg_map_running = false;
 }

@@ -153,6 +153,24 @@ osd__pg_start_peering(struct osd_pg *pg)
 		osd__rec_plan(pg);
 }
 
+/*
+ * A PG we have no copy of in memory that a split here is about to make
+ * (an ancestor's copy has not split yet, a stray's too) or has just made
+ * (its collection is in the store, the hand-over to our shard not done):
+ * "no copy" would be wrong.
+ */
+static bool
+split_pending(struct osd *o, int64_t pool, uint32_t seed)
+{
+	char cid[48];
+	struct os_stat st;
+
+	if (osd__split_child_waits(o, pool, seed))
+		return true;
+	snprintf(cid, sizeof(cid), "pg.%" PRId64 ".%x", pool, seed);
+	return os_stat(o->store, cid, OSD_PGMETA, &st) == 0;
+}
+
 void
 osd__pg_handle_query(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 {
@@ -173,7 +191,8 @@ osd__pg_handle_query(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 	n.pool = q->pool;
 	n.seed = q->seed;
 	n.epoch = q->epoch;
-	if (q->epoch > o->epoch || (pg && (pg->splitting || pg->split_wait))) {
+	if (q->epoch > o->epoch || (pg && (pg->splitting || pg->split_wait)) ||
+	    (!pg && split_pending(o, q->pool, q->seed))) {
 		/* Our map is behind the asker's interval (the PG may not exist for
 		 * us yet), or our copy is being split: "no copy" would be wrong. */
 		n.busy = true;
@@ -299,6 +318,11 @@ osd__pg_tick(struct osd *o)
 	for (size_t b = 0; b < o->npg_b; b++)
 		for (struct osd_pg *pg = o->pgs[b]; pg; pg = pg->hnext) {
 			struct osd_repop *rp = TAILQ_FIRST(&pg->repops);
+
+			if (pg->splitting) {
+				osd__split_tick(pg, now);
+				continue;
+			}
 
 			/*
 			 * A write whose replica replies did not all come in

@@ -142,19 +142,39 @@ job_free(struct split_job *j)
 	free(j);
 }
 
-/* Ends a split that did not happen: the copy shows again, the next map tries again. */
+/*
+ * A split that did not happen: the copy stays hidden (its log still holds
+ * entries of objects that belong to children now: no peer may take it as
+ * it is) and the tick tries again in a second.
+ */
 static void
 split_fail(struct split_job *j, int rc)
 {
 	struct osd_pg *pg = j->pg;
 
-	pg->splitting = false;
-	if (!j->o->stopping)
-		osd__pg_retry_wait_map(j->o); /* ops that waited: as if no split */
-	if (!j->o->stopping)
-		CM_ERR("%s: cannot split for pg_num %u: %s%s%s (trying again with the next map)",
-		       pg->cid, j->to, cm_strerror(rc), j->why[0] ? ": " : "", j->why);
+	if (!j->o->stopping) {
+		pg->split_retry_ms = cm_now_ms() + 1000;
+		CM_ERR("%s: cannot split for pg_num %u: %s%s%s (trying again in 1 s)", pg->cid,
+		       j->to, cm_strerror(rc), j->why[0] ? ": " : "", j->why);
+	}
 	job_free(j);
+}
+
+void
+osd__split_tick(struct osd_pg *pg, uint64_t now_ms)
+{
+	const Cairn__Map__Pool *p;
+
+	if (!pg->splitting || !pg->split_retry_ms || now_ms < pg->split_retry_ms)
+		return;
+	pg->split_retry_ms = 0;
+	p = pg->osd->map ? osd__pool(pg->osd, pg->pool) : NULL;
+	if (p && pg->split_for < p->pg_num) {
+		osd__split_start(pg, p);
+		return;
+	}
+	pg->splitting = false; /* the pool went, or nothing left to split */
+	osd__pg_retry_wait_map(pg->osd);
 }
 
 static struct split_kid *
@@ -444,9 +464,55 @@ osd__split_adopt(struct osd_pg *pg)
 	return true;
 }
 
+/* What the map recorded of a PG's intervals (memory is newer than its stored prior record). */
+struct split_pga {
+	int n, nb, niv;
+	uint64_t epoch;
+	int32_t a[OSD_MAX_ACTING], b[OSD_MAX_ACTING];
+	struct osd_piv iv[OSD_PGA_MAX_IV];
+	bool known, have;
+};
+
+static void
+pga_take(struct osd *o, int64_t pool, uint32_t seed, struct split_pga *s)
+{
+	bool fresh;
+	struct osd_pga *x = osd__pga_get(o, pool, seed, &fresh);
+
+	s->have = x && !fresh;
+	if (!s->have)
+		return;
+	s->n = x->n;
+	s->nb = x->nb;
+	s->niv = x->niv;
+	s->epoch = x->epoch;
+	memcpy(s->a, x->a, sizeof(s->a));
+	memcpy(s->b, x->b, sizeof(s->b));
+	memcpy(s->iv, x->iv, sizeof(s->iv));
+	s->known = x->known;
+}
+
+static void
+pga_give(struct osd *o, int64_t pool, uint32_t seed, const struct split_pga *s)
+{
+	bool fresh;
+	struct osd_pga *x;
+
+	if (!s->have || !(x = osd__pga_get(o, pool, seed, &fresh)))
+		return;
+	x->n = s->n;
+	x->nb = s->nb;
+	x->niv = s->niv;
+	x->epoch = s->epoch;
+	memcpy(x->a, s->a, sizeof(x->a));
+	memcpy(x->b, s->b, sizeof(x->b));
+	memcpy(x->iv, s->iv, sizeof(x->iv));
+	x->known = s->known;
+}
+
 /* A child made by a split on another PG shard of this OSD (or ours): load it. */
 static void
-kid_load(struct osd *o, int64_t pool, uint32_t c)
+kid_load(struct osd *o, int64_t pool, uint32_t c, const struct split_pga *from)
 {
 	struct osd_pg *pg = osd__pg_find_any(o, pool, c);
 
@@ -462,6 +528,9 @@ kid_load(struct osd *o, int64_t pool, uint32_t c)
 		CM_ERR("%s: the split's child is not in the store", pg->cid);
 		return;
 	}
+	/* The parent's intervals as the maps recorded them, also during the
+	 * split (its stored prior record, which the child loaded, is older). */
+	pga_give(o, pool, c, from);
 	pg->state = OSD_PG_NONE; /* the map applied next sees a new interval */
 	pg->nacting = 0;
 }
@@ -471,6 +540,7 @@ struct kid_post {
 	struct osd *o;
 	int64_t pool;
 	uint32_t seed;
+	struct split_pga pga;
 };
 
 static void
@@ -480,7 +550,7 @@ kid_post_run(void *arg)
 	struct osd *o = p->o;
 
 	if (!o->stopping) {
-		kid_load(o, p->pool, p->seed);
+		kid_load(o, p->pool, p->seed, &p->pga);
 		if (o->map && o->pl_ok)
 			osd__pg_on_map(o);
 		osd__pg_retry_wait_map(o); /* the ops that waited for the split */
@@ -494,6 +564,7 @@ split_committed(void *arg, int rc)
 	struct split_job *j = arg;
 	struct osd *o = j->o;
 	struct osd_pg *pg = j->pg;
+	struct split_pga pga;
 
 	j->t = NULL; /* the store took it */
 	if (rc || o->stopping) {
@@ -501,9 +572,11 @@ split_committed(void *arg, int rc)
 		return;
 	}
 	pg->splitting = false;
+	pga_take(o, j->pool, j->seed, &pga);
 	rc = osd__pg_reload(pg);
 	if (rc)
 		CM_ERR("%s: cannot load after the split: %s", pg->cid, cm_strerror(rc));
+	pga_give(o, j->pool, j->seed, &pga); /* the reload's stored record is older */
 	for (size_t i = 0; i < j->nkids; i++) {
 		uint32_t c = j->kids[i].seed;
 		struct osd *ko;
@@ -512,7 +585,7 @@ split_committed(void *arg, int rc)
 		if (j->kids[i].exists)
 			continue;
 		if (osd_pg_mine(o, c)) {
-			kid_load(o, j->pool, c);
+			kid_load(o, j->pool, c, &pga);
 			continue;
 		}
 		ko = o->node->sh[c % o->node->n];
@@ -522,7 +595,7 @@ split_committed(void *arg, int rc)
 			       j->pool, c, ko->shard);
 			continue;
 		}
-		*p = (struct kid_post){ .o = ko, .pool = j->pool, .seed = c };
+		*p = (struct kid_post){ .o = ko, .pool = j->pool, .seed = c, .pga = pga };
 		p->m = (struct cm_reactor_msg){ .fn = kid_post_run, .arg = p, .drop = free };
 		cm_reactor_post(ko->r, &p->m);
 	}
@@ -587,11 +660,16 @@ osd__split_start(struct osd_pg *pg, const Cairn__Map__Pool *pool)
 
 	if (!rc)
 		rc = os_txn_touch(t, pg->cid, OSD_PGMETA);
+	pg->splitting = true;
+	pg->split_gen++;
+	osd__rec_jobs_stale(o, pg->pool, pg->seed); /* no push from a copy about to change */
 	if (rc) {
 		if (t)
 			os_txn_destroy(t);
 		free(j);
-		CM_ERR("%s: cannot start its split: %s", pg->cid, cm_strerror(rc));
+		pg->split_retry_ms = cm_now_ms() + 1000;
+		CM_ERR("%s: cannot start its split: %s (trying again in 1 s)", pg->cid,
+		       cm_strerror(rc));
 		return;
 	}
 	*j = (struct split_job){ .o = o,
@@ -601,7 +679,6 @@ osd__split_start(struct osd_pg *pg, const Cairn__Map__Pool *pool)
 				 .from = pg->split_for,
 				 .to = pool->pg_num,
 				 .start_ms = cm_now_ms() };
-	pg->splitting = true;
 	CM_INFO("%s: splitting for pg_num %u (was %u)", pg->cid, pool->pg_num, pg->split_for);
 	osd__queue(o, t, split_barrier, j);
 }

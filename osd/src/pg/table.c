@@ -449,6 +449,14 @@ pg_created(void *arg, int rc)
 		osd__pg_start_peering(pg);
 	else if (pg->state == OSD_PG_CREATING)
 		pg->state = OSD_PG_REPLICA;
+	{
+		/* pg_num grew while it was being made: split it now, not at some
+		 * later map (children on other shards wait for it). */
+		const Cairn__Map__Pool *p = pg->osd->map ? osd__pool(pg->osd, pg->pool) : NULL;
+
+		if (p && pg->split_for < p->pg_num && pg->osd->pl_ok)
+			osd__pg_on_map(pg->osd);
+	}
 }
 
 void

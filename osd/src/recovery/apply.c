@@ -22,9 +22,10 @@ struct tgt_ctx {
 	char *oid;
 	unsigned pending;
 	int rc;
-	struct osd_pg *pg; /* wipe */
-	uint32_t shard;    /* wipe: the EC shard label from now on */
-	char **oids;       /* wipe: the objects; PG_LOG: those lost (report: tell the primary) */
+	struct osd_pg *pg;  /* wipe */
+	uint32_t split_gen; /* wipe, removal: pg's when listed (a split since: stale) */
+	uint32_t shard;     /* wipe: the EC shard label from now on */
+	char **oids;        /* wipe: the objects; PG_LOG: those lost (report: tell the primary) */
 	size_t noids;
 	bool report;
 	struct cm_work w;
@@ -289,7 +290,7 @@ wipe_list_done(void *arg)
 	struct os_txn *t = NULL;
 	int rc = x->rc;
 
-	if (!rc && pg != x->pg)
+	if (!rc && (pg != x->pg || pg->split_gen != x->split_gen))
 		rc = -ESTALE;
 	if (rc) {
 		log_ack(x, rc);
@@ -422,6 +423,7 @@ osd__log_apply(struct osd *o, struct cm_conn *c, const Cairn__Osd__PgNotify *n)
 	pg->push_gen = n->gen;
 	if (n->wipe) {
 		x->pg = pg;
+		x->split_gen = pg->split_gen;
 		x->shard = n->shard;
 		x->w = (struct cm_work){ .fn = wipe_list_fn, .done = wipe_list_done, .arg = x };
 		if (osd__work(o, &x->w))
@@ -516,7 +518,8 @@ remove_list_done(void *arg)
 	int rc = x->rc;
 
 	/* Still a stray (no interval made us a member meanwhile)? */
-	if (rc || pg != x->pg || pg->state != OSD_PG_NONE || !pg->in_store || pg->creating) {
+	if (rc || pg != x->pg || pg->split_gen != x->split_gen || pg->state != OSD_PG_NONE ||
+	    !pg->in_store || pg->creating) {
 		tgt_free(x);
 		return;
 	}
@@ -553,6 +556,7 @@ osd__pg_handle_pg_remove(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 	x->pool = a->pool;
 	x->seed = a->seed;
 	x->pg = pg;
+	x->split_gen = pg->split_gen;
 	x->w = (struct cm_work){ .fn = wipe_list_fn, .done = remove_list_done, .arg = x };
 	if (osd__work(o, &x->w))
 		tgt_free(x);

@@ -1006,6 +1006,21 @@ osd__rec_peer_reset(struct osd *o, int32_t peer)
 }
 
 void
+osd__rec_jobs_stale(struct osd *o, int64_t pool, uint32_t seed)
+{
+	struct osd_rjob *j, *tmp;
+
+	TAILQ_FOREACH_SAFE(j, &o->rjobs, link, tmp) {
+		if (j->pool != pool || j->seed != seed)
+			continue;
+		if (j->idle)
+			job_drop(j);
+		else
+			job_finish(j, -ESTALE);
+	}
+}
+
+void
 osd__rec_tick(struct osd *o, uint64_t now_ms)
 {
 	struct osd_rjob *j, *tmp;
