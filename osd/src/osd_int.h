@@ -321,6 +321,17 @@ osd_stash_name(const struct osd_ver *v, char out[OSD_STASH_NAME_MAX])
 	snprintf(out, OSD_STASH_NAME_MAX, "\x01r%" PRIx64 ".%" PRIx64, v->epoch, v->seq);
 }
 
+/* The split record's value (OSD_SPLIT_KEY): 0, or -EIO if it is not 4 bytes. */
+static inline int
+osd_split_rec_get(const uint8_t *v, size_t n, uint32_t *pg_num)
+{
+	if (n != 4)
+		return -EIO;
+	*pg_num =
+		(uint32_t)v[0] | (uint32_t)v[1] << 8 | (uint32_t)v[2] << 16 | (uint32_t)v[3] << 24;
+	return 0;
+}
+
 static inline void
 osd_put_be64(uint8_t *p, uint64_t v)
 {

@@ -118,10 +118,8 @@ osd__split_child_waits(struct osd *o, int64_t pool, uint32_t c)
 			snprintf(cid, sizeof(cid), "pg.%" PRId64 ".%x", pool, a);
 			if (os_omap_get(o->store, cid, OSD_PGMETA, &key, 1, &val) || !val.val)
 				continue;
-			f = val.vlen == 4 ? (uint32_t)val.val[0] | (uint32_t)val.val[1] << 8 |
-						    (uint32_t)val.val[2] << 16 |
-						    (uint32_t)val.val[3] << 24
-					  : 0;
+			if (osd_split_rec_get(val.val, val.vlen, &f))
+				f = 0;
 			osd_kv_clear(&val);
 			if (f && f <= c)
 				return true;
@@ -466,11 +464,8 @@ osd__split_adopt(struct osd_pg *pg)
 
 /* What the map recorded of a PG's intervals (memory is newer than its stored prior record). */
 struct split_pga {
-	int n, nb, niv;
-	uint64_t epoch;
-	int32_t a[OSD_MAX_ACTING], b[OSD_MAX_ACTING];
-	struct osd_piv iv[OSD_PGA_MAX_IV];
-	bool known, have;
+	struct osd_pga x; /* a copy; its next, pool and seed are not used */
+	bool have;
 };
 
 static void
@@ -480,34 +475,23 @@ pga_take(struct osd *o, int64_t pool, uint32_t seed, struct split_pga *s)
 	struct osd_pga *x = osd__pga_get(o, pool, seed, &fresh);
 
 	s->have = x && !fresh;
-	if (!s->have)
-		return;
-	s->n = x->n;
-	s->nb = x->nb;
-	s->niv = x->niv;
-	s->epoch = x->epoch;
-	memcpy(s->a, x->a, sizeof(s->a));
-	memcpy(s->b, x->b, sizeof(s->b));
-	memcpy(s->iv, x->iv, sizeof(s->iv));
-	s->known = x->known;
+	if (s->have)
+		s->x = *x;
 }
 
 static void
 pga_give(struct osd *o, int64_t pool, uint32_t seed, const struct split_pga *s)
 {
 	bool fresh;
-	struct osd_pga *x;
+	struct osd_pga *x, keep;
 
 	if (!s->have || !(x = osd__pga_get(o, pool, seed, &fresh)))
 		return;
-	x->n = s->n;
-	x->nb = s->nb;
-	x->niv = s->niv;
-	x->epoch = s->epoch;
-	memcpy(x->a, s->a, sizeof(x->a));
-	memcpy(x->b, s->b, sizeof(x->b));
-	memcpy(x->iv, s->iv, sizeof(x->iv));
-	x->known = s->known;
+	keep = *x;
+	*x = s->x;
+	x->next = keep.next; /* its own place in the table */
+	x->pool = keep.pool;
+	x->seed = keep.seed;
 }
 
 /* A child made by a split on another PG shard of this OSD (or ours): load it. */

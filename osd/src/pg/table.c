@@ -295,13 +295,11 @@ log_load(struct osd_pg *pg, const uint8_t *v, size_t n)
 static int
 split_load(struct osd_pg *pg, const uint8_t *v, size_t n)
 {
-	if (n != 4) {
+	int rc = osd_split_rec_get(v, n, &pg->split_for);
+
+	if (rc)
 		CM_ERR("%s: unreadable split record (%zu bytes)", pg->cid, n);
-		return -EIO;
-	}
-	pg->split_for =
-		(uint32_t)v[0] | (uint32_t)v[1] << 8 | (uint32_t)v[2] << 16 | (uint32_t)v[3] << 24;
-	return 0;
+	return rc;
 }
 
 int
@@ -330,34 +328,27 @@ static int
 pg_load(struct osd_pg *pg)
 {
 	struct os_store *s = pg->osd->store;
-	struct os_kv key = { .key = (uint8_t *)"info", .klen = 4 }, val = { 0 };
+	/* info, the prior record, the split record: one read */
+	struct os_kv keys[3] = { { .key = (uint8_t *)"info", .klen = 4 },
+				 { .key = (uint8_t *)OSD_PRIOR_KEY,
+				   .klen = sizeof(OSD_PRIOR_KEY) - 1 },
+				 { .key = (uint8_t *)OSD_SPLIT_KEY,
+				   .klen = sizeof(OSD_SPLIT_KEY) - 1 } },
+		     vals[3] = { { 0 } };
 	uint8_t after[OSD_LOGKEY_LEN];
 	size_t salen = 0;
 	bool more = true;
 	int rc;
 
-	rc = os_omap_get(s, pg->cid, OSD_PGMETA, &key, 1, &val);
-	if (rc)
-		return rc;
-	rc = val.val ? info_load(pg, val.val, val.vlen) : 0;
-	osd_kv_clear(&val);
-	if (rc)
-		return rc;
-	key.key = (uint8_t *)OSD_PRIOR_KEY;
-	key.klen = sizeof(OSD_PRIOR_KEY) - 1;
-	rc = os_omap_get(s, pg->cid, OSD_PGMETA, &key, 1, &val);
-	if (rc)
-		return rc;
-	if (val.val)
-		osd__prior_load(pg, val.val, val.vlen);
-	osd_kv_clear(&val);
-	key.key = (uint8_t *)OSD_SPLIT_KEY;
-	key.klen = sizeof(OSD_SPLIT_KEY) - 1;
-	rc = os_omap_get(s, pg->cid, OSD_PGMETA, &key, 1, &val);
-	if (rc)
-		return rc;
-	rc = val.val ? split_load(pg, val.val, val.vlen) : 0;
-	osd_kv_clear(&val);
+	rc = os_omap_get(s, pg->cid, OSD_PGMETA, keys, 3, vals);
+	if (!rc && vals[0].val)
+		rc = info_load(pg, vals[0].val, vals[0].vlen);
+	if (!rc && vals[1].val)
+		osd__prior_load(pg, vals[1].val, vals[1].vlen);
+	if (!rc && vals[2].val)
+		rc = split_load(pg, vals[2].val, vals[2].vlen);
+	for (int i = 0; i < 3; i++)
+		osd_kv_clear(&vals[i]);
 	if (rc)
 		return rc;
 	while (more) {
