@@ -904,19 +904,27 @@ cmd_pool_ls(struct cmd *c)
 						 ? cm->rules[p->crush_rule]->name
 						 : "?";
 
+			char merge[96] = "";
+
+			if (p->pg_num_target && p->pg_num_pending)
+				snprintf(merge, sizeof(merge), " merging_to %u (step to %u paused)",
+					 p->pg_num_target, p->pg_num_pending);
+			else if (p->pg_num_target)
+				snprintf(merge, sizeof(merge), " merging_to %u", p->pg_num_target);
 			if (p->erasure)
 				fprintf(c->out,
 					"pool %" PRId64
 					" '%s' erasure %u+%u stripe_unit %u size %u "
-					"min_size %u pg_num %u crush_rule %s\n",
+					"min_size %u pg_num %u crush_rule %s pgp_num %u%s\n",
 					p->id, p->name, p->ec_k, p->ec_m,
 					p->stripe_unit ? p->stripe_unit : 4096, p->size,
-					p->min_size, p->pg_num, rn);
+					p->min_size, p->pg_num, rn, p->pgp_num, merge);
 			else
 				fprintf(c->out,
 					"pool %" PRId64 " '%s' replicated size %u min_size %u "
-					"pg_num %u crush_rule %s\n",
-					p->id, p->name, p->size, p->min_size, p->pg_num, rn);
+					"pg_num %u crush_rule %s pgp_num %u%s\n",
+					p->id, p->name, p->size, p->min_size, p->pg_num, rn,
+					p->pgp_num, merge);
 		}
 	}
 	crush_map_destroy(cm);

@@ -284,6 +284,58 @@ reporter_hosts(const struct track *t, const Cairn__Map__OsdMap *m, uint64_t now,
 	return n;
 }
 
+/* PG merge steps, from what the up OSDs last reported of the PGs they lead. */
+static int
+merge_decide(const struct mon_leader *l, const Cairn__Map__OsdMap *m, uint64_t now_ns,
+	     struct mon_leader_decision *d)
+{
+	struct mon_merge_rep *reps = NULL;
+	size_t n = 0, cap = 0;
+	int rc;
+	bool any = false;
+
+	for (size_t i = 0; i < m->n_pools; i++)
+		any |= m->pools[i]->pg_num_target != 0;
+	if (!any)
+		return 0;
+	for (int i = 0; i < l->ntrack; i++) {
+		const struct track *t = &l->track[i];
+
+		if (!t->up || !t->b)
+			continue;
+		for (size_t k = 0; k < t->b->n_pgs; k++) {
+			const Cairn__Mon__PgStat *p = t->b->pgs[k];
+
+			if (n == cap) {
+				size_t ncap = cap ? 2 * cap : 256;
+				struct mon_merge_rep *g = realloc(reps, ncap * sizeof(*g));
+
+				if (!g) {
+					free(reps);
+					mon_leader_decision_fini(d);
+					return -ENOMEM;
+				}
+				reps = g;
+				cap = ncap;
+			}
+			reps[n++] = (struct mon_merge_rep){
+				.pool = p->pool,
+				.seed = p->seed,
+				.epoch = p->epoch,
+				.clean = p->state && strcmp(p->state, "active+clean") == 0,
+				.ready = p->merge_ready,
+				.lu_epoch = p->lu_epoch,
+				.lu_seq = p->lu_seq,
+			};
+		}
+	}
+	rc = mon_merge_decide(m, reps, n, now_ns, &d->merges, &d->nmerges);
+	free(reps);
+	if (rc)
+		mon_leader_decision_fini(d);
+	return rc;
+}
+
 int
 mon_leader_decide(struct mon_leader *l, const Cairn__Map__OsdMap *m, uint64_t now_ns,
 		  struct mon_leader_decision *d)
@@ -329,7 +381,7 @@ mon_leader_decide(struct mon_leader *l, const Cairn__Map__OsdMap *m, uint64_t no
 			d->out[d->nout++] = o->id;
 		}
 	}
-	return 0;
+	return merge_decide(l, m, now_ns, d);
 }
 
 void
@@ -339,6 +391,9 @@ mon_leader_decision_fini(struct mon_leader_decision *d)
 	free(d->out);
 	d->down = d->out = NULL;
 	d->ndown = d->nout = 0;
+	mon_merge_edits_free(d->merges, d->nmerges);
+	d->merges = NULL;
+	d->nmerges = 0;
 }
 
 unsigned
@@ -362,6 +417,12 @@ mon_leader_apply(const struct mon_leader *l, const struct mon_leader_decision *d
 		if (o && !o->up && o->in && o->down_stamp_ns &&
 		    o->down_stamp_ns + out_ns <= now_ns && mon_osd_set_in(m, o->id, false) == 0)
 			changed++;
+	}
+	if (d->nmerges) {
+		int rc = mon_merge_apply(d->merges, d->nmerges, m, now_ns);
+
+		if (rc > 0)
+			changed += (unsigned)rc;
 	}
 	return changed;
 }
@@ -605,7 +666,7 @@ mon_leader_round(struct mon_leader *l, struct cm_etcd *e, struct mon_map_store *
 	rc = campaign(l, e, rd);
 	if (rc)
 		return rc;
-	if (rd->leader && (rd->dec.ndown || rd->dec.nout)) {
+	if (rd->leader && (rd->dec.ndown || rd->dec.nout || rd->dec.nmerges)) {
 		struct leader_edit le = { .l = l, .d = &rd->dec, .now = now_ns };
 		uint64_t epoch;
 
@@ -613,8 +674,8 @@ mon_leader_round(struct mon_leader *l, struct cm_etcd *e, struct mon_map_store *
 		if (rc < 0)
 			CM_WARN("marking OSDs down/out: %s", cm_strerror(rc));
 		else if (rc == 0)
-			CM_NOTICE("epoch %" PRIu64 ": %u OSDs marked down or out", epoch,
-				  le.changed);
+			CM_NOTICE("epoch %" PRIu64 ": %u OSDs marked down or out, or merge steps",
+				  epoch, le.changed);
 	}
 	return 0;
 }

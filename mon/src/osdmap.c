@@ -769,31 +769,48 @@ mon_pool_set(Cairn__Map__OsdMap *m, const char *name, const char *key, const cha
 		return 0;
 	}
 	if (strcmp(key, "pg_num") == 0) {
-		if (p->pg_num == v)
+		if (v < 1 || v > 65536) {
+			snprintf(err, MON_ERRLEN, "pg_num %" PRIu64 ": between 1 and 65536", v);
+			return -EINVAL;
+		}
+		if (v >= p->pg_num) {
+			/* Up (or back to today's count): a merge under way stops
+			 * (its paused PGs go on), and the OSDs split each PG in
+			 * place (pgp_num stays, so a child sits where its parent
+			 * is). */
+			if (p->pg_num == v && !p->pg_num_target && !p->pg_num_pending)
+				return 1;
+			p->pg_num_target = 0;
+			p->pg_num_pending = 0;
+			p->pending_epoch = 0;
+			p->pending_ns = 0;
+			p->pg_num = (uint32_t)v;
+			return 0;
+		}
+		/* Down: the leader merges in steps (mon/src/merge.c) once pgp_num
+		 * (lowered here at once) has put each source PG on its target's
+		 * OSDs and every PG is clean. */
+		if (p->pg_num_target == v)
 			return 1;
-		/* Up: the OSDs split each PG in place (pgp_num stays, so a child
-		 * sits where its parent is). Down would need merging, not built:
-		 * objects of the PGs that go would not be found. */
-		if (v < p->pg_num) {
-			snprintf(err, MON_ERRLEN,
-				 "pg_num %" PRIu64 " < %u: PGs do not merge yet (only grow); "
-				 "create a pool with the pg_num you need and copy into it",
-				 v, p->pg_num);
-			return -EINVAL;
+		p->pg_num_target = (uint32_t)v;
+		if (p->pg_num_pending && p->pg_num_pending < v) {
+			p->pg_num_pending = 0; /* the step under way went below it */
+			p->pending_epoch = 0;
+			p->pending_ns = 0;
 		}
-		if (v > 65536) {
-			snprintf(err, MON_ERRLEN, "pg_num %" PRIu64 ": at most 65536", v);
-			return -EINVAL;
-		}
-		p->pg_num = (uint32_t)v;
+		if (p->pgp_num > v)
+			p->pgp_num = (uint32_t)v;
 		return 0;
 	}
 	if (strcmp(key, "pgp_num") == 0) {
 		/* Where PGs are placed: raising it after a split moves children to
-		 * their own OSDs (backfill); at most pg_num. */
-		if (v < 1 || v > p->pg_num) {
-			snprintf(err, MON_ERRLEN, "pgp_num %" PRIu64 ": between 1 and pg_num (%u)",
-				 v, p->pg_num);
+		 * their own OSDs (backfill); at most pg_num (or the count a merge
+		 * goes to: a source must sit on its target's OSDs). */
+		uint32_t hi = p->pg_num_target ? p->pg_num_target : p->pg_num;
+
+		if (v < 1 || v > hi) {
+			snprintf(err, MON_ERRLEN, "pgp_num %" PRIu64 ": between 1 and %s (%u)", v,
+				 p->pg_num_target ? "the pg_num being merged to" : "pg_num", hi);
 			return -EINVAL;
 		}
 		if (p->pgp_num == v)
@@ -866,6 +883,18 @@ mon_map_validate(const Cairn__Map__OsdMap *m, char *err)
 		    (p->erasure && p->ec_k + p->ec_m != p->size) ||
 		    (p->erasure && (p->stripe_unit % 4096 || p->stripe_unit > (1u << 20)))) {
 			snprintf(err, MON_ERRLEN, "pool %" PRId64 " has impossible sizes", p->id);
+			goto out;
+		}
+		if (p->pg_num_target >= p->pg_num ||
+		    (p->pg_num_target && p->pgp_num > p->pg_num_target) ||
+		    (p->pg_num_pending &&
+		     (!p->pg_num_target || p->pg_num_pending < p->pg_num_target ||
+		      p->pg_num_pending >= p->pg_num ||
+		      p->pg_num_pending < mon_merge_half(p->pg_num))) ||
+		    (p->last_merge && (p->last_merge->to >= p->last_merge->from ||
+				       p->last_merge->n_sources > 65536))) {
+			snprintf(err, MON_ERRLEN, "pool %" PRId64 " has an impossible merge state",
+				 p->id);
 			goto out;
 		}
 	}

@@ -188,6 +188,12 @@ struct osd_pg {
 	bool split_wait;         /* a child PG that an ancestor's split on this OSD makes */
 	uint32_t split_gen;      /* splits of this copy since start (stale wipes/removals see it) */
 	uint64_t split_retry_ms; /* a failed split is tried again then (still hidden) */
+	/* PG merge (pg/merge.c) */
+	bool merging;         /* a source or target being merged: hidden from every message */
+	struct osd_merge *mg; /* a target: its merge under way */
+	uint32_t *mq;         /* a target: sources whose shards quiesced them for it */
+	size_t nmq, capmq;
+	uint64_t merge_retry_ms; /* a failed merge is tried again then (still hidden) */
 };
 
 /* An EC pool's profile (pools keep theirs for life). */
@@ -258,6 +264,7 @@ struct osd {
 	uint64_t ec_reads, ec_decodes;
 	uint64_t rec_watchdog; /* recovery plans the stall watchdog restarted */
 	uint64_t pg_splits;    /* copies of PGs this shard split */
+	uint64_t pg_merges;    /* merges of copies into a target this shard made */
 	/* counters */
 	uint64_t ops, op_bytes_in, op_bytes_out, repops, dups;
 	/* client data throttle (ops/op.c): bytes of the ops held now, the
@@ -503,6 +510,7 @@ struct osd_counters {
 	uint64_t rec_watchdog;
 	uint64_t client_busy;
 	uint64_t pg_splits;
+	uint64_t pg_merges;
 };
 
 struct osd_snap {
@@ -887,6 +895,44 @@ void osd__split_tick(struct osd_pg *pg, uint64_t now_ms);
 
 /* Split pg's copy for pool's pg_num (the caller reset its interval; hidden until done). */
 void osd__split_start(struct osd_pg *pg, const Cairn__Map__Pool *pool);
+
+/* A PG's intervals as the maps recorded them (kept across a reload). */
+struct osd_pga_copy {
+	struct osd_pga x; /* a copy; its next, pool and seed are not used */
+	bool have;
+};
+
+void osd__pga_take(struct osd *o, int64_t pool, uint32_t seed, struct osd_pga_copy *s);
+void osd__pga_give(struct osd *o, int64_t pool, uint32_t seed, const struct osd_pga_copy *s);
+
+/* ---------- pg/merge.c ---------- */
+
+/* Does a pending merge step of pool pause PG seed (a source or a target)? */
+bool osd__merge_paused(const Cairn__Map__Pool *pool, uint32_t seed);
+
+/* A paused PG we lead, clean with nothing in flight: ready for its merge step. */
+bool osd__merge_ready(struct osd_pg *pg);
+
+/*
+ * A copy of a PG below pg_num split for more PGs than the pool has: must it
+ * merge (hide it and start, true), or did nothing merge into it (its split
+ * record is brought to pg_num in mt, false)?
+ */
+bool osd__merge_target_on_map(struct osd_pg *pg, const Cairn__Map__Pool *pool, struct os_txn **mt);
+
+/* The copies of pool's PGs at or above pg_num on this shard: merge them away. */
+void osd__merge_sources_on_map(struct osd *o, const Cairn__Map__Pool *pool);
+
+/* A failed merge's retry, from the tick. */
+void osd__merge_tick(struct osd_pg *pg, uint64_t now_ms);
+
+/* Free a PG's merge state (the PG goes). */
+void osd__merge_free(struct osd_pg *pg);
+
+/* ---------- peering/interval.c ---------- */
+
+/* Drop pg's interval (its ops, recovery) and hide it from peering: state NONE. */
+void osd__pg_hide(struct osd_pg *pg);
 
 /* ---------- peering/interval.c ---------- */
 

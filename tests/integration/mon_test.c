@@ -667,8 +667,8 @@ START_TEST(test_bad_input)
 	ck_assert_int_eq(run(s, "pool create p --size 20", NULL, 0, err, sizeof(err)), -EINVAL);
 	ck_assert_int_eq(run(s, "pool create p --pg-num x", NULL, 0, err, sizeof(err)), -EINVAL);
 	ck_assert_int_eq(run(s, "pool create p --colour red", NULL, 0, err, sizeof(err)), -EINVAL);
-	ck_assert_int_eq(run(s, "pool set good pg_num 4", NULL, 0, err, sizeof(err)), -EINVAL);
-	ck_assert_ptr_nonnull(strstr(err, "do not merge"));
+	ck_assert_int_eq(run(s, "pool set good pg_num 0", NULL, 0, err, sizeof(err)), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "between 1 and 65536"));
 	ck_assert_int_eq(run(s, "pool set good colour red", NULL, 0, err, sizeof(err)), -EINVAL);
 	ck_assert_int_eq(run(s, "pool rm good", NULL, 0, err, sizeof(err)), -EINVAL);
 	ck_assert_int_eq(run(s, "osd set nosuchflag", NULL, 0, err, sizeof(err)), -EINVAL);

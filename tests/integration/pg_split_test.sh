@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# PG split (issue #29): a pool's pg_num grows online and every object stays
+# PG split and merge (issue #29): a pool's pg_num grows and shrinks online and every object stays
 # reachable. 4 OSDs with 2 PG shards each (a child PG may belong to another
 # reactor shard than its parent), a size-3 pool of 8 PGs holding
 # SPLIT_OBJECTS objects (default 2,000; the issue's 20,000:
@@ -10,6 +10,10 @@
 #  2. pg_num 32 -> 64 under a verifying read/write load (cairn_load thrash:
 #     no error, nothing lost, nothing applied twice).
 #  3. pgp_num 64: the children move to their own OSDs (backfill).
+#  4. pg_num 64 -> 16 (merge) under a verifying load: pgp_num 16 at once,
+#     then two merge steps; every copy merges clean.
+#  5. The EC pool 16 -> 8 with one OSD down and out: it merges its old
+#     copies when it returns.
 # Every object verifies after each step; each OSD logs one split per parent
 # copy it held.
 set -euo pipefail
@@ -125,6 +129,75 @@ ec_verify "EC, 16 PGs"
 "$ctl" pool set sp pgp_num 64 >/dev/null || fail "pool set pgp_num 64"
 wait_clean "pgp_num 64"
 verify "pgp_num 64"
-"$ctl" pool set sp pg_num 16 >"$dir/merge.out" 2>&1 && fail "pg_num down was accepted"
-grep -q "do not merge" "$dir/merge.out" || fail "pg_num down: $(cat "$dir/merge.out")"
+
+# 4. Merge: pg_num 64 -> 16 under a verifying load. pgp_num drops to 16 at
+# once (backfill puts each source on its target's OSDs), then the mons merge
+# in two steps (64 -> 32 -> 16), each once every PG is clean and paused.
+wait_pg_num() { # pool pg_num
+	for _ in $(seq 1 720); do
+		"$ctl" pool ls >"$dir/pools" 2>&1 || true
+		if grep -q "'$1' .* pg_num $2 " "$dir/pools" && ! grep "'$1' " "$dir/pools" | grep -q merging_to; then
+			return 0
+		fi
+		sleep 0.25
+	done
+	fail "pool $1: pg_num not $2: $(grep "'$1' " "$dir/pools")"
+}
+"$load" thrash -c "$conf" --pool sp --prefix m --count 200 --seconds 40 --threads 4 \
+	>"$dir/mload.out" 2>&1 &
+lp=$!
+sleep 3
+t0=$(date +%s%N)
+"$ctl" pool set sp pg_num 16 >/dev/null || fail "pool set pg_num 16"
+wait_pg_num sp 16
+t1=$(date +%s%N)
+echo "64 -> 16 merged in $(((t1 - t0) / 1000000)) ms (pgp_num backfill included)"
+verify "16 PGs, right after the merge"
+wait "$lp" || fail "load during the merge: $(tail -n 3 "$dir/mload.out")"
+grep -q '"write_errors":0,"appends":[0-9]*,"append_errors":0,"reads":[0-9]*,"read_errors":0,' \
+	"$dir/mload.out" || fail "client errors during the merge: $(tail -n 1 "$dir/mload.out")"
+echo "load during 64 -> 16: $(tail -n 1 "$dir/mload.out")"
+wait_clean "64 -> 16"
+verify "16 PGs"
+clean=$(cat "$dir"/osd.*.log | grep -c "merged 1 source(s) for pg_num .*, clean" || true)
+stale=$(cat "$dir"/osd.*.log | grep -c "merged .* stale" || true)
+# 48 sources, each on 3 OSDs
+[ "$clean" -ge 144 ] || fail "only $clean clean merges logged (48 sources x 3 copies)"
+echo "merges: $clean clean, $stale stale (backfilled)"
+counted=0
+for a in $(sed -n 's/^osd_metrics = //p' "$conf" | tr ',' ' '); do
+	c=$(curl -sf "http://$a/metrics" | sed -n 's/^cairn_osd_pg_merges_total //p') ||
+		fail "no metrics at $a"
+	counted=$((counted + ${c:-0}))
+done
+[ "$counted" -ge "$clean" ] || fail "cairn_osd_pg_merges_total: $counted < $clean logged"
+
+# 5. The EC pool 16 -> 8 with one OSD down (it merges on its return).
+pid=$(osd_pid 3)
+idx=$(osd_idx 3)
+kill -9 "$pid"
+wait_ndown 1
+"$ctl" osd out 3 >/dev/null || fail "osd out 3"
+wait_clean "EC, osd.3 down and out"
+# Writes osd.3 misses: its old copies cannot merge clean (they are backfilled).
+"$load" write -c "$conf" --pool ecp --prefix f --count 100 --gen 1 --max-size 65536 --omap 0 \
+	>"$dir/ecf.out" 2>&1 || fail "EC write with osd.3 out: $(tail -n 5 "$dir/ecf.out")"
+"$ctl" pool set ecp pg_num 8 >/dev/null || fail "pool set ecp pg_num 8"
+wait_pg_num ecp 8
+ec_verify "EC, 8 PGs, osd.3 down"
+"$build/osd/cairn-osd" -c "$conf" --osd-data "$dir/osd.$idx.data" --host "node$idx" \
+	--metrics-addr "$maddr" --log-file "$dir/osd.$idx.log" --pid-file "$dir/osd.$idx.pid" \
+	>>"$dir/osd.$idx.out" 2>&1 &
+wait_all_up
+"$ctl" osd in 3 >/dev/null || fail "osd in 3"
+wait_clean "EC 16 -> 8, osd.3 back and in"
+c=$(grep -c "merged 1 source(s) for pg_num 8, clean" "$dir/osd.$idx.log" || true)
+st=$(grep -c "merged 1 source(s) for pg_num 8, stale" "$dir/osd.$idx.log" || true)
+[ "$st" -ge 1 ] || fail "osd.3 merged no stale copy on replay ($c clean)"
+echo "osd.3 on replay: $c copies merged clean, $st stale (backfilled)"
+"$load" verify -c "$conf" --pool ecp --prefix f --count 100 --gen 1 --max-size 65536 --omap 0 \
+	>"$dir/ecfv.out" 2>&1 || fail "EC verify f: $(tail -n 5 "$dir/ecfv.out")"
+grep -q "\"bad\":0," "$dir/ecfv.out" || fail "EC f: $(tail -n 1 "$dir/ecfv.out")"
+ec_verify "EC, 8 PGs"
+verify "16 PGs, osd.3 back"
 echo "pg_split_test: passed"

@@ -37,6 +37,7 @@
 #define MON_LEADER_H
 
 #include "mon/cluster.h"
+#include "mon/merge.h"
 #include "mon/proto.h"
 #include "cm/etcd.h"
 
@@ -109,6 +110,8 @@ struct mon_leader_decision {
 	size_t ndown;
 	int32_t *out;
 	size_t nout;
+	struct mon_merge_edit *merges; /* PG merge steps (mon/merge.h) */
+	size_t nmerges;
 };
 
 /*

@@ -123,6 +123,19 @@ struct mon_placement {
 int mon_placement_build(const Cairn__Map__OsdMap *m, struct mon_placement *pl, char *err);
 void mon_placement_free(struct mon_placement *pl);
 void mon_pool_to_crush(const Cairn__Map__Pool *p, struct crush_pool *cp);
+
+/*
+ * PG merge: the largest power of two below from (0 if from < 2). A merge
+ * step from -> to (half <= to < from) moves each source PG s (to <= s <
+ * from) into its target s - half, where stable_mod places s's objects once
+ * pg_num is to (and where pgp_num <= to has placed s already).
+ */
+static inline uint32_t
+mon_merge_half(uint32_t from)
+{
+	return from < 2 ? 0 : 1u << (31 - __builtin_clz(from - 1));
+}
+
 /* Up set of a PG. \return the count (see crush_pg_to_up). Not thread-safe (shared work area). */
 int mon_placement_pg_up(struct mon_placement *pl, const Cairn__Map__Pool *p, uint32_t seed,
 			int32_t *up, int *primary);

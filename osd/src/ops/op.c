@@ -258,9 +258,12 @@ op_dispatch(struct osd *o, struct osd_op *op)
 		if (crush_object_to_pg(&cp, NULL, op->req->oid, &seed) || seed != op->req->seed)
 			pg = NULL;
 	}
-	if (pg && (pg->splitting || pg->split_wait)) {
-		/* Its copy is being split here: the op waits for that (a few
-		 * hundred ms at most), then goes on (osd__split's retry). */
+	if (pg &&
+	    (pg->splitting || pg->split_wait || pg->merging || osd__merge_paused(pool, pg->seed))) {
+		/* Its copy is being split or merged here, or a merge step
+		 * pauses it: the op waits for that (a few hundred ms, a few
+		 * seconds for a merge step), then goes on (osd__split's retry,
+		 * the next map). */
 		op->queued = true;
 		TAILQ_INSERT_TAIL(&o->wait_map, op, link);
 		return;

@@ -47,6 +47,14 @@ pg_reset_interval(struct osd_pg *pg)
 }
 
 void
+osd__pg_hide(struct osd_pg *pg)
+{
+	pg_reset_interval(pg);
+	pg->state = OSD_PG_NONE;
+	pg->nacting = 0;
+}
+
+void
 osd__pg_restart(struct osd_pg *pg)
 {
 	pg_reset_interval(pg);
@@ -213,6 +221,13 @@ pg_on_map_once(struct osd *o)
 			}
 			if (pg && pg->splitting)
 				continue; /* its children and it go on once it committed */
+			if (pg && pg->merging)
+				continue; /* it goes on once the merge committed */
+			if (pg && !pg->splitting && !pg->creating && !pg->split_wait &&
+			    ((pg->in_store && pg->split_for > pool->pg_num) ||
+			     (pg->nmq && o->pl_ok)) &&
+			    osd__merge_target_on_map(pg, pool, &mt))
+				continue; /* sources merge into it first */
 			if (!mine || !o->booted) {
 				if (pg && pg->state != OSD_PG_NONE) {
 					pg_reset_interval(pg);
@@ -282,6 +297,7 @@ pg_on_map_once(struct osd *o)
 			else
 				pg->state = OSD_PG_REPLICA;
 		}
+		osd__merge_sources_on_map(o, pool);
 	}
 	if (mt)
 		osd__queue(o, mt, NULL, NULL);

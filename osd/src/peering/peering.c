@@ -191,7 +191,7 @@ osd__pg_handle_query(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 	n.pool = q->pool;
 	n.seed = q->seed;
 	n.epoch = q->epoch;
-	if (q->epoch > o->epoch || (pg && (pg->splitting || pg->split_wait)) ||
+	if (q->epoch > o->epoch || (pg && (pg->splitting || pg->split_wait || pg->merging)) ||
 	    (!pg && split_pending(o, q->pool, q->seed))) {
 		/* Our map is behind the asker's interval (the PG may not exist for
 		 * us yet), or our copy is being split: "no copy" would be wrong. */
@@ -321,6 +321,10 @@ osd__pg_tick(struct osd *o)
 
 			if (pg->splitting) {
 				osd__split_tick(pg, now);
+				continue;
+			}
+			if (pg->merging) {
+				osd__merge_tick(pg, now);
 				continue;
 			}
 

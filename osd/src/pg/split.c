@@ -462,14 +462,8 @@ osd__split_adopt(struct osd_pg *pg)
 	return true;
 }
 
-/* What the map recorded of a PG's intervals (memory is newer than its stored prior record). */
-struct split_pga {
-	struct osd_pga x; /* a copy; its next, pool and seed are not used */
-	bool have;
-};
-
-static void
-pga_take(struct osd *o, int64_t pool, uint32_t seed, struct split_pga *s)
+void
+osd__pga_take(struct osd *o, int64_t pool, uint32_t seed, struct osd_pga_copy *s)
 {
 	bool fresh;
 	struct osd_pga *x = osd__pga_get(o, pool, seed, &fresh);
@@ -479,8 +473,8 @@ pga_take(struct osd *o, int64_t pool, uint32_t seed, struct split_pga *s)
 		s->x = *x;
 }
 
-static void
-pga_give(struct osd *o, int64_t pool, uint32_t seed, const struct split_pga *s)
+void
+osd__pga_give(struct osd *o, int64_t pool, uint32_t seed, const struct osd_pga_copy *s)
 {
 	bool fresh;
 	struct osd_pga *x, keep;
@@ -496,7 +490,7 @@ pga_give(struct osd *o, int64_t pool, uint32_t seed, const struct split_pga *s)
 
 /* A child made by a split on another PG shard of this OSD (or ours): load it. */
 static void
-kid_load(struct osd *o, int64_t pool, uint32_t c, const struct split_pga *from)
+kid_load(struct osd *o, int64_t pool, uint32_t c, const struct osd_pga_copy *from)
 {
 	struct osd_pg *pg = osd__pg_find_any(o, pool, c);
 
@@ -514,7 +508,7 @@ kid_load(struct osd *o, int64_t pool, uint32_t c, const struct split_pga *from)
 	}
 	/* The parent's intervals as the maps recorded them, also during the
 	 * split (its stored prior record, which the child loaded, is older). */
-	pga_give(o, pool, c, from);
+	osd__pga_give(o, pool, c, from);
 	pg->state = OSD_PG_NONE; /* the map applied next sees a new interval */
 	pg->nacting = 0;
 }
@@ -524,7 +518,7 @@ struct kid_post {
 	struct osd *o;
 	int64_t pool;
 	uint32_t seed;
-	struct split_pga pga;
+	struct osd_pga_copy pga;
 };
 
 static void
@@ -548,7 +542,7 @@ split_committed(void *arg, int rc)
 	struct split_job *j = arg;
 	struct osd *o = j->o;
 	struct osd_pg *pg = j->pg;
-	struct split_pga pga;
+	struct osd_pga_copy pga;
 
 	j->t = NULL; /* the store took it */
 	if (rc || o->stopping) {
@@ -556,11 +550,11 @@ split_committed(void *arg, int rc)
 		return;
 	}
 	pg->splitting = false;
-	pga_take(o, j->pool, j->seed, &pga);
+	osd__pga_take(o, j->pool, j->seed, &pga);
 	rc = osd__pg_reload(pg);
 	if (rc)
 		CM_ERR("%s: cannot load after the split: %s", pg->cid, cm_strerror(rc));
-	pga_give(o, j->pool, j->seed, &pga); /* the reload's stored record is older */
+	osd__pga_give(o, j->pool, j->seed, &pga); /* the reload's stored record is older */
 	for (size_t i = 0; i < j->nkids; i++) {
 		uint32_t c = j->kids[i].seed;
 		struct osd *ko;

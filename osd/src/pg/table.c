@@ -65,7 +65,7 @@ osd__pg_find(struct osd *o, int64_t pool, uint32_t seed)
 {
 	struct osd_pg *pg = osd__pg_find_any(o, pool, seed);
 
-	return pg && !pg->splitting && !pg->split_wait ? pg : NULL;
+	return pg && !pg->splitting && !pg->split_wait && !pg->merging ? pg : NULL;
 }
 
 struct osd_pg *
@@ -129,6 +129,7 @@ pg_destroy(struct osd_pg *pg)
 	osd__rec_reset(pg);
 	osd__pg_log_clear(pg);
 	osd_oset_clear(&pg->missing);
+	osd__merge_free(pg);
 	free(pg->stashes);
 	free(pg->log);
 	free(pg);
@@ -445,7 +446,8 @@ pg_created(void *arg, int rc)
 		 * later map (children on other shards wait for it). */
 		const Cairn__Map__Pool *p = pg->osd->map ? osd__pool(pg->osd, pg->pool) : NULL;
 
-		if (p && pg->split_for < p->pg_num && pg->osd->pl_ok)
+		if (p && (pg->split_for != p->pg_num || pg->seed >= p->pg_num || pg->nmq) &&
+		    pg->osd->pl_ok)
 			osd__pg_on_map(pg->osd);
 	}
 }
@@ -550,6 +552,11 @@ osd__pg_stats(struct osd *o, Cairn__Mon__PgStat **out, size_t *n)
 				a[k].bytes = pg->be->stat_bytes(pg, a[k].bytes);
 			}
 			a[k].degraded = pg->rmiss.n;
+			if (osd__merge_ready(pg)) {
+				a[k].merge_ready = true;
+				a[k].lu_epoch = pg->last_update.epoch;
+				a[k].lu_seq = pg->last_update.seq;
+			}
 			k++;
 		}
 	*out = a;

@@ -20,7 +20,8 @@ counters_of(const struct osd *o)
 				      .ec_decodes = o->ec_decodes,
 				      .rec_watchdog = o->rec_watchdog,
 				      .client_busy = o->client_busy,
-				      .pg_splits = o->pg_splits };
+				      .pg_splits = o->pg_splits,
+				      .pg_merges = o->pg_merges };
 }
 
 static void
@@ -36,6 +37,7 @@ counters_add(struct osd_counters *t, const struct osd_counters *c)
 	t->rec_watchdog += c->rec_watchdog;
 	t->client_busy += c->client_busy;
 	t->pg_splits += c->pg_splits;
+	t->pg_merges += c->pg_merges;
 }
 
 /* Shard 0: every shard's counters, ours now and the others' last snapshot. */

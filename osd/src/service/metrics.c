@@ -45,6 +45,7 @@ COUNTER_FN(g_ec_decodes, ec_decodes)
 COUNTER_FN(g_rec_watchdog, rec_watchdog)
 COUNTER_FN(g_client_busy, client_busy)
 COUNTER_FN(g_pg_splits, pg_splits)
+COUNTER_FN(g_pg_merges, pg_merges)
 
 static double
 g_pgs(void *arg)
@@ -164,6 +165,9 @@ osd__metrics_start(struct osd *o, const char *addr, struct osd_metrics **mp)
 		  g_client_busy },
 		{ "cairn_osd_pg_splits_total", "PG copies this OSD split (pg_num grew).",
 		  g_pg_splits },
+		{ "cairn_osd_pg_merges_total",
+		  "Merges of PG copies into a target this OSD made (pg_num went down).",
+		  g_pg_merges },
 		{ "cairn_osd_data_cache_hits_total",
 		  "Block reads the store's data cache answered (osd_data_cache).", g_cache_hits },
 		{ "cairn_osd_data_cache_misses_total", "Block reads that went to the device.",

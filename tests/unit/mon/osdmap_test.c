@@ -219,10 +219,21 @@ START_TEST(test_pools)
 	ck_assert_int_eq(mon_pool_set(m, "a", "size", "2", err), 0);
 	ck_assert_int_eq(mon_pool_set(m, "a", "size", "2", err), 1);
 	ck_assert_int_eq(mon_pool_set(m, "a", "min_size", "3", err), -EINVAL);
-	/* PGs split (pg_num up, pgp_num stays) but do not merge; pgp_num up to pg_num. */
+	/* PGs split (pg_num up, pgp_num stays); down sets the merge target and
+	 * lowers pgp_num to it at once; up again stops the merge. */
 	ck_assert_int_eq(mon_pool_set(m, "a", "pg_num", "32", err), 1);
-	ck_assert_int_eq(mon_pool_set(m, "a", "pg_num", "8", err), -EINVAL);
-	ck_assert_ptr_nonnull(strstr(err, "do not merge"));
+	ck_assert_int_eq(mon_pool_set(m, "a", "pg_num", "8", err), 0);
+	ck_assert_uint_eq(mon_pool_find(m, "a")->pg_num, 32);
+	ck_assert_uint_eq(mon_pool_find(m, "a")->pg_num_target, 8);
+	ck_assert_uint_eq(mon_pool_find(m, "a")->pgp_num, 8);
+	ck_assert_int_eq(mon_pool_set(m, "a", "pg_num", "8", err), 1);
+	ck_assert_int_eq(mon_pool_set(m, "a", "pgp_num", "16", err), -EINVAL);
+	ck_assert_ptr_nonnull(strstr(err, "merged to"));
+	ck_assert_int_eq(mon_map_validate(m, err), 0);
+	ck_assert_int_eq(mon_pool_set(m, "a", "pg_num", "32", err), 0);
+	ck_assert_uint_eq(mon_pool_find(m, "a")->pg_num_target, 0);
+	ck_assert_int_eq(mon_pool_set(m, "a", "pgp_num", "32", err), 0);
+	ck_assert_int_eq(mon_pool_set(m, "a", "pg_num", "0", err), -EINVAL);
 	ck_assert_int_eq(mon_pool_set(m, "a", "pg_num", "-1", err), -EINVAL);
 	ck_assert_int_eq(mon_pool_set(m, "a", "pg_num", "70000", err), -EINVAL);
 	ck_assert_int_eq(mon_pool_set(m, "a", "pg_num", "64", err), 0);

@@ -1,0 +1,237 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* PG merge steps, the leader's decisions (mon/merge.h). */
+#include "mon/merge.h"
+#include "mon/osdmap.h"
+#include "cm/err.h"
+#include "cm/log.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+CM_LOG_SUBSYS(mon);
+
+#define MS UINT64_C(1000000)
+
+/* The newest report of (pool, seed), NULL if none. */
+static const struct mon_merge_rep *
+rep_of(const struct mon_merge_rep *reps, size_t n, int64_t pool, uint32_t seed)
+{
+	const struct mon_merge_rep *best = NULL;
+
+	for (size_t i = 0; i < n; i++)
+		if (reps[i].pool == pool && reps[i].seed == seed &&
+		    (!best || reps[i].epoch > best->epoch))
+			best = &reps[i];
+	return best;
+}
+
+static bool
+all_clean(const Cairn__Map__OsdMap *m, const Cairn__Map__Pool *p, const struct mon_merge_rep *reps,
+	  size_t n)
+{
+	for (uint32_t s = 0; s < p->pg_num; s++) {
+		const struct mon_merge_rep *r = rep_of(reps, n, p->id, s);
+
+		if (!r || !r->clean || r->epoch < m->epoch)
+			return false;
+	}
+	return true;
+}
+
+/* Ready since the step began (a report from before it may be of writes since). */
+static const struct mon_merge_rep *
+ready_rep(const Cairn__Map__Pool *p, const struct mon_merge_rep *reps, size_t n, uint32_t s)
+{
+	const struct mon_merge_rep *r = rep_of(reps, n, p->id, s);
+
+	return r && r->ready && r->epoch >= p->pending_epoch ? r : NULL;
+}
+
+static int
+add_edit(struct mon_merge_edit **out, size_t *nout, const struct mon_merge_edit *e)
+{
+	struct mon_merge_edit *g = realloc(*out, (*nout + 1) * sizeof(*g));
+
+	if (!g)
+		return -ENOMEM;
+	*out = g;
+	g[(*nout)++] = *e;
+	return 0;
+}
+
+/* The step's sources and their versions, if every one and its target is ready. */
+static int
+commit_edit(const Cairn__Map__Pool *p, const struct mon_merge_rep *reps, size_t n,
+	    struct mon_merge_edit *e)
+{
+	uint32_t half = mon_merge_half(p->pg_num);
+
+	*e = (struct mon_merge_edit){
+		.kind = MON_MERGE_COMMIT, .pool = p->id, .from = p->pg_num, .to = p->pg_num_pending
+	};
+	for (uint32_t s = p->pg_num_pending; s < p->pg_num; s++)
+		if (!ready_rep(p, reps, n, s) || !ready_rep(p, reps, n, s - half))
+			return 1;
+	e->nsrc = p->pg_num - p->pg_num_pending;
+	e->src = calloc(e->nsrc, sizeof(*e->src));
+	if (!e->src)
+		return -ENOMEM;
+	for (uint32_t s = p->pg_num_pending; s < p->pg_num; s++) {
+		const struct mon_merge_rep *a = ready_rep(p, reps, n, s),
+					   *b = ready_rep(p, reps, n, s - half);
+		Cairn__Map__MergeSource *ms = &e->src[s - p->pg_num_pending];
+
+		cairn__map__merge_source__init(ms);
+		ms->seed = s;
+		ms->src_epoch = a->lu_epoch;
+		ms->src_seq = a->lu_seq;
+		ms->tgt_epoch = b->lu_epoch;
+		ms->tgt_seq = b->lu_seq;
+	}
+	return 0;
+}
+
+int
+mon_merge_decide(const Cairn__Map__OsdMap *m, const struct mon_merge_rep *reps, size_t n,
+		 uint64_t now_ns, struct mon_merge_edit **out, size_t *nout)
+{
+	*out = NULL;
+	*nout = 0;
+	for (size_t i = 0; i < m->n_pools; i++) {
+		const Cairn__Map__Pool *p = m->pools[i];
+		struct mon_merge_edit e;
+		int rc;
+
+		if (!p->pg_num_target || p->pg_num_target >= p->pg_num ||
+		    p->pgp_num > p->pg_num_target)
+			continue;
+		if (!p->pg_num_pending) {
+			uint32_t half = mon_merge_half(p->pg_num);
+
+			if (!all_clean(m, p, reps, n))
+				continue;
+			e = (struct mon_merge_edit){ .kind = MON_MERGE_START,
+						     .pool = p->id,
+						     .from = p->pg_num,
+						     .to = p->pg_num_target > half
+								   ? p->pg_num_target
+								   : half };
+		} else {
+			rc = commit_edit(p, reps, n, &e);
+			if (rc < 0) {
+				mon_merge_edits_free(*out, *nout);
+				*out = NULL;
+				*nout = 0;
+				return rc;
+			}
+			if (rc > 0) {
+				if (now_ns < p->pending_ns + MON_MERGE_PENDING_MS * MS)
+					continue;
+				e = (struct mon_merge_edit){ .kind = MON_MERGE_GIVE_UP,
+							     .pool = p->id,
+							     .from = p->pg_num,
+							     .to = p->pg_num_pending };
+			}
+		}
+		if (add_edit(out, nout, &e)) {
+			free(e.src);
+			mon_merge_edits_free(*out, *nout);
+			*out = NULL;
+			*nout = 0;
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
+void
+mon_merge_edits_free(struct mon_merge_edit *e, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(e[i].src);
+	free(e);
+}
+
+/* pool's last_merge := the step e (the map's allocator is malloc: free_unpacked frees it). */
+static int
+record_step(Cairn__Map__Pool *p, const struct mon_merge_edit *e, uint64_t epoch)
+{
+	Cairn__Map__MergeStep *st = calloc(1, sizeof(*st));
+	Cairn__Map__MergeSource **v = calloc(e->nsrc + 1, sizeof(*v));
+
+	if (!st || !v) {
+		free(st);
+		free(v);
+		return -ENOMEM;
+	}
+	cairn__map__merge_step__init(st);
+	st->sources = v;
+	for (size_t i = 0; i < e->nsrc; i++) {
+		v[i] = malloc(sizeof(*v[i]));
+		if (!v[i]) {
+			cairn__map__merge_step__free_unpacked(st, NULL);
+			return -ENOMEM;
+		}
+		*v[i] = e->src[i];
+		st->n_sources = i + 1;
+	}
+	st->from = e->from;
+	st->to = e->to;
+	st->epoch = epoch;
+	if (p->last_merge)
+		cairn__map__merge_step__free_unpacked(p->last_merge, NULL);
+	p->last_merge = st;
+	return 0;
+}
+
+int
+mon_merge_apply(const struct mon_merge_edit *e, size_t n, Cairn__Map__OsdMap *m, uint64_t now_ns)
+{
+	int changed = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		Cairn__Map__Pool *p = mon_pool_find_id(m, e[i].pool);
+
+		if (!p || p->pg_num != e[i].from)
+			continue;
+		switch (e[i].kind) {
+		case MON_MERGE_START:
+			if (p->pg_num_pending || !p->pg_num_target || p->pg_num_target > e[i].to ||
+			    p->pgp_num > e[i].to)
+				continue;
+			p->pg_num_pending = e[i].to;
+			p->pending_epoch = m->epoch + 1; /* the map this edit makes */
+			p->pending_ns = now_ns;
+			CM_NOTICE("pool %s: merging pg_num %u -> %u (on the way to %u): pausing "
+				  "%u PGs and their targets",
+				  p->name, p->pg_num, e[i].to, p->pg_num_target,
+				  p->pg_num - e[i].to);
+			break;
+		case MON_MERGE_COMMIT:
+			if (p->pg_num_pending != e[i].to)
+				continue;
+			if (record_step(p, &e[i], m->epoch + 1))
+				return -ENOMEM;
+			p->pg_num = e[i].to;
+			p->pg_num_pending = 0;
+			p->pending_epoch = p->pending_ns = 0;
+			if (p->pg_num_target >= p->pg_num)
+				p->pg_num_target = 0; /* there */
+			CM_NOTICE("pool %s: pg_num %u -> %u merged", p->name, e[i].from, e[i].to);
+			break;
+		case MON_MERGE_GIVE_UP:
+			if (p->pg_num_pending != e[i].to)
+				continue;
+			p->pg_num_pending = 0;
+			p->pending_epoch = p->pending_ns = 0;
+			CM_WARN("pool %s: merge step %u -> %u not ready within %u s: its PGs go on; "
+				"trying again once every PG is clean",
+				p->name, e[i].from, e[i].to, MON_MERGE_PENDING_MS / 1000);
+			break;
+		}
+		changed++;
+	}
+	return changed;
+}
