@@ -276,6 +276,11 @@ pool_json(const Cairn__Map__Pool *p, const char *rule)
 			  "crush_rule", (int)p->crush_rule, "crush_rule_name", rule ? rule : "",
 			  "quota_max_bytes", (json_int_t)p->quota_max_bytes);
 
+	if (o) {
+		json_object_set_new(o, "pgp_num", json_integer(p->pgp_num));
+		json_object_set_new(o, "pg_num_target", json_integer(p->pg_num_target));
+		json_object_set_new(o, "pg_num_pending", json_integer(p->pg_num_pending));
+	}
 	if (o && p->erasure) {
 		json_object_set_new(o, "ec_k", json_integer(p->ec_k));
 		json_object_set_new(o, "ec_m", json_integer(p->ec_m));

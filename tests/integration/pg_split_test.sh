@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # PG split and merge (issue #29): a pool's pg_num grows and shrinks online and every object stays
-# reachable. 4 OSDs with 2 PG shards each (a child PG may belong to another
-# reactor shard than its parent), a size-3 pool of 8 PGs holding
+# reachable. 4 OSDs with 3 PG shards each (a child or a merge source belongs
+# to another reactor shard than its parent or target: seeds differ by a
+# power of two), a size-3 pool of 8 PGs holding
 # SPLIT_OBJECTS objects (default 2,000; the issue's 20,000:
 # SPLIT_OBJECTS=20000):
 #  1. pg_num 8 -> 32 with one OSD killed first: the others split at once; the
@@ -37,7 +38,7 @@ fail() {
 }
 export CAIRN_OSD_GRACE=2s
 conf="$dir/cairn.conf"
-CAIRN_OSD_OP_SHARDS=2 "$ctl" up --dir "$dir" --mons 1 --osds 4 --osd-size 1G >"$dir/up.out" 2>&1 ||
+CAIRN_OSD_OP_SHARDS=3 "$ctl" up --dir "$dir" --mons 1 --osds 4 --osd-size 1G >"$dir/up.out" 2>&1 ||
 	fail "up: $(cat "$dir/up.out")"
 export CAIRN_CONF="$conf"
 "$ctl" pool create sp --pg-num 8 --size 3 >/dev/null || fail "pool create"

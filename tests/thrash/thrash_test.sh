@@ -6,8 +6,9 @@
 # killed with -9 (and restarted), an OSD stopped with SIGSTOP for 2 s to
 # THRASH_STOP_MAX (default 10; 30 for long runs) then continued (a hung
 # OSD: marked down, it must boot again), the leader mon killed with -9
-# (and restarted), and once the pool's pg_num doubled (its PGs split amid
-# the other faults; THRASH_SPLIT=0: not). Passes with 0 lost acknowledged writes or appends, 0
+# (and restarted), and the pool's pg_num doubled once (its PGs split amid
+# the other faults) and later halved back (merged in steps, pgp_num first;
+# THRASH_SPLIT=0: neither). Passes with 0 lost acknowledged writes or appends, 0
 # wrong reads, 0 appends applied twice, every client op completed (the
 # workload sets no op timeout: an op that never completes fails the test by
 # its time limit, and any op error fails it), and the cluster back to
@@ -65,19 +66,31 @@ lpid=$!
 # Faults until 15 s before the workload's final read-back.
 end=$(( $(date +%s) + secs - 15 ))
 kills=0 stops=0 monkills=0 splits=0
-# A third of the way in, the pool's pg_num doubles once (its PGs split under
-# the load and the faults around it); THRASH_SPLIT=0 leaves it alone.
-split_at=$(( $(date +%s) + secs / 3 ))
+# A quarter of the way in, the pool's pg_num doubles once (its PGs split
+# under the load and the faults around it), half way it is set back (they
+# merge, under the load too); THRASH_SPLIT=0 leaves it alone.
+split_at=$(( $(date +%s) + secs / 4 ))
+merge_at=$(( $(date +%s) + secs / 2 ))
 [ "${THRASH_SPLIT:-1}" = 1 ] || split_at=$((end + 1))
+pool_field() { # the pool's field $1 (pg_num, pg_num_target, ...)
+	"$ctl" --format json pool ls 2>/dev/null | /usr/bin/python3 -c '
+import json, sys
+print([p for p in json.load(sys.stdin)["pools"] if p["name"] == sys.argv[1]][0][sys.argv[2]])' "${pool[1]}" "$1"
+}
 while [ "$(date +%s)" -lt "$end" ]; do
 	sleep $(( 2 + RANDOM % 4 ))
 	if [ "$splits" = 0 ] && [ "$(date +%s)" -ge "$split_at" ]; then
-		pg=$("$ctl" --format json pool ls 2>/dev/null | /usr/bin/python3 -c '
-import json, sys
-print([p for p in json.load(sys.stdin)["pools"] if p["name"] == sys.argv[1]][0]["pg_num"])' "${pool[1]}") || continue
-		"$ctl" pool set "${pool[1]}" pg_num $((2 * pg)) >/dev/null 2>&1 || continue
+		pg0=$(pool_field pg_num) || continue
+		"$ctl" pool set "${pool[1]}" pg_num $((2 * pg0)) >/dev/null 2>&1 || continue
 		splits=1
-		echo "thrash: pool ${pool[1]}: pg_num $pg -> $((2 * pg)) at $(( $(date +%s) - end + secs - 15 )) s"
+		echo "thrash: pool ${pool[1]}: pg_num $pg0 -> $((2 * pg0)) at $(( $(date +%s) - end + secs - 15 )) s"
+		continue
+	fi
+	if [ "$splits" = 1 ] && [ "$(date +%s)" -ge "$merge_at" ]; then
+		# Back down: pgp_num drops at once, the mons merge once every PG is clean.
+		"$ctl" pool set "${pool[1]}" pg_num "$pg0" >/dev/null 2>&1 || continue
+		splits=2
+		echo "thrash: pool ${pool[1]}: pg_num $((2 * pg0)) -> $pg0 asked at $(( $(date +%s) - end + secs - 15 )) s"
 		continue
 	fi
 	r=$(( RANDOM % 10 ))
@@ -111,7 +124,8 @@ print([p for p in json.load(sys.stdin)["pools"] if p["name"] == sys.argv[1]][0][
 	sleep $(( RANDOM % 5 ))
 	up
 done
-echo "thrash: $kills OSD kills, $stops OSD stops (2-$stop_max s), $monkills leader mon kills, $splits pg_num change in $secs s (PG shards per OSD start: $(grep -ho "[0-9]* PG shards\?$" "$dir"/osd.*.log | sort | uniq -c | awk '{printf "%s%s with %s", (NR > 1 ? ", " : ""), $1, $2}'))"
+echo "thrash: $kills OSD kills, $stops OSD stops (2-$stop_max s), $monkills leader mon kills, $splits pg_num changes in $secs s (PG shards per OSD start: $(grep -ho "[0-9]* PG shards\?$" "$dir"/osd.*.log | sort | uniq -c | awk '{printf "%s%s with %s", (NR > 1 ? ", " : ""), $1, $2}'))"
+[ "$splits" != 2 ] || echo "thrash: pg_num $(pool_field pg_num) when the faults stopped"
 wait "$lpid" || { tail -20 "$dir/load.err" >&2; fail "workload: $(tail -1 "$dir/load.out")"; }
 echo "workload: $(tail -1 "$dir/load.out")"
 grep -q '"twice":0,"lost":0,"wrong":0' "$dir/load.out" ||
@@ -120,6 +134,15 @@ grep -q '"write_errors":0,' "$dir/load.out" && grep -q '"append_errors":0,' "$di
 	grep -q '"read_errors":0,' "$dir/load.out" ||
 	fail "client ops failed (routine failures must not show): $(tail -1 "$dir/load.out")"
 t0=$(date +%s)
+if [ "$splits" = 2 ]; then
+	# The merge goes on after the faults stop (each step waits for every PG clean).
+	for _ in $(seq 1 480); do
+		[ "$(pool_field pg_num)" = "$pg0" ] && break
+		sleep 0.5
+	done
+	[ "$(pool_field pg_num)" = "$pg0" ] || fail "pg_num did not get back to $pg0: $("$ctl" pool ls)"
+	echo "thrash: merged back to pg_num $pg0 $(( $(date +%s) - t0 )) s after the workload ($(cat "$dir"/osd.*.log | grep -c ": merged .*, clean") copies merged clean, $(cat "$dir"/osd.*.log | grep -c ": merged .*, stale") stale)"
+fi
 status_until "$CLEAN_RE" 240 0.5 || fail "not clean: $(grep pgs: "$dir/st")"
 echo "active+clean $(( $(date +%s) - t0 )) s after the workload"
 echo "1 passed, 0 failed"
