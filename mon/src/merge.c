@@ -14,17 +14,60 @@ CM_LOG_SUBSYS(mon);
 
 #define MS UINT64_C(1000000)
 
-/* The newest report of (pool, seed), NULL if none. */
+static int
+rep_cmp(const void *a, const void *b)
+{
+	const struct mon_merge_rep *x = a, *y = b;
+
+	if (x->pool != y->pool)
+		return x->pool < y->pool ? -1 : 1;
+	if (x->seed != y->seed)
+		return x->seed < y->seed ? -1 : 1;
+	return x->epoch > y->epoch ? -1 : x->epoch < y->epoch; /* newest first */
+}
+
+/* The newest report of (pool, seed), NULL if none (reps sorted by rep_cmp). */
 static const struct mon_merge_rep *
 rep_of(const struct mon_merge_rep *reps, size_t n, int64_t pool, uint32_t seed)
 {
-	const struct mon_merge_rep *best = NULL;
+	size_t lo = 0, hi = n;
 
-	for (size_t i = 0; i < n; i++)
-		if (reps[i].pool == pool && reps[i].seed == seed &&
-		    (!best || reps[i].epoch > best->epoch))
-			best = &reps[i];
-	return best;
+	while (lo < hi) { /* the first >= (pool, seed, newest) */
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (reps[mid].pool < pool || (reps[mid].pool == pool && reps[mid].seed < seed))
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < n && reps[lo].pool == pool && reps[lo].seed == seed ? &reps[lo] : NULL;
+}
+
+/* Does every source of the step from -> to sit where its target does? */
+static bool
+placed_together(const Cairn__Map__OsdMap *m, const Cairn__Map__Pool *p, uint32_t to)
+{
+	struct mon_placement pl;
+	char err[MON_ERRLEN];
+	uint32_t half = mon_merge_half(p->pg_num);
+	bool ok = true;
+
+	if (mon_placement_build(m, &pl, err))
+		return false;
+	for (uint32_t s = to; s < p->pg_num && ok; s++) {
+		int32_t a[64], b[64];
+		int pa = -1, pb = -1;
+		int na = mon_placement_pg_up(&pl, p, s, a, &pa);
+		int nb = mon_placement_pg_up(&pl, p, s - half, b, &pb);
+
+		ok = na == nb && na >= 0 && pa == pb && memcmp(a, b, sizeof(*a) * (size_t)na) == 0;
+		if (!ok)
+			CM_LOG_RL(CM_LOG_INFO,
+				  "pool %s: PG %x is not placed where %x is: the merge waits",
+				  p->name, s, s - half);
+	}
+	mon_placement_free(&pl);
+	return ok;
 }
 
 static bool
@@ -93,55 +136,72 @@ commit_edit(const Cairn__Map__Pool *p, const struct mon_merge_rep *reps, size_t 
 	return 0;
 }
 
+/* The edit pool p needs now: 0 (in *e), 1 (none), -ENOMEM. */
+static int
+pool_decide(const Cairn__Map__OsdMap *m, const Cairn__Map__Pool *p,
+	    const struct mon_merge_rep *reps, size_t n, uint64_t now_ns, struct mon_merge_edit *e)
+{
+	int rc;
+
+	if (!p->pg_num_target || p->pg_num_target >= p->pg_num || p->pgp_num > p->pg_num_target)
+		return 1;
+	if (!p->pg_num_pending) {
+		uint32_t half = mon_merge_half(p->pg_num);
+		uint32_t to = p->pg_num_target > half ? p->pg_num_target : half;
+
+		if (!all_clean(m, p, reps, n) || !placed_together(m, p, to))
+			return 1;
+		*e = (struct mon_merge_edit){
+			.kind = MON_MERGE_START, .pool = p->id, .from = p->pg_num, .to = to
+		};
+		return 0;
+	}
+	rc = commit_edit(p, reps, n, e);
+	if (rc > 0) {
+		/* (a start time ahead of our clock is another leader's: give up) */
+		if (now_ns >= p->pending_ns && now_ns < p->pending_ns + MON_MERGE_PENDING_MS * MS)
+			return 1;
+		*e = (struct mon_merge_edit){ .kind = MON_MERGE_GIVE_UP,
+					      .pool = p->id,
+					      .from = p->pg_num,
+					      .to = p->pg_num_pending };
+		rc = 0;
+	}
+	e->pending_epoch = p->pending_epoch;
+	return rc;
+}
+
 int
 mon_merge_decide(const Cairn__Map__OsdMap *m, const struct mon_merge_rep *reps, size_t n,
 		 uint64_t now_ns, struct mon_merge_edit **out, size_t *nout)
 {
+	struct mon_merge_rep *sorted = NULL;
+	int rc = 0;
+
 	*out = NULL;
 	*nout = 0;
-	for (size_t i = 0; i < m->n_pools; i++) {
-		const Cairn__Map__Pool *p = m->pools[i];
-		struct mon_merge_edit e;
-		int rc;
-
-		if (!p->pg_num_target || p->pg_num_target >= p->pg_num ||
-		    p->pgp_num > p->pg_num_target)
-			continue;
-		if (!p->pg_num_pending) {
-			uint32_t half = mon_merge_half(p->pg_num);
-
-			if (!all_clean(m, p, reps, n))
-				continue;
-			e = (struct mon_merge_edit){ .kind = MON_MERGE_START,
-						     .pool = p->id,
-						     .from = p->pg_num,
-						     .to = p->pg_num_target > half
-								   ? p->pg_num_target
-								   : half };
-		} else {
-			rc = commit_edit(p, reps, n, &e);
-			if (rc < 0) {
-				mon_merge_edits_free(*out, *nout);
-				*out = NULL;
-				*nout = 0;
-				return rc;
-			}
-			if (rc > 0) {
-				if (now_ns < p->pending_ns + MON_MERGE_PENDING_MS * MS)
-					continue;
-				e = (struct mon_merge_edit){ .kind = MON_MERGE_GIVE_UP,
-							     .pool = p->id,
-							     .from = p->pg_num,
-							     .to = p->pg_num_pending };
-			}
-		}
-		if (add_edit(out, nout, &e)) {
-			free(e.src);
-			mon_merge_edits_free(*out, *nout);
-			*out = NULL;
-			*nout = 0;
+	if (n) {
+		sorted = malloc(n * sizeof(*sorted));
+		if (!sorted)
 			return -ENOMEM;
+		memcpy(sorted, reps, n * sizeof(*sorted));
+		qsort(sorted, n, sizeof(*sorted), rep_cmp);
+	}
+	for (size_t i = 0; i < m->n_pools && rc >= 0; i++) {
+		struct mon_merge_edit e;
+
+		rc = pool_decide(m, m->pools[i], sorted, n, now_ns, &e);
+		if (rc == 0 && add_edit(out, nout, &e)) {
+			free(e.src);
+			rc = -ENOMEM;
 		}
+	}
+	free(sorted);
+	if (rc < 0) {
+		mon_merge_edits_free(*out, *nout);
+		*out = NULL;
+		*nout = 0;
+		return rc;
 	}
 	return 0;
 }
@@ -210,7 +270,8 @@ mon_merge_apply(const struct mon_merge_edit *e, size_t n, Cairn__Map__OsdMap *m,
 				  p->pg_num - e[i].to);
 			break;
 		case MON_MERGE_COMMIT:
-			if (p->pg_num_pending != e[i].to)
+			/* the same step: not one that gave up and began again since */
+			if (p->pg_num_pending != e[i].to || p->pending_epoch != e[i].pending_epoch)
 				continue;
 			if (record_step(p, &e[i], m->epoch + 1))
 				return -ENOMEM;
@@ -222,7 +283,8 @@ mon_merge_apply(const struct mon_merge_edit *e, size_t n, Cairn__Map__OsdMap *m,
 			CM_NOTICE("pool %s: pg_num %u -> %u merged", p->name, e[i].from, e[i].to);
 			break;
 		case MON_MERGE_GIVE_UP:
-			if (p->pg_num_pending != e[i].to)
+			/* the same step: not one that gave up and began again since */
+			if (p->pg_num_pending != e[i].to || p->pending_epoch != e[i].pending_epoch)
 				continue;
 			p->pg_num_pending = 0;
 			p->pending_epoch = p->pending_ns = 0;

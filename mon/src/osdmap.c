@@ -800,6 +800,9 @@ mon_pool_set(Cairn__Map__OsdMap *m, const char *name, const char *key, const cha
 		}
 		if (p->pgp_num > v)
 			p->pgp_num = (uint32_t)v;
+		/* Upmaps are per PG: a source and its target would not sit on the
+		 * same OSDs (the merge waits for that). */
+		drop_upmaps(m, upmap_in_pool, p->id);
 		return 0;
 	}
 	if (strcmp(key, "pgp_num") == 0) {

@@ -190,6 +190,7 @@ struct osd_pg {
 	uint64_t split_retry_ms; /* a failed split is tried again then (still hidden) */
 	/* PG merge (pg/merge.c) */
 	bool merging;         /* a source or target being merged: hidden from every message */
+	bool merged_away;     /* a source whose copy went into its target (collection gone) */
 	struct osd_merge *mg; /* a target: its merge under way */
 	uint32_t *mq;         /* a target: sources whose shards quiesced them for it */
 	size_t nmq, capmq;
@@ -919,6 +920,13 @@ bool osd__merge_ready(struct osd_pg *pg);
  * record is brought to pg_num in mt, false)?
  */
 bool osd__merge_target_on_map(struct osd_pg *pg, const Cairn__Map__Pool *pool, struct os_txn **mt);
+
+/*
+ * A map for pg (below the pool's pg_num): sources it noted that are PGs
+ * again are let go; a round that has not started building for another
+ * pg_num stops. \return whether pg is (still) merging: hidden, skip it.
+ */
+bool osd__merge_on_map_pg(struct osd_pg *pg, const Cairn__Map__Pool *pool);
 
 /* The copies of pool's PGs at or above pg_num on this shard: merge them away. */
 void osd__merge_sources_on_map(struct osd *o, const Cairn__Map__Pool *pool);

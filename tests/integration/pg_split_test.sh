@@ -173,6 +173,22 @@ for a in $(sed -n 's/^osd_metrics = //p' "$conf" | tr ',' ' '); do
 done
 [ "$counted" -ge "$clean" ] || fail "cairn_osd_pg_merges_total: $counted < $clean logged"
 
+# 6 (before 5). Split again after the merge (the merged-away sources come back
+# as children), and a merge stopped half way: pg_num 8 asked, and 32 asked
+# as soon as a step is paused (or after it, if it was too quick to see).
+"$ctl" pool set sp pg_num 8 >/dev/null || fail "pool set pg_num 8"
+seen=no
+for _ in $(seq 1 300); do
+	"$ctl" pool ls >"$dir/pools" 2>&1 || true
+	if grep "'sp' " "$dir/pools" | grep -q "paused"; then seen=yes; break; fi
+	grep -q "'sp' .* pg_num 8 " "$dir/pools" && break
+	sleep 0.1
+done
+"$ctl" pool set sp pg_num 32 >/dev/null || fail "pool set pg_num 32"
+wait_pg_num sp 32
+wait_clean "pg_num 8 asked, then 32 (a step was seen paused: $seen)"
+verify "32 PGs after a stopped merge"
+
 # 5. The EC pool 16 -> 8 with one OSD down (it merges on its return).
 pid=$(osd_pid 3)
 idx=$(osd_idx 3)
@@ -200,5 +216,5 @@ echo "osd.3 on replay: $c copies merged clean, $st stale (backfilled)"
 	>"$dir/ecfv.out" 2>&1 || fail "EC verify f: $(tail -n 5 "$dir/ecfv.out")"
 grep -q "\"bad\":0," "$dir/ecfv.out" || fail "EC f: $(tail -n 1 "$dir/ecfv.out")"
 ec_verify "EC, 8 PGs"
-verify "16 PGs, osd.3 back"
+verify "pool sp (32 PGs), osd.3 back"
 echo "pg_split_test: passed"

@@ -14,7 +14,12 @@
  *     target's version (last_merge): an OSD copy at exactly those versions
  *     merges clean, any other is backfilled.
  *  3. A step not ready within MON_MERGE_PENDING_MS gives up (its PGs go on)
- *     and starts again once every PG is clean.
+ *     and starts again once every PG is clean. The step's start time is the
+ *     leader's CLOCK_MONOTONIC: a new leader whose clock is behind it gives
+ *     up at once (the step starts again), never waits for it.
+ *
+ * A step starts only when each source's up set is its target's (pgp_num
+ * placed them together; `pool set pg_num` down drops the pool's upmaps).
  *
  * Pure functions of the map, the reports and the time: tests drive them
  * without a cluster (tests/unit/mon/merge_test.c).
@@ -51,6 +56,7 @@ struct mon_merge_edit {
 	enum mon_merge_kind kind;
 	int64_t pool;
 	uint32_t from, to;
+	uint64_t pending_epoch;       /* COMMIT, GIVE_UP: the step decided on */
 	Cairn__Map__MergeSource *src; /* COMMIT: one per source seed, to .. from - 1 */
 	size_t nsrc;
 };

@@ -201,6 +201,8 @@ pg_on_map_once(struct osd *o)
 							  (pool->min_size ? pool->min_size : 1)))
 					osd__pivs_save(o, &mt, x);
 			}
+			if (pg && osd__merge_on_map_pg(pg, pool))
+				continue; /* it goes on once the merge committed */
 			if (pg && pg->split_wait) {
 				if (osd__split_child_waits(o, pool->id, seed))
 					continue; /* an ancestor's split on this OSD makes it */
@@ -221,8 +223,6 @@ pg_on_map_once(struct osd *o)
 			}
 			if (pg && pg->splitting)
 				continue; /* its children and it go on once it committed */
-			if (pg && pg->merging)
-				continue; /* it goes on once the merge committed */
 			if (pg && !pg->splitting && !pg->creating && !pg->split_wait &&
 			    ((pg->in_store && pg->split_for > pool->pg_num) ||
 			     (pg->nmq && o->pl_ok)) &&
@@ -237,13 +237,21 @@ pg_on_map_once(struct osd *o)
 				}
 				continue;
 			}
-			if (!pg) {
+			if (!pg || pg->merged_away || (!pg->in_store && !pg->creating)) {
+				/* New to us, a source merged away here before (its
+				 * collection is gone, its struct stayed), or a stray
+				 * copy we removed: if an ancestor's split on this OSD
+				 * makes it, wait for that (creating it empty would make
+				 * the split fail: the child exists). */
 				bool wait = osd__split_child_waits(o, pool->id, seed);
 
-				pg = osd__pg_new(o, pool->id, seed);
+				if (!pg || pg->merged_away)
+					made = true;
+				if (!pg)
+					pg = osd__pg_new(o, pool->id, seed);
 				if (!pg)
 					continue;
-				made = true;
+				pg->merged_away = false;
 				if (wait) {
 					pg->split_wait = true;
 					CM_INFO("%s: waits for its parent's split", pg->cid);

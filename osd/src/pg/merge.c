@@ -64,11 +64,15 @@ struct osd_merge {
 	uint32_t *expect;     /* sources of ours in the store (listed after the barrier) */
 	size_t nexpect;
 	bool listed, building;
+	bool busy;      /* a barrier or listing of it is out: its callback frees a cancelled job */
+	bool cancelled; /* stopped by a map (pg no longer points to it) */
+	uint64_t relist_ms, warn_ms; /* waiting for quiet sources: list again, complain */
 	struct cm_work w;
 	struct os_txn *t;
 	int rc;
 	char why[160];
 	bool clean, created;
+	size_t src_skip; /* clean: the source's oldest log entries left out */
 	size_t moved, entries;
 	uint64_t start_ms;
 };
@@ -113,7 +117,8 @@ shard_of(struct osd *o, uint32_t seed)
 
 /* ---------- posts between shards ---------- */
 
-enum merge_post_kind { MP_QUIET = 1, MP_GONE };
+/* QUIET: source -> target's shard; GONE, RELEASE (it is a PG again): target -> source's. */
+enum merge_post_kind { MP_QUIET = 1, MP_GONE, MP_RELEASE };
 
 struct merge_post {
 	struct cm_reactor_msg m;
@@ -125,18 +130,27 @@ struct merge_post {
 
 static void merge_quiet(struct osd *o, int64_t pool, uint32_t target, uint32_t source);
 static void merge_gone(struct osd *o, int64_t pool, uint32_t source);
+static void merge_release(struct osd *o, int64_t pool, uint32_t source);
+
+static void
+post_deliver(struct osd *o, enum merge_post_kind kind, int64_t pool, uint32_t target,
+	     uint32_t source)
+{
+	if (kind == MP_QUIET)
+		merge_quiet(o, pool, target, source);
+	else if (kind == MP_GONE)
+		merge_gone(o, pool, source);
+	else
+		merge_release(o, pool, source);
+}
 
 static void
 post_run(void *arg)
 {
 	struct merge_post *p = arg;
 
-	if (!p->o->stopping) {
-		if (p->kind == MP_QUIET)
-			merge_quiet(p->o, p->pool, p->target, p->source);
-		else
-			merge_gone(p->o, p->pool, p->source);
-	}
+	if (!p->o->stopping)
+		post_deliver(p->o, p->kind, p->pool, p->target, p->source);
 	free(p);
 }
 
@@ -148,10 +162,7 @@ post_to(struct osd *from, uint32_t shard_seed, enum merge_post_kind kind, int64_
 	struct merge_post *p;
 
 	if (to == from) {
-		if (kind == MP_QUIET)
-			merge_quiet(from, pool, target, source);
-		else
-			merge_gone(from, pool, source);
+		post_deliver(from, kind, pool, target, source);
 		return;
 	}
 	p = calloc(1, sizeof(*p));
@@ -249,7 +260,23 @@ merge_gone(struct osd *o, int64_t pool, uint32_t source)
 	pg->last_update = pg->log_tail = (struct osd_ver){ 0, 0 };
 	pg->split_for = 0;
 	pg->merging = false;
+	pg->merged_away = true;
 	pg->state = OSD_PG_NONE;
+	osd__pg_retry_wait_map(o);
+}
+
+/* The target's shard let our source go (pg_num rose again before it merged). */
+static void
+merge_release(struct osd *o, int64_t pool, uint32_t source)
+{
+	struct osd_pg *pg = osd__pg_find_any(o, pool, source);
+
+	if (!pg || !pg->merging || pg->mg)
+		return;
+	CM_INFO("%s: not merged after all (pg_num rose again)", pg->cid);
+	pg->merging = false;
+	if (o->map && o->pl_ok)
+		osd__pg_on_map(o);
 	osd__pg_retry_wait_map(o);
 }
 
@@ -293,6 +320,10 @@ merge_quiet(struct osd *o, int64_t pool, uint32_t target, uint32_t source)
 	const Cairn__Map__Pool *p = o->map ? osd__pool(o, pool) : NULL;
 	struct osd_pg *pg = osd__pg_find_any(o, pool, target);
 
+	if (p && source < p->pg_num) {
+		post_to(o, source, MP_RELEASE, pool, target, source); /* a PG again */
+		return;
+	}
 	if (!pg)
 		pg = osd__pg_new(o, pool, target);
 	if (!pg) {
@@ -348,22 +379,83 @@ merge_fail(struct osd_merge *j, int rc)
 	job_free(j); /* pg stays merging (hidden) until the retry */
 }
 
+static void list_fn(void *arg);
+static void list_done(void *arg);
+
+static bool
+job_expects(const struct osd_merge *j, uint32_t s)
+{
+	for (size_t i = 0; j && i < j->nexpect; i++)
+		if (j->expect[i] == s)
+			return true;
+	return false;
+}
+
 void
 osd__merge_tick(struct osd_pg *pg, uint64_t now_ms)
 {
-	const Cairn__Map__Pool *p;
+	struct osd_merge *j = pg->mg;
 
-	if (!pg->merging || pg->mg || !pg->merge_retry_ms || now_ms < pg->merge_retry_ms)
-		return;
-	pg->merge_retry_ms = 0;
-	p = pg->osd->map ? osd__pool(pg->osd, pg->pool) : NULL;
-	if (p && pg->seed < p->pg_num) {
-		pg->merging = false;
-		target_round(pg, p);
+	if (j && j->listed && !j->building && now_ms >= j->relist_ms) {
+		/* Still waiting for a source's shard: the store may have dropped
+		 * it meanwhile (a stray's removal), so list again. */
+		j->relist_ms = now_ms + 2000;
+		if (now_ms >= j->warn_ms) {
+			j->warn_ms = now_ms + 30000;
+			for (size_t i = 0; i < j->nexpect; i++)
+				if (!mq_has(pg, j->expect[i]))
+					CM_WARN("%s: its merge waits for pg.%" PRId64 ".%x, which "
+						"its shard has not handed over",
+						pg->cid, j->pool, j->expect[i]);
+		}
+		j->listed = false;
+		free(j->expect);
+		j->expect = NULL;
+		j->nexpect = 0;
+		j->w = (struct cm_work){ .fn = list_fn, .done = list_done, .arg = j };
+		j->busy = true;
+		if (osd__work(j->o, &j->w)) {
+			j->busy = false;
+			merge_fail(j, -ESHUTDOWN);
+		}
 		return;
 	}
+	if (!pg->merging || j || !pg->merge_retry_ms || now_ms < pg->merge_retry_ms)
+		return;
+	/* A failed round: the map decides again (a round, a split, or nothing). */
+	pg->merge_retry_ms = 0;
 	pg->merging = false;
-	osd__pg_on_map(pg->osd);
+	if (pg->osd->map && pg->osd->pl_ok)
+		osd__pg_on_map(pg->osd);
+}
+
+bool
+osd__merge_on_map_pg(struct osd_pg *pg, const Cairn__Map__Pool *p)
+{
+	struct osd_merge *j = pg->mg;
+
+	/* Noted sources that are PGs again go back (not one a build moves now). */
+	for (size_t i = 0; i < pg->nmq;) {
+		uint32_t s = pg->mq[i];
+
+		if (s < p->pg_num && !(j && j->building && job_expects(j, s))) {
+			mq_drop(pg, s);
+			post_to(pg->osd, s, MP_RELEASE, pg->pool, pg->seed, s);
+			continue;
+		}
+		i++;
+	}
+	if (j && !j->building && j->to != p->pg_num) {
+		CM_INFO("%s: merge for pg_num %u stopped (pg_num is %u now)", pg->cid, j->to,
+			p->pg_num);
+		pg->mg = NULL;
+		pg->merging = false;
+		if (j->busy)
+			j->cancelled = true; /* its callback frees it */
+		else
+			job_free(j);
+	}
+	return pg->merging;
 }
 
 /* Read a copy's info, split record and whether it misses objects. */
@@ -431,10 +523,53 @@ put_info(struct osd_merge *j, const struct merge_copy *c, int64_t pool)
 	return os_txn_omap_set(j->t, j->pg->cid, OSD_PGMETA, "info", 4, b, n);
 }
 
-/* One source's pgmeta records: log entries move (re-versioned) when clean; the rest go. */
+/*
+ * The log keys of a copy, oldest first: count them, and (drop > 0) remove the
+ * oldest drop of them in j's transaction, *last the version of the newest
+ * removed.
+ */
 static int
-source_records(struct osd_merge *j, const char *scid, const char *tcid)
+log_keys(struct osd_merge *j, const char *cid, size_t *n, size_t drop, struct osd_ver *last)
 {
+	uint8_t after[OSD_LOGKEY_LEN];
+	size_t alen = 0, seen = 0;
+	bool more = true;
+	int rc = 0;
+
+	while (more && !rc) {
+		struct os_kv *kvs = NULL;
+		size_t k = 0;
+
+		rc = os_omap_iterate(j->o->store, cid, OSD_PGMETA, alen ? after : NULL, alen, "l",
+				     1, 512, &kvs, &k, &more);
+		for (size_t i = 0; i < k && !rc; i++) {
+			if (kvs[i].klen != OSD_LOGKEY_LEN)
+				continue;
+			if (seen < drop) {
+				rc = os_txn_omap_rm(j->t, cid, OSD_PGMETA, kvs[i].key, kvs[i].klen);
+				*last = (struct osd_ver){ osd_get_be64(kvs[i].key + 1),
+							  osd_get_be64(kvs[i].key + 9) };
+			}
+			seen++;
+			memcpy(after, kvs[i].key, OSD_LOGKEY_LEN);
+			alen = OSD_LOGKEY_LEN;
+		}
+		os_kvs_free(kvs, k);
+		if (!k)
+			break;
+	}
+	*n = seen;
+	return rc;
+}
+
+/*
+ * One source's pgmeta records: when clean, its log entries but the oldest
+ * skip move (re-versioned); the rest go with its collection.
+ */
+static int
+source_records(struct osd_merge *j, const char *scid, const char *tcid, size_t skip)
+{
+	size_t nlog = 0;
 	struct os_store *s = j->o->store;
 	uint8_t *after = NULL;
 	size_t alen = 0;
@@ -465,6 +600,8 @@ source_records(struct osd_merge *j, const char *scid, const char *tcid)
 			}
 			if (!j->clean || kv->klen != OSD_LOGKEY_LEN || kv->key[0] != 'l')
 				continue;
+			if (nlog++ < skip)
+				continue; /* older than the merged log keeps */
 			le = cairn__osd__log_entry__unpack(NULL, kv->vlen, kv->val);
 			if (!le || !le->ver) {
 				if (le)
@@ -645,8 +782,27 @@ build_fn(void *arg)
 		/* Nothing merged into this PG: only its split record changes. */
 		j->clean = true;
 	} else if (j->clean) {
+		/*
+		 * The merged log keeps the newest half of each log at most, so
+		 * that it fits the ring a load reads (pg_log_max) and the next
+		 * writes' trims do not drop all of the target's own entries at
+		 * once: a resend of a recent op of either PG is still found.
+		 */
+		size_t keep = (size_t)CM_MAX(j->o->cfg->pg_log_max / 2, (uint64_t)1), nt = 0,
+		       ns = 0;
+		struct osd_ver last = { 0, 0 };
+
+		j->rc = log_keys(j, j->pg->cid, &nt, 0, &last);
+		if (!j->rc && nt > keep)
+			j->rc = log_keys(j, j->pg->cid, &nt, nt - keep, &last);
+		if (!j->rc)
+			j->rc = log_keys(j, scid, &ns, 0, &last);
+		j->src_skip = ns > keep ? ns - keep : 0;
+		if (nt > keep && osd_ver_cmp(&last, &tc.tail) > 0)
+			tc.tail = last;
 		tc.lu = (struct osd_ver){ j->step_epoch, CM_MAX(tc.lu.seq, sc.lu.seq) + 1 };
-		j->rc = put_info(j, &tc, j->pool);
+		if (!j->rc)
+			j->rc = put_info(j, &tc, j->pool);
 	} else {
 		if (!tc.info) {
 			tc.shard = sc.shard;
@@ -673,7 +829,7 @@ build_fn(void *arg)
 	}
 	for (size_t i = 0; i < j->nexpect && !j->rc; i++) {
 		snprintf(scid, sizeof(scid), "pg.%" PRId64 ".%x", j->pool, j->expect[i]);
-		j->rc = source_records(j, scid, j->pg->cid);
+		j->rc = source_records(j, scid, j->pg->cid, j->src_skip);
 		if (!j->rc)
 			j->rc = source_objects(j, scid, j->pg->cid);
 	}
@@ -793,6 +949,11 @@ list_done(void *arg)
 {
 	struct osd_merge *j = arg;
 
+	j->busy = false;
+	if (j->cancelled) {
+		job_free(j);
+		return;
+	}
 	if (j->rc || j->o->stopping) {
 		merge_fail(j, j->rc ? j->rc : -ESHUTDOWN);
 		return;
@@ -808,14 +969,22 @@ target_barrier(void *arg, int rc)
 {
 	struct osd_merge *j = arg;
 
+	j->busy = false;
+	if (j->cancelled) {
+		job_free(j);
+		return;
+	}
 	if (rc || j->o->stopping) {
 		merge_fail(j, rc ? rc : -ESHUTDOWN);
 		return;
 	}
 	j->w = (struct cm_work){ .fn = list_fn, .done = list_done, .arg = j };
+	j->busy = true;
 	rc = osd__work(j->o, &j->w);
-	if (rc)
+	if (rc) {
+		j->busy = false;
 		merge_fail(j, rc);
+	}
 }
 
 /* Hide the target, let its transactions commit, then list its sources. */
@@ -861,6 +1030,7 @@ target_round(struct osd_pg *pg, const Cairn__Map__Pool *p)
 	}
 	pg->mg = j;
 	if (!pg->in_store) {
+		j->busy = true;
 		target_barrier(j, 0); /* nothing of its own in flight */
 		return;
 	}
@@ -873,6 +1043,7 @@ target_round(struct osd_pg *pg, const Cairn__Map__Pool *p)
 		merge_fail(j, rc);
 		return;
 	}
+	j->busy = true;
 	osd__queue(o, t, target_barrier, j);
 }
 

@@ -392,6 +392,7 @@ osd__pg_reload(struct osd_pg *pg)
 	pg->incomplete = false;
 	pg->split_for = 0;
 	pg->in_store = false;
+	pg->merged_away = false;
 	return pg_load(pg);
 }
 

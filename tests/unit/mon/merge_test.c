@@ -208,6 +208,42 @@ START_TEST(test_up_again_stops)
 
 END_TEST
 
+START_TEST(test_stale_decisions)
+{
+	int64_t id;
+	Cairn__Map__OsdMap *m = pool_map(8, &id);
+	Cairn__Map__Pool *p;
+	char err[MON_ERRLEN];
+	enum mon_merge_kind k = 0;
+	struct mon_merge_rep *r;
+	struct mon_merge_edit *e;
+	size_t n, ne;
+
+	ck_assert_int_eq(mon_pool_set(m, "p", "pg_num", "4", err), 0);
+	r = reports(id, 8, m->epoch, false, &n);
+	ck_assert_uint_eq(step(m, r, n, 100 * 1000 * MS, &k), 1);
+	free(r);
+	/* A commit decided on this step is not applied to a later one. */
+	r = reports(id, 8, m->epoch, true, &n);
+	ck_assert_int_eq(mon_merge_decide(m, r, n, 101 * 1000 * MS, &e, &ne), 0);
+	ck_assert_uint_eq(ne, 1);
+	ck_assert_int_eq(e[0].kind, MON_MERGE_COMMIT);
+	p = mon_pool_find_id(m, id);
+	p->pending_epoch += 3; /* gave up and began again meanwhile */
+	ck_assert_int_eq(mon_merge_apply(e, ne, m, 101 * 1000 * MS), 0);
+	ck_assert_uint_eq(p->pg_num, 8);
+	mon_merge_edits_free(e, ne);
+	/* A step stamped by a leader whose clock is ahead of ours gives up at once. */
+	r[0].ready = false;
+	ck_assert_uint_eq(step(m, r, n, 50 * 1000 * MS, &k), 1);
+	ck_assert_int_eq(k, MON_MERGE_GIVE_UP);
+	free(r);
+	ck_assert_uint_eq(mon_pool_find_id(m, id)->pg_num_pending, 0);
+	cairn__map__osd_map__free_unpacked(m, NULL);
+}
+
+END_TEST
+
 int
 main(void)
 {
@@ -217,6 +253,7 @@ main(void)
 	tcase_add_test(tc, test_half);
 	tcase_add_test(tc, test_steps);
 	tcase_add_test(tc, test_up_again_stops);
+	tcase_add_test(tc, test_stale_decisions);
 	suite_add_tcase(s, tc);
 	return cm_test_main(s);
 }
