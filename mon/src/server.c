@@ -549,8 +549,16 @@ on_msg(void *arg, struct cm_conn *c, struct cm_msg *m)
 		pb = &b->base;
 		if (!b || need_leader(s, c, m->tid))
 			break;
-		if (mon_leader_beacon(s->leader, b, cm_now_ns()) == 0)
-			pb = NULL; /* kept */
+		{
+			bool ready = false;
+
+			for (size_t i = 0; i < b->n_pgs && !ready; i++)
+				ready = b->pgs[i]->merge_ready;
+			if (mon_leader_beacon(s->leader, b, cm_now_ns()) == 0)
+				pb = NULL; /* kept */
+			if (ready)
+				tick_kick(s); /* a merge step may be complete now */
+		}
 		break;
 	}
 	case MON_MSG_OSD_FAILURE: {

@@ -191,6 +191,7 @@ struct osd_pg {
 	/* PG merge (pg/merge.c) */
 	bool merging;         /* a source or target being merged: hidden from every message */
 	bool merged_away;     /* a source whose copy went into its target (collection gone) */
+	bool merge_told;      /* ready for a merge step, and a beacon was asked to say so */
 	struct osd_merge *mg; /* a target: its merge under way */
 	uint32_t *mq;         /* a target: sources whose shards quiesced them for it */
 	size_t nmq, capmq;
@@ -1026,6 +1027,9 @@ int osd__plan_slot(struct osd_pg *pg, int t, int a);
 /* ---------- ops/op.c ---------- */
 
 void osd__op_free(struct osd_op *op);
+
+/* Tell op's client to send it again shortly (-EAGAIN at our epoch): it was dropped. */
+void osd__op_push_back(struct osd_op *op);
 
 /* Reply to the client and finish op (it leaves pg->running). */
 void osd__op_reply(struct osd_op *op, const struct osd_ver *ver);

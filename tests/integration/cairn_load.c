@@ -219,6 +219,7 @@ struct thr {
 	uint64_t app_tried, appends, append_errs, dups;
 	uint8_t *app_ok;
 	size_t app_cap;
+	double longest; /* the longest op (or log read) of the loop, seconds */
 	int k;
 	int rc;
 };
@@ -381,6 +382,34 @@ check_read(struct thr *t, cairn_ioctx_t *io, unsigned i, uint8_t *buf, uint8_t *
 	}
 }
 
+/* One op of the mix: an append, a log check, a write or a read. */
+static void
+thrash_one(struct thr *t, cairn_ioctx_t *io, uint64_t r, uint8_t *buf, uint8_t *want)
+{
+	unsigned i = (unsigned)(r % t->n);
+	char name[64];
+
+	name_of(t->first + i, name, sizeof(name));
+	if (r % 7 == 1) {
+		do_append(t, io);
+	} else if (r % 29 == 2) {
+		check_alog(t, io, buf);
+	} else if (r % 3 != 0 || !t->tried[i]) {
+		uint64_t gen = ++t->tried[i];
+		int rc = write_gen(io, name, gen, buf);
+
+		t->writes++;
+		if (rc == 0) {
+			t->acked[i] = gen;
+		} else {
+			t->write_errs++;
+			fprintf(stderr, "write %s gen %" PRIu64 ": %s\n", name, gen, strerror(-rc));
+		}
+	} else {
+		check_read(t, io, i, buf, want);
+	}
+}
+
 static void *
 thrash_thread(void *arg)
 {
@@ -394,34 +423,11 @@ thrash_thread(void *arg)
 		t->rc = 1;
 		goto out;
 	}
-	while (now_s() < end) {
-		unsigned i = (unsigned)((r = cm_test_mix(r)) % t->n);
-		char name[64];
-
-		name_of(t->first + i, name, sizeof(name));
-		if (r % 7 == 1) {
-			do_append(t, io);
-			continue;
-		}
-		if (r % 29 == 2) {
-			check_alog(t, io, buf);
-			continue;
-		}
-		if (r % 3 != 0 || !t->tried[i]) {
-			uint64_t gen = ++t->tried[i];
-			int rc = write_gen(io, name, gen, buf);
-
-			t->writes++;
-			if (rc == 0) {
-				t->acked[i] = gen;
-			} else {
-				t->write_errs++;
-				fprintf(stderr, "write %s gen %" PRIu64 ": %s\n", name, gen,
-					strerror(-rc));
-			}
-		} else {
-			check_read(t, io, i, buf, want);
-		}
+	for (double t0 = now_s(), t1; t0 < end; t0 = t1) {
+		thrash_one(t, io, r = cm_test_mix(r), buf, want);
+		t1 = now_s();
+		if (t1 - t0 > t->longest)
+			t->longest = t1 - t0;
 	}
 	for (unsigned i = 0; i < t->n; i++)
 		check_read(t, io, i, buf, want);
@@ -441,6 +447,7 @@ run_thrash(void)
 	struct thr *t = calloc(g_threads, sizeof(*t));
 	pthread_t *th = calloc(g_threads, sizeof(*th));
 	uint64_t w = 0, we = 0, rd = 0, re = 0, lost = 0, wrong = 0, ap = 0, ape = 0, dups = 0;
+	double longest = 0;
 	unsigned per = g_count / g_threads;
 	int rc = 0;
 
@@ -467,14 +474,16 @@ run_thrash(void)
 		ap += t[k].appends;
 		ape += t[k].append_errs;
 		dups += t[k].dups;
+		longest = t[k].longest > longest ? t[k].longest : longest;
 		rc |= t[k].rc;
 		free(t[k].acked);
 		free(t[k].tried);
 	}
 	printf("{\"writes\":%" PRIu64 ",\"write_errors\":%" PRIu64 ",\"appends\":%" PRIu64
 	       ",\"append_errors\":%" PRIu64 ",\"reads\":%" PRIu64 ",\"read_errors\":%" PRIu64
-	       ",\"twice\":%" PRIu64 ",\"lost\":%" PRIu64 ",\"wrong\":%" PRIu64 "}\n",
-	       w, we, ap, ape, rd, re, dups, lost, wrong);
+	       ",\"twice\":%" PRIu64 ",\"lost\":%" PRIu64 ",\"wrong\":%" PRIu64
+	       ",\"longest_op_ms\":%.0f}\n",
+	       w, we, ap, ape, rd, re, dups, lost, wrong, longest * 1000);
 	free(t);
 	free(th);
 	return rc ? 2 : (lost || wrong || dups) ? 1 : 0;

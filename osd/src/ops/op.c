@@ -69,6 +69,13 @@ reply_simple(struct osd *o, struct cm_conn *c, uint64_t tid, int rc)
 	osd__send_pb(c, OSD_MSG_OP_REPLY, tid, &r.base, NULL);
 }
 
+void
+osd__op_push_back(struct osd_op *op)
+{
+	if (op->c && op->m)
+		reply_simple(op->osd, op->c, op->m->tid, -EAGAIN);
+}
+
 /* Reply to the client and finish op (it leaves pg->running). */
 void
 osd__op_reply(struct osd_op *op, const struct osd_ver *ver)

@@ -49,6 +49,22 @@ pg_reset_interval(struct osd_pg *pg)
 void
 osd__pg_hide(struct osd_pg *pg)
 {
+	struct osd_op *op;
+
+	/*
+	 * A split or merge: the client sees no new acting set, so it would
+	 * resend a dropped op only after its 5 s timer. Ops not started wait
+	 * on the OSD instead (dispatched again once the PG is back); running
+	 * ones are dropped and their clients told to send again at once (the
+	 * PG log answers one that was applied).
+	 */
+	while ((op = TAILQ_FIRST(&pg->waiting))) {
+		TAILQ_REMOVE(&pg->waiting, op, link);
+		op->pg = NULL;
+		TAILQ_INSERT_TAIL(&pg->osd->wait_map, op, link);
+	}
+	TAILQ_FOREACH(op, &pg->running, link)
+		osd__op_push_back(op);
 	pg_reset_interval(pg);
 	pg->state = OSD_PG_NONE;
 	pg->nacting = 0;
@@ -216,9 +232,7 @@ pg_on_map_once(struct osd *o)
 			}
 			if (pg && pg->in_store && !pg->splitting && !pg->creating &&
 			    pg->split_for < pool->pg_num) {
-				pg_reset_interval(pg);
-				pg->state = OSD_PG_NONE;
-				pg->nacting = 0;
+				osd__pg_hide(pg);
 				osd__split_start(pg, pool);
 			}
 			if (pg && pg->splitting)

@@ -327,6 +327,15 @@ osd__pg_tick(struct osd *o)
 				osd__merge_tick(pg, now);
 				continue;
 			}
+			/* Paused for a merge step and ready: tell the mons now, not
+			 * at the next beacon (the step waits for every PG). */
+			if (pg->primary == o->id && pg->state == OSD_PG_ACTIVE) {
+				bool ready = osd__merge_ready(pg);
+
+				if (ready && !pg->merge_told)
+					o->last_beacon_ms = 0;
+				pg->merge_told = ready;
+			}
 
 			/*
 			 * A write whose replica replies did not all come in
