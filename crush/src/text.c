@@ -156,20 +156,34 @@ get_name(struct parser *p, const struct tok **tp)
 static int
 parse_tunable(struct parser *p)
 {
+	/*
+	 * The retry counts multiply in the mapper (total x local x leaf): a
+	 * map with huge ones makes every client spin for seconds per mapping
+	 * (the fuzzer found 222,222,220 fallback tries). Bounded well above
+	 * what Ceph ships (legacy 2 and 5 local, 50 total; EC rules use 100).
+	 */
 	static const struct {
 		const char *name;
 		size_t off;
+		long max;
 	} tun[] = {
-		{ "choose_local_tries", offsetof(struct crush_tunables, choose_local_tries) },
+		{ "choose_local_tries", offsetof(struct crush_tunables, choose_local_tries),
+		  CRUSH_MAX_LOCAL_TRIES },
 		{ "choose_local_fallback_tries",
-		  offsetof(struct crush_tunables, choose_local_fallback_tries) },
-		{ "choose_total_tries", offsetof(struct crush_tunables, choose_total_tries) },
+		  offsetof(struct crush_tunables, choose_local_fallback_tries),
+		  CRUSH_MAX_LOCAL_TRIES },
+		{ "choose_total_tries", offsetof(struct crush_tunables, choose_total_tries),
+		  CRUSH_MAX_TRIES },
 		{ "chooseleaf_descend_once",
-		  offsetof(struct crush_tunables, chooseleaf_descend_once) },
-		{ "chooseleaf_vary_r", offsetof(struct crush_tunables, chooseleaf_vary_r) },
-		{ "chooseleaf_stable", offsetof(struct crush_tunables, chooseleaf_stable) },
-		{ "straw_calc_version", offsetof(struct crush_tunables, straw_calc_version) },
-		{ "allowed_bucket_algs", offsetof(struct crush_tunables, allowed_bucket_algs) },
+		  offsetof(struct crush_tunables, chooseleaf_descend_once), UINT32_MAX },
+		{ "chooseleaf_vary_r", offsetof(struct crush_tunables, chooseleaf_vary_r),
+		  UINT32_MAX },
+		{ "chooseleaf_stable", offsetof(struct crush_tunables, chooseleaf_stable),
+		  UINT32_MAX },
+		{ "straw_calc_version", offsetof(struct crush_tunables, straw_calc_version),
+		  UINT32_MAX },
+		{ "allowed_bucket_algs", offsetof(struct crush_tunables, allowed_bucket_algs),
+		  UINT32_MAX },
 	};
 	const struct tok *t;
 	long v;
@@ -179,7 +193,7 @@ parse_tunable(struct parser *p)
 		return rc;
 	for (size_t i = 0; i < sizeof(tun) / sizeof(tun[0]); i++) {
 		if (strcmp(t->s, tun[i].name) == 0) {
-			rc = get_int(p, 0, UINT32_MAX, &v);
+			rc = get_int(p, 0, tun[i].max, &v);
 			if (!rc)
 				*(uint32_t *)((char *)&p->m->t + tun[i].off) = (uint32_t)v;
 			return rc;
@@ -542,7 +556,16 @@ parse_step(struct parser *p, struct crush_rule *r)
 	}
 	for (size_t i = 0; i < sizeof(sets) / sizeof(sets[0]); i++) {
 		if (!strcmp(t->s, sets[i].name)) {
-			if ((rc = get_int(p, 0, 1000000, &n)))
+			long max = sets[i].op == CRUSH_OP_SET_CHOOSE_LOCAL_TRIES ||
+						   sets[i].op ==
+							   CRUSH_OP_SET_CHOOSE_LOCAL_FALLBACK_TRIES
+					   ? CRUSH_MAX_LOCAL_TRIES
+				   : sets[i].op == CRUSH_OP_SET_CHOOSE_TRIES ||
+						   sets[i].op == CRUSH_OP_SET_CHOOSELEAF_TRIES
+					   ? CRUSH_MAX_TRIES
+					   : 1000000;
+
+			if ((rc = get_int(p, 0, max, &n)))
 				return rc;
 			return add_step(r, sets[i].op, (int32_t)n, 0, -1);
 		}

@@ -32,6 +32,15 @@ enum crush_bucket_alg {
 	CRUSH_BUCKET_STRAW2 = 5,
 };
 
+/*
+ * Bounds the text parser puts on retry counts (tunables and rule steps):
+ * they multiply in the mapper, so huge ones make every mapping spin.
+ * Ceph ships 50 total tries, legacy 2 local and 5 fallback tries, and EC
+ * rules with set_choose_tries 100.
+ */
+#define CRUSH_MAX_TRIES       100
+#define CRUSH_MAX_LOCAL_TRIES 5
+
 /* Rule step opcodes, numbered as Ceph numbers them. */
 enum crush_op {
 	CRUSH_OP_NOOP = 0,
