@@ -760,6 +760,15 @@ struct osd_pg *osd__pg_find(struct osd *o, int64_t pool, uint32_t seed);
 /* The PG whatever its state (the map and the split code). */
 struct osd_pg *osd__pg_find_any(struct osd *o, int64_t pool, uint32_t seed);
 
+/*
+ * Call fn on every record of cid's OSD_PGMETA omap whose key starts with
+ * prefix (NULL, 0: all), in key order, a page at a time, until fn returns
+ * non-zero. Blocking (a worker, or start-up). \return 0, fn's value, or
+ * the store's error.
+ */
+int osd__pgmeta_walk(struct os_store *s, const char *cid, const char *prefix, size_t plen,
+		     int (*fn)(void *arg, const struct os_kv *kv), void *arg);
+
 /* Read the copy's records (info, prior, log, stashes, missing, split) from the store again. */
 int osd__pg_reload(struct osd_pg *pg);
 

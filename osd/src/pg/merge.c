@@ -523,6 +523,29 @@ put_info(struct osd_merge *j, const struct merge_copy *c, int64_t pool)
 	return os_txn_omap_set(j->t, j->pg->cid, OSD_PGMETA, "info", 4, b, n);
 }
 
+/* A walk over a copy's pgmeta records (osd__pgmeta_walk) for the merge. */
+struct rec_walk {
+	struct osd_merge *j;
+	const char *cid, *tcid;
+	size_t seen, drop;   /* log keys seen; the oldest drop of them go */
+	struct osd_ver last; /* the newest log key dropped */
+};
+
+static int
+log_key_fn(void *arg, const struct os_kv *kv)
+{
+	struct rec_walk *w = arg;
+	int rc = 0;
+
+	if (kv->klen != OSD_LOGKEY_LEN)
+		return 0;
+	if (w->seen++ < w->drop) {
+		rc = os_txn_omap_rm(w->j->t, w->cid, OSD_PGMETA, kv->key, kv->klen);
+		w->last = (struct osd_ver){ osd_get_be64(kv->key + 1), osd_get_be64(kv->key + 9) };
+	}
+	return rc;
+}
+
 /*
  * The log keys of a copy, oldest first: count them, and (drop > 0) remove the
  * oldest drop of them in j's transaction, *last the version of the newest
@@ -531,35 +554,75 @@ put_info(struct osd_merge *j, const struct merge_copy *c, int64_t pool)
 static int
 log_keys(struct osd_merge *j, const char *cid, size_t *n, size_t drop, struct osd_ver *last)
 {
-	uint8_t after[OSD_LOGKEY_LEN];
-	size_t alen = 0, seen = 0;
-	bool more = true;
-	int rc = 0;
+	struct rec_walk w = { .j = j, .cid = cid, .drop = drop, .last = *last };
+	int rc = osd__pgmeta_walk(j->o->store, cid, "l", 1, log_key_fn, &w);
 
-	while (more && !rc) {
-		struct os_kv *kvs = NULL;
-		size_t k = 0;
-
-		rc = os_omap_iterate(j->o->store, cid, OSD_PGMETA, alen ? after : NULL, alen, "l",
-				     1, 512, &kvs, &k, &more);
-		for (size_t i = 0; i < k && !rc; i++) {
-			if (kvs[i].klen != OSD_LOGKEY_LEN)
-				continue;
-			if (seen < drop) {
-				rc = os_txn_omap_rm(j->t, cid, OSD_PGMETA, kvs[i].key, kvs[i].klen);
-				*last = (struct osd_ver){ osd_get_be64(kvs[i].key + 1),
-							  osd_get_be64(kvs[i].key + 9) };
-			}
-			seen++;
-			memcpy(after, kvs[i].key, OSD_LOGKEY_LEN);
-			alen = OSD_LOGKEY_LEN;
-		}
-		os_kvs_free(kvs, k);
-		if (!k)
-			break;
-	}
-	*n = seen;
+	*n = w.seen;
+	*last = w.last;
 	return rc;
+}
+
+/* An EC rollback stash record ('s' + version): its stash object goes. */
+static int
+stash_drop(struct osd_merge *j, const char *cid, const struct os_kv *kv)
+{
+	char sname[OSD_STASH_NAME_MAX];
+	struct osd_ver v = { osd_get_be64(kv->key + 1), osd_get_be64(kv->key + 9) };
+
+	osd_stash_name(&v, sname);
+	return os_txn_remove_any(j->t, cid, sname);
+}
+
+/* A source's log entry, re-versioned into the target's pgmeta. */
+static int
+log_entry_move(struct osd_merge *j, const char *tcid, const struct os_kv *kv)
+{
+	Cairn__Osd__LogEntry *le = cairn__osd__log_entry__unpack(NULL, kv->vlen, kv->val);
+	uint8_t key[OSD_LOGKEY_LEN], *b;
+	struct osd_ver v;
+	size_t bl;
+	int rc;
+
+	if (!le || !le->ver) {
+		if (le)
+			cairn__osd__log_entry__free_unpacked(le, NULL);
+		snprintf(j->why, sizeof(j->why), "undecodable log entry of a source");
+		return -EIO;
+	}
+	/* Same seq, the merge's epoch: above every entry of the target, in the
+	 * order the source made them, the same on every clean copy. */
+	le->ver->epoch = j->step_epoch;
+	le->undo = 0; /* committed everywhere: nothing to roll back */
+	le->undo_off = le->undo_len = 0;
+	le->n_sent_to = 0;
+	v = (struct osd_ver){ le->ver->epoch, le->ver->seq };
+	osd_log_key(&v, key);
+	bl = cairn__osd__log_entry__get_packed_size(le);
+	b = malloc(bl ? bl : 1);
+	if (!b) {
+		cairn__osd__log_entry__free_unpacked(le, NULL);
+		return -ENOMEM;
+	}
+	cairn__osd__log_entry__pack(le, b);
+	rc = os_txn_omap_set(j->t, tcid, OSD_PGMETA, key, OSD_LOGKEY_LEN, b, bl);
+	free(b);
+	cairn__osd__log_entry__free_unpacked(le, NULL);
+	j->entries++;
+	return rc;
+}
+
+static int
+source_record_fn(void *arg, const struct os_kv *kv)
+{
+	struct rec_walk *w = arg;
+
+	if (kv->klen == 17 && kv->key[0] == 's')
+		return stash_drop(w->j, w->cid, kv);
+	if (!w->j->clean || kv->klen != OSD_LOGKEY_LEN || kv->key[0] != 'l')
+		return 0;
+	if (w->seen++ < w->drop)
+		return 0; /* older than the merged log keeps */
+	return log_entry_move(w->j, w->tcid, kv);
 }
 
 /*
@@ -569,139 +632,31 @@ log_keys(struct osd_merge *j, const char *cid, size_t *n, size_t drop, struct os
 static int
 source_records(struct osd_merge *j, const char *scid, const char *tcid, size_t skip)
 {
-	size_t nlog = 0;
-	struct os_store *s = j->o->store;
-	uint8_t *after = NULL;
-	size_t alen = 0;
-	bool more = true;
+	struct rec_walk w = { .j = j, .cid = scid, .tcid = tcid, .drop = skip };
+
+	return osd__pgmeta_walk(j->o->store, scid, NULL, 0, source_record_fn, &w);
+}
+
+static int
+target_forget_fn(void *arg, const struct os_kv *kv)
+{
+	struct rec_walk *w = arg;
 	int rc = 0;
 
-	while (more && !rc) {
-		struct os_kv *kvs = NULL;
-		size_t n = 0;
-
-		rc = os_omap_iterate(s, scid, OSD_PGMETA, after, alen, NULL, 0, 512, &kvs, &n,
-				     &more);
-		for (size_t i = 0; i < n && !rc; i++) {
-			const struct os_kv *kv = &kvs[i];
-			Cairn__Osd__LogEntry *le;
-			struct osd_ver v;
-			uint8_t key[OSD_LOGKEY_LEN], *b;
-			size_t bl;
-
-			if (kv->klen == 17 && kv->key[0] == 's') {
-				char sname[OSD_STASH_NAME_MAX];
-
-				v = (struct osd_ver){ osd_get_be64(kv->key + 1),
-						      osd_get_be64(kv->key + 9) };
-				osd_stash_name(&v, sname);
-				rc = os_txn_remove_any(j->t, scid, sname);
-				continue;
-			}
-			if (!j->clean || kv->klen != OSD_LOGKEY_LEN || kv->key[0] != 'l')
-				continue;
-			if (nlog++ < skip)
-				continue; /* older than the merged log keeps */
-			le = cairn__osd__log_entry__unpack(NULL, kv->vlen, kv->val);
-			if (!le || !le->ver) {
-				if (le)
-					cairn__osd__log_entry__free_unpacked(le, NULL);
-				snprintf(j->why, sizeof(j->why), "undecodable log entry in %s",
-					 scid);
-				rc = -EIO;
-				break;
-			}
-			/* Same seq, the merge's epoch: above every entry of the target, in
-			 * the order the source made them, the same on every clean copy. */
-			le->ver->epoch = j->step_epoch;
-			le->undo = 0; /* committed everywhere: nothing to roll back */
-			le->undo_off = le->undo_len = 0;
-			le->n_sent_to = 0;
-			v = (struct osd_ver){ le->ver->epoch, le->ver->seq };
-			osd_log_key(&v, key);
-			bl = cairn__osd__log_entry__get_packed_size(le);
-			b = malloc(bl ? bl : 1);
-			if (!b) {
-				cairn__osd__log_entry__free_unpacked(le, NULL);
-				rc = -ENOMEM;
-				break;
-			}
-			cairn__osd__log_entry__pack(le, b);
-			rc = os_txn_omap_set(j->t, tcid, OSD_PGMETA, key, OSD_LOGKEY_LEN, b, bl);
-			free(b);
-			cairn__osd__log_entry__free_unpacked(le, NULL);
-			j->entries++;
-		}
-		if (!rc && n) {
-			uint8_t *g = realloc(after, kvs[n - 1].klen);
-
-			if (!g) {
-				rc = -ENOMEM;
-			} else {
-				after = g;
-				alen = kvs[n - 1].klen;
-				memcpy(after, kvs[n - 1].key, alen);
-			}
-		}
-		os_kvs_free(kvs, n);
-		if (!n)
-			break;
-	}
-	free(after);
-	return rc;
+	if (!kv->klen || (kv->key[0] != 'l' && kv->key[0] != 'm' && kv->key[0] != 's'))
+		return 0;
+	if (kv->klen == 17 && kv->key[0] == 's')
+		rc = stash_drop(w->j, w->cid, kv);
+	return rc ? rc : os_txn_omap_rm(w->j->t, w->cid, OSD_PGMETA, kv->key, kv->klen);
 }
 
 /* A stale target: its log, missing records and stashes go (it is backfilled). */
 static int
 target_forget(struct osd_merge *j)
 {
-	struct os_store *s = j->o->store;
-	uint8_t *after = NULL;
-	size_t alen = 0;
-	bool more = true;
-	int rc = 0;
+	struct rec_walk w = { .j = j, .cid = j->pg->cid };
 
-	while (more && !rc) {
-		struct os_kv *kvs = NULL;
-		size_t n = 0;
-
-		rc = os_omap_iterate(s, j->pg->cid, OSD_PGMETA, after, alen, NULL, 0, 512, &kvs, &n,
-				     &more);
-		for (size_t i = 0; i < n && !rc; i++) {
-			const struct os_kv *kv = &kvs[i];
-
-			if (!kv->klen ||
-			    (kv->key[0] != 'l' && kv->key[0] != 'm' && kv->key[0] != 's'))
-				continue;
-			if (kv->klen == 17 && kv->key[0] == 's') {
-				char sname[OSD_STASH_NAME_MAX];
-				struct osd_ver v = { osd_get_be64(kv->key + 1),
-						     osd_get_be64(kv->key + 9) };
-
-				osd_stash_name(&v, sname);
-				rc = os_txn_remove_any(j->t, j->pg->cid, sname);
-			}
-			if (!rc)
-				rc = os_txn_omap_rm(j->t, j->pg->cid, OSD_PGMETA, kv->key,
-						    kv->klen);
-		}
-		if (!rc && n) {
-			uint8_t *g = realloc(after, kvs[n - 1].klen);
-
-			if (!g) {
-				rc = -ENOMEM;
-			} else {
-				after = g;
-				alen = kvs[n - 1].klen;
-				memcpy(after, kvs[n - 1].key, alen);
-			}
-		}
-		os_kvs_free(kvs, n);
-		if (!n)
-			break;
-	}
-	free(after);
-	return rc;
+	return osd__pgmeta_walk(j->o->store, j->pg->cid, NULL, 0, target_forget_fn, &w);
 }
 
 /* Move every object of the source into the target; its own objects (\x01...) go. */

@@ -359,14 +359,18 @@ split_record(struct split_job *j, const struct os_kv *kv)
 	return 0; /* a record of a later version: stays with the parent */
 }
 
+static int
+split_record_fn(void *arg, const struct os_kv *kv)
+{
+	return split_record(arg, kv);
+}
+
 /* On a worker: read the parent's records and objects, build the transaction. */
 static void
 split_build_fn(void *arg)
 {
 	struct split_job *j = arg;
 	struct os_store *s = j->o->store;
-	uint8_t *after = NULL;
-	size_t alen = 0;
 	char *oafter = NULL;
 	bool more = true;
 
@@ -390,30 +394,8 @@ split_build_fn(void *arg)
 			j->rc = split_key_txn(j->t, k->cid, j->to);
 	}
 	/* The records, in key order: the log ('l') comes before the stashes ('s'). */
-	while (more && !j->rc) {
-		struct os_kv *kvs = NULL;
-		size_t n = 0;
-
-		j->rc = os_omap_iterate(s, j->pg->cid, OSD_PGMETA, after, alen, NULL, 0, 512, &kvs,
-					&n, &more);
-		for (size_t i = 0; i < n && !j->rc; i++)
-			j->rc = split_record(j, &kvs[i]);
-		if (!j->rc && n) {
-			uint8_t *g = realloc(after, kvs[n - 1].klen);
-
-			if (!g) {
-				j->rc = -ENOMEM;
-			} else {
-				after = g;
-				alen = kvs[n - 1].klen;
-				memcpy(after, kvs[n - 1].key, alen);
-			}
-		}
-		os_kvs_free(kvs, n);
-		if (!n)
-			break;
-	}
-	free(after);
+	if (!j->rc)
+		j->rc = osd__pgmeta_walk(s, j->pg->cid, NULL, 0, split_record_fn, j);
 	/* The objects (names starting with \x01 are the PG's own: moved above). */
 	more = true;
 	while (more && !j->rc) {

@@ -161,6 +161,42 @@ osd__pg_free_all(struct osd *o)
 	o->npgs = 0;
 }
 
+int
+osd__pgmeta_walk(struct os_store *s, const char *cid, const char *prefix, size_t plen,
+		 int (*fn)(void *arg, const struct os_kv *kv), void *arg)
+{
+	uint8_t *after = NULL;
+	size_t alen = 0;
+	bool more = true;
+	int rc = 0;
+
+	while (more && !rc) {
+		struct os_kv *kvs = NULL;
+		size_t n = 0;
+
+		rc = os_omap_iterate(s, cid, OSD_PGMETA, after, alen, prefix, plen, 512, &kvs, &n,
+				     &more);
+		for (size_t i = 0; i < n && !rc; i++)
+			rc = fn(arg, &kvs[i]);
+		if (!rc && n) {
+			uint8_t *g = realloc(after, kvs[n - 1].klen);
+
+			if (!g) {
+				rc = -ENOMEM;
+			} else {
+				after = g;
+				alen = kvs[n - 1].klen;
+				memcpy(after, kvs[n - 1].key, alen);
+			}
+		}
+		os_kvs_free(kvs, n);
+		if (!n)
+			break;
+	}
+	free(after);
+	return rc;
+}
+
 /* ---------- loading PGs at start (blocking) ---------- */
 
 /* One object our copy lacks (key 'm' + name). */
