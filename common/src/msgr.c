@@ -35,6 +35,7 @@
 #include "cm/sock.h"
 
 #include <cairn/msgr.pb-c.h>
+#include <netinet/in.h>
 #include <openssl/err.h>
 #include <openssl/rand.h>
 #include <openssl/ssl.h>
@@ -1169,6 +1170,19 @@ sock_connect_done(struct cm_io *io, int res)
 	sock_io_guarded(io, res, sock_connect_done_body);
 }
 
+/* Bind fd to the messenger's source address (opts.bind_src), if any. */
+static int
+bind_src(struct cm_msgr *m, int fd, sa_family_t family)
+{
+	int one = 1;
+
+	if (!m->src_len || m->src.ss_family != family)
+		return 0;
+	/* With port 0 the port is picked at connect (by the 4-tuple), not here. */
+	(void)setsockopt(fd, IPPROTO_IP, IP_BIND_ADDRESS_NO_PORT, &one, sizeof(one));
+	return bind(fd, (struct sockaddr *)&m->src, m->src_len) ? -errno : 0;
+}
+
 static void
 conn_connect(struct cm_conn *c)
 {
@@ -1179,6 +1193,13 @@ conn_connect(struct cm_conn *c)
 	rc = cm_sock_stream(c->addr.ss_family, &fd);
 	if (rc) {
 		CM_WARN_RC(rc, "socket() for peer addr=%s", c->addr_str);
+		c->retry_at_ms = cm_now_ms() + c->backoff_ms;
+		return;
+	}
+	rc = bind_src(m, fd, c->addr.ss_family);
+	if (rc) {
+		CM_WARN_RC(rc, "bind to the source address for peer addr=%s", c->addr_str);
+		close(fd);
 		c->retry_at_ms = cm_now_ms() + c->backoff_ms;
 		return;
 	}
@@ -1384,6 +1405,14 @@ cm_msgr_create(struct cm_reactor *r, const struct cm_msgr_opts *o, struct cm_msg
 		m->o.backoff_min_ms = 20;
 	if (m->o.backoff_max_ms < m->o.backoff_min_ms)
 		m->o.backoff_max_ms = m->o.backoff_min_ms;
+	if (m->o.bind_src && m->o.bind_src[0] &&
+	    cm_sock_parse_addr(m->o.bind_src, &m->src, &m->src_len)) {
+		CM_ERR("messenger: bad source address '%s' (IP:PORT)", m->o.bind_src);
+		free(m->key);
+		free(m);
+		return -EINVAL;
+	}
+	m->o.bind_src = NULL; /* parsed */
 	if (m->o.tls) {
 		m->ssl_ctx = cm__msgr_tls_ctx_create(o);
 		if (!m->ssl_ctx) {

@@ -112,6 +112,8 @@ struct cm_msgr {
 	bool destroying;
 	SSL_CTX *ssl_ctx;
 	struct cm_msgr_stats st;
+	struct sockaddr_storage src; /* opts.bind_src parsed; src_len 0: none */
+	socklen_t src_len;
 };
 
 void cm__msgr_sock_fail(struct cm_sock *s, int rc);

@@ -19,9 +19,34 @@
 # THRASH_EC=4+2 keeps min_size (k+1) shards up. THRASH_SHARDS=N (default 1)
 # starts every OSD with a random number of PG shards (osd_op_shards) from 1
 # to N, drawn again at each restart: PGs change shard under load.
+# Network cuts (THRASH_CUT=1, the default; needs root): the test runs in a
+# network namespace of its own (unshare -n, loopback only), every OSD listens
+# and connects from its own loopback address (clusterctl up --osd-addrs), and
+# a cut is a pair of 'unreachable' routing rules to and from one OSD's address
+# for 2 s to THRASH_STOP_MAX: a partition. The OSD keeps running, its
+# established connections go silent both ways, new ones fail at once; it is
+# marked down meanwhile if the cut outlasts the grace, and must neither serve
+# nor accept anything stale when the cut heals.
 set -euo pipefail
-. "$(dirname "$0")/../lib/cluster.sh"
 build=${1:?usage: thrash_test.sh BUILD_DIR}
+cut=${THRASH_CUT:-1}
+if [ "$cut" = 1 ] && [ -z "${THRASH_NETNS:-}" ]; then
+	if [ "$(id -u)" = 0 ] && unshare -n true 2>/dev/null; then
+		exec unshare -n env THRASH_NETNS=1 "$0" "$@"
+	fi
+	echo "thrash: network cuts SKIPPED (they need root for a network namespace of their own)"
+	cut=0
+fi
+if [ "$cut" = 1 ]; then
+	# Never touch the routing rules of a namespace this test did not make.
+	[ "$(readlink /proc/self/ns/net)" != "$(readlink /proc/1/ns/net)" ] ||
+		{ echo "FAIL: not in a network namespace of our own" >&2; exit 1; }
+	ip link set lo up
+	# The local table moves behind our cut rules (pref 10, 11).
+	ip rule add pref 100 lookup local
+	ip rule del pref 0
+fi
+. "$(dirname "$0")/../lib/cluster.sh"
 secs=${THRASH_SECONDS:-90}
 nosd=${THRASH_OSDS:-4}
 nshards=${THRASH_SHARDS:-1}
@@ -35,6 +60,7 @@ lpid=
 finish() {
 	local rc=$?
 	[ -z "$lpid" ] || kill "$lpid" 2>/dev/null || true
+	heal
 	cluster_finish "$rc"
 }
 trap finish EXIT
@@ -45,9 +71,15 @@ fail() {
 	exit 1
 }
 export CAIRN_OSD_GRACE=2s
+addrs=()
+[ "$cut" = 0 ] || addrs=(--osd-addrs 127.0.0.10) # OSD i on 127.0.0.(10 + i)
 up() {
 	CAIRN_OSD_OP_SHARDS=$((1 + RANDOM % nshards)) "$ctl" up --dir "$dir" --mons "$nmon" --osds "$nosd" \
-		--osd-size 2G >"$dir/up.out" 2>&1 || fail "up: $(cat "$dir/up.out")"
+		--osd-size 2G "${addrs[@]}" >"$dir/up.out" 2>&1 || fail "up: $(cat "$dir/up.out")"
+}
+heal() { # undo a cut (no-op without one)
+	ip rule del pref 10 2>/dev/null || true
+	ip rule del pref 11 2>/dev/null || true
 }
 up
 export CAIRN_CONF="$dir/cairn.conf"
@@ -65,7 +97,7 @@ fi
 lpid=$!
 # Faults until 15 s before the workload's final read-back.
 end=$(( $(date +%s) + secs - 15 ))
-kills=0 stops=0 monkills=0 splits=0
+kills=0 stops=0 cuts=0 monkills=0 splits=0
 # A quarter of the way in, the pool's pg_num doubles once (its PGs split
 # under the load and the faults around it), half way it is set back (they
 # merge, under the load too); THRASH_SPLIT=0 leaves it alone.
@@ -93,8 +125,8 @@ while [ "$(date +%s)" -lt "$end" ]; do
 		echo "thrash: pool ${pool[1]}: pg_num $((2 * pg0)) -> $pg0 asked at $(( $(date +%s) - end + secs - 15 )) s"
 		continue
 	fi
-	r=$(( RANDOM % 10 ))
-	if [ "$r" -ge 8 ] && [ "$nmon" -gt 1 ]; then
+	r=$(( RANDOM % 12 ))
+	if [ "$r" -ge 10 ] && [ "$nmon" -gt 1 ]; then
 		# The leader mon (status names it), killed and restarted.
 		leader=$("$ctl" status 2>/dev/null | sed -n 's/.*alive, leader \([a-z]*\).*/\1/p')
 		[ -n "$leader" ] && [ -f "$dir/mon.$leader.pid" ] || continue
@@ -108,7 +140,17 @@ while [ "$(date +%s)" -lt "$end" ]; do
 	fi
 	victim=$(( RANDOM % nosd ))
 	vpid=$(cat "$dir/osd.$victim.pid")
-	if [ "$r" -ge 5 ]; then
+	if [ "$r" -ge 4 ] && [ "$r" -lt 7 ] && [ "$cut" = 1 ]; then
+		# Partitioned: its address cut both ways, then healed.
+		a=127.0.0.$((10 + victim))
+		ip rule add pref 10 to "$a" unreachable
+		ip rule add pref 11 from "$a" unreachable
+		cuts=$((cuts + 1))
+		sleep $(( 2 + RANDOM % (stop_max - 1) ))
+		heal
+		continue
+	fi
+	if [ "$r" -ge 4 ]; then
 		# Hung: stopped, then continued (marked down meanwhile, it boots again).
 		kill -STOP "$vpid" 2>/dev/null || true
 		stops=$((stops + 1))
@@ -124,7 +166,7 @@ while [ "$(date +%s)" -lt "$end" ]; do
 	sleep $(( RANDOM % 5 ))
 	up
 done
-echo "thrash: $kills OSD kills, $stops OSD stops (2-$stop_max s), $monkills leader mon kills, $splits pg_num changes in $secs s (PG shards per OSD start: $(grep -ho "[0-9]* PG shards\?$" "$dir"/osd.*.log | sort | uniq -c | awk '{printf "%s%s with %s", (NR > 1 ? ", " : ""), $1, $2}'))"
+echo "thrash: $kills OSD kills, $stops OSD stops (2-$stop_max s), $cuts OSD network cuts (2-$stop_max s), $monkills leader mon kills, $splits pg_num changes in $secs s (PG shards per OSD start: $(grep -ho "[0-9]* PG shards\?$" "$dir"/osd.*.log | sort | uniq -c | awk '{printf "%s%s with %s", (NR > 1 ? ", " : ""), $1, $2}'))"
 [ "$splits" != 2 ] || echo "thrash: pg_num $(pool_field pg_num) when the faults stopped"
 wait "$lpid" || { tail -20 "$dir/load.err" >&2; fail "workload: $(tail -1 "$dir/load.out")"; }
 echo "workload: $(tail -1 "$dir/load.out")"

@@ -517,6 +517,9 @@ const struct cm_opt g_ctl_opts[] = {
 	       command_timeout_ms, "give up when no monitor answers within this"),
 	CM_OPT("osd_metrics", CM_OPT_STR, "", 0, 0, 0, struct ctl_conf, osd_metrics,
 	       "clusterctl up: each OSD's /metrics address, by start index (written by up)"),
+	CM_OPT("osd_addr_base", CM_OPT_STR, "", 0, 0, 0, struct ctl_conf, osd_addr_base,
+	       "clusterctl up: OSD i listens on this loopback IPv4 address + i (written by "
+	       "up --osd-addrs); empty: all on 127.0.0.1"),
 	CM_OPT("op_timeout", CM_OPT_DURATION, "0", 0, 86400000, 0, struct ctl_conf, op_timeout_ms,
 	       "object ops (obj, bench) give up after this (on the command line also "
 	       "--timeout); 0: they wait through failures (Ctrl-C stops them)"),

@@ -17,6 +17,7 @@ struct ctl_conf {
 	uint64_t command_timeout_ms;
 	uint64_t op_timeout_ms; /* object ops (obj, bench); 0: none */
 	char *osd_metrics;      /* clusterctl up: the OSDs' /metrics addresses, by start index */
+	char *osd_addr_base;    /* clusterctl up: OSD i listens on this IPv4 + i ("": 127.0.0.1) */
 };
 
 extern const struct cm_opt g_ctl_opts[];

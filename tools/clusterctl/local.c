@@ -36,8 +36,34 @@ struct local {
 	char conf[PATH_MAX + 16];
 	unsigned mons, osds;
 	uint64_t osd_size;
+	const char *osd_addrs; /* --osd-addrs: the first OSD's own loopback address */
 	bool json;
 };
+
+/*
+ * OSD i's listen address ("IP:0") from the base address (IPv4 in
+ * 127.0.0.0/8, each OSD on the next one), or 127.0.0.1 when base is empty.
+ * \return 0, or -EINVAL (not such an address, or past .254).
+ */
+static int
+osd_listen_addr(const char *base, unsigned i, char *out, size_t n)
+{
+	struct in_addr a;
+	uint32_t h;
+
+	if (!base || !base[0]) {
+		snprintf(out, n, "127.0.0.1:0");
+		return 0;
+	}
+	if (inet_pton(AF_INET, base, &a) != 1)
+		return -EINVAL;
+	h = ntohl(a.s_addr);
+	if ((h >> 24) != 127 || (h & 0xff) == 0 || (h & 0xff) + i > 254)
+		return -EINVAL;
+	h += i;
+	snprintf(out, n, "%u.%u.%u.%u:0", h >> 24, (h >> 16) & 0xff, (h >> 8) & 0xff, h & 0xff);
+	return 0;
+}
 
 /* The first port the kernel hands out for bind(0) and connect(). */
 static unsigned
@@ -360,7 +386,8 @@ start_osds(const struct local *l, const struct ctl_conf *c, struct mon_sync *s)
 	unsigned nm = 0;
 	bool mnew = false;
 	char osdbin[PATH_MAX], pidf[PATH_MAX + 64], log[PATH_MAX + 64], data[PATH_MAX + 64];
-	char host[32];
+	char host[32], laddr[32];
+	const char *base;
 	Cairn__Mon__CommandReply *rep = NULL;
 	char *st[] = { "status" }, *pl[] = { "pool", "ls" };
 	uint64_t deadline = cm_now_ms() + 30000;
@@ -396,6 +423,19 @@ start_osds(const struct local *l, const struct ctl_conf *c, struct mon_sync *s)
 	if (mnew && conf_set_ctl(l->conf, "osd_metrics", mlist))
 		fprintf(stderr, "clusterctl up: could not record the OSDs' metrics ports in %s\n",
 			l->conf);
+	/* Each OSD on its own address: --osd-addrs, kept for later 'up's. */
+	if (l->osd_addrs && (!c->osd_addr_base || strcmp(l->osd_addrs, c->osd_addr_base)) &&
+	    conf_set_ctl(l->conf, "osd_addr_base", l->osd_addrs))
+		fprintf(stderr, "clusterctl up: could not record the OSDs' addresses in %s\n",
+			l->conf);
+	base = l->osd_addrs ? l->osd_addrs : c->osd_addr_base;
+	if (osd_listen_addr(base, l->osds ? l->osds - 1 : 0, laddr, sizeof(laddr))) {
+		fprintf(stderr,
+			"clusterctl up: osd_addr_base %s: not an IPv4 loopback address "
+			"with room for %u OSDs\n",
+			base, l->osds);
+		return -EINVAL;
+	}
 	for (unsigned i = 0; i < l->osds; i++) {
 		int fd;
 
@@ -405,6 +445,7 @@ start_osds(const struct local *l, const struct ctl_conf *c, struct mon_sync *s)
 		snprintf(log, sizeof(log), "%s/osd.%u.log", l->dir, i);
 		snprintf(data, sizeof(data), "%s/osd.%u.data", l->dir, i);
 		snprintf(host, sizeof(host), "node%u", i);
+		(void)osd_listen_addr(base, i, laddr, sizeof(laddr)); /* checked above */
 		if (read_pid(pidf))
 			continue;
 		fd = open(data, O_RDWR | O_CREAT, 0600);
@@ -426,11 +467,22 @@ start_osds(const struct local *l, const struct ctl_conf *c, struct mon_sync *s)
 			}
 		}
 		close(fd);
-		char *args[] = { osdbin,       "-c",         (char *)l->conf,
-				 "--osd-data", data,         "--host",
-				 host,         "--log-file", log,
-				 "--pid-file", pidf,         "--metrics-addr",
-				 maddr,        NULL };
+		char *args[] = { osdbin,
+				 "-c",
+				 (char *)l->conf,
+				 "--osd-data",
+				 data,
+				 "--host",
+				 host,
+				 "--log-file",
+				 log,
+				 "--pid-file",
+				 pidf,
+				 "--metrics-addr",
+				 maddr,
+				 "--public-addr",
+				 laddr,
+				 NULL };
 
 		if (spawn(args, log, NULL, &pid)) {
 			fprintf(stderr, "clusterctl up: cannot start OSD %u\n", i);
@@ -566,6 +618,16 @@ parse_local_args(int argc, char **argv, struct local *l, bool up)
 				return 2;
 			}
 			i++;
+		} else if (up && strcmp(a, "--osd-addrs") == 0 && v) {
+			char t[32];
+
+			if (osd_listen_addr(v, 0, t, sizeof(t))) {
+				fprintf(stderr, "clusterctl up: --osd-addrs: an IPv4 loopback "
+						"address (127.x.y.z, z 1-254): OSD i gets z + i\n");
+				return 2;
+			}
+			l->osd_addrs = v;
+			i++;
 		} else if (up && strcmp(a, "--osd-size") == 0 && v) {
 			if (cm_parse_size(v, &l->osd_size) || l->osd_size < (64u << 20)) {
 				fprintf(stderr,
@@ -575,7 +637,8 @@ parse_local_args(int argc, char **argv, struct local *l, bool up)
 			i++;
 		} else {
 			fprintf(stderr, "usage: clusterctl %s\n",
-				up ? "up [--dir DIR] [--mons N] [--osds N] [--osd-size SIZE]"
+				up ? "up [--dir DIR] [--mons N] [--osds N] [--osd-size SIZE] "
+				     "[--osd-addrs IP]"
 				   : "down [--dir DIR]");
 			return 2;
 		}

@@ -131,6 +131,13 @@ struct cm_msgr_opts {
 	const char *tls_key;
 	const char *tls_ca;
 	bool tls_verify;
+	/*
+	 * Outgoing connections bind this address first ("IP:0", or "IP:PORT"),
+	 * so a daemon with its own address is seen from it on every link (a
+	 * firewall or a partition cut by address sees all its traffic); NULL or
+	 * "": the kernel picks. Parsed by cm_msgr_create (-EINVAL if bad).
+	 */
+	const char *bind_src;
 };
 
 void cm_msgr_opts_init(struct cm_msgr_opts *o, size_t size);

@@ -100,9 +100,9 @@ shard_open(struct osd_node *nd, struct osd *o, unsigned k, const char *listen_ad
 {
 	struct osd_conf *cfg = o->cfg;
 	struct cm_msgr_opts mo;
-	char name[16];
+	char name[16], src[168];
 	uint16_t port = 0;
-	int rc;
+	int rc, hlen;
 
 	o->node = nd;
 	o->shard = k;
@@ -130,6 +130,15 @@ shard_open(struct osd_node *nd, struct osd *o, unsigned k, const char *listen_ad
 	mo.ops_arg = o;
 	mo.backoff_min_ms = 20;
 	mo.backoff_max_ms = 500;
+	/* Our connections leave from the address we listen on (a specific
+	 * one, not a wildcard): peers, firewalls and a cut by address see
+	 * all of this OSD's traffic as its own. */
+	hlen = addr_host_len(listen_addr);
+	if (hlen > 0 && !(hlen == 7 && strncmp(listen_addr, "0.0.0.0", 7) == 0) &&
+	    !(hlen == 4 && strncmp(listen_addr, "[::]", 4) == 0)) {
+		snprintf(src, sizeof(src), "%.*s:0", hlen, listen_addr);
+		mo.bind_src = src;
+	}
 	rc = cm_msgr_create(o->r, &mo, &o->msgr);
 	if (rc)
 		return rc;

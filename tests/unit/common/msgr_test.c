@@ -5,7 +5,10 @@
 #include "cm/sock.h"
 #include "testlib.h"
 
+#include <arpa/inet.h>
 #include <cairn/msgr.pb-c.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #define T_REQ 300
 #define T_REP 301
@@ -200,6 +203,57 @@ no_frame_mac(struct cm_msgr_opts *o)
 {
 	o->proto_min = o->proto_max = CM_MSGR_PROTO_MIN;
 }
+
+static const char *g_src;
+
+static void
+with_src(struct cm_msgr_opts *o)
+{
+	o->bind_src = g_src;
+}
+
+/* bind_src: the session leaves from that address (what a cut by address
+ * relies on); a malformed one is refused at create. */
+START_TEST(test_msgr_bind_src)
+{
+	struct cm_reactor *r = cm_test_reactor();
+	struct side cli = { 0 };
+	struct cm_msgr_opts o;
+	struct cm_msgr *bad;
+	struct sockaddr_in peer;
+	socklen_t plen = sizeof(peer);
+	struct cm_conn *c;
+	uint16_t port;
+	char addr[64], ip[32];
+	int lfd, fd = -1;
+
+	cm_msgr_opts_init(&o, sizeof(o));
+	o.entity = "client.9";
+	o.key = g_key;
+	o.key_len = sizeof(g_key);
+	o.bind_src = "not-an-address";
+	ck_assert_int_eq(cm_msgr_create(r, &o, &bad), -EINVAL);
+	ck_assert_int_eq(cm_sock_listen("127.0.0.1:0", 4, &lfd, &port), 0);
+	g_src = "127.0.0.2:0";
+	mk(r, &cli, "client.1", g_key, with_src);
+	snprintf(addr, sizeof(addr), "127.0.0.1:%u", port);
+	ck_assert_int_eq(cm_msgr_connect(cli.m, addr, true, &c), 0);
+	for (int i = 0; i < 500 && fd < 0; i++) {
+		cm_reactor_run_once(r, 10);
+		fd = accept(lfd, (struct sockaddr *)&peer, &plen);
+	}
+	ck_assert_int_ge(fd, 0);
+	ck_assert_ptr_nonnull(inet_ntop(AF_INET, &peer.sin_addr, ip, sizeof(ip)));
+	ck_assert_str_eq(ip, "127.0.0.2");
+	close(fd);
+	close(lfd);
+	cm_conn_close(c);
+	cm_conn_put(c);
+	cm_msgr_destroy(cli.m);
+	cm_reactor_destroy(r);
+}
+
+END_TEST
 
 START_TEST(test_msgr_wrong_key_and_version_refused)
 {
@@ -745,6 +799,7 @@ main(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_msgr_exchange);
+	tcase_add_test(tc, test_msgr_bind_src);
 	tcase_add_test(tc, test_msgr_wrong_key_and_version_refused);
 	tcase_add_test(tc, test_msgr_lossless_resume);
 	tcase_add_test(tc, test_msgr_lossy_reset);
