@@ -134,6 +134,7 @@ cm_daemon_msgr_opts(const struct cm_daemon_conf *c, struct cm_msgr_opts *o)
 	o->tls_key = c->tls_key;
 	o->tls_ca = c->tls_ca;
 	o->tls_verify = c->tls_verify;
+	o->bind_src = c->bind_src;
 }
 
 int

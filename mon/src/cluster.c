@@ -539,15 +539,21 @@ pg_state_of(const struct mon_stats *st, int64_t pool, uint32_t seed)
 	return st && st->valid ? "unknown" : "?";
 }
 
-/* pg ls [POOL]: every PG's up set and primary from the map, its state from the primaries. */
+/*
+ * pg ls [POOL [OBJECT]]: every PG's up set and primary from the map, its
+ * state from the primaries; with OBJECT only the PG that holds it (as
+ * clients place it).
+ */
 static int
 cmd_pg_ls(struct cmd *c)
 {
 	const struct mon_stats *st = c->env->stats;
 	const char *only = c->argc > 2 ? c->argv[2] : NULL;
+	const char *obj = c->argc > 3 ? c->argv[3] : NULL;
 	struct mon_placement pl;
 	Cairn__Map__OsdMap *m;
 	json_t *a = NULL;
+	uint32_t oseed = 0;
 	int rc = read_map(c, &m);
 
 	if (rc)
@@ -556,6 +562,16 @@ cmd_pg_ls(struct cmd *c)
 		snprintf(c->err, sizeof(c->err), "no such pool '%s'", only);
 		cairn__map__osd_map__free_unpacked(m, NULL);
 		return -ENOENT;
+	}
+	if (obj) {
+		struct crush_pool cp;
+
+		mon_pool_to_crush(mon_pool_find(m, only), &cp);
+		if (!obj[0] || crush_object_to_pg(&cp, NULL, obj, &oseed)) {
+			snprintf(c->err, sizeof(c->err), "cannot place object '%s'", obj);
+			cairn__map__osd_map__free_unpacked(m, NULL);
+			return -EINVAL;
+		}
 	}
 	rc = mon_placement_build(m, &pl, c->err);
 	if (rc) {
@@ -571,7 +587,8 @@ cmd_pg_ls(struct cmd *c)
 
 		if (only && strcmp(p->name, only) != 0)
 			continue;
-		for (uint32_t seed = 0; seed < p->pg_num; seed++) {
+		for (uint32_t seed = obj ? oseed : 0; seed < (obj ? oseed + 1 : p->pg_num);
+		     seed++) {
 			int32_t up[64];
 			int primary = -1, n = mon_placement_pg_up(&pl, p, seed, up, &primary);
 			const char *state = pg_state_of(st, p->id, seed);

@@ -284,6 +284,17 @@ reporter_hosts(const struct track *t, const Cairn__Map__OsdMap *m, uint64_t now,
 	return n;
 }
 
+/* A fresh report on t says a connection to it was refused: its process is gone. */
+static bool
+refused(const struct track *t, uint64_t now, uint64_t rgrace)
+{
+	for (int k = 0; k < t->nrep; k++)
+		if (t->rep[k].immediate &&
+		    now - t->rep[k].recv_ns < 2 * CM_MAX(rgrace, REPORT_FRESH))
+			return true;
+	return false;
+}
+
 /* PG merge steps, from what the up OSDs last reported of the PGs they lead. */
 static int
 merge_decide(const struct mon_leader *l, const Cairn__Map__OsdMap *m, uint64_t now_ns,
@@ -346,8 +357,9 @@ mon_leader_decide(struct mon_leader *l, const Cairn__Map__OsdMap *m, uint64_t no
 	memset(d, 0, sizeof(*d));
 	d->epoch = m->epoch;
 	d->down = calloc(m->n_osds + 1, sizeof(*d->down));
+	d->down_dead = calloc(m->n_osds + 1, sizeof(*d->down_dead));
 	d->out = calloc(m->n_osds + 1, sizeof(*d->out));
-	if (!d->down || !d->out) {
+	if (!d->down || !d->down_dead || !d->out) {
 		mon_leader_decision_fini(d);
 		return -ENOMEM;
 	}
@@ -374,6 +386,7 @@ mon_leader_decide(struct mon_leader *l, const Cairn__Map__OsdMap *m, uint64_t no
 					"osd.%d: reported failed by peers on %u host(s) (%u needed): "
 					"marking down",
 					o->id, hosts, need);
+				d->down_dead[d->ndown] = refused(tr, now, rgrace);
 				d->down[d->ndown++] = o->id;
 			}
 		} else if (o->in && o->down_stamp_ns &&
@@ -388,8 +401,10 @@ void
 mon_leader_decision_fini(struct mon_leader_decision *d)
 {
 	free(d->down);
+	free(d->down_dead);
 	free(d->out);
 	d->down = d->out = NULL;
+	d->down_dead = NULL;
 	d->ndown = d->nout = 0;
 	mon_merge_edits_free(d->merges, d->nmerges);
 	d->merges = NULL;
@@ -408,8 +423,10 @@ mon_leader_apply(const struct mon_leader *l, const struct mon_leader_decision *d
 
 		/* Not if it rebooted after the map the decision was made on. */
 		if (o && o->up && o->up_since <= d->epoch &&
-		    mon_osd_mark_down(m, o->id, now_ns) == 0)
+		    mon_osd_mark_down(m, o->id, now_ns) == 0) {
+			o->dead = d->down_dead && d->down_dead[i];
 			changed++;
+		}
 	}
 	for (size_t i = 0; i < d->nout && !(m->flags & MON_FLAG_NOOUT); i++) {
 		Cairn__Map__Osd *o = mon_osd_find(m, d->out[i]);

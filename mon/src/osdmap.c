@@ -348,6 +348,7 @@ mon_osd_boot(Cairn__Map__OsdMap *m, const struct mon_osd_boot *b, int32_t *idp, 
 		o->n_shard_addrs = 0;
 	}
 	o->up = true;
+	o->dead = false;
 	o->up_since = m->epoch + 1;
 	o->down_stamp_ns = 0;
 	{

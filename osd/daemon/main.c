@@ -53,6 +53,11 @@ static const struct cm_opt g_osd_opts[] = {
 	       hb_interval_ms, "how often to ping the other up OSDs"),
 	CM_OPT("osd_heartbeat_grace", CM_OPT_DURATION, "6s", 500, 600000, 0, struct osd_conf,
 	       hb_grace_ms, "a peer silent this long is reported failed to the mons"),
+	CM_OPT("osd_read_lease", CM_OPT_DURATION, "4s", 0, 600000, 0, struct osd_conf,
+	       read_lease_ms,
+	       "a primary of a replicated pool serves reads while every replica answered a "
+	       "ping of the last this long (0: always; a cut-off primary may then serve "
+	       "stale reads); keep it below osd_heartbeat_grace"),
 	CM_OPT("osd_recovery_max_active", CM_OPT_UINT, "4", 1, 256, 0, struct osd_conf,
 	       recovery_max_active,
 	       "recovery/backfill pushes this OSD sends at once (client ops are not limited)"),

@@ -106,6 +106,14 @@ struct osd_pg_peer {
 	struct osd_ver rollback_to;
 };
 
+#define OSD_PGA_MAX_IV 12 /* past intervals kept per PG */
+
+/* A past primary (osd) may serve reads until until_ns (ours, CLOCK_MONOTONIC). */
+struct osd_lease_wait {
+	int32_t osd;
+	uint64_t until_ns;
+};
+
 struct osd_pg {
 	struct osd *osd;
 	int64_t pool;
@@ -127,6 +135,14 @@ struct osd_pg {
 	int32_t primary;
 	unsigned size, min_size;
 	uint64_t interval_epoch;
+	/* Primary of a replicated pool: no read before this (CLOCK_MONOTONIC
+	 * ns): a past interval's primary may still hold a lease (lease.c).
+	 * lw gathers the peers' notifies while peering. */
+	uint64_t reads_after_ns;
+	struct osd_lease_wait lw[OSD_PGA_MAX_IV];
+	int nlw;
+	int32_t answered[OSD_PG_MAX_SLOTS]; /* OSDs whose notify came (our map or newer) */
+	int nanswered;
 	/* durable state (mirrored in memory) */
 	struct osd_ver last_update, log_tail;
 	/* The highest version this primary handed out (memory only): a write
@@ -264,9 +280,10 @@ struct osd {
 	size_t necp;
 	TAILQ_HEAD(osd_ecr_q, osd_ecr) ecrs; /* reads waiting for shards of other OSDs */
 	uint64_t ec_reads, ec_decodes;
-	uint64_t rec_watchdog; /* recovery plans the stall watchdog restarted */
-	uint64_t pg_splits;    /* copies of PGs this shard split */
-	uint64_t pg_merges;    /* merges of copies into a target this shard made */
+	uint64_t rec_watchdog;   /* recovery plans the stall watchdog restarted */
+	uint64_t pg_splits;      /* copies of PGs this shard split */
+	uint64_t pg_merges;      /* merges of copies into a target this shard made */
+	uint64_t reads_unleased; /* reads told to resend: no read lease (lease.c) */
 	/* counters */
 	uint64_t ops, op_bytes_in, op_bytes_out, repops, dups;
 	/* client data throttle (ops/op.c): bytes of the ops held now, the
@@ -473,8 +490,7 @@ typedef void (*osd_ec_fetch_cb)(void *arg, struct osd_ec_fetch *f);
  * it had min_size OSDs, so it may have activated and taken writes (we have
  * no up_thru to tell whether it did).
  */
-#define OSD_PIV_OPEN   UINT64_MAX /* `last` of the current interval */
-#define OSD_PGA_MAX_IV 12
+#define OSD_PIV_OPEN UINT64_MAX /* `last` of the current interval */
 
 struct osd_piv {
 	uint64_t first, last;
@@ -513,6 +529,7 @@ struct osd_counters {
 	uint64_t client_busy;
 	uint64_t pg_splits;
 	uint64_t pg_merges;
+	uint64_t reads_unleased;
 };
 
 struct osd_snap {
@@ -533,6 +550,25 @@ struct osd_node {
 	char **addrs;         /* [n]: each shard's address (for boot) */
 	atomic_uint draining; /* shutdown: shard threads not yet drained (shard_drain) */
 	atomic_bool stuck;    /* shutdown: a shard's calls did not call back in DRAIN_MS */
+	/* Read leases (service/lease.c), by OSD id (< OSD_LEASE_IDS). */
+	struct osd_lease *lease;
+	_Atomic uint64_t max_epoch; /* the newest map any shard applied */
+	atomic_bool ping_soon;      /* a read waits for a lease: shard 0 pings now */
+};
+
+/*
+ * Read leases, per peer OSD id. As primary: we may serve reads until
+ * `until_ns` as far as that peer is concerned (a ping it answered with
+ * renew, sent at until_ns - osd_read_lease). As the peer: we last renewed
+ * its lease at renew_ns (our clock, at the ping's arrival), when its map
+ * was renew_epoch. Written by shard 0, read by every shard.
+ */
+#define OSD_LEASE_IDS 65536
+
+struct osd_lease {
+	_Atomic uint64_t until_ns;
+	_Atomic uint64_t renew_ns;
+	_Atomic uint64_t renew_epoch;
 };
 
 #define OSD_PUSH_CHUNK     (4u << 20) /* data per push */
@@ -736,6 +772,26 @@ void osd__send_beacon(struct osd *o, uint64_t now);
 /* ---------- service/heartbeat.c ---------- */
 
 void osd__heartbeat(struct osd *o, uint64_t now);
+
+/* ---- read leases (service/lease.c) ---- */
+/* A shard applied map `epoch`. */
+void osd__lease_note_epoch(struct osd *o, uint64_t epoch);
+/* Shard 0: a ping from `from` at map `epoch`; \return whether we renew its lease. */
+bool osd__lease_grant(struct osd *o, int32_t from, uint64_t epoch);
+/* Shard 0: `from` renewed our lease on a ping we sent at stamp_ns. */
+void osd__lease_renewed(struct osd *o, int32_t from, uint64_t stamp_ns);
+/*
+ * Until when the primaries of the PG's past intervals that this OSD was in
+ * (other than us and `except`) may still serve reads under a lease we
+ * renewed: merged into w[*n] (at most OSD_PGA_MAX_IV, one per OSD, the
+ * later time kept). Replicated pools.
+ */
+void osd__lease_waits(struct osd *o, int64_t pool, uint32_t seed, int32_t except,
+		      struct osd_lease_wait *w, int *n);
+/* Add (osd, until_ns) to w[*n] (the later time kept per OSD). */
+void osd__lease_wait_add(struct osd_lease_wait *w, int *n, int32_t osd, uint64_t until_ns);
+/* May this primary serve a read of pg now? (Not: the client resends.) */
+bool osd__pg_readable(struct osd_pg *pg);
 
 void osd__handle_ping(struct osd *o, struct cm_conn *c, struct cm_msg *m);
 

@@ -36,6 +36,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -866,6 +867,50 @@ run_op(void)
 	return rc ? 1 : 0;
 }
 
+/*
+ * reread: read --name (up to 4 KiB, printable test data), print it, wait
+ * for a line on stdin (at most --seconds), read it again, print that: the
+ * partition test reads through a client whose map is held back.
+ */
+static int
+run_reread(void)
+{
+	cairn_ioctx_t *io = NULL;
+	char buf[4096], line[64];
+	int rc;
+
+	if (!g_name) {
+		fprintf(stderr, "cairn_load: reread needs --name\n");
+		return 2;
+	}
+	rc = cairn_ioctx_create(g_cl, g_pool, &io);
+	for (int pass = 0; !rc && pass < 2; pass++) {
+		int64_t n;
+
+		if (pass == 1) {
+			struct pollfd p = { .fd = 0, .events = POLLIN };
+
+			if (poll(&p, 1, (int)(g_seconds ? g_seconds : 60) * 1000) != 1 ||
+			    !fgets(line, sizeof(line), stdin)) {
+				rc = -ETIMEDOUT;
+				break;
+			}
+		}
+		n = cairn_read(io, g_name, buf, sizeof(buf) - 1, 0);
+		for (int64_t i = 0; i < n; i++)
+			if (buf[i] < 0x20 || buf[i] > 0x7e || buf[i] == '"' || buf[i] == '\\')
+				buf[i] = '.';
+		if (n >= 0)
+			printf("{\"pass\":%d,\"rc\":0,\"data\":\"%.*s\"}\n", pass, (int)n, buf);
+		else
+			printf("{\"pass\":%d,\"rc\":%" PRId64 "}\n", pass, n);
+		fflush(stdout);
+	}
+	if (io)
+		cairn_ioctx_destroy(io);
+	return rc ? 1 : 0;
+}
+
 int
 main(int argc, char **argv)
 {
@@ -917,9 +962,10 @@ main(int argc, char **argv)
 		}
 	}
 	if (strcmp(mode, "write") && strcmp(mode, "verify") && strcmp(mode, "thrash") &&
-	    strcmp(mode, "model") && strcmp(mode, "mcheck") && strcmp(mode, "op")) {
+	    strcmp(mode, "model") && strcmp(mode, "mcheck") && strcmp(mode, "op") &&
+	    strcmp(mode, "reread")) {
 		fprintf(stderr,
-			"usage: cairn_load write|verify|thrash|model|mcheck|op -c CONF [--pool P] "
+			"usage: cairn_load write|verify|thrash|model|mcheck|op|reread -c CONF [--pool P] "
 			"[--prefix X] [--first F] [--count N] [--gen G] [--max-size B] [--threads T] "
 			"[--seconds S] [--omap 0|1] [--timeout MS] [--save DIR] [--name O --do D "
 			"[--off OFF] [--len SIZE] [--file F]]\n");
@@ -945,6 +991,7 @@ main(int argc, char **argv)
 	if (g_mcheck)
 		g_gen = 0;
 	rc = !strcmp(mode, "op")       ? run_op()
+	     : !strcmp(mode, "reread") ? run_reread()
 	     : !strcmp(mode, "thrash") ? run_thrash()
 	     : !strcmp(mode, "model") || !strcmp(mode, "mcheck")
 		     ? run_model()

@@ -35,6 +35,7 @@ struct cm_daemon_conf {
 	char *tls_key;
 	char *tls_ca;
 	bool tls_verify;
+	char *bind_src; /* outgoing connections leave from this address ("": the kernel picks) */
 };
 
 int cm_daemon_valid_key(const struct cm_opt *o, const char *v, char *err, size_t len);
@@ -98,6 +99,10 @@ int cm_daemon_valid_level(const struct cm_opt *o, const char *v, char *err, size
 		CM_DAEMON_OPT_("tls_verify", CM_OPT_BOOL, "true", 0, 0, st_, m_, tls_verify,       \
 			       "check peers' certificates against tls_ca (false: TLS only "        \
 			       "encrypts)",                                                        \
+			       NULL, 0),                                                           \
+		CM_DAEMON_OPT_("bind_src", CM_OPT_STR, "", 0, 0, st_, m_, bind_src,                \
+			       "outgoing connections leave from this address (IP:0; empty: the "   \
+			       "kernel picks; cairn-osd: its public_addr's host)",                 \
 			       NULL, 0)
 
 /* Logging from the config. \return 0, or -CM_ECONF with a message on stderr. */

@@ -107,6 +107,7 @@ void mon_leader_booted(struct mon_leader *l, int32_t id, uint64_t now_ns);
 struct mon_leader_decision {
 	uint64_t epoch;
 	int32_t *down;
+	bool *down_dead; /* [ndown]: a peer's connection to it was refused (its process is gone) */
 	size_t ndown;
 	int32_t *out;
 	size_t nout;

@@ -52,6 +52,7 @@ struct osd_conf {
 	uint64_t recovery_share;   /* percent */
 	uint64_t client_bytes_max; /* client op bytes in flight, over all PG shards */
 	uint64_t hb_interval_ms, hb_grace_ms;
+	uint64_t read_lease_ms; /* 0: primaries serve reads without a lease */
 	uint64_t debug_split;
 	uint64_t op_shards;
 	bool mkfs, fsck, deep;

@@ -201,6 +201,17 @@ osd__op_start(struct osd_pg *pg, struct osd_op *op)
 			break;
 		}
 	op->pg = pg;
+	if (!op->writes && !osd__pg_readable(pg)) {
+		/* No read lease (a replica silent, or a past primary's lease not
+		 * over): the client resends shortly. Writes need no lease: every
+		 * replica takes them or refuses an old interval. */
+		pg->osd->reads_unleased++;
+		CM_LOG_RL(CM_LOG_INFO, "%s: no read lease yet: %s told to resend", pg->cid,
+			  op->client);
+		osd__op_push_back(op);
+		osd__op_free(op);
+		return;
+	}
 	op->blocked = true;
 	op->queued = true;
 	if (op->writes && !pg->be->writable(pg)) {

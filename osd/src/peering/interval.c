@@ -21,6 +21,9 @@ pg_reset_interval(struct osd_pg *pg)
 
 	osd__rec_reset(pg);
 	pg->retry_ms = 0;
+	pg->reads_after_ns = 0;
+	pg->nlw = 0;
+	pg->nanswered = 0;
 	pg->roll_stuck = true; /* until the next activation */
 	TAILQ_FOREACH_SAFE(rp, &pg->repops, link, rtmp) {
 		rp->op = NULL; /* the op is freed below */

@@ -21,7 +21,8 @@ counters_of(const struct osd *o)
 				      .rec_watchdog = o->rec_watchdog,
 				      .client_busy = o->client_busy,
 				      .pg_splits = o->pg_splits,
-				      .pg_merges = o->pg_merges };
+				      .pg_merges = o->pg_merges,
+				      .reads_unleased = o->reads_unleased };
 }
 
 static void
@@ -38,6 +39,7 @@ counters_add(struct osd_counters *t, const struct osd_counters *c)
 	t->client_busy += c->client_busy;
 	t->pg_splits += c->pg_splits;
 	t->pg_merges += c->pg_merges;
+	t->reads_unleased += c->reads_unleased;
 }
 
 /* Shard 0: every shard's counters, ours now and the others' last snapshot. */

@@ -105,11 +105,17 @@ osd__handle_ping(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 
 		r.from = o->id;
 		r.reply = true;
+		r.epoch = o->epoch;
+		r.renew = p->from != o->id && osd__lease_grant(o, p->from, p->epoch);
 		osd__send_pb(c, OSD_MSG_PING, 0, &r.base, NULL);
 	} else if (o->monc && p->from >= 0 && p->from < o->npeers && p->from != o->id) {
 		struct osd_peer *pe = &o->peers[p->from];
 
 		pe->hb_rx_ms = cm_now_ms();
+		if (p->renew)
+			osd__lease_renewed(o, p->from, p->stamp_ns);
+		else if (p->epoch > o->epoch)
+			osd__want_map(o, o->epoch); /* it renews us once we have its map */
 		if (pe->hb_report_ms) {
 			send_failure(o, p->from, 0, true, false);
 			pe->hb_report_ms = 0;

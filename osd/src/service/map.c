@@ -17,6 +17,7 @@ apply_map(struct osd *o, const Cairn__Map__OsdMap *m)
 
 	o->map = m;
 	o->epoch = m->epoch;
+	osd__lease_note_epoch(o, m->epoch); /* before any peer hears of it from us */
 	if (o->pl_ok)
 		mon_placement_free(&o->pl);
 	o->pl_ok = mon_placement_build(m, &o->pl, err) == 0;

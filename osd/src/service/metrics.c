@@ -46,6 +46,7 @@ COUNTER_FN(g_rec_watchdog, rec_watchdog)
 COUNTER_FN(g_client_busy, client_busy)
 COUNTER_FN(g_pg_splits, pg_splits)
 COUNTER_FN(g_pg_merges, pg_merges)
+COUNTER_FN(g_reads_unleased, reads_unleased)
 
 static double
 g_pgs(void *arg)
@@ -168,6 +169,10 @@ osd__metrics_start(struct osd *o, const char *addr, struct osd_metrics **mp)
 		{ "cairn_osd_pg_merges_total",
 		  "Merges of PG copies into a target this OSD made (pg_num went down).",
 		  g_pg_merges },
+		{ "cairn_osd_reads_unleased_total",
+		  "Reads a primary told to resend: it held no read lease from every replica, "
+		  "or a past primary's lease was not yet over (osd_read_lease).",
+		  g_reads_unleased },
 		{ "cairn_osd_data_cache_hits_total",
 		  "Block reads the store's data cache answered (osd_data_cache).", g_cache_hits },
 		{ "cairn_osd_data_cache_misses_total", "Block reads that went to the device.",

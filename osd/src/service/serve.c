@@ -10,6 +10,7 @@
 CM_LOG_SUBSYS(osd);
 
 #define TICK_MS       250
+#define PING_SOON_MS  100 /* pings asked for by a read without a lease: at most this often */
 #define BOOT_EVERY_MS 2000
 
 /* The length of addr's host part ("host:port" -> host). */
@@ -26,6 +27,7 @@ on_tick(struct cm_timer *t)
 {
 	struct osd *o = t->arg;
 	uint64_t now = cm_now_ms();
+	bool soon;
 
 	if (o->shard > 0) {
 		if (o->booted)
@@ -52,7 +54,11 @@ on_tick(struct cm_timer *t)
 		o->last_map_ask_ms = now;
 		mon_async_want_map(o->monc, o->up_epoch);
 	}
-	if (o->booted && o->map && now - o->last_hb_ms >= o->cfg->hb_interval_ms) {
+	/* A read waits for a lease (a replica new to us, or its answer late):
+	 * ping now rather than at the next interval. */
+	soon = o->booted && o->map && now - o->last_hb_ms >= PING_SOON_MS &&
+	       atomic_exchange(&o->node->ping_soon, false);
+	if (o->booted && o->map && (soon || now - o->last_hb_ms >= o->cfg->hb_interval_ms)) {
 		if (o->last_hb_ms && now - o->last_hb_ms > o->cfg->hb_grace_ms / 2) {
 			/* We were not running (stopped, starved): our peers' silence says
 			 * nothing about them. Start their clocks again. */
@@ -134,7 +140,8 @@ shard_open(struct osd_node *nd, struct osd *o, unsigned k, const char *listen_ad
 	 * one, not a wildcard): peers, firewalls and a cut by address see
 	 * all of this OSD's traffic as its own. */
 	hlen = addr_host_len(listen_addr);
-	if (hlen > 0 && !(hlen == 7 && strncmp(listen_addr, "0.0.0.0", 7) == 0) &&
+	if ((!mo.bind_src || !mo.bind_src[0]) && hlen > 0 &&
+	    !(hlen == 7 && strncmp(listen_addr, "0.0.0.0", 7) == 0) &&
 	    !(hlen == 4 && strncmp(listen_addr, "[::]", 4) == 0)) {
 		snprintf(src, sizeof(src), "%.*s:0", hlen, listen_addr);
 		mo.bind_src = src;
@@ -251,12 +258,22 @@ osd_serve(struct osd_conf *cfg)
 	nd.th_started = calloc(nd.n, sizeof(*nd.th_started));
 	nd.snap = calloc(nd.n, sizeof(*nd.snap));
 	nd.addrs = calloc(nd.n, sizeof(*nd.addrs));
-	if (!nd.sh || !nd.th || !nd.th_started || !nd.snap || !nd.addrs) {
+	/* 1.5 MiB of address space; pages are touched only for the ids in use. */
+	nd.lease = calloc(OSD_LEASE_IDS, sizeof(*nd.lease));
+	if (!nd.sh || !nd.th || !nd.th_started || !nd.snap || !nd.addrs || !nd.lease) {
 		CM_ERR("out of memory");
 		rc = -ENOMEM;
 		goto out_free;
 	}
 	nd.sh[0] = &o;
+	if (cfg->read_lease_ms && cfg->read_lease_ms >= cfg->hb_grace_ms)
+		CM_WARN("osd_read_lease %" PRIu64 " ms is not below osd_heartbeat_grace %" PRIu64
+			" ms: a primary marked down by silence may still hold a read lease, and "
+			"its PGs serve no reads until it is over",
+			cfg->read_lease_ms, cfg->hb_grace_ms);
+	if (!cfg->read_lease_ms)
+		CM_WARN("osd_read_lease 0: a primary cut off from the cluster may serve stale "
+			"reads to clients that still reach it");
 	/* Threads made from here on inherit the blocked signals. */
 	cm_daemon_block_signals(&mask);
 	rc = cm_daemon_reactor_create(&cfg->d, "osd", &o.r);
@@ -370,6 +387,7 @@ out_free:
 		for (unsigned k = 0; k < nd.n; k++)
 			free(nd.snap[k].pgs);
 	free(nd.snap);
+	free(nd.lease);
 	free(nd.sh);
 	free(nd.th);
 	free(nd.th_started);

@@ -129,8 +129,11 @@ osd_check_notify(const Cairn__Osd__PgNotify *n)
 	for (size_t i = 0; i < n->n_missing; i++)
 		if (bad_name(n->missing[i]))
 			return -EINVAL;
-	if (n->n_past > OSD_MAX_PAST)
+	if (n->n_past > OSD_MAX_PAST || n->n_lease_waits > OSD_MAX_PAST)
 		return -EINVAL;
+	for (size_t i = 0; i < n->n_lease_waits; i++)
+		if (n->lease_waits[i]->osd < 0)
+			return -EINVAL;
 	for (size_t i = 0; i < n->n_past; i++) {
 		const Cairn__Osd__PastInterval *iv = n->past[i];
 

@@ -555,6 +555,7 @@ START_TEST(test_failure_alive_withdraws)
 	ck_assert(osd(2)->up);
 	run_to(T0 + 13000);
 	ck_assert_uint_eq(g.down_at[2], T0 + 13000);
+	ck_assert(!osd(2)->dead); /* silence: it may still run (and hold a read lease) */
 	sim_end();
 }
 
@@ -598,6 +599,7 @@ START_TEST(test_failure_refused_immediate)
 	ck_assert(osd(2)->up);
 	run_to(T0 + 20000);
 	ck_assert_uint_eq(g.down_at[2], T0 + 20000);
+	ck_assert(osd(2)->dead); /* a refused connection: its process is gone */
 	sim_end();
 
 	sim_start(&o, 3, true);
@@ -628,7 +630,9 @@ START_TEST(test_failure_old_incarnation)
 	refused_at(T0 + 5000, 1, 2);
 	run_to(T0 + 5500);
 	ck_assert(!osd(2)->up);
+	ck_assert(osd(2)->dead);
 	boot(2);
+	ck_assert(!osd(2)->dead);
 	ck_assert_uint_gt(osd(2)->up_since, old);
 	refused_at(T0 + 6000, 0, 2); /* late: still about the old process */
 	refused_at(T0 + 6000, 1, 2);

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# An asymmetric partition (issue #29): the primary P of an object is cut off
+# from the mons and the other OSDs, but one client X, whose own link to the
+# mons is cut too (its map stays old), can still reach P. P keeps running.
+#  1. X reads the object (v1) before the cut.
+#  2. Cut; P is marked down; v2 is written through the new primary.
+#  3. X reads again: its old map sends the read to P. P must not answer v1
+#     (its read lease ran out: replicas stopped renewing it); it tells X to
+#     resend, and X's read waits.
+#  4. X's link to the mons heals: X gets the new map and its waiting read
+#     completes at the new primary with v2 (no error, no stale data).
+#  5. P's cut heals: it boots again, the PGs go active+clean, v2 everywhere.
+# With osd_read_lease 0 (CAIRN_OSD_READ_LEASE=0) step 3 returns v1: the test
+# sees the stale read. Runs in a network namespace of its own (needs root;
+# SKIPPED otherwise): every OSD on its own loopback address, X on 127.0.0.50
+# (bind_src), cuts as 'unreachable' routing rules.
+set -euo pipefail
+build=${1:?usage: partition_test.sh BUILD_DIR}
+if [ -z "${PARTITION_NETNS:-}" ]; then
+	if [ "$(id -u)" != 0 ] || ! unshare -n true 2>/dev/null; then
+		echo "SKIPPED: needs root for a network namespace of its own"
+		exit 77
+	fi
+	exec unshare -n env PARTITION_NETNS=1 "$0" "$@"
+fi
+[ "$(readlink /proc/self/ns/net)" != "$(readlink /proc/1/ns/net)" ] ||
+	{ echo "FAIL: not in a network namespace of our own" >&2; exit 1; }
+ip link set lo up
+ip rule add pref 100 lookup local
+ip rule del pref 0
+. "$(dirname "$0")/../lib/cluster.sh"
+ctl="$build/tools/clusterctl"
+load="$build/tests/integration/cairn_load"
+dir=$(mktemp -d /tmp/cairn-partition-XXXXXX)
+xpid=
+finish() {
+	local rc=$?
+	[ -z "$xpid" ] || kill "$xpid" 2>/dev/null || true
+	exec 3>&- 2>/dev/null || true
+	cluster_finish "$rc"
+}
+trap finish EXIT
+fail() {
+	echo "FAIL: $*" >&2
+	"$ctl" status >&2 || true
+	cat "$dir/x.out" "$dir/x.err" >&2 2>/dev/null || true
+	for f in "$dir"/*.log; do echo "== $f"; grep -v DEBUG "$f" | tail -n 25; done >&2
+	exit 1
+}
+export CAIRN_OSD_GRACE=3s
+"$ctl" up --dir "$dir" --mons 1 --osds 3 --osd-size 1G --osd-addrs 127.0.0.10 >"$dir/up.out" 2>&1 ||
+	fail "up: $(cat "$dir/up.out")"
+export CAIRN_CONF="$dir/cairn.conf"
+wait_clean "start" >/dev/null
+printf 'v1-written-before-the-cut' >"$dir/v1"
+printf 'v2-written-during-the-cut' >"$dir/v2"
+"$ctl" obj put default lease-obj "$dir/v1" >/dev/null || fail "put v1"
+js() { /usr/bin/python3 -c "import json,sys; d=json.load(sys.stdin); print($1)"; }
+prim=$("$ctl" --format json pg ls default lease-obj | js 'd[0]["primary"] if isinstance(d, list) else d["pgs"][0]["primary"]')
+paddr=$("$ctl" --format json osd ls | js "[o['addr'] for o in d['osds'] if o['id'] == $prim][0].rsplit(':', 1)[0]")
+echo "lease-obj: primary osd.$prim at $paddr"
+# X: a client that leaves from 127.0.0.50; it reads at once, then again on a line.
+mkfifo "$dir/x.in"
+{ cat "$CAIRN_CONF"; printf '\n[client]\nbind_src = 127.0.0.50:0\n'; } >"$dir/x.conf"
+"$load" reread -c "$dir/x.conf" --pool default --name lease-obj \
+	--seconds 120 <"$dir/x.in" >"$dir/x.out" 2>"$dir/x.err" &
+xpid=$!
+exec 3>"$dir/x.in"
+for _ in $(seq 1 100); do grep -q '"pass":0' "$dir/x.out" && break; sleep 0.1; done
+grep -q '"pass":0,"rc":0,"data":"v1-written-before-the-cut"' "$dir/x.out" ||
+	fail "X's first read: $(cat "$dir/x.out")"
+# The cut: P talks to X only; X talks to P only.
+ip rule add pref 5 from "$paddr" to 127.0.0.50 lookup local
+ip rule add pref 6 from 127.0.0.50 to "$paddr" lookup local
+ip rule add pref 10 to "$paddr" unreachable
+ip rule add pref 11 from "$paddr" unreachable
+ip rule add pref 12 to 127.0.0.50 unreachable
+ip rule add pref 13 from 127.0.0.50 unreachable
+t0=$(date +%s%N)
+down=
+for _ in $(seq 1 120); do
+	"$ctl" --format json osd ls >"$dir/osds" 2>/dev/null || true
+	if js "[o['up'] for o in d['osds'] if o['id'] == $prim][0]" <"$dir/osds" 2>/dev/null | grep -q False; then
+		down=1
+		break
+	fi
+	sleep 0.25
+done
+[ -n "$down" ] || fail "osd.$prim not marked down while cut off"
+echo "osd.$prim marked down $(( ($(date +%s%N) - t0) / 1000000 )) ms after the cut"
+"$ctl" --timeout 60s obj put default lease-obj "$dir/v2" >/dev/null || fail "put v2 during the cut"
+# X's old map sends this read to P.
+echo go >&3
+sleep 4
+if grep -q '"pass":1' "$dir/x.out"; then
+	fail "X's read during the cut answered (stale, or an error): $(grep '"pass":1' "$dir/x.out")"
+fi
+echo "X's read waits while its map is old (P does not serve it)"
+# X's link heals: the new map moves its read to the new primary.
+ip rule del pref 12
+ip rule del pref 13
+for _ in $(seq 1 200); do grep -q '"pass":1' "$dir/x.out" && break; sleep 0.1; done
+grep -q '"pass":1,"rc":0,"data":"v2-written-during-the-cut"' "$dir/x.out" ||
+	fail "X's read after its link healed: $(grep '"pass":1' "$dir/x.out" || echo none)"
+echo "X's read completed with v2 once X had the new map"
+wait "$xpid" || fail "reader exited with an error"
+xpid=
+# P's cut heals: it boots again and catches up.
+for p in 5 6 10 11; do ip rule del pref "$p"; done
+wait_clean "after the cut healed" 480
+"$ctl" obj get default lease-obj "$dir/got" >/dev/null || fail "get after healing"
+cmp -s "$dir/got" "$dir/v2" || fail "after healing the object is $(cat "$dir/got")"
+grep -q "marks us down" "$dir"/osd.*.log || fail "P never saw that it was marked down"
+echo "1 passed, 0 failed"
