@@ -107,6 +107,9 @@ struct osd_pg_peer {
 };
 
 #define OSD_PGA_MAX_IV 12 /* past intervals kept per PG */
+#define OSD_PGA_RECENT 4  /* intervals closed recently, kept for read leases */
+/* Past primaries a lease wait names at most (each interval has one). */
+#define OSD_LEASE_WAITS (OSD_PGA_MAX_IV + OSD_PGA_RECENT)
 
 /* A past primary (osd) may serve reads until until_ns (ours, CLOCK_MONOTONIC). */
 struct osd_lease_wait {
@@ -139,8 +142,9 @@ struct osd_pg {
 	 * ns): a past interval's primary may still hold a lease (lease.c).
 	 * lw gathers the peers' notifies while peering. */
 	uint64_t reads_after_ns;
-	struct osd_lease_wait lw[OSD_PGA_MAX_IV];
+	struct osd_lease_wait lw[OSD_LEASE_WAITS];
 	int nlw;
+	uint64_t lw_other_ns;               /* lw was full: the latest of those that did not fit */
 	int32_t answered[OSD_PG_MAX_SLOTS]; /* OSDs whose notify came (our map or newer) */
 	int nanswered;
 	/* durable state (mirrored in memory) */
@@ -516,6 +520,12 @@ struct osd_pga {
 	 * one is the current interval. */
 	int niv;
 	struct osd_piv iv[OSD_PGA_MAX_IV];
+	/* Intervals closed in the last few seconds as we saw them (memory
+	 * only; never trimmed by activation): their primaries may still hold
+	 * read leases we granted (service/lease.c). */
+	struct osd_piv recent[OSD_PGA_RECENT];
+	uint64_t recent_ns[OSD_PGA_RECENT]; /* when each closed (lease clock) */
+	int nrecent;
 	/* We know its intervals since it last started: kept in our store,
 	 * seen since the PG was made, or it started since. If not (a new OSD,
 	 * or a PG first seen in our first map), peering asks every up OSD. */
@@ -552,22 +562,26 @@ struct osd_node {
 	atomic_bool stuck;    /* shutdown: a shard's calls did not call back in DRAIN_MS */
 	/* Read leases (service/lease.c), by OSD id (< OSD_LEASE_IDS). */
 	struct osd_lease *lease;
-	_Atomic uint64_t max_epoch; /* the newest map any shard applied */
-	atomic_bool ping_soon;      /* a read waits for a lease: shard 0 pings now */
+	_Atomic uint64_t max_epoch;    /* the newest map any shard applied */
+	_Atomic uint64_t *shard_epoch; /* [n]: the map each shard applied */
+	uint64_t start_ns;             /* this process started (lease clock) */
+	atomic_bool ping_soon;         /* a read waits for a lease: shard 0 pings now */
 };
 
 /*
- * Read leases, per peer OSD id. As primary: we may serve reads until
- * `until_ns` as far as that peer is concerned (a ping it answered with
- * renew, sent at until_ns - osd_read_lease). As the peer: we last renewed
- * its lease at renew_ns (our clock, at the ping's arrival), when its map
- * was renew_epoch. Written by shard 0, read by every shard.
+ * Read leases, per peer OSD id (the lease clock: osd__lease_now). As
+ * primary: we may serve reads until `until_ns` as far as that peer is
+ * concerned (a ping it answered with renew). As the peer: the last lease we
+ * granted it runs until renew_until_ns, granted when its map was
+ * renew_epoch. Written by shard 0, read by every shard. Every OSD id the
+ * mons hand out (MON_MAX_OSD_ID) has one: 24 MiB of address space, touched
+ * only for the ids in use.
  */
-#define OSD_LEASE_IDS 65536
+#define OSD_LEASE_IDS MON_MAX_OSD_ID
 
 struct osd_lease {
 	_Atomic uint64_t until_ns;
-	_Atomic uint64_t renew_ns;
+	_Atomic uint64_t renew_until_ns;
 	_Atomic uint64_t renew_epoch;
 };
 
@@ -774,22 +788,30 @@ void osd__send_beacon(struct osd *o, uint64_t now);
 void osd__heartbeat(struct osd *o, uint64_t now);
 
 /* ---- read leases (service/lease.c) ---- */
+/* The lease clock (CLOCK_BOOTTIME: it runs on while a host is suspended). */
+uint64_t osd__lease_now(void);
 /* A shard applied map `epoch`. */
 void osd__lease_note_epoch(struct osd *o, uint64_t epoch);
-/* Shard 0: a ping from `from` at map `epoch`; \return whether we renew its lease. */
-bool osd__lease_grant(struct osd *o, int32_t from, uint64_t epoch);
-/* Shard 0: `from` renewed our lease on a ping we sent at stamp_ns. */
-void osd__lease_renewed(struct osd *o, int32_t from, uint64_t stamp_ns);
+/* The oldest map every shard has applied (what our pings claim). */
+uint64_t osd__lease_epoch(struct osd *o);
+/* Shard 0: a ping from `from` at map `epoch` asking a lease of ms; \return
+ * whether we grant it. */
+bool osd__lease_grant(struct osd *o, int32_t from, uint64_t epoch, uint64_t ms);
+/* Shard 0: `from` granted our ping sent at stamp (lease clock) a lease of ms. */
+void osd__lease_renewed(struct osd *o, int32_t from, uint64_t stamp, uint64_t ms);
+/* An interval of x closed (its acting set iv): remember it for a lease's length. */
+void osd__lease_closed(struct osd_pga *x, const struct osd_piv *iv);
 /*
  * Until when the primaries of the PG's past intervals that this OSD was in
  * (other than us and `except`) may still serve reads under a lease we
- * renewed: merged into w[*n] (at most OSD_PGA_MAX_IV, one per OSD, the
- * later time kept). Replicated pools.
+ * granted: merged into w[*n] (at most OSD_LEASE_WAITS, one per OSD, the
+ * later time kept). Pools that need leases.
  */
-void osd__lease_waits(struct osd *o, int64_t pool, uint32_t seed, int32_t except,
+bool osd__lease_waits(struct osd *o, int64_t pool, uint32_t seed, int32_t except,
 		      struct osd_lease_wait *w, int *n);
-/* Add (osd, until_ns) to w[*n] (the later time kept per OSD). */
-void osd__lease_wait_add(struct osd_lease_wait *w, int *n, int32_t osd, uint64_t until_ns);
+/* Add (osd, until_ns) to w[*n] (the later time kept per OSD). \return false
+ * when w is full (OSD_LEASE_WAITS) and osd not in it. */
+bool osd__lease_wait_add(struct osd_lease_wait *w, int *n, int32_t osd, uint64_t until_ns);
 /* May this primary serve a read of pg now? (Not: the client resends.) */
 bool osd__pg_readable(struct osd_pg *pg);
 

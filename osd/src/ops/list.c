@@ -93,7 +93,9 @@ osd__pg_handle_list(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 			r.rc = -ESTALE;
 			goto reply;
 		}
-	} else if (!pg || pg->primary != o->id || pg->state != OSD_PG_ACTIVE) {
+	} else if (!pg || pg->primary != o->id || pg->state != OSD_PG_ACTIVE ||
+		   !osd__pg_readable(pg)) {
+		/* (Not readable: no read lease yet; the client asks again.) */
 		r.rc = pg && pg->primary == o->id ? -EAGAIN : -ESTALE;
 		goto reply;
 	}

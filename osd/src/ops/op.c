@@ -201,10 +201,11 @@ osd__op_start(struct osd_pg *pg, struct osd_op *op)
 			break;
 		}
 	op->pg = pg;
-	if (!op->writes && !osd__pg_readable(pg)) {
+	if (!osd__pg_readable(pg)) {
 		/* No read lease (a replica silent, or a past primary's lease not
-		 * over): the client resends shortly. Writes need no lease: every
-		 * replica takes them or refuses an old interval. */
+		 * over): the client resends shortly. Writes too: one acknowledged
+		 * here while a past primary may still serve reads would let that
+		 * one answer older data after it (and guards read state). */
 		pg->osd->reads_unleased++;
 		CM_LOG_RL(CM_LOG_INFO, "%s: no read lease yet: %s told to resend", pg->cid,
 			  op->client);

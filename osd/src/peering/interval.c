@@ -21,8 +21,7 @@ pg_reset_interval(struct osd_pg *pg)
 
 	osd__rec_reset(pg);
 	pg->retry_ms = 0;
-	pg->reads_after_ns = 0;
-	pg->nlw = 0;
+	/* (reads_after_ns and lw stay: a lease wait outlives any re-peering.) */
 	pg->nanswered = 0;
 	pg->roll_stuck = true; /* until the next activation */
 	TAILQ_FOREACH_SAFE(rp, &pg->repops, link, rtmp) {

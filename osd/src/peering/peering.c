@@ -18,13 +18,19 @@ osd__pg_activate(struct osd_pg *pg)
 	TAILQ_HEAD(, osd_op) q = TAILQ_HEAD_INITIALIZER(q);
 
 	struct osd_pga *x = osd__pg_pga(pg);
-	uint64_t now = cm_now_ns();
+	uint64_t now = osd__lease_now();
 
-	/* Before the past intervals are trimmed: our own renewals count too. A
-	 * past primary that answered this peering has our map: it serves no
-	 * more, whatever lease it holds. */
-	osd__lease_waits(pg->osd, pg->pool, pg->seed, -1, pg->lw, &pg->nlw);
-	pg->reads_after_ns = 0;
+	/* Our own grants count too. A past primary that answered this peering
+	 * has our map: it serves no more, whatever lease it holds. The wait is
+	 * never shortened (an earlier peering of the PG may have set it). */
+	if (!osd__lease_waits(pg->osd, pg->pool, pg->seed, -1, pg->lw, &pg->nlw))
+		pg->lw_other_ns =
+			CM_MAX(pg->lw_other_ns, now + pg->osd->cfg->read_lease_ms * 1000000);
+	if (pg->lw_other_ns > now && pg->lw_other_ns > pg->reads_after_ns) {
+		pg->reads_after_ns = pg->lw_other_ns;
+		CM_NOTICE("%s: ops wait %" PRIu64 " ms for past primaries' read leases", pg->cid,
+			  (pg->lw_other_ns - now) / 1000000);
+	}
 	for (int i = 0; i < pg->nlw; i++) {
 		/* (A peer may not know us as the asker: never wait for ourselves.) */
 		bool answered = pg->lw[i].osd == pg->osd->id ||
@@ -34,11 +40,12 @@ osd__pg_activate(struct osd_pg *pg)
 		    pg->lw[i].until_ns <= pg->reads_after_ns)
 			continue;
 		pg->reads_after_ns = pg->lw[i].until_ns;
-		CM_NOTICE("%s: reads wait %" PRIu64
+		CM_NOTICE("%s: ops wait %" PRIu64
 			  " ms: osd.%d, a past primary, may hold a read lease",
 			  pg->cid, (pg->lw[i].until_ns - now) / 1000000, pg->lw[i].osd);
 	}
 	pg->nlw = 0;
+	pg->lw_other_ns = 0;
 	pg->nanswered = 0;
 	pg->state = OSD_PG_ACTIVE;
 	pg->last_epoch_started = pg->osd->epoch;
@@ -199,7 +206,7 @@ osd__pg_handle_query(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 		(Cairn__Osd__PgQuery *)cm_msg_unpack_front(m, &cairn__osd__pg_query__descriptor);
 	Cairn__Osd__PgNotify n = CAIRN__OSD__PG_NOTIFY__INIT;
 	Cairn__Osd__PastInterval pv[OSD_PGA_MAX_IV], *pvp[OSD_PGA_MAX_IV];
-	Cairn__Osd__LeaseWait lwv[OSD_PGA_MAX_IV], *lwp[OSD_PGA_MAX_IV];
+	Cairn__Osd__LeaseWait lwv[OSD_LEASE_WAITS], *lwp[OSD_LEASE_WAITS];
 	Cairn__Osd__PgInfo pi;
 	Cairn__Osd__Version lu, tail;
 	Cairn__Osd__LogEntry **les = NULL;
@@ -225,11 +232,12 @@ osd__pg_handle_query(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 	}
 	n.exists = pg && pg->in_store;
 	{
-		struct osd_lease_wait w[OSD_PGA_MAX_IV];
+		struct osd_lease_wait w[OSD_LEASE_WAITS];
 		int nw = 0;
-		uint64_t now = cm_now_ns();
+		uint64_t now = osd__lease_now();
 
-		osd__lease_waits(o, q->pool, q->seed, (int32_t)osd__conn_peer(c), w, &nw);
+		/* (It cannot fill up: one primary per kept interval.) */
+		(void)osd__lease_waits(o, q->pool, q->seed, (int32_t)osd__conn_peer(c), w, &nw);
 		for (int i = 0; i < nw; i++) {
 			lwv[i] = (Cairn__Osd__LeaseWait)CAIRN__OSD__LEASE_WAIT__INIT;
 			lwv[i].osd = w[i].osd;
@@ -303,9 +311,12 @@ osd__pg_handle_notify(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 	}
 	if (!pg || pg->state != OSD_PG_PEERING || n->epoch != pg->interval_epoch)
 		goto out;
-	for (size_t i = 0; !n->busy && i < n->n_lease_waits; i++)
-		osd__lease_wait_add(pg->lw, &pg->nlw, n->lease_waits[i]->osd,
-				    cm_now_ns() + (uint64_t)n->lease_waits[i]->ms * 1000000);
+	for (size_t i = 0; !n->busy && i < n->n_lease_waits; i++) {
+		uint64_t until = osd__lease_now() + (uint64_t)n->lease_waits[i]->ms * 1000000;
+
+		if (!osd__lease_wait_add(pg->lw, &pg->nlw, n->lease_waits[i]->osd, until))
+			pg->lw_other_ns = CM_MAX(pg->lw_other_ns, until);
+	}
 	if (!n->busy && pg->nanswered < OSD_PG_MAX_SLOTS &&
 	    !osd__has_osd(pg->answered, pg->nanswered, (int32_t)peer))
 		pg->answered[pg->nanswered++] = (int32_t)peer;

@@ -32,6 +32,7 @@ osd__pga_note(struct osd_pga *x, uint64_t epoch, const int32_t *a, int k, bool r
 		x->niv--; /* the same map again, or an older one: replace */
 	} else if (cur) {
 		cur->last = epoch - 1;
+		osd__lease_closed(x, cur);
 	}
 	if (x->niv == OSD_PGA_MAX_IV) {
 		/* Oldest first out: from here on only the union of the prior

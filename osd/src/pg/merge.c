@@ -99,7 +99,7 @@ osd__merge_ready(struct osd_pg *pg)
 	       pg->state == OSD_PG_ACTIVE && !pg->rec_pending && !pg->incomplete &&
 	       (unsigned)pg->nacting >= pg->size && !pg->missing.n && !pg->rmiss.n &&
 	       TAILQ_EMPTY(&pg->running) && TAILQ_EMPTY(&pg->waiting) && TAILQ_EMPTY(&pg->repops) &&
-	       pg->be->writable(pg);
+	       pg->be->writable(pg) && osd__pg_readable(pg); /* no past primary's lease left */
 }
 
 /* The PG a source's objects go to now. */

@@ -60,8 +60,11 @@ osd__heartbeat(struct osd *o, uint64_t now)
 	Cairn__Osd__Ping p = CAIRN__OSD__PING__INIT;
 
 	p.from = o->id;
-	p.epoch = o->epoch;
-	p.stamp_ns = cm_now_ns();
+	/* The oldest map of our shards: a peer renews our lease only if every
+	 * shard of ours knows what it knows. */
+	p.epoch = osd__lease_epoch(o);
+	p.stamp_ns = osd__lease_now();
+	p.lease_ms = (uint32_t)o->cfg->read_lease_ms;
 	for (int i = 0; i < o->npeers; i++) {
 		const Cairn__Map__Osd *mo = mon_osd_find(o->map, i);
 		struct osd_peer *pe = &o->peers[i];
@@ -106,14 +109,14 @@ osd__handle_ping(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 		r.from = o->id;
 		r.reply = true;
 		r.epoch = o->epoch;
-		r.renew = p->from != o->id && osd__lease_grant(o, p->from, p->epoch);
+		r.renew = p->from != o->id && osd__lease_grant(o, p->from, p->epoch, p->lease_ms);
 		osd__send_pb(c, OSD_MSG_PING, 0, &r.base, NULL);
 	} else if (o->monc && p->from >= 0 && p->from < o->npeers && p->from != o->id) {
 		struct osd_peer *pe = &o->peers[p->from];
 
 		pe->hb_rx_ms = cm_now_ms();
 		if (p->renew)
-			osd__lease_renewed(o, p->from, p->stamp_ns);
+			osd__lease_renewed(o, p->from, p->stamp_ns, p->lease_ms);
 		else if (p->epoch > o->epoch)
 			osd__want_map(o, o->epoch); /* it renews us once we have its map */
 		if (pe->hb_report_ms) {

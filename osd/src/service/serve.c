@@ -260,7 +260,10 @@ osd_serve(struct osd_conf *cfg)
 	nd.addrs = calloc(nd.n, sizeof(*nd.addrs));
 	/* 1.5 MiB of address space; pages are touched only for the ids in use. */
 	nd.lease = calloc(OSD_LEASE_IDS, sizeof(*nd.lease));
-	if (!nd.sh || !nd.th || !nd.th_started || !nd.snap || !nd.addrs || !nd.lease) {
+	nd.shard_epoch = calloc(nd.n, sizeof(*nd.shard_epoch));
+	nd.start_ns = osd__lease_now();
+	if (!nd.sh || !nd.th || !nd.th_started || !nd.snap || !nd.addrs || !nd.lease ||
+	    !nd.shard_epoch) {
 		CM_ERR("out of memory");
 		rc = -ENOMEM;
 		goto out_free;
@@ -271,6 +274,10 @@ osd_serve(struct osd_conf *cfg)
 			" ms: a primary marked down by silence may still hold a read lease, and "
 			"its PGs serve no reads until it is over",
 			cfg->read_lease_ms, cfg->hb_grace_ms);
+	if (cfg->read_lease_ms && cfg->hb_interval_ms * 8 >= cfg->read_lease_ms * 7)
+		CM_WARN("osd_heartbeat_interval %" PRIu64 " ms is not below 7/8 of osd_read_lease "
+			"%" PRIu64 " ms: leases lapse between pings and reads bounce",
+			cfg->hb_interval_ms, cfg->read_lease_ms);
 	if (!cfg->read_lease_ms)
 		CM_WARN("osd_read_lease 0: a primary cut off from the cluster may serve stale "
 			"reads to clients that still reach it");
@@ -388,6 +395,7 @@ out_free:
 			free(nd.snap[k].pgs);
 	free(nd.snap);
 	free(nd.lease);
+	free(nd.shard_epoch);
 	free(nd.sh);
 	free(nd.th);
 	free(nd.th_started);
