@@ -137,6 +137,12 @@ done
 # OSDs within the 2 s (ENOSPC is the right answer then, not this test's point).
 "$ctl" bench default write --seconds 2 --size 64K --threads 8 --max-objects 1000 | tail -1 |
 	grep -q '"errors":0' || fail "bench"
+# --prefix: its own objects (PREFIX_N) and its own record of them, read back.
+"$ctl" bench default write --seconds 2 --size 4K --threads 4 --max-objects 20 --prefix pfx |
+	tail -1 | grep -q '"ops":20,"errors":0' || fail "bench --prefix write"
+"$ctl" obj stat default pfx_19 >/dev/null || fail "bench --prefix: pfx_19 missing"
+"$ctl" bench default seq --seconds 2 --threads 4 --prefix pfx | tail -1 |
+	grep -q '"size":4096,.*"ops":20,"errors":0' || fail "bench --prefix seq"
 # The client data throttle: OSDs that may hold only 1 MiB of client data
 # push back (busy: the client resends shortly) instead of growing, and no
 # op fails. 16 writes of 512 KiB in flight over 3 OSDs is ~2.7 MiB each.

@@ -545,7 +545,7 @@ main_usage(void)
 		"                       with OBJECT: the PG that holds it)\n"
 		"  objects:        obj put|get POOL NAME [FILE|-] | obj stat|rm POOL NAME | obj ls POOL\n"
 		"                  bench POOL write|seq|rand [--seconds S] [--size B] [--threads T]\n"
-		"                       [--max-objects N] [--cleanup]\n"
+		"                       [--max-objects N] [--prefix P] [--cleanup]\n"
 		"  offline CRUSH:  crush compile|decompile|test|map-pgs|map-object|balance -i MAP ...\n");
 	return 2;
 }

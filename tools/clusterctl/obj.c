@@ -11,7 +11,7 @@
 #include <jansson.h>
 #include <pthread.h>
 
-#define BENCH_META "bench_meta"
+#define BENCH_PREFIX "bench_obj" /* objects: PREFIX_N; what 'write' left: PREFIX_meta */
 
 static int
 connect_cluster(const struct ctl_conf *c, cairn_cluster_t **clp)
@@ -254,7 +254,8 @@ ctl_obj(const struct ctl_conf *c, int argc, char **argv, bool json)
 
 struct bench {
 	cairn_ioctx_t *io;
-	int mode; /* 0 write, 1 seq, 2 rand */
+	const char *prefix; /* object names: PREFIX_N */
+	int mode;           /* 0 write, 1 seq, 2 rand */
 	size_t size;
 	uint64_t nobj;    /* objects available (reads) */
 	uint64_t max_obj; /* write: stop after this many (0: none) */
@@ -282,7 +283,7 @@ struct bslot {
 	uint8_t *buf;
 	size_t got;
 	uint64_t start_ns;
-	char name[64];
+	char name[96];
 };
 
 static void bench_issue(struct bslot *s);
@@ -341,7 +342,7 @@ bench_issue(struct bslot *s)
 		idx = b->next++;
 	}
 	pthread_mutex_unlock(&b->mu);
-	snprintf(s->name, sizeof(s->name), "bench_obj_%" PRIu64, idx);
+	snprintf(s->name, sizeof(s->name), "%s_%" PRIu64, b->prefix, idx);
 	s->op = cairn_op_create();
 	s->c = cairn_completion_create(bench_cb, s);
 	if (b->mode == 0)
@@ -372,6 +373,8 @@ ctl_bench(const struct ctl_conf *c, int argc, char **argv, bool json)
 {
 	const char *pool = argc > 1 ? argv[1] : NULL, *mode = argc > 2 ? argv[2] : "";
 	uint64_t seconds = 10, size = 4 << 20, threads = 16, max_obj = 0;
+	const char *prefix = BENCH_PREFIX;
+	char meta_name[96];
 	bool cleanup = false;
 	struct bench b;
 	struct bslot *slots;
@@ -405,7 +408,10 @@ ctl_bench(const struct ctl_conf *c, int argc, char **argv, bool json)
 			bad = cm_parse_size(argv[++i], &threads) || !threads || threads > 1024;
 		else if (!strcmp(argv[i], "--max-objects") && i + 1 < argc)
 			bad = cm_parse_size(argv[++i], &max_obj) || !max_obj;
-		else if (!strcmp(argv[i], "--cleanup"))
+		else if (!strcmp(argv[i], "--prefix") && i + 1 < argc) {
+			prefix = argv[++i];
+			bad = !prefix[0] || strlen(prefix) > 64;
+		} else if (!strcmp(argv[i], "--cleanup"))
 			cleanup = true;
 		else
 			bad = 1;
@@ -417,9 +423,15 @@ ctl_bench(const struct ctl_conf *c, int argc, char **argv, bool json)
 	if (!pool || b.mode < 0) {
 		fprintf(stderr,
 			"usage: clusterctl bench POOL write|seq|rand [--seconds S] [--size B] "
-			"[--threads T] [--max-objects N] [--cleanup]\n");
+			"[--threads T] [--max-objects N] [--prefix P] [--cleanup]\n");
 		return 2;
 	}
+	b.prefix = prefix;
+	/* The default prefix keeps the name earlier runs left. */
+	if (!strcmp(prefix, BENCH_PREFIX))
+		snprintf(meta_name, sizeof(meta_name), "bench_meta");
+	else
+		snprintf(meta_name, sizeof(meta_name), "%s_meta", prefix);
 	status = connect_cluster(c, &cl);
 	if (status)
 		return status;
@@ -430,7 +442,7 @@ ctl_bench(const struct ctl_conf *c, int argc, char **argv, bool json)
 	if (b.mode) {
 		/* What `write` left: object count and size. */
 		char meta[64] = "";
-		int64_t n = cairn_read(b.io, BENCH_META, meta, sizeof(meta) - 1, 0);
+		int64_t n = cairn_read(b.io, meta_name, meta, sizeof(meta) - 1, 0);
 		unsigned long long cnt = 0, sz = 0;
 
 		if (n <= 0 || sscanf(meta, "%llu %llu", &cnt, &sz) != 2 || !cnt) {
@@ -476,16 +488,16 @@ ctl_bench(const struct ctl_conf *c, int argc, char **argv, bool json)
 		char meta[64];
 		int n = snprintf(meta, sizeof(meta), "%" PRIu64 " %zu", b.next, b.size);
 
-		cairn_write_full(b.io, BENCH_META, meta, (size_t)n);
+		cairn_write_full(b.io, meta_name, meta, (size_t)n);
 	}
 	if (cleanup && b.mode == 0) {
 		for (uint64_t i = 0; i < b.next; i++) {
-			char name[64];
+			char name[96];
 
-			snprintf(name, sizeof(name), "bench_obj_%" PRIu64, i);
+			snprintf(name, sizeof(name), "%s_%" PRIu64, prefix, i);
 			cairn_remove(b.io, name);
 		}
-		cairn_remove(b.io, BENCH_META);
+		cairn_remove(b.io, meta_name);
 	}
 	{
 		double secs = (double)el / 1e9;
