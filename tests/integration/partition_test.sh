@@ -24,18 +24,12 @@
 # (bind_src), cuts as 'unreachable' routing rules.
 set -euo pipefail
 build=${1:?usage: partition_test.sh BUILD_DIR}
+. "$(dirname "$0")/../lib/netns.sh"
 if [ -z "${PARTITION_NETNS:-}" ]; then
-	if [ "$(id -u)" != 0 ] || ! unshare -n true 2>/dev/null; then
-		echo "SKIPPED: needs root for a network namespace of its own"
-		exit 77
-	fi
+	netns_possible || { echo "SKIPPED: needs root for a network namespace of its own"; exit 77; }
 	exec unshare -n env PARTITION_NETNS=1 "$0" "$@"
 fi
-[ "$(readlink /proc/self/ns/net)" != "$(readlink /proc/1/ns/net)" ] ||
-	{ echo "FAIL: not in a network namespace of our own" >&2; exit 1; }
-ip link set lo up
-ip rule add pref 100 lookup local
-ip rule del pref 0
+netns_setup
 . "$(dirname "$0")/../lib/cluster.sh"
 ctl="$build/tools/clusterctl"
 load="$build/tests/integration/cairn_load"

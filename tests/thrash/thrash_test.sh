@@ -30,22 +30,13 @@
 set -euo pipefail
 build=${1:?usage: thrash_test.sh BUILD_DIR}
 cut=${THRASH_CUT:-1}
+. "$(dirname "$0")/../lib/netns.sh"
 if [ "$cut" = 1 ] && [ -z "${THRASH_NETNS:-}" ]; then
-	if [ "$(id -u)" = 0 ] && unshare -n true 2>/dev/null; then
-		exec unshare -n env THRASH_NETNS=1 "$0" "$@"
-	fi
+	netns_possible && exec unshare -n env THRASH_NETNS=1 "$0" "$@"
 	echo "thrash: network cuts SKIPPED (they need root for a network namespace of their own)"
 	cut=0
 fi
-if [ "$cut" = 1 ]; then
-	# Never touch the routing rules of a namespace this test did not make.
-	[ "$(readlink /proc/self/ns/net)" != "$(readlink /proc/1/ns/net)" ] ||
-		{ echo "FAIL: not in a network namespace of our own" >&2; exit 1; }
-	ip link set lo up
-	# The local table moves behind our cut rules (pref 10, 11).
-	ip rule add pref 100 lookup local
-	ip rule del pref 0
-fi
+[ "$cut" = 0 ] || netns_setup
 . "$(dirname "$0")/../lib/cluster.sh"
 secs=${THRASH_SECONDS:-90}
 nosd=${THRASH_OSDS:-4}

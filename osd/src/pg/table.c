@@ -201,8 +201,9 @@ osd__pgmeta_walk(struct os_store *s, const char *cid, const char *prefix, size_t
 
 /* One object our copy lacks (key 'm' + name). */
 static int
-missing_load(struct osd_pg *pg, const struct os_kv *kv)
+missing_load(void *arg, const struct os_kv *kv)
 {
+	struct osd_pg *pg = arg;
 	char name[OSD_NAME_MAX + 1];
 	size_t nl = kv->klen - 1;
 
@@ -217,34 +218,8 @@ missing_load(struct osd_pg *pg, const struct os_kv *kv)
 static int
 pg_load_missing(struct osd_pg *pg)
 {
-	uint8_t *after = NULL;
-	size_t alen = 0;
-	bool more = true;
-	int rc = 0;
+	int rc = osd__pgmeta_walk(pg->osd->store, pg->cid, "m", 1, missing_load, pg);
 
-	while (more && !rc) {
-		struct os_kv *kvs = NULL;
-		size_t n = 0;
-
-		rc = os_omap_iterate(pg->osd->store, pg->cid, OSD_PGMETA, after, alen, "m", 1, 512,
-				     &kvs, &n, &more);
-		for (size_t i = 0; i < n && !rc; i++)
-			rc = missing_load(pg, &kvs[i]);
-		if (!rc && n) {
-			free(after);
-			after = malloc(kvs[n - 1].klen);
-			if (after) {
-				alen = kvs[n - 1].klen;
-				memcpy(after, kvs[n - 1].key, alen);
-			} else {
-				rc = -ENOMEM;
-			}
-		}
-		os_kvs_free(kvs, n);
-		if (!n)
-			break;
-	}
-	free(after);
 	if (!rc && pg->missing.n)
 		CM_INFO("%s: %zu objects missing from an unfinished recovery", pg->cid,
 			pg->missing.n);
@@ -255,8 +230,9 @@ pg_load_missing(struct osd_pg *pg)
 
 /* EC: one stash object our copy keeps (key 's' + version). */
 static int
-stash_load(struct osd_pg *pg, const struct os_kv *kv)
+stash_load(void *arg, const struct os_kv *kv)
 {
+	struct osd_pg *pg = arg;
 	struct osd_ver v;
 
 	if (kv->klen != 17)
@@ -270,26 +246,8 @@ stash_load(struct osd_pg *pg, const struct os_kv *kv)
 static int
 pg_load_stashes(struct osd_pg *pg)
 {
-	struct os_kv *kvs = NULL;
-	uint8_t after[17];
-	size_t n = 0, alen = 0;
-	bool more = true;
-	int rc = 0;
+	int rc = osd__pgmeta_walk(pg->osd->store, pg->cid, "s", 1, stash_load, pg);
 
-	while (more && !rc) {
-		rc = os_omap_iterate(pg->osd->store, pg->cid, OSD_PGMETA, alen ? after : NULL, alen,
-				     "s", 1, 512, &kvs, &n, &more);
-		for (size_t i = 0; i < n && !rc; i++) {
-			rc = stash_load(pg, &kvs[i]);
-			if (rc == -EIO)
-				break;
-			memcpy(after, kvs[i].key, 17);
-			alen = 17;
-		}
-		os_kvs_free(kvs, n);
-		if (!n)
-			break;
-	}
 	if (!rc && pg->nstash)
 		CM_NOTICE("%s: %zu rollback stashes kept", pg->cid, pg->nstash);
 	return rc;

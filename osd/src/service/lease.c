@@ -145,15 +145,11 @@ osd__lease_closed(struct osd_pga *x, const struct osd_piv *iv)
 
 /* Erasure-coded pools with min_size > m need no leases (file comment). */
 static bool
-pool_needs_lease(const struct osd *o, int64_t pool)
+pool_needs_lease(struct osd *o, int64_t pool)
 {
-	for (size_t i = 0; o->map && i < o->map->n_pools; i++) {
-		const Cairn__Map__Pool *p = o->map->pools[i];
+	const Cairn__Map__Pool *p = osd__pool(o, pool);
 
-		if (p->id == pool)
-			return !p->erasure || p->min_size <= p->ec_m;
-	}
-	return false;
+	return p && (!p->erasure || p->min_size <= p->ec_m);
 }
 
 bool
