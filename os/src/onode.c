@@ -417,6 +417,14 @@ os_key_deferred(char *out, uint64_t seq)
 }
 
 size_t
+os_key_refs(char *out, uint64_t pblock)
+{
+	out[0] = 'R';
+	put_be64(out + 1, pblock);
+	return 9;
+}
+
+size_t
 os_key_shard(char *out, uint64_t nid, uint64_t idx)
 {
 	out[0] = 'X';

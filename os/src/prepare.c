@@ -48,6 +48,13 @@ struct pctx {
 	size_t nobjs;
 	char **mk, **rm; /* collections made / removed by this transaction */
 	size_t nmk, nrm;
+	/* Changes to the shared blocks' counts (s->refs), in order, with the
+	 * count before each: undone on failure, persisted by install. */
+	struct rundo {
+		uint64_t pb;
+		uint32_t old;
+	} * ru;
+	size_t nru, capru;
 };
 
 static int ovl_add(struct pctx *c, uint64_t nid, enum os_op_type type, const uint8_t *k, size_t kl,
@@ -268,6 +275,89 @@ add_pending_tag(struct os_txn *t, uint64_t tag)
 	return 0;
 }
 
+/* Set block pb's reference count (< 2: not shared), remembering the old one. */
+static int
+refs_set(struct pctx *c, uint64_t pb, uint32_t refs)
+{
+	int rc;
+
+	if (c->nru == c->capru) {
+		size_t cap = c->capru ? c->capru * 2 : 64;
+		struct rundo *n = realloc(c->ru, sizeof(*n) * cap);
+
+		if (!n)
+			return -ENOMEM;
+		c->ru = n;
+		c->capru = cap;
+	}
+	c->ru[c->nru] = (struct rundo){ pb, os_refs_get(&c->s->refs, pb) };
+	rc = os_refs_set(&c->s->refs, pb, refs);
+	if (!rc)
+		c->nru++;
+	return rc;
+}
+
+/* Give back blocks [start, start + n) after the commit (joined to the last range if adjacent). */
+static int
+add_free(struct os_txn *t, uint64_t start, uint64_t n)
+{
+	if (t->nfrees && t->frees[t->nfrees - 1].start + t->frees[t->nfrees - 1].len == start) {
+		t->frees[t->nfrees - 1].len += n;
+		return 0;
+	}
+	if (t->nfrees == t->capfrees) {
+		size_t cap = t->capfrees ? t->capfrees * 2 : 8;
+		struct os_extent *f = realloc(t->frees, sizeof(*f) * cap);
+
+		if (!f)
+			return -ENOMEM;
+		t->frees = f;
+		t->capfrees = cap;
+	}
+	t->frees[t->nfrees++] = (struct os_extent){ start, n };
+	return 0;
+}
+
+/*
+ * Unmap logical blocks [start, end) of on: a shared block loses one
+ * reference, any other is freed once the transaction commits.
+ */
+static int
+unmap(struct pctx *c, struct os_onode *on, uint64_t start, uint64_t end)
+{
+	struct os_store *s = c->s;
+	struct os_txn *t = c->t;
+	struct os_extent *fr = NULL;
+	size_t nfr = 0, cap = 0;
+	int rc;
+
+	if (!s->refs.n) /* nothing shared: every block goes */
+		return os_onode_punch(on, start, end, &t->frees, &t->nfrees, &t->capfrees);
+	rc = os_onode_punch(on, start, end, &fr, &nfr, &cap);
+	for (size_t i = 0; !rc && i < nfr; i++) {
+		for (uint64_t b = fr[i].start; !rc && b < fr[i].start + fr[i].len; b++) {
+			uint32_t r = os_refs_get(&s->refs, b);
+
+			rc = r ? refs_set(c, b, r - 1) : add_free(t, b, 1);
+		}
+	}
+	free(fr);
+	return rc;
+}
+
+/* Is any block of logical [fb, fb + nb) of on unmapped or shared? */
+static bool
+unmapped_or_shared(struct pctx *c, const struct os_onode *on, uint64_t fb, uint64_t nb)
+{
+	for (uint64_t lb = fb; lb < fb + nb; lb++) {
+		const struct os_xext *e = os_onode_find(on, lb, NULL);
+
+		if (!e || (c->s->refs.n && os_refs_get(&c->s->refs, e->pblock + (lb - e->lblock))))
+			return true;
+	}
+	return false;
+}
+
 /* Write the blocks [fb, fb + nb) of p from img at ioff (nb blocks, page aligned). */
 static int
 put_blocks(struct pctx *c, struct pobj *p, uint64_t fb, uint64_t nb, struct cm_buf *img,
@@ -293,8 +383,8 @@ put_blocks(struct pctx *c, struct pobj *p, uint64_t fb, uint64_t nb, struct cm_b
 		for (uint64_t i = 0; i < nb; i++)
 			cs[i] = cm_crc32c(0, img->data + ioff + i * s->B, s->B);
 	}
-	for (uint64_t lb = fb; lb < fb + nb && mapped; lb++)
-		mapped = os_onode_find(on, lb, NULL) != NULL;
+	/* A shared block is never written in place: its other owners keep its bytes. */
+	mapped = !unmapped_or_shared(c, on, fb, nb);
 	if (mapped && bytes <= s->deferred_max) {
 		/* Deferred: the data rides in the KV batch; the device write follows the commit. */
 		Cairn__Store__Deferred dpb = CAIRN__STORE__DEFERRED__INIT;
@@ -361,7 +451,7 @@ put_blocks(struct pctx *c, struct pobj *p, uint64_t fb, uint64_t nb, struct cm_b
 			free(cs);
 			return k;
 		}
-		rc = os_onode_punch(on, fb, fb + nb, &t->frees, &t->nfrees, &t->capfrees);
+		rc = unmap(c, on, fb, fb + nb);
 		for (int i = 0; i < k; i++) {
 			if (!rc)
 				rc = add_write(t, ex[i].start, ex[i].len, img, ioff + done * s->B,
@@ -446,8 +536,7 @@ do_zero(struct pctx *c, struct pobj *p, uint64_t off, uint64_t len)
 	if (len == 0)
 		return 0;
 	if (fb_full < le_full) {
-		rc = os_onode_punch(p->on, fb_full, le_full, &c->t->frees, &c->t->nfrees,
-				    &c->t->capfrees);
+		rc = unmap(c, p->on, fb_full, le_full);
 		if (!rc && off < fb_full * B && os_onode_find(p->on, off / B, NULL))
 			rc = do_write(c, p, off, NULL, fb_full * B - off);
 		if (!rc && end > le_full * B && os_onode_find(p->on, le_full, NULL))
@@ -477,8 +566,7 @@ do_truncate(struct pctx *c, struct pobj *p, uint64_t size)
 	if (size < p->on->size) {
 		uint64_t keep = (size + B - 1) / B;
 
-		rc = os_onode_punch(p->on, keep, UINT64_MAX / 2, &c->t->frees, &c->t->nfrees,
-				    &c->t->capfrees);
+		rc = unmap(c, p->on, keep, UINT64_MAX / 2);
 		/* Bytes past the end of the last block read as zeros later: clear them now. */
 		if (!rc && size % B && os_onode_find(p->on, size / B, NULL))
 			rc = do_write(c, p, size, NULL, B - size % B);
@@ -515,8 +603,7 @@ omap_clear(struct pctx *c, struct pobj *p)
 static int
 do_remove(struct pctx *c, struct pobj *p)
 {
-	int rc = os_onode_punch(p->on, 0, UINT64_MAX / 2, &c->t->frees, &c->t->nfrees,
-				&c->t->capfrees);
+	int rc = unmap(c, p->on, 0, UINT64_MAX / 2);
 
 	if (rc)
 		return rc;
@@ -562,6 +649,80 @@ copy_data(struct pctx *c, struct pobj *src, uint64_t off, uint64_t len, struct p
 		done += n;
 	}
 	free(buf);
+	dst->dirty = true;
+	return rc;
+}
+
+/*
+ * Map dst's logical blocks [fb, le) (unmapped) to the device blocks src maps
+ * there, one reference more each: a clone by reference, no data read or
+ * written. src's holes stay holes.
+ */
+static int
+share_blocks(struct pctx *c, struct pobj *src, uint64_t fb, uint64_t le, struct pobj *dst)
+{
+	const struct os_onode *on = src->on;
+	size_t i = 0;
+	int rc = 0;
+
+	if (fb >= le)
+		return 0;
+	if (!os_onode_find(on, fb, &i)) {
+		/* The first extent past fb. */
+		for (i = 0; i < on->next && on->ext[i].lblock + on->ext[i].n <= fb; i++)
+			;
+	}
+	for (; !rc && i < on->next && on->ext[i].lblock < le; i++) {
+		const struct os_xext *e = &on->ext[i];
+		uint64_t a = CM_MAX(e->lblock, fb), b = CM_MIN(e->lblock + e->n, le);
+		uint64_t pb = e->pblock + (a - e->lblock);
+
+		if (a >= b)
+			continue;
+		rc = os_onode_insert(dst->on, a, pb, (uint32_t)(b - a), e->csum + (a - e->lblock));
+		for (uint64_t k = 0; !rc && k < b - a; k++) {
+			uint32_t r = os_refs_get(&c->s->refs, pb + k);
+
+			rc = refs_set(c, pb + k, r ? r + 1 : 2);
+		}
+	}
+	dst->dirty = true;
+	return rc;
+}
+
+/*
+ * Unstash's data: dst's bytes [off, off + len) become src's — whole blocks
+ * by reference (src's holes become holes), partial edge blocks copied.
+ */
+static int
+take_range(struct pctx *c, struct pobj *src, uint64_t off, uint64_t len, struct pobj *dst)
+{
+	uint64_t B = c->s->B, end = off + len, fb = (off + B - 1) / B, le = end / B;
+	int rc = 0;
+
+	if (end < off)
+		return -EINVAL;
+	if (fb >= le) {
+		/* No whole block: zero, then copy what src has. */
+		rc = do_zero(c, dst, off, len);
+		return rc ? rc : copy_data(c, src, off, len, dst, off);
+	}
+	if (off < fb * B) {
+		rc = do_zero(c, dst, off, fb * B - off);
+		if (!rc)
+			rc = copy_data(c, src, off, fb * B - off, dst, off);
+	}
+	if (!rc)
+		rc = unmap(c, dst->on, fb, le);
+	if (!rc)
+		rc = share_blocks(c, src, fb, le, dst);
+	if (!rc && end > le * B) {
+		rc = do_zero(c, dst, le * B, end - le * B);
+		if (!rc)
+			rc = copy_data(c, src, le * B, end - le * B, dst, le * B);
+	}
+	if (!rc && dst->on->size < end)
+		dst->on->size = end;
 	dst->dirty = true;
 	return rc;
 }
@@ -896,11 +1057,14 @@ apply_op(struct pctx *c, const struct os_op *op)
 		if (rc)
 			return rc;
 		p = find_obj(c, op->cid, op->oid);
+		/* By reference: the blocks (a stash: those the range touches) are shared. */
 		if (op->type == OP_CLONE)
-			rc = copy_data(c, p, 0, p->on->size, q, 0);
+			rc = share_blocks(c, p, 0, UINT64_MAX / 2, q);
 		else if (op->off < p->on->size)
-			rc = copy_data(c, p, op->off, CM_MIN(op->len, p->on->size - op->off), q,
-				       op->off);
+			rc = share_blocks(c, p, op->off / c->s->B,
+					  (op->off + CM_MIN(op->len, p->on->size - op->off) +
+					   c->s->B - 1) / c->s->B,
+					  q);
 		if (!rc)
 			rc = copy_meta(c, p, q, op->type == OP_CLONE);
 		q->on->size = p->on->size;
@@ -927,7 +1091,7 @@ apply_op(struct pctx *c, const struct os_op *op)
 		q->on->hdrlen = 0;
 		rc = copy_meta(c, p, q, false);
 		if (!rc && op->len)
-			rc = copy_data(c, p, op->off, op->len, q, op->off);
+			rc = take_range(c, p, op->off, op->len, q);
 		if (!rc)
 			rc = do_truncate(c, q, p->on->size);
 		return rc ? rc : do_remove(c, p);
@@ -1102,6 +1266,11 @@ rollback(struct pctx *c)
 	}
 	t->ndfrs = 0;
 	t->nfrees = 0;
+	/* Counts back, newest change first (this never allocates: refs.c). */
+	while (c->nru) {
+		c->nru--;
+		os_refs_set(&s->refs, c->ru[c->nru].pb, c->ru[c->nru].old);
+	}
 }
 
 static void
@@ -1122,6 +1291,7 @@ pctx_free(struct pctx *c)
 	free(c->mk);
 	free(c->rm);
 	free(c->ovl);
+	free(c->ru);
 	for (size_t i = 0; i < c->nowned; i++)
 		free(c->owned[i]);
 	free(c->owned);
@@ -1163,6 +1333,54 @@ put_shards(struct pctx *c)
 	return 0;
 }
 
+/* A change to a block's count and where it is in the undo list (put_refs' sort). */
+struct rix {
+	uint64_t pb;
+	size_t i;
+};
+
+static int
+cmp_rix(const void *a, const void *b)
+{
+	const struct rix *x = a, *y = b;
+
+	if (x->pb != y->pb)
+		return x->pb < y->pb ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i;
+}
+
+/*
+ * The "R" records of the blocks whose count the transaction changed, as
+ * absolute values (replay-safe). A block that went 1 -> 2 -> 1 (an EC
+ * write's stash of the blocks it then rewrites) needs none.
+ */
+static int
+put_refs(struct pctx *c)
+{
+	struct rix *x;
+
+	if (!c->nru)
+		return 0;
+	x = malloc(sizeof(*x) * c->nru);
+	if (!x)
+		return -ENOMEM;
+	for (size_t i = 0; i < c->nru; i++)
+		x[i] = (struct rix){ c->ru[i].pb, i };
+	qsort(x, c->nru, sizeof(*x), cmp_rix);
+	for (size_t i = 0; i < c->nru; i++) {
+		/* A block's first change holds its count before the transaction. */
+		uint32_t before = c->ru[x[i].i].old, after;
+
+		if (i && x[i - 1].pb == x[i].pb)
+			continue;
+		after = os_refs_get(&c->s->refs, x[i].pb);
+		if (before != after)
+			os_refs_put_kv(c->t->wb, x[i].pb, after);
+	}
+	free(x);
+	return 0;
+}
+
 /* Success: onodes into the batch, the prepare cache, and the list for the read cache. */
 static int
 install(struct pctx *c)
@@ -1173,7 +1391,7 @@ install(struct pctx *c)
 	t->touched = calloc(c->nobjs + 1, sizeof(*t->touched));
 	if (!t->touched)
 		return -ENOMEM;
-	if (put_shards(c))
+	if (put_shards(c) || put_refs(c))
 		return -ENOMEM;
 	for (size_t i = 0; i < c->nobjs; i++) {
 		struct pobj *p = &c->objs[i];

@@ -854,6 +854,7 @@ struct fsck {
 	struct os_fsck_report *rep;
 	bool deep;
 	struct os_alloc *seen;
+	struct os_refs cnt; /* blocks mapped by more than one extent, and by how many */
 	uint8_t *blk;
 	char **colls;
 	size_t ncolls;
@@ -922,9 +923,9 @@ fsck_onode(void *arg, const char *k, size_t kl, const char *oid, struct os_onode
 				 cid, ol, oid, e->pblock, e->n);
 			continue;
 		}
-		if (os_alloc_mark(f->seen, e->pblock, e->n))
-			FSCK_ERR(rep, "object %s/%.*s: blocks %" PRIu64 "+%u referenced twice", cid,
-				 ol, oid, e->pblock, e->n);
+		if (os_refs_mark(f->seen, &f->cnt, e->pblock, e->n))
+			FSCK_ERR(rep, "object %s/%.*s: out of memory counting blocks %" PRIu64 "+%u",
+				 cid, ol, oid, e->pblock, e->n);
 		if (e->lblock * s->B >= on->size + s->B)
 			FSCK_ERR(rep, "object %s/%.*s: extent past the end", cid, ol, oid);
 		for (uint32_t b = 0; f->deep && b < e->n; b++) {
@@ -940,6 +941,50 @@ fsck_onode(void *arg, const char *k, size_t kl, const char *oid, struct os_onode
 		}
 	}
 	return 0;
+}
+
+struct fsck_refs {
+	struct os_fsck_report *rep;
+	const char *what;
+};
+
+static void
+fsck_refs_bad(void *arg, const char *k, size_t kl, const char *why)
+{
+	struct os_fsck_report *rep = arg;
+
+	FSCK_ERR(rep, "refcount record of block %" PRIu64 " %s", kl == 9 ? os_get_be64(k + 1) : 0,
+		 why);
+}
+
+static void
+fsck_refs_mismatch(void *arg, uint64_t pb, uint32_t counted, uint32_t recorded)
+{
+	struct fsck_refs *fr = arg;
+
+	FSCK_ERR(fr->rep, "block %" PRIu64 ": %u extents map it, %s says %u", pb, counted,
+		 fr->what, recorded);
+}
+
+/* Shared blocks: the "R" records and the store's counts against the onodes. */
+static void
+fsck_refs(struct os_store *s, struct fsck *f, rocksdb_iterator_t *it)
+{
+	struct os_fsck_report *rep = f->rep;
+	struct os_refs rec = { 0 };
+	struct fsck_refs fr = { .rep = rep, .what = "its refcount record" };
+	uint64_t pb;
+	uint32_t r;
+
+	if (os_refs_load(it, s->nblocks, s->data_start, &rec, fsck_refs_bad, rep) == -ENOMEM)
+		FSCK_ERR(rep, "out of memory reading refcount records");
+	os_refs_compare(&f->cnt, &rec, f->seen, fsck_refs_mismatch, &fr);
+	fr.what = "the mounted store's count";
+	os_refs_compare(&f->cnt, &s->refs, f->seen, fsck_refs_mismatch, &fr);
+	rep->shared_blocks = f->cnt.n;
+	for (size_t i = os_refs_next(&f->cnt, 0, &pb, &r); i; i = os_refs_next(&f->cnt, i, &pb, &r))
+		rep->blocks_used -= r - 1; /* distinct blocks */
+	os_refs_fini(&rec);
 }
 
 int
@@ -966,6 +1011,7 @@ os_fsck(struct os_store *s, bool deep, struct os_fsck_report *rep)
 		return -ENOMEM;
 	}
 	(void)os_walk_onodes(it, xit, &ops, &f);
+	fsck_refs(s, &f, it);
 	nids = f.nids;
 	quiet = f.quiet;
 	sharded = f.sharded;
@@ -1046,6 +1092,7 @@ os_fsck(struct os_store *s, bool deep, struct os_fsck_report *rep)
 	rocksdb_iter_destroy(it);
 	rocksdb_iter_destroy(xit);
 	os_alloc_destroy(f.seen);
+	os_refs_fini(&f.cnt);
 	for (size_t i = 0; i < f.ncolls; i++)
 		free(f.colls[i]);
 	free(f.colls);

@@ -667,6 +667,7 @@ os_mkfs(const struct os_opts *o)
 struct scan {
 	struct os_store *s;
 	size_t ci;
+	struct os_refs cnt; /* blocks mapped by more than one extent, and by how many */
 };
 
 static int
@@ -721,13 +722,82 @@ scan_onode(void *arg, const char *k, size_t kl, const char *oid, struct os_onode
 	if (on->nid >= s->next_nid)
 		s->next_nid = on->nid + 1;
 	for (size_t i = 0; i < on->next && !rc; i++) {
-		rc = os_alloc_mark(s->alloc, on->ext[i].pblock, on->ext[i].n);
+		rc = os_refs_mark(s->alloc, &sc->cnt, on->ext[i].pblock, on->ext[i].n);
+		if (rc == -ENOMEM)
+			return rc;
 		if (rc)
-			CM_ERR("onode %.*s: blocks %" PRIu64 "+%u %s", (int)CM_MIN(kl, (size_t)200),
-			       k + 1, on->ext[i].pblock, on->ext[i].n,
-			       rc == -EEXIST ? "referenced twice" : "outside the device");
+			CM_ERR("onode %.*s: blocks %" PRIu64 "+%u outside the device",
+			       (int)CM_MIN(kl, (size_t)200), k + 1, on->ext[i].pblock, on->ext[i].n);
 	}
 	return rc ? -EUCLEAN : 0;
+}
+
+/* Mount's checks of the "R" records against the references the onodes hold. */
+struct refs_fix {
+	struct os_store *s;
+	rocksdb_writebatch_t *wb;
+	uint64_t under, over;
+};
+
+static void
+refs_bad(void *arg, const char *k, size_t kl, const char *why)
+{
+	(void)arg;
+	CM_ERR("refcount record %s (key of %zu bytes, block %" PRIu64 ")", why, kl,
+	       kl == 9 ? os_get_be64(k + 1) : 0);
+}
+
+static void
+refs_mismatch(void *arg, uint64_t pb, uint32_t counted, uint32_t recorded)
+{
+	struct refs_fix *f = arg;
+
+	if (counted > recorded) {
+		/* A count too low would free a block another extent still maps. */
+		CM_ERR("block %" PRIu64 ": %u extents map it, its refcount record says %u", pb,
+		       counted, recorded);
+		f->under++;
+		return;
+	}
+	CM_WARN("block %" PRIu64 ": %u extents map it, its refcount record says %u (leak; corrected)",
+		pb, counted, recorded);
+	os_refs_put_kv(f->wb, pb, counted);
+	f->over++;
+}
+
+/* After the onode walk: check the records, keep the counts (the onodes are the truth). */
+static int
+load_refs(struct os_store *s, struct scan *sc)
+{
+	rocksdb_iterator_t *it = rocksdb_create_iterator(s->db, s->ro);
+	struct refs_fix f = { .s = s, .wb = rocksdb_writebatch_create() };
+	struct os_refs rec = { 0 };
+	char *err = NULL;
+	int rc = os_refs_load(it, s->nblocks, s->data_start, &rec, refs_bad, NULL);
+
+	rocksdb_iter_destroy(it);
+	if (!rc) {
+		os_refs_compare(&sc->cnt, &rec, s->alloc, refs_mismatch, &f);
+		if (f.under)
+			rc = -EUCLEAN;
+	}
+	if (!rc && f.over) {
+		rocksdb_write(s->db, s->wo_sync, f.wb, &err);
+		if (err) {
+			CM_ERR("rocksdb write: %s", err);
+			rocksdb_free(err);
+			rc = -EIO;
+		}
+	}
+	if (!rc) {
+		s->refs = sc->cnt;
+		memset(&sc->cnt, 0, sizeof(sc->cnt));
+		if (s->refs.n)
+			CM_INFO("%zu blocks shared by clones", s->refs.n);
+	}
+	rocksdb_writebatch_destroy(f.wb);
+	os_refs_fini(&rec);
+	return rc;
 }
 
 static int
@@ -743,6 +813,9 @@ scan_onodes(struct os_store *s)
 
 	rocksdb_iter_destroy(it);
 	rocksdb_iter_destroy(xit);
+	if (!rc)
+		rc = load_refs(s, &sc);
+	os_refs_fini(&sc.cnt);
 	return rc;
 }
 
@@ -950,6 +1023,7 @@ os_store_free(struct os_store *s)
 	cm_worker_pool_destroy(s->commit);
 	cm_worker_pool_destroy(s->rd);
 	cm_worker_pool_destroy(s->flusher);
+	os_refs_fini(&s->refs);
 	if (s->db)
 		rocksdb_close(s->db);
 	if (s->dbo)

@@ -121,11 +121,61 @@ struct os_walk_ops {
 int os_walk_onodes(rocksdb_iterator_t *it, rocksdb_iterator_t *xit, const struct os_walk_ops *ops,
 		   void *arg);
 
+/*
+ * Reference counts of blocks shared by more than one extent (refs.c): only
+ * such blocks are in it (refs >= 2); an allocated block that is absent has
+ * one owner. Owned by whoever prepares (one at a time), loaded at mount.
+ */
+struct os_refs {
+	uint64_t *pb; /* 0: empty slot */
+	uint32_t *refs;
+	size_t cap, n; /* slots (a power of two), entries */
+};
+
+void os_refs_fini(struct os_refs *r);
+/* Extents mapping pb if it is shared (>= 2), else 0. */
+uint32_t os_refs_get(const struct os_refs *r, uint64_t pb);
+/*
+ * Set pb's count; refs < 2 removes it. Growing may fail (-ENOMEM, nothing
+ * changed); removing never allocates, nor re-inserting after removals.
+ */
+int os_refs_set(struct os_refs *r, uint64_t pb, uint32_t refs);
+/* Iterate: i = 0 first; \return the next i, 0 at the end. */
+size_t os_refs_next(const struct os_refs *r, size_t i, uint64_t *pb, uint32_t *refs);
+/* An "R" record (key k, value v): \return 0 with *pb, *refs (>= 2), or -EBADMSG. */
+int os_refs_decode(const char *k, size_t kl, const void *v, size_t vl, uint64_t *pb,
+		   uint32_t *refs);
+/*
+ * Mount and fsck: mark extent [pb, pb + n) in a; blocks marked before
+ * count one reference more in cnt. \return 0, -ERANGE (outside a), -ENOMEM.
+ */
+int os_refs_mark(struct os_alloc *a, struct os_refs *cnt, uint64_t pb, uint64_t n);
+/*
+ * Every block whose counted references (cnt, from the onodes; absent: 1 if
+ * marked in used, else 0) differ from its "R" record (recorded; absent: 1):
+ * cb(pb, counted, recorded) each. \return how many.
+ */
+uint64_t os_refs_compare(const struct os_refs *counted, const struct os_refs *recorded,
+			 const struct os_alloc *used,
+			 void (*cb)(void *arg, uint64_t pb, uint32_t counted, uint32_t recorded),
+			 void *arg);
+/*
+ * Read every "R" record through it into rec; bad(k, why) for each one that
+ * is undecodable or outside [data_start, nblocks). \return 0, -EUCLEAN
+ * (some were bad; the good ones are in rec), -ENOMEM.
+ */
+int os_refs_load(rocksdb_iterator_t *it, uint64_t nblocks, uint64_t data_start,
+		 struct os_refs *rec, void (*bad)(void *arg, const char *k, size_t kl, const char *why),
+		 void *arg);
+/* Put pb's record (refs >= 2) or its deletion into wb. */
+void os_refs_put_kv(rocksdb_writebatch_t *wb, uint64_t pb, uint32_t refs);
+
 /* Keys. out must hold 2 + strlen(cid) + strlen(oid) (+ 8) bytes. */
 size_t os_key_onode(char *out, const char *cid, const char *oid);
 size_t os_key_coll(char *out, const char *cid);
 size_t os_key_omap(char *out, uint64_t nid, const void *k, size_t klen);
 size_t os_key_deferred(char *out, uint64_t seq);
+size_t os_key_refs(char *out, uint64_t pblock); /* "R" + be64 block: 9 bytes */
 #define OS_KEY_SHARD_LEN 17
 /* "X" + be64 nid + be64 shard index. */
 size_t os_key_shard(char *out, uint64_t nid, uint64_t idx);
@@ -451,6 +501,7 @@ struct os_store {
 	uint64_t pend_tag;
 	/* prepare state (kv thread) */
 	struct os_ocache pcache;
+	struct os_refs refs; /* shared blocks (refs.c): prepare's, like pcache */
 	uint64_t next_nid, next_dseq;
 	char **colls;
 	size_t ncolls;

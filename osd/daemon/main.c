@@ -154,9 +154,9 @@ main(int argc, char **argv)
 		cm_reactor_destroy(r);
 		printf("cairn-osd: fsck%s %s: %" PRIu64 " collections, %" PRIu64
 		       " objects, %" PRIu64 " extents, %" PRIu64 " blocks, %" PRIu64
-		       " omap keys: %" PRIu64 " errors%s%s\n",
+		       " omap keys, %" PRIu64 " shared blocks: %" PRIu64 " errors%s%s\n",
 		       cfg.deep ? " --deep" : "", cfg.osd_data, rep.collections, rep.objects,
-		       rep.extents, rep.blocks_used, rep.omap_keys, rep.errors,
+		       rep.extents, rep.blocks_used, rep.omap_keys, rep.shared_blocks, rep.errors,
 		       rep.errors ? "; first: " : "", rep.errors ? rep.first_error : "");
 		status = rep.errors ? 1 : 0;
 	} else {

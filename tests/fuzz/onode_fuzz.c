@@ -6,7 +6,8 @@
  * length, bytes) until the input ends. Whatever decodes is then put back
  * as shards (os_onode_put_shards, against nothing and against a copy of
  * itself) and encoded, so the walk over shards and pieces sees any map a
- * record can describe.
+ * record can describe. The whole input is also read as the value of a
+ * refcount record ("R", shared blocks).
  */
 #include "../../os/src/store_internal.h"
 
@@ -31,6 +32,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint8_t *buf;
 	size_t len;
 
+	{
+		char k[9];
+		uint64_t pb;
+		uint32_t r;
+
+		os_key_refs(k, 4096);
+		if (!os_refs_decode(k, sizeof(k), data, size, &pb, &r) && (pb != 4096 || r < 2))
+			abort();
+	}
 	if (size < 2)
 		return 0;
 	hl = le16(data);

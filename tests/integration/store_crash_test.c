@@ -3,7 +3,8 @@
  * Crash consistency of the object store. A child process mounts the store
  * and runs a deterministic random workload (writes of random sizes and
  * offsets, overwrites small and large, zero, truncate, xattrs, omap changes,
- * removes, clones), up to 8 transactions in flight, telling the parent over
+ * removes, clones, and the stash/unstash pairs of EC rollback: all three
+ * share blocks by reference), up to 8 transactions in flight, telling the parent over
  * a pipe what it queued and what committed. The parent SIGKILLs it at a
  * random moment, mounts, runs fsck, and checks that the store equals the
  * model after exactly k transactions for some k between the last one
@@ -46,7 +47,19 @@ struct model {
 	struct mobj o[NOBJ];
 };
 
-enum { W_WRITE, W_ZERO, W_TRUNC, W_SETATTR, W_RMATTR, W_OMAPSET, W_OMAPRM, W_REMOVE, W_CLONE };
+enum {
+	W_WRITE,
+	W_ZERO,
+	W_TRUNC,
+	W_SETATTR,
+	W_RMATTR,
+	W_OMAPSET,
+	W_OMAPRM,
+	W_REMOVE,
+	W_CLONE,
+	W_STASH,
+	W_UNSTASH
+};
 
 struct wop {
 	int type, obj, obj2, idx;
@@ -94,8 +107,10 @@ gen(uint32_t i, struct wtxn *t)
 			   : r < 70 ? W_RMATTR
 			   : r < 85 ? W_OMAPSET
 			   : r < 90 ? W_OMAPRM
-			   : r < 95 ? W_REMOVE
-				    : W_CLONE;
+			   : r < 93 ? W_REMOVE
+			   : r < 96 ? W_CLONE
+			   : r < 98 ? W_STASH
+				    : W_UNSTASH;
 		if (op->type == W_TRUNC)
 			op->off = rnd(&s) % MAXSIZE;
 		if (op->type == W_OMAPSET) {
@@ -166,6 +181,12 @@ build(struct os_txn *t, const struct wtxn *w)
 			break;
 		case W_CLONE:
 			os_txn_clone(t, "c", a, b);
+			break;
+		case W_STASH:
+			os_txn_stash(t, "c", a, b, op->off, op->len);
+			break;
+		case W_UNSTASH:
+			os_txn_unstash(t, "c", a, b, op->off, op->len);
 			break;
 		}
 	}
@@ -258,6 +279,47 @@ model_apply(struct model *m, const struct wtxn *w)
 				*d = *o;
 				d->data = dd;
 				memcpy(dd, o->data, MAXSIZE + 300000);
+			}
+			break;
+		case W_STASH:
+			/* A new object: o's attributes and size, and o's data in the
+			 * blocks [off, off + len) touches (the store shares whole
+			 * blocks), zeros elsewhere; no omap. */
+			if (!o->exists) {
+				fail = true;
+			} else {
+				struct mobj *d = &n.o[op->obj2];
+
+				mobj_reset(d);
+				d->exists = true;
+				d->size = o->size;
+				memcpy(d->has_attr, o->has_attr, sizeof(d->has_attr));
+				memcpy(d->attr, o->attr, sizeof(d->attr));
+				if (op->off < o->size) {
+					uint64_t lo = op->off / 4096 * 4096,
+						 hi = op->off + CM_MIN(op->len, o->size - op->off);
+
+					hi = (hi + 4095) / 4096 * 4096;
+					memcpy(d->data + lo, o->data + lo, hi - lo);
+				}
+			}
+			break;
+		case W_UNSTASH:
+			/* obj2 takes o's attributes, size and bytes [off, off + len)
+			 * (keeping its own omap); o goes. */
+			if (!o->exists) {
+				fail = true;
+			} else {
+				struct mobj *d = &n.o[op->obj2];
+
+				d->exists = true;
+				memcpy(d->has_attr, o->has_attr, sizeof(d->has_attr));
+				memcpy(d->attr, o->attr, sizeof(d->attr));
+				memcpy(d->data + op->off, o->data + op->off, op->len);
+				if (o->size < d->size)
+					memset(d->data + o->size, 0, d->size - o->size);
+				d->size = o->size;
+				mobj_reset(o);
 			}
 			break;
 		}

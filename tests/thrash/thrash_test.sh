@@ -178,4 +178,12 @@ if [ "$splits" = 2 ]; then
 fi
 status_until "$CLEAN_RE" 240 0.5 || fail "not clean: $(grep pgs: "$dir/st")"
 echo "active+clean $(( $(date +%s) - t0 )) s after the workload"
+# Each OSD's store, checked offline once the cluster is down: every block's
+# reference count (EC stashes share blocks) and checksum.
+"$ctl" down --dir "$dir" >"$dir/down.out" 2>&1 || fail "clusterctl down: $(tail -3 "$dir/down.out")"
+for f in "$dir"/osd.*.data; do
+	out=$("$build/osd/cairn-osd" --fsck --deep --osd-data "$f" 2>"$dir/fsck.err") ||
+		fail "fsck of $f: $out $(tail -3 "$dir/fsck.err")"
+	echo "${out#cairn-osd: }"
+done
 echo "1 passed, 0 failed"

@@ -113,14 +113,22 @@ int os_txn_write_buf(struct os_txn *t, const char *cid, const char *oid, uint64_
 int os_txn_zero(struct os_txn *t, const char *cid, const char *oid, uint64_t off, uint64_t len);
 int os_txn_truncate(struct os_txn *t, const char *cid, const char *oid, uint64_t size);
 int os_txn_remove(struct os_txn *t, const char *cid, const char *oid);
+/*
+ * clone: dst becomes a new object with src's data, attributes, omap header
+ * and omap. The data blocks are shared by reference (counted in "R"
+ * records), never copied: a later write to either copies the blocks it
+ * touches. clone_range copies bytes.
+ */
 int os_txn_clone(struct os_txn *t, const char *cid, const char *src, const char *dst);
 int os_txn_clone_range(struct os_txn *t, const char *cid, const char *src, uint64_t src_off,
 		       uint64_t len, const char *dst, uint64_t dst_off);
 /*
  * Rollback support (EC overwrites; for objects without omap: neither copies
  * omap entries). stash: dst becomes a new object with src's size,
- * attributes and omap header, and src's bytes of [off, off + len)
- * (elsewhere holes). unstash: dst (made if missing) takes the stash's
+ * attributes and omap header, and src's bytes of the blocks [off, off + len)
+ * touches (outside them holes), shared by reference: no data is copied,
+ * and src's blocks are copied on their next write. unstash: dst (made if
+ * missing) takes the stash's
  * attributes, omap header and size and its bytes of [off, off + len),
  * keeping its own elsewhere; the stash is removed.
  * rename: src's object becomes dst (replacing it), without copying data.
@@ -242,14 +250,17 @@ void os_names_free(char **names, size_t n);
 struct os_fsck_report {
 	uint64_t collections, objects, extents, blocks_used, omap_keys;
 	uint64_t shards;      /* extent map shard records (large objects) */
+	uint64_t shared_blocks; /* blocks mapped by more than one extent (clones) */
 	uint64_t errors;      /* all problems found */
 	uint64_t csum_errors; /* deep: blocks whose data fails its crc */
 	char first_error[320];
 };
 
 /*
- * Check a mounted, idle store: every extent inside the device and
- * referenced once, the allocator's in-use set equal to the extents, onodes
+ * Check a mounted, idle store: every extent inside the device, each block
+ * mapped by one extent or by as many as its refcount record (and the
+ * store's count in memory) says, the allocator's in-use set equal to the
+ * extents, onodes
  * decodable and sorted, extent map shards owned by live sharded objects
  * and inside their shard, omap keys owned by live objects, objects in
  * existing collections; deep: every block read and its crc verified (bad

@@ -97,6 +97,30 @@ teardown(void)
 	ck_assert_int_eq(system(cmd), 0);
 }
 
+/* Put (val) or delete (!val) one key in the unmounted store's RocksDB. */
+void
+db_poke(const char *key, size_t klen, const char *val, size_t vlen)
+{
+	char path[256], *err = NULL;
+	rocksdb_options_t *o = rocksdb_options_create();
+	rocksdb_writeoptions_t *wo = rocksdb_writeoptions_create();
+	rocksdb_t *db;
+
+	snprintf(path, sizeof(path), "%s", g_db[0] ? g_db : "");
+	if (!g_db[0])
+		snprintf(path, sizeof(path), "%s.db", g_dev);
+	db = rocksdb_open(o, path, &err);
+	ck_assert_msg(db && !err, "open %s: %s", path, err ? err : "");
+	if (val)
+		rocksdb_put(db, wo, key, klen, val, vlen, &err);
+	else
+		rocksdb_delete(db, wo, key, klen, &err);
+	ck_assert_msg(!err, "%s", err ? err : "");
+	rocksdb_close(db);
+	rocksdb_writeoptions_destroy(wo);
+	rocksdb_options_destroy(o);
+}
+
 void
 commit_cb(void *arg, int rc)
 {
@@ -1375,6 +1399,7 @@ main(void)
 	tcase_add_test(tc, test_stash_unstash_rename);
 	tcase_add_test(tc, test_move_between_collections);
 	store_journal_tests(tc);
+	store_clone_tests(tc, alloc);
 	store_fault_tests(tc, bdev);
 	tcase_add_checked_fixture(small, setup_small, teardown);
 	tcase_set_timeout(small, 120);

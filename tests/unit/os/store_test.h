@@ -48,9 +48,12 @@ struct os_txn *txn(void);
 void mkcoll(void);
 void write_obj(const char *oid, uint64_t off, const void *data, size_t len);
 void check_obj(const char *oid, const uint8_t *model, uint64_t size);
+/* Put (val) or delete (!val) one key in the unmounted store's RocksDB. */
+void db_poke(const char *key, size_t klen, const char *val, size_t vlen);
 
 /* The other files' tests, added to the store suite's TCases. */
 void store_journal_tests(TCase *tc);
+void store_clone_tests(TCase *tc, TCase *unit);
 void store_fault_tests(TCase *tc, TCase *bdev);
 /* Unmount the store and remove its files (a test that made its own). */
 void unmake_store(void);
