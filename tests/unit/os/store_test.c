@@ -1304,6 +1304,29 @@ START_TEST(test_enospc_then_delete)
 		ck_assert_int_eq(rd("fill0", 100, 5, &b), 0);
 		ck_assert(memcmp(b->data, "hello", 5) == 0);
 		cm_buf_put(b);
+		/* Full to the last block: a clone still goes (it shares, takes no
+		 * block), but a 4 KiB overwrite of a shared block needs a new one. */
+		for (int k = 0; k < 1000 && rc == -ENOSPC; k++) {
+			char small[16];
+
+			snprintf(small, sizeof(small), "small%d", k);
+			t = txn();
+			ck_assert_int_eq(os_txn_write(t, "c", small, 0, a, 4096), 0);
+			if (apply(t))
+				break;
+		}
+		t = txn();
+		ck_assert_int_eq(os_txn_clone(t, "c", "fill1", "fill1c"), 0);
+		ck_assert_int_eq(apply(t), 0);
+		t = txn();
+		ck_assert_int_eq(os_txn_write(t, "c", "fill1", 8192, "x", 1), 0);
+		ck_assert_int_eq(apply(t), -ENOSPC);
+		ck_assert_int_eq(rd("fill1", 8192, 4096, &b), 0);
+		ck_assert(memcmp(b->data, a + 8192, 4096) == 0);
+		cm_buf_put(b);
+		ck_assert_int_eq(rd("fill1c", 0, sizeof(a), &b), 0);
+		ck_assert(memcmp(b->data, a, sizeof(a)) == 0);
+		cm_buf_put(b);
 	}
 	/* Delete half, then writing works again. */
 	for (int k = 0; k < i; k += 2) {
