@@ -308,6 +308,10 @@ rec_pg(struct osd *o, int64_t pool, uint32_t seed, uint64_t epoch, uint64_t gen,
 			*slot = i;
 			return pg;
 		}
+	/* An ack of this very plan that names no acting OSD would leave the
+	 * plan waiting for the watchdog: say so. */
+	CM_WARN("%s: recovery ack names osd.%d, not an acting OSD of the plan: dropped", pg->cid,
+		target);
 	return NULL;
 }
 
@@ -451,9 +455,13 @@ osd__rec_release(struct osd_pg *pg)
 			send_recover(pg, t);
 }
 
-/* An ack (RECOVER_DONE, PG_LOG_ACK) for the primary's plan: fn takes it. */
+/*
+ * An ack (RECOVER_DONE, PG_LOG_ACK) for the primary's plan: fn takes it.
+ * target >= 0: the slot's OSD, whatever the ack says.
+ */
 static void
-handle_ack(struct osd *o, struct cm_msg *m, void (*fn)(struct osd *, const Cairn__Osd__PgAck *))
+handle_ack(struct osd *o, struct cm_msg *m, int32_t target,
+	   void (*fn)(struct osd *, const Cairn__Osd__PgAck *))
 {
 	Cairn__Osd__PgAck *a =
 		(Cairn__Osd__PgAck *)cm_msg_unpack_front(m, &cairn__osd__pg_ack__descriptor);
@@ -461,23 +469,33 @@ handle_ack(struct osd *o, struct cm_msg *m, void (*fn)(struct osd *, const Cairn
 	cm_msg_destroy(m);
 	if (!a)
 		return;
-	if (osd_check_ack(a) == 0)
+	if (osd_check_ack(a) == 0) {
+		if (target >= 0)
+			a->target = target;
 		fn(o, a);
+	}
 	cairn__osd__pg_ack__free_unpacked(a, NULL);
 }
 
 void
 osd__pg_handle_recover_done(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 {
-	(void)c;
-	handle_ack(o, m, osd__on_recover_done);
+	(void)c; /* from the source: its target is the one RECOVER named */
+	handle_ack(o, m, -1, osd__on_recover_done);
 }
 
 void
 osd__pg_handle_pg_log_ack(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 {
-	(void)c;
-	handle_ack(o, m, osd__on_log_ack);
+	/*
+	 * The target answers on the session PG_LOG went out on, ours to it:
+	 * the session names it. Its own word may not: an OSD that restarted
+	 * takes PG_LOG as soon as our map shows it up, which can be before
+	 * the mons' boot reply gives it its id (-1 until then); that ack
+	 * matched no slot (rec_pg), was dropped unheard, and the plan waited
+	 * for the recovery watchdog.
+	 */
+	handle_ack(o, m, osd__conn_peer(c), osd__on_log_ack);
 }
 
 /*
