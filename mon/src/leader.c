@@ -306,7 +306,8 @@ merge_decide(const struct mon_leader *l, const Cairn__Map__OsdMap *m, uint64_t n
 	bool any = false;
 
 	for (size_t i = 0; i < m->n_pools; i++)
-		any |= m->pools[i]->pg_num_target != 0;
+		any |= m->pools[i]->pg_num_target != 0 ||
+		       m->pools[i]->pgp_num < m->pools[i]->pg_num;
 	if (!any)
 		return 0;
 	for (int i = 0; i < l->ntrack; i++) {

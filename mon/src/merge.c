@@ -143,6 +143,17 @@ pool_decide(const Cairn__Map__OsdMap *m, const Cairn__Map__Pool *p,
 {
 	int rc;
 
+	if (!p->pg_num_target && !p->pg_num_pending && p->pgp_num < p->pg_num && !p->erasure) {
+		/* Split: place the children on their own OSDs, a doubling at a time. */
+		uint32_t to = p->pgp_num * 2 < p->pg_num ? p->pgp_num * 2 : p->pg_num;
+
+		if ((m->flags & MON_FLAG_NOREBALANCE) || !all_clean(m, p, reps, n))
+			return 1;
+		*e = (struct mon_merge_edit){
+			.kind = MON_MERGE_PGP, .pool = p->id, .from = p->pg_num, .to = to
+		};
+		return 0;
+	}
 	if (!p->pg_num_target || p->pg_num_target >= p->pg_num || p->pgp_num > p->pg_num_target)
 		return 1;
 	if (!p->pg_num_pending) {
@@ -281,6 +292,14 @@ mon_merge_apply(const struct mon_merge_edit *e, size_t n, Cairn__Map__OsdMap *m,
 			if (p->pg_num_target >= p->pg_num)
 				p->pg_num_target = 0; /* there */
 			CM_NOTICE("pool %s: pg_num %u -> %u merged", p->name, e[i].from, e[i].to);
+			break;
+		case MON_MERGE_PGP:
+			if (p->pg_num_target || p->pg_num_pending || p->pgp_num >= e[i].to ||
+			    e[i].to > p->pg_num)
+				continue;
+			CM_NOTICE("pool %s: pgp_num %u -> %u (placing split PGs on their own OSDs)",
+				  p->name, p->pgp_num, e[i].to);
+			p->pgp_num = e[i].to;
 			break;
 		case MON_MERGE_GIVE_UP:
 			/* the same step: not one that gave up and began again since */

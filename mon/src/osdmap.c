@@ -10,6 +10,17 @@
 
 #define WEIGHT_ONE 0x10000u
 
+/*
+ * Changing an EC pool's pgp_num moves each PG to a new CRUSH placement whose
+ * positions differ from the old: every OSD would hold a shard of the wrong
+ * position, and the OSDs rebuild a shard only from shards at their acting
+ * positions (not from prior OSDs or other positions), so the PGs would stay
+ * incomplete. Refused until that exists (docs/operations.md).
+ */
+#define EC_NO_MOVE                                                                     \
+	"an erasure-coded pool's PGs cannot change places yet (pgp_num): its shards would " \
+	"have to move between positions"
+
 /* By bit; NULL: a bit no flag uses (4 was noscrub: there is no scrub to stop yet). */
 static const char *const g_flag_names[] = {
 	"noout", "norebalance", "nobackfill", "norecover", NULL,
@@ -793,6 +804,11 @@ mon_pool_set(Cairn__Map__OsdMap *m, const char *name, const char *key, const cha
 		 * OSDs and every PG is clean. */
 		if (p->pg_num_target == v)
 			return 1;
+		if (p->erasure && v < p->pgp_num) {
+			snprintf(err, MON_ERRLEN, EC_NO_MOVE " (pg_num %" PRIu64 " is below pgp_num %u)",
+				 v, p->pgp_num);
+			return -EOPNOTSUPP;
+		}
 		p->pg_num_target = (uint32_t)v;
 		if (p->pg_num_pending && p->pg_num_pending < v) {
 			p->pg_num_pending = 0; /* the step under way went below it */
@@ -819,6 +835,10 @@ mon_pool_set(Cairn__Map__OsdMap *m, const char *name, const char *key, const cha
 		}
 		if (p->pgp_num == v)
 			return 1;
+		if (p->erasure) {
+			snprintf(err, MON_ERRLEN, EC_NO_MOVE " (pgp_num stays %u)", p->pgp_num);
+			return -EOPNOTSUPP;
+		}
 		p->pgp_num = (uint32_t)v;
 		return 0;
 	}

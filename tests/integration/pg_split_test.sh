@@ -10,7 +10,10 @@
 #     killed one splits when it replays the map after its restart.
 #  2. pg_num 32 -> 64 under a verifying read/write load (cairn_load thrash:
 #     no error, nothing lost, nothing applied twice).
-#  3. pgp_num 64: the children move to their own OSDs (backfill).
+#  3. pgp_num 64: the children move to their own OSDs (backfill). The
+#     mons raise pgp_num by themselves (doubling, once every PG is clean);
+#     the test sets 64 to finish it. An EC pool's pgp_num cannot change
+#     yet (refused: its shards would change positions).
 #  4. pg_num 64 -> 16 (merge) under a verifying load: pgp_num 16 at once,
 #     then two merge steps; every copy merges clean.
 #  5. The EC pool 16 -> 8 with one OSD down and out: it merges its old
@@ -126,7 +129,13 @@ ec_verify "EC, 4 PGs"
 wait_clean "EC 4 -> 16"
 ec_verify "EC, 16 PGs"
 
-# 3. pgp_num 64: children go to their own OSDs.
+# 3. pgp_num 64: children go to their own OSDs. The mons began it (doubling).
+grep -q "pool sp: pgp_num 8 -> 16 (placing split PGs" "$dir"/mon.*.log ||
+	fail "the mons did not raise pgp_num after the split"
+if "$ctl" pool set ecp pgp_num 16 >"$dir/ecpgp.out" 2>&1 ||
+	! grep -q "cannot change places" "$dir/ecpgp.out"; then
+	fail "an EC pool's pgp_num changed: $(cat "$dir/ecpgp.out")"
+fi
 "$ctl" pool set sp pgp_num 64 >/dev/null || fail "pool set pgp_num 64"
 wait_clean "pgp_num 64"
 verify "pgp_num 64"

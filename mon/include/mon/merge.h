@@ -21,6 +21,12 @@
  * A step starts only when each source's up set is its target's (pgp_num
  * placed them together; `pool set pg_num` down drops the pool's upmaps).
  *
+ * After a split (pgp_num < pg_num, no merge under way) the same reports
+ * raise pgp_num, doubling it at most each time and only once every PG of
+ * the pool is active+clean, so children move to their own OSDs a share at
+ * a time (backfill); never while norebalance is set, nor for an
+ * erasure-coded pool (its pgp_num cannot change yet: mon/src/osdmap.c).
+ *
  * Pure functions of the map, the reports and the time: tests drive them
  * without a cluster (tests/unit/mon/merge_test.c).
  */
@@ -49,6 +55,7 @@ enum mon_merge_kind {
 	MON_MERGE_START = 1, /* pg_num_pending = to */
 	MON_MERGE_COMMIT,    /* pg_num = to, last_merge = sources */
 	MON_MERGE_GIVE_UP,   /* pg_num_pending = 0 */
+	MON_MERGE_PGP,       /* pgp_num = to (after a split) */
 };
 
 /* One edit of one pool. */

@@ -200,8 +200,71 @@ START_TEST(test_up_again_stops)
 	ck_assert_uint_eq(p->pg_num_pending, 0);
 	ck_assert_uint_eq(p->pg_num_target, 0);
 	ck_assert_int_eq(mon_map_validate(m, err), 0);
+	/* No merge step; pgp_num (lowered to 10 with the target) goes back up. */
+	r = reports(id, 12, m->epoch, true, &n);
+	ck_assert_uint_eq(step(m, r, n, 0, &k), 1);
+	ck_assert_int_eq(k, MON_MERGE_PGP);
+	ck_assert_uint_eq(mon_pool_find_id(m, id)->pgp_num, 12);
+	free(r);
 	r = reports(id, 12, m->epoch, true, &n);
 	ck_assert_uint_eq(step(m, r, n, 0, &k), 0);
+	free(r);
+	cairn__map__osd_map__free_unpacked(m, NULL);
+}
+
+END_TEST
+
+/*
+ * After a split the leader raises pgp_num by itself, doubling at most and
+ * only with every PG clean in the current map, never under norebalance or
+ * with a merge under way; an operator's pgp_num stands until then.
+ */
+START_TEST(test_split_raises_pgp)
+{
+	int64_t id;
+	Cairn__Map__OsdMap *m = pool_map(8, &id);
+	char err[MON_ERRLEN];
+	enum mon_merge_kind k = 0;
+	struct mon_merge_rep *r;
+	size_t n;
+
+	ck_assert_int_eq(mon_pool_set(m, "p", "pg_num", "40", err), 0);
+	ck_assert_uint_eq(mon_pool_find_id(m, id)->pgp_num, 8);
+	/* A child not clean yet (or not reported in this map): nothing. */
+	r = reports(id, 40, m->epoch, false, &n);
+	r[33].clean = false;
+	ck_assert_uint_eq(step(m, r, n, 0, &k), 0);
+	free(r);
+	r = reports(id, 39, m->epoch, false, &n);
+	ck_assert_uint_eq(step(m, r, n, 0, &k), 0);
+	free(r);
+	/* norebalance holds it. */
+	m->flags |= MON_FLAG_NOREBALANCE;
+	r = reports(id, 40, m->epoch, false, &n);
+	ck_assert_uint_eq(step(m, r, n, 0, &k), 0);
+	free(r);
+	m->flags &= ~(uint64_t)MON_FLAG_NOREBALANCE;
+	/* 8 -> 16 -> 32 -> 40, each once all is clean in the map of the last one. */
+	for (unsigned i = 0, want[] = { 16, 32, 40 }; i < 3; i++) {
+		r = reports(id, 40, m->epoch, false, &n);
+		ck_assert_uint_eq(step(m, r, n, 0, &k), 1);
+		ck_assert_int_eq(k, MON_MERGE_PGP);
+		ck_assert_uint_eq(mon_pool_find_id(m, id)->pgp_num, want[i]);
+		free(r);
+		/* The reports of the map before do not count for the next step. */
+		r = reports(id, 40, m->epoch - 1, false, &n);
+		ck_assert_uint_eq(step(m, r, n, 0, &k), 0);
+		free(r);
+	}
+	r = reports(id, 40, m->epoch, false, &n);
+	ck_assert_uint_eq(step(m, r, n, 0, &k), 0);
+	free(r);
+	/* Down again: the merge's pgp_num, no raise while it goes on. */
+	ck_assert_int_eq(mon_pool_set(m, "p", "pg_num", "20", err), 0);
+	ck_assert_uint_eq(mon_pool_find_id(m, id)->pgp_num, 20);
+	r = reports(id, 40, m->epoch, false, &n);
+	ck_assert_uint_eq(step(m, r, n, 0, &k), 1);
+	ck_assert_int_eq(k, MON_MERGE_START);
 	free(r);
 	cairn__map__osd_map__free_unpacked(m, NULL);
 }
@@ -254,6 +317,7 @@ main(void)
 	tcase_add_test(tc, test_steps);
 	tcase_add_test(tc, test_up_again_stops);
 	tcase_add_test(tc, test_stale_decisions);
+	tcase_add_test(tc, test_split_raises_pgp);
 	suite_add_tcase(s, tc);
 	return cm_test_main(s);
 }
