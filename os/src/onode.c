@@ -241,8 +241,8 @@ os_onode_find(const struct os_onode *o, uint64_t lb, size_t *idx)
 	return NULL;
 }
 
-static int
-add_free(struct os_extent **fr, size_t *nfr, size_t *cap, uint64_t start, uint64_t len)
+int
+os_extent_append(struct os_extent **fr, size_t *nfr, size_t *cap, uint64_t start, uint64_t len)
 {
 	if (*nfr && (*fr)[*nfr - 1].start + (*fr)[*nfr - 1].len == start) {
 		(*fr)[*nfr - 1].len += len;
@@ -290,7 +290,7 @@ os_onode_punch(struct os_onode *o, uint64_t start, uint64_t end, struct os_exten
 		uint64_t es = e->lblock, ee = e->lblock + e->n;
 		uint64_t cs = CM_MAX(es, start), ce = CM_MIN(ee, end);
 
-		if (add_free(fr, nfr, cap, e->pblock + (cs - es), ce - cs))
+		if (os_extent_append(fr, nfr, cap, e->pblock + (cs - es), ce - cs))
 			return -ENOMEM;
 		if (cs == es && ce == ee) {
 			free(e->csum);

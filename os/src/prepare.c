@@ -297,30 +297,10 @@ refs_set(struct pctx *c, uint64_t pb, uint32_t refs)
 	return rc;
 }
 
-/* Give back blocks [start, start + n) after the commit (joined to the last range if adjacent). */
-static int
-add_free(struct os_txn *t, uint64_t start, uint64_t n)
-{
-	if (t->nfrees && t->frees[t->nfrees - 1].start + t->frees[t->nfrees - 1].len == start) {
-		t->frees[t->nfrees - 1].len += n;
-		return 0;
-	}
-	if (t->nfrees == t->capfrees) {
-		size_t cap = t->capfrees ? t->capfrees * 2 : 8;
-		struct os_extent *f = realloc(t->frees, sizeof(*f) * cap);
-
-		if (!f)
-			return -ENOMEM;
-		t->frees = f;
-		t->capfrees = cap;
-	}
-	t->frees[t->nfrees++] = (struct os_extent){ start, n };
-	return 0;
-}
-
 /*
  * Unmap logical blocks [start, end) of on: a shared block loses one
- * reference, any other is freed once the transaction commits.
+ * reference (down to 1 it stays in s->refs: see store_internal.h), any
+ * other is freed once the transaction commits.
  */
 static int
 unmap(struct pctx *c, struct os_onode *on, uint64_t start, uint64_t end)
@@ -338,7 +318,14 @@ unmap(struct pctx *c, struct os_onode *on, uint64_t start, uint64_t end)
 		for (uint64_t b = fr[i].start; !rc && b < fr[i].start + fr[i].len; b++) {
 			uint32_t r = os_refs_get(&s->refs, b);
 
-			rc = r ? refs_set(c, b, r - 1) : add_free(t, b, 1);
+			if (r >= 2) {
+				rc = refs_set(c, b, r - 1);
+				continue;
+			}
+			if (r == 1)
+				rc = refs_set(c, b, 0);
+			if (!rc)
+				rc = os_extent_append(&t->frees, &t->nfrees, &t->capfrees, b, 1);
 		}
 	}
 	free(fr);
@@ -667,11 +654,7 @@ share_blocks(struct pctx *c, struct pobj *src, uint64_t fb, uint64_t le, struct 
 
 	if (fb >= le)
 		return 0;
-	if (!os_onode_find(on, fb, &i)) {
-		/* The first extent past fb. */
-		for (i = 0; i < on->next && on->ext[i].lblock + on->ext[i].n <= fb; i++)
-			;
-	}
+	(void)os_onode_find(on, fb, &i); /* i: the first extent ending past fb */
 	for (; !rc && i < on->next && on->ext[i].lblock < le; i++) {
 		const struct os_xext *e = &on->ext[i];
 		uint64_t a = CM_MAX(e->lblock, fb), b = CM_MIN(e->lblock + e->n, le);
@@ -1374,7 +1357,8 @@ put_refs(struct pctx *c)
 		if (i && x[i - 1].pb == x[i].pb)
 			continue;
 		after = os_refs_get(&c->s->refs, x[i].pb);
-		if (before != after)
+		/* Records hold counts >= 2 only. */
+		if ((before >= 2 ? before : 0) != (after >= 2 ? after : 0))
 			os_refs_put_kv(c->t->wb, x[i].pb, after);
 	}
 	free(x);
@@ -1391,7 +1375,7 @@ install(struct pctx *c)
 	t->touched = calloc(c->nobjs + 1, sizeof(*t->touched));
 	if (!t->touched)
 		return -ENOMEM;
-	if (put_shards(c) || put_refs(c))
+	if (put_shards(c))
 		return -ENOMEM;
 	for (size_t i = 0; i < c->nobjs; i++) {
 		struct pobj *p = &c->objs[i];
@@ -1517,6 +1501,9 @@ prepare_run(struct os_txn *t, bool nb)
 	/* Any deferred record this transaction made itself must be retired before its frees. */
 	if (!rc)
 		t->dfr_tag = s->next_dseq - 1;
+	/* The refcount records before install: a failure here is undone like any other. */
+	if (!rc)
+		rc = put_refs(&c);
 	if (!rc) {
 		rc = install(&c);
 		if (rc)

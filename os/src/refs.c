@@ -9,12 +9,11 @@
  */
 #include "store_internal.h"
 
+/* Fibonacci hashing: the product's top bits (cap is a power of two). */
 static size_t
 slot_of(const struct os_refs *r, uint64_t pb)
 {
-	uint64_t h = pb * 0x9E3779B97F4A7C15ull;
-
-	return (size_t)(h >> 20) & (r->cap - 1);
+	return (size_t)((pb * 0x9E3779B97F4A7C15ull) >> (64 - __builtin_ctzll(r->cap)));
 }
 
 void
@@ -79,7 +78,7 @@ os_refs_set(struct os_refs *r, uint64_t pb, uint32_t refs)
 		for (i = slot_of(r, pb); r->pb[i] && r->pb[i] != pb; i = (i + 1) & (r->cap - 1))
 			;
 		if (r->pb[i] == pb) {
-			if (refs >= 2) {
+			if (refs) {
 				r->refs[i] = refs;
 				return 0;
 			}
@@ -100,7 +99,7 @@ os_refs_set(struct os_refs *r, uint64_t pb, uint32_t refs)
 			return 0;
 		}
 	}
-	if (refs < 2)
+	if (!refs)
 		return 0;
 	if ((r->n + 1) * 10 > r->cap * 7) {
 		int rc = grow(r);
@@ -196,17 +195,22 @@ os_refs_compare(const struct os_refs *counted, const struct os_refs *recorded,
 	for (size_t i = os_refs_next(counted, 0, &pb, &r); i; i = os_refs_next(counted, i, &pb, &r)) {
 		uint32_t rec = os_refs_get(recorded, pb);
 
-		if (rec != r) {
+		if ((rec ? rec : 1) != r) {
 			bad++;
 			cb(arg, pb, r, rec ? rec : 1);
 		}
 	}
 	for (size_t i = os_refs_next(recorded, 0, &pb, &r); i;
 	     i = os_refs_next(recorded, i, &pb, &r)) {
+		uint32_t c;
+
 		if (os_refs_get(counted, pb))
 			continue;
+		c = pb < os_alloc_total_blocks(used) && os_alloc_is_used(used, pb) ? 1 : 0;
+		if (c == r)
+			continue; /* one owner, once shared (the store's own map) */
 		bad++;
-		cb(arg, pb, pb < os_alloc_total_blocks(used) && os_alloc_is_used(used, pb) ? 1 : 0, r);
+		cb(arg, pb, c, r);
 	}
 	return bad;
 }

@@ -722,6 +722,12 @@ scan_onode(void *arg, const char *k, size_t kl, const char *oid, struct os_onode
 	if (on->nid >= s->next_nid)
 		s->next_nid = on->nid + 1;
 	for (size_t i = 0; i < on->next && !rc; i++) {
+		if (on->ext[i].pblock < s->data_start) {
+			rc = -ERANGE; /* the label's or the journal's blocks */
+			CM_ERR("onode %.*s: blocks %" PRIu64 "+%u inside the label or journal",
+			       (int)CM_MIN(kl, (size_t)200), k + 1, on->ext[i].pblock, on->ext[i].n);
+			break;
+		}
 		rc = os_refs_mark(s->alloc, &sc->cnt, on->ext[i].pblock, on->ext[i].n);
 		if (rc == -ENOMEM)
 			return rc;

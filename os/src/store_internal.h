@@ -72,6 +72,8 @@ const struct os_xext *os_onode_find(const struct os_onode *o, uint64_t lb, size_
 /* Unmap [start, end); freed physical ranges are appended to *fr. \return 0 or -ENOMEM. */
 int os_onode_punch(struct os_onode *o, uint64_t start, uint64_t end, struct os_extent **fr,
 		   size_t *nfr, size_t *cap);
+/* Append [start, start + len) to *fr (joined to the last range if adjacent). \return 0, -ENOMEM. */
+int os_extent_append(struct os_extent **fr, size_t *nfr, size_t *cap, uint64_t start, uint64_t len);
 /* Map [lblock, lblock + n) to pblock (the range must be unmapped). csum copied. */
 int os_onode_insert(struct os_onode *o, uint64_t lblock, uint64_t pblock, uint32_t n,
 		    const uint32_t *csum);
@@ -122,9 +124,13 @@ int os_walk_onodes(rocksdb_iterator_t *it, rocksdb_iterator_t *xit, const struct
 		   void *arg);
 
 /*
- * Reference counts of blocks shared by more than one extent (refs.c): only
- * such blocks are in it (refs >= 2); an allocated block that is absent has
- * one owner. Owned by whoever prepares (one at a time), loaded at mount.
+ * Reference counts of blocks shared by more than one extent (refs.c). An
+ * allocated block that is absent has one owner. A block stays in it with
+ * count 1 once it was shared (until it is freed, or the next mount): a
+ * transaction that unshared it may not have committed yet, and reads of
+ * the committed state may still be in flight, so its last owner must not
+ * write it in place either. Owned by whoever prepares (one at a time),
+ * loaded at mount (counts >= 2 only; "R" records hold only those).
  */
 struct os_refs {
 	uint64_t *pb; /* 0: empty slot */
@@ -133,10 +139,10 @@ struct os_refs {
 };
 
 void os_refs_fini(struct os_refs *r);
-/* Extents mapping pb if it is shared (>= 2), else 0. */
+/* pb's count if it is in the map (>= 1), else 0. */
 uint32_t os_refs_get(const struct os_refs *r, uint64_t pb);
 /*
- * Set pb's count; refs < 2 removes it. Growing may fail (-ENOMEM, nothing
+ * Set pb's count; 0 removes it. Growing may fail (-ENOMEM, nothing
  * changed); removing never allocates, nor re-inserting after removals.
  */
 int os_refs_set(struct os_refs *r, uint64_t pb, uint32_t refs);
@@ -152,7 +158,7 @@ int os_refs_decode(const char *k, size_t kl, const void *v, size_t vl, uint64_t 
 int os_refs_mark(struct os_alloc *a, struct os_refs *cnt, uint64_t pb, uint64_t n);
 /*
  * Every block whose counted references (cnt, from the onodes; absent: 1 if
- * marked in used, else 0) differ from its "R" record (recorded; absent: 1):
+ * marked in used, else 0) differ from what recorded says (absent: 1):
  * cb(pb, counted, recorded) each. \return how many.
  */
 uint64_t os_refs_compare(const struct os_refs *counted, const struct os_refs *recorded,
