@@ -196,6 +196,13 @@ struct osd_pg {
 	 * go); roll_stuck: a change of this interval failed somewhere, so hold */
 	struct osd_ver roll_ok, roll_sent; /* roll_sent: the last roll_to the shards got */
 	bool roll_stuck;
+	/*
+	 * A change of this interval failed on a replica or shard (-EAGAIN: it
+	 * refused it, or its session was gone) after we applied it here: our
+	 * copy may hold what was never acknowledged, so no op starts until the
+	 * PG has peered again (at the next tick, or with the new interval).
+	 */
+	bool repop_failed;
 	/* EC: the entries whose stash objects our copy holds, oldest first
 	 * (durable as keys 's' + version in OSD_PGMETA's omap) */
 	struct osd_ver *stashes;

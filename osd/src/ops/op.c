@@ -180,7 +180,7 @@ op_start_next(struct osd_pg *pg, const char *oid)
 		if (strcmp(op->req->oid, oid) == 0) {
 			/* Recovery may hold it (osd__rec_op_blocked asks for the object first;
 			 * it may also run it from inside, when the answer is at hand). */
-			if (op->blocked && pg->state == OSD_PG_ACTIVE &&
+			if (op->blocked && pg->state == OSD_PG_ACTIVE && !pg->repop_failed &&
 			    !osd__rec_op_blocked(pg, oid, op->writes)) {
 				op->blocked = false;
 				op_exec(op);

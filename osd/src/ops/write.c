@@ -159,6 +159,15 @@ repop_finish(struct osd_repop *rp)
 		_exit(3);
 	}
 	TAILQ_REMOVE(&pg->repops, rp, link);
+	if (op && rp->rc == -EAGAIN && !pg->repop_failed) {
+		/* Ops queued behind it (a read of the same object) would see our
+		 * copy of a change the client is told failed: hold every op and
+		 * peer again (from the tick, not from inside this callback). */
+		CM_INFO("%s: change %" PRIu64 ".%" PRIu64 " failed on a replica: peering again",
+			pg->cid, rp->ver.epoch, rp->ver.seq);
+		pg->repop_failed = true;
+		pg->retry_ms = cm_now_ms();
+	}
 	/* EC: how far every shard committed (stashes before that may go). */
 	if (op && rp->rc)
 		pg->roll_stuck = true;

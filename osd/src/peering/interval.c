@@ -21,6 +21,7 @@ pg_reset_interval(struct osd_pg *pg)
 
 	osd__rec_reset(pg);
 	pg->retry_ms = 0;
+	pg->repop_failed = false;
 	/* (reads_after_ns and lw stay: a lease wait outlives any re-peering.) */
 	pg->nanswered = 0;
 	pg->roll_stuck = true; /* until the next activation */

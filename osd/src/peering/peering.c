@@ -167,6 +167,7 @@ void
 osd__pg_start_peering(struct osd_pg *pg)
 {
 	pg->retry_ms = 0;
+	pg->repop_failed = false; /* held ops wait for the activation instead */
 	ops_park(pg);
 	/* An EC PG with k shards can be read; writes wait for min_size (osd__op_start). */
 	if ((unsigned)pg->nacting < pg->be->peer_min(pg)) {
