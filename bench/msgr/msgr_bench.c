@@ -14,7 +14,9 @@
  * the server reads up to 1 MiB at a time and answers every request complete
  * in it with one write);
  * the messenger runs a reactor per side (backend from
- * CAIRN_REACTOR, default auto), lossless sessions, crc32c on every frame.
+ * CAIRN_REACTOR, default auto), lossless sessions, crc32c on every frame,
+ * GMAC frame tags (protocol 3; beside it, MACs off and protocol 2's
+ * Poly1305 tags for the 4 MiB and 64-in-flight cases).
  * Prints a table, then one JSON line.
  */
 #include "bench_stats.h"
@@ -35,7 +37,9 @@ static const char g_key[] = "bench-cluster-key-0123456789";
 static double g_secs = 3.0;
 static enum cm_reactor_backend g_backend = CM_REACTOR_AUTO;
 static bool g_crc_data = true;
-static bool g_frame_mac = true; /* false: protocol 1, frames without MACs */
+/* The protocol both sides speak: 0 the default (3: GMAC frame tags), 1 no
+ * MACs, 2 Poly1305 frame tags (the MAC before protocol 3). */
+static uint32_t g_proto;
 static char g_tls_dir[64];
 static bool g_tls;
 
@@ -275,8 +279,8 @@ mk_msgr(struct cm_reactor *r, const char *name, const struct cm_msgr_ops *ops, v
 	o.ops = *ops;
 	o.ops_arg = arg;
 	o.crc_data = g_crc_data;
-	if (!g_frame_mac)
-		o.proto_min = o.proto_max = CM_MSGR_PROTO_MIN;
+	if (g_proto)
+		o.proto_min = o.proto_max = g_proto;
 	if (g_tls) {
 		static char cert[128], key[128];
 
@@ -476,7 +480,7 @@ int
 main(int argc, char **argv)
 {
 	const char *be = getenv("CAIRN_REACTOR"), *bname = "?";
-	struct result big, nocrc, nomac, tls = { 0 }, one, many, many_nomac;
+	struct result big, nocrc, nomac, poly, tls = { 0 }, one, many, many_nomac, many_poly;
 	int reps = 5;
 
 	if (argc > 1)
@@ -495,9 +499,11 @@ main(int argc, char **argv)
 	g_crc_data = false;
 	nocrc = run_case(4u << 20, 8, reps, 4.0, &bname);
 	g_crc_data = true;
-	g_frame_mac = false;
+	g_proto = CM_MSGR_PROTO_MIN;
 	nomac = run_case(4u << 20, 8, reps, 4.0, &bname);
-	g_frame_mac = true;
+	g_proto = CM_MSGR_PROTO_MAC;
+	poly = run_case(4u << 20, 8, reps, 4.0, &bname);
+	g_proto = 0;
 	if (make_cert()) {
 		g_tls = true;
 		tls = run_case(4u << 20, 8, reps, 4.0, &bname);
@@ -506,9 +512,11 @@ main(int argc, char **argv)
 	}
 	one = run_case(4096, 1, reps, 1.0, &bname);
 	many = run_case(4096, 64, reps, 1.0, &bname);
-	g_frame_mac = false;
+	g_proto = CM_MSGR_PROTO_MIN;
 	many_nomac = run_case(4096, 64, reps, 1.0, &bname);
-	g_frame_mac = true;
+	g_proto = CM_MSGR_PROTO_MAC;
+	many_poly = run_case(4096, 64, reps, 1.0, &bname);
+	g_proto = 0;
 	printf("msgr bench: loopback, one connection, reactor %s; %d repetitions of %.1f s, each "
 	       "raw TCP then messenger; medians\n",
 	       bname, reps, g_secs);
@@ -519,6 +527,8 @@ main(int argc, char **argv)
 	       nocrc.raw, nocrc.ratio);
 	printf("  %-30s %10.0f MiB/s %10.0f MiB/s %8.2f\n", "  same, frame MACs off", nomac.msgr,
 	       nomac.raw, nomac.ratio);
+	printf("  %-30s %10.0f MiB/s %10.0f MiB/s %8.2f\n", "  same, Poly1305 MACs (proto 2)",
+	       poly.msgr, poly.raw, poly.ratio);
 	printf("  %-30s %10.0f MiB/s %10.0f MiB/s %8.2f\n", "  same, over TLS", tls.msgr, tls.raw,
 	       tls.ratio);
 	printf("  %-30s %12.0f/s %12.0f/s %8.2f\n", "4 KiB messages, 1 in flight", one.msgr,
@@ -527,14 +537,18 @@ main(int argc, char **argv)
 	       many.raw, many.ratio);
 	printf("  %-30s %12.0f/s %12.0f/s %8.2f\n", "  same, frame MACs off", many_nomac.msgr,
 	       many_nomac.raw, many_nomac.ratio);
+	printf("  %-30s %12.0f/s %12.0f/s %8.2f\n", "  same, Poly1305 MACs (proto 2)",
+	       many_poly.msgr, many_poly.raw, many_poly.ratio);
 	printf("{\"bench\":\"msgr\",\"reactor\":\"%s\",\"reps\":%d,\"mib_s\":%.0f,\"raw_mib_s\":%.0f,"
 	       "\"ratio\":%.3f,\"mib_s_nocrc\":%.0f,\"ratio_nocrc\":%.3f,\"mib_s_tls\":%.0f,"
 	       "\"ratio_tls\":%.3f,\"msgs_s_4k_1\":%.0f,\"raw_msgs_s_4k_1\":%.0f,\"ratio_4k_1\":%.3f,"
 	       "\"msgs_s_4k\":%.0f,\"raw_msgs_s_4k\":%.0f,\"ratio_4k_64\":%.3f,"
 	       "\"mib_s_nomac\":%.0f,\"ratio_nomac\":%.3f,\"msgs_s_4k_nomac\":%.0f,"
-	       "\"ratio_4k_64_nomac\":%.3f}\n",
+	       "\"ratio_4k_64_nomac\":%.3f,\"mib_s_poly\":%.0f,\"ratio_poly\":%.3f,"
+	       "\"msgs_s_4k_poly\":%.0f,\"ratio_4k_64_poly\":%.3f}\n",
 	       bname, reps, big.msgr, big.raw, big.ratio, nocrc.msgr, nocrc.ratio, tls.msgr,
 	       tls.ratio, one.msgr, one.raw, one.ratio, many.msgr, many.raw, many.ratio, nomac.msgr,
-	       nomac.ratio, many_nomac.msgr, many_nomac.ratio);
+	       nomac.ratio, many_nomac.msgr, many_nomac.ratio, poly.msgr, poly.ratio, many_poly.msgr,
+	       many_poly.ratio);
 	return 0;
 }

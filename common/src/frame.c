@@ -16,10 +16,11 @@ struct cm_frame_mac {
 	uint8_t key[CM_FRAME_MAC_KEY_LEN];
 	uint64_t n; /* the next frame's number */
 	bool keyed; /* ctx holds the key: later frames set only their nonce */
+	bool gmac;  /* AES-256-GCM, else ChaCha20-Poly1305 */
 };
 
 int
-cm_frame_mac_create(const uint8_t key[CM_FRAME_MAC_KEY_LEN], struct cm_frame_mac **mp)
+cm_frame_mac_create(const uint8_t key[CM_FRAME_MAC_KEY_LEN], bool gmac, struct cm_frame_mac **mp)
 {
 	struct cm_frame_mac *m = calloc(1, sizeof(*m));
 
@@ -28,6 +29,7 @@ cm_frame_mac_create(const uint8_t key[CM_FRAME_MAC_KEY_LEN], struct cm_frame_mac
 		return -ENOMEM;
 	}
 	memcpy(m->key, key, sizeof(m->key));
+	m->gmac = gmac;
 	*mp = m;
 	return 0;
 }
@@ -53,7 +55,9 @@ mac_begin(struct cm_frame_mac *m, const uint8_t *pre)
 	/* The cipher and key once; per frame only the nonce (a full init per
 	 * frame cost a third of the small-message rate). */
 	if (!m->keyed) {
-		if (EVP_EncryptInit_ex(m->ctx, EVP_chacha20_poly1305(), NULL, m->key, nonce) != 1)
+		/* (Both take a 12-byte nonce by default.) */
+		if (EVP_EncryptInit_ex(m->ctx, m->gmac ? EVP_aes_256_gcm() : EVP_chacha20_poly1305(),
+				       NULL, m->key, nonce) != 1)
 			return -EIO;
 		m->keyed = true;
 	} else if (EVP_EncryptInit_ex(m->ctx, NULL, NULL, NULL, nonce) != 1) {

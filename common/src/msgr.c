@@ -880,10 +880,12 @@ sock_mac_start(struct cm_sock *s, int hs_rc)
 	struct cm_frame_mac *rx;
 	bool tx_now = hs_rc == 1 || (s->server && s->hs.state == CM_HS_WAIT_READY_ACK);
 
-	if (tx_now && !s->tx_mac && cm_frame_mac_create(s->hs.mac_tx, &s->tx_mac))
+	bool gmac = s->hs.proto >= CM_MSGR_PROTO_GMAC;
+
+	if (tx_now && !s->tx_mac && cm_frame_mac_create(s->hs.mac_tx, gmac, &s->tx_mac))
 		return -ENOMEM;
 	if (hs_rc == 1) {
-		if (cm_frame_mac_create(s->hs.mac_rx, &rx))
+		if (cm_frame_mac_create(s->hs.mac_rx, gmac, &rx))
 			return -ENOMEM;
 		cm_frame_rx_set_mac(&s->rx, rx);
 	}

@@ -35,11 +35,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	uint8_t chunk = 1;
 	size_t off = 0, frames = 0;
 
-	bool mac = false;
+	bool mac = false, gmac = false;
 
 	if (size > 0) {
 		chunk = data[0] & 0x7f ? data[0] & 0x7f : 1;
 		mac = data[0] & 0x80;
+		gmac = data[0] & 0x40; /* (protocol 3's MAC; also a chunk size bit) */
 		data++;
 		size--;
 	}
@@ -48,7 +49,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		static const uint8_t key[CM_FRAME_MAC_KEY_LEN] = "frame fuzz key, 32 bytes long..";
 		struct cm_frame_mac *m;
 
-		if (cm_frame_mac_create(key, &m) == 0)
+		if (cm_frame_mac_create(key, gmac, &m) == 0)
 			cm_frame_rx_set_mac(&rx, m);
 	}
 	while (off < size) {

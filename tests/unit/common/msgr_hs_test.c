@@ -54,7 +54,10 @@ START_TEST(test_hs_success)
 	ck_assert(s.lossless);
 	ck_assert_uint_eq(c.peer_in_seq, 17);
 	ck_assert_uint_eq(s.peer_in_seq, 5);
-	/* Protocol 2: both hold the same frame MAC keys, one per direction. */
+	/* Protocol 3 (GMAC frame tags): both hold the same frame MAC keys, one
+	 * per direction. */
+	ck_assert_uint_eq(c.proto, CM_MSGR_PROTO_GMAC);
+	ck_assert_uint_eq(s.proto, CM_MSGR_PROTO_GMAC);
 	ck_assert(c.mac && s.mac);
 	ck_assert_int_eq(memcmp(c.mac_tx, s.mac_rx, sizeof(c.mac_tx)), 0);
 	ck_assert_int_eq(memcmp(s.mac_tx, c.mac_rx, sizeof(s.mac_tx)), 0);
@@ -114,9 +117,33 @@ START_TEST(test_hs_version_mismatch)
 	c.proto_min = c.proto_max = CM_MSGR_PROTO_MAX + 1;
 	ck_assert_int_eq(cm_hs_start(&c, &o1), 0);
 	ck_assert_int_eq(pass(&s, &o1, &o2), -CM_EVERSION);
-	ck_assert_ptr_nonnull(strstr(s.reason, "client.1 speaks 3-3, osd.0 speaks 1-2"));
+	ck_assert_ptr_nonnull(strstr(s.reason, "client.1 speaks 4-4, osd.0 speaks 1-3"));
 	ck_assert_int_eq(pass(&c, &o2, &o1), -CM_EVERSION);
 	ck_assert_ptr_nonnull(strstr(c.reason, "no common protocol version"));
+}
+
+END_TEST
+
+/* A peer that speaks up to protocol 2 (Poly1305 frame tags) and one of
+ * today: they agree on 2, MACs on (a cluster upgraded one daemon at a time). */
+START_TEST(test_hs_older_peer)
+{
+	struct cm_hs c, s;
+	struct cm_hs_out o1, o2;
+
+	cm_hs_init(&c, CM_HS_CLIENT, g_key, sizeof(g_key), "client.1");
+	cm_hs_init(&s, CM_HS_SERVER, g_key, sizeof(g_key), "osd.0");
+	c.proto_min = CM_MSGR_PROTO_MAC;
+	c.proto_max = CM_MSGR_PROTO_MAC;
+	ck_assert_int_eq(cm_hs_start(&c, &o1), 0);
+	ck_assert_int_eq(pass(&s, &o1, &o2), 0);
+	ck_assert_int_eq(pass(&c, &o2, &o1), 0);
+	ck_assert_int_eq(pass(&s, &o1, &o2), 0);
+	ck_assert_int_eq(pass(&c, &o2, &o1), 1);
+	ck_assert_int_eq(pass(&s, &o1, &o2), 1);
+	ck_assert_uint_eq(c.proto, CM_MSGR_PROTO_MAC);
+	ck_assert_uint_eq(s.proto, CM_MSGR_PROTO_MAC);
+	ck_assert(c.mac && s.mac);
 }
 
 END_TEST
@@ -149,6 +176,7 @@ main(void)
 	tcase_add_test(tc, test_hs_wrong_key_refused_both_sides);
 	tcase_add_test(tc, test_hs_wrong_key_client_proof);
 	tcase_add_test(tc, test_hs_version_mismatch);
+	tcase_add_test(tc, test_hs_older_peer);
 	tcase_add_test(tc, test_hs_malformed);
 	suite_add_tcase(s, tc);
 	return cm_test_main(s);
