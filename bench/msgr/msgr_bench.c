@@ -17,7 +17,8 @@
  * CAIRN_REACTOR, default auto), lossless sessions, crc32c on every frame,
  * GMAC frame tags (protocol 3; beside it, MACs off and protocol 2's
  * Poly1305 tags for the 4 MiB and 64-in-flight cases).
- * Prints a table, then one JSON line.
+ * Prints a table, then one JSON line. MSGR_BENCH_SMALL=1 runs only 4 KiB x 64
+ * in flight without MACs (for perf record: the messenger's per-message cost).
  */
 #include "bench_stats.h"
 #include "cm/err.h"
@@ -494,6 +495,14 @@ main(int argc, char **argv)
 	if (be && cm_reactor_backend_parse(be, &g_backend)) {
 		fprintf(stderr, "msgr_bench: CAIRN_REACTOR must be auto, uring or epoll\n");
 		return 2;
+	}
+	if (getenv("MSGR_BENCH_SMALL")) {
+		/* Only 4 KiB x 64 in flight, without MACs (for a profiler): no table. */
+		g_proto = CM_MSGR_PROTO_MIN;
+		many_nomac = run_case(4096, 64, reps, 1.0, &bname);
+		printf("{\"bench\":\"msgr\",\"msgs_s_4k_nomac\":%.0f,\"ratio_4k_64_nomac\":%.3f}\n",
+		       many_nomac.msgr, many_nomac.ratio);
+		return 0;
 	}
 	big = run_case(4u << 20, 8, reps, 4.0, &bname);
 	g_crc_data = false;
