@@ -557,7 +557,7 @@ main(int argc, char **argv)
 	       "\"msgs_s_4k_poly\":%.0f,\"ratio_4k_64_poly\":%.3f}\n",
 	       bname, reps, big.msgr, big.raw, big.ratio, nocrc.msgr, nocrc.ratio, tls.msgr,
 	       tls.ratio, one.msgr, one.raw, one.ratio, many.msgr, many.raw, many.ratio, nomac.msgr,
-	       nomac.ratio, many_nomac.msgr, many_nomac.ratio, poly.msgr, poly.ratio, many_poly.msgr,
-	       many_poly.ratio);
+	       nomac.ratio, many_nomac.msgr, many_nomac.ratio, poly.msgr, poly.ratio,
+	       many_poly.msgr, many_poly.ratio);
 	return 0;
 }

@@ -56,8 +56,9 @@ mac_begin(struct cm_frame_mac *m, const uint8_t *pre)
 	 * frame cost a third of the small-message rate). */
 	if (!m->keyed) {
 		/* (Both take a 12-byte nonce by default.) */
-		if (EVP_EncryptInit_ex(m->ctx, m->gmac ? EVP_aes_256_gcm() : EVP_chacha20_poly1305(),
-				       NULL, m->key, nonce) != 1)
+		if (EVP_EncryptInit_ex(m->ctx,
+				       m->gmac ? EVP_aes_256_gcm() : EVP_chacha20_poly1305(), NULL,
+				       m->key, nonce) != 1)
 			return -EIO;
 		m->keyed = true;
 	} else if (EVP_EncryptInit_ex(m->ctx, NULL, NULL, NULL, nonce) != 1) {

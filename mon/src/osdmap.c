@@ -17,7 +17,7 @@
  * positions (not from prior OSDs or other positions), so the PGs would stay
  * incomplete. Refused until that exists (docs/operations.md).
  */
-#define EC_NO_MOVE                                                                     \
+#define EC_NO_MOVE                                                                          \
 	"an erasure-coded pool's PGs cannot change places yet (pgp_num): its shards would " \
 	"have to move between positions"
 
@@ -805,8 +805,9 @@ mon_pool_set(Cairn__Map__OsdMap *m, const char *name, const char *key, const cha
 		if (p->pg_num_target == v)
 			return 1;
 		if (p->erasure && v < p->pgp_num) {
-			snprintf(err, MON_ERRLEN, EC_NO_MOVE " (pg_num %" PRIu64 " is below pgp_num %u)",
-				 v, p->pgp_num);
+			snprintf(err, MON_ERRLEN,
+				 EC_NO_MOVE " (pg_num %" PRIu64 " is below pgp_num %u)", v,
+				 p->pgp_num);
 			return -EOPNOTSUPP;
 		}
 		p->pg_num_target = (uint32_t)v;

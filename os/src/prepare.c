@@ -48,12 +48,14 @@ struct pctx {
 	size_t nobjs;
 	char **mk, **rm; /* collections made / removed by this transaction */
 	size_t nmk, nrm;
+
 	/* Changes to the shared blocks' counts (s->refs), in order, with the
 	 * count before each: undone on failure, persisted by install. */
 	struct rundo {
 		uint64_t pb;
 		uint32_t old;
 	} * ru;
+
 	size_t nru, capru;
 };
 
@@ -1044,10 +1046,11 @@ apply_op(struct pctx *c, const struct os_op *op)
 		if (op->type == OP_CLONE)
 			rc = share_blocks(c, p, 0, UINT64_MAX / 2, q);
 		else if (op->off < p->on->size)
-			rc = share_blocks(c, p, op->off / c->s->B,
-					  (op->off + CM_MIN(op->len, p->on->size - op->off) +
-					   c->s->B - 1) / c->s->B,
-					  q);
+			rc = share_blocks(
+				c, p, op->off / c->s->B,
+				(op->off + CM_MIN(op->len, p->on->size - op->off) + c->s->B - 1) /
+					c->s->B,
+				q);
 		if (!rc)
 			rc = copy_meta(c, p, q, op->type == OP_CLONE);
 		q->on->size = p->on->size;

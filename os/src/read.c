@@ -924,7 +924,8 @@ fsck_onode(void *arg, const char *k, size_t kl, const char *oid, struct os_onode
 			continue;
 		}
 		if (os_refs_mark(f->seen, &f->cnt, e->pblock, e->n))
-			FSCK_ERR(rep, "object %s/%.*s: out of memory counting blocks %" PRIu64 "+%u",
+			FSCK_ERR(rep,
+				 "object %s/%.*s: out of memory counting blocks %" PRIu64 "+%u",
 				 cid, ol, oid, e->pblock, e->n);
 		if (e->lblock * s->B >= on->size + s->B)
 			FSCK_ERR(rep, "object %s/%.*s: extent past the end", cid, ol, oid);
@@ -962,8 +963,8 @@ fsck_refs_mismatch(void *arg, uint64_t pb, uint32_t counted, uint32_t recorded)
 {
 	struct fsck_refs *fr = arg;
 
-	FSCK_ERR(fr->rep, "block %" PRIu64 ": %u extents map it, %s says %u", pb, counted,
-		 fr->what, recorded);
+	FSCK_ERR(fr->rep, "block %" PRIu64 ": %u extents map it, %s says %u", pb, counted, fr->what,
+		 recorded);
 }
 
 /* Shared blocks: the "R" records and the store's counts against the onodes. */

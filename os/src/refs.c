@@ -82,13 +82,16 @@ os_refs_set(struct os_refs *r, uint64_t pb, uint32_t refs)
 				r->refs[i] = refs;
 				return 0;
 			}
-			/* Remove; shift back later entries of the probe run that may sit past their home. */
+			/* Remove; shift back later entries of the probe run that may sit past their
+			 * home. */
 			r->pb[i] = 0;
 			r->n--;
-			for (size_t j = (i + 1) & (r->cap - 1); r->pb[j]; j = (j + 1) & (r->cap - 1)) {
+			for (size_t j = (i + 1) & (r->cap - 1); r->pb[j];
+			     j = (j + 1) & (r->cap - 1)) {
 				size_t h = slot_of(r, r->pb[j]);
 
-				/* j's entry may move to the hole i unless its home lies in (i, j]. */
+				/* j's entry may move to the hole i unless its home lies in (i, j].
+				 */
 				if ((j > i && (h <= i || h > j)) || (j < i && h <= i && h > j)) {
 					r->pb[i] = r->pb[j];
 					r->refs[i] = r->refs[j];
@@ -192,7 +195,8 @@ os_refs_compare(const struct os_refs *counted, const struct os_refs *recorded,
 	uint64_t pb, bad = 0;
 	uint32_t r;
 
-	for (size_t i = os_refs_next(counted, 0, &pb, &r); i; i = os_refs_next(counted, i, &pb, &r)) {
+	for (size_t i = os_refs_next(counted, 0, &pb, &r); i;
+	     i = os_refs_next(counted, i, &pb, &r)) {
 		uint32_t rec = os_refs_get(recorded, pb);
 
 		if ((rec ? rec : 1) != r) {

@@ -725,7 +725,8 @@ scan_onode(void *arg, const char *k, size_t kl, const char *oid, struct os_onode
 		if (on->ext[i].pblock < s->data_start) {
 			rc = -ERANGE; /* the label's or the journal's blocks */
 			CM_ERR("onode %.*s: blocks %" PRIu64 "+%u inside the label or journal",
-			       (int)CM_MIN(kl, (size_t)200), k + 1, on->ext[i].pblock, on->ext[i].n);
+			       (int)CM_MIN(kl, (size_t)200), k + 1, on->ext[i].pblock,
+			       on->ext[i].n);
 			break;
 		}
 		rc = os_refs_mark(s->alloc, &sc->cnt, on->ext[i].pblock, on->ext[i].n);
@@ -733,7 +734,8 @@ scan_onode(void *arg, const char *k, size_t kl, const char *oid, struct os_onode
 			return rc;
 		if (rc)
 			CM_ERR("onode %.*s: blocks %" PRIu64 "+%u outside the device",
-			       (int)CM_MIN(kl, (size_t)200), k + 1, on->ext[i].pblock, on->ext[i].n);
+			       (int)CM_MIN(kl, (size_t)200), k + 1, on->ext[i].pblock,
+			       on->ext[i].n);
 	}
 	return rc ? -EUCLEAN : 0;
 }
@@ -765,7 +767,8 @@ refs_mismatch(void *arg, uint64_t pb, uint32_t counted, uint32_t recorded)
 		f->under++;
 		return;
 	}
-	CM_WARN("block %" PRIu64 ": %u extents map it, its refcount record says %u (leak; corrected)",
+	CM_WARN("block %" PRIu64
+		": %u extents map it, its refcount record says %u (leak; corrected)",
 		pb, counted, recorded);
 	os_refs_put_kv(f->wb, pb, counted);
 	f->over++;

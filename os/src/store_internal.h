@@ -170,9 +170,8 @@ uint64_t os_refs_compare(const struct os_refs *counted, const struct os_refs *re
  * is undecodable or outside [data_start, nblocks). \return 0, -EUCLEAN
  * (some were bad; the good ones are in rec), -ENOMEM.
  */
-int os_refs_load(rocksdb_iterator_t *it, uint64_t nblocks, uint64_t data_start,
-		 struct os_refs *rec, void (*bad)(void *arg, const char *k, size_t kl, const char *why),
-		 void *arg);
+int os_refs_load(rocksdb_iterator_t *it, uint64_t nblocks, uint64_t data_start, struct os_refs *rec,
+		 void (*bad)(void *arg, const char *k, size_t kl, const char *why), void *arg);
 /* Put pb's record (refs >= 2) or its deletion into wb. */
 void os_refs_put_kv(rocksdb_writebatch_t *wb, uint64_t pb, uint32_t refs);
 

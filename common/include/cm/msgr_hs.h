@@ -38,12 +38,12 @@ enum cm_msgr_type {
 	CM_MSG_USER_MIN = 256, /* application types start here */
 };
 
-#define CM_MSGR_PROTO_MIN 1
-#define CM_MSGR_PROTO_MAX 3 /* 2: frames carry MACs after the handshake (cm/frame.h) */
-#define CM_MSGR_PROTO_MAC 2
+#define CM_MSGR_PROTO_MIN  1
+#define CM_MSGR_PROTO_MAX  3 /* 2: frames carry MACs after the handshake (cm/frame.h) */
+#define CM_MSGR_PROTO_MAC  2
 #define CM_MSGR_PROTO_GMAC 3 /* 3: those MACs are AES-256-GCM tags (GMAC), not Poly1305 */
-#define CM_HS_NONCE_LEN   32
-#define CM_HS_MAX_FRONT   4096 /* any pre-auth frame */
+#define CM_HS_NONCE_LEN    32
+#define CM_HS_MAX_FRONT    4096 /* any pre-auth frame */
 
 enum cm_hs_role { CM_HS_CLIENT, CM_HS_SERVER };
 

@@ -249,10 +249,10 @@ void os_names_free(char **names, size_t n);
 
 struct os_fsck_report {
 	uint64_t collections, objects, extents, blocks_used, omap_keys;
-	uint64_t shards;      /* extent map shard records (large objects) */
+	uint64_t shards;        /* extent map shard records (large objects) */
 	uint64_t shared_blocks; /* blocks mapped by more than one extent (clones) */
-	uint64_t errors;      /* all problems found */
-	uint64_t csum_errors; /* deep: blocks whose data fails its crc */
+	uint64_t errors;        /* all problems found */
+	uint64_t csum_errors;   /* deep: blocks whose data fails its crc */
 	char first_error[320];
 };
 

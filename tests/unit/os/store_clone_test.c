@@ -12,6 +12,7 @@
 START_TEST(test_refs_map)
 {
 	enum { N = 5000 };
+
 	static uint32_t model[N];
 	struct os_refs r = { 0 };
 	uint64_t seed = 88172645463325252ull, pb;
@@ -77,6 +78,7 @@ free_bytes(void)
 START_TEST(test_clone_shares_blocks)
 {
 	enum { SZ = 1 << 20 };
+
 	static uint8_t a[SZ], b[SZ], blk[4096];
 	uint64_t free0, free1;
 	struct os_usage u0, u1;
@@ -191,6 +193,7 @@ r_records(void)
 START_TEST(test_stash_by_reference)
 {
 	enum { SZ = 256 << 10 };
+
 	static uint8_t a[SZ], b[4096];
 	uint64_t free0, free1;
 	struct os_usage u0, u1;
@@ -210,7 +213,7 @@ START_TEST(test_stash_by_reference)
 	ck_assert_int_eq(apply(t), 0);
 	os_get_usage(g_s, &u1);
 	free1 = free_bytes();
-	ck_assert_uint_eq(free0 - free1, sizeof(b)); /* only the new block */
+	ck_assert_uint_eq(free0 - free1, sizeof(b));               /* only the new block */
 	ck_assert_uint_eq(u1.prepare_retries, u0.prepare_retries); /* no data read on the side */
 	ck_assert_uint_eq(shared_blocks(), 0);
 	check_obj("o", b, sizeof(b));

@@ -276,7 +276,6 @@ shard_records(void)
 	return rep.shards;
 }
 
-
 /* Write blk at off of oid and model. */
 static void
 overwrite_block(const char *oid, uint8_t *model, uint64_t off, const uint8_t *blk)
