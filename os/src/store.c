@@ -750,9 +750,14 @@ struct refs_fix {
 static void
 refs_bad(void *arg, const char *k, size_t kl, const char *why)
 {
-	(void)arg;
-	CM_ERR("refcount record %s (key of %zu bytes, block %" PRIu64 ")", why, kl,
-	       kl == 9 ? os_get_be64(k + 1) : 0);
+	struct refs_fix *f = arg;
+
+	CM_ERR("refcount record %s (key of %zu bytes, block %" PRIu64 ")%s", why, kl,
+	       kl == 9 ? os_get_be64(k + 1) : 0, f->s->repair ? ": deleted (repair)" : "");
+	if (f->s->repair) {
+		rocksdb_writebatch_delete(f->wb, k, kl);
+		f->over++;
+	}
 }
 
 static void
@@ -760,16 +765,17 @@ refs_mismatch(void *arg, uint64_t pb, uint32_t counted, uint32_t recorded)
 {
 	struct refs_fix *f = arg;
 
-	if (counted > recorded) {
+	if (counted > recorded && !f->s->repair) {
 		/* A count too low would free a block another extent still maps. */
 		CM_ERR("block %" PRIu64 ": %u extents map it, its refcount record says %u", pb,
 		       counted, recorded);
 		f->under++;
 		return;
 	}
-	CM_WARN("block %" PRIu64
-		": %u extents map it, its refcount record says %u (leak; corrected)",
-		pb, counted, recorded);
+	if (f->s->fsck_mount && !f->s->repair)
+		return; /* os_fsck reports it */
+	CM_WARN("block %" PRIu64 ": %u extents map it, its refcount record says %u (%s; corrected)",
+		pb, counted, recorded, counted > recorded ? "repair" : "leak");
 	os_refs_put_kv(f->wb, pb, counted);
 	f->over++;
 }
@@ -782,12 +788,14 @@ load_refs(struct os_store *s, struct scan *sc)
 	struct refs_fix f = { .s = s, .wb = rocksdb_writebatch_create() };
 	struct os_refs rec = { 0 };
 	char *err = NULL;
-	int rc = os_refs_load(it, s->nblocks, s->data_start, &rec, refs_bad, NULL);
+	int rc = os_refs_load(it, s->nblocks, s->data_start, &rec, refs_bad, &f);
 
 	rocksdb_iter_destroy(it);
+	if (rc == -EUCLEAN && s->fsck_mount)
+		rc = 0; /* bad records: os_fsck reports them (or repair deleted them) */
 	if (!rc) {
 		os_refs_compare(&sc->cnt, &rec, s->alloc, refs_mismatch, &f);
-		if (f.under)
+		if (f.under && !s->fsck_mount)
 			rc = -EUCLEAN;
 	}
 	if (!rc && f.over) {
@@ -948,6 +956,8 @@ os_mount(struct cm_reactor *r, const struct os_opts *o, struct os_store **sp)
 	s->jstart = l.jstart;
 	s->jblocks = l.jblocks;
 	s->deferred_max = o->deferred_max;
+	s->fsck_mount = o->fsck_mount || o->repair;
+	s->repair = o->repair;
 	s->inline_prepare = !o->no_inline_prepare;
 	s->test_kv_delay_us = o->test_kv_delay_us;
 	s->test_kv_fail_txn = o->test_kv_fail_txn;

@@ -506,7 +506,8 @@ struct os_store {
 	uint64_t pend_tag;
 	/* prepare state (kv thread) */
 	struct os_ocache pcache;
-	struct os_refs refs; /* shared blocks (refs.c): prepare's, like pcache */
+	struct os_refs refs;     /* shared blocks (refs.c): prepare's, like pcache */
+	bool fsck_mount, repair; /* os_opts' (mount's handling of refcount records) */
 	uint64_t next_nid, next_dseq;
 	char **colls;
 	size_t ncolls;

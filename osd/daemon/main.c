@@ -5,7 +5,7 @@
  *
  *   cairn-osd [-c CONF] [--id N] --mon-host H --osd-data DEV   serve
  *   cairn-osd --mkfs  --osd-data DEV [--osd-db DIR] [--fsid F] [--id N]
- *   cairn-osd --fsck [--deep] --osd-data DEV [--osd-db DIR]
+ *   cairn-osd --fsck [--deep] [--repair] --osd-data DEV [--osd-db DIR]
  *
  * Serving makes the store on first start when the device has none.
  */
@@ -80,6 +80,9 @@ static const struct cm_opt g_osd_opts[] = {
 	       "check the store (extents, allocator, omap, collections), then exit"),
 	CM_OPT("deep", CM_OPT_BOOL, "false", 0, 0, 0, struct osd_conf, deep,
 	       "with --fsck: also read every block and verify its checksum"),
+	CM_OPT("repair", CM_OPT_BOOL, "false", 0, 0, 0, struct osd_conf, repair,
+	       "with --fsck: first rewrite the block reference counts from the objects' extents "
+	       "(and drop undecodable ones), then check"),
 	{ 0 },
 };
 
@@ -142,6 +145,10 @@ main(int argc, char **argv)
 		status = 1;
 		if (cm_daemon_reactor_create(&cfg.d, "osd", &r))
 			goto out;
+		/* Damaged reference counts are reported by the check, not refused
+		 * (nor corrected) at mount; --repair rewrites them first. */
+		o.fsck_mount = true;
+		o.repair = cfg.repair;
 		rc = os_mount(r, &o, &s);
 		if (rc) {
 			fprintf(stderr, "cairn-osd: cannot mount %s: %s (see the log)\n",

@@ -66,6 +66,13 @@ struct os_opts {
 	uint64_t journal_size; /* bytes of the device for the journal; 0: 1/64, 4..128 MiB (none
 				* on devices under 64 MiB) */
 	bool no_journal;       /* commits durable through RocksDB's WAL instead (store.md) */
+	/*
+	 * Mount for fsck: refcount records that disagree with the onodes (or do
+	 * not decode) are left for os_fsck to report instead of refusing the
+	 * mount (a count too low) or being corrected (too high). repair: mount
+	 * rewrites them all from the onodes (and drops bad ones).
+	 */
+	bool fsck_mount, repair;
 };
 
 void os_opts_init(struct os_opts *o, size_t size);

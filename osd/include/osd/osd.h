@@ -55,7 +55,7 @@ struct osd_conf {
 	uint64_t read_lease_ms; /* 0: primaries serve reads without a lease */
 	uint64_t debug_split;
 	uint64_t op_shards;
-	bool mkfs, fsck, deep;
+	bool mkfs, fsck, deep, repair;
 };
 
 /*

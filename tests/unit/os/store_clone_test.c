@@ -272,6 +272,7 @@ START_TEST(test_refcount_damage)
 	static uint8_t a[64 << 10];
 	struct os_opts o;
 	struct os_store *s2 = NULL;
+	struct os_fsck_report rep;
 	struct os_txn *t;
 	uint64_t pb = 0;
 
@@ -304,14 +305,38 @@ START_TEST(test_refcount_damage)
 	os_umount(g_s);
 	g_s = NULL;
 	ck_assert_uint_eq(r_records(), 16);
-	/* A count too low (the record lost): refused, it would free a live block. */
+	/* A count too low (the record lost): refused, it would free a live block.
+	 * A mount for fsck reports it and changes nothing; repair rewrites it. */
 	poke_refs(pb, -1);
 	ck_assert_int_eq(os_mount(g_r, &o, &s2), -EUCLEAN);
-	poke_refs(pb, 2);
-	/* Undecodable: refused. */
+	o.fsck_mount = true;
+	ck_assert_int_eq(os_mount(g_r, &o, &s2), 0);
+	ck_assert_int_eq(os_fsck(s2, false, &rep), 0);
+	ck_assert_uint_eq(rep.errors, 1);
+	ck_assert_msg(strstr(rep.first_error, "2 extents map it, its refcount record says 1"), "%s",
+		      rep.first_error);
+	os_umount(s2);
+	ck_assert_uint_eq(r_records(), 15);
+	o.repair = true;
+	ck_assert_int_eq(os_mount(g_r, &o, &s2), 0);
+	ck_assert_int_eq(os_fsck(s2, false, &rep), 0);
+	ck_assert_uint_eq(rep.errors, 0);
+	os_umount(s2);
+	ck_assert_uint_eq(r_records(), 16);
+	o.fsck_mount = o.repair = false;
+	/* Undecodable: refused; fsck reports it; repair drops it. */
 	poke_refs(pb + 1, 1000);
 	ck_assert_int_eq(os_mount(g_r, &o, &s2), -EUCLEAN);
-	poke_refs(pb + 1, 2);
+	o.fsck_mount = true;
+	ck_assert_int_eq(os_mount(g_r, &o, &s2), 0);
+	ck_assert_int_eq(os_fsck(s2, false, &rep), 0);
+	ck_assert_uint_ge(rep.errors, 1);
+	ck_assert_msg(strstr(rep.first_error, "undecodable"), "%s", rep.first_error);
+	os_umount(s2);
+	o.repair = true;
+	ck_assert_int_eq(os_mount(g_r, &o, &s2), 0);
+	os_umount(s2);
+	ck_assert_uint_eq(r_records(), 16);
 	mount_store();
 	check_obj("a", a, sizeof(a));
 	check_obj("b", a, sizeof(a));
