@@ -277,7 +277,7 @@ add_pending_tag(struct os_txn *t, uint64_t tag)
 	return 0;
 }
 
-/* Set block pb's reference count (< 2: not shared), remembering the old one. */
+/* Set block pb's reference count (0: out of s->refs), remembering the old one. */
 static int
 refs_set(struct pctx *c, uint64_t pb, uint32_t refs)
 {
@@ -675,6 +675,15 @@ share_blocks(struct pctx *c, struct pobj *src, uint64_t fb, uint64_t le, struct 
 	return rc;
 }
 
+/* dst's bytes [off, off + len) become src's by copy (src's holes: zeros). */
+static int
+copy_bytes(struct pctx *c, struct pobj *src, uint64_t off, uint64_t len, struct pobj *dst)
+{
+	int rc = do_zero(c, dst, off, len);
+
+	return rc ? rc : copy_data(c, src, off, len, dst, off);
+}
+
 /*
  * Unstash's data: dst's bytes [off, off + len) become src's — whole blocks
  * by reference (src's holes become holes), partial edge blocks copied.
@@ -687,25 +696,16 @@ take_range(struct pctx *c, struct pobj *src, uint64_t off, uint64_t len, struct 
 
 	if (end < off)
 		return -EINVAL;
-	if (fb >= le) {
-		/* No whole block: zero, then copy what src has. */
-		rc = do_zero(c, dst, off, len);
-		return rc ? rc : copy_data(c, src, off, len, dst, off);
-	}
-	if (off < fb * B) {
-		rc = do_zero(c, dst, off, fb * B - off);
-		if (!rc)
-			rc = copy_data(c, src, off, fb * B - off, dst, off);
-	}
+	if (fb >= le) /* no whole block */
+		return copy_bytes(c, src, off, len, dst);
+	if (off < fb * B)
+		rc = copy_bytes(c, src, off, fb * B - off, dst);
 	if (!rc)
 		rc = unmap(c, dst->on, fb, le);
 	if (!rc)
 		rc = share_blocks(c, src, fb, le, dst);
-	if (!rc && end > le * B) {
-		rc = do_zero(c, dst, le * B, end - le * B);
-		if (!rc)
-			rc = copy_data(c, src, le * B, end - le * B, dst, le * B);
-	}
+	if (!rc && end > le * B)
+		rc = copy_bytes(c, src, le * B, end - le * B, dst);
 	if (!rc && dst->on->size < end)
 		dst->on->size = end;
 	dst->dirty = true;

@@ -2,9 +2,9 @@
 /*
  * Reference counts of shared blocks (clones by reference): an
  * open-addressing hash from device block to the number of extents that map
- * it, holding only blocks with two or more; a block that is allocated and
- * absent here has one owner. Linear probing with backward-shift deletion
- * (no tombstones), so a removal followed by the re-insertion of as many
+ * it, holding blocks that are or were shared (count 1: see os_refs in
+ * store_internal.h); a block that is allocated and absent has one owner. Linear probing with
+ * backward-shift deletion (no tombstones), so a removal followed by the re-insertion of as many
  * entries never grows the table: undoing a transaction needs no memory.
  */
 #include "store_internal.h"

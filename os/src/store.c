@@ -744,7 +744,7 @@ scan_onode(void *arg, const char *k, size_t kl, const char *oid, struct os_onode
 struct refs_fix {
 	struct os_store *s;
 	rocksdb_writebatch_t *wb;
-	uint64_t under, over;
+	uint64_t under, fixed; /* counts too low refused; records rewritten or deleted */
 };
 
 static void
@@ -756,7 +756,7 @@ refs_bad(void *arg, const char *k, size_t kl, const char *why)
 	       kl == 9 ? os_get_be64(k + 1) : 0, f->s->repair ? ": deleted (repair)" : "");
 	if (f->s->repair) {
 		rocksdb_writebatch_delete(f->wb, k, kl);
-		f->over++;
+		f->fixed++;
 	}
 }
 
@@ -777,7 +777,7 @@ refs_mismatch(void *arg, uint64_t pb, uint32_t counted, uint32_t recorded)
 	CM_WARN("block %" PRIu64 ": %u extents map it, its refcount record says %u (%s; corrected)",
 		pb, counted, recorded, counted > recorded ? "repair" : "leak");
 	os_refs_put_kv(f->wb, pb, counted);
-	f->over++;
+	f->fixed++;
 }
 
 /* After the onode walk: check the records, keep the counts (the onodes are the truth). */
@@ -798,7 +798,7 @@ load_refs(struct os_store *s, struct scan *sc)
 		if (f.under && !s->fsck_mount)
 			rc = -EUCLEAN;
 	}
-	if (!rc && f.over) {
+	if (!rc && f.fixed) {
 		rocksdb_write(s->db, s->wo_sync, f.wb, &err);
 		if (err) {
 			CM_ERR("rocksdb write: %s", err);

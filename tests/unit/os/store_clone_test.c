@@ -55,12 +55,7 @@ END_TEST
 static uint64_t
 shared_blocks(void)
 {
-	struct os_fsck_report rep;
-
-	ck_assert_int_eq(os_fsck(g_s, true, &rep), 0);
-	ck_assert_msg(rep.errors == 0, "fsck: %" PRIu64 " errors, first: %s", rep.errors,
-		      rep.first_error);
-	return rep.shared_blocks;
+	return fsck_clean(true).shared_blocks;
 }
 
 static uint64_t

@@ -268,12 +268,7 @@ dev_keep(bool keep)
 static uint64_t
 shard_records(void)
 {
-	struct os_fsck_report rep;
-
-	ck_assert_int_eq(os_fsck(g_s, false, &rep), 0);
-	ck_assert_msg(rep.errors == 0, "fsck: %" PRIu64 " errors, first: %s", rep.errors,
-		      rep.first_error);
-	return rep.shards;
+	return fsck_clean(false).shards;
 }
 
 /* Write blk at off of oid and model. */

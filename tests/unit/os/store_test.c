@@ -72,7 +72,7 @@ setup(void)
 	setup_size(256ull << 20);
 }
 
-void
+struct os_fsck_report
 fsck_clean(bool deep)
 {
 	struct os_fsck_report rep;
@@ -80,6 +80,7 @@ fsck_clean(bool deep)
 	ck_assert_int_eq(os_fsck(g_s, deep, &rep), 0);
 	ck_assert_msg(rep.errors == 0, "fsck: %" PRIu64 " errors, first: %s", rep.errors,
 		      rep.first_error);
+	return rep;
 }
 
 void

@@ -38,7 +38,8 @@ void opts(struct os_opts *o);
 void mount_store(void);
 void setup_size(uint64_t size);
 void setup(void);
-void fsck_clean(bool deep);
+/* fsck g_s, which must find nothing wrong; \return its report. */
+struct os_fsck_report fsck_clean(bool deep);
 void teardown(void);
 void commit_cb(void *arg, int rc);
 int apply(struct os_txn *t);
