@@ -2,6 +2,8 @@
 #include "crush_internal.h"
 #include "crush/placement.h"
 
+#include <string.h>
+
 /* Bob Jenkins' 96-bit mix (public domain lookup2), as in Ceph's string hash. */
 #define JMIX(a, b, c)         \
 	do {                  \
@@ -155,17 +157,23 @@ crush_osd_weights(const struct crush_osd_state *osds, int max_osd, uint32_t *wei
 		weights[i] = osds[i].exists ? osds[i].in_weight : 0;
 }
 
+/* Position i of a pin, if usable: an OSD that exists and is in (-1: a hole the pin asks for). */
+static bool
+pin_usable(int32_t v, const struct crush_osd_state *osds, const uint32_t *w, int max_osd)
+{
+	return v == CRUSH_ITEM_NONE || v < 0 || (osd_exists(osds, max_osd, v) && w[v] > 0);
+}
+
 int
-crush_pg_to_up(const struct crush_map *m, const struct crush_pool *p, uint32_t seed,
-	       const struct crush_osd_state *osds, const uint32_t *w, int max_osd,
-	       const struct crush_upmap_item *upmaps, size_t nupmaps, int32_t *up, int *primary,
-	       void *work)
+crush_pg_to_raw(const struct crush_map *m, const struct crush_pool *p, uint32_t seed,
+		const struct crush_osd_state *osds, const uint32_t *w, int max_osd,
+		const struct crush_upmap_item *upmaps, size_t nupmaps, const int32_t *pin, int npin,
+		int32_t *raw, void *work)
 {
 	uint32_t pps, mod = crush_stable_mod(seed, p->pgp_num, crush_pg_mask(p->pgp_num));
-	int raw[64], n, k = 0, size = (int)p->size;
+	int n, k = 0, size = (int)p->size;
 	bool ec = p->type == CRUSH_POOL_ERASURE;
 
-	*primary = -1;
 	if (size <= 0 || size > 64)
 		return 0;
 	pps = p->hashpspool ? crush_hash32_2(mod, (uint32_t)p->id) : mod + (uint32_t)p->id;
@@ -199,8 +207,40 @@ crush_pg_to_up(const struct crush_map *m, const struct crush_pool *p, uint32_t s
 		if (!there && pos >= 0)
 			raw[pos] = it->to;
 	}
+	/*
+	 * The pin, position by position. A pinned OSD that is gone or out
+	 * gives way to the position's answer above, unless the pin holds that
+	 * OSD at another position (then a hole: one OSD never serves two).
+	 */
+	if (pin && npin == size && (n == size || !ec)) {
+		int32_t calc[64];
+
+		memcpy(calc, raw, (size_t)n * sizeof(*raw));
+		for (int i = 0; i < size; i++) {
+			int32_t v = pin[i] < 0 ? CRUSH_ITEM_NONE : pin[i];
+
+			if (!pin_usable(v, osds, w, max_osd)) {
+				v = i < n ? calc[i] : CRUSH_ITEM_NONE;
+				for (int j = 0; j < size && v != CRUSH_ITEM_NONE; j++)
+					if (pin[j] == v && pin_usable(pin[j], osds, w, max_osd))
+						v = CRUSH_ITEM_NONE;
+			}
+			raw[i] = v;
+		}
+		n = size;
+	}
+	return n;
+}
+
+int
+crush_raw_to_up(const struct crush_pool *p, const struct crush_osd_state *osds, int max_osd,
+		const int32_t *raw, int n, int32_t *up, int *primary)
+{
+	bool ec = p->type == CRUSH_POOL_ERASURE;
+	int k = 0;
+
 	/* Down devices go the same way; the primary is the first left. */
-	k = 0;
+	*primary = -1;
 	for (int i = 0; i < n; i++) {
 		bool ok = raw[i] != CRUSH_ITEM_NONE && osd_exists(osds, max_osd, raw[i]) &&
 			  osds[raw[i]].up;
@@ -217,4 +257,16 @@ crush_pg_to_up(const struct crush_map *m, const struct crush_pool *p, uint32_t s
 		}
 	}
 	return k;
+}
+
+int
+crush_pg_to_up(const struct crush_map *m, const struct crush_pool *p, uint32_t seed,
+	       const struct crush_osd_state *osds, const uint32_t *w, int max_osd,
+	       const struct crush_upmap_item *upmaps, size_t nupmaps, int32_t *up, int *primary,
+	       void *work)
+{
+	int32_t raw[64];
+	int n = crush_pg_to_raw(m, p, seed, osds, w, max_osd, upmaps, nupmaps, NULL, 0, raw, work);
+
+	return crush_raw_to_up(p, osds, max_osd, raw, n, up, primary);
 }

@@ -454,6 +454,8 @@ cmd_status(struct cmd *c, bool health_only, bool detail)
 			"total", (json_int_t)tot->total, "clean", (json_int_t)tot->clean,
 			"undersized", (json_int_t)tot->undersized, "inactive",
 			(json_int_t)tot->inactive);
+		json_object_set_new(json_object_get(c->res, "pgs"), "pinned",
+				    json_integer((json_int_t)m->n_pg_pins));
 		if (c->env->stats && c->env->stats->valid)
 			json_object_set_new(c->res, "stats", stats_json(c->env->stats, pgs));
 	} else {
@@ -471,6 +473,11 @@ cmd_status(struct cmd *c, bool health_only, bool detail)
 				" on a full set, %" PRIu64 " undersized, %" PRIu64
 				" without OSDs\n",
 				tot->total, tot->clean, tot->undersized, tot->inactive);
+		if (m->n_pg_pins)
+			fprintf(c->out,
+				"    moving: %zu EC pgs held off their CRUSH placement, moving one "
+				"shard at a time\n",
+				m->n_pg_pins);
 		if (c->env->stats && c->env->stats->valid) {
 			const struct mon_stats *st = c->env->stats;
 			char buf[1024];

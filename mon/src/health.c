@@ -3,6 +3,7 @@
  * Health checks; see mon/health.h.
  */
 #include "mon/health.h"
+#include "mon/ec_pin.h"
 
 #include <stdarg.h>
 
@@ -215,6 +216,21 @@ mon_health_compute(const Cairn__Map__OsdMap *m, const struct mon_info *mons, siz
 	if (m->n_pools && !m->n_osds) {
 		c = add_check(h, "NO_OSDS", MON_HEALTH_WARN, "%zu pools but no OSDs", m->n_pools);
 		CHECK_OR_NOMEM(c);
+	}
+	{
+		size_t stuck = 0;
+
+		mon_pin_stuck(m, &stuck);
+		if (stuck) {
+			c = add_check(h, "EC_PGS_HELD", MON_HEALTH_WARN,
+				      "%zu EC PGs cannot move to their CRUSH placement", stuck);
+			CHECK_OR_NOMEM(c);
+			if (add_detail(c, "every OSD CRUSH wants for them holds another shard of "
+					  "the PG and no spare OSD is up and in (k+1 OSDs for a "
+					  "k+1 pool): add an OSD or bring one back in; until then "
+					  "the pool's merges and pgp_num raises wait"))
+				goto nomem;
+		}
 	}
 	rc = mon_placement_build(m, &pl, err);
 	if (rc) {

@@ -75,6 +75,17 @@ cmp_upmap(const void *x, const void *y)
 	return (a->to > b->to) - (a->to < b->to);
 }
 
+static int
+cmp_pin(const void *x, const void *y)
+{
+	const Cairn__Map__PgPin *a = *(Cairn__Map__PgPin *const *)x;
+	const Cairn__Map__PgPin *b = *(Cairn__Map__PgPin *const *)y;
+
+	if (a->pool != b->pool)
+		return (a->pool > b->pool) - (a->pool < b->pool);
+	return (a->seed > b->seed) - (a->seed < b->seed);
+}
+
 void
 mon_map_canonicalize(Cairn__Map__OsdMap *m)
 {
@@ -84,6 +95,8 @@ mon_map_canonicalize(Cairn__Map__OsdMap *m)
 		qsort(m->pools, m->n_pools, sizeof(*m->pools), cmp_pool);
 	if (m->n_upmap_items)
 		qsort(m->upmap_items, m->n_upmap_items, sizeof(*m->upmap_items), cmp_upmap);
+	if (m->n_pg_pins)
+		qsort(m->pg_pins, m->n_pg_pins, sizeof(*m->pg_pins), cmp_pin);
 }
 
 /* Append a (copied) element to a repeated field of pointers. */
@@ -133,6 +146,30 @@ has_upmap(Cairn__Map__UpmapItem *const *v, size_t n, const Cairn__Map__UpmapItem
 		if (cmp_upmap(&v[i], &u) == 0)
 			return true;
 	return false;
+}
+
+/* The pin of u's PG in v, or NULL. */
+static const Cairn__Map__PgPin *
+pin_of(Cairn__Map__PgPin *const *v, size_t n, const Cairn__Map__PgPin *u)
+{
+	for (size_t i = 0; i < n; i++)
+		if (cmp_pin(&v[i], &u) == 0)
+			return v[i];
+	return NULL;
+}
+
+/* A pin key (pool, seed) for remove_pins. */
+static Cairn__Map__PgPin *
+pin_key(const Cairn__Map__PgPin *p)
+{
+	Cairn__Map__PgPin *k = malloc(sizeof(*k));
+
+	if (k) {
+		cairn__map__pg_pin__init(k);
+		k->pool = p->pool;
+		k->seed = p->seed;
+	}
+	return k;
 }
 
 int
@@ -207,6 +244,17 @@ mon_map_diff(const Cairn__Map__OsdMap *a, const Cairn__Map__OsdMap *b,
 		if (!has_upmap(b->upmap_items, b->n_upmap_items, a->upmap_items[j]))
 			rc = push((void ***)&inc->remove_upmaps, &inc->n_remove_upmaps,
 				  copy_msg(&a->upmap_items[j]->base));
+	for (size_t i = 0; !rc && i < b->n_pg_pins; i++) {
+		const Cairn__Map__PgPin *old = pin_of(a->pg_pins, a->n_pg_pins, b->pg_pins[i]);
+
+		if (!old || !same_msg(&old->base, &b->pg_pins[i]->base))
+			rc = push((void ***)&inc->upsert_pins, &inc->n_upsert_pins,
+				  copy_msg(&b->pg_pins[i]->base));
+	}
+	for (size_t j = 0; !rc && j < a->n_pg_pins; j++)
+		if (!pin_of(b->pg_pins, b->n_pg_pins, a->pg_pins[j]))
+			rc = push((void ***)&inc->remove_pins, &inc->n_remove_pins,
+				  pin_key(a->pg_pins[j]));
 	if (rc) {
 		cairn__map__incremental__free_unpacked(inc, NULL);
 		return rc;
@@ -288,6 +336,26 @@ mon_map_apply(const Cairn__Map__OsdMap *a, const Cairn__Map__Incremental *inc,
 	for (size_t u = 0; !rc && u < inc->n_add_upmaps; u++)
 		rc = push((void ***)&b->upmap_items, &b->n_upmap_items,
 			  copy_msg(&inc->add_upmaps[u]->base));
+	for (size_t r = 0; !rc && r < inc->n_remove_pins; r++) {
+		size_t i = 0;
+
+		while (i < b->n_pg_pins && cmp_pin(&b->pg_pins[i], &inc->remove_pins[r]) != 0)
+			i++;
+		if (i == b->n_pg_pins)
+			rc = -EBADMSG;
+		else
+			drop((void **)b->pg_pins, &b->n_pg_pins, i);
+	}
+	for (size_t u = 0; !rc && u < inc->n_upsert_pins; u++) {
+		size_t i = 0;
+
+		while (i < b->n_pg_pins && cmp_pin(&b->pg_pins[i], &inc->upsert_pins[u]) != 0)
+			i++;
+		if (i < b->n_pg_pins)
+			drop((void **)b->pg_pins, &b->n_pg_pins, i);
+		rc = push((void ***)&b->pg_pins, &b->n_pg_pins,
+			  copy_msg(&inc->upsert_pins[u]->base));
+	}
 	if (!rc && inc->crush_changed) {
 		char *c = strdup(inc->crush);
 

@@ -5,6 +5,7 @@
  * edit that applies them, the `status` figures, and the campaign.
  */
 #include "mon/leader.h"
+#include "mon/ec_pin.h"
 #include "mon/map_store.h"
 #include "mon/osdmap.h"
 #include "cm/err.h"
@@ -295,7 +296,7 @@ refused(const struct track *t, uint64_t now, uint64_t rgrace)
 	return false;
 }
 
-/* PG merge steps, from what the up OSDs last reported of the PGs they lead. */
+/* PG merge and EC pin steps, from what the up OSDs last reported of the PGs they lead. */
 static int
 merge_decide(const struct mon_leader *l, const Cairn__Map__OsdMap *m, uint64_t now_ns,
 	     struct mon_leader_decision *d)
@@ -308,7 +309,7 @@ merge_decide(const struct mon_leader *l, const Cairn__Map__OsdMap *m, uint64_t n
 	for (size_t i = 0; i < m->n_pools; i++)
 		any |= m->pools[i]->pg_num_target != 0 ||
 		       m->pools[i]->pgp_num < m->pools[i]->pg_num;
-	if (!any)
+	if (!any && !m->n_pg_pins)
 		return 0;
 	for (int i = 0; i < l->ntrack; i++) {
 		const struct track *t = &l->track[i];
@@ -342,6 +343,8 @@ merge_decide(const struct mon_leader *l, const Cairn__Map__OsdMap *m, uint64_t n
 		}
 	}
 	rc = mon_merge_decide(m, reps, n, now_ns, &d->merges, &d->nmerges);
+	if (!rc)
+		rc = mon_pin_decide(m, reps, n, &d->pins, &d->npins);
 	free(reps);
 	if (rc)
 		mon_leader_decision_fini(d);
@@ -410,6 +413,9 @@ mon_leader_decision_fini(struct mon_leader_decision *d)
 	mon_merge_edits_free(d->merges, d->nmerges);
 	d->merges = NULL;
 	d->nmerges = 0;
+	free(d->pins);
+	d->pins = NULL;
+	d->npins = 0;
 }
 
 unsigned
@@ -438,6 +444,12 @@ mon_leader_apply(const struct mon_leader *l, const struct mon_leader_decision *d
 	}
 	if (d->nmerges) {
 		int rc = mon_merge_apply(d->merges, d->nmerges, m, now_ns);
+
+		if (rc > 0)
+			changed += (unsigned)rc;
+	}
+	if (d->npins && !(m->flags & MON_FLAG_NOREBALANCE)) {
+		int rc = mon_pin_apply(d->pins, d->npins, m);
 
 		if (rc > 0)
 			changed += (unsigned)rc;
@@ -684,7 +696,7 @@ mon_leader_round(struct mon_leader *l, struct cm_etcd *e, struct mon_map_store *
 	rc = campaign(l, e, rd);
 	if (rc)
 		return rc;
-	if (rd->leader && (rd->dec.ndown || rd->dec.nout || rd->dec.nmerges)) {
+	if (rd->leader && (rd->dec.ndown || rd->dec.nout || rd->dec.nmerges || rd->dec.npins)) {
 		struct leader_edit le = { .l = l, .d = &rd->dec, .now = now_ns };
 		uint64_t epoch;
 

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "mon/map_store.h"
+#include "mon/ec_pin.h"
 #include "mon/incremental.h"
 #include "mon/osdmap.h"
 #include "cm/log.h"
@@ -213,6 +214,13 @@ mon_map_update(struct mon_map_store *s, mon_map_update_fn fn, void *arg, uint64_
 		}
 		m->epoch = old->epoch + 1;
 		m->modified_ns = cm_now_ns();
+		/* EC PGs move only the positions they must (mon/ec_pin.h). */
+		rc = mon_ec_pin_hold(old, m);
+		if (rc) {
+			cairn__map__osd_map__free_unpacked(m, NULL);
+			cairn__map__osd_map__free_unpacked(old, NULL);
+			return rc;
+		}
 		mon_map_canonicalize(m); /* stored maps compare byte for byte */
 		{
 			char why[MON_ERRLEN];

@@ -136,6 +136,16 @@ commit_edit(const Cairn__Map__Pool *p, const struct mon_merge_rep *reps, size_t 
 	return 0;
 }
 
+/* Has pool any pinned PG (an EC placement still moving, mon/ec_pin.h)? */
+static bool
+pool_pinned(const Cairn__Map__OsdMap *m, int64_t pool)
+{
+	for (size_t i = 0; i < m->n_pg_pins; i++)
+		if (m->pg_pins[i]->pool == pool)
+			return true;
+	return false;
+}
+
 /* The edit pool p needs now: 0 (in *e), 1 (none), -ENOMEM. */
 static int
 pool_decide(const Cairn__Map__OsdMap *m, const Cairn__Map__Pool *p,
@@ -143,11 +153,13 @@ pool_decide(const Cairn__Map__OsdMap *m, const Cairn__Map__Pool *p,
 {
 	int rc;
 
-	if (!p->pg_num_target && !p->pg_num_pending && p->pgp_num < p->pg_num && !p->erasure) {
-		/* Split: place the children on their own OSDs, a doubling at a time. */
+	if (!p->pg_num_target && !p->pg_num_pending && p->pgp_num < p->pg_num) {
+		/* Split: place the children on their own OSDs, a doubling at a
+		 * time (EC: once the last doubling's pins have all gone). */
 		uint32_t to = p->pgp_num * 2 < p->pg_num ? p->pgp_num * 2 : p->pg_num;
 
-		if ((m->flags & MON_FLAG_NOREBALANCE) || !all_clean(m, p, reps, n))
+		if ((m->flags & MON_FLAG_NOREBALANCE) || !all_clean(m, p, reps, n) ||
+		    (p->erasure && pool_pinned(m, p->id)))
 			return 1;
 		*e = (struct mon_merge_edit){
 			.kind = MON_MERGE_PGP, .pool = p->id, .from = p->pg_num, .to = to
@@ -160,7 +172,9 @@ pool_decide(const Cairn__Map__OsdMap *m, const Cairn__Map__Pool *p,
 		uint32_t half = mon_merge_half(p->pg_num);
 		uint32_t to = p->pg_num_target > half ? p->pg_num_target : half;
 
-		if (!all_clean(m, p, reps, n) || !placed_together(m, p, to))
+		/* (EC: and no PG pinned: a step must not move one mid-merge) */
+		if (!all_clean(m, p, reps, n) || !placed_together(m, p, to) ||
+		    (p->erasure && pool_pinned(m, p->id)))
 			return 1;
 		*e = (struct mon_merge_edit){
 			.kind = MON_MERGE_START, .pool = p->id, .from = p->pg_num, .to = to

@@ -10,17 +10,6 @@
 
 #define WEIGHT_ONE 0x10000u
 
-/*
- * Changing an EC pool's pgp_num moves each PG to a new CRUSH placement whose
- * positions differ from the old: every OSD would hold a shard of the wrong
- * position, and the OSDs rebuild a shard only from shards at their acting
- * positions (not from prior OSDs or other positions), so the PGs would stay
- * incomplete. Refused until that exists (docs/operations.md).
- */
-#define EC_NO_MOVE                                                                          \
-	"an erasure-coded pool's PGs cannot change places yet (pgp_num): its shards would " \
-	"have to move between positions"
-
 /* By bit; NULL: a bit no flag uses (4 was noscrub: there is no scrub to stop yet). */
 static const char *const g_flag_names[] = {
 	"noout", "norebalance", "nobackfill", "norecover", NULL,
@@ -448,6 +437,21 @@ drop_upmaps(Cairn__Map__OsdMap *m, bool (*match)(const Cairn__Map__UpmapItem *u,
 	m->n_upmap_items = j;
 }
 
+/* Drop the pins of pool. */
+static void
+drop_pins(Cairn__Map__OsdMap *m, int64_t pool)
+{
+	size_t j = 0;
+
+	for (size_t i = 0; i < m->n_pg_pins; i++) {
+		if (m->pg_pins[i]->pool == pool)
+			cairn__map__pg_pin__free_unpacked(m->pg_pins[i], NULL);
+		else
+			m->pg_pins[j++] = m->pg_pins[i];
+	}
+	m->n_pg_pins = j;
+}
+
 static bool
 upmap_uses_osd(const Cairn__Map__UpmapItem *u, int64_t id)
 {
@@ -693,6 +697,7 @@ mon_pool_rm(Cairn__Map__OsdMap *m, const char *name, char *err)
 		}
 	}
 	drop_upmaps(m, upmap_in_pool, p->id);
+	drop_pins(m, p->id);
 	if (p->erasure) {
 		for (size_t i = 0; i < m->n_pools; i++)
 			shared |= m->pools[i]->crush_rule == rule;
@@ -804,12 +809,6 @@ mon_pool_set(Cairn__Map__OsdMap *m, const char *name, const char *key, const cha
 		 * OSDs and every PG is clean. */
 		if (p->pg_num_target == v)
 			return 1;
-		if (p->erasure && v < p->pgp_num) {
-			snprintf(err, MON_ERRLEN,
-				 EC_NO_MOVE " (pg_num %" PRIu64 " is below pgp_num %u)", v,
-				 p->pgp_num);
-			return -EOPNOTSUPP;
-		}
 		p->pg_num_target = (uint32_t)v;
 		if (p->pg_num_pending && p->pg_num_pending < v) {
 			p->pg_num_pending = 0; /* the step under way went below it */
@@ -836,10 +835,7 @@ mon_pool_set(Cairn__Map__OsdMap *m, const char *name, const char *key, const cha
 		}
 		if (p->pgp_num == v)
 			return 1;
-		if (p->erasure) {
-			snprintf(err, MON_ERRLEN, EC_NO_MOVE " (pgp_num stays %u)", p->pgp_num);
-			return -EOPNOTSUPP;
-		}
+		/* (an EC pool's PGs move one position at a time: mon/ec_pin.h) */
 		p->pgp_num = (uint32_t)v;
 		return 0;
 	}
@@ -873,6 +869,70 @@ unique(int64_t *vals, size_t n)
 		if (vals[i] == vals[i - 1])
 			return false;
 	return true;
+}
+
+static int
+pin_key_cmp(const void *x, const void *y)
+{
+	const Cairn__Map__PgPin *a = *(Cairn__Map__PgPin *const *)x;
+	const Cairn__Map__PgPin *b = *(Cairn__Map__PgPin *const *)y;
+
+	if (a->pool != b->pool)
+		return (a->pool > b->pool) - (a->pool < b->pool);
+	return (a->seed > b->seed) - (a->seed < b->seed);
+}
+
+/* Pins name an existing PG, one entry per position, OSD ids or -1, none twice. \return 0, -1. */
+static int
+pins_validate(const Cairn__Map__OsdMap *m, char *err)
+{
+	Cairn__Map__PgPin **v;
+	int rc = 0;
+
+	for (size_t i = 0; i < m->n_pg_pins; i++) {
+		const Cairn__Map__PgPin *q = m->pg_pins[i];
+		const Cairn__Map__Pool *p = NULL;
+
+		for (size_t j = 0; j < m->n_pools && !p; j++)
+			if (m->pools[j]->id == q->pool)
+				p = m->pools[j];
+		if (!p || q->seed >= p->pg_num || q->n_osds != p->size) {
+			snprintf(err, MON_ERRLEN,
+				 "pin of pg %" PRId64 ".%x names no PG of its size", q->pool,
+				 q->seed);
+			return -1;
+		}
+		for (size_t a = 0; a < q->n_osds; a++) {
+			bool twice = false;
+
+			for (size_t b = 0; b < a && q->osds[a] >= 0; b++)
+				twice |= q->osds[b] == q->osds[a];
+			if (q->osds[a] < -1 || q->osds[a] >= MON_MAX_OSD_ID || twice) {
+				snprintf(err, MON_ERRLEN,
+					 "pin of pg %" PRId64 ".%x names a bad osd", q->pool,
+					 q->seed);
+				return -1;
+			}
+		}
+	}
+	if (m->n_pg_pins < 2)
+		return 0;
+	v = malloc(m->n_pg_pins * sizeof(*v));
+	if (!v) {
+		snprintf(err, MON_ERRLEN, "out of memory");
+		return -1;
+	}
+	memcpy(v, m->pg_pins, m->n_pg_pins * sizeof(*v));
+	qsort(v, m->n_pg_pins, sizeof(*v), pin_key_cmp);
+	for (size_t i = 1; i < m->n_pg_pins && !rc; i++) {
+		if (pin_key_cmp(&v[i - 1], &v[i]) == 0) {
+			snprintf(err, MON_ERRLEN, "pg %" PRId64 ".%x is pinned twice", v[i]->pool,
+				 v[i]->seed);
+			rc = -1;
+		}
+	}
+	free(v);
+	return rc;
 }
 
 int
@@ -935,6 +995,8 @@ mon_map_validate(const Cairn__Map__OsdMap *m, char *err)
 			goto out;
 		}
 	}
+	if (pins_validate(m, err))
+		goto out;
 	if (crush_text_parse(m->crush, &cm, err, MON_ERRLEN)) {
 		char why[MON_ERRLEN];
 
@@ -959,6 +1021,26 @@ mon_pool_to_crush(const Cairn__Map__Pool *p, struct crush_pool *cp)
 				   .pgp_num = p->pgp_num,
 				   .rule = p->crush_rule,
 				   .hashpspool = true };
+}
+
+static int
+pin_cmp(const void *x, const void *y)
+{
+	const struct mon_pin *a = x, *b = y;
+
+	if (a->pool != b->pool)
+		return (a->pool > b->pool) - (a->pool < b->pool);
+	return (a->seed > b->seed) - (a->seed < b->seed);
+}
+
+const struct mon_pin *
+mon_placement_pin(const struct mon_placement *pl, int64_t pool, uint32_t seed)
+{
+	struct mon_pin key = { .pool = pool, .seed = seed };
+
+	if (!pl->npins)
+		return NULL;
+	return bsearch(&key, pl->pins, pl->npins, sizeof(*pl->pins), pin_cmp);
 }
 
 int
@@ -998,6 +1080,31 @@ mon_placement_build(const Cairn__Map__OsdMap *m, struct mon_placement *pl, char 
 							   .from = m->upmap_items[i]->from,
 							   .to = m->upmap_items[i]->to };
 	pl->nupmaps = m->n_upmap_items;
+	{
+		size_t tot = 0, at = 0;
+
+		for (size_t i = 0; i < m->n_pg_pins; i++)
+			tot += m->pg_pins[i]->n_osds;
+		pl->pins = calloc(m->n_pg_pins + 1, sizeof(*pl->pins));
+		pl->pin_osds = calloc(tot + 1, sizeof(*pl->pin_osds));
+		if (!pl->pins || !pl->pin_osds) {
+			mon_placement_free(pl);
+			return -ENOMEM;
+		}
+		for (size_t i = 0; i < m->n_pg_pins; i++) {
+			const Cairn__Map__PgPin *q = m->pg_pins[i];
+
+			memcpy(&pl->pin_osds[at], q->osds, q->n_osds * sizeof(*q->osds));
+			pl->pins[i] = (struct mon_pin){ .pool = q->pool,
+							.seed = q->seed,
+							.n = (int)q->n_osds,
+							.osds = &pl->pin_osds[at],
+							.epoch = q->epoch };
+			at += q->n_osds;
+		}
+		pl->npins = m->n_pg_pins;
+		qsort(pl->pins, pl->npins, sizeof(*pl->pins), pin_cmp);
+	}
 	return 0;
 }
 
@@ -1008,8 +1115,33 @@ mon_placement_free(struct mon_placement *pl)
 	free(pl->osds);
 	free(pl->weights);
 	free(pl->upmaps);
+	free(pl->pins);
+	free(pl->pin_osds);
 	free(pl->work);
 	memset(pl, 0, sizeof(*pl));
+}
+
+/* cp for p if its rule exists. \return false if it does not. */
+static bool
+placement_pool(const struct mon_placement *pl, const Cairn__Map__Pool *p, struct crush_pool *cp)
+{
+	mon_pool_to_crush(p, cp);
+	return cp->size <= 64 && p->crush_rule >= 0 && p->crush_rule < pl->crush->max_rules &&
+	       pl->crush->rules[p->crush_rule];
+}
+
+int
+mon_placement_pg_raw(struct mon_placement *pl, const Cairn__Map__Pool *p, uint32_t seed, bool nopin,
+		     int32_t *raw)
+{
+	const struct mon_pin *pin = nopin ? NULL : mon_placement_pin(pl, p->id, seed);
+	struct crush_pool cp;
+
+	if (!placement_pool(pl, p, &cp))
+		return 0;
+	return crush_pg_to_raw(pl->crush, &cp, seed, pl->osds, pl->weights, pl->max_osd, pl->upmaps,
+			       pl->nupmaps, pin ? pin->osds : NULL, pin ? pin->n : 0, raw,
+			       pl->work);
 }
 
 int
@@ -1017,13 +1149,12 @@ mon_placement_pg_up(struct mon_placement *pl, const Cairn__Map__Pool *p, uint32_
 		    int *primary)
 {
 	struct crush_pool cp;
+	int32_t raw[64];
+	int n;
 
-	mon_pool_to_crush(p, &cp);
-	if (cp.size > 64 || p->crush_rule < 0 || p->crush_rule >= pl->crush->max_rules ||
-	    !pl->crush->rules[p->crush_rule]) {
-		*primary = -1;
+	*primary = -1;
+	if (!placement_pool(pl, p, &cp))
 		return 0;
-	}
-	return crush_pg_to_up(pl->crush, &cp, seed, pl->osds, pl->weights, pl->max_osd, pl->upmaps,
-			      pl->nupmaps, up, primary, pl->work);
+	n = mon_placement_pg_raw(pl, p, seed, false, raw);
+	return crush_raw_to_up(&cp, pl->osds, pl->max_osd, raw, n, up, primary);
 }

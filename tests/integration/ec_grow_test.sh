@@ -4,15 +4,14 @@
 # 16 PGs with 300 objects; add one OSD, then two more at once. Every PG must
 # get active+clean again and every object must read back at every step.
 #
-# KNOWN TO FAIL (2026-11-27), so ctest runs it DISABLED: CRUSH `indep` keeps
-# a shard's position only across OSD failures; a new OSD can move two or
-# more positions of a PG (collisions cascade), and an EC primary counts and
-# reads only shards at their acting positions, not the shards the prior
-# OSDs still hold. Adding one OSD left 3 of 16 PGs incomplete ("on too few
-# shards here ... waiting"), two OSDs more ("fewer than k=2 complete shards
-# among the acting OSDs"), and objects unreadable. Enable it (CMakeLists.txt)
-# with the fix: EC peering and reads that take shards from prior OSDs and
-# other positions (docs/design/ec.md, Limits).
+# Then one OSD out and back in (a routine failure on an m = 1 pool).
+#
+# CRUSH `indep` keeps a shard's position only across OSD failures: a new OSD
+# or an `out` can move two or more positions of a PG at once, which left
+# PGs incomplete before the monitors pinned EC placements (mon/ec_pin.h):
+# each map now moves only the positions it must, and the rest one at a time
+# as each PG comes clean. Each step waits until the PGs are clean *and* on
+# CRUSH's placement (no pins left).
 set -euo pipefail
 . "$(dirname "$0")/../lib/cluster.sh"
 build=${1:?usage: ec_grow_test.sh BUILD_DIR}
@@ -50,9 +49,15 @@ wait_clean "4 OSDs"
 	--omap 0 >"$dir/w.out" 2>&1 || fail "write: $(tail -n 3 "$dir/w.out")"
 verify "4 OSDs"
 up 5
-wait_clean "a 5th OSD" 480
+wait_placed "a 5th OSD" 960
 verify "5 OSDs"
 up 7
-wait_clean "two OSDs more" 480
+wait_placed "two OSDs more" 960
 verify "7 OSDs"
+"$ctl" osd out 2 >/dev/null || fail "osd out 2"
+wait_placed "osd.2 out" 960
+verify "osd.2 out"
+"$ctl" osd in 2 >/dev/null || fail "osd in 2"
+wait_placed "osd.2 in" 960
+verify "osd.2 in"
 echo "ec_grow_test: passed"

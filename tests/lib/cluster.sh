@@ -62,6 +62,23 @@ wait_clean() {
 	echo "$1: active+clean after $(((t1 - t0) / 1000000)) ms"
 }
 
+# As wait_clean, and until no EC PG is held off its CRUSH placement (status
+# has no "moving:" line: mon/ec_pin.h), so the cluster is where CRUSH puts it.
+wait_placed() {
+	local t0 t1 n=0
+	t0=$(date +%s%N)
+	while :; do
+		"$ctl" status >"$dir/st" 2>&1 || true
+		grep -Eq "$CLEAN_RE" "$dir/st" && ! grep -q "moving:" "$dir/st" && break
+		n=$((n + 1))
+		[ "$n" -lt "${2:-720}" ] ||
+			fail "$1: not placed: $(grep -E 'pgs:|moving:' "$dir/st" | tr '\n' ' ')"
+		sleep 0.25
+	done
+	t1=$(date +%s%N)
+	echo "$1: active+clean on CRUSH's placement after $(((t1 - t0) / 1000000)) ms"
+}
+
 # OSD ids come in boot order; the files in $dir (osd.N.pid, osd.N.log) are by
 # start index. The start index of osd.$1 (from its log's boot line).
 osd_idx() {

@@ -73,4 +73,21 @@ int crush_pg_to_up(const struct crush_map *m, const struct crush_pool *p, uint32
 		   const struct crush_upmap_item *upmaps, size_t nupmaps, int32_t *up, int *primary,
 		   void *work);
 
+/*
+ * The raw set of PG (pool, seed): what crush_pg_to_up returns before down
+ * devices go. pin (npin == pool->size entries, or NULL) then replaces it
+ * position by position: pin[i] an OSD that exists and is in, or -1 for a
+ * hole; a pinned OSD that is gone or out gives way to position i's CRUSH
+ * answer unless the pin holds that OSD elsewhere (then a hole). raw holds
+ * pool->size entries. \return the count.
+ */
+int crush_pg_to_raw(const struct crush_map *m, const struct crush_pool *p, uint32_t seed,
+		    const struct crush_osd_state *osds, const uint32_t *weights, int max_osd,
+		    const struct crush_upmap_item *upmaps, size_t nupmaps, const int32_t *pin,
+		    int npin, int32_t *raw, void *work);
+
+/* up and *primary from a raw set (down devices: dropped, or holes for EC). \return the count. */
+int crush_raw_to_up(const struct crush_pool *p, const struct crush_osd_state *osds, int max_osd,
+		    const int32_t *raw, int n, int32_t *up, int *primary);
+
 #endif

@@ -113,6 +113,8 @@ struct mon_leader_decision {
 	size_t nout;
 	struct mon_merge_edit *merges; /* PG merge steps (mon/merge.h) */
 	size_t nmerges;
+	struct mon_pin_step *pins; /* EC pin steps (mon/ec_pin.h) */
+	size_t npins;
 };
 
 /*

@@ -24,8 +24,9 @@
  * After a split (pgp_num < pg_num, no merge under way) the same reports
  * raise pgp_num, doubling it at most each time and only once every PG of
  * the pool is active+clean, so children move to their own OSDs a share at
- * a time (backfill); never while norebalance is set, nor for an
- * erasure-coded pool (its pgp_num cannot change yet: mon/src/osdmap.c).
+ * a time (backfill); never while norebalance is set, and for an
+ * erasure-coded pool only once no PG of it is pinned (mon/ec_pin.h: the
+ * last doubling has finished moving its shards).
  *
  * Pure functions of the map, the reports and the time: tests drive them
  * without a cluster (tests/unit/mon/merge_test.c).

@@ -108,6 +108,15 @@ int mon_pool_set(Cairn__Map__OsdMap *m, const char *name, const char *key, const
  */
 int mon_map_validate(const Cairn__Map__OsdMap *m, char *err);
 
+/* A PgPin of the map, in a mon_placement. */
+struct mon_pin {
+	int64_t pool;
+	uint32_t seed;
+	int n;
+	const int32_t *osds;
+	uint64_t epoch;
+};
+
 /* Placement view of a map (built once per map; read-only after, thread-safe). */
 struct mon_placement {
 	struct crush_map *crush;
@@ -116,6 +125,9 @@ struct mon_placement {
 	uint32_t *weights;
 	struct crush_upmap_item *upmaps;
 	size_t nupmaps;
+	struct mon_pin *pins; /* sorted by pool, seed */
+	size_t npins;
+	int32_t *pin_osds; /* every pin's OSDs, back to back */
 	void *work;
 };
 
@@ -139,5 +151,16 @@ mon_merge_half(uint32_t from)
 /* Up set of a PG. \return the count (see crush_pg_to_up). Not thread-safe (shared work area). */
 int mon_placement_pg_up(struct mon_placement *pl, const Cairn__Map__Pool *p, uint32_t seed,
 			int32_t *up, int *primary);
+
+/*
+ * Raw set of a PG (before down OSDs go; with the pin unless nopin). \return
+ * the count (see crush_pg_to_raw). Not thread-safe.
+ */
+int mon_placement_pg_raw(struct mon_placement *pl, const Cairn__Map__Pool *p, uint32_t seed,
+			 bool nopin, int32_t *raw);
+
+/* The pin of (pool, seed), or NULL. */
+const struct mon_pin *mon_placement_pin(const struct mon_placement *pl, int64_t pool,
+					uint32_t seed);
 
 #endif

@@ -755,6 +755,20 @@ build_fn(void *arg)
 		j->src_skip = ns > keep ? ns - keep : 0;
 		if (nt > keep && osd_ver_cmp(&last, &tc.tail) > 0)
 			tc.tail = last;
+		if (j->src_skip || sc.tail.epoch || sc.tail.seq) {
+			/*
+			 * The source's log does not reach back to its creation
+			 * (trimmed before, or its oldest entries dropped here): nor
+			 * does the merged one. A tail between the target's entries
+			 * and the source's (re-versioned at the step's epoch) says
+			 * so: a copy with nothing is backfilled, not rebuilt from a
+			 * log that lacks some of its objects.
+			 */
+			struct osd_ver at = { j->step_epoch, 0 };
+
+			if (osd_ver_cmp(&at, &tc.tail) > 0)
+				tc.tail = at;
+		}
 		tc.lu = (struct osd_ver){ j->step_epoch, CM_MAX(tc.lu.seq, sc.lu.seq) + 1 };
 		if (!j->rc)
 			j->rc = put_info(j, &tc, j->pool);
