@@ -102,6 +102,23 @@ same_osds(const int32_t *a, const int32_t *b, int n)
 	return true;
 }
 
+/*
+ * A step an edit made (the leader's): every OSD of it still in, and at most
+ * one position moved from where the PG was (cur). Else the hold decides.
+ */
+static bool
+step_ok(const struct mon_placement *pn, const int32_t *to, const int32_t *cur, int n)
+{
+	int moved = 0;
+
+	for (int i = 0; i < n; i++) {
+		if (to[i] >= 0 && !osd_in(pn, to[i]))
+			return false;
+		moved += as_pin(to[i]) != as_pin(cur[i]);
+	}
+	return moved <= 1;
+}
+
 static Cairn__Map__PgPin *
 new_pin(int64_t pool, uint32_t seed, const int32_t *osds, int n, uint64_t epoch)
 {
@@ -162,27 +179,27 @@ hold_pool(const Cairn__Map__OsdMap *old, struct mon_placement *po, struct mon_pl
 		int32_t raw[64], cur[64], next[PIN_MAX];
 		const int32_t *want = NULL;
 		uint64_t epoch = m->epoch;
-		int n = mon_placement_pg_raw(pn, p, s, true, raw);
+		int n = mon_placement_pg_raw(pn, p, s, true, raw), nc;
+		uint32_t os;
 
-		if (n != size)
+		if (n != size || !op || !op->erasure || op->size != p->size || !op->pg_num)
+			continue; /* nothing was placed: nothing to hold */
+		os = s < op->pg_num ? s
+				    : crush_stable_mod(s, op->pg_num, crush_pg_mask(op->pg_num));
+		nc = mon_placement_pg_raw(po, op, os, false, cur);
+		if (nc != size)
 			continue;
 		if (edit && edit->n_osds == (size_t)size &&
-		    !(was && was->n == size && same_osds(edit->osds, was->osds, size))) {
+		    !(was && was->n == size && same_osds(edit->osds, was->osds, size)) &&
+		    step_ok(pn, edit->osds, cur, size)) {
 			want = edit->osds; /* a step: the edit's own */
-		} else if (op && op->erasure && op->size == p->size && op->pg_num) {
-			uint32_t os = s < op->pg_num ? s
-						     : crush_stable_mod(s, op->pg_num,
-									crush_pg_mask(op->pg_num));
-			int nc = mon_placement_pg_raw(po, op, os, false, cur);
-
-			if (nc != size)
-				continue; /* nothing was placed: nothing to hold */
+		} else {
 			hold_one(pn, cur, nc, raw, size, next);
 			want = next;
 			if (was && was->n == size && same_osds(next, was->osds, size))
 				epoch = was->epoch;
 		}
-		if (!want || same_osds(want, raw, size))
+		if (same_osds(want, raw, size))
 			continue;
 		if (push_pin(out, nout, cap, new_pin(p->id, s, want, size, epoch)))
 			return -ENOMEM;
@@ -276,10 +293,43 @@ host_of(const Cairn__Map__OsdMap *m, int32_t id)
 	return o && o->host ? o->host : "";
 }
 
-/* An up, in OSD not in pin (on a host the pin's others do not use if there is one), or -1. */
+/* Is id up (and in) in pl's map? */
+static bool
+osd_up_in(const struct mon_placement *pl, int32_t id)
+{
+	return osd_in(pl, id) && pl->osds[id].up;
+}
+
+/*
+ * The OSDs CRUSH places pool p's PGs on (in: at least one PG of it without
+ * pins), so that a spare obeys the pool's rule (root, device class).
+ * \return a calloc'd array of pl->max_osd + 1, or NULL.
+ */
+static bool *
+pool_osds(struct mon_placement *pl, const Cairn__Map__Pool *p)
+{
+	bool *in = calloc((size_t)pl->max_osd + 1, sizeof(*in));
+	int32_t raw[64];
+
+	if (!in)
+		return NULL;
+	for (uint32_t s = 0; s < p->pg_num; s++) {
+		int n = mon_placement_pg_raw(pl, p, s, true, raw);
+
+		for (int i = 0; i < n; i++)
+			if (raw[i] >= 0 && raw[i] < pl->max_osd)
+				in[raw[i]] = true;
+	}
+	return in;
+}
+
+/*
+ * An up, in OSD of the pool's rule (rule[]) not in pin, on a host the pin's
+ * others do not use if there is one; or -1.
+ */
 static int32_t
-spare(const Cairn__Map__OsdMap *m, const struct mon_placement *pl, const int32_t *pin, int n,
-      int skip)
+spare(const Cairn__Map__OsdMap *m, const struct mon_placement *pl, const bool *rule,
+      const int32_t *pin, int n, int skip)
 {
 	int32_t any = -1;
 
@@ -287,7 +337,7 @@ spare(const Cairn__Map__OsdMap *m, const struct mon_placement *pl, const int32_t
 		int32_t id = m->osds[k]->id;
 		bool shared = false;
 
-		if (!osd_in(pl, id) || !pl->osds[id].up || holds(pin, n, id))
+		if (!osd_up_in(pl, id) || !rule[id] || holds(pin, n, id))
 			continue;
 		for (int i = 0; i < n && !shared; i++)
 			shared = i != skip && pin[i] >= 0 &&
@@ -300,10 +350,19 @@ spare(const Cairn__Map__OsdMap *m, const struct mon_placement *pl, const int32_t
 	return any;
 }
 
-/* One step for pin q (pool p): to (false: none possible). */
+/*
+ * One step for pin q (pool p, rule its OSDs): to (false: none possible).
+ * First a position whose CRUSH OSD is free takes it (holes first). Else
+ * (a cycle: every OSD CRUSH wants holds another position) a position
+ * holding an OSD CRUSH wants elsewhere moves to a spare, freeing it for
+ * the next step; so every step either puts a position where CRUSH wants
+ * it or frees an OSD that the next one puts there. Never a hole: the PG
+ * would report undersized, never clean, and the next edit's hold would
+ * fill it back.
+ */
 static bool
 step_one(const Cairn__Map__OsdMap *m, struct mon_placement *pl, const Cairn__Map__Pool *p,
-	 const Cairn__Map__PgPin *q, int32_t *to)
+	 const bool *rule, const Cairn__Map__PgPin *q, int32_t *to)
 {
 	int32_t raw[64];
 	int n = (int)q->n_osds, pick = -1;
@@ -311,30 +370,32 @@ step_one(const Cairn__Map__OsdMap *m, struct mon_placement *pl, const Cairn__Map
 	if (mon_placement_pg_raw(pl, p, q->seed, true, raw) != n)
 		return false;
 	memcpy(to, q->osds, (size_t)n * sizeof(*to));
-	/* A position whose CRUSH OSD is free: holes first. */
 	for (int pass = 0; pass < 2 && pick < 0; pass++)
 		for (int i = 0; i < n && pick < 0; i++)
 			if ((pass || to[i] < 0) && as_pin(raw[i]) >= 0 && to[i] != raw[i] &&
-			    !holds(to, n, raw[i]) && osd_in(pl, raw[i]))
+			    !holds(to, n, raw[i]) && osd_up_in(pl, raw[i]))
 				pick = i;
 	if (pick >= 0) {
 		to[pick] = raw[pick];
 		return true;
 	}
-	/* A cycle: every wanted OSD holds another position. */
 	for (int i = 0; i < n && pick < 0; i++)
-		if (as_pin(raw[i]) >= 0 && to[i] != raw[i] && to[i] >= 0)
+		if (to[i] >= 0 && to[i] != as_pin(raw[i]) && holds(raw, n, to[i]))
 			pick = i;
 	if (pick < 0)
 		return false;
-	to[pick] = spare(m, pl, to, n, pick);
-	if (to[pick] >= 0)
-		return true;
-	if (p->ec_m >= 2) {
-		to[pick] = -1; /* a hole for a moment: m - 1 shards to spare */
-		return true;
-	}
-	return false;
+	to[pick] = spare(m, pl, rule, to, n, pick);
+	return to[pick] >= 0;
+}
+
+/* Every OSD of the pin up and in (a PG being rebuilt is not moved again). */
+static bool
+pin_all_up(const struct mon_placement *pl, const Cairn__Map__PgPin *q)
+{
+	for (size_t i = 0; i < q->n_osds; i++)
+		if (q->osds[i] >= 0 && !osd_up_in(pl, q->osds[i]))
+			return false;
+	return true;
 }
 
 int
@@ -345,7 +406,10 @@ mon_pin_decide(const Cairn__Map__OsdMap *m, const struct mon_merge_rep *reps, si
 	struct mon_placement pl;
 	char err[MON_ERRLEN];
 	struct mon_pin_step *v = NULL;
+	bool *rule = NULL;
+	int64_t rule_pool = -1;
 	size_t nv = 0;
+	int rc = 0;
 
 	*out = NULL;
 	*nout = 0;
@@ -369,10 +433,22 @@ mon_pin_decide(const Cairn__Map__OsdMap *m, const struct mon_merge_rep *reps, si
 		const struct mon_merge_rep *r = newest_rep(sorted, n, q->pool, q->seed);
 		struct mon_pin_step *st = &v[nv];
 
+		/* Clean in this very map (a report from before an OSD went down
+		 * does not count), every OSD of it up, no merge step pending. */
 		if (!p || !p->erasure || p->pg_num_pending || q->n_osds != p->size ||
-		    q->n_osds > PIN_MAX || !r || !r->clean || r->epoch < q->epoch)
+		    q->n_osds > PIN_MAX || !r || !r->clean || r->epoch < m->epoch ||
+		    !pin_all_up(&pl, q))
 			continue;
-		if (!step_one(m, &pl, p, q, st->to))
+		if (rule_pool != p->id) {
+			free(rule);
+			rule = pool_osds(&pl, p);
+			rule_pool = p->id;
+			if (!rule) {
+				rc = -ENOMEM;
+				break;
+			}
+		}
+		if (!step_one(m, &pl, p, rule, q, st->to))
 			continue;
 		st->pool = q->pool;
 		st->seed = q->seed;
@@ -381,15 +457,17 @@ mon_pin_decide(const Cairn__Map__OsdMap *m, const struct mon_merge_rep *reps, si
 		memcpy(st->from, q->osds, q->n_osds * sizeof(*q->osds));
 		nv++;
 	}
+	free(rule);
 	free(sorted);
 	mon_placement_free(&pl);
-	if (!nv) {
+	if (rc || !nv) {
 		free(v);
 		v = NULL;
+		nv = 0;
 	}
 	*out = v;
 	*nout = nv;
-	return 0;
+	return rc;
 }
 
 int
@@ -397,14 +475,25 @@ mon_pin_apply(const struct mon_pin_step *s, size_t n, Cairn__Map__OsdMap *m)
 {
 	int changed = 0;
 
+	if (m->n_pg_pins) /* sorted: found by bsearch */
+		qsort(m->pg_pins, m->n_pg_pins, sizeof(*m->pg_pins), pin_ptr_cmp);
 	for (size_t i = 0; i < n; i++) {
-		Cairn__Map__PgPin *q = NULL;
+		Cairn__Map__PgPin *q = find_pin(m->pg_pins, m->n_pg_pins, s[i].pool, s[i].seed);
+		const Cairn__Map__Pool *p = mon_pool_find_id(m, s[i].pool);
+		bool ok = q && p && !p->pg_num_pending && q->epoch == s[i].epoch &&
+			  q->n_osds == (size_t)s[i].n && same_osds(q->osds, s[i].from, s[i].n);
 
-		for (size_t k = 0; k < m->n_pg_pins && !q; k++)
-			if (m->pg_pins[k]->pool == s[i].pool && m->pg_pins[k]->seed == s[i].seed)
-				q = m->pg_pins[k];
-		if (!q || q->epoch != s[i].epoch || q->n_osds != (size_t)s[i].n ||
-		    !same_osds(q->osds, s[i].from, s[i].n))
+		/* The map may be newer than the one decided on: the new OSD must
+		 * still be up and in. */
+		for (int k = 0; ok && k < s[i].n; k++) {
+			const Cairn__Map__Osd *o;
+
+			if (s[i].to[k] == q->osds[k] || s[i].to[k] < 0)
+				continue;
+			o = mon_osd_find(m, s[i].to[k]);
+			ok = o && o->up && o->in && o->reweight > 0;
+		}
+		if (!ok)
 			continue;
 		for (int k = 0; k < s[i].n; k++) {
 			if (q->osds[k] != s[i].to[k])
@@ -422,6 +511,8 @@ mon_pin_stuck(const Cairn__Map__OsdMap *m, size_t *nstuck)
 {
 	struct mon_placement pl;
 	char err[MON_ERRLEN];
+	bool *rule = NULL;
+	int64_t rule_pool = -1;
 
 	*nstuck = 0;
 	if (!m->n_pg_pins)
@@ -433,10 +524,19 @@ mon_pin_stuck(const Cairn__Map__OsdMap *m, size_t *nstuck)
 		const Cairn__Map__Pool *p = mon_pool_find_id(m, q->pool);
 		int32_t to[PIN_MAX];
 
-		if (p && p->erasure && q->n_osds == p->size && q->n_osds <= PIN_MAX &&
-		    !step_one(m, &pl, p, q, to))
+		if (!p || !p->erasure || q->n_osds != p->size || q->n_osds > PIN_MAX)
+			continue;
+		if (rule_pool != p->id) {
+			free(rule);
+			rule = pool_osds(&pl, p);
+			rule_pool = p->id;
+			if (!rule)
+				break;
+		}
+		if (!step_one(m, &pl, p, rule, q, to))
 			(*nstuck)++;
 	}
+	free(rule);
 	mon_placement_free(&pl);
 	return 0;
 }

@@ -148,14 +148,38 @@ has_upmap(Cairn__Map__UpmapItem *const *v, size_t n, const Cairn__Map__UpmapItem
 	return false;
 }
 
+static bool
+pins_sorted(Cairn__Map__PgPin *const *v, size_t n)
+{
+	for (size_t i = 1; i < n; i++)
+		if (cmp_pin(&v[i - 1], &v[i]) >= 0)
+			return false;
+	return true;
+}
+
+/* Index of u's PG in v[0, n) (sorted: a binary search), or n. */
+static size_t
+pin_at(Cairn__Map__PgPin *const *v, size_t n, bool sorted, const Cairn__Map__PgPin *u)
+{
+	Cairn__Map__PgPin *const *hit;
+
+	if (!sorted) {
+		for (size_t i = 0; i < n; i++)
+			if (cmp_pin(&v[i], &u) == 0)
+				return i;
+		return n;
+	}
+	hit = n ? bsearch(&u, v, n, sizeof(*v), cmp_pin) : NULL;
+	return hit ? (size_t)(hit - v) : n;
+}
+
 /* The pin of u's PG in v, or NULL. */
 static const Cairn__Map__PgPin *
-pin_of(Cairn__Map__PgPin *const *v, size_t n, const Cairn__Map__PgPin *u)
+pin_of(Cairn__Map__PgPin *const *v, size_t n, bool sorted, const Cairn__Map__PgPin *u)
 {
-	for (size_t i = 0; i < n; i++)
-		if (cmp_pin(&v[i], &u) == 0)
-			return v[i];
-	return NULL;
+	size_t i = pin_at(v, n, sorted, u);
+
+	return i < n ? v[i] : NULL;
 }
 
 /* A pin key (pool, seed) for remove_pins. */
@@ -244,15 +268,19 @@ mon_map_diff(const Cairn__Map__OsdMap *a, const Cairn__Map__OsdMap *b,
 		if (!has_upmap(b->upmap_items, b->n_upmap_items, a->upmap_items[j]))
 			rc = push((void ***)&inc->remove_upmaps, &inc->n_remove_upmaps,
 				  copy_msg(&a->upmap_items[j]->base));
+	bool asort = pins_sorted(a->pg_pins, a->n_pg_pins);
+	bool bsort = pins_sorted(b->pg_pins, b->n_pg_pins);
+
 	for (size_t i = 0; !rc && i < b->n_pg_pins; i++) {
-		const Cairn__Map__PgPin *old = pin_of(a->pg_pins, a->n_pg_pins, b->pg_pins[i]);
+		const Cairn__Map__PgPin *old =
+			pin_of(a->pg_pins, a->n_pg_pins, asort, b->pg_pins[i]);
 
 		if (!old || !same_msg(&old->base, &b->pg_pins[i]->base))
 			rc = push((void ***)&inc->upsert_pins, &inc->n_upsert_pins,
 				  copy_msg(&b->pg_pins[i]->base));
 	}
 	for (size_t j = 0; !rc && j < a->n_pg_pins; j++)
-		if (!pin_of(b->pg_pins, b->n_pg_pins, a->pg_pins[j]))
+		if (!pin_of(b->pg_pins, b->n_pg_pins, bsort, a->pg_pins[j]))
 			rc = push((void ***)&inc->remove_pins, &inc->n_remove_pins,
 				  pin_key(a->pg_pins[j]));
 	if (rc) {
@@ -336,25 +364,32 @@ mon_map_apply(const Cairn__Map__OsdMap *a, const Cairn__Map__Incremental *inc,
 	for (size_t u = 0; !rc && u < inc->n_add_upmaps; u++)
 		rc = push((void ***)&b->upmap_items, &b->n_upmap_items,
 			  copy_msg(&inc->add_upmaps[u]->base));
-	for (size_t r = 0; !rc && r < inc->n_remove_pins; r++) {
-		size_t i = 0;
+	/* (a sorted map's pins are found by binary search: a pgp_num change
+	 * may pin thousands of PGs at once) */
+	bool sorted = pins_sorted(b->pg_pins, b->n_pg_pins);
 
-		while (i < b->n_pg_pins && cmp_pin(&b->pg_pins[i], &inc->remove_pins[r]) != 0)
-			i++;
+	for (size_t r = 0; !rc && r < inc->n_remove_pins; r++) {
+		size_t i = pin_at(b->pg_pins, b->n_pg_pins, sorted, inc->remove_pins[r]);
+
 		if (i == b->n_pg_pins)
 			rc = -EBADMSG;
 		else
-			drop((void **)b->pg_pins, &b->n_pg_pins, i);
+			drop((void **)b->pg_pins, &b->n_pg_pins, i); /* stays sorted */
 	}
-	for (size_t u = 0; !rc && u < inc->n_upsert_pins; u++) {
-		size_t i = 0;
+	for (size_t u = 0, nsorted = b->n_pg_pins; !rc && u < inc->n_upsert_pins; u++) {
+		size_t i = pin_at(b->pg_pins, nsorted, sorted, inc->upsert_pins[u]);
+		Cairn__Map__PgPin *c = copy_msg(&inc->upsert_pins[u]->base);
 
-		while (i < b->n_pg_pins && cmp_pin(&b->pg_pins[i], &inc->upsert_pins[u]) != 0)
-			i++;
-		if (i < b->n_pg_pins)
-			drop((void **)b->pg_pins, &b->n_pg_pins, i);
-		rc = push((void ***)&b->pg_pins, &b->n_pg_pins,
-			  copy_msg(&inc->upsert_pins[u]->base));
+		if (!c) {
+			rc = -ENOMEM;
+		} else if (i < nsorted) {
+			protobuf_c_message_free_unpacked(&b->pg_pins[i]->base, NULL);
+			b->pg_pins[i] = c; /* replaced in place */
+		} else {
+			rc = push((void ***)&b->pg_pins, &b->n_pg_pins, c);
+			if (rc)
+				protobuf_c_message_free_unpacked(&c->base, NULL);
+		}
 	}
 	if (!rc && inc->crush_changed) {
 		char *c = strdup(inc->crush);

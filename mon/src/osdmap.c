@@ -882,7 +882,10 @@ pin_key_cmp(const void *x, const void *y)
 	return (a->seed > b->seed) - (a->seed < b->seed);
 }
 
-/* Pins name an existing PG, one entry per position, OSD ids or -1, none twice. \return 0, -1. */
+/*
+ * Pins name an existing PG of an EC pool, one entry per position, OSD ids or
+ * -1, none twice. \return 0, -1.
+ */
 static int
 pins_validate(const Cairn__Map__OsdMap *m, char *err)
 {
@@ -896,7 +899,7 @@ pins_validate(const Cairn__Map__OsdMap *m, char *err)
 		for (size_t j = 0; j < m->n_pools && !p; j++)
 			if (m->pools[j]->id == q->pool)
 				p = m->pools[j];
-		if (!p || q->seed >= p->pg_num || q->n_osds != p->size) {
+		if (!p || !p->erasure || q->seed >= p->pg_num || q->n_osds != p->size) {
 			snprintf(err, MON_ERRLEN,
 				 "pin of pg %" PRId64 ".%x names no PG of its size", q->pool,
 				 q->seed);

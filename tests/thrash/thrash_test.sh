@@ -16,7 +16,10 @@
 # (default 4) the cluster size, THRASH_MONS (default 3) the mons; one fault
 # at a time, so every PG keeps min_size (2) copies. THRASH_EC=K+M thrashes an erasure-coded pool
 # instead (data and an xattr per object; no omap): THRASH_OSDS=6
-# THRASH_EC=4+2 keeps min_size (k+1) shards up. THRASH_SHARDS=N (default 1)
+# THRASH_EC=4+2 keeps min_size (k+1) shards up. THRASH_ADD=N (default 0)
+# adds N OSDs, one at a time, from three eighths of the way in (EC: the
+# mons then move shards one position per PG at a time, mon/ec_pin.h, while
+# the other faults go on). THRASH_SHARDS=N (default 1)
 # starts every OSD with a random number of PG shards (osd_op_shards) from 1
 # to N, drawn again at each restart: PGs change shard under load.
 # Network cuts (THRASH_CUT=1, the default; needs root): the test runs in a
@@ -94,6 +97,8 @@ kills=0 stops=0 cuts=0 monkills=0 splits=0
 # merge, under the load too); THRASH_SPLIT=0 leaves it alone.
 split_at=$(( $(date +%s) + secs / 4 ))
 merge_at=$(( $(date +%s) + secs / 2 ))
+add_at=$(( $(date +%s) + 3 * secs / 8 ))
+adds=0
 [ "${THRASH_SPLIT:-1}" = 1 ] || split_at=$((end + 1))
 pool_field() { # the pool's field $1 (pg_num, pg_num_target, ...)
 	"$ctl" --format json pool ls 2>/dev/null | /usr/bin/python3 -c '
@@ -114,6 +119,14 @@ while [ "$(date +%s)" -lt "$end" ]; do
 		"$ctl" pool set "${pool[1]}" pg_num "$pg0" >/dev/null 2>&1 || continue
 		splits=2
 		echo "thrash: pool ${pool[1]}: pg_num $((2 * pg0)) -> $pg0 asked at $(( $(date +%s) - end + secs - 15 )) s"
+		continue
+	fi
+	if [ "$adds" -lt "${THRASH_ADD:-0}" ] && [ "$(date +%s)" -ge "$add_at" ]; then
+		# One more OSD (up starts the ones it lacks); it takes PGs by backfill.
+		nosd=$((nosd + 1))
+		adds=$((adds + 1))
+		up
+		echo "thrash: osd.$((nosd - 1)) added at $(( $(date +%s) - end + secs - 15 )) s"
 		continue
 	fi
 	r=$(( RANDOM % 12 ))
@@ -157,7 +170,7 @@ while [ "$(date +%s)" -lt "$end" ]; do
 	sleep $(( RANDOM % 5 ))
 	up
 done
-echo "thrash: $kills OSD kills, $stops OSD stops (2-$stop_max s), $cuts OSD network cuts (2-$stop_max s), $monkills leader mon kills, $splits pg_num changes in $secs s (PG shards per OSD start: $(grep -ho "[0-9]* PG shards\?$" "$dir"/osd.*.log | sort | uniq -c | awk '{printf "%s%s with %s", (NR > 1 ? ", " : ""), $1, $2}'))"
+echo "thrash: $kills OSD kills, $stops OSD stops (2-$stop_max s), $cuts OSD network cuts (2-$stop_max s), $monkills leader mon kills, $adds OSDs added, $splits pg_num changes in $secs s (PG shards per OSD start: $(grep -ho "[0-9]* PG shards\?$" "$dir"/osd.*.log | sort | uniq -c | awk '{printf "%s%s with %s", (NR > 1 ? ", " : ""), $1, $2}'))"
 [ "$splits" != 2 ] || echo "thrash: pg_num $(pool_field pg_num) when the faults stopped"
 wait "$lpid" || { tail -20 "$dir/load.err" >&2; fail "workload: $(tail -1 "$dir/load.out")"; }
 echo "workload: $(tail -1 "$dir/load.out")"

@@ -313,6 +313,14 @@ osd__plan_slot(struct osd_pg *pg, int t, int a)
 			common = p->tail;
 			found = true;
 		}
+		/*
+		 * The log covers what follows its tail. A merge keeps the
+		 * target's older entries below a tail it raised (the source's
+		 * log was cut short: mon merge, pg/merge.c): they still find
+		 * resends, but a copy at one of them is backfilled.
+		 */
+		if (found && osd_ver_cmp(&common, &ap->tail) < 0)
+			found = false;
 	}
 	if (!found) {
 		p->backfill = true;

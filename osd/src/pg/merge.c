@@ -573,12 +573,17 @@ stash_drop(struct osd_merge *j, const char *cid, const struct os_kv *kv)
 	return os_txn_remove_any(j->t, cid, sname);
 }
 
-/* A source's log entry, re-versioned into the target's pgmeta. */
+/*
+ * A source's log entry, re-versioned into the target's pgmeta; the object
+ * (still in the source's collection, moved after) takes the new version as
+ * its "v", so that a push naming its newest entry's version finds it
+ * (entries come oldest first: the newest one's is the last set).
+ */
 static int
-log_entry_move(struct osd_merge *j, const char *tcid, const struct os_kv *kv)
+log_entry_move(struct osd_merge *j, const char *scid, const char *tcid, const struct os_kv *kv)
 {
 	Cairn__Osd__LogEntry *le = cairn__osd__log_entry__unpack(NULL, kv->vlen, kv->val);
-	uint8_t key[OSD_LOGKEY_LEN], *b;
+	uint8_t key[OSD_LOGKEY_LEN], *b, verbuf[16];
 	struct osd_ver v;
 	size_t bl;
 	int rc;
@@ -606,6 +611,14 @@ log_entry_move(struct osd_merge *j, const char *tcid, const struct os_kv *kv)
 	cairn__osd__log_entry__pack(le, b);
 	rc = os_txn_omap_set(j->t, tcid, OSD_PGMETA, key, OSD_LOGKEY_LEN, b, bl);
 	free(b);
+	if (!rc && le->oid && le->oid[0] && le->op != OSD_LOG_DELETE) {
+		struct os_stat st;
+
+		if (os_stat(j->o->store, scid, le->oid, &st) == 0) {
+			osd_ver_pack(&v, verbuf);
+			rc = os_txn_setattr(j->t, scid, le->oid, "v", verbuf, sizeof(verbuf));
+		}
+	}
 	cairn__osd__log_entry__free_unpacked(le, NULL);
 	j->entries++;
 	return rc;
@@ -622,7 +635,7 @@ source_record_fn(void *arg, const struct os_kv *kv)
 		return 0;
 	if (w->seen++ < w->drop)
 		return 0; /* older than the merged log keeps */
-	return log_entry_move(w->j, w->tcid, kv);
+	return log_entry_move(w->j, w->cid, w->tcid, kv);
 }
 
 /*

@@ -521,8 +521,73 @@ START_TEST(test_step_gates)
 	ck_assert_uint_gt(ns, 0);
 	st[0].epoch--;
 	ck_assert_int_eq(mon_pin_apply(st, 1, m), 0);
+	st[0].epoch++;
+	/* Nor one whose new OSD went out (or down) since. */
+	for (int k = 0; k < st[0].n; k++) {
+		if (st[0].to[k] == st[0].from[k])
+			continue;
+		ck_assert_int_eq(mon_osd_set_in(m, st[0].to[k], false), 0);
+		ck_assert_int_eq(mon_pin_apply(st, 1, m), 0);
+		ck_assert_int_eq(mon_osd_set_in(m, st[0].to[k], true), 0);
+		ck_assert_int_eq(mon_osd_mark_down(m, st[0].to[k], 1), 0);
+		ck_assert_int_eq(mon_pin_apply(st, 1, m), 0);
+	}
 	free(st);
 	free(r);
+	cairn__map__osd_map__free_unpacked(m, NULL);
+}
+
+END_TEST
+
+/*
+ * A pinned PG with one of its OSDs down is not moved (it is being rebuilt
+ * elsewhere); and an edit that moves a pin two positions at once is not
+ * trusted as a step: the hold keeps the PG where it was.
+ */
+START_TEST(test_step_safety)
+{
+	int64_t id;
+	Cairn__Map__OsdMap *m = ec_map(4, 2, 1, 32, &id);
+	Cairn__Map__OsdMap *old;
+	struct mon_merge_rep *r;
+	struct mon_pin_step *st;
+	size_t n, ns, all;
+	int32_t victim;
+	Cairn__Map__PgPin *q;
+	int forced;
+
+	edit(m, id, do_boot, 4, true);
+	ck_assert_uint_gt(m->n_pg_pins, 0);
+	r = clean_reports(m, id, &n);
+	ck_assert_int_eq(mon_pin_decide(m, r, n, &st, &all), 0);
+	free(st);
+	q = m->pg_pins[0];
+	victim = q->osds[0] >= 0 ? q->osds[0] : q->osds[1];
+	old = copy_map(m);
+	do_down(m, victim);
+	commit(old, m);
+	cairn__map__osd_map__free_unpacked(old, NULL);
+	free(r);
+	r = clean_reports(m, id, &n); /* even if a report said clean */
+	ck_assert_int_eq(mon_pin_decide(m, r, n, &st, &ns), 0);
+	for (size_t i = 0; i < ns; i++)
+		for (int k = 0; k < st[i].n; k++)
+			ck_assert_int_ne(st[i].from[k], victim);
+	ck_assert_uint_lt(ns, all);
+	free(st);
+	free(r);
+	/* A two-position "step" written into the map: held back. */
+	q = m->pg_pins[0];
+	old = copy_map(m);
+	{
+		int32_t t = q->osds[0];
+
+		q->osds[0] = q->osds[1];
+		q->osds[1] = t;
+	}
+	commit(old, m);
+	ck_assert_int_eq(max_moved(old, m, id, false, &forced), 0);
+	cairn__map__osd_map__free_unpacked(old, NULL);
 	cairn__map__osd_map__free_unpacked(m, NULL);
 }
 
@@ -665,6 +730,7 @@ main(void)
 	tcase_add_test(tc, test_split_leader_rounds);
 	tcase_add_test(tc, test_merge_leader_rounds);
 	tcase_add_test(tc, test_step_gates);
+	tcase_add_test(tc, test_step_safety);
 	tcase_add_test(tc, test_no_spare);
 	suite_add_tcase(s, tc);
 	return cm_test_main(s);
