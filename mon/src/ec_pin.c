@@ -247,6 +247,17 @@ mon_ec_pin_hold(const Cairn__Map__OsdMap *old, Cairn__Map__OsdMap *m)
 		m->n_pg_pins = nmine;
 		return rc;
 	}
+	{
+		size_t fresh = 0;
+
+		for (size_t i = 0; i < nout; i++)
+			fresh += out[i]->epoch == m->epoch;
+		if (fresh || nout != old->n_pg_pins)
+			CM_NOTICE("epoch %" PRIu64
+				  ": %zu EC PGs held off their CRUSH placement (%zu "
+				  "changed): their shards move one position at a time",
+				  m->epoch, nout, fresh);
+	}
 	for (size_t i = 0; i < nmine; i++)
 		cairn__map__pg_pin__free_unpacked(mine[i], NULL);
 	free(mine);

@@ -51,6 +51,9 @@ verify "4 OSDs"
 up 5
 wait_placed "a 5th OSD" 960
 verify "5 OSDs"
+# The mons held the PGs CRUSH moved and stepped them (mon/ec_pin.h).
+grep -q "EC PGs held off their CRUSH placement" "$dir"/mon.*.log ||
+	fail "no EC PG was held when an OSD was added"
 up 7
 wait_placed "two OSDs more" 960
 verify "7 OSDs"
