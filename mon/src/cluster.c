@@ -608,16 +608,41 @@ cmd_pg_ls(struct cmd *c)
 				off += (size_t)snprintf(ups + off, sizeof(ups) - off, "%s%d",
 							k ? "," : "",
 							up[k] == CRUSH_ITEM_NONE ? -1 : up[k]);
+			/* Held off CRUSH's placement (mon/ec_pin.h): where CRUSH wants it. */
+			int32_t want[64];
+			int nw = mon_placement_pin(&pl, p->id, seed)
+					 ? mon_placement_pg_raw(&pl, p, seed, true, want)
+					 : 0;
+			char wants[512];
+
+			wants[0] = 0;
+			for (int k = 0, o = 0; k < nw && o < (int)sizeof(wants); k++)
+				o += snprintf(wants + o, sizeof(wants) - (size_t)o, "%s%d",
+					      k ? "," : "",
+					      want[k] == CRUSH_ITEM_NONE ? -1 : want[k]);
 			if (a) {
-				json_t *u = json_array();
+				json_t *u = json_array(), *pg;
 
 				for (int k = 0; k < n; k++)
 					json_array_append_new(
 						u, json_integer(up[k] == CRUSH_ITEM_NONE ? -1
 											 : up[k]));
-				json_array_append_new(a, json_pack("{s:s, s:s, s:i, s:o}", "pg", id,
-								   "state", state, "primary",
-								   primary, "up", u));
+				pg = json_pack("{s:s, s:s, s:i, s:o}", "pg", id, "state", state,
+					       "primary", primary, "up", u);
+				if (nw) {
+					json_t *w = json_array();
+
+					for (int k = 0; k < nw; k++)
+						json_array_append_new(
+							w, json_integer(want[k] == CRUSH_ITEM_NONE
+										? -1
+										: want[k]));
+					json_object_set_new(pg, "held_for", w);
+				}
+				json_array_append_new(a, pg);
+			} else if (nw) {
+				fprintf(c->out, "%-10s %-28s %-7d [%s] held; CRUSH wants [%s]\n",
+					id, state, primary, ups, wants);
 			} else {
 				fprintf(c->out, "%-10s %-28s %-7d [%s]\n", id, state, primary, ups);
 			}

@@ -48,7 +48,16 @@ wait_clean "4 OSDs"
 "$load" write -c "$dir/cairn.conf" --pool ec --prefix e --count 300 --gen 1 --max-size 65536 \
 	--omap 0 >"$dir/w.out" 2>&1 || fail "write: $(tail -n 3 "$dir/w.out")"
 verify "4 OSDs"
+# norebalance holds the steps: the PGs CRUSH moved stay held (and readable).
+"$ctl" osd set norebalance >/dev/null || fail "osd set norebalance"
 up 5
+wait_clean "a 5th OSD, norebalance" 960
+sleep 2
+held=$("$ctl" pg ls ec | grep -c "held; CRUSH wants" || true)
+[ "$held" -gt 0 ] || fail "no PG held after an OSD was added: $("$ctl" pg ls ec)"
+"$ctl" status | grep -q "moving: $held EC pgs" || fail "status: $("$ctl" status | grep moving)"
+verify "5 OSDs, $held PGs held (norebalance)"
+"$ctl" osd unset norebalance >/dev/null || fail "osd unset norebalance"
 wait_placed "a 5th OSD" 960
 verify "5 OSDs"
 # The mons held the PGs CRUSH moved and stepped them (mon/ec_pin.h).

@@ -31,7 +31,13 @@ on_replica_commit(void *arg, int rc)
 	osd_ver_to_pb(&ra->ver, &v);
 	r.ver = &v;
 	r.rc = rc;
-	if (rc)
+	if (rc == -ESTALE || rc == -EAGAIN)
+		/* Our copy moved on (a split or a new interval): the primary
+		 * holds the PG's ops and peers again (repop_failed). */
+		CM_WARN("pg.%" PRId64 ".%x: applying %" PRIu64 ".%" PRIu64
+			" refused: %s; the primary peers again",
+			ra->pool, ra->seed, ra->ver.epoch, ra->ver.seq, cm_strerror(rc));
+	else if (rc)
 		CM_ERR("pg.%" PRId64 ".%x: applying %" PRIu64 ".%" PRIu64 " failed: %s", ra->pool,
 		       ra->seed, ra->ver.epoch, ra->ver.seq, cm_strerror(rc));
 	osd__send_pb(ra->c, OSD_MSG_REP_OP_REPLY, 0, &r.base, NULL);
