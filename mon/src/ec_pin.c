@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* EC placement pins: the hold on every map edit and the leader's steps (mon/ec_pin.h). */
 #include "mon/ec_pin.h"
+#include "mon/incremental.h"
 #include "mon/osdmap.h"
 #include "crush/placement.h"
 #include "cm/log.h"
@@ -15,17 +16,6 @@ CM_LOG_SUBSYS(mon);
 
 #define PIN_MAX 32
 
-static int
-pin_ptr_cmp(const void *x, const void *y)
-{
-	const Cairn__Map__PgPin *a = *(Cairn__Map__PgPin *const *)x;
-	const Cairn__Map__PgPin *b = *(Cairn__Map__PgPin *const *)y;
-
-	if (a->pool != b->pool)
-		return (a->pool > b->pool) - (a->pool < b->pool);
-	return (a->seed > b->seed) - (a->seed < b->seed);
-}
-
 static Cairn__Map__PgPin *
 find_pin(Cairn__Map__PgPin **v, size_t n, int64_t pool, uint32_t seed)
 {
@@ -36,7 +26,7 @@ find_pin(Cairn__Map__PgPin **v, size_t n, int64_t pool, uint32_t seed)
 	cairn__map__pg_pin__init(&key);
 	key.pool = pool;
 	key.seed = seed;
-	hit = bsearch(&kp, v, n, sizeof(*v), pin_ptr_cmp);
+	hit = bsearch(&kp, v, n, sizeof(*v), mon_pin_cmp);
 	return hit ? *hit : NULL;
 }
 
@@ -232,7 +222,7 @@ mon_ec_pin_hold(const Cairn__Map__OsdMap *old, Cairn__Map__OsdMap *m)
 		return 0;
 	}
 	if (nmine)
-		qsort(mine, nmine, sizeof(*mine), pin_ptr_cmp);
+		qsort(mine, nmine, sizeof(*mine), mon_pin_cmp);
 	for (size_t i = 0; i < m->n_pools && !rc; i++)
 		if (m->pools[i]->erasure)
 			rc = hold_pool(old, &po, &pn, m, m->pools[i], mine, nmine, &out, &nout,
@@ -487,7 +477,7 @@ mon_pin_apply(const struct mon_pin_step *s, size_t n, Cairn__Map__OsdMap *m)
 	int changed = 0;
 
 	if (m->n_pg_pins) /* sorted: found by bsearch */
-		qsort(m->pg_pins, m->n_pg_pins, sizeof(*m->pg_pins), pin_ptr_cmp);
+		qsort(m->pg_pins, m->n_pg_pins, sizeof(*m->pg_pins), mon_pin_cmp);
 	for (size_t i = 0; i < n; i++) {
 		Cairn__Map__PgPin *q = find_pin(m->pg_pins, m->n_pg_pins, s[i].pool, s[i].seed);
 		const Cairn__Map__Pool *p = mon_pool_find_id(m, s[i].pool);
@@ -518,18 +508,12 @@ mon_pin_apply(const struct mon_pin_step *s, size_t n, Cairn__Map__OsdMap *m)
 }
 
 int
-mon_pin_stuck(const Cairn__Map__OsdMap *m, size_t *nstuck)
+mon_pin_stuck(const Cairn__Map__OsdMap *m, struct mon_placement *pl, size_t *nstuck)
 {
-	struct mon_placement pl;
-	char err[MON_ERRLEN];
 	bool *rule = NULL;
 	int64_t rule_pool = -1;
 
 	*nstuck = 0;
-	if (!m->n_pg_pins)
-		return 0;
-	if (mon_placement_build(m, &pl, err))
-		return 0;
 	for (size_t i = 0; i < m->n_pg_pins; i++) {
 		const Cairn__Map__PgPin *q = m->pg_pins[i];
 		const Cairn__Map__Pool *p = mon_pool_find_id(m, q->pool);
@@ -539,15 +523,14 @@ mon_pin_stuck(const Cairn__Map__OsdMap *m, size_t *nstuck)
 			continue;
 		if (rule_pool != p->id) {
 			free(rule);
-			rule = pool_osds(&pl, p);
+			rule = pool_osds(pl, p);
 			rule_pool = p->id;
 			if (!rule)
-				break;
+				return -ENOMEM;
 		}
-		if (!step_one(m, &pl, p, rule, q, to))
+		if (!step_one(m, pl, p, rule, q, to))
 			(*nstuck)++;
 	}
 	free(rule);
-	mon_placement_free(&pl);
 	return 0;
 }

@@ -217,27 +217,28 @@ mon_health_compute(const Cairn__Map__OsdMap *m, const struct mon_info *mons, siz
 		c = add_check(h, "NO_OSDS", MON_HEALTH_WARN, "%zu pools but no OSDs", m->n_pools);
 		CHECK_OR_NOMEM(c);
 	}
-	{
-		size_t stuck = 0;
-
-		mon_pin_stuck(m, &stuck);
-		if (stuck) {
-			c = add_check(h, "EC_PGS_HELD", MON_HEALTH_WARN,
-				      "%zu EC PGs cannot move to their CRUSH placement", stuck);
-			CHECK_OR_NOMEM(c);
-			if (add_detail(c, "every OSD CRUSH wants for them holds another shard of "
-					  "the PG and no spare OSD is up and in (k+1 OSDs for a "
-					  "k+1 pool): add an OSD or bring one back in; until then "
-					  "the pool's merges and pgp_num raises wait"))
-				goto nomem;
-		}
-	}
 	rc = mon_placement_build(m, &pl, err);
 	if (rc) {
 		mon_health_free(h);
 		return rc;
 	}
 	rc = mon_pg_summarize(m, &pl, &ps, &tot);
+	if (!rc) {
+		size_t stuck = 0;
+
+		mon_pin_stuck(m, &pl, &stuck);
+		if (stuck) {
+			c = add_check(h, "EC_PGS_HELD", MON_HEALTH_WARN,
+				      "%zu EC PGs cannot move to their CRUSH placement", stuck);
+			if (!c ||
+			    add_detail(c, "every OSD CRUSH wants for them holds another shard "
+					  "of the PG and no spare OSD is up and in (k+m OSDs "
+					  "in for a k+m pool): add an OSD or bring one back "
+					  "in; until then the pool's merges and pgp_num "
+					  "raises wait"))
+				rc = -ENOMEM;
+		}
+	}
 	mon_placement_free(&pl);
 	if (rc)
 		goto nomem;

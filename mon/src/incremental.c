@@ -75,8 +75,8 @@ cmp_upmap(const void *x, const void *y)
 	return (a->to > b->to) - (a->to < b->to);
 }
 
-static int
-cmp_pin(const void *x, const void *y)
+int
+mon_pin_cmp(const void *x, const void *y)
 {
 	const Cairn__Map__PgPin *a = *(Cairn__Map__PgPin *const *)x;
 	const Cairn__Map__PgPin *b = *(Cairn__Map__PgPin *const *)y;
@@ -96,7 +96,7 @@ mon_map_canonicalize(Cairn__Map__OsdMap *m)
 	if (m->n_upmap_items)
 		qsort(m->upmap_items, m->n_upmap_items, sizeof(*m->upmap_items), cmp_upmap);
 	if (m->n_pg_pins)
-		qsort(m->pg_pins, m->n_pg_pins, sizeof(*m->pg_pins), cmp_pin);
+		qsort(m->pg_pins, m->n_pg_pins, sizeof(*m->pg_pins), mon_pin_cmp);
 }
 
 /* Append a (copied) element to a repeated field of pointers. */
@@ -152,7 +152,7 @@ static bool
 pins_sorted(Cairn__Map__PgPin *const *v, size_t n)
 {
 	for (size_t i = 1; i < n; i++)
-		if (cmp_pin(&v[i - 1], &v[i]) >= 0)
+		if (mon_pin_cmp(&v[i - 1], &v[i]) >= 0)
 			return false;
 	return true;
 }
@@ -165,11 +165,11 @@ pin_at(Cairn__Map__PgPin *const *v, size_t n, bool sorted, const Cairn__Map__PgP
 
 	if (!sorted) {
 		for (size_t i = 0; i < n; i++)
-			if (cmp_pin(&v[i], &u) == 0)
+			if (mon_pin_cmp(&v[i], &u) == 0)
 				return i;
 		return n;
 	}
-	hit = n ? bsearch(&u, v, n, sizeof(*v), cmp_pin) : NULL;
+	hit = n ? bsearch(&u, v, n, sizeof(*v), mon_pin_cmp) : NULL;
 	return hit ? (size_t)(hit - v) : n;
 }
 

@@ -3,6 +3,7 @@
  * Cluster map operations; see mon/osdmap.h.
  */
 #include "mon/osdmap.h"
+#include "mon/incremental.h"
 #include "mon/map_store.h"
 #include "crush/edit.h"
 
@@ -871,17 +872,6 @@ unique(int64_t *vals, size_t n)
 	return true;
 }
 
-static int
-pin_key_cmp(const void *x, const void *y)
-{
-	const Cairn__Map__PgPin *a = *(Cairn__Map__PgPin *const *)x;
-	const Cairn__Map__PgPin *b = *(Cairn__Map__PgPin *const *)y;
-
-	if (a->pool != b->pool)
-		return (a->pool > b->pool) - (a->pool < b->pool);
-	return (a->seed > b->seed) - (a->seed < b->seed);
-}
-
 /*
  * Pins name an existing PG of an EC pool, one entry per position, OSD ids or
  * -1, none twice. \return 0, -1.
@@ -926,9 +916,9 @@ pins_validate(const Cairn__Map__OsdMap *m, char *err)
 		return -1;
 	}
 	memcpy(v, m->pg_pins, m->n_pg_pins * sizeof(*v));
-	qsort(v, m->n_pg_pins, sizeof(*v), pin_key_cmp);
+	qsort(v, m->n_pg_pins, sizeof(*v), mon_pin_cmp);
 	for (size_t i = 1; i < m->n_pg_pins && !rc; i++) {
-		if (pin_key_cmp(&v[i - 1], &v[i]) == 0) {
+		if (mon_pin_cmp(&v[i - 1], &v[i]) == 0) {
 			snprintf(err, MON_ERRLEN, "pg %" PRId64 ".%x is pinned twice", v[i]->pool,
 				 v[i]->seed);
 			rc = -1;

@@ -30,6 +30,7 @@
 #include <stdint.h>
 
 #include "mon/merge.h"
+#include "mon/osdmap.h"
 #include "mon/proto.h"
 
 /*
@@ -61,10 +62,10 @@ int mon_pin_apply(const struct mon_pin_step *s, size_t n, Cairn__Map__OsdMap *m)
 
 /*
  * How many pins of m no step can move (in *n): every OSD CRUSH wants for
- * the PG holds another of its positions and no spare OSD is up and in, on
- * a pool with m = 1 (a hole would leave fewer than k shards to rebuild
- * from). They stay until an OSD is added or comes back in. \return 0.
+ * the PG holds another of its positions and no spare OSD of the pool's
+ * rule is up and in. They stay until an OSD is added or comes back in.
+ * pl: m's placement (the caller's, built once). \return 0, -ENOMEM.
  */
-int mon_pin_stuck(const Cairn__Map__OsdMap *m, size_t *n);
+int mon_pin_stuck(const Cairn__Map__OsdMap *m, struct mon_placement *pl, size_t *n);
 
 #endif

@@ -12,7 +12,10 @@
 
 #include <cairn/osdmap.pb-c.h>
 
-/* Sort a map's OSDs, pools and upmap items into canonical order. */
+/* PgPin pointers by (pool, seed): the canonical order (a qsort/bsearch comparator). */
+int mon_pin_cmp(const void *x, const void *y);
+
+/* Sort a map's OSDs, pools, upmap items and pins into canonical order. */
 void mon_map_canonicalize(Cairn__Map__OsdMap *m);
 
 /* \return 0, -EINVAL (b is not a's next epoch or another fsid), -ENOMEM. */

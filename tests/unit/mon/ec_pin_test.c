@@ -175,31 +175,65 @@ clean_reports(const Cairn__Map__OsdMap *m, int64_t id, size_t *n)
 	return r;
 }
 
-/* One leader round with every PG clean. \return how many steps applied. */
-static int
-round_clean(Cairn__Map__OsdMap *m, int64_t id)
+/* What one leader round did (leader_round). */
+struct round {
+	bool pinned, pending; /* before it: the map had pins, a merge step pending */
+	int kind;             /* the merge edit applied (0: none) */
+	size_t steps;         /* pin steps applied */
+};
+
+/*
+ * One leader round as the mons run it, every PG reported clean (and ready,
+ * while a merge step is pending): merge edits and pin steps decided on m,
+ * applied, committed through the hold; no PG moves more than one position,
+ * none by force. \return false when there was nothing to do.
+ */
+static bool
+leader_round(Cairn__Map__OsdMap *m, int64_t id, struct round *rd)
 {
+	const Cairn__Map__Pool *p = mon_pool_find_id(m, id);
 	struct mon_merge_rep *r;
+	struct mon_merge_edit *e;
 	struct mon_pin_step *st;
-	size_t n, ns;
-	int applied;
 	Cairn__Map__OsdMap *old;
+	size_t n, ne, ns;
 	int forced;
 
+	*rd = (struct round){ .pinned = m->n_pg_pins > 0, .pending = p->pg_num_pending != 0 };
 	r = clean_reports(m, id, &n);
+	for (size_t i = 0; i < n; i++) {
+		r[i].ready = rd->pending;
+		r[i].lu_epoch = 3;
+		r[i].lu_seq = r[i].seed + 100;
+	}
+	ck_assert_int_eq(mon_merge_decide(m, r, n, 0, &e, &ne), 0);
 	ck_assert_int_eq(mon_pin_decide(m, r, n, &st, &ns), 0);
 	free(r);
-	if (!ns)
-		return 0;
+	if (!ne && !ns)
+		return false;
 	old = copy_map(m);
-	applied = mon_pin_apply(st, ns, m);
-	ck_assert_int_eq(applied, (int)ns);
+	if (ne) {
+		rd->kind = e[0].kind;
+		ck_assert_int_eq(mon_merge_apply(e, ne, m, 0), 1);
+	}
+	ck_assert_int_eq(mon_pin_apply(st, ns, m), (int)ns);
+	rd->steps = ns;
+	mon_merge_edits_free(e, ne);
 	free(st);
 	commit(old, m);
 	ck_assert_int_le(max_moved(old, m, id, false, &forced), 1);
 	ck_assert_int_eq(forced, 0);
 	cairn__map__osd_map__free_unpacked(old, NULL);
-	return applied;
+	return true;
+}
+
+/* One leader round with every PG clean. \return how many pin steps it applied. */
+static int
+round_clean(Cairn__Map__OsdMap *m, int64_t id)
+{
+	struct round rd;
+
+	return leader_round(m, id, &rd) ? (int)rd.steps : 0;
 }
 
 /* Rounds until no pin is left (at most limit); the placement is then CRUSH's. */
@@ -380,39 +414,19 @@ START_TEST(test_split_leader_rounds)
 	int64_t id;
 	Cairn__Map__OsdMap *m = ec_map(7, 4, 2, 16, &id);
 	Cairn__Map__OsdMap *old;
-	int rounds = 0, forced, doublings = 0;
+	struct round rd;
+	int rounds = 0, doublings = 0;
 
 	old = copy_map(m);
 	do_pg_num(m, 64);
 	commit(old, m);
 	cairn__map__osd_map__free_unpacked(old, NULL);
-	while (rounds++ < 100) {
-		struct mon_merge_rep *r;
-		struct mon_merge_edit *e;
-		struct mon_pin_step *st;
-		size_t n, ne, ns;
-		bool pinned = m->n_pg_pins > 0;
-
-		r = clean_reports(m, id, &n);
-		ck_assert_int_eq(mon_merge_decide(m, r, n, 0, &e, &ne), 0);
-		ck_assert_int_eq(mon_pin_decide(m, r, n, &st, &ns), 0);
-		free(r);
-		if (!ne && !ns)
-			break;
-		ck_assert(!(ne && pinned)); /* no doubling while a pin moves */
-		old = copy_map(m);
-		if (ne) {
-			ck_assert_int_eq(e[0].kind, MON_MERGE_PGP);
-			ck_assert_int_eq(mon_merge_apply(e, ne, m, 0), 1);
+	while (rounds++ < 100 && leader_round(m, id, &rd)) {
+		ck_assert(!(rd.kind && rd.pinned)); /* no doubling while a pin moves */
+		if (rd.kind) {
+			ck_assert_int_eq(rd.kind, MON_MERGE_PGP);
 			doublings++;
 		}
-		ck_assert_int_eq(mon_pin_apply(st, ns, m), (int)ns);
-		mon_merge_edits_free(e, ne);
-		free(st);
-		commit(old, m);
-		ck_assert_int_le(max_moved(old, m, id, false, &forced), 1);
-		ck_assert_int_eq(forced, 0);
-		cairn__map__osd_map__free_unpacked(old, NULL);
 	}
 	ck_assert_int_eq(doublings, 2);
 	ck_assert_uint_eq(mon_pool_find_id(m, id)->pgp_num, 64);
@@ -432,6 +446,7 @@ START_TEST(test_merge_leader_rounds)
 	int64_t id;
 	Cairn__Map__OsdMap *m = ec_map(7, 4, 2, 64, &id);
 	Cairn__Map__OsdMap *old;
+	struct round rd;
 	int rounds = 0, forced, starts = 0, steps = 0;
 
 	old = copy_map(m);
@@ -440,40 +455,11 @@ START_TEST(test_merge_leader_rounds)
 	ck_assert_int_eq(max_moved(old, m, id, false, &forced), 0);
 	ck_assert_uint_gt(m->n_pg_pins, 0);
 	cairn__map__osd_map__free_unpacked(old, NULL);
-	while (rounds++ < 200) {
-		const Cairn__Map__Pool *p = mon_pool_find_id(m, id);
-		struct mon_merge_rep *r;
-		struct mon_merge_edit *e;
-		struct mon_pin_step *st;
-		size_t n, ne, ns;
-		bool pinned = m->n_pg_pins > 0, pending = p->pg_num_pending != 0;
-
-		r = clean_reports(m, id, &n);
-		for (size_t i = 0; i < n; i++) {
-			r[i].ready = pending;
-			r[i].lu_epoch = 3;
-			r[i].lu_seq = r[i].seed + 100;
-		}
-		ck_assert_int_eq(mon_merge_decide(m, r, n, 0, &e, &ne), 0);
-		ck_assert_int_eq(mon_pin_decide(m, r, n, &st, &ns), 0);
-		free(r);
-		if (!ne && !ns)
-			break;
-		ck_assert(!(ns && pending));
-		old = copy_map(m);
-		if (ne) {
-			ck_assert(!(e[0].kind == MON_MERGE_START && pinned));
-			starts += e[0].kind == MON_MERGE_START;
-			ck_assert_int_eq(mon_merge_apply(e, ne, m, 0), 1);
-		}
-		ck_assert_int_eq(mon_pin_apply(st, ns, m), (int)ns);
-		steps += (int)ns;
-		mon_merge_edits_free(e, ne);
-		free(st);
-		commit(old, m);
-		ck_assert_int_le(max_moved(old, m, id, false, &forced), 1);
-		ck_assert_int_eq(forced, 0);
-		cairn__map__osd_map__free_unpacked(old, NULL);
+	while (rounds++ < 200 && leader_round(m, id, &rd)) {
+		ck_assert(!(rd.steps && rd.pending));
+		ck_assert(!(rd.kind == MON_MERGE_START && rd.pinned));
+		starts += rd.kind == MON_MERGE_START;
+		steps += (int)rd.steps;
 	}
 	ck_assert_int_eq(starts, 2);
 	ck_assert_int_gt(steps, 0);
@@ -593,6 +579,20 @@ START_TEST(test_step_safety)
 
 END_TEST
 
+/* mon_pin_stuck on m's own placement. */
+static size_t
+stuck_pins(const Cairn__Map__OsdMap *m)
+{
+	struct mon_placement pl;
+	char err[MON_ERRLEN];
+	size_t n;
+
+	ck_assert_msg(mon_placement_build(m, &pl, err) == 0, "%s", err);
+	ck_assert_int_eq(mon_pin_stuck(m, &pl, &n), 0);
+	mon_placement_free(&pl);
+	return n;
+}
+
 /*
  * Exactly k+m OSDs: an out and in moves only what it must; a PG whose
  * positions are a cycle cannot step with m = 1 (no spare, and a hole would
@@ -635,7 +635,7 @@ START_TEST(test_no_spare)
 	m->pg_pins = malloc(sizeof(*m->pg_pins));
 	m->pg_pins[0] = q;
 	m->n_pg_pins = 1;
-	ck_assert_int_eq(mon_pin_stuck(m, &stuck), 0);
+	stuck = stuck_pins(m);
 	ck_assert_uint_eq(stuck, 1);
 	ck_assert_int_eq(round_clean(m, id), 0);
 	/* A fourth OSD: the cycle steps through it and ends on CRUSH. */
@@ -645,7 +645,7 @@ START_TEST(test_no_spare)
 	ck_assert_int_eq(max_moved(old, m, id, false, &forced), 0);
 	cairn__map__osd_map__free_unpacked(old, NULL);
 	ck_assert_int_gt(settle(m, id, 40), 0);
-	ck_assert_int_eq(mon_pin_stuck(m, &stuck), 0);
+	stuck = stuck_pins(m);
 	ck_assert_uint_eq(stuck, 0);
 	cairn__map__osd_map__free_unpacked(m, NULL);
 }
