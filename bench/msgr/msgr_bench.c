@@ -18,7 +18,9 @@
  * GMAC frame tags (protocol 3; beside it, MACs off and protocol 2's
  * Poly1305 tags for the 4 MiB and 64-in-flight cases).
  * Prints a table, then one JSON line. MSGR_BENCH_SMALL=1 runs only 4 KiB x 64
- * in flight without MACs (for perf record: the messenger's per-message cost).
+ * in flight without MACs (for perf record: the messenger's per-message cost);
+ * MSGR_BENCH_SMALL=msgr leaves out the raw TCP runs, MSGR_BENCH_MAC=1 keeps
+ * the frame MACs.
  */
 #include "bench_stats.h"
 #include "cm/err.h"
@@ -43,6 +45,8 @@ static bool g_crc_data = true;
 static uint32_t g_proto;
 static char g_tls_dir[64];
 static bool g_tls;
+/* MSGR_BENCH_SMALL=msgr: the messenger's side only (for a profiler). */
+static bool g_no_raw;
 
 /* ---------------- raw TCP ---------------- */
 
@@ -442,7 +446,7 @@ run_case(size_t size, unsigned window, int reps, double scale, const char **bnam
 	struct result res;
 
 	for (int i = 0; i < reps; i++) {
-		r[i] = raw_run(size, window) * scale;
+		r[i] = g_no_raw ? 0 : raw_run(size, window) * scale;
 		m[i] = msgr_run(size, window, bname) * scale;
 		q[i] = r[i] > 0 ? m[i] / r[i] : 0;
 	}
@@ -497,8 +501,11 @@ main(int argc, char **argv)
 		return 2;
 	}
 	if (getenv("MSGR_BENCH_SMALL")) {
-		/* Only 4 KiB x 64 in flight, without MACs (for a profiler): no table. */
-		g_proto = CM_MSGR_PROTO_MIN;
+		/* Only 4 KiB x 64 in flight, without MACs (for a profiler): no
+		 * table. MSGR_BENCH_MAC=1 keeps the default frame MACs. */
+		g_no_raw = !strcmp(getenv("MSGR_BENCH_SMALL"), "msgr");
+		if (!getenv("MSGR_BENCH_MAC"))
+			g_proto = CM_MSGR_PROTO_MIN;
 		many_nomac = run_case(4096, 64, reps, 1.0, &bname);
 		printf("{\"bench\":\"msgr\",\"msgs_s_4k_nomac\":%.0f,\"ratio_4k_64_nomac\":%.3f}\n",
 		       many_nomac.msgr, many_nomac.ratio);

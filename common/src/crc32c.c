@@ -91,6 +91,12 @@ shift4k_init(void)
 uint32_t
 cm_crc32c_combine(uint32_t crc_a, uint32_t crc_b, uint64_t len_b)
 {
+	/* Nothing appended (a frame without data), or nothing to shift (a
+	 * frame without front): most frames are one or the other. */
+	if (len_b == 0)
+		return crc_a;
+	if (crc_a == 0)
+		return crc_b;
 	if (len_b == 4096) {
 		pthread_once(&g_shift4k_once, shift4k_init);
 		return g_shift4k[0][crc_a & 255] ^ g_shift4k[1][(crc_a >> 8) & 255] ^

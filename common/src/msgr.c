@@ -39,6 +39,18 @@
 #include <openssl/err.h>
 #include <openssl/rand.h>
 #include <openssl/ssl.h>
+#include <pthread.h>
+
+#if defined(__SANITIZE_ADDRESS__)
+#define CM_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CM_ASAN 1
+#endif
+#endif
+#ifndef CM_ASAN
+#define CM_ASAN 0
+#endif
 
 CM_LOG_SUBSYS(msgr);
 
@@ -48,13 +60,65 @@ static void listener_accept(struct cm_listener *l);
 
 /* ---------------- messages ---------------- */
 
+/*
+ * Freed messages wait in a per-thread cache for the next cm_msg_create(): a
+ * window of 64 small messages in flight outgrows malloc's per-thread cache,
+ * and calloc/free were a fifth of the messenger's instructions per message
+ * (callgrind, bench/msgr 4 KiB x 64). A message is created and destroyed on
+ * its reactor's thread, so the cache needs no lock; it holds at most
+ * MSG_CACHE_MAX and is freed when its thread exits. Under AddressSanitizer
+ * there is no cache, so a use after destroy is still caught.
+ */
+#if CM_ASAN
+#define MSG_CACHE_MAX 0
+#else
+#define MSG_CACHE_MAX 256
+#endif
+
+struct msg_cache {
+	struct cm_msg *head; /* linked through link.tqe_next */
+	unsigned n;
+	bool registered; /* msg_cache_key holds it: freed at thread exit */
+};
+
+static __thread struct msg_cache t_msg_cache;
+static pthread_key_t msg_cache_key;
+static pthread_once_t msg_cache_once = PTHREAD_ONCE_INIT;
+
+static void
+msg_cache_drain(void *arg)
+{
+	struct msg_cache *mc = arg;
+
+	while (mc->head) {
+		struct cm_msg *m = mc->head;
+
+		mc->head = TAILQ_NEXT(m, link);
+		free(m);
+	}
+	mc->n = 0;
+}
+
+static void
+msg_cache_key_init(void)
+{
+	if (pthread_key_create(&msg_cache_key, msg_cache_drain))
+		abort();
+}
+
 int
 cm_msg_create(uint16_t type, uint64_t tid, struct cm_msg **mp)
 {
-	struct cm_msg *m = calloc(1, sizeof(*m));
+	struct msg_cache *mc = &t_msg_cache;
+	struct cm_msg *m = mc->head;
 
-	if (!m)
+	if (m) {
+		mc->head = TAILQ_NEXT(m, link);
+		mc->n--;
+		memset(m, 0, sizeof(*m));
+	} else if (!(m = calloc(1, sizeof(*m)))) {
 		return -ENOMEM;
+	}
 	m->type = type;
 	m->tid = tid;
 	cm_sgl_init(&m->front);
@@ -66,11 +130,27 @@ cm_msg_create(uint16_t type, uint64_t tid, struct cm_msg **mp)
 void
 cm_msg_destroy(struct cm_msg *m)
 {
+	struct msg_cache *mc = &t_msg_cache;
+
 	if (!m)
 		return;
 	cm_sgl_fini(&m->front);
 	cm_sgl_fini(&m->data);
-	free(m);
+	if (mc->n >= MSG_CACHE_MAX) {
+		free(m);
+		return;
+	}
+	if (!mc->registered) {
+		pthread_once(&msg_cache_once, msg_cache_key_init);
+		if (pthread_setspecific(msg_cache_key, mc)) {
+			free(m);
+			return;
+		}
+		mc->registered = true;
+	}
+	TAILQ_NEXT(m, link) = mc->head;
+	mc->head = m;
+	mc->n++;
 }
 
 int
