@@ -5,19 +5,46 @@
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
+#include <openssl/modes.h>
 
 /* Payloads above this get a buffer of their own instead of the rolling one. */
 #define FRAME_LARGE_PAYLOAD (64u * 1024)
 
 /* ---------------- frame MACs ---------------- */
 
+/*
+ * A frame's tag is the AES-256-GCM tag of an empty message whose associated
+ * data is the preamble and the payload (GMAC), with the frame's number as the
+ * nonce; protocol 2 used ChaCha20-Poly1305 the same way.
+ *
+ * GMAC goes through OpenSSL's GCM mode functions (modes.h) with AES from an
+ * ECB context: the EVP AEAD interface costs ~300 ns per frame in parameter
+ * lookups (setting the nonce, reading the tag), more than the GHASH of a
+ * 4 KiB payload; this way a frame costs ~70 ns plus the GHASH, and the tag is
+ * the same (frame_test checks it against the EVP AEAD's).
+ */
 struct cm_frame_mac {
-	EVP_CIPHER_CTX *ctx;
+	EVP_CIPHER_CTX *ctx; /* ChaCha20-Poly1305, or AES-256-ECB for the GCM blocks */
+	GCM128_CONTEXT *gcm; /* GMAC only */
 	uint8_t key[CM_FRAME_MAC_KEY_LEN];
 	uint64_t n; /* the next frame's number */
 	bool keyed; /* ctx holds the key: later frames set only their nonce */
 	bool gmac;  /* AES-256-GCM, else ChaCha20-Poly1305 */
+	bool bad;   /* an AES block failed: the frame's tag is not to be trusted */
 };
+
+/* GCM's block cipher: one AES-256 block through the ECB context. */
+static void
+mac_aes_block(const unsigned char in[16], unsigned char out[16], const void *key)
+{
+	struct cm_frame_mac *m = (struct cm_frame_mac *)key;
+	int outl = 0;
+
+	if (EVP_EncryptUpdate(m->ctx, out, &outl, in, 16) != 1 || outl != 16) {
+		memset(out, 0, 16);
+		m->bad = true;
+	}
+}
 
 int
 cm_frame_mac_create(const uint8_t key[CM_FRAME_MAC_KEY_LEN], bool gmac, struct cm_frame_mac **mp)
@@ -30,6 +57,15 @@ cm_frame_mac_create(const uint8_t key[CM_FRAME_MAC_KEY_LEN], bool gmac, struct c
 	}
 	memcpy(m->key, key, sizeof(m->key));
 	m->gmac = gmac;
+	if (gmac) {
+		if (EVP_EncryptInit_ex(m->ctx, EVP_aes_256_ecb(), NULL, m->key, NULL) != 1 ||
+		    EVP_CIPHER_CTX_set_padding(m->ctx, 0) != 1 ||
+		    !(m->gcm = CRYPTO_gcm128_new(m, mac_aes_block)) || m->bad) {
+			cm_frame_mac_destroy(m);
+			return -ENOMEM;
+		}
+		m->keyed = true;
+	}
 	*mp = m;
 	return 0;
 }
@@ -39,6 +75,8 @@ cm_frame_mac_destroy(struct cm_frame_mac *m)
 {
 	if (!m)
 		return;
+	if (m->gcm)
+		CRYPTO_gcm128_release(m->gcm);
 	EVP_CIPHER_CTX_free(m->ctx);
 	OPENSSL_cleanse(m->key, sizeof(m->key));
 	free(m);
@@ -52,13 +90,15 @@ mac_begin(struct cm_frame_mac *m, const uint8_t *pre)
 	int outl;
 
 	cm_put_le64(nonce + 4, m->n++);
+	if (m->gcm) {
+		CRYPTO_gcm128_setiv(m->gcm, nonce, sizeof(nonce));
+		return CRYPTO_gcm128_aad(m->gcm, pre, CM_FRAME_PREAMBLE_LEN) ? -EIO : 0;
+	}
 	/* The cipher and key once; per frame only the nonce (a full init per
 	 * frame cost a third of the small-message rate). */
 	if (!m->keyed) {
-		/* (Both take a 12-byte nonce by default.) */
-		if (EVP_EncryptInit_ex(m->ctx,
-				       m->gmac ? EVP_aes_256_gcm() : EVP_chacha20_poly1305(), NULL,
-				       m->key, nonce) != 1)
+		/* (It takes a 12-byte nonce by default.) */
+		if (EVP_EncryptInit_ex(m->ctx, EVP_chacha20_poly1305(), NULL, m->key, nonce) != 1)
 			return -EIO;
 		m->keyed = true;
 	} else if (EVP_EncryptInit_ex(m->ctx, NULL, NULL, NULL, nonce) != 1) {
@@ -74,6 +114,8 @@ mac_add(struct cm_frame_mac *m, const uint8_t *p, size_t n)
 {
 	int outl;
 
+	if (m->gcm)
+		return CRYPTO_gcm128_aad(m->gcm, p, n) ? -EIO : 0;
 	while (n) {
 		int k = (int)CM_MIN(n, (size_t)1 << 30);
 
@@ -101,6 +143,10 @@ mac_end(struct cm_frame_mac *m, uint8_t tag[CM_FRAME_MAC_LEN])
 	uint8_t none[16];
 	int outl;
 
+	if (m->gcm) {
+		CRYPTO_gcm128_tag(m->gcm, tag, CM_FRAME_MAC_LEN);
+		return m->bad ? -EIO : 0;
+	}
 	if (EVP_EncryptFinal_ex(m->ctx, none, &outl) != 1 ||
 	    EVP_CIPHER_CTX_ctrl(m->ctx, EVP_CTRL_AEAD_GET_TAG, CM_FRAME_MAC_LEN, tag) != 1)
 		return -EIO;

@@ -4,6 +4,8 @@
 #include "cm/frame.h"
 #include "testlib.h"
 
+#include <openssl/evp.h>
+
 static const struct cm_frame_limits g_lim = { 1 << 20, 32 << 20 };
 
 /* Build one wire frame with a patterned payload. */
@@ -330,6 +332,58 @@ START_TEST(test_rx_mac)
 
 END_TEST
 
+/*
+ * The wire tag, computed apart with the EVP AEAD (what protocol 3 was first
+ * built on): frame number n as the nonce, preamble and payload as associated
+ * data, no plaintext.
+ */
+static void
+aead_tag(const uint8_t *key, bool gmac, uint64_t n, const uint8_t *frame, size_t len,
+	 uint8_t tag[CM_FRAME_MAC_LEN])
+{
+	EVP_CIPHER_CTX *c = EVP_CIPHER_CTX_new();
+	uint8_t nonce[12] = { 0 }, none[16];
+	int outl;
+
+	cm_put_le64(nonce + 4, n);
+	ck_assert_ptr_nonnull(c);
+	ck_assert_int_eq(EVP_EncryptInit_ex(c, gmac ? EVP_aes_256_gcm() : EVP_chacha20_poly1305(),
+					    NULL, key, nonce),
+			 1);
+	ck_assert_int_eq(EVP_EncryptUpdate(c, NULL, &outl, frame, (int)len), 1);
+	ck_assert_int_eq(EVP_EncryptFinal_ex(c, none, &outl), 1);
+	ck_assert_int_eq(EVP_CIPHER_CTX_ctrl(c, EVP_CTRL_AEAD_GET_TAG, CM_FRAME_MAC_LEN, tag), 1);
+	EVP_CIPHER_CTX_free(c);
+}
+
+/* Both MACs give the AEAD's tag for every payload size and frame number. */
+START_TEST(test_mac_matches_aead)
+{
+	static const uint8_t key[CM_FRAME_MAC_KEY_LEN] = "0123456789abcdef0123456789abcde";
+	static const uint32_t sizes[][2] = { { 0, 0 },     { 1, 0 },      { 0, 15 },
+					     { 16, 0 },    { 17, 4096 },  { 100, 4095 },
+					     { 3, 70001 }, { 0, 1 << 20 } };
+	size_t cap = CM_FRAME_PREAMBLE_LEN + (1u << 20) + 100 + CM_FRAME_MAC_LEN;
+	uint8_t *wire = malloc(cap), want[CM_FRAME_MAC_LEN];
+	struct cm_frame_mac *m;
+
+	ck_assert_ptr_nonnull(wire);
+	for (int gmac = 0; gmac < 2; gmac++) {
+		ck_assert_int_eq(cm_frame_mac_create(key, gmac, &m), 0);
+		for (uint64_t n = 0; n < 3 * CM_ARRAY_SIZE(sizes); n++) {
+			const uint32_t *sz = sizes[n % CM_ARRAY_SIZE(sizes)];
+			size_t len = build_mac(wire, m, n + 1, sz[0], sz[1]) - CM_FRAME_MAC_LEN;
+
+			aead_tag(key, gmac, n, wire, len, want);
+			ck_assert_mem_eq(wire + len, want, CM_FRAME_MAC_LEN);
+		}
+		cm_frame_mac_destroy(m);
+	}
+	free(wire);
+}
+
+END_TEST
+
 int
 main(void)
 {
@@ -340,6 +394,7 @@ main(void)
 	tcase_add_test(tc, test_rx_stream_chunked);
 	tcase_add_test(tc, test_rx_corrupt_payload_and_oversize);
 	tcase_add_loop_test(tc, test_rx_mac, 0, 2); /* Poly1305, GMAC */
+	tcase_add_test(tc, test_mac_matches_aead);
 	suite_add_tcase(s, tc);
 	return cm_test_main(s);
 }
