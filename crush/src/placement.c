@@ -119,6 +119,30 @@ crush_pg_mask(uint32_t pg_num)
 	return (uint32_t)((1ull << bits) - 1);
 }
 
+size_t
+crush_pg_cover(uint32_t pg_num_then, uint32_t pg, uint32_t pg_num_now, uint32_t *out, size_t max)
+{
+	uint32_t mask_then = crush_pg_mask(pg_num_then);
+	size_t n = 0;
+
+	if (!pg_num_then || !pg_num_now || pg >= pg_num_then)
+		return 0;
+	if (pg_num_now < pg_num_then) { /* merged: into one PG */
+		if (max)
+			out[0] = crush_stable_mod(pg, pg_num_now, crush_pg_mask(pg_num_now));
+		return 1;
+	}
+	/* Split (or unchanged): its children, the PGs whose parent then is pg. */
+	for (uint32_t c = 0; c < pg_num_now; c++) {
+		if (crush_stable_mod(c, pg_num_then, mask_then) != pg)
+			continue;
+		if (n < max)
+			out[n] = c;
+		n++;
+	}
+	return n;
+}
+
 int
 crush_object_to_pg(const struct crush_pool *p, const char *nspace, const char *name, uint32_t *pg)
 {

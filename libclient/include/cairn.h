@@ -195,15 +195,18 @@ int cairn_remove(cairn_ioctx_t *io, const char *oid);
 /* ---- listing ---- */
 
 struct cairn_list_cursor {
-	uint32_t pg;                    /* next PG to list */
+	uint32_t pg;                    /* next PG to list (of pg_num PGs) */
+	uint32_t pg_num;                /* the pool's PG count when the listing began */
 	char after[CAIRN_NAME_MAX + 1]; /* last name returned in it */
 	bool done;
 };
 
 /*
  * The next page (up to max names) of the pool's objects, PG by PG; start
- * with a zeroed cursor and stop when cur->done. Objects written during a
- * listing may or may not appear. \return 0 (*names, *n), or an error.
+ * with a zeroed cursor and stop when cur->done. Objects written or removed
+ * during a listing may or may not appear; every other object appears once,
+ * also when the pool's pg_num changes during the listing. \return 0
+ * (*names, *n), or an error.
  */
 int cairn_list(cairn_ioctx_t *io, struct cairn_list_cursor *cur, unsigned max, char ***names,
 	       size_t *n);

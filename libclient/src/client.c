@@ -97,6 +97,7 @@ struct cairn_cluster {
 		int64_t id;
 		char *name;
 		uint32_t pg_num;
+		struct crush_pool cp; /* for placing names (listing) */
 	} * pools;
 
 	size_t npools;
@@ -654,6 +655,7 @@ on_map(void *arg, const Cairn__Map__OsdMap *m)
 		for (size_t i = 0; i < m->n_pools; i++) {
 			cl->pools[cl->npools].id = m->pools[i]->id;
 			cl->pools[cl->npools].pg_num = m->pools[i]->pg_num;
+			mon_pool_to_crush(m->pools[i], &cl->pools[cl->npools].cp);
 			cl->pools[cl->npools].name = strdup(m->pools[i]->name);
 			if (cl->pools[cl->npools].name)
 				cl->npools++;
@@ -1068,69 +1070,183 @@ cairn_remove(cairn_ioctx_t *io, const char *oid)
 	return rc;
 }
 
+/*
+ * One page of PG seed's objects after `after` (at most max), as the primary
+ * lists them: ascending by name. \return 0, -ENOENT (no such PG or pool in
+ * the current map), or an error.
+ */
+static int
+list_pg(cairn_ioctx_t *io, uint32_t seed, const char *after, unsigned max, char ***names, size_t *n,
+	bool *more)
+{
+	cairn_completion_t *c = cairn_completion_create(NULL, NULL);
+	struct creq *q = calloc(1, sizeof(*q));
+	int rc;
+
+	*names = NULL;
+	*n = 0;
+	*more = false;
+	if (!c || !q) {
+		cairn_completion_release(c);
+		free(q);
+		return -ENOMEM;
+	}
+	q->cl = io->cl;
+	q->kind = CREQ_LIST;
+	q->pool = io->pool;
+	q->seed = seed;
+	snprintf(q->after, sizeof(q->after), "%s", after);
+	q->max = max;
+	q->comp = c;
+	q->post = (struct cm_reactor_msg){ .fn = submit_fn, .arg = q };
+	cm_reactor_post(io->cl->r, &q->post);
+	rc = cairn_completion_wait(c);
+	cairn_completion_release(c);
+	if (rc) {
+		cairn_names_free(q->names, q->nnames);
+	} else {
+		*names = q->names;
+		*n = q->nnames;
+		*more = q->more;
+	}
+	free(q);
+	return rc;
+}
+
+static int
+name_cmp(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* Page attempts that may meet a PG count changing under them. */
+#define LIST_TRIES 200
+
+/*
+ * The listing walks the PGs of the pool's pg_num when it started (cur->pg_num),
+ * whatever the count is now: the objects of PG p then are listed from the PGs
+ * that hold them now (crush_pg_cover: p's children after a split, the PG it
+ * went into after a merge), merged by name and kept to those whose PG then is
+ * p. So a split or merge during a listing neither hides nor repeats an
+ * object. A page asks each of those PGs for max names after cur->after and
+ * returns names only up to the lowest last name of a PG that had more, so
+ * nothing between is skipped.
+ */
 int
 cairn_list(cairn_ioctx_t *io, struct cairn_list_cursor *cur, unsigned max, char ***names, size_t *n)
 {
 	struct cairn_cluster *cl = io->cl;
+	int tries = 0;
 
 	*names = NULL;
 	*n = 0;
 	if (!max)
 		max = 1000;
 	while (!cur->done) {
-		uint32_t pg_num = 0;
-		cairn_completion_t *c;
-		struct creq *q;
-		int rc;
+		struct crush_pool then = { 0 };
+		uint32_t now = 0, *cover = NULL;
+		char **all = NULL, *bound = NULL;
+		size_t nall = 0, ncover, k = 0;
+		int rc = 0;
 
-		pthread_mutex_lock(&cl->mu);
-		for (size_t i = 0; i < cl->npools; i++)
-			if (cl->pools[i].id == io->pool)
-				pg_num = cl->pools[i].pg_num;
+		pthread_mutex_lock(&cl->mu); /* (the map itself is the client thread's) */
+		for (size_t i = 0; i < cl->npools; i++) {
+			if (cl->pools[i].id == io->pool) {
+				then = cl->pools[i].cp;
+				now = cl->pools[i].pg_num;
+			}
+		}
 		pthread_mutex_unlock(&cl->mu);
-		if (!pg_num)
+		if (!now)
 			return -ENOENT;
-		if (cur->pg >= pg_num) {
+		if (!cur->pg_num)
+			cur->pg_num = now;
+		if (cur->pg >= cur->pg_num) {
 			cur->done = true;
 			break;
 		}
-		c = cairn_completion_create(NULL, NULL);
-		q = calloc(1, sizeof(*q));
-		if (!c || !q) {
-			cairn_completion_release(c);
-			free(q);
+		then.pg_num = cur->pg_num;
+		ncover = crush_pg_cover(cur->pg_num, cur->pg, now, NULL, 0);
+		cover = calloc(ncover, sizeof(*cover));
+		if (!cover)
 			return -ENOMEM;
+		crush_pg_cover(cur->pg_num, cur->pg, now, cover, ncover);
+		for (size_t i = 0; i < ncover && !rc; i++) {
+			char **got, **grown;
+			size_t ng;
+			bool more;
+
+			rc = list_pg(io, cover[i], cur->after, max, &got, &ng, &more);
+			if (rc)
+				break;
+			if (more && ng && (!bound || strcmp(got[ng - 1], bound) < 0)) {
+				free(bound);
+				if (!(bound = strdup(got[ng - 1])))
+					rc = -ENOMEM;
+			}
+			/* Only the objects of PG cur->pg then (a merged PG holds others). */
+			if (!ng) {
+				free(got);
+				continue;
+			}
+			grown = realloc(all, (nall + ng) * sizeof(*all));
+			if (!grown) {
+				cairn_names_free(got, ng);
+				rc = -ENOMEM;
+				break;
+			}
+			all = grown;
+			for (size_t j = 0; j < ng; j++) {
+				uint32_t pg;
+
+				if (!crush_object_to_pg(&then, NULL, got[j], &pg) && pg == cur->pg)
+					all[nall++] = got[j];
+				else
+					free(got[j]);
+			}
+			free(got);
 		}
-		q->cl = cl;
-		q->kind = CREQ_LIST;
-		q->pool = io->pool;
-		q->seed = cur->pg;
-		snprintf(q->after, sizeof(q->after), "%s", cur->after);
-		q->max = max;
-		q->comp = c;
-		q->post = (struct cm_reactor_msg){ .fn = submit_fn, .arg = q };
-		cm_reactor_post(cl->r, &q->post);
-		rc = cairn_completion_wait(c);
-		cairn_completion_release(c);
+		free(cover);
+		if (rc == -ENOENT && ++tries < LIST_TRIES) {
+			/* A PG of the cover is gone: the count changed under us. */
+			cairn_names_free(all, nall);
+			free(bound);
+			usleep(10000);
+			continue;
+		}
 		if (rc) {
-			cairn_names_free(q->names, q->nnames);
-			free(q);
+			cairn_names_free(all, nall);
+			free(bound);
 			return rc;
 		}
-		if (q->more && q->nnames) {
-			snprintf(cur->after, sizeof(cur->after), "%s", q->names[q->nnames - 1]);
+		if (nall)
+			qsort(all, nall, sizeof(*all), name_cmp);
+		/* Up to the bound (inclusive) and max names; one copy of each. */
+		for (size_t j = 0; j < nall; j++) {
+			bool keep = k < max && (!bound || strcmp(all[j], bound) <= 0) &&
+				    (!k || strcmp(all[j], all[k - 1]) != 0);
+
+			if (keep)
+				all[k++] = all[j];
+			else
+				free(all[j]);
+		}
+		if (k == max || bound) {
+			/* More to come in this PG: after the last one returned, or
+			 * the bound when every name up to it belonged elsewhere. */
+			snprintf(cur->after, sizeof(cur->after), "%s",
+				 k == max ? all[k - 1] : bound);
 		} else {
 			cur->pg++;
 			cur->after[0] = 0;
 		}
-		if (q->nnames) {
-			*names = q->names;
-			*n = q->nnames;
-			free(q);
+		free(bound);
+		if (k) {
+			*names = all;
+			*n = k;
 			return 0;
 		}
-		free(q->names);
-		free(q);
+		free(all);
 	}
 	return 0;
 }

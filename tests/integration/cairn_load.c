@@ -13,6 +13,7 @@
  *   cairn_load mcheck -c CONF --pool P --prefix X --count N --save DIR
  *   cairn_load op     -c CONF --pool P --name O --do write|append|writefull|truncate|remove
  *                     [--off OFF] [--len SIZE] [--file F]
+ *   cairn_load list   -c CONF --pool P --prefix X [--first F] --count N [--page K] [--seconds S]
  *
  * write/verify use T threads too (default 4), each taking every T-th object.
  * thrash: T threads, each owning its share of the N objects, write new
@@ -30,6 +31,11 @@
  * --omap 0 leaves omap out (EC pools refuse it). The last line is JSON.
  * op: one change of object O with the bytes of file F (write at OFF,
  * append, writefull), truncate to SIZE, or remove; prints its result.
+ * list: list the pool K names a page (default 7); after the first page it
+ * prints {"paused":...} and waits for a line on stdin (at most S seconds),
+ * so a test can change the pool's pg_num in the middle of the listing.
+ * Every object X-F .. X-(F+N-1) must be listed exactly once: exit 0 only
+ * with 0 missing and 0 listed twice.
  */
 #include "cairn.h"
 #include "testlib.h"
@@ -52,6 +58,7 @@ static const char *g_save; /* model: the final contents go to files here; mcheck
 static cairn_cluster_t *g_cl;
 static const char *g_name, *g_do, *g_file; /* op */
 static uint64_t g_off, g_len;
+static unsigned g_page = 7; /* list */
 
 static uint64_t
 seed_of(const char *name, uint64_t gen)
@@ -867,6 +874,66 @@ run_op(void)
 	return rc ? 1 : 0;
 }
 
+/* list: see the top of the file. */
+static int
+run_list(void)
+{
+	struct cairn_list_cursor cur;
+	cairn_ioctx_t *io = NULL;
+	uint8_t *seen = calloc(g_count ? g_count : 1, 1);
+	uint64_t listed = 0, pages = 0, missing = 0, twice = 0, other = 0;
+	size_t plen = strlen(g_prefix);
+	int rc;
+
+	if (!seen)
+		return 2;
+	rc = cairn_ioctx_create(g_cl, g_pool, &io);
+	memset(&cur, 0, sizeof(cur));
+	while (!rc && !cur.done) {
+		char **names, line[64];
+		size_t n;
+
+		rc = cairn_list(io, &cur, g_page, &names, &n);
+		if (rc)
+			break;
+		for (size_t i = 0; i < n; i++) {
+			char *end;
+			unsigned long k;
+
+			listed++;
+			if (strncmp(names[i], g_prefix, plen) || names[i][plen] != '-') {
+				other++;
+				continue;
+			}
+			k = strtoul(names[i] + plen + 1, &end, 10);
+			if (*end || k < g_first || k - g_first >= g_count) {
+				other++;
+				continue;
+			}
+			if (seen[k - g_first]++)
+				twice++;
+		}
+		cairn_names_free(names, n);
+		if (++pages == 1 && !cur.done) {
+			struct pollfd p = { .fd = 0, .events = POLLIN };
+
+			printf("{\"paused\":%" PRIu64 ",\"pg_num\":%u}\n", listed, cur.pg_num);
+			fflush(stdout);
+			if (poll(&p, 1, (int)(g_seconds ? g_seconds : 600) * 1000) != 1 ||
+			    !fgets(line, sizeof(line), stdin))
+				rc = -ETIMEDOUT;
+		}
+	}
+	for (unsigned i = 0; i < g_count; i++)
+		missing += !seen[i];
+	printf("{\"listed\":%" PRIu64 ",\"pages\":%" PRIu64 ",\"missing\":%" PRIu64
+	       ",\"twice\":%" PRIu64 ",\"other\":%" PRIu64 ",\"rc\":%d}\n",
+	       listed, pages, missing, twice, other, rc);
+	cairn_ioctx_destroy(io);
+	free(seen);
+	return rc || missing || twice ? 1 : 0;
+}
+
 /*
  * reread: read --name (up to 4 KiB, printable test data), print it, wait
  * for a line on stdin (at most --seconds), read it again, print that: the
@@ -956,6 +1023,8 @@ main(int argc, char **argv)
 			g_off = strtoull(v, NULL, 10);
 		else if (!strcmp(k, "--len"))
 			g_len = strtoull(v, NULL, 10);
+		else if (!strcmp(k, "--page"))
+			g_page = (unsigned)strtoul(v, NULL, 10);
 		else {
 			fprintf(stderr, "cairn_load: unknown option %s\n", k);
 			return 2;
@@ -963,12 +1032,12 @@ main(int argc, char **argv)
 	}
 	if (strcmp(mode, "write") && strcmp(mode, "verify") && strcmp(mode, "thrash") &&
 	    strcmp(mode, "model") && strcmp(mode, "mcheck") && strcmp(mode, "op") &&
-	    strcmp(mode, "reread")) {
+	    strcmp(mode, "reread") && strcmp(mode, "list")) {
 		fprintf(stderr,
-			"usage: cairn_load write|verify|thrash|model|mcheck|op|reread -c CONF [--pool P] "
+			"usage: cairn_load write|verify|thrash|model|mcheck|op|reread|list -c CONF [--pool P] "
 			"[--prefix X] [--first F] [--count N] [--gen G] [--max-size B] [--threads T] "
 			"[--seconds S] [--omap 0|1] [--timeout MS] [--save DIR] [--name O --do D "
-			"[--off OFF] [--len SIZE] [--file F]]\n");
+			"[--off OFF] [--len SIZE] [--file F]] [--page K]\n");
 		return 2;
 	}
 	if (!g_threads || g_max > (1ull << 30)) {
@@ -992,6 +1061,7 @@ main(int argc, char **argv)
 		g_gen = 0;
 	rc = !strcmp(mode, "op")       ? run_op()
 	     : !strcmp(mode, "reread") ? run_reread()
+	     : !strcmp(mode, "list")   ? run_list()
 	     : !strcmp(mode, "thrash") ? run_thrash()
 	     : !strcmp(mode, "model") || !strcmp(mode, "mcheck")
 		     ? run_model()

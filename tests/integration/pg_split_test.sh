@@ -22,7 +22,8 @@
 #     together), then the merge; the OSD merges its old copies (or finds
 #     them stale) when it returns.
 # Every object verifies after each step; each OSD logs one split per parent
-# copy it held.
+# copy it held. A listing paused after its first page across the split of
+# step 2 and across the merge of step 4 lists every object once.
 set -euo pipefail
 . "$(dirname "$0")/../lib/cluster.sh"
 build=${1:?usage: pg_split_test.sh BUILD_DIR}
@@ -68,6 +69,30 @@ verify() {
 	grep -q "\"bad\":0," "$dir/verify.out" || fail "$1: $(tail -n 1 "$dir/verify.out")"
 	echo "$1: $n objects verify"
 }
+# A listing of pool sp (50 names a page) that pauses after its first page
+# until list_finish: a pg_num change in between must not hide or repeat an
+# object (the first page's names move to other PGs in a split; a merge
+# brings names below the cursor into the PG being listed).
+list_start() { # label
+	rm -f "$dir/list.in"
+	mkfifo "$dir/list.in"
+	"$load" list -c "$conf" --pool sp --prefix o --count "$n" --page 50 --seconds 900 \
+		<"$dir/list.in" >"$dir/list.out" 2>"$dir/list.err" &
+	listpid=$!
+	exec 4>"$dir/list.in"
+	for _ in $(seq 1 300); do
+		grep -q '"paused"' "$dir/list.out" && return 0
+		sleep 0.1
+	done
+	fail "$1: the listing did not pause: $(cat "$dir/list.out" "$dir/list.err")"
+}
+list_finish() { # label
+	echo go >&4
+	exec 4>&-
+	wait "$listpid" ||
+		fail "$1: listing across the change: $(tail -n 2 "$dir/list.out") $(tail -n 3 "$dir/list.err")"
+	echo "$1: a listing across it: $(tail -n 1 "$dir/list.out")"
+}
 "$load" write -c "$conf" --pool sp --prefix o --count "$n" --gen 1 --max-size 16384 \
 	>"$dir/write.out" 2>&1 || fail "write: $(tail -n 5 "$dir/write.out")"
 verify "8 PGs"
@@ -94,6 +119,7 @@ grep -q "split for pg_num 8 -> 32" "$dir/osd.$idx.log" || fail "osd.3 did not sp
 	>"$dir/load.out" 2>&1 &
 lp=$!
 sleep 5
+list_start "32 -> 64"
 "$ctl" pool set sp pg_num 64 >/dev/null || fail "pool set pg_num 64"
 verify "64 PGs, during the split"
 wait "$lp" || fail "load during the split: $(tail -n 3 "$dir/load.out")"
@@ -101,6 +127,7 @@ grep -q '"write_errors":0,"appends":[0-9]*,"append_errors":0,"reads":[0-9]*,"rea
 	"$dir/load.out" || fail "client errors during the split: $(tail -n 1 "$dir/load.out")"
 echo "load during 32 -> 64: $(tail -n 1 "$dir/load.out")"
 wait_clean "32 -> 64"
+list_finish "32 -> 64"
 verify "64 PGs"
 for i in 0 1 2 3; do
 	c=$(grep -c "split for pg_num 32 -> 64" "$dir/osd.$i.log" || true)
@@ -165,6 +192,7 @@ wait_pg_num() { # pool pg_num
 	>"$dir/mload.out" 2>&1 &
 lp=$!
 sleep 3
+list_start "64 -> 16"
 t0=$(date +%s%N)
 "$ctl" pool set sp pg_num 16 >/dev/null || fail "pool set pg_num 16"
 wait_pg_num sp 16
@@ -176,6 +204,7 @@ grep -q '"write_errors":0,"appends":[0-9]*,"append_errors":0,"reads":[0-9]*,"rea
 	"$dir/mload.out" || fail "client errors during the merge: $(tail -n 1 "$dir/mload.out")"
 echo "load during 64 -> 16: $(tail -n 1 "$dir/mload.out")"
 wait_clean "64 -> 16"
+list_finish "64 -> 16"
 verify "16 PGs"
 clean=$(cat "$dir"/osd.*.log | grep -c "merged 1 source(s) for pg_num .*, clean" || true)
 stale=$(cat "$dir"/osd.*.log | grep -c "merged .* stale" || true)

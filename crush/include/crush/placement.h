@@ -51,6 +51,16 @@ uint32_t crush_stable_mod(uint32_t x, uint32_t b, uint32_t bmask);
 uint32_t crush_pg_mask(uint32_t pg_num);
 
 /*
+ * The PGs at pg_num_now that hold the objects PG pg held at pg_num_then
+ * (and maybe others): after a split its children, after a merge the one it
+ * went into. It rests on stable_mod(stable_mod(ps, a), b) == stable_mod(ps,
+ * b) for a >= b. Fills out with at most max seeds, ascending; \return how
+ * many there are (0: pg is not below pg_num_then, or a count is 0).
+ */
+size_t crush_pg_cover(uint32_t pg_num_then, uint32_t pg, uint32_t pg_num_now, uint32_t *out,
+		      size_t max);
+
+/*
  * The PG seed of an object (nspace may be NULL or ""), in *pg. \return 0, or
  * -ENOMEM (a long namespace + name needed a buffer; *pg is not set: no PG is
  * ever guessed).

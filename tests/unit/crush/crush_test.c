@@ -313,6 +313,54 @@ START_TEST(test_stable_mod_and_mask)
 
 END_TEST
 
+/*
+ * crush_pg_cover: for every pair of PG counts (split or merge, powers of two
+ * or not) an object's PG now is among the cover of its PG then, and a split
+ * cover holds exactly the PGs whose objects came from it.
+ */
+START_TEST(test_pg_cover)
+{
+	uint32_t out[300];
+
+	static bool member[70][140];
+
+	for (uint32_t then = 1; then <= 70; then++) {
+		for (uint32_t now = 1; now <= 140; now += (now < 20 ? 1 : 3)) {
+			uint32_t mt = crush_pg_mask(then), mn = crush_pg_mask(now);
+
+			memset(member, 0, sizeof(member));
+			for (uint32_t a = 0; a < then; a++) {
+				size_t n = crush_pg_cover(then, a, now, out, 300);
+
+				ck_assert_uint_ge(n, 1);
+				for (size_t i = 0; i < n; i++)
+					member[a][out[i]] = true;
+			}
+			/* (the masks are below 256: 512 seeds are every case) */
+			for (uint32_t ps = 0; ps < 512; ps++) {
+				uint32_t a = crush_stable_mod(ps, then, mt),
+					 b = crush_stable_mod(ps, now, mn);
+
+				ck_assert_msg(member[a][b],
+					      "then %u now %u ps %u: pg %u not in the cover of %u",
+					      then, now, ps, b, a);
+			}
+		}
+	}
+	/* 8 -> 32: PG 3's children are 3, 11, 19, 27; 32 -> 8: PG 27 went into 3. */
+	ck_assert_uint_eq(crush_pg_cover(8, 3, 32, out, 300), 4);
+	ck_assert_uint_eq(out[0], 3);
+	ck_assert_uint_eq(out[1], 11);
+	ck_assert_uint_eq(out[3], 27);
+	ck_assert_uint_eq(crush_pg_cover(32, 27, 8, out, 300), 1);
+	ck_assert_uint_eq(out[0], 3);
+	ck_assert_uint_eq(crush_pg_cover(8, 8, 32, out, 300), 0);
+	/* More than max: the count, max filled. */
+	ck_assert_uint_eq(crush_pg_cover(1, 0, 64, out, 2), 64);
+}
+
+END_TEST
+
 struct place_env {
 	struct crush_map *m;
 	struct crush_pool pool;
@@ -607,6 +655,7 @@ main(void)
 	tcase_add_test(tc, test_shadow_names_are_kept);
 	tcase_add_test(tc, test_weights_truncate_like_crushtool);
 	tcase_add_test(tc, test_stable_mod_and_mask);
+	tcase_add_test(tc, test_pg_cover);
 	tcase_add_test(tc, test_upmap_items);
 	tcase_add_test(tc, test_down_osds_replicated_and_ec);
 	tcase_add_test(tc, test_object_namespace_changes_pg);
