@@ -18,9 +18,10 @@
  * GMAC frame tags (protocol 3; beside it, MACs off and protocol 2's
  * Poly1305 tags for the 4 MiB and 64-in-flight cases).
  * Prints a table, then one JSON line. MSGR_BENCH_SMALL=1 runs only 4 KiB x 64
- * in flight without MACs (for perf record: the messenger's per-message cost);
- * MSGR_BENCH_SMALL=msgr leaves out the raw TCP runs, MSGR_BENCH_MAC=1 keeps
- * the frame MACs.
+ * in flight without MACs (for perf record: the messenger's per-message cost),
+ * MSGR_BENCH_BIG=1 only 4 MiB x 8; =msgr instead of 1 leaves out the raw TCP
+ * runs; MSGR_BENCH_MAC=1 keeps the frame MACs, MSGR_BENCH_NOCRC=1 turns
+ * crc_data off.
  */
 #include "bench_stats.h"
 #include "cm/crc32c.h"
@@ -549,16 +550,20 @@ main(int argc, char **argv)
 		fprintf(stderr, "msgr_bench: CAIRN_REACTOR must be auto, uring or epoll\n");
 		return 2;
 	}
-	if (getenv("MSGR_BENCH_SMALL")) {
-		/* Only 4 KiB x 64 in flight, without MACs (for a profiler): no
-		 * table. MSGR_BENCH_MAC=1 keeps the default frame MACs. */
-		g_no_raw = !strcmp(getenv("MSGR_BENCH_SMALL"), "msgr");
+	if (getenv("MSGR_BENCH_SMALL") || getenv("MSGR_BENCH_BIG")) {
+		/* One case, without MACs (for a profiler): no table. */
+		bool small = getenv("MSGR_BENCH_SMALL") != NULL;
+		const char *v = small ? getenv("MSGR_BENCH_SMALL") : getenv("MSGR_BENCH_BIG");
+
+		g_no_raw = !strcmp(v, "msgr");
 		if (!getenv("MSGR_BENCH_MAC"))
 			g_proto = CM_MSGR_PROTO_MIN;
-		many_nomac = run_case(4096, 64, reps, 1.0, &bname);
-		printf("{\"bench\":\"msgr\",\"msgs_s_4k%s\":%.0f,\"ratio_4k_64%s\":%.3f}\n",
-		       g_proto ? "_nomac" : "", many_nomac.msgr, g_proto ? "_nomac" : "",
-		       many_nomac.ratio);
+		g_crc_data = !getenv("MSGR_BENCH_NOCRC");
+		one = small ? run_case(4096, 64, reps, 1.0, &bname)
+			    : run_case(4u << 20, 8, reps, 4.0, &bname);
+		printf("{\"bench\":\"msgr\",\"%s%s%s\":%.0f,\"ratio\":%.3f}\n",
+		       small ? "msgs_s_4k" : "mib_s", g_proto ? "_nomac" : "",
+		       g_crc_data ? "" : "_nocrc", one.msgr, one.ratio);
 		return 0;
 	}
 	big = run_case(4u << 20, 8, reps, 4.0, &bname);
