@@ -64,8 +64,9 @@ static void listener_accept(struct cm_listener *l);
  * Freed messages wait in a per-thread cache for the next cm_msg_create(): a
  * window of 64 small messages in flight outgrows malloc's per-thread cache,
  * and calloc/free were a fifth of the messenger's instructions per message
- * (callgrind, bench/msgr 4 KiB x 64). A message is created and destroyed on
- * its reactor's thread, so the cache needs no lock; it holds at most
+ * (callgrind, bench/msgr 4 KiB x 64). Each thread has its own cache (a
+ * message destroyed on another thread than the one that made it lands in
+ * that thread's), so the cache needs no lock; it holds at most
  * MSG_CACHE_MAX and is freed when its thread exits. Under AddressSanitizer
  * there is no cache, so a use after destroy is still caught.
  */
@@ -97,6 +98,7 @@ msg_cache_drain(void *arg)
 		free(m);
 	}
 	mc->n = 0;
+	mc->registered = false; /* (a later destroy on this thread registers again) */
 }
 
 static void

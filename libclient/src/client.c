@@ -73,6 +73,7 @@ struct creq {
 	/* list */
 	char after[CAIRN_NAME_MAX + 1];
 	unsigned max;
+	uint32_t pg_num; /* a listing: the pool's pg_num it was planned for */
 	char **names;
 	size_t nnames;
 	bool more;
@@ -247,8 +248,8 @@ creq_target(struct creq *q, int32_t *acting, int *nacting, int32_t *primary)
 		mon_pool_to_crush(p, &cp);
 		if (crush_object_to_pg(&cp, NULL, q->oid, &q->seed))
 			return -ENOMEM;
-	} else if (q->seed >= p->pg_num) {
-		return -ENOENT;
+	} else if (q->seed >= p->pg_num || (q->pg_num && q->pg_num != p->pg_num)) {
+		return -ENOENT; /* the listing plans its PGs again */
 	}
 	n = mon_placement_pg_up(&cl->pl, p, q->seed, up, &prim);
 	for (int i = 0; i < n && k < 16; i++)
@@ -351,6 +352,7 @@ build_list_msg(struct creq *q, struct cm_msg **mp)
 	req.epoch = q->cl->map->epoch;
 	req.start_after = q->after;
 	req.max = q->max;
+	req.pg_num = q->pg_num;
 	rc = cm_msg_set_front(m, &req.base);
 	if (rc) {
 		cm_msg_destroy(m);
@@ -1072,12 +1074,13 @@ cairn_remove(cairn_ioctx_t *io, const char *oid)
 
 /*
  * One page of PG seed's objects after `after` (at most max), as the primary
- * lists them: ascending by name. \return 0, -ENOENT (no such PG or pool in
- * the current map), or an error.
+ * lists them: ascending by name, while the pool has pg_num PGs (the client's
+ * map and the primary's both). \return 0, -ENOENT (no such PG or pool, or
+ * another pg_num, in the current map), or an error.
  */
 static int
-list_pg(cairn_ioctx_t *io, uint32_t seed, const char *after, unsigned max, char ***names, size_t *n,
-	bool *more)
+list_pg(cairn_ioctx_t *io, uint32_t seed, uint32_t pg_num, const char *after, unsigned max,
+	char ***names, size_t *n, bool *more)
 {
 	cairn_completion_t *c = cairn_completion_create(NULL, NULL);
 	struct creq *q = calloc(1, sizeof(*q));
@@ -1095,6 +1098,7 @@ list_pg(cairn_ioctx_t *io, uint32_t seed, const char *after, unsigned max, char 
 	q->kind = CREQ_LIST;
 	q->pool = io->pool;
 	q->seed = seed;
+	q->pg_num = pg_num;
 	snprintf(q->after, sizeof(q->after), "%s", after);
 	q->max = max;
 	q->comp = c;
@@ -1176,7 +1180,7 @@ cairn_list(cairn_ioctx_t *io, struct cairn_list_cursor *cur, unsigned max, char 
 			size_t ng;
 			bool more;
 
-			rc = list_pg(io, cover[i], cur->after, max, &got, &ng, &more);
+			rc = list_pg(io, cover[i], now, cur->after, max, &got, &ng, &more);
 			if (rc)
 				break;
 			if (more && ng && (!bound || strcmp(got[ng - 1], bound) < 0)) {
@@ -1208,7 +1212,8 @@ cairn_list(cairn_ioctx_t *io, struct cairn_list_cursor *cur, unsigned max, char 
 		}
 		free(cover);
 		if (rc == -ENOENT && ++tries < LIST_TRIES) {
-			/* A PG of the cover is gone: the count changed under us. */
+			/* The count changed under us (a PG of the cover is gone, or
+			 * the map or the primary has another pg_num): plan again. */
 			cairn_names_free(all, nall);
 			free(bound);
 			usleep(10000);

@@ -14,6 +14,7 @@
  *   cairn_load op     -c CONF --pool P --name O --do write|append|writefull|truncate|remove
  *                     [--off OFF] [--len SIZE] [--file F]
  *   cairn_load list   -c CONF --pool P --prefix X [--first F] --count N [--page K] [--seconds S]
+ *                     [--pause 0]
  *
  * write/verify use T threads too (default 4), each taking every T-th object.
  * thrash: T threads, each owning its share of the N objects, write new
@@ -33,7 +34,8 @@
  * append, writefull), truncate to SIZE, or remove; prints its result.
  * list: list the pool K names a page (default 7); after the first page it
  * prints {"paused":...} and waits for a line on stdin (at most S seconds),
- * so a test can change the pool's pg_num in the middle of the listing.
+ * so a test can change the pool's pg_num in the middle of the listing
+ * (--pause 0: no wait, for a listing that runs while the count changes).
  * Every object X-F .. X-(F+N-1) must be listed exactly once: exit 0 only
  * with 0 missing and 0 listed twice.
  */
@@ -59,6 +61,7 @@ static cairn_cluster_t *g_cl;
 static const char *g_name, *g_do, *g_file; /* op */
 static uint64_t g_off, g_len;
 static unsigned g_page = 7; /* list */
+static bool g_pause = true; /* list: wait for a line after the first page */
 
 static uint64_t
 seed_of(const char *name, uint64_t gen)
@@ -914,7 +917,7 @@ run_list(void)
 				twice++;
 		}
 		cairn_names_free(names, n);
-		if (++pages == 1 && !cur.done) {
+		if (++pages == 1 && !cur.done && g_pause) {
 			struct pollfd p = { .fd = 0, .events = POLLIN };
 
 			printf("{\"paused\":%" PRIu64 ",\"pg_num\":%u}\n", listed, cur.pg_num);
@@ -1025,6 +1028,8 @@ main(int argc, char **argv)
 			g_len = strtoull(v, NULL, 10);
 		else if (!strcmp(k, "--page"))
 			g_page = (unsigned)strtoul(v, NULL, 10);
+		else if (!strcmp(k, "--pause"))
+			g_pause = strcmp(v, "0") != 0;
 		else {
 			fprintf(stderr, "cairn_load: unknown option %s\n", k);
 			return 2;
@@ -1037,7 +1042,7 @@ main(int argc, char **argv)
 			"usage: cairn_load write|verify|thrash|model|mcheck|op|reread|list -c CONF [--pool P] "
 			"[--prefix X] [--first F] [--count N] [--gen G] [--max-size B] [--threads T] "
 			"[--seconds S] [--omap 0|1] [--timeout MS] [--save DIR] [--name O --do D "
-			"[--off OFF] [--len SIZE] [--file F]] [--page K]\n");
+			"[--off OFF] [--len SIZE] [--file F]] [--page K] [--pause 0]\n");
 		return 2;
 	}
 	if (!g_threads || g_max > (1ull << 30)) {

@@ -23,7 +23,8 @@
 #     them stale) when it returns.
 # Every object verifies after each step; each OSD logs one split per parent
 # copy it held. A listing paused after its first page across the split of
-# step 2 and across the merge of step 4 lists every object once.
+# step 2 and across the merge of step 4 lists every object once, and so
+# does one running through the split.
 set -euo pipefail
 . "$(dirname "$0")/../lib/cluster.sh"
 build=${1:?usage: pg_split_test.sh BUILD_DIR}
@@ -87,7 +88,7 @@ list_start() { # label
 	fail "$1: the listing did not pause: $(cat "$dir/list.out" "$dir/list.err")"
 }
 list_finish() { # label
-	echo go >&4
+	echo go >&4 || true # (a listing that died is reported by wait)
 	exec 4>&-
 	wait "$listpid" ||
 		fail "$1: listing across the change: $(tail -n 2 "$dir/list.out") $(tail -n 3 "$dir/list.err")"
@@ -120,6 +121,11 @@ grep -q "split for pg_num 8 -> 32" "$dir/osd.$idx.log" || fail "osd.3 did not sp
 lp=$!
 sleep 5
 list_start "32 -> 64"
+# and one that runs through the change, 3 names a page (its pages are in
+# flight while maps and PGs change)
+"$load" list -c "$conf" --pool sp --prefix o --count "$n" --page 3 --pause 0 \
+	>"$dir/list2.out" 2>"$dir/list2.err" &
+list2=$!
 "$ctl" pool set sp pg_num 64 >/dev/null || fail "pool set pg_num 64"
 verify "64 PGs, during the split"
 wait "$lp" || fail "load during the split: $(tail -n 3 "$dir/load.out")"
@@ -128,6 +134,8 @@ grep -q '"write_errors":0,"appends":[0-9]*,"append_errors":0,"reads":[0-9]*,"rea
 echo "load during 32 -> 64: $(tail -n 1 "$dir/load.out")"
 wait_clean "32 -> 64"
 list_finish "32 -> 64"
+wait "$list2" || fail "a listing during 32 -> 64: $(tail -n 1 "$dir/list2.out") $(tail -n 3 "$dir/list2.err")"
+echo "32 -> 64: a listing during it: $(tail -n 1 "$dir/list2.out")"
 verify "64 PGs"
 for i in 0 1 2 3; do
 	c=$(grep -c "split for pg_num 32 -> 64" "$dir/osd.$i.log" || true)

@@ -22,25 +22,63 @@ struct list_req {
 	struct cm_work w;
 };
 
+/*
+ * Up to max names after start_after, and whether there are more. Internal
+ * objects (named from \x01: the PG's meta object, EC stashes) are skipped,
+ * and the scan goes on past them: a page of only those must not look like
+ * the end of the PG.
+ */
 static void
 list_fn(void *arg)
 {
 	struct list_req *l = arg;
 	unsigned max = l->q->max ? CM_MIN(l->q->max, 10000u) : 1000;
-	size_t k = 0;
+	char after[OS_NAME_MAX + 1];
+	bool more = true;
 
-	l->rc = os_list(l->osd->store, l->cid, l->q->start_after[0] ? l->q->start_after : NULL,
-			max + 1, &l->oids, &l->n, &l->more);
-	if (l->rc)
-		return;
-	for (size_t i = 0; i < l->n; i++) {
-		if ((uint8_t)l->oids[i][0] == 1) {
-			free(l->oids[i]);
-			continue;
+	snprintf(after, sizeof(after), "%s", l->q->start_after);
+	l->n = 0;
+	l->more = false;
+	/* (each pass keeps at least one name or ends: bounded by the PG's size) */
+	while (more && l->n <= max) {
+		char **got, **grown;
+		size_t ng;
+
+		l->rc = os_list(l->osd->store, l->cid, after[0] ? after : NULL,
+				(unsigned)(max + 1 - l->n), &got, &ng, &more);
+		if (l->rc == -ENOENT && l->n) {
+			l->rc = 0; /* (the collection went since the first pass) */
+			break;
 		}
-		l->oids[k++] = l->oids[i];
+		if (l->rc)
+			break;
+		if (!ng) {
+			free(got);
+			break;
+		}
+		snprintf(after, sizeof(after), "%s", got[ng - 1]);
+		grown = realloc(l->oids, (l->n + ng) * sizeof(*l->oids));
+		if (!grown) {
+			os_names_free(got, ng);
+			l->rc = -ENOMEM;
+			break;
+		}
+		l->oids = grown;
+		for (size_t i = 0; i < ng; i++) {
+			if ((uint8_t)got[i][0] == 1)
+				free(got[i]);
+			else
+				l->oids[l->n++] = got[i];
+		}
+		free(got);
 	}
-	l->n = k;
+	if (l->rc) {
+		os_names_free(l->oids, l->n);
+		l->oids = NULL;
+		l->n = 0;
+		return;
+	}
+	l->more = more;
 	if (l->n > max) {
 		for (size_t i = max; i < l->n; i++)
 			free(l->oids[i]);
@@ -85,6 +123,12 @@ osd__pg_handle_list(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 	pg = osd__pg_find(o, q->pool, q->seed);
 	if (!osd__pool(o, q->pool)) {
 		r.rc = -ENOENT;
+		goto reply;
+	}
+	if (q->pg_num && osd__pool(o, q->pool)->pg_num != q->pg_num) {
+		/* The client planned its listing for another PG count (its map
+		 * or ours is behind): what this PG holds is not what it wants. */
+		r.rc = -ESTALE;
 		goto reply;
 	}
 	if (q->shard) {
