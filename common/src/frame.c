@@ -28,9 +28,8 @@ struct cm_frame_mac {
 	GCM128_CONTEXT *gcm; /* GMAC only */
 	uint8_t key[CM_FRAME_MAC_KEY_LEN];
 	uint64_t n; /* the next frame's number */
-	bool keyed; /* ctx holds the key: later frames set only their nonce */
-	bool gmac;  /* AES-256-GCM, else ChaCha20-Poly1305 */
-	bool bad;   /* an AES block failed: the frame's tag is not to be trusted */
+	bool keyed; /* ChaCha20-Poly1305: ctx holds the key, later frames set only their nonce */
+	bool bad;   /* GMAC: an AES block failed, the frame's tag is not to be trusted */
 };
 
 /* GCM's block cipher: one AES-256 block through the ECB context. */
@@ -56,7 +55,6 @@ cm_frame_mac_create(const uint8_t key[CM_FRAME_MAC_KEY_LEN], bool gmac, struct c
 		return -ENOMEM;
 	}
 	memcpy(m->key, key, sizeof(m->key));
-	m->gmac = gmac;
 	if (gmac) {
 		if (EVP_EncryptInit_ex(m->ctx, EVP_aes_256_ecb(), NULL, m->key, NULL) != 1 ||
 		    EVP_CIPHER_CTX_set_padding(m->ctx, 0) != 1 ||
@@ -64,7 +62,6 @@ cm_frame_mac_create(const uint8_t key[CM_FRAME_MAC_KEY_LEN], bool gmac, struct c
 			cm_frame_mac_destroy(m);
 			return -ENOMEM;
 		}
-		m->keyed = true;
 	}
 	*mp = m;
 	return 0;

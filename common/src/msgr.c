@@ -41,17 +41,6 @@
 #include <openssl/ssl.h>
 #include <pthread.h>
 
-#if defined(__SANITIZE_ADDRESS__)
-#define CM_ASAN 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-#define CM_ASAN 1
-#endif
-#endif
-#ifndef CM_ASAN
-#define CM_ASAN 0
-#endif
-
 CM_LOG_SUBSYS(msgr);
 
 static void conn_connect(struct cm_conn *c);
@@ -70,7 +59,7 @@ static void listener_accept(struct cm_listener *l);
  * MSG_CACHE_MAX and is freed when its thread exits. Under AddressSanitizer
  * there is no cache, so a use after destroy is still caught.
  */
-#if CM_ASAN
+#ifdef CAIRN_ASAN
 #define MSG_CACHE_MAX 0
 #else
 #define MSG_CACHE_MAX 256

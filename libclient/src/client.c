@@ -97,8 +97,7 @@ struct cairn_cluster {
 	struct {
 		int64_t id;
 		char *name;
-		uint32_t pg_num;
-		struct crush_pool cp; /* for placing names (listing) */
+		struct crush_pool cp; /* its PG count, and for placing names (listing) */
 	} * pools;
 
 	size_t npools;
@@ -656,7 +655,6 @@ on_map(void *arg, const Cairn__Map__OsdMap *m)
 		cl->pools = np;
 		for (size_t i = 0; i < m->n_pools; i++) {
 			cl->pools[cl->npools].id = m->pools[i]->id;
-			cl->pools[cl->npools].pg_num = m->pools[i]->pg_num;
 			mon_pool_to_crush(m->pools[i], &cl->pools[cl->npools].cp);
 			cl->pools[cl->npools].name = strdup(m->pools[i]->name);
 			if (cl->pools[cl->npools].name)
@@ -1157,7 +1155,7 @@ cairn_list(cairn_ioctx_t *io, struct cairn_list_cursor *cur, unsigned max, char 
 		for (size_t i = 0; i < cl->npools; i++) {
 			if (cl->pools[i].id == io->pool) {
 				then = cl->pools[i].cp;
-				now = cl->pools[i].pg_num;
+				now = cl->pools[i].cp.pg_num;
 			}
 		}
 		pthread_mutex_unlock(&cl->mu);

@@ -39,7 +39,7 @@ list_fn(void *arg)
 	snprintf(after, sizeof(after), "%s", l->q->start_after);
 	l->n = 0;
 	l->more = false;
-	/* (each pass keeps at least one name or ends: bounded by the PG's size) */
+	/* (each pass moves past at least one name or ends: bounded by the PG's size) */
 	while (more && l->n <= max) {
 		char **got, **grown;
 		size_t ng;
@@ -112,6 +112,7 @@ osd__pg_handle_list(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 	Cairn__Osd__PgList *q =
 		(Cairn__Osd__PgList *)cm_msg_unpack_front(m, &cairn__osd__pg_list__descriptor);
 	Cairn__Osd__PgListReply r = CAIRN__OSD__PG_LIST_REPLY__INIT;
+	const Cairn__Map__Pool *pool;
 	struct list_req *l;
 	struct osd_pg *pg;
 
@@ -121,11 +122,12 @@ osd__pg_handle_list(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 		goto reply;
 	}
 	pg = osd__pg_find(o, q->pool, q->seed);
-	if (!osd__pool(o, q->pool)) {
+	pool = osd__pool(o, q->pool);
+	if (!pool) {
 		r.rc = -ENOENT;
 		goto reply;
 	}
-	if (q->pg_num && osd__pool(o, q->pool)->pg_num != q->pg_num) {
+	if (q->pg_num && pool->pg_num != q->pg_num) {
 		/* The client planned its listing for another PG count (its map
 		 * or ours is behind): what this PG holds is not what it wants. */
 		r.rc = -ESTALE;
