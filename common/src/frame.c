@@ -5,7 +5,9 @@
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
-#include <openssl/modes.h>
+
+#include <intel-ipsec-mb.h>
+#include <pthread.h>
 
 /* Payloads above this get a buffer of their own instead of the rolling one. */
 #define FRAME_LARGE_PAYLOAD (64u * 1024)
@@ -15,53 +17,68 @@
 /*
  * A frame's tag is the AES-256-GCM tag of an empty message whose associated
  * data is the preamble and the payload (GMAC), with the frame's number as the
- * nonce; protocol 2 used ChaCha20-Poly1305 the same way.
+ * nonce; protocol 2 used ChaCha20-Poly1305 the same way (through OpenSSL's
+ * EVP AEAD).
  *
- * GMAC goes through OpenSSL's GCM mode functions (modes.h) with AES from an
- * ECB context: the EVP AEAD interface costs ~300 ns per frame in parameter
- * lookups (setting the nonce, reading the tag), more than the GHASH of a
- * 4 KiB payload; this way a frame costs ~70 ns plus the GHASH, and the tag is
- * the same (frame_test checks it against the EVP AEAD's).
+ * GMAC goes through Intel's multi-buffer crypto library (intel-ipsec-mb, its
+ * direct GMAC calls): its GHASH uses VPCLMULQDQ where the CPU has it and runs
+ * at ~21 GB/s per core here, against ~9 GB/s for OpenSSL 3.0's, and a frame
+ * costs ~50 ns besides (the EVP AEAD cost ~300 ns per frame in parameter
+ * lookups). The tag bytes are the standard GMAC's: frame_test checks them
+ * against OpenSSL's EVP AEAD.
  */
 struct cm_frame_mac {
-	EVP_CIPHER_CTX *ctx; /* ChaCha20-Poly1305, or AES-256-ECB for the GCM blocks */
-	GCM128_CONTEXT *gcm; /* GMAC only */
+	_Alignas(64) struct gcm_key_data kd; /* GMAC: expanded AES key and GHASH key powers */
+	struct gcm_context_data cx;          /* GMAC: the frame being tagged */
+	EVP_CIPHER_CTX *ctx;                 /* ChaCha20-Poly1305 only */
 	uint8_t key[CM_FRAME_MAC_KEY_LEN];
 	uint64_t n; /* the next frame's number */
+	bool gmac;  /* AES-256 GMAC (protocol 3), else ChaCha20-Poly1305 */
 	bool keyed; /* ChaCha20-Poly1305: ctx holds the key, later frames set only their nonce */
-	bool bad;   /* GMAC: an AES block failed, the frame's tag is not to be trusted */
 };
 
-/* GCM's block cipher: one AES-256 block through the ECB context. */
-static void
-mac_aes_block(const unsigned char in[16], unsigned char out[16], const void *key)
-{
-	struct cm_frame_mac *m = (struct cm_frame_mac *)key;
-	int outl = 0;
+/* The library's function table, chosen once for this CPU (read-only after;
+ * the direct GMAC calls keep their state in the caller's context). */
+static IMB_MGR *g_imb;
+static pthread_once_t g_imb_once = PTHREAD_ONCE_INIT;
 
-	if (EVP_EncryptUpdate(m->ctx, out, &outl, in, 16) != 1 || outl != 16) {
-		memset(out, 0, 16);
-		m->bad = true;
+static void
+imb_init(void)
+{
+	IMB_MGR *mgr = alloc_mb_mgr(0);
+	IMB_ARCH arch;
+
+	if (!mgr)
+		return;
+	init_mb_mgr_auto(mgr, &arch);
+	if (imb_get_errno(mgr) != 0) {
+		free_mb_mgr(mgr);
+		return;
 	}
+	g_imb = mgr;
 }
 
 int
 cm_frame_mac_create(const uint8_t key[CM_FRAME_MAC_KEY_LEN], bool gmac, struct cm_frame_mac **mp)
 {
-	struct cm_frame_mac *m = calloc(1, sizeof(*m));
+	size_t sz = (sizeof(struct cm_frame_mac) + 63) & ~(size_t)63;
+	struct cm_frame_mac *m = aligned_alloc(64, sz);
 
-	if (!m || !(m->ctx = EVP_CIPHER_CTX_new())) {
-		free(m);
+	if (!m)
 		return -ENOMEM;
-	}
+	memset(m, 0, sz);
 	memcpy(m->key, key, sizeof(m->key));
+	m->gmac = gmac;
 	if (gmac) {
-		if (EVP_EncryptInit_ex(m->ctx, EVP_aes_256_ecb(), NULL, m->key, NULL) != 1 ||
-		    EVP_CIPHER_CTX_set_padding(m->ctx, 0) != 1 ||
-		    !(m->gcm = CRYPTO_gcm128_new(m, mac_aes_block)) || m->bad) {
+		pthread_once(&g_imb_once, imb_init);
+		if (!g_imb) {
 			cm_frame_mac_destroy(m);
-			return -ENOMEM;
+			return -ENOTSUP;
 		}
+		IMB_AES256_GCM_PRE(g_imb, m->key, &m->kd);
+	} else if (!(m->ctx = EVP_CIPHER_CTX_new())) {
+		cm_frame_mac_destroy(m);
+		return -ENOMEM;
 	}
 	*mp = m;
 	return 0;
@@ -72,10 +89,8 @@ cm_frame_mac_destroy(struct cm_frame_mac *m)
 {
 	if (!m)
 		return;
-	if (m->gcm)
-		CRYPTO_gcm128_release(m->gcm);
 	EVP_CIPHER_CTX_free(m->ctx);
-	OPENSSL_cleanse(m->key, sizeof(m->key));
+	OPENSSL_cleanse(m, sizeof(*m));
 	free(m);
 }
 
@@ -87,9 +102,10 @@ mac_begin(struct cm_frame_mac *m, const uint8_t *pre)
 	int outl;
 
 	cm_put_le64(nonce + 4, m->n++);
-	if (m->gcm) {
-		CRYPTO_gcm128_setiv(m->gcm, nonce, sizeof(nonce));
-		return CRYPTO_gcm128_aad(m->gcm, pre, CM_FRAME_PREAMBLE_LEN) ? -EIO : 0;
+	if (m->gmac) {
+		IMB_AES256_GMAC_INIT(g_imb, &m->kd, &m->cx, nonce, sizeof(nonce));
+		IMB_AES256_GMAC_UPDATE(g_imb, &m->kd, &m->cx, pre, CM_FRAME_PREAMBLE_LEN);
+		return 0;
 	}
 	/* The cipher and key once; per frame only the nonce (a full init per
 	 * frame cost a third of the small-message rate). */
@@ -111,8 +127,11 @@ mac_add(struct cm_frame_mac *m, const uint8_t *p, size_t n)
 {
 	int outl;
 
-	if (m->gcm)
-		return CRYPTO_gcm128_aad(m->gcm, p, n) ? -EIO : 0;
+	if (m->gmac) {
+		if (n)
+			IMB_AES256_GMAC_UPDATE(g_imb, &m->kd, &m->cx, p, n);
+		return 0;
+	}
 	while (n) {
 		int k = (int)CM_MIN(n, (size_t)1 << 30);
 
@@ -140,9 +159,9 @@ mac_end(struct cm_frame_mac *m, uint8_t tag[CM_FRAME_MAC_LEN])
 	uint8_t none[16];
 	int outl;
 
-	if (m->gcm) {
-		CRYPTO_gcm128_tag(m->gcm, tag, CM_FRAME_MAC_LEN);
-		return m->bad ? -EIO : 0;
+	if (m->gmac) {
+		IMB_AES256_GMAC_FINALIZE(g_imb, &m->kd, &m->cx, tag, CM_FRAME_MAC_LEN);
+		return 0;
 	}
 	if (EVP_EncryptFinal_ex(m->ctx, none, &outl) != 1 ||
 	    EVP_CIPHER_CTX_ctrl(m->ctx, EVP_CTRL_AEAD_GET_TAG, CM_FRAME_MAC_LEN, tag) != 1)

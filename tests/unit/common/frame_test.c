@@ -213,7 +213,19 @@ build_mac(uint8_t *out, struct cm_frame_mac *m, uint64_t seq, uint32_t flen, uin
 	cm_sgl_init(&front);
 	cm_sgl_init(&data);
 	ck_assert_int_eq(cm_sgl_append(&front, b, 0, flen), 0);
-	ck_assert_int_eq(cm_sgl_append(&data, b, flen, dlen), 0);
+	/* The data in pieces of odd sizes, each in a buffer of its own (so they
+	 * stay separate segments): the MAC must carry partial blocks across. */
+	for (uint32_t off = 0, i = 0; off < dlen; i++) {
+		static const uint32_t piece[] = { 1, 15, 33, 4097, 64, 100000 };
+		uint32_t len = CM_MIN(piece[i % CM_ARRAY_SIZE(piece)], dlen - off);
+		struct cm_buf *pb;
+
+		ck_assert_int_eq(cm_buf_alloc(len, &pb), 0);
+		memcpy(pb->data, b->data + flen + off, len);
+		ck_assert_int_eq(cm_sgl_append(&data, pb, 0, len), 0);
+		cm_buf_put(pb);
+		off += len;
+	}
 	ck_assert_int_eq(
 		cm_frame_mac_sign(m, out, &front, &data, out + CM_FRAME_PREAMBLE_LEN + flen + dlen),
 		0);
