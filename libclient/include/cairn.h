@@ -141,6 +141,41 @@ enum cairn_cmp {
 
 void cairn_op_cmpxattr(cairn_op_t *op, const char *name, enum cairn_cmp cmp, const void *val,
 		       size_t len);
+/*
+ * -ECANCELED unless omap key's value cmp val holds (CAIRN_CMP_ABSENT: the key
+ * does not exist; -ENOENT if the object does not, but for ABSENT). With
+ * cairn_op_omap_set after it, a compare-and-swap in one round trip.
+ * Consecutive calls with one cmp join one sub-op (all must hold).
+ * Replicated pools only (-EOPNOTSUPP on erasure-coded ones).
+ */
+void cairn_op_omap_cmp(cairn_op_t *op, const void *key, size_t klen, enum cairn_cmp cmp,
+		       const void *val, size_t vlen);
+
+/*
+ * Counters kept by the OSD, in one round trip: the value of xattr name (or
+ * of omap key: replicated pools only) is an int64, 8 bytes little-endian,
+ * and an absent one counts as 0 (the object is created if needed). It
+ * becomes old + num (ADD), num (SET), or the larger (MAX) or smaller (MIN)
+ * of old and num; *result (may be NULL) gets the new value. rval (and the
+ * op): -EOVERFLOW past the int64 range or outside the bounds of
+ * cairn_op_num_bounds (nothing is written), -EINVAL if the stored value is
+ * not 8 bytes. Several on one counter in one op apply in order. A resend
+ * (after a failover) of an op that was applied gets the same results, and
+ * nothing is applied twice. At most 16 in one op (-E2BIG).
+ */
+enum cairn_num_op {
+	CAIRN_NUM_ADD = 1,
+	CAIRN_NUM_SET,
+	CAIRN_NUM_MAX,
+	CAIRN_NUM_MIN,
+};
+
+void cairn_op_xattr_num(cairn_op_t *op, const char *name, enum cairn_num_op nop, int64_t num,
+			int64_t *result, int *rval);
+void cairn_op_omap_num(cairn_op_t *op, const void *key, size_t klen, enum cairn_num_op nop,
+		       int64_t num, int64_t *result, int *rval);
+/* The op's last counter fails with -EOVERFLOW unless min <= its new value <= max. */
+void cairn_op_num_bounds(cairn_op_t *op, int64_t min, int64_t max);
 
 /*
  * Reads (they see the object as it was before the op's writes). rval, when

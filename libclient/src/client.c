@@ -296,6 +296,12 @@ build_msg(struct creq *q, struct cm_msg **mp)
 		so[i].exclusive = s->excl;
 		so[i].cmp = s->cmp;
 		so[i].end = s->end;
+		so[i].num_op = s->num_op;
+		so[i].num = s->num;
+		so[i].bounded = s->bounded;
+		so[i].num_min = s->num_min;
+		so[i].num_max = s->num_max;
+		so[i].omap = s->omap;
 		if (s->type == OSD_OP_ASSERT_VERSION) {
 			cairn__osd__version__init(&vv[i]);
 			vv[i].epoch = s->ver.epoch;
@@ -527,6 +533,12 @@ fill_outputs(struct creq *q, const Cairn__Osd__OsdOpReply *r, const struct cm_ms
 					*s->out_more = x->more;
 				break;
 			}
+			case OSD_OP_NUM:
+				if (x->value.len != 8)
+					rc = -EBADMSG;
+				else if (s->out_num)
+					*s->out_num = (int64_t)cm_get_le64(x->value.data);
+				break;
 			case OSD_OP_OMAP_GET_HEADER:
 				if (s->out_header) {
 					memset(s->out_header, 0, sizeof(*s->out_header));

@@ -24,6 +24,10 @@ struct csub {
 	size_t nkeys, nvals;
 	uint32_t cmp, max;
 	bool excl;
+	uint32_t num_op; /* NUM */
+	int64_t num, num_min, num_max;
+	bool bounded, omap;
+	int64_t *out_num;
 	struct cairn_version ver;
 	/* outputs */
 	void *rbuf;

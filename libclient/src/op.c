@@ -298,6 +298,85 @@ cairn_op_cmpxattr(cairn_op_t *op, const char *name, enum cairn_cmp cmp, const vo
 }
 
 void
+cairn_op_omap_cmp(cairn_op_t *op, const void *key, size_t klen, enum cairn_cmp cmp, const void *val,
+		  size_t vlen)
+{
+	struct csub *s;
+
+	if (cmp < CAIRN_CMP_EQ || cmp > CAIRN_CMP_ABSENT) {
+		if (!op->err)
+			op->err = -EINVAL;
+		return;
+	}
+	s = sub_join(op, OSD_OP_OMAP_CMP);
+	if (s && s->nkeys && s->cmp != (uint32_t)cmp)
+		s = sub_add(op, OSD_OP_OMAP_CMP);
+	if (!s)
+		return;
+	s->cmp = (uint32_t)cmp;
+	if (push_bin(&s->keys, &s->nkeys, key, klen) || push_bin(&s->vals, &s->nvals, val, vlen))
+		op->err = -ENOMEM;
+}
+
+static struct csub *
+num_add(cairn_op_t *op, enum cairn_num_op nop, int64_t num, int64_t *result, int *rval)
+{
+	struct csub *s;
+
+	if (nop < CAIRN_NUM_ADD || nop > CAIRN_NUM_MIN) {
+		if (!op->err)
+			op->err = -EINVAL;
+		return NULL;
+	}
+	s = sub_add(op, OSD_OP_NUM);
+	if (s) {
+		s->num_op = (uint32_t)nop;
+		s->num = num;
+		s->out_num = result;
+		s->rval = rval;
+	}
+	return s;
+}
+
+void
+cairn_op_xattr_num(cairn_op_t *op, const char *name, enum cairn_num_op nop, int64_t num,
+		   int64_t *result, int *rval)
+{
+	sub_name(op, num_add(op, nop, num, result, rval), name);
+}
+
+void
+cairn_op_omap_num(cairn_op_t *op, const void *key, size_t klen, enum cairn_num_op nop, int64_t num,
+		  int64_t *result, int *rval)
+{
+	struct csub *s = num_add(op, nop, num, result, rval);
+
+	if (!s)
+		return;
+	s->omap = true;
+	if (!klen)
+		op->err = -EINVAL;
+	else if (push_bin(&s->keys, &s->nkeys, key, klen))
+		op->err = -ENOMEM;
+}
+
+void
+cairn_op_num_bounds(cairn_op_t *op, int64_t min, int64_t max)
+{
+	for (size_t i = op->n; i-- > 0;)
+		if (op->subs[i].type == OSD_OP_NUM) {
+			op->subs[i].bounded = true;
+			op->subs[i].num_min = min;
+			op->subs[i].num_max = max;
+			if (min > max && !op->err)
+				op->err = -EINVAL;
+			return;
+		}
+	if (!op->err)
+		op->err = -EINVAL;
+}
+
+void
 cairn_op_read(cairn_op_t *op, uint64_t off, size_t len, void *buf, size_t *bytes_read, int *rval)
 {
 	struct csub *s = sub_add(op, OSD_OP_READ);

@@ -347,6 +347,8 @@ struct osd_lent {
 	uint8_t nsent;
 	uint32_t *sent_to; /* EC: the OSD each shard was sent to, plus one (LogEntry.sent_to) */
 	uint64_t undo_off, undo_len;
+	uint8_t *outs; /* what a resend is answered with (LogEntry.outs) */
+	uint8_t nouts;
 };
 
 /* The stash object of the entry at version v (EC rollback). */
@@ -462,6 +464,7 @@ struct osd_op {
 	char **owned; /* strings the TxOps point at */
 	size_t nowned;
 	uint8_t verbuf[16];
+	uint8_t outs[OSD_LOG_OUTS_MAX]; /* the log entry's outputs (fill_entry) */
 	struct osd_ver new_ver;
 	/* EC pools (ec_pg.c) */
 	uint8_t sizebuf[8];
@@ -547,6 +550,7 @@ struct osd_counters {
 	uint64_t pg_splits;
 	uint64_t pg_merges;
 	uint64_t reads_unleased;
+	uint64_t dups;
 };
 
 struct osd_snap {
@@ -1184,6 +1188,7 @@ int osd__op_tx_life(struct osd_op *op, const Cairn__Osd__SubOp *so, bool *exists
 
 /* A SETXATTR or RMXATTR sub-op as its TxOp. \return 0 or -ENOMEM. */
 int osd__op_tx_xattr(struct osd_op *op, const Cairn__Osd__SubOp *so);
+int osd__op_tx_num(struct osd_op *op, size_t i);
 
 /* The TxOps are in: the version attribute (if the object exists at the
  * end) and op->txp. \return 0 or -ENOMEM. */

@@ -229,6 +229,11 @@ struct thr {
 	 * applied twice shows as a duplicate). */
 	uint64_t app_tried, appends, append_errs, dups;
 	uint8_t *app_ok;
+	/* Each append also adds 1 to the log's "count" xattr (an OSD-side
+	 * counter, in the same op): app_num[s] is the count append s got back,
+	 * which must be record s's place in the log (a resend answered again
+	 * with the first answer, never applied twice). */
+	int64_t *app_num;
 	size_t app_cap;
 	double longest; /* the longest op (or log read) of the loop, seconds */
 	int k;
@@ -249,18 +254,23 @@ do_append(struct thr *t, cairn_ioctx_t *io)
 {
 	char name[64], rec[APP_REC + 1];
 	uint64_t seq = ++t->app_tried;
-	int rc;
+	int64_t count = 0;
+	int rc, crc = 0;
 
 	if (seq >= t->app_cap) {
 		size_t cap = t->app_cap ? 2 * t->app_cap : 1024;
 		uint8_t *n = realloc(t->app_ok, cap);
+		int64_t *nn = n ? realloc(t->app_num, cap * sizeof(*nn)) : NULL;
 
-		if (!n) {
+		if (n)
+			t->app_ok = n;
+		if (!nn) {
 			t->rc = 1;
 			return;
 		}
 		memset(n + t->app_cap, 0, cap - t->app_cap);
-		t->app_ok = n;
+		memset(nn + t->app_cap, 0, (cap - t->app_cap) * sizeof(*nn));
+		t->app_num = nn;
 		t->app_cap = cap;
 	}
 	alog_name(t->k, name, sizeof(name));
@@ -273,6 +283,7 @@ do_append(struct thr *t, cairn_ioctx_t *io)
 			return;
 		}
 		cairn_op_append(op, rec, APP_REC);
+		cairn_op_xattr_num(op, "count", CAIRN_NUM_ADD, 1, &count, &crc);
 		rc = cairn_operate(io, name, op, NULL);
 		cairn_op_release(op);
 	}
@@ -280,8 +291,13 @@ do_append(struct thr *t, cairn_ioctx_t *io)
 	if (rc) {
 		t->append_errs++;
 		fprintf(stderr, "append %s #%" PRIu64 ": %s\n", name, seq, strerror(-rc));
+	} else if (crc) {
+		t->wrong++;
+		fprintf(stderr, "WRONG: append %s #%" PRIu64 " applied, its count: %s\n", name, seq,
+			strerror(-crc));
 	} else {
 		t->app_ok[seq] = 1;
+		t->app_num[seq] = count;
 	}
 }
 
@@ -294,7 +310,7 @@ static void
 check_alog(struct thr *t, cairn_ioctx_t *io, uint8_t *buf)
 {
 	char name[64];
-	int64_t n;
+	int64_t n, count = 0;
 	uint64_t prev = 0, upto = 0, seen = 0;
 	size_t cap = (size_t)(t->app_tried + 1) * APP_REC;
 	uint8_t *b = cap <= g_max + 1 ? buf : malloc(cap);
@@ -304,7 +320,30 @@ check_alog(struct thr *t, cairn_ioctx_t *io, uint8_t *buf)
 		return;
 	}
 	alog_name(t->k, name, sizeof(name));
-	n = cairn_read(io, name, b, cap, 0);
+	{
+		/* The records and the counter, from one state of the object. */
+		cairn_op_t *op = cairn_op_create();
+		size_t got = 0, clen = 0;
+		uint8_t cb[8] = { 0 };
+		int rc;
+
+		if (!op) {
+			t->rc = 1;
+			goto out;
+		}
+		cairn_op_read(op, 0, cap, b, &got, NULL);
+		cairn_op_getxattr(op, "count", cb, sizeof(cb), &clen, NULL);
+		rc = cairn_operate(io, name, op, NULL);
+		cairn_op_release(op);
+		n = rc ? rc : (int64_t)got;
+		if (!rc && clen != 8) {
+			t->wrong++;
+			fprintf(stderr, "WRONG: %s's count is %zu bytes\n", name, clen);
+			goto out;
+		}
+		for (int i = 7; i >= 0; i--)
+			count = count << 8 | cb[i];
+	}
 	t->reads++;
 	if (n == -ENOENT) {
 		n = 0;
@@ -337,6 +376,23 @@ check_alog(struct thr *t, cairn_ioctx_t *io, uint8_t *buf)
 		}
 		prev = seq;
 		seen++;
+		if (t->app_ok[seq] && t->app_num[seq] != (int64_t)seen) {
+			t->wrong++;
+			fprintf(stderr,
+				"WRONG: %s: append #%llu got count %" PRId64
+				", but it is record %" PRIu64 "\n",
+				name, seq, t->app_num[seq], seen);
+		}
+	}
+	/* The counter went up once per record (an increment applied twice, or
+	 * lost, shows here). */
+	if (count != (int64_t)seen) {
+		if (count > (int64_t)seen)
+			t->dups++;
+		else
+			t->wrong++;
+		fprintf(stderr, "%s: %s's count is %" PRId64 " over %" PRIu64 " records\n",
+			count > (int64_t)seen ? "TWICE" : "WRONG", name, count, seen);
 	}
 	/* Every acknowledged record up to the last one read is there once. */
 	upto = prev;
@@ -347,7 +403,6 @@ check_alog(struct thr *t, cairn_ioctx_t *io, uint8_t *buf)
 				q);
 			break;
 		}
-	(void)seen;
 out:
 	if (b != buf)
 		free(b);
@@ -449,6 +504,7 @@ out:
 	free(buf);
 	free(want);
 	free(t->app_ok);
+	free(t->app_num);
 	return NULL;
 }
 

@@ -78,6 +78,8 @@ timeout 30 "$ctl" bench default write --size 128M --seconds 1 2>"$dir/err" || rc
 [ "$rc" -eq 2 ] && grep -q "too large" "$dir/err" || fail "bench --size 128M: rc $rc $(cat "$dir/err")"
 echo "too large: a 65 MiB put and bench --size 128M refused at once"
 
+# (An erasure-coded pool for libcairn_test's methods on EC.)
+"$ctl" pool create ec21 --ec 2+1 --pg-num 8 >/dev/null || fail "pool create ec21"
 "$build/tests/integration/libcairn_test" || fail "libcairn suite"
 
 # Kill one OSD: once the map marks it down, writes go on with 2 copies.

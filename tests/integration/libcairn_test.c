@@ -8,6 +8,7 @@
 #include "testlib.h"
 
 #include <errno.h>
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -299,6 +300,206 @@ START_TEST(test_too_large)
 
 END_TEST
 
+/* An xattr or omap counter's value (8 bytes LE), or -1 if it is not 8 bytes. */
+static int64_t
+le64_of(const void *p, size_t len)
+{
+	const uint8_t *b = p;
+	uint64_t v = 0;
+
+	if (len != 8)
+		return -1;
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | b[i];
+	return (int64_t)v;
+}
+
+static int64_t
+xattr_counter(cairn_ioctx_t *io, const char *oid, const char *name)
+{
+	uint8_t b[16];
+	size_t len = 0;
+	int rval = 0;
+	cairn_op_t *op = cairn_op_create();
+
+	cairn_op_getxattr(op, name, b, sizeof(b), &len, &rval);
+	ck_assert_int_eq(cairn_operate(io, oid, op, NULL), 0);
+	cairn_op_release(op);
+	return le64_of(b, len);
+}
+
+#define NNUM 500
+
+/* Server-side methods: counters (NUM) on xattrs and omap keys, omap compare. */
+START_TEST(test_methods)
+{
+	cairn_completion_t *c[NNUM];
+	cairn_op_t *op, *ops[NNUM];
+	int64_t r1 = 0, r2 = 0, r3 = 0, res[NNUM];
+	static uint8_t seen[NNUM + 1];
+	struct cairn_kv key = { .key = "c", .klen = 1 }, *kvs = NULL;
+	size_t n = 0;
+	int rv1 = 1, rv2 = 1, rc, ok = 0, cancelled = 0;
+
+	/* An absent counter counts from 0 (the object is created); several on
+	 * one counter in one op apply in order. */
+	op = cairn_op_create();
+	cairn_op_xattr_num(op, "n", CAIRN_NUM_ADD, 5, &r1, &rv1);
+	cairn_op_xattr_num(op, "n", CAIRN_NUM_ADD, 3, &r2, &rv2);
+	cairn_op_xattr_num(op, "m", CAIRN_NUM_MAX, 100, &r3, NULL);
+	ck_assert_int_eq(cairn_operate(g_io, "methods", op, NULL), 0);
+	cairn_op_release(op);
+	ck_assert_int_eq(rv1, 0);
+	ck_assert_int_eq(rv2, 0);
+	ck_assert_int_eq(r1, 5);
+	ck_assert_int_eq(r2, 8);
+	ck_assert_int_eq(r3, 100);
+	ck_assert_int_eq(xattr_counter(g_io, "methods", "n"), 8);
+	op = cairn_op_create();
+	cairn_op_xattr_num(op, "m", CAIRN_NUM_MAX, 7, &r1, NULL);
+	cairn_op_xattr_num(op, "m", CAIRN_NUM_MIN, 50, &r2, NULL);
+	cairn_op_xattr_num(op, "n", CAIRN_NUM_SET, -7, &r3, NULL);
+	ck_assert_int_eq(cairn_operate(g_io, "methods", op, NULL), 0);
+	cairn_op_release(op);
+	ck_assert_int_eq(r1, 100);
+	ck_assert_int_eq(r2, 50);
+	ck_assert_int_eq(r3, -7);
+
+	/* Out of bounds or past int64: -EOVERFLOW, and nothing of the op is written. */
+	op = cairn_op_create();
+	cairn_op_setxattr(op, "marker", "x", 1);
+	cairn_op_xattr_num(op, "n", CAIRN_NUM_ADD, 10, NULL, &rv1);
+	cairn_op_num_bounds(op, -10, 0);
+	ck_assert_int_eq(cairn_operate(g_io, "methods", op, NULL), -EOVERFLOW);
+	cairn_op_release(op);
+	ck_assert_int_eq(rv1, -EOVERFLOW);
+	ck_assert_int_eq(xattr_counter(g_io, "methods", "n"), -7);
+	op = cairn_op_create();
+	cairn_op_getxattr(op, "marker", NULL, 0, NULL, &rv1);
+	ck_assert_int_eq(cairn_operate(g_io, "methods", op, NULL), -ENODATA);
+	cairn_op_release(op);
+	op = cairn_op_create();
+	cairn_op_xattr_num(op, "big", CAIRN_NUM_SET, INT64_MAX, NULL, NULL);
+	cairn_op_xattr_num(op, "big", CAIRN_NUM_ADD, 1, NULL, NULL);
+	ck_assert_int_eq(cairn_operate(g_io, "methods", op, NULL), -EOVERFLOW);
+	cairn_op_release(op);
+	/* A value that is not a counter. */
+	ck_assert_int_eq(cairn_write_full(g_io, "methods2", "x", 1), 0);
+	op = cairn_op_create();
+	cairn_op_setxattr(op, "s", "abc", 3);
+	ck_assert_int_eq(cairn_operate(g_io, "methods2", op, NULL), 0);
+	cairn_op_release(op);
+	op = cairn_op_create();
+	cairn_op_xattr_num(op, "s", CAIRN_NUM_ADD, 1, NULL, NULL);
+	ck_assert_int_eq(cairn_operate(g_io, "methods2", op, NULL), -EINVAL);
+	cairn_op_release(op);
+	/* Bad calls fail at submit. */
+	op = cairn_op_create();
+	cairn_op_num_bounds(op, 0, 1); /* no counter before it */
+	ck_assert_int_eq(cairn_operate(g_io, "methods2", op, NULL), -EINVAL);
+	cairn_op_release(op);
+
+	/* NNUM increments in flight at once on one omap counter: each answer is
+	 * a different value of 1..NNUM (each applied once, in some order). */
+	for (int i = 0; i < NNUM; i++) {
+		ops[i] = cairn_op_create();
+		cairn_op_omap_num(ops[i], "c", 1, CAIRN_NUM_ADD, 1, &res[i], NULL);
+		c[i] = cairn_completion_create(NULL, NULL);
+		ck_assert_int_eq(cairn_aio_operate(g_io, "counter", ops[i], c[i]), 0);
+	}
+	for (int i = 0; i < NNUM; i++) {
+		ck_assert_int_eq(cairn_completion_wait(c[i]), 0);
+		cairn_completion_release(c[i]);
+		cairn_op_release(ops[i]);
+		ck_assert(res[i] >= 1 && res[i] <= NNUM);
+		ck_assert_msg(!seen[res[i]], "two increments answered %" PRId64, res[i]);
+		seen[res[i]] = 1;
+	}
+	op = cairn_op_create();
+	cairn_op_omap_get(op, &key, 1, &kvs, &n, NULL);
+	ck_assert_int_eq(cairn_operate(g_io, "counter", op, NULL), 0);
+	cairn_op_release(op);
+	ck_assert_uint_eq(n, 1);
+	ck_assert_int_eq(le64_of(kvs[0].val, kvs[0].vlen), NNUM);
+	cairn_kvs_free(kvs, n);
+
+	/* Compare-and-swap on an omap value: of four swaps from the same old
+	 * value, sent at once, exactly one wins each round. */
+	op = cairn_op_create();
+	cairn_op_omap_cmp(op, "v", 1, CAIRN_CMP_ABSENT, NULL, 0);
+	cairn_op_omap_set(op, "v", 1, "0000", 4);
+	ck_assert_int_eq(cairn_operate(g_io, "cas", op, NULL), 0);
+	cairn_op_release(op);
+	for (int round = 0; round < 20; round++) {
+		char old[5], val[4][5];
+
+		snprintf(old, sizeof(old), "%04d", round);
+		for (int i = 0; i < 4; i++) {
+			snprintf(val[i], sizeof(val[i]), "%04d", round + 1);
+			ops[i] = cairn_op_create();
+			cairn_op_omap_cmp(ops[i], "v", 1, CAIRN_CMP_EQ, old, 4);
+			cairn_op_omap_set(ops[i], "v", 1, val[i], 4);
+			c[i] = cairn_completion_create(NULL, NULL);
+			ck_assert_int_eq(cairn_aio_operate(g_io, "cas", ops[i], c[i]), 0);
+		}
+		for (int i = 0; i < 4; i++) {
+			rc = cairn_completion_wait(c[i]);
+			ck_assert_msg(rc == 0 || rc == -ECANCELED, "cas: %d", rc);
+			ok += rc == 0;
+			cancelled += rc == -ECANCELED;
+			cairn_completion_release(c[i]);
+			cairn_op_release(ops[i]);
+		}
+		ck_assert_int_eq(ok, round + 1);
+	}
+	ck_assert_int_eq(cancelled, 60);
+	/* ABSENT on a key that exists fails; all keys of a joined compare must hold. */
+	op = cairn_op_create();
+	cairn_op_omap_cmp(op, "v", 1, CAIRN_CMP_ABSENT, NULL, 0);
+	cairn_op_omap_set(op, "w", 1, "x", 1);
+	ck_assert_int_eq(cairn_operate(g_io, "cas", op, NULL), -ECANCELED);
+	cairn_op_release(op);
+	op = cairn_op_create();
+	cairn_op_omap_cmp(op, "v", 1, CAIRN_CMP_EQ, "0020", 4);
+	cairn_op_omap_cmp(op, "w", 1, CAIRN_CMP_EQ, "x", 1);
+	cairn_op_omap_set(op, "w", 1, "y", 1);
+	ck_assert_int_eq(cairn_operate(g_io, "cas", op, NULL), -ECANCELED);
+	cairn_op_release(op);
+	op = cairn_op_create();
+	cairn_op_omap_cmp(op, "v", 1, CAIRN_CMP_GE, "0020", 4);
+	cairn_op_omap_cmp(op, "v", 1, CAIRN_CMP_LT, "0021", 4);
+	ck_assert_int_eq(cairn_operate(g_io, "cas", op, NULL), 0);
+	cairn_op_release(op);
+
+	/* On an erasure-coded pool (cluster_test.sh makes "ec21"): xattr
+	 * counters work, omap ones and omap compares are refused. */
+	{
+		cairn_ioctx_t *ec;
+
+		ck_assert_int_eq(cairn_ioctx_create(g_cl, "ec21", &ec), 0);
+		op = cairn_op_create();
+		cairn_op_write_full(op, "data", 4);
+		cairn_op_xattr_num(op, "n", CAIRN_NUM_ADD, 2, &r1, NULL);
+		cairn_op_xattr_num(op, "n", CAIRN_NUM_ADD, 2, &r2, NULL);
+		ck_assert_int_eq(cairn_operate(ec, "ec-methods", op, NULL), 0);
+		cairn_op_release(op);
+		ck_assert_int_eq(r1, 2);
+		ck_assert_int_eq(r2, 4);
+		ck_assert_int_eq(xattr_counter(ec, "ec-methods", "n"), 4);
+		op = cairn_op_create();
+		cairn_op_omap_num(op, "k", 1, CAIRN_NUM_ADD, 1, NULL, NULL);
+		ck_assert_int_eq(cairn_operate(ec, "ec-methods", op, NULL), -EOPNOTSUPP);
+		cairn_op_release(op);
+		op = cairn_op_create();
+		cairn_op_omap_cmp(op, "k", 1, CAIRN_CMP_ABSENT, NULL, 0);
+		ck_assert_int_eq(cairn_operate(ec, "ec-methods", op, NULL), -EOPNOTSUPP);
+		cairn_op_release(op);
+		cairn_ioctx_destroy(ec);
+	}
+}
+
+END_TEST
+
 int
 main(void)
 {
@@ -312,6 +513,7 @@ main(void)
 	tcase_add_test(tc, test_async_and_list);
 	tcase_add_test(tc, test_bad_input);
 	tcase_add_test(tc, test_too_large);
+	tcase_add_test(tc, test_methods);
 	suite_add_tcase(s, tc);
 	return cm_test_main(s);
 }

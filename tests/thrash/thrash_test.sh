@@ -191,6 +191,14 @@ if [ "$splits" = 2 ]; then
 fi
 status_until "$CLEAN_RE" 240 0.5 || fail "not clean: $(grep pgs: "$dir/st")"
 echo "active+clean $(( $(date +%s) - t0 )) s after the workload"
+# How often the exactly-once path ran: resent ops found applied already and
+# answered from the PG log (OSDs up now; a restarted one counted from 0).
+resends=0
+for a in $(sed -n 's/^osd_metrics = //p' "$dir/cairn.conf" | tr ',' ' '); do
+	v=$(curl -sf "http://$a/metrics" | sed -n 's/^cairn_osd_resends_applied_total //p')
+	resends=$((resends + ${v:-0}))
+done
+echo "thrash: $resends resent ops found applied and answered from the PG log"
 # Each OSD's store, checked offline once the cluster is down: every block's
 # reference count (EC stashes share blocks) and checksum.
 "$ctl" down --dir "$dir" >"$dir/down.out" 2>&1 || fail "clusterctl down: $(tail -3 "$dir/down.out")"

@@ -65,8 +65,24 @@ enum osd_subop {
 	OSD_OP_ASSERT_VERSION = 22, /* -ERANGE unless the object's version is ver */
 	OSD_OP_CMPXATTR = 23,       /* -ECANCELED unless xattr name cmp value holds */
 	OSD_OP_ASSERT_EXISTS = 24,  /* -ENOENT unless the object exists */
+	/* 25 is kept for cmpext (compare an extent) */
+	OSD_OP_OMAP_CMP = 26, /* -ECANCELED unless each keys[i] cmp vals[i] holds */
+	OSD_OP_NUM = 27,      /* a counter (int64 LE, absent = 0): xattr name or omap keys[0] */
 	OSD_OP_MAX_
 };
+
+/* How NUM computes a counter's new value from its old one. */
+enum osd_num {
+	OSD_NUM_ADD = 1, /* old + num (-EOVERFLOW past int64) */
+	OSD_NUM_SET = 2, /* num */
+	OSD_NUM_MAX = 3, /* the larger of old and num */
+	OSD_NUM_MIN = 4, /* the smaller */
+};
+
+/* NUM sub-ops in one op at most, and so the bytes of a log entry's
+ * outputs (LogEntry.outs: index, length, 8 bytes each). */
+#define OSD_MAX_NUMS     16
+#define OSD_LOG_OUTS_MAX (OSD_MAX_NUMS * 10)
 
 enum osd_cmp {
 	OSD_CMP_EQ = 1,

@@ -132,7 +132,9 @@ ec_check_op(const struct osd_pg *pg, const Cairn__Osd__OsdOp *q)
 	for (size_t i = 0; i < q->n_ops && !rc; i++)
 		if (q->ops[i]->op >= OSD_OP_OMAP_GET && q->ops[i]->op <= OSD_OP_OMAP_SET_HEADER)
 			rc = -EOPNOTSUPP;
-		else if (q->ops[i]->op == OSD_OP_OMAP_RM_RANGE)
+		else if (q->ops[i]->op == OSD_OP_OMAP_RM_RANGE ||
+			 q->ops[i]->op == OSD_OP_OMAP_CMP ||
+			 (q->ops[i]->op == OSD_OP_NUM && q->ops[i]->omap))
 			rc = -EOPNOTSUPP;
 	return rc;
 }

@@ -344,6 +344,8 @@ ec_write_finish(struct osd_op *op)
 		}
 		if (!rc && (so->op == OSD_OP_SETXATTR || so->op == OSD_OP_RMXATTR))
 			rc = osd__op_tx_xattr(op, so);
+		else if (!rc && so->op == OSD_OP_NUM)
+			rc = osd__op_tx_num(op, i);
 	}
 	/* Then the data: every shard's part of the rewritten stripes. */
 	ns_end = (w->size_end + sw - 1) / sw;

@@ -272,6 +272,10 @@ build_txops(struct osd_op *op)
 			if (!osd__op_tx_add(op, OSD_TX_OMAP_CLEAR))
 				return -ENOMEM;
 			break;
+		case OSD_OP_NUM:
+			if ((rc = osd__op_tx_num(op, i)))
+				return rc;
+			break;
 		case OSD_OP_OMAP_SET_HEADER:
 			x = osd__op_tx_add(op, OSD_TX_OMAP_SET_HEADER);
 			if (!x)

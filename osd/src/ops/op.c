@@ -142,6 +142,33 @@ osd__op_reads_done(struct osd_op *op)
 		osd__op_after_reads(op);
 }
 
+/* A resend of an op applied already: what it returned the first time (the
+ * new values of its NUMs, from the log entry). */
+static int
+op_replay_outs(struct osd_op *op, const struct osd_lent *e)
+{
+	for (size_t n = 0; n + 2 <= e->nouts;) {
+		size_t i = e->outs[n], len = e->outs[n + 1];
+		ProtobufCBinaryData *v;
+
+		if (n + 2 + len > e->nouts)
+			break;
+		if (i < op->nres && op->req->ops[i]->op == OSD_OP_NUM) {
+			v = &op->res[i].value;
+			free(v->data);
+			v->data = malloc(len ? len : 1);
+			if (!v->data) {
+				v->len = 0;
+				return -ENOMEM;
+			}
+			memcpy(v->data, e->outs + n + 2, len);
+			v->len = len;
+		}
+		n += 2 + len;
+	}
+	return 0;
+}
+
 static void
 op_exec(struct osd_op *op)
 {
@@ -151,6 +178,11 @@ op_exec(struct osd_op *op)
 		if (e) {
 			op->osd->dups++;
 			op->rc = e->rc;
+			if (op_replay_outs(op, e)) {
+				osd__op_fail(op, 0, -ENOMEM);
+				osd__op_reply(op, NULL);
+				return;
+			}
 			osd__op_reply(op, &e->ver);
 			return;
 		}

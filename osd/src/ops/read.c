@@ -28,6 +28,8 @@ osd__subop_reads_meta(uint32_t t)
 	case OSD_OP_CMPXATTR:
 	case OSD_OP_ASSERT_EXISTS:
 	case OSD_OP_READ:
+	case OSD_OP_OMAP_CMP:
+	case OSD_OP_NUM:
 		return true;
 	default:
 		return false;
@@ -48,11 +50,156 @@ dup_bin(ProtobufCBinaryData *d, const void *p, size_t n)
 static int
 cmp_bytes(const uint8_t *a, size_t al, const uint8_t *b, size_t bl)
 {
-	int c = memcmp(a, b, CM_MIN(al, bl));
+	int c = CM_MIN(al, bl) ? memcmp(a, b, CM_MIN(al, bl)) : 0; /* (empty: maybe NULL) */
 
 	if (c)
 		return c;
 	return al < bl ? -1 : al > bl;
+}
+
+/* Whether a stored value (have: it exists; c: it compared with the operand
+ * as cmp_bytes) satisfies cmp (enum osd_cmp). */
+static bool
+cmp_holds(uint32_t cmp, bool have, int c)
+{
+	switch (cmp) {
+	case OSD_CMP_ABSENT:
+		return !have;
+	case OSD_CMP_EQ:
+		return have && c == 0;
+	case OSD_CMP_NE:
+		return !have || c != 0;
+	case OSD_CMP_GT:
+		return have && c > 0;
+	case OSD_CMP_GE:
+		return have && c >= 0;
+	case OSD_CMP_LT:
+		return have && c < 0;
+	case OSD_CMP_LE:
+		return have && c <= 0;
+	default:
+		return false;
+	}
+}
+
+/* OMAP_CMP: -ECANCELED unless every keys[j] cmp vals[j] holds. */
+static int
+omap_cmp(struct osd_op *op, const Cairn__Osd__SubOp *so)
+{
+	struct os_kv *keys, *out;
+	int rc;
+
+	if (!op->exists)
+		return so->cmp == OSD_CMP_ABSENT ? 0 : -ENOENT;
+	keys = calloc(so->n_keys + 1, sizeof(*keys));
+	out = calloc(so->n_keys + 1, sizeof(*out));
+	if (!keys || !out) {
+		free(keys);
+		free(out);
+		return -ENOMEM;
+	}
+	for (size_t j = 0; j < so->n_keys; j++) {
+		keys[j].key = so->keys[j].data;
+		keys[j].klen = so->keys[j].len;
+	}
+	rc = os_omap_get(op->osd->store, op->pg->cid, op->req->oid, keys, so->n_keys, out);
+	for (size_t j = 0; !rc && j < so->n_keys; j++) {
+		bool have = out[j].val != NULL;
+		int c = have ? cmp_bytes(out[j].val, out[j].vlen, so->vals[j].data, so->vals[j].len)
+			     : 0;
+
+		if (!cmp_holds(so->cmp, have, c))
+			rc = -ECANCELED;
+	}
+	os_kvs_free(out, so->n_keys);
+	free(keys);
+	return rc;
+}
+
+/* Whether sub-ops a and b (both NUM) name the same counter. */
+static bool
+num_same(const Cairn__Osd__SubOp *a, const Cairn__Osd__SubOp *b)
+{
+	if (a->omap != b->omap)
+		return false;
+	if (a->omap)
+		return a->keys[0].len == b->keys[0].len &&
+		       memcmp(a->keys[0].data, b->keys[0].data, a->keys[0].len) == 0;
+	return strcmp(a->name, b->name) == 0;
+}
+
+/*
+ * NUM: the counter's new value into the result (8 bytes, int64 LE), from
+ * the stored one (absent: 0), or from an earlier NUM of this op on the same
+ * counter. -EINVAL if the stored value is not 8 bytes, -EOVERFLOW past
+ * int64 or outside the bounds.
+ */
+static int
+num_compute(struct osd_op *op, size_t i)
+{
+	const Cairn__Osd__SubOp *so = op->req->ops[i];
+	int64_t cur = 0, nv;
+	bool found = false;
+	int rc = 0;
+
+	for (size_t j = i; j-- > 0;) {
+		const Cairn__Osd__SubOp *p = op->req->ops[j];
+
+		if (p->op == OSD_OP_NUM && num_same(p, so)) {
+			cur = (int64_t)cm_get_le64(op->res[j].value.data);
+			found = true;
+			break;
+		}
+	}
+	if (!found && op->exists) {
+		struct os_kv v = { 0 };
+
+		if (so->omap) {
+			struct os_kv key = { .key = so->keys[0].data, .klen = so->keys[0].len };
+
+			rc = os_omap_get(op->osd->store, op->pg->cid, op->req->oid, &key, 1, &v);
+		} else {
+			char *xn = osd__op_xattr_name(so->name);
+
+			rc = xn ? os_getattr(op->osd->store, op->pg->cid, op->req->oid, xn, &v)
+				: -ENOMEM;
+			free(xn);
+		}
+		if (rc == -ENODATA || rc == -ENOENT)
+			rc = 0;
+		else if (!rc && v.val && v.vlen != 8)
+			rc = -EINVAL;
+		else if (!rc && v.val)
+			cur = (int64_t)cm_get_le64(v.val);
+		osd_kv_clear(&v);
+		if (rc)
+			return rc;
+	}
+	switch (so->num_op) {
+	case OSD_NUM_ADD:
+		if (__builtin_add_overflow(cur, so->num, &nv))
+			return -EOVERFLOW;
+		break;
+	case OSD_NUM_SET:
+		nv = so->num;
+		break;
+	case OSD_NUM_MAX:
+		nv = CM_MAX(cur, so->num);
+		break;
+	case OSD_NUM_MIN:
+		nv = CM_MIN(cur, so->num);
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (so->bounded && (nv < so->num_min || nv > so->num_max))
+		return -EOVERFLOW;
+	op->res[i].value.data = malloc(8);
+	if (!op->res[i].value.data)
+		return -ENOMEM;
+	cm_put_le64(op->res[i].value.data, (uint64_t)nv);
+	op->res[i].value.len = 8;
+	return 0;
 }
 
 char *
@@ -152,35 +299,8 @@ osd__op_meta_fn(void *arg)
 				int c = have ? cmp_bytes(v.val, v.vlen, so->value.data,
 							 so->value.len)
 					     : 0;
-				bool ok;
 
-				switch (so->cmp) {
-				case OSD_CMP_ABSENT:
-					ok = !have;
-					break;
-				case OSD_CMP_EQ:
-					ok = have && c == 0;
-					break;
-				case OSD_CMP_NE:
-					ok = !have || c != 0;
-					break;
-				case OSD_CMP_GT:
-					ok = have && c > 0;
-					break;
-				case OSD_CMP_GE:
-					ok = have && c >= 0;
-					break;
-				case OSD_CMP_LT:
-					ok = have && c < 0;
-					break;
-				case OSD_CMP_LE:
-					ok = have && c <= 0;
-					break;
-				default:
-					ok = false;
-					break;
-				}
-				if (!ok)
+				if (!cmp_holds(so->cmp, have, c))
 					osd__op_fail(op, (unsigned)i, -ECANCELED);
 			}
 			if (!rc)
@@ -296,6 +416,12 @@ osd__op_meta_fn(void *arg)
 			os_kvs_free(kvs, n);
 			break;
 		}
+		case OSD_OP_OMAP_CMP:
+		case OSD_OP_NUM:
+			rc = so->op == OSD_OP_NUM ? num_compute(op, i) : omap_cmp(op, so);
+			if (rc)
+				osd__op_fail(op, (unsigned)i, rc);
+			break;
 		case OSD_OP_OMAP_GET_HEADER:
 			if (!op->exists) {
 				osd__op_fail(op, (unsigned)i, -ENOENT);

@@ -27,6 +27,7 @@ osd__op_subop_writes(uint32_t t)
 	case OSD_OP_OMAP_CLEAR:
 	case OSD_OP_OMAP_SET_HEADER:
 	case OSD_OP_OMAP_RM_RANGE:
+	case OSD_OP_NUM:
 		return true;
 	default:
 		return false;
@@ -97,6 +98,32 @@ osd__op_tx_xattr(struct osd_op *op, const Cairn__Osd__SubOp *so)
 	if (!x || !(x->name = op_own(op, osd__op_xattr_name(so->name))))
 		return -ENOMEM;
 	x->value = so->value;
+	return 0;
+}
+
+/* NUM sub-op i: its new value (computed in the read phase) stored. */
+int
+osd__op_tx_num(struct osd_op *op, size_t i)
+{
+	const Cairn__Osd__SubOp *so = op->req->ops[i];
+	Cairn__Osd__TxOp *x = osd__op_tx_add(op, so->omap ? OSD_TX_OMAP_SET : OSD_TX_SETATTR);
+
+	if (!x)
+		return -ENOMEM;
+	if (!so->omap) {
+		if (!(x->name = op_own(op, osd__op_xattr_name(so->name))))
+			return -ENOMEM;
+		x->value = op->res[i].value;
+		return 0;
+	}
+	/* Arrays ours, bytes borrowed (see osd__op_free). */
+	x->keys = malloc(sizeof(*x->keys));
+	x->vals = malloc(sizeof(*x->vals));
+	if (!x->keys || !x->vals)
+		return -ENOMEM;
+	x->keys[0] = so->keys[0];
+	x->vals[0] = op->res[i].value;
+	x->n_keys = x->n_vals = 1;
 	return 0;
 }
 
@@ -216,6 +243,19 @@ fill_entry(Cairn__Osd__LogEntry *le, Cairn__Osd__Version *v, Cairn__Osd__Version
 	le->oid = op->req->oid;
 	le->client = op->client;
 	le->tid = op->m->tid;
+	/* What a resend must be answered with again: the new values of NUMs. */
+	for (size_t i = 0, n = 0; i < op->req->n_ops; i++) {
+		const ProtobufCBinaryData *val = &op->res[i].value;
+
+		if (op->req->ops[i]->op != OSD_OP_NUM || val->len != 8 || n + 10 > sizeof(op->outs))
+			continue;
+		op->outs[n] = (uint8_t)i;
+		op->outs[n + 1] = 8;
+		memcpy(op->outs + n + 2, val->data, 8);
+		n += 10;
+		le->outs.data = op->outs;
+		le->outs.len = n;
+	}
 }
 
 void

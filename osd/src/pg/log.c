@@ -21,6 +21,7 @@ lent_clear(struct osd_lent *e)
 	free(e->oid);
 	free(e->client);
 	free(e->sent_to);
+	free(e->outs);
 	memset(e, 0, sizeof(*e));
 }
 
@@ -55,6 +56,16 @@ osd__pg_log_append(struct osd_pg *pg, const Cairn__Osd__LogEntry *le)
 		}
 		memcpy(e->sent_to, le->sent_to, le->n_sent_to * sizeof(*e->sent_to));
 		e->nsent = (uint8_t)le->n_sent_to;
+	}
+	if (le->outs.len && le->outs.len <= OSD_LOG_OUTS_MAX) {
+		e->outs = malloc(le->outs.len);
+		if (!e->outs) {
+			lent_clear(e);
+			pg->log_gap = true;
+			return -ENOMEM;
+		}
+		memcpy(e->outs, le->outs.data, le->outs.len);
+		e->nouts = (uint8_t)le->outs.len;
 	}
 	if (!e->oid || !e->client) {
 		lent_clear(e);
@@ -169,6 +180,8 @@ osd__pg_log_pb(struct osd_pg *pg, Cairn__Osd__LogEntry ***out, size_t *n)
 		x->le.undo_len = e->undo_len;
 		x->le.sent_to = e->sent_to;
 		x->le.n_sent_to = e->nsent;
+		x->le.outs.data = e->outs;
+		x->le.outs.len = e->nouts;
 		les[i] = &x->le;
 	}
 	*out = les;

@@ -22,7 +22,8 @@ counters_of(const struct osd *o)
 				      .client_busy = o->client_busy,
 				      .pg_splits = o->pg_splits,
 				      .pg_merges = o->pg_merges,
-				      .reads_unleased = o->reads_unleased };
+				      .reads_unleased = o->reads_unleased,
+				      .dups = o->dups };
 }
 
 static void
@@ -40,6 +41,7 @@ counters_add(struct osd_counters *t, const struct osd_counters *c)
 	t->pg_splits += c->pg_splits;
 	t->pg_merges += c->pg_merges;
 	t->reads_unleased += c->reads_unleased;
+	t->dups += c->dups;
 }
 
 /* Shard 0: every shard's counters, ours now and the others' last snapshot. */

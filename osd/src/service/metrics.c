@@ -47,6 +47,7 @@ COUNTER_FN(g_client_busy, client_busy)
 COUNTER_FN(g_pg_splits, pg_splits)
 COUNTER_FN(g_pg_merges, pg_merges)
 COUNTER_FN(g_reads_unleased, reads_unleased)
+COUNTER_FN(g_dups, dups)
 
 static double
 g_pgs(void *arg)
@@ -173,6 +174,10 @@ osd__metrics_start(struct osd *o, const char *addr, struct osd_metrics **mp)
 		  "Reads a primary told to resend: it held no read lease from every replica, "
 		  "or a past primary's lease was not yet over (osd_read_lease).",
 		  g_reads_unleased },
+		{ "cairn_osd_resends_applied_total",
+		  "Resent client ops found applied already: answered from the PG log "
+		  "(with their first results), not applied again.",
+		  g_dups },
 		{ "cairn_osd_data_cache_hits_total",
 		  "Block reads the store's data cache answered (osd_data_cache).", g_cache_hits },
 		{ "cairn_osd_data_cache_misses_total", "Block reads that went to the device.",

@@ -30,7 +30,7 @@ osd_check_op(const Cairn__Osd__OsdOp *q, size_t data_len)
 		return -EINVAL;
 	if (data_len > OSD_MAX_IO)
 		return -E2BIG;
-	for (size_t i = 0, rd = 0; i < q->n_ops; i++) {
+	for (size_t i = 0, rd = 0, nums = 0; i < q->n_ops; i++) {
 		const Cairn__Osd__SubOp *so = q->ops[i];
 
 		/* Reads: what the reply would carry, bounded before anything is read. */
@@ -58,6 +58,19 @@ osd_check_op(const Cairn__Osd__OsdOp *q, size_t data_len)
 			return -EINVAL;
 		if (so->op == OSD_OP_OMAP_RM_RANGE && so->n_keys != 1)
 			return -EINVAL;
+		if (so->op == OSD_OP_OMAP_CMP && (so->n_keys != so->n_vals || !so->n_keys ||
+						  so->cmp < OSD_CMP_EQ || so->cmp > OSD_CMP_ABSENT))
+			return -EINVAL;
+		if (so->op == OSD_OP_NUM) {
+			if (++nums > OSD_MAX_NUMS)
+				return -E2BIG;
+			if (so->num_op < OSD_NUM_ADD || so->num_op > OSD_NUM_MIN ||
+			    (so->bounded && so->num_min > so->num_max))
+				return -EINVAL;
+			if (so->omap ? so->n_keys != 1 || !so->keys[0].len
+				     : !so->name || !so->name[0] || strlen(so->name) > 255)
+				return -EINVAL;
+		}
 	}
 	return 0;
 }
@@ -109,7 +122,7 @@ int
 osd_check_log_entry(const Cairn__Osd__LogEntry *le)
 {
 	if (!le->ver || !le->oid || le->undo > OSD_UNDO_RENAME || le->undo_off > MAX_OFF ||
-	    le->undo_len > MAX_OFF || le->n_sent_to > 32)
+	    le->undo_len > MAX_OFF || le->n_sent_to > 32 || le->outs.len > OSD_LOG_OUTS_MAX)
 		return -EINVAL;
 	return 0;
 }
