@@ -142,6 +142,17 @@ enum cairn_cmp {
 void cairn_op_cmpxattr(cairn_op_t *op, const char *name, enum cairn_cmp cmp, const void *val,
 		       size_t len);
 /*
+ * -ECANCELED unless the object's bytes at [off, off + len) equal buf's (bytes
+ * past its end compare as zeros; -ENOENT if it does not exist); *mismatch
+ * (may be NULL) then gets the offset from off of the first that differs.
+ * buf is copied into the op's message at submit and must live until then.
+ * Works on replicated and erasure-coded pools. len counts against both the
+ * op's data and its reads (at most 64 MiB each).
+ */
+void cairn_op_cmpext(cairn_op_t *op, uint64_t off, const void *buf, size_t len, uint64_t *mismatch,
+		     int *rval);
+
+/*
  * -ECANCELED unless omap key's value cmp val holds (CAIRN_CMP_ABSENT: the key
  * does not exist; -ENOENT if the object does not, but for ABSENT). With
  * cairn_op_omap_set after it, a compare-and-swap in one round trip.

@@ -309,7 +309,7 @@ build_msg(struct creq *q, struct cm_msg **mp)
 			so[i].ver = &vv[i];
 		}
 		if ((s->type == OSD_OP_WRITE || s->type == OSD_OP_WRITEFULL ||
-		     s->type == OSD_OP_APPEND) &&
+		     s->type == OSD_OP_APPEND || s->type == OSD_OP_CMPEXT) &&
 		    s->len) {
 			struct cm_buf *b;
 
@@ -557,6 +557,8 @@ fill_outputs(struct creq *q, const Cairn__Osd__OsdOpReply *r, const struct cm_ms
 				break;
 			}
 		}
+		if (s->type == OSD_OP_CMPEXT && rc == -ECANCELED && s->out_size)
+			*s->out_size = x->size;
 		if (s->rval)
 			*s->rval = rc;
 	}

@@ -298,6 +298,27 @@ cairn_op_cmpxattr(cairn_op_t *op, const char *name, enum cairn_cmp cmp, const vo
 }
 
 void
+cairn_op_cmpext(cairn_op_t *op, uint64_t off, const void *buf, size_t len, uint64_t *mismatch,
+		int *rval)
+{
+	struct csub *s = sub_add(op, OSD_OP_CMPEXT);
+
+	if (!s)
+		return;
+	if (!len) {
+		op->err = -EINVAL;
+		return;
+	}
+	if (op_io_add(op, &op->wbytes, len) && op_io_add(op, &op->rbytes, len)) {
+		s->off = off;
+		s->len = len;
+		s->wbuf = buf;
+		s->out_size = mismatch;
+		s->rval = rval;
+	}
+}
+
+void
 cairn_op_omap_cmp(cairn_op_t *op, const void *key, size_t klen, enum cairn_cmp cmp, const void *val,
 		  size_t vlen)
 {

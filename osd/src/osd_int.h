@@ -1164,6 +1164,14 @@ void osd__pg_handle_list(struct osd *o, struct cm_conn *c, struct cm_msg *m);
 
 /* ---------- ops/read.c ---------- */
 
+/* Sub-ops that read the object's data: READ, and CMPEXT (its operand's
+ * length); len 0 of a READ is "to the end". */
+static inline bool
+osd__subop_reads_data(uint32_t t)
+{
+	return t == OSD_OP_READ || t == OSD_OP_CMPEXT;
+}
+
 bool osd__subop_reads_meta(uint32_t t);
 
 /* "_" + name: a client's xattr as stored. */

@@ -500,6 +500,104 @@ START_TEST(test_methods)
 
 END_TEST
 
+/* cmpext on pool io: compares, mismatch offsets, zeros past the end, and
+ * compare-and-write races with exactly one winner a round. */
+static void
+cmpext_checks(cairn_ioctx_t *io)
+{
+	static uint8_t data[10000], probe[12000];
+	cairn_completion_t *c[4];
+	cairn_op_t *op, *ops[4];
+	uint64_t at = 0;
+	int rval = 0, rc, ok = 0;
+
+	cm_test_fill(data, sizeof(data), 77);
+	ck_assert_int_eq(cairn_write_full(io, "cmpext", data, sizeof(data)), 0);
+	/* Equal: passes, and a write with it applies. */
+	op = cairn_op_create();
+	cairn_op_cmpext(op, 100, data + 100, 5000, &at, &rval);
+	cairn_op_write(op, 0, "W", 1);
+	ck_assert_int_eq(cairn_operate(io, "cmpext", op, NULL), 0);
+	cairn_op_release(op);
+	ck_assert_int_eq(rval, 0);
+	data[0] = 'W';
+	/* One byte off at 4097 from off: -ECANCELED, its offset, no write. */
+	memcpy(probe, data + 100, 5000);
+	probe[4097] ^= 1;
+	op = cairn_op_create();
+	cairn_op_cmpext(op, 100, probe, 5000, &at, &rval);
+	cairn_op_write(op, 0, "X", 1);
+	ck_assert_int_eq(cairn_operate(io, "cmpext", op, NULL), -ECANCELED);
+	cairn_op_release(op);
+	ck_assert_int_eq(rval, -ECANCELED);
+	ck_assert_uint_eq(at, 4097);
+	ck_assert_int_eq(cairn_read(io, "cmpext", probe, 1, 0), 1);
+	ck_assert_int_eq(probe[0], 'W');
+	/* Past the end compares as zeros. */
+	memset(probe, 0, sizeof(probe));
+	memcpy(probe, data + 9990, 10);
+	op = cairn_op_create();
+	cairn_op_cmpext(op, 9990, probe, 2000, &at, &rval);
+	ck_assert_int_eq(cairn_operate(io, "cmpext", op, NULL), 0);
+	cairn_op_release(op);
+	probe[1500] = 1;
+	op = cairn_op_create();
+	cairn_op_cmpext(op, 9990, probe, 2000, &at, &rval);
+	ck_assert_int_eq(cairn_operate(io, "cmpext", op, NULL), -ECANCELED);
+	cairn_op_release(op);
+	ck_assert_uint_eq(at, 1500);
+	memset(probe, 0, sizeof(probe));
+	op = cairn_op_create();
+	cairn_op_cmpext(op, 50000, probe, 1000, NULL, NULL); /* all past the end: zeros */
+	ck_assert_int_eq(cairn_operate(io, "cmpext", op, NULL), 0);
+	cairn_op_release(op);
+	op = cairn_op_create();
+	cairn_op_cmpext(op, 0, probe, 10, NULL, NULL);
+	ck_assert_int_eq(cairn_operate(io, "no-such-cmpext", op, NULL), -ENOENT);
+	cairn_op_release(op);
+	op = cairn_op_create();
+	cairn_op_cmpext(op, 0, probe, 0, NULL, NULL);
+	ck_assert_int_eq(cairn_operate(io, "cmpext", op, NULL), -EINVAL);
+	cairn_op_release(op);
+
+	/* Compare-and-write from four writers at once: one wins each round. */
+	for (int round = 0; round < 8; round++) {
+		static char old[16], val[4][16];
+
+		snprintf(old, sizeof(old), "gen-%08d", round);
+		if (round == 0)
+			ck_assert_int_eq(cairn_write_full(io, "caw", old, strlen(old)), 0);
+		for (int i = 0; i < 4; i++) {
+			snprintf(val[i], sizeof(val[i]), "gen-%08d", round + 1);
+			ops[i] = cairn_op_create();
+			cairn_op_cmpext(ops[i], 0, old, strlen(old), NULL, NULL);
+			cairn_op_write_full(ops[i], val[i], strlen(val[i]));
+			c[i] = cairn_completion_create(NULL, NULL);
+			ck_assert_int_eq(cairn_aio_operate(io, "caw", ops[i], c[i]), 0);
+		}
+		for (int i = 0; i < 4; i++) {
+			rc = cairn_completion_wait(c[i]);
+			ck_assert_msg(rc == 0 || rc == -ECANCELED, "compare-and-write: %d", rc);
+			ok += rc == 0;
+			cairn_completion_release(c[i]);
+			cairn_op_release(ops[i]);
+		}
+		ck_assert_int_eq(ok, round + 1);
+	}
+}
+
+START_TEST(test_cmpext)
+{
+	cairn_ioctx_t *ec;
+
+	cmpext_checks(g_io);
+	ck_assert_int_eq(cairn_ioctx_create(g_cl, "ec21", &ec), 0);
+	cmpext_checks(ec);
+	cairn_ioctx_destroy(ec);
+}
+
+END_TEST
+
 int
 main(void)
 {
@@ -514,6 +612,7 @@ main(void)
 	tcase_add_test(tc, test_bad_input);
 	tcase_add_test(tc, test_too_large);
 	tcase_add_test(tc, test_methods);
+	tcase_add_test(tc, test_cmpext);
 	suite_add_tcase(s, tc);
 	return cm_test_main(s);
 }

@@ -65,9 +65,10 @@ enum osd_subop {
 	OSD_OP_ASSERT_VERSION = 22, /* -ERANGE unless the object's version is ver */
 	OSD_OP_CMPXATTR = 23,       /* -ECANCELED unless xattr name cmp value holds */
 	OSD_OP_ASSERT_EXISTS = 24,  /* -ENOENT unless the object exists */
-	/* 25 is kept for cmpext (compare an extent) */
-	OSD_OP_OMAP_CMP = 26, /* -ECANCELED unless each keys[i] cmp vals[i] holds */
-	OSD_OP_NUM = 27,      /* a counter (int64 LE, absent = 0): xattr name or omap keys[0] */
+	OSD_OP_CMPEXT = 25,         /* -ECANCELED unless [off, off + len) holds the len bytes at
+				     * data_off (past the end: zeros); size = the first that differs */
+	OSD_OP_OMAP_CMP = 26,       /* -ECANCELED unless each keys[i] cmp vals[i] holds */
+	OSD_OP_NUM = 27, /* a counter (int64 LE, absent = 0): xattr name or omap keys[0] */
 	OSD_OP_MAX_
 };
 

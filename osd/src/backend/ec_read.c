@@ -484,7 +484,7 @@ osd__ec_op_read(struct osd_op *op)
 		uint64_t len, s0, s1;
 		struct osd_ecr *r;
 
-		if (so->op != OSD_OP_READ || op->res[i].more)
+		if (!osd__subop_reads_data(so->op) || op->res[i].more)
 			continue;
 		n--;
 		len = so->len ? so->len : op->size - so->off;

@@ -142,8 +142,8 @@ on_data_read(void *arg, int rc, struct cm_buf *data)
 
 	/* Reads complete in the order issued: the first unfilled READ is ours. */
 	for (; i < op->req->n_ops; i++)
-		if (op->req->ops[i]->op == OSD_OP_READ && !op->rbufs[i] && op->res[i].rc == 0 &&
-		    !op->res[i].more)
+		if (osd__subop_reads_data(op->req->ops[i]->op) && !op->rbufs[i] &&
+		    op->res[i].rc == 0 && !op->res[i].more)
 			break;
 	if (i < op->req->n_ops) {
 		op->res[i].more = true; /* marks it done; cleared before the reply */
@@ -169,7 +169,7 @@ rep_read(struct osd_op *op)
 		const Cairn__Osd__SubOp *so = op->req->ops[i];
 		uint64_t len;
 
-		if (so->op != OSD_OP_READ || op->res[i].more)
+		if (!osd__subop_reads_data(so->op) || op->res[i].more)
 			continue;
 		len = so->len ? so->len : op->size - so->off;
 		n--;

@@ -28,6 +28,7 @@ osd__subop_reads_meta(uint32_t t)
 	case OSD_OP_CMPXATTR:
 	case OSD_OP_ASSERT_EXISTS:
 	case OSD_OP_READ:
+	case OSD_OP_CMPEXT:
 	case OSD_OP_OMAP_CMP:
 	case OSD_OP_NUM:
 		return true;
@@ -249,6 +250,7 @@ osd__op_meta_fn(void *arg)
 
 		switch (so->op) {
 		case OSD_OP_READ:
+		case OSD_OP_CMPEXT:
 		case OSD_OP_STAT:
 		case OSD_OP_ASSERT_EXISTS:
 		case OSD_OP_REMOVE:
@@ -464,7 +466,7 @@ osd__op_meta_done(void *arg)
 		const Cairn__Osd__SubOp *so = op->req->ops[i];
 		uint64_t len;
 
-		if (so->op != OSD_OP_READ)
+		if (!osd__subop_reads_data(so->op))
 			continue;
 		len = so->len ? so->len : (so->off < op->size ? op->size - so->off : 0);
 		if (so->off >= op->size || !len) {
@@ -485,6 +487,42 @@ osd__op_meta_done(void *arg)
 	}
 	op->busy = true;
 	op->pg->be->read(op);
+}
+
+/*
+ * CMPEXT sub-op i, its data read: the offset (from its off) of the first
+ * byte that differs from its operand (bytes past the object's end read as
+ * zeros), -1 if none does, INT64_MAX if out of memory.
+ */
+static int64_t
+cmpext_at(struct osd_op *op, size_t i)
+{
+	const Cairn__Osd__SubOp *so = op->req->ops[i];
+	const uint8_t *have = NULL;
+	size_t hlen = 0, chunk = 64u << 10;
+	uint8_t *want = malloc(chunk);
+
+	if (!want)
+		return INT64_MAX;
+	if (op->rbufs[i]) {
+		have = op->rbufs[i]->data + (op->rlen[i] ? op->roff[i] : 0);
+		hlen = op->rlen[i] ? op->rlen[i] : op->rbufs[i]->len;
+	}
+	for (size_t at = 0; at < so->len; at += chunk) {
+		size_t n = (size_t)CM_MIN((uint64_t)chunk, so->len - at);
+
+		cm_sgl_copy_out(&op->m->data, (size_t)so->data_off + at, want, n);
+		for (size_t k = 0; k < n; k++) {
+			uint8_t b = at + k < hlen ? have[at + k] : 0;
+
+			if (b != want[k]) {
+				free(want);
+				return (int64_t)(at + k);
+			}
+		}
+	}
+	free(want);
+	return -1;
 }
 
 void
@@ -509,6 +547,16 @@ osd__op_after_reads(struct osd_op *op)
 			r->size = op->size;
 			osd_ver_to_pb(&op->ver, &op->rver[i]);
 			r->ver = &op->rver[i];
+		} else if (so->op == OSD_OP_CMPEXT) {
+			int64_t at = cmpext_at(op, i);
+
+			if (at >= 0) {
+				osd__op_fail(op, (unsigned)i,
+					     at == INT64_MAX ? -ENOMEM : -ECANCELED);
+				r->size = at == INT64_MAX ? 0 : (uint64_t)at;
+				osd__op_reply(op, NULL);
+				return;
+			}
 		} else if (so->op == OSD_OP_READ && op->rbufs[i]) {
 			size_t off = op->rlen[i] ? op->roff[i] : 0;
 

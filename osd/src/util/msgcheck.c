@@ -34,7 +34,7 @@ osd_check_op(const Cairn__Osd__OsdOp *q, size_t data_len)
 		const Cairn__Osd__SubOp *so = q->ops[i];
 
 		/* Reads: what the reply would carry, bounded before anything is read. */
-		if (so->op == OSD_OP_READ &&
+		if ((so->op == OSD_OP_READ || so->op == OSD_OP_CMPEXT) &&
 		    (so->len > OSD_MAX_IO || (rd += (size_t)so->len) > OSD_MAX_IO))
 			return -E2BIG;
 		if (!so->op || so->op >= OSD_OP_MAX_)
@@ -42,10 +42,13 @@ osd_check_op(const Cairn__Osd__OsdOp *q, size_t data_len)
 		if (so->n_keys > OSD_MAX_KEYS || so->n_vals > OSD_MAX_KEYS)
 			return -E2BIG;
 		if ((so->op == OSD_OP_WRITE || so->op == OSD_OP_WRITEFULL ||
-		     so->op == OSD_OP_APPEND) &&
+		     so->op == OSD_OP_APPEND || so->op == OSD_OP_CMPEXT) &&
 		    (so->data_off > data_len || so->len > data_len - so->data_off))
 			return -EINVAL;
-		if ((so->op == OSD_OP_WRITE || so->op == OSD_OP_ZERO || so->op == OSD_OP_READ) &&
+		if (so->op == OSD_OP_CMPEXT && !so->len)
+			return -EINVAL;
+		if ((so->op == OSD_OP_WRITE || so->op == OSD_OP_ZERO || so->op == OSD_OP_READ ||
+		     so->op == OSD_OP_CMPEXT) &&
 		    (so->off > MAX_OFF || so->len > MAX_OFF))
 			return -EFBIG;
 		if (so->op == OSD_OP_TRUNCATE && so->len > MAX_OFF)
