@@ -258,6 +258,71 @@ int cairn_list(cairn_ioctx_t *io, struct cairn_list_cursor *cur, unsigned max, c
 	       size_t *n);
 void cairn_names_free(char **names, size_t n);
 
+/* ---- admin calls ----
+ *
+ * Answered by the monitors' leader (found by the library, also across a
+ * leader change). They wait at most op_timeout_ms, or 30 s when that is 0
+ * (-ETIMEDOUT).
+ */
+
+/* The pools of the client's current map, by name (cairn_names_free). */
+int cairn_pool_list(cairn_cluster_t *cl, char ***names, size_t *n);
+
+struct cairn_pool_stat {
+	int64_t id;
+	char name[64];
+	uint64_t objects;         /* as the PGs' primaries last reported (a beacon behind) */
+	uint64_t stored;          /* logical bytes, one copy */
+	uint64_t raw;             /* on the devices: every copy, or k + m shards of k */
+	uint64_t quota_max_bytes; /* 0: none */
+	uint64_t max_avail;       /* about how many logical bytes still fit: the devices' free
+				   * bytes over the copies (or x k/(k+m)), within the quota */
+};
+
+struct cairn_df {
+	bool stats_valid; /* false: the leader has no OSD reports yet (the figures are 0) */
+	uint64_t total_bytes, free_bytes; /* the OSDs' devices */
+	uint64_t epoch;                   /* the map the pools are from */
+	struct cairn_pool_stat *pools;
+	size_t npools;
+};
+
+/* The cluster's usage (df->pools malloc'd: cairn_df_free). \return 0 or an error. */
+int cairn_df(cairn_cluster_t *cl, struct cairn_df *df);
+void cairn_df_free(struct cairn_df *df);
+/* One pool's figures (io's pool). \return 0, -ENOENT (gone), or an error. */
+int cairn_pool_stat(cairn_ioctx_t *io, struct cairn_pool_stat *st);
+
+enum cairn_health_status { CAIRN_HEALTH_OK = 0, CAIRN_HEALTH_WARN = 1, CAIRN_HEALTH_ERR = 2 };
+
+struct cairn_health_check {
+	char *code; /* e.g. "OSD_DOWN", "PG_DEGRADED" */
+	enum cairn_health_status severity;
+	char *summary; /* one line */
+	char **detail; /* one line per affected thing */
+	size_t ndetail;
+};
+
+struct cairn_health {
+	enum cairn_health_status status; /* the worst of the checks */
+	struct cairn_health_check *checks;
+	size_t nchecks;
+};
+
+/* The cluster's health, as `clusterctl health detail` (cairn_health_free). */
+int cairn_health(cairn_cluster_t *cl, struct cairn_health *h);
+void cairn_health_free(struct cairn_health *h);
+
+/*
+ * Any clusterctl command (argv as after "clusterctl", e.g. {"osd", "ls"}),
+ * run by the monitors; *out gets its output (text, or JSON with json), *err
+ * (may be NULL) its message when it fails; both malloc'd (free).
+ * \return the command's result (0 or a negative errno), or an error of the
+ * call itself.
+ */
+int cairn_mon_command(cairn_cluster_t *cl, const char *const *argv, size_t argc, bool json,
+		      char **out, char **err);
+
 #ifdef __cplusplus
 }
 #endif

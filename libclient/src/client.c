@@ -19,10 +19,12 @@
 
 CM_LOG_SUBSYS(client);
 
-#define TICK_MS   100
-#define RESEND_MS 5000 /* an op unanswered this long is resent (the log dedups) */
-#define RETRY_MS  500  /* an op the OSD could not take yet */
-#define BUSY_MS   50   /* an op the OSD pushed back (its client data cap was reached) */
+#define TICK_MS        100
+#define RESEND_MS      5000  /* an op unanswered this long is resent (the log dedups) */
+#define RETRY_MS       500   /* an op the OSD could not take yet */
+#define BUSY_MS        50    /* an op the OSD pushed back (its client data cap was reached) */
+#define MON_RESEND_MS  1000  /* an admin call unanswered this long is sent again */
+#define MON_TIMEOUT_MS 30000 /* an admin call's limit when op_timeout_ms is 0 */
 
 struct cl_conf {
 	struct cm_daemon_conf d;
@@ -79,6 +81,19 @@ struct creq {
 	bool more;
 };
 
+/* A request to the monitors' leader (admin calls), on the client thread. */
+struct mreq {
+	TAILQ_ENTRY(mreq) link;
+	struct cairn_cluster *cl;
+	uint16_t type, reply_type;
+	const ProtobufCMessage *req; /* the caller's, until it completes */
+	uint64_t tid, sent_ms, deadline_ms;
+	bool sent, linked;
+	struct cm_msg *reply; /* for the caller */
+	cairn_completion_t *comp;
+	struct cm_reactor_msg post;
+};
+
 struct cairn_cluster {
 	struct cl_conf cfg;
 	struct cm_conf conf;
@@ -109,6 +124,7 @@ struct cairn_cluster {
 	bool pl_ok;
 	struct mon_osd_sessions sess; /* with the OSDs, one per PG shard of each */
 	TAILQ_HEAD(, creq) inflight;
+	TAILQ_HEAD(, mreq) mons; /* admin calls in flight */
 	uint64_t tid;
 	struct cm_timer tick;
 };
@@ -716,6 +732,98 @@ on_event(void *arg, struct cm_conn *c, enum cm_conn_event ev, int rc)
 		}
 }
 
+/* ---------- admin calls: requests to the monitors' leader ---------- */
+
+static void
+mreq_finish(struct mreq *q, int rc)
+{
+	if (q->linked) {
+		TAILQ_REMOVE(&q->cl->mons, q, link);
+		q->linked = false;
+	}
+	complete(q->comp, rc, NULL);
+}
+
+static void
+mreq_send(struct mreq *q)
+{
+	/* (-ENOTCONN and the like: the tick tries again) */
+	if (mon_async_send(q->cl->monc, q->type, q->tid, q->req, true) == 0) {
+		q->sent = true;
+		q->sent_ms = cm_now_ms();
+	}
+}
+
+static void
+mreq_tick(struct cairn_cluster *cl, uint64_t now)
+{
+	struct mreq *q, *tmp;
+
+	TAILQ_FOREACH_SAFE(q, &cl->mons, link, tmp) {
+		if (now >= q->deadline_ms)
+			mreq_finish(q, -ETIMEDOUT);
+		else if (!q->sent || now - q->sent_ms >= MON_RESEND_MS)
+			mreq_send(q); /* (no leader known yet, or it changed: a mon answers once) */
+	}
+}
+
+static void
+mreq_submit_fn(void *arg)
+{
+	struct mreq *q = arg;
+	struct cairn_cluster *cl = q->cl;
+
+	q->tid = ++cl->tid;
+	TAILQ_INSERT_TAIL(&cl->mons, q, link);
+	q->linked = true;
+	mreq_send(q);
+}
+
+/* A mon's reply (mon_async's on_reply): the admin call it answers, if any. */
+static void
+on_mon_reply(void *arg, struct cm_msg *m)
+{
+	struct cairn_cluster *cl = arg;
+	struct mreq *q;
+
+	TAILQ_FOREACH(q, &cl->mons, link)
+		if (q->tid == m->tid && q->reply_type == m->type)
+			break;
+	if (!q) {
+		cm_msg_destroy(m);
+		return;
+	}
+	q->reply = m;
+	mreq_finish(q, 0);
+}
+
+/* Send req to the leader and wait for its reply (*reply: cm_msg_destroy). */
+static int
+mon_call(struct cairn_cluster *cl, uint16_t type, const ProtobufCMessage *req, uint16_t reply_type,
+	 struct cm_msg **reply)
+{
+	struct mreq *q = calloc(1, sizeof(*q));
+	int rc;
+
+	*reply = NULL;
+	if (!q || !(q->comp = cairn_completion_create(NULL, NULL))) {
+		free(q);
+		return -ENOMEM;
+	}
+	q->cl = cl;
+	q->type = type;
+	q->reply_type = reply_type;
+	q->req = req;
+	q->deadline_ms = cm_now_ms() + (cl->op_timeout_ms ? cl->op_timeout_ms : MON_TIMEOUT_MS);
+	q->post = (struct cm_reactor_msg){ .fn = mreq_submit_fn, .arg = q };
+	cm_reactor_post(cl->r, &q->post);
+	rc = cairn_completion_wait(q->comp);
+	cairn_completion_release(q->comp);
+	*reply = q->reply;
+	free(q);
+	return rc;
+}
+
 static void
 on_tick(struct cm_timer *t)
 {
@@ -732,6 +840,7 @@ on_tick(struct cm_timer *t)
 			creq_send(q, true);
 	}
 	resend_all(cl, false);
+	mreq_tick(cl, now);
 	cm_timer_arm(cl->r, &cl->tick, TICK_MS);
 }
 
@@ -757,6 +866,7 @@ client_thread(void *arg)
 		mco.mon_host = cl->cfg.mon_host;
 		mco.subscribe = true;
 		mco.ops.on_map = on_map;
+		mco.ops.on_reply = on_mon_reply;
 		mco.arg = cl;
 		rc = mon_async_create(cl->r, cl->msgr, &mco, &cl->monc, err, sizeof(err));
 	}
@@ -773,6 +883,8 @@ client_thread(void *arg)
 	cm_timer_cancel(cl->r, &cl->tick);
 	while ((q = TAILQ_FIRST(&cl->inflight)))
 		creq_finish(q, -ESHUTDOWN, NULL);
+	while (!TAILQ_EMPTY(&cl->mons))
+		mreq_finish(TAILQ_FIRST(&cl->mons), -ESHUTDOWN);
 	mon_async_destroy(cl->monc);
 	cl->monc = NULL;
 	mon_osd_sessions_fini(&cl->sess);
@@ -822,6 +934,7 @@ cairn_connect(const struct cairn_opts *o, cairn_cluster_t **clp, char *err, size
 	pthread_mutex_init(&cl->mu, NULL);
 	pthread_cond_init(&cl->cv, NULL);
 	TAILQ_INIT(&cl->inflight);
+	TAILQ_INIT(&cl->mons);
 	cl->conf = (struct cm_conf){
 		.table = g_cl_opts, .base = &cl->cfg, .section = "client", .env_prefix = "CAIRN_"
 	};
@@ -1294,6 +1407,7 @@ cairn__reply_decode(const Cairn__Map__OsdMap *map, int64_t pool, const char *oid
 	pthread_mutex_init(&cl->mu, NULL);
 	pthread_cond_init(&cl->cv, NULL);
 	TAILQ_INIT(&cl->inflight);
+	TAILQ_INIT(&cl->mons);
 	cl->conf = (struct cm_conf){ .table = g_cl_opts, .base = &cl->cfg };
 	on_map(cl, map);
 	/* The request, as submit_fn and creq_send make it (but sent nowhere). */
@@ -1334,4 +1448,261 @@ cairn__reply_decode(const Cairn__Map__OsdMap *map, int64_t pool, const char *oid
 	}
 	cluster_free(cl);
 	return rc;
+}
+
+/* ---------- admin calls ---------- */
+
+int
+cairn_pool_list(cairn_cluster_t *cl, char ***names, size_t *n)
+{
+	char **v;
+	size_t k = 0;
+
+	*names = NULL;
+	*n = 0;
+	pthread_mutex_lock(&cl->mu);
+	v = calloc(cl->npools + 1, sizeof(*v));
+	for (size_t i = 0; v && i < cl->npools; i++) {
+		if (!(v[k] = strdup(cl->pools[i].name)))
+			break;
+		k++;
+	}
+	pthread_mutex_unlock(&cl->mu);
+	if (!v || k < cl->npools) {
+		cairn_names_free(v, k);
+		return -ENOMEM;
+	}
+	*names = v;
+	*n = k;
+	return 0;
+}
+
+/* A DF_REPLY into *df (zeroed first). m is consumed. */
+static int
+df_decode(struct cm_msg *m, struct cairn_df *df)
+{
+	Cairn__Mon__DfReply *r =
+		(Cairn__Mon__DfReply *)cm_msg_unpack_front(m, &cairn__mon__df_reply__descriptor);
+	int rc;
+
+	memset(df, 0, sizeof(*df));
+	cm_msg_destroy(m);
+	if (!r)
+		return -EBADMSG;
+	rc = r->rc > 0 || r->rc < -4095 ? -EBADMSG : r->rc;
+	if (!rc && !(df->pools = calloc(r->n_pools + 1, sizeof(*df->pools))))
+		rc = -ENOMEM;
+	if (!rc) {
+		df->stats_valid = r->stats_valid;
+		df->total_bytes = r->total_bytes;
+		df->free_bytes = r->free_bytes;
+		df->epoch = r->epoch;
+		for (size_t i = 0; i < r->n_pools; i++) {
+			const Cairn__Mon__PoolStats *p = r->pools[i];
+			struct cairn_pool_stat *d = &df->pools[i];
+
+			d->id = p->id;
+			snprintf(d->name, sizeof(d->name), "%s", p->name ? p->name : "");
+			d->objects = p->objects;
+			d->stored = p->stored;
+			d->raw = p->raw;
+			d->quota_max_bytes = p->quota_max_bytes;
+			d->max_avail = p->max_avail;
+		}
+		df->npools = r->n_pools;
+	}
+	cairn__mon__df_reply__free_unpacked(r, NULL);
+	return rc;
+}
+
+int
+cairn_df(cairn_cluster_t *cl, struct cairn_df *df)
+{
+	Cairn__Mon__DfRequest req = CAIRN__MON__DF_REQUEST__INIT;
+	struct cm_msg *m;
+	int rc;
+
+	memset(df, 0, sizeof(*df));
+	rc = mon_call(cl, MON_MSG_DF_REQUEST, &req.base, MON_MSG_DF_REPLY, &m);
+	return rc ? rc : df_decode(m, df);
+}
+
+void
+cairn_df_free(struct cairn_df *df)
+{
+	free(df->pools);
+	memset(df, 0, sizeof(*df));
+}
+
+int
+cairn_pool_stat(cairn_ioctx_t *io, struct cairn_pool_stat *st)
+{
+	struct cairn_df df;
+	int rc = cairn_df(io->cl, &df);
+
+	if (rc)
+		return rc;
+	rc = -ENOENT;
+	for (size_t i = 0; i < df.npools; i++)
+		if (df.pools[i].id == io->pool) {
+			*st = df.pools[i];
+			rc = 0;
+		}
+	cairn_df_free(&df);
+	return rc;
+}
+
+void
+cairn_health_free(struct cairn_health *h)
+{
+	for (size_t i = 0; h->checks && i < h->nchecks; i++) {
+		struct cairn_health_check *c = &h->checks[i];
+
+		free(c->code);
+		free(c->summary);
+		cairn_names_free(c->detail, c->ndetail);
+	}
+	free(h->checks);
+	memset(h, 0, sizeof(*h));
+}
+
+/* A HEALTH_REPLY into *h (zeroed first). m is consumed. */
+static int
+health_decode(struct cm_msg *m, struct cairn_health *h)
+{
+	Cairn__Mon__HealthReply *r = (Cairn__Mon__HealthReply *)cm_msg_unpack_front(
+		m, &cairn__mon__health_reply__descriptor);
+	int rc;
+
+	memset(h, 0, sizeof(*h));
+	cm_msg_destroy(m);
+	if (!r)
+		return -EBADMSG;
+	rc = r->rc > 0 || r->rc < -4095 ? -EBADMSG : r->rc;
+	if (!rc && r->status > CAIRN_HEALTH_ERR)
+		rc = -EBADMSG;
+	if (!rc && !(h->checks = calloc(r->n_checks + 1, sizeof(*h->checks))))
+		rc = -ENOMEM;
+	for (size_t i = 0; !rc && i < r->n_checks; i++) {
+		const Cairn__Mon__HealthCheck *k = r->checks[i];
+		struct cairn_health_check *c = &h->checks[i];
+
+		h->nchecks = i + 1;
+		c->severity = k->severity > CAIRN_HEALTH_ERR
+				      ? CAIRN_HEALTH_ERR
+				      : (enum cairn_health_status)k->severity;
+		c->code = strdup(k->code ? k->code : "");
+		c->summary = strdup(k->summary ? k->summary : "");
+		c->detail = calloc(k->n_detail + 1, sizeof(*c->detail));
+		if (!c->code || !c->summary || !c->detail) {
+			rc = -ENOMEM;
+			break;
+		}
+		for (size_t d = 0; d < k->n_detail; d++) {
+			if (!(c->detail[d] = strdup(k->detail[d] ? k->detail[d] : ""))) {
+				rc = -ENOMEM;
+				break;
+			}
+			c->ndetail = d + 1;
+		}
+	}
+	if (!rc)
+		h->status = (enum cairn_health_status)r->status;
+	else
+		cairn_health_free(h);
+	cairn__mon__health_reply__free_unpacked(r, NULL);
+	return rc;
+}
+
+int
+cairn_health(cairn_cluster_t *cl, struct cairn_health *h)
+{
+	Cairn__Mon__HealthRequest req = CAIRN__MON__HEALTH_REQUEST__INIT;
+	struct cm_msg *m;
+	int rc;
+
+	memset(h, 0, sizeof(*h));
+	rc = mon_call(cl, MON_MSG_HEALTH_REQUEST, &req.base, MON_MSG_HEALTH_REPLY, &m);
+	return rc ? rc : health_decode(m, h);
+}
+
+/* A COMMAND_REPLY into *out, *err (may be NULL). m is consumed. */
+static int
+command_decode(struct cm_msg *m, char **out, char **err)
+{
+	Cairn__Mon__CommandReply *r = (Cairn__Mon__CommandReply *)cm_msg_unpack_front(
+		m, &cairn__mon__command_reply__descriptor);
+	int rc;
+
+	*out = NULL;
+	if (err)
+		*err = NULL;
+	cm_msg_destroy(m);
+	if (!r)
+		return -EBADMSG;
+	rc = r->rc > 0 || r->rc < -4095 ? -EBADMSG : r->rc;
+	*out = strdup(r->out ? r->out : "");
+	if (err)
+		*err = strdup(r->err ? r->err : "");
+	if (!*out || (err && !*err)) {
+		free(*out);
+		*out = NULL;
+		if (err) {
+			free(*err);
+			*err = NULL;
+		}
+		rc = -ENOMEM;
+	}
+	cairn__mon__command_reply__free_unpacked(r, NULL);
+	return rc;
+}
+
+int
+cairn_mon_command(cairn_cluster_t *cl, const char *const *argv, size_t argc, bool json, char **out,
+		  char **err)
+{
+	Cairn__Mon__Command req = CAIRN__MON__COMMAND__INIT;
+	struct cm_msg *m;
+	int rc;
+
+	*out = NULL;
+	if (err)
+		*err = NULL;
+	if (!argc)
+		return -EINVAL;
+	req.args = (char **)argv;
+	req.n_args = argc;
+	req.json = json;
+	rc = mon_call(cl, MON_MSG_COMMAND, &req.base, MON_MSG_COMMAND_REPLY, &m);
+	return rc ? rc : command_decode(m, out, err);
+}
+
+/* ---------- entry point for tests/fuzz/libcairn_mon_reply_fuzz.c ---------- */
+
+int
+cairn__mon_reply_decode(struct cm_msg *m)
+{
+	struct cairn_health h;
+	struct cairn_df df;
+	char *out, *err;
+	int rc;
+
+	switch (m->type) {
+	case MON_MSG_DF_REPLY:
+		rc = df_decode(m, &df);
+		cairn_df_free(&df);
+		return rc;
+	case MON_MSG_HEALTH_REPLY:
+		rc = health_decode(m, &h);
+		cairn_health_free(&h);
+		return rc;
+	case MON_MSG_COMMAND_REPLY:
+		rc = command_decode(m, &out, &err);
+		free(out);
+		free(err);
+		return rc;
+	default:
+		cm_msg_destroy(m);
+		return -EINVAL;
+	}
 }

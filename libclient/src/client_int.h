@@ -65,4 +65,11 @@ int cairn__reply_decode(const Cairn__Map__OsdMap *map, int64_t pool, const char 
 			cairn_op_t *op, struct cm_msg *reply, char ***names, size_t *nnames,
 			bool *more);
 
+/*
+ * A monitor's reply to an admin call (DF_REPLY, HEALTH_REPLY or
+ * COMMAND_REPLY; m taken) decoded as cairn_df, cairn_health or
+ * cairn_mon_command do, and what that made freed. \return their result.
+ */
+int cairn__mon_reply_decode(struct cm_msg *m);
+
 #endif

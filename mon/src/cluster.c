@@ -372,6 +372,109 @@ stats_json(const struct mon_stats *st, uint64_t total)
 			 (json_int_t)st->csum_errors);
 }
 
+/* m's health (the monmap into *v: mon_cluster_view_free after, as h). */
+static int
+health_of(const struct mon_cmd_env *env, const Cairn__Map__OsdMap *m, struct mon_cluster_view *v,
+	  struct mon_health *h, char *err, size_t errlen)
+{
+	int rc = mon_cluster_view_read(env->etcd, env->fsid, v);
+
+	if (rc) {
+		snprintf(err, errlen, "reading the monmap: %s", cm_strerror(rc));
+		return rc;
+	}
+	rc = mon_health_compute(m, v->mons, v->nmons, NULL, 0, h);
+	if (rc) {
+		snprintf(err, errlen, "health: %s", cm_strerror(rc));
+		mon_cluster_view_free(v);
+		return rc;
+	}
+	if (env->stats && env->stats->valid && env->stats->rec_watchdog) {
+		char s[160];
+
+		snprintf(s, sizeof(s),
+			 "the recovery watchdog restarted %" PRIu64
+			 " stalled plans (a bug: see the OSD logs)",
+			 env->stats->rec_watchdog);
+		rc = mon_health_add(h, "RECOVERY_WATCHDOG", MON_HEALTH_WARN, s);
+		if (rc) {
+			snprintf(err, errlen, "health: %s", cm_strerror(rc));
+			mon_health_free(h);
+			mon_cluster_view_free(v);
+		}
+	}
+	return rc;
+}
+
+int
+mon_health_read(const struct mon_cmd_env *env, struct mon_health *h, char *err, size_t errlen)
+{
+	struct mon_cluster_view v;
+	Cairn__Map__OsdMap *m;
+	int rc = mon_map_read(env->store, &m);
+
+	if (rc) {
+		snprintf(err, errlen, "reading the map: %s", cm_strerror(rc));
+		return rc;
+	}
+	rc = health_of(env, m, &v, h, err, errlen);
+	if (!rc)
+		mon_cluster_view_free(&v);
+	cairn__map__osd_map__free_unpacked(m, NULL);
+	return rc;
+}
+
+int
+mon_df_fill(const Cairn__Map__OsdMap *m, const struct mon_stats *st, Cairn__Mon__DfReply *r)
+{
+	bool valid = st && st->valid;
+
+	cairn__mon__df_reply__init(r);
+	r->epoch = m->epoch;
+	r->stats_valid = valid;
+	r->total_bytes = valid ? st->total_bytes : 0;
+	r->free_bytes = valid ? st->free_bytes : 0;
+	r->pools = calloc(m->n_pools + 1, sizeof(*r->pools));
+	if (!r->pools)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->n_pools; i++) {
+		const Cairn__Map__Pool *p = m->pools[i];
+		Cairn__Mon__PoolStats *ps = calloc(1, sizeof(*ps));
+		double avail;
+
+		if (!ps) {
+			mon_df_reply_fini(r);
+			return -ENOMEM;
+		}
+		cairn__mon__pool_stats__init(ps);
+		r->pools[r->n_pools++] = ps;
+		ps->id = p->id;
+		ps->name = p->name;
+		pool_usage(valid ? st : NULL, p->id, &ps->objects, &ps->stored);
+		ps->raw = (uint64_t)pool_raw(p, ps->stored);
+		ps->quota_max_bytes = p->quota_max_bytes;
+		/* Free device bytes over what one logical byte takes. */
+		avail = pool_raw(p, 1) > 0 ? (double)r->free_bytes / pool_raw(p, 1) : 0;
+		ps->max_avail = (uint64_t)avail;
+		if (p->quota_max_bytes)
+			ps->max_avail =
+				p->quota_max_bytes > ps->stored
+					? CM_MIN(ps->max_avail, p->quota_max_bytes - ps->stored)
+					: 0;
+	}
+	return 0;
+}
+
+void
+mon_df_reply_fini(Cairn__Mon__DfReply *r)
+{
+	for (size_t i = 0; i < r->n_pools; i++)
+		free(r->pools[i]);
+	free(r->pools);
+	r->pools = NULL;
+	r->n_pools = 0;
+}
+
 static int
 cmd_status(struct cmd *c, bool health_only, bool detail)
 {
@@ -386,26 +489,8 @@ cmd_status(struct cmd *c, bool health_only, bool detail)
 
 	if (rc)
 		return rc;
-	rc = mon_cluster_view_read(c->env->etcd, c->env->fsid, &v);
+	rc = health_of(c->env, m, &v, &h, c->err, sizeof(c->err));
 	if (rc) {
-		snprintf(c->err, sizeof(c->err), "reading the monmap: %s", cm_strerror(rc));
-		cairn__map__osd_map__free_unpacked(m, NULL);
-		return rc;
-	}
-	rc = mon_health_compute(m, v.mons, v.nmons, NULL, 0, &h);
-	if (!rc && c->env->stats && c->env->stats->valid && c->env->stats->rec_watchdog) {
-		char s[160];
-
-		snprintf(s, sizeof(s),
-			 "the recovery watchdog restarted %" PRIu64
-			 " stalled plans (a bug: see the OSD logs)",
-			 c->env->stats->rec_watchdog);
-		rc = mon_health_add(&h, "RECOVERY_WATCHDOG", MON_HEALTH_WARN, s);
-	}
-	if (rc) {
-		if (!c->err[0])
-			snprintf(c->err, sizeof(c->err), "health: %s", cm_strerror(rc));
-		mon_cluster_view_free(&v);
 		cairn__map__osd_map__free_unpacked(m, NULL);
 		return rc;
 	}

@@ -45,6 +45,7 @@ struct req {
 	int32_t osd_id;
 	uint64_t epoch;
 	char errbuf[MON_ERRLEN];
+	struct mon_health health; /* HEALTH_REQUEST, when rc is 0 */
 };
 
 struct map_post {
@@ -501,6 +502,96 @@ on_command(struct mon_server *s, struct cm_conn *c, struct cm_msg *m)
 		req_free(q);
 }
 
+/* DF_REQUEST: from the leader's stats and the map it serves, on the reactor. */
+static void
+on_df(struct mon_server *s, struct cm_conn *c, struct cm_msg *m)
+{
+	Cairn__Mon__DfReply r;
+	struct mon_stats st = { 0 };
+
+	if (need_leader(s, c, m->tid))
+		return;
+	if (!s->map) {
+		cairn__mon__df_reply__init(&r);
+		r.rc = -EAGAIN;
+		cm_conn_send_pb(c, MON_MSG_DF_REPLY, m->tid, &r.base, NULL);
+		return;
+	}
+	mon_leader_stats(s->leader, s->map, &st);
+	if (mon_df_fill(s->map, &st, &r)) {
+		cairn__mon__df_reply__init(&r);
+		r.rc = -ENOMEM;
+	}
+	cm_conn_send_pb(c, MON_MSG_DF_REPLY, m->tid, &r.base, NULL);
+	mon_df_reply_fini(&r);
+	mon_stats_free(&st);
+}
+
+static void
+health_fn(void *arg)
+{
+	struct req *q = arg;
+	struct mon_cmd_env env = {
+		.etcd = q->s->e, .store = q->s->store, .fsid = q->s->fsid, .stats = &q->stats
+	};
+
+	q->rc = mon_health_read(&env, &q->health, q->errbuf, sizeof(q->errbuf));
+}
+
+static void
+health_done(void *arg)
+{
+	struct req *q = arg;
+	Cairn__Mon__HealthReply r = CAIRN__MON__HEALTH_REPLY__INIT;
+	Cairn__Mon__HealthCheck *hc = NULL, **hcp = NULL;
+
+	r.rc = q->rc;
+	if (!q->rc) {
+		hc = calloc(q->health.nchecks + 1, sizeof(*hc));
+		hcp = calloc(q->health.nchecks + 1, sizeof(*hcp));
+		if (!hc || !hcp)
+			r.rc = -ENOMEM;
+	}
+	if (!q->rc && hc && hcp) {
+		r.status = (uint32_t)q->health.status;
+		for (size_t i = 0; i < q->health.nchecks; i++) {
+			const struct mon_health_check *k = &q->health.checks[i];
+
+			cairn__mon__health_check__init(&hc[i]);
+			hc[i].code = (char *)k->code;
+			hc[i].severity = (uint32_t)k->severity;
+			hc[i].summary = (char *)k->summary;
+			hc[i].detail = k->detail;
+			hc[i].n_detail = k->ndetail;
+			hcp[i] = &hc[i];
+		}
+		r.checks = hcp;
+		r.n_checks = q->health.nchecks;
+	}
+	r.err = r.rc ? (q->errbuf[0] ? q->errbuf : (char *)cm_strerror(r.rc)) : (char *)"";
+	cm_conn_send_pb(q->c, MON_MSG_HEALTH_REPLY, q->tid, &r.base, NULL);
+	free(hc);
+	free(hcp);
+	if (!q->rc)
+		mon_health_free(&q->health);
+	req_free(q);
+}
+
+/* HEALTH_REQUEST: read and computed on a worker, as the health command. */
+static void
+on_health(struct mon_server *s, struct cm_conn *c, struct cm_msg *m)
+{
+	struct req *q;
+
+	if (need_leader(s, c, m->tid) || !(q = req_new(s, c, m->tid)))
+		return;
+	if (s->map)
+		mon_leader_stats(s->leader, s->map, &q->stats);
+	q->w = (struct cm_work){ .fn = health_fn, .done = health_done, .arg = q };
+	if (cm_worker_submit(s->wp, s->r, &q->w))
+		req_free(q);
+}
+
 static void
 on_boot(struct mon_server *s, struct cm_conn *c, struct cm_msg *m)
 {
@@ -538,6 +629,12 @@ on_msg(void *arg, struct cm_conn *c, struct cm_msg *m)
 	}
 	case MON_MSG_COMMAND:
 		on_command(s, c, m);
+		break;
+	case MON_MSG_DF_REQUEST:
+		on_df(s, c, m);
+		break;
+	case MON_MSG_HEALTH_REQUEST:
+		on_health(s, c, m);
 		break;
 	case MON_MSG_OSD_BOOT:
 		on_boot(s, c, m);

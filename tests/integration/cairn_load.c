@@ -15,6 +15,7 @@
  *                     [--off OFF] [--len SIZE] [--file F]
  *   cairn_load list   -c CONF --pool P --prefix X [--first F] --count N [--page K] [--seconds S]
  *                     [--pause 0]
+ *   cairn_load health -c CONF
  *
  * write/verify use T threads too (default 4), each taking every T-th object.
  * thrash: T threads, each owning its share of the N objects, write new
@@ -38,6 +39,8 @@
  * (--pause 0: no wait, for a listing that runs while the count changes).
  * Every object X-F .. X-(F+N-1) must be listed exactly once: exit 0 only
  * with 0 missing and 0 listed twice.
+ * health: the cluster's health through libcairn (cairn_health): the status,
+ * then a line per check (CODE severity: summary).
  */
 #include "cairn.h"
 #include "testlib.h"
@@ -874,6 +877,25 @@ run_model(void)
 }
 
 static int
+run_health(void)
+{
+	static const char *const sev[] = { "ok", "warn", "err" };
+	struct cairn_health h;
+	int rc = cairn_health(g_cl, &h);
+
+	if (rc) {
+		fprintf(stderr, "cairn_load: health: %s\n", strerror(-rc));
+		return 1;
+	}
+	printf("%s\n", sev[h.status]);
+	for (size_t i = 0; i < h.nchecks; i++)
+		printf("%s %s: %s\n", h.checks[i].code, sev[h.checks[i].severity],
+		       h.checks[i].summary);
+	cairn_health_free(&h);
+	return 0;
+}
+
+static int
 run_op(void)
 {
 	cairn_ioctx_t *io = NULL;
@@ -1093,9 +1115,10 @@ main(int argc, char **argv)
 	}
 	if (strcmp(mode, "write") && strcmp(mode, "verify") && strcmp(mode, "thrash") &&
 	    strcmp(mode, "model") && strcmp(mode, "mcheck") && strcmp(mode, "op") &&
-	    strcmp(mode, "reread") && strcmp(mode, "list")) {
+	    strcmp(mode, "reread") && strcmp(mode, "list") && strcmp(mode, "health")) {
 		fprintf(stderr,
-			"usage: cairn_load write|verify|thrash|model|mcheck|op|reread|list -c CONF [--pool P] "
+			"usage: cairn_load write|verify|thrash|model|mcheck|op|reread|list|health -c CONF "
+			"[--pool P] "
 			"[--prefix X] [--first F] [--count N] [--gen G] [--max-size B] [--threads T] "
 			"[--seconds S] [--omap 0|1] [--timeout MS] [--save DIR] [--name O --do D "
 			"[--off OFF] [--len SIZE] [--file F]] [--page K] [--pause 0]\n");
@@ -1120,7 +1143,8 @@ main(int argc, char **argv)
 	}
 	if (g_mcheck)
 		g_gen = 0;
-	rc = !strcmp(mode, "op")       ? run_op()
+	rc = !strcmp(mode, "health")   ? run_health()
+	     : !strcmp(mode, "op")     ? run_op()
 	     : !strcmp(mode, "reread") ? run_reread()
 	     : !strcmp(mode, "list")   ? run_list()
 	     : !strcmp(mode, "thrash") ? run_thrash()

@@ -89,6 +89,11 @@ for i in $(seq 1 40); do
 	sleep 0.25
 done
 "$ctl" osd ls | grep -q " down " || fail "killed OSD not marked down"
+# libcairn's health call (the leader, typed) says so too.
+"$load" health -c "$dir/cairn.conf" >"$dir/health" ||
+	fail "cairn_health failed"
+grep -q "^OSD_DOWN warn: " "$dir/health" || fail "cairn_health: no OSD_DOWN: $(cat "$dir/health")"
+echo "cairn_health: $(head -1 "$dir/health"), $(grep OSD_DOWN "$dir/health")"
 for i in $(seq 1 20); do
 	head -c $((i * 1000 + 7)) /dev/urandom >"$dir/deg.$i"
 	timeout 60 "$ctl" obj put default "deg-$i" "$dir/deg.$i" || fail "degraded put $i"

@@ -11,6 +11,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static cairn_cluster_t *g_cl;
 static cairn_ioctx_t *g_io;
@@ -598,6 +599,75 @@ START_TEST(test_cmpext)
 
 END_TEST
 
+/* Admin calls: pools, usage (after the OSDs' next beacons), health, commands. */
+START_TEST(test_admin)
+{
+	static char data[4096];
+	struct cairn_pool_stat st;
+	struct cairn_health h;
+	struct cairn_df df;
+	char **names, *out, *err, name[32];
+	const char *osd_ls[] = { "osd", "ls" }, *bad[] = { "no-such-command" };
+	size_t n;
+	bool def = false, ec = false;
+	int rc;
+
+	ck_assert_int_eq(cairn_pool_list(g_cl, &names, &n), 0);
+	for (size_t i = 0; i < n; i++) {
+		def |= strcmp(names[i], "default") == 0;
+		ec |= strcmp(names[i], "ec21") == 0;
+	}
+	cairn_names_free(names, n);
+	ck_assert(def && ec);
+
+	memset(data, 'a', sizeof(data));
+	for (int i = 0; i < 20; i++) {
+		snprintf(name, sizeof(name), "admin.%02d", i);
+		ck_assert_int_eq(cairn_write_full(g_io, name, data, sizeof(data)), 0);
+	}
+	/* Usage comes with the OSDs' beacons: wait for one that counts them. */
+	for (int i = 0; i < 150; i++) {
+		ck_assert_int_eq(cairn_pool_stat(g_io, &st), 0);
+		if (st.objects >= 20 && st.stored >= 20 * sizeof(data))
+			break;
+		usleep(200000);
+	}
+	ck_assert_str_eq(st.name, "default");
+	ck_assert_uint_ge(st.objects, 20);
+	ck_assert_uint_ge(st.stored, 20 * sizeof(data));
+	ck_assert_uint_ge(st.raw, 2 * st.stored); /* (every copy) */
+	ck_assert_int_eq(cairn_df(g_cl, &df), 0);
+	ck_assert(df.stats_valid);
+	ck_assert_uint_gt(df.total_bytes, 0);
+	ck_assert_uint_le(df.free_bytes, df.total_bytes);
+	ck_assert_uint_ge(df.npools, 2);
+	for (size_t i = 0; i < df.npools; i++)
+		if (strcmp(df.pools[i].name, "default") == 0)
+			ck_assert_uint_le(df.pools[i].max_avail, df.free_bytes);
+	cairn_df_free(&df);
+
+	ck_assert_int_eq(cairn_health(g_cl, &h), 0);
+	ck_assert(h.status == CAIRN_HEALTH_OK || h.status == CAIRN_HEALTH_WARN);
+	for (size_t i = 0; i < h.nchecks; i++) {
+		ck_assert(h.checks[i].code[0]);
+		ck_assert_str_ne(h.checks[i].code, "OSD_DOWN");
+	}
+	cairn_health_free(&h);
+
+	ck_assert_int_eq(cairn_mon_command(g_cl, osd_ls, 2, false, &out, &err), 0);
+	ck_assert_ptr_nonnull(strstr(out, "UUID"));
+	ck_assert_ptr_nonnull(strstr(out, " up "));
+	free(out);
+	free(err);
+	rc = cairn_mon_command(g_cl, bad, 1, false, &out, &err);
+	ck_assert_int_lt(rc, 0);
+	ck_assert(err[0]);
+	free(out);
+	free(err);
+}
+
+END_TEST
+
 int
 main(void)
 {
@@ -613,6 +683,7 @@ main(void)
 	tcase_add_test(tc, test_too_large);
 	tcase_add_test(tc, test_methods);
 	tcase_add_test(tc, test_cmpext);
+	tcase_add_test(tc, test_admin);
 	suite_add_tcase(s, tc);
 	return cm_test_main(s);
 }

@@ -17,6 +17,7 @@
 
 #include "mon/health.h"
 #include "mon/map_store.h"
+#include "mon/proto.h"
 
 int mon_key_path(const char *fsid, const char *what, const char *name, char *out, size_t len);
 
@@ -93,5 +94,24 @@ struct mon_cmd_env {
  * (-EINVAL for usage errors).
  */
 int mon_command(struct mon_cmd_env *env, int argc, char **argv, bool json, char **out, char **err);
+
+/*
+ * The cluster's usage into r: devices' total and free bytes, and per pool
+ * of m its objects, stored and raw bytes (as the leader's stats have them;
+ * zeros and stats_valid false without), quota and an estimate of the
+ * logical bytes that still fit (free bytes / copies, or x k/(k+m), and not
+ * past the quota). r's arrays are malloc'd: mon_df_reply_fini.
+ * \return 0 or -ENOMEM.
+ */
+int mon_df_fill(const Cairn__Map__OsdMap *m, const struct mon_stats *st, Cairn__Mon__DfReply *r);
+void mon_df_reply_fini(Cairn__Mon__DfReply *r);
+
+/*
+ * The health `clusterctl health` shows (map and monmap read from etcd,
+ * usage from env->stats). Blocking (a worker's job). \return 0, or an
+ * error with err saying what failed; *h then needs mon_health_free.
+ */
+struct mon_health;
+int mon_health_read(const struct mon_cmd_env *env, struct mon_health *h, char *err, size_t errlen);
 
 #endif

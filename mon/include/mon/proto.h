@@ -24,6 +24,10 @@ enum mon_msg_type {
 	MON_MSG_NOT_LEADER = 706,
 	MON_MSG_COMMAND = 707,
 	MON_MSG_COMMAND_REPLY = 708,
+	MON_MSG_DF_REQUEST = 709, /* to the leader */
+	MON_MSG_DF_REPLY = 710,
+	MON_MSG_HEALTH_REQUEST = 711, /* to the leader */
+	MON_MSG_HEALTH_REPLY = 712,
 };
 
 struct mon_addr {
