@@ -268,6 +268,21 @@ void cairn_names_free(char **names, size_t n);
 /* The pools of the client's current map, by name (cairn_names_free). */
 int cairn_pool_list(cairn_cluster_t *cl, char ***names, size_t *n);
 
+struct cairn_pool_info {
+	int64_t id;
+	char name[64];
+	bool erasure;
+	uint32_t size;        /* copies, or k + m */
+	uint32_t min_size;    /* writes wait below this many OSDs up */
+	uint32_t ec_k, ec_m;  /* erasure-coded pools */
+	uint32_t stripe_unit; /* EC: bytes per shard per stripe; 0 for replicated pools */
+	uint32_t pg_num, pgp_num;
+	uint64_t quota_max_bytes; /* 0: none */
+};
+
+/* A pool's settings in the client's current map. \return 0, -ENOENT. */
+int cairn_pool_info(cairn_cluster_t *cl, const char *pool, struct cairn_pool_info *pi);
+
 struct cairn_pool_stat {
 	int64_t id;
 	char name[64];

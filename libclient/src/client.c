@@ -112,7 +112,8 @@ struct cairn_cluster {
 	struct {
 		int64_t id;
 		char *name;
-		struct crush_pool cp; /* its PG count, and for placing names (listing) */
+		struct crush_pool cp;      /* its PG count, and for placing names (listing) */
+		struct cairn_pool_info pi; /* its settings (cairn_pool_info) */
 	} * pools;
 
 	size_t npools;
@@ -684,8 +685,23 @@ on_map(void *arg, const Cairn__Map__OsdMap *m)
 	if (np) {
 		cl->pools = np;
 		for (size_t i = 0; i < m->n_pools; i++) {
-			cl->pools[cl->npools].id = m->pools[i]->id;
-			mon_pool_to_crush(m->pools[i], &cl->pools[cl->npools].cp);
+			const Cairn__Map__Pool *p = m->pools[i];
+			struct cairn_pool_info *pi = &cl->pools[cl->npools].pi;
+
+			cl->pools[cl->npools].id = p->id;
+			mon_pool_to_crush(p, &cl->pools[cl->npools].cp);
+			memset(pi, 0, sizeof(*pi));
+			pi->id = p->id;
+			snprintf(pi->name, sizeof(pi->name), "%s", p->name);
+			pi->erasure = p->erasure;
+			pi->size = p->size;
+			pi->min_size = p->min_size;
+			pi->ec_k = p->ec_k;
+			pi->ec_m = p->ec_m;
+			pi->stripe_unit = p->erasure ? (p->stripe_unit ? p->stripe_unit : 4096) : 0;
+			pi->pg_num = p->pg_num;
+			pi->pgp_num = p->pgp_num;
+			pi->quota_max_bytes = p->quota_max_bytes;
 			cl->pools[cl->npools].name = strdup(m->pools[i]->name);
 			if (cl->pools[cl->npools].name)
 				cl->npools++;
@@ -1512,6 +1528,22 @@ df_decode(struct cm_msg *m, struct cairn_df *df)
 		df->npools = r->n_pools;
 	}
 	cairn__mon__df_reply__free_unpacked(r, NULL);
+	return rc;
+}
+
+int
+cairn_pool_info(cairn_cluster_t *cl, const char *pool, struct cairn_pool_info *pi)
+{
+	int rc = -ENOENT;
+
+	pthread_mutex_lock(&cl->mu);
+	for (size_t i = 0; i < cl->npools; i++)
+		if (strcmp(cl->pools[i].name, pool) == 0) {
+			*pi = cl->pools[i].pi;
+			rc = 0;
+			break;
+		}
+	pthread_mutex_unlock(&cl->mu);
 	return rc;
 }
 

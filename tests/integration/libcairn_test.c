@@ -619,6 +619,21 @@ START_TEST(test_admin)
 	}
 	cairn_names_free(names, n);
 	ck_assert(def && ec);
+	{
+		struct cairn_pool_info pi;
+
+		ck_assert_int_eq(cairn_pool_info(g_cl, "ec21", &pi), 0);
+		ck_assert(pi.erasure);
+		ck_assert_uint_eq(pi.ec_k, 2);
+		ck_assert_uint_eq(pi.ec_m, 1);
+		ck_assert_uint_eq(pi.size, 3);
+		ck_assert_uint_eq(pi.pg_num, 8);
+		ck_assert_uint_gt(pi.stripe_unit, 0);
+		ck_assert_int_eq(cairn_pool_info(g_cl, "default", &pi), 0);
+		ck_assert(!pi.erasure);
+		ck_assert_uint_ge(pi.size, 1);
+		ck_assert_int_eq(cairn_pool_info(g_cl, "no-such-pool", &pi), -ENOENT);
+	}
 
 	memset(data, 'a', sizeof(data));
 	for (int i = 0; i < 20; i++) {
