@@ -229,6 +229,26 @@ struct cairn_version cairn_completion_version(cairn_completion_t *c);
 /* Start op; c completes it. op must live until then. \return 0 or -EINVAL/-ENOMEM. */
 int cairn_aio_operate(cairn_ioctx_t *io, const char *oid, cairn_op_t *op, cairn_completion_t *c);
 
+/* Per-op settings (zero: the defaults); set opts_size to sizeof. */
+struct cairn_aio_opts {
+	size_t opts_size;
+	unsigned timeout_ms; /* this op fails with -ETIMEDOUT after this long (0: the
+			      * client's op_timeout_ms; none by default) */
+};
+
+/* cairn_aio_operate with per-op settings (o may be NULL). */
+int cairn_aio_operate_opts(cairn_ioctx_t *io, const char *oid, cairn_op_t *op,
+			   cairn_completion_t *c, const struct cairn_aio_opts *o);
+
+/*
+ * End c's op now with -ECANCELED (its callback runs, a waiter wakes), if it
+ * has not completed: a late reply is then ignored and the op's buffers are
+ * the caller's again. A write may still be applied (it may have reached
+ * its OSD); read it back or guard the next one to know. \return 0,
+ * -EALREADY (completed already), -ENOMEM.
+ */
+int cairn_completion_cancel(cairn_completion_t *c);
+
 /* ---- shorthands (one sub-op each, synchronous) ---- */
 
 int cairn_write_full(cairn_ioctx_t *io, const char *oid, const void *buf, size_t len);

@@ -42,6 +42,10 @@ struct cairn_completion {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	bool done;
+	/* the op it completes, for cairn_completion_cancel (set on the client thread) */
+	struct cairn_cluster *cl;
+	uint64_t tid;
+	bool cancel; /* asked before the client thread took the op */
 	int rc;
 	struct cairn_version ver;
 	cairn_callback_t cb;
@@ -57,7 +61,9 @@ enum { CREQ_OP, CREQ_LIST };
 
 struct creq {
 	TAILQ_ENTRY(creq) link;
+	struct creq *hnext; /* in the cluster's tid table */
 	struct cairn_cluster *cl;
+	unsigned timeout_ms; /* this op's own limit (0: the client's op_timeout_ms) */
 	int kind;
 	int64_t pool;
 	char oid[CAIRN_NAME_MAX + 1];
@@ -125,6 +131,8 @@ struct cairn_cluster {
 	bool pl_ok;
 	struct mon_osd_sessions sess; /* with the OSDs, one per PG shard of each */
 	TAILQ_HEAD(, creq) inflight;
+	struct creq **htab; /* inflight by tid: a power of two of chains */
+	size_t hcap, hn;
 	TAILQ_HEAD(, mreq) mons; /* admin calls in flight */
 	uint64_t tid;
 	struct cm_timer tick;
@@ -219,15 +227,74 @@ complete(cairn_completion_t *c, int rc, const struct cairn_version *v)
 
 /* ---------- the client thread: targeting and sending ---------- */
 
-static void
-creq_finish(struct creq *q, int rc, const struct cairn_version *v)
+/* The tid table: a reply finds its request without a scan. */
+static size_t
+tid_slot(const struct cairn_cluster *cl, uint64_t tid)
+{
+	return (size_t)(tid * 0x9e3779b97f4a7c15ull >> 20) & (cl->hcap - 1);
+}
+
+/* q (tid set) in flight: in the list and the table. \return 0, -ENOMEM. */
+static int
+creq_link(struct creq *q)
 {
 	struct cairn_cluster *cl = q->cl;
 
-	if (q->linked) {
-		TAILQ_REMOVE(&cl->inflight, q, link);
-		q->linked = false;
+	if (cl->hn >= cl->hcap) { /* grow (load at most 1): rehash what is in flight */
+		size_t cap = cl->hcap ? cl->hcap * 2 : 256;
+		struct creq **nt = calloc(cap, sizeof(*nt)), *x;
+
+		if (!nt)
+			return -ENOMEM;
+		free(cl->htab);
+		cl->htab = nt;
+		cl->hcap = cap;
+		TAILQ_FOREACH(x, &cl->inflight, link) {
+			size_t k = tid_slot(cl, x->tid);
+
+			x->hnext = cl->htab[k];
+			cl->htab[k] = x;
+		}
 	}
+	TAILQ_INSERT_TAIL(&cl->inflight, q, link);
+	q->hnext = cl->htab[tid_slot(cl, q->tid)];
+	cl->htab[tid_slot(cl, q->tid)] = q;
+	cl->hn++;
+	q->linked = true;
+	return 0;
+}
+
+static void
+creq_unlink(struct creq *q)
+{
+	struct cairn_cluster *cl = q->cl;
+	struct creq **pp = &cl->htab[tid_slot(cl, q->tid)];
+
+	while (*pp && *pp != q)
+		pp = &(*pp)->hnext;
+	if (*pp) {
+		*pp = q->hnext;
+		cl->hn--;
+	}
+	TAILQ_REMOVE(&cl->inflight, q, link);
+	q->linked = false;
+}
+
+static struct creq *
+creq_find(struct cairn_cluster *cl, uint64_t tid)
+{
+	struct creq *q = cl->hcap ? cl->htab[tid_slot(cl, tid)] : NULL;
+
+	while (q && q->tid != tid)
+		q = q->hnext;
+	return q;
+}
+
+static void
+creq_finish(struct creq *q, int rc, const struct cairn_version *v)
+{
+	if (q->linked)
+		creq_unlink(q);
 	if (q->op && q->op->err == 0 && rc)
 		for (size_t i = 0; i < q->op->n; i++)
 			if (q->op->subs[i].rval && *q->op->subs[i].rval == 0)
@@ -447,23 +514,23 @@ submit_fn(void *arg)
 	struct creq *q = arg;
 	struct cairn_cluster *cl = q->cl;
 
+	unsigned limit = q->timeout_ms ? q->timeout_ms : cl->op_timeout_ms;
+	bool cancel;
+
 	q->tid = ++cl->tid;
 	q->target = -1;
-	q->deadline_ms = cl->op_timeout_ms ? cm_now_ms() + cl->op_timeout_ms : UINT64_MAX;
-	TAILQ_INSERT_TAIL(&cl->inflight, q, link);
-	q->linked = true;
+	q->deadline_ms = limit ? cm_now_ms() + limit : UINT64_MAX;
+	/* (the completion learns its op: cairn_completion_cancel finds it by tid) */
+	pthread_mutex_lock(&q->comp->mu);
+	q->comp->cl = cl;
+	q->comp->tid = q->tid;
+	cancel = q->comp->cancel;
+	pthread_mutex_unlock(&q->comp->mu);
+	if (cancel || creq_link(q)) {
+		creq_finish(q, cancel ? -ECANCELED : -ENOMEM, NULL);
+		return;
+	}
 	creq_send(q, true);
-}
-
-static struct creq *
-creq_find(struct cairn_cluster *cl, uint64_t tid)
-{
-	struct creq *q;
-
-	TAILQ_FOREACH(q, &cl->inflight, link)
-		if (q->tid == tid)
-			return q;
-	return NULL;
 }
 
 static int
@@ -926,6 +993,7 @@ cluster_free(struct cairn_cluster *cl)
 	for (size_t i = 0; i < cl->npools; i++)
 		free(cl->pools[i].name);
 	free(cl->pools);
+	free(cl->htab);
 	cm_reactor_destroy(cl->r);
 	cm_conf_free(&cl->conf);
 	pthread_mutex_destroy(&cl->mu);
@@ -1101,6 +1169,14 @@ check_oid(const char *oid)
 int
 cairn_aio_operate(cairn_ioctx_t *io, const char *oid, cairn_op_t *op, cairn_completion_t *c)
 {
+	return cairn_aio_operate_opts(io, oid, op, c, NULL);
+}
+
+int
+cairn_aio_operate_opts(cairn_ioctx_t *io, const char *oid, cairn_op_t *op, cairn_completion_t *c,
+		       const struct cairn_aio_opts *o)
+{
+	struct cairn_aio_opts opts = { 0 };
 	struct creq *q;
 	int rc = check_oid(oid);
 
@@ -1110,6 +1186,8 @@ cairn_aio_operate(cairn_ioctx_t *io, const char *oid, cairn_op_t *op, cairn_comp
 		return op->err;
 	if (!op->n)
 		return -EINVAL;
+	if (o)
+		memcpy(&opts, o, CM_MIN(o->opts_size ? o->opts_size : sizeof(opts), sizeof(opts)));
 	q = calloc(1, sizeof(*q));
 	if (!q)
 		return -ENOMEM;
@@ -1119,8 +1197,57 @@ cairn_aio_operate(cairn_ioctx_t *io, const char *oid, cairn_op_t *op, cairn_comp
 	snprintf(q->oid, sizeof(q->oid), "%s", oid);
 	q->op = op;
 	q->comp = c;
+	q->timeout_ms = opts.timeout_ms;
 	q->post = (struct cm_reactor_msg){ .fn = submit_fn, .arg = q };
 	cm_reactor_post(io->cl->r, &q->post);
+	return 0;
+}
+
+/* A cancel on the client thread: its op, if still in flight, ends. */
+struct cancel_msg {
+	struct cm_reactor_msg post;
+	struct cairn_cluster *cl;
+	uint64_t tid;
+	cairn_completion_t *c; /* compared, never used: it may be released by now */
+};
+
+static void
+cancel_fn(void *arg)
+{
+	struct cancel_msg *x = arg;
+	struct creq *q = creq_find(x->cl, x->tid);
+
+	if (q && q->comp == x->c)
+		creq_finish(q, -ECANCELED, NULL);
+	free(x);
+}
+
+int
+cairn_completion_cancel(cairn_completion_t *c)
+{
+	struct cancel_msg *x;
+
+	pthread_mutex_lock(&c->mu);
+	if (c->done) {
+		pthread_mutex_unlock(&c->mu);
+		return -EALREADY;
+	}
+	if (!c->tid) { /* not taken by the client thread yet: it ends it there */
+		c->cancel = true;
+		pthread_mutex_unlock(&c->mu);
+		return 0;
+	}
+	x = calloc(1, sizeof(*x));
+	if (!x) {
+		pthread_mutex_unlock(&c->mu);
+		return -ENOMEM;
+	}
+	x->cl = c->cl;
+	x->tid = c->tid;
+	x->c = c;
+	pthread_mutex_unlock(&c->mu);
+	x->post = (struct cm_reactor_msg){ .fn = cancel_fn, .arg = x };
+	cm_reactor_post(x->cl->r, &x->post);
 	return 0;
 }
 
@@ -1436,8 +1563,13 @@ cairn__reply_decode(const Cairn__Map__OsdMap *map, int64_t pool, const char *oid
 	q->comp = c;
 	q->tid = ++cl->tid;
 	q->deadline_ms = UINT64_MAX;
-	TAILQ_INSERT_TAIL(&cl->inflight, q, link);
-	q->linked = true;
+	if (creq_link(q)) {
+		free(q);
+		cairn_completion_release(c);
+		cm_msg_destroy(reply);
+		cluster_free(cl);
+		return -ENOMEM;
+	}
 	q->target = creq_target(q, acting, &nacting, &primary) ? -1 : primary;
 	/* As on_msg, without the monitor client (it takes no OSD replies). */
 	if (reply->type == OSD_MSG_OP_REPLY)

@@ -11,6 +11,7 @@
 #include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 static cairn_cluster_t *g_cl;
@@ -683,6 +684,89 @@ START_TEST(test_admin)
 
 END_TEST
 
+/* Set or clear the pause flag and wait until this client's map has it. */
+static void
+set_pause(bool on)
+{
+	const char *argv[] = { "osd", on ? "set" : "unset", "pause" };
+	uint64_t e0 = cairn_map_epoch(g_cl);
+	char *out, *err;
+
+	ck_assert_int_eq(cairn_mon_command(g_cl, argv, 3, false, &out, &err), 0);
+	free(out);
+	free(err);
+	for (int i = 0; i < 200 && cairn_map_epoch(g_cl) <= e0; i++)
+		usleep(50000);
+	ck_assert_uint_gt(cairn_map_epoch(g_cl), e0);
+}
+
+static double
+now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+#define NCANCEL 100
+
+/* Per-op deadlines and cancellation, with ops held by the pause flag. */
+START_TEST(test_cancel_and_deadline)
+{
+	struct cairn_aio_opts ao = { .opts_size = sizeof(ao), .timeout_ms = 1000 };
+	static cairn_completion_t *c[NCANCEL];
+	static cairn_op_t *op[NCANCEL];
+	char name[32];
+	double t0, dt;
+	uint64_t size;
+
+	set_pause(true);
+	/* Its own deadline: -ETIMEDOUT after 1 s (the client's is 20 s). */
+	op[0] = cairn_op_create();
+	cairn_op_write_full(op[0], "late", 4);
+	c[0] = cairn_completion_create(NULL, NULL);
+	t0 = now_s();
+	ck_assert_int_eq(cairn_aio_operate_opts(g_io, "deadline", op[0], c[0], &ao), 0);
+	ck_assert_int_eq(cairn_completion_wait(c[0]), -ETIMEDOUT);
+	dt = now_s() - t0;
+	ck_assert_msg(dt >= 0.9 && dt < 10, "deadline after %.2f s", dt);
+	ck_assert_int_eq(cairn_completion_cancel(c[0]), -EALREADY);
+	cairn_completion_release(c[0]);
+	cairn_op_release(op[0]);
+
+	/* NCANCEL ops waiting, each cancelled: -ECANCELED at once, never sent. */
+	for (int i = 0; i < NCANCEL; i++) {
+		snprintf(name, sizeof(name), "cancelled.%03d", i);
+		op[i] = cairn_op_create();
+		cairn_op_write_full(op[i], "never", 5);
+		c[i] = cairn_completion_create(NULL, NULL);
+		ck_assert_int_eq(cairn_aio_operate(g_io, name, op[i], c[i]), 0);
+		if (i % 2 == 0)
+			ck_assert_int_eq(cairn_completion_cancel(c[i]),
+					 0); /* maybe not taken yet */
+	}
+	usleep(200000);
+	t0 = now_s();
+	for (int i = 0; i < NCANCEL; i++) {
+		if (i % 2)
+			ck_assert_int_eq(cairn_completion_cancel(c[i]), 0);
+		ck_assert_int_eq(cairn_completion_wait(c[i]), -ECANCELED);
+		cairn_completion_release(c[i]);
+		cairn_op_release(op[i]);
+	}
+	ck_assert_msg(now_s() - t0 < 5, "cancels took %.2f s", now_s() - t0);
+	set_pause(false);
+	ck_assert_int_eq(cairn_write_full(g_io, "deadline-after", "x", 1), 0);
+	for (int i = 0; i < NCANCEL; i++) {
+		snprintf(name, sizeof(name), "cancelled.%03d", i);
+		ck_assert_int_eq(cairn_stat(g_io, name, &size, NULL), -ENOENT);
+	}
+	ck_assert_int_eq(cairn_stat(g_io, "deadline", &size, NULL), -ENOENT);
+}
+
+END_TEST
+
 int
 main(void)
 {
@@ -699,6 +783,7 @@ main(void)
 	tcase_add_test(tc, test_methods);
 	tcase_add_test(tc, test_cmpext);
 	tcase_add_test(tc, test_admin);
+	tcase_add_test(tc, test_cancel_and_deadline);
 	suite_add_tcase(s, tc);
 	return cm_test_main(s);
 }
