@@ -278,6 +278,75 @@ int cairn_list(cairn_ioctx_t *io, struct cairn_list_cursor *cur, unsigned max, c
 	       size_t *n);
 void cairn_names_free(char **names, size_t n);
 
+/* ---- streams (the striper) ----
+ *
+ * A byte stream of any size over many objects of one pool: byte L of the
+ * stream is in stripe unit L / stripe_unit; units go round-robin over
+ * stripe_count objects, and a set of stripe_count objects holds
+ * object_size / stripe_unit units each before the next set starts.
+ * Objects are named "<name>.<16 hex digits>"; object 0 keeps the layout
+ * (xattr cairn.layout) and the size (xattr cairn.size, a counter). A
+ * call's reads or writes go to every object it touches at once. Bytes
+ * never written read as zeros (streams are sparse). The size only grows
+ * once a write's data is on every object (so a reader never sees bytes of a
+ * write that failed), and a truncate cuts the data before the size. Works
+ * on replicated and erasure-coded pools. Writes that overlap, or a
+ * truncate racing writes, need the caller's own order (or a lock).
+ */
+typedef struct cairn_stream cairn_stream_t;
+
+struct cairn_layout {
+	uint32_t stripe_unit;  /* bytes; object_size a multiple of it, at most 64 units */
+	uint32_t stripe_count; /* objects written round-robin, 1..64 */
+	uint64_t object_size;  /* bytes per object, at most 64 MiB */
+};
+
+/* The default: 4 MiB units, one object at a time, 4 MiB objects. */
+#define CAIRN_LAYOUT_DEFAULT          \
+	{                             \
+		4u << 20, 1, 4u << 20 \
+	}
+
+enum {
+	CAIRN_STREAM_CREATE = 1, /* make it if it does not exist (with layout, or the default) */
+	CAIRN_STREAM_EXCL = 2,   /* with CREATE: -EEXIST if it exists */
+};
+
+/*
+ * Open stream name (at most CAIRN_NAME_MAX - 17 bytes). An existing stream
+ * keeps its own layout (layout is then ignored). \return 0, -ENOENT,
+ * -EEXIST, -EINVAL (a bad layout, or object 0 holds no valid one), or an
+ * I/O error.
+ */
+int cairn_stream_open(cairn_ioctx_t *io, const char *name, int flags,
+		      const struct cairn_layout *layout, cairn_stream_t **sp);
+/* Ops still in flight keep the stream's memory until they complete. */
+void cairn_stream_close(cairn_stream_t *s);
+void cairn_stream_layout(const cairn_stream_t *s, struct cairn_layout *l);
+
+/* Asynchronous: c completes with 0 or the first error (buf must live till then). */
+int cairn_stream_aio_write(cairn_stream_t *s, uint64_t off, const void *buf, size_t len,
+			   cairn_completion_t *c);
+/* *got: the bytes read (short at the end of the stream). */
+int cairn_stream_aio_read(cairn_stream_t *s, uint64_t off, void *buf, size_t len, size_t *got,
+			  cairn_completion_t *c);
+/* At the end: the size is reserved first (a counter), so appenders never
+ * overlap; *at (may be NULL) gets where the bytes went. */
+int cairn_stream_aio_append(cairn_stream_t *s, const void *buf, size_t len, uint64_t *at,
+			    cairn_completion_t *c);
+int cairn_stream_aio_truncate(cairn_stream_t *s, uint64_t size, cairn_completion_t *c);
+int cairn_stream_aio_stat(cairn_stream_t *s, uint64_t *size, cairn_completion_t *c);
+
+/* Synchronous forms. */
+int cairn_stream_write(cairn_stream_t *s, uint64_t off, const void *buf, size_t len);
+/* \return bytes read, or a negative errno. */
+int64_t cairn_stream_read(cairn_stream_t *s, uint64_t off, void *buf, size_t len);
+int cairn_stream_append(cairn_stream_t *s, const void *buf, size_t len, uint64_t *at);
+int cairn_stream_truncate(cairn_stream_t *s, uint64_t size);
+int cairn_stream_stat(cairn_stream_t *s, uint64_t *size);
+/* Remove every object of the stream (the last one last: a rerun finishes). */
+int cairn_stream_remove(cairn_ioctx_t *io, const char *name);
+
 /* ---- admin calls ----
  *
  * Answered by the monitors' leader (found by the library, also across a

@@ -225,6 +225,12 @@ complete(cairn_completion_t *c, int rc, const struct cairn_version *v)
 		cb(c, arg);
 }
 
+void
+cairn__complete(cairn_completion_t *c, int rc)
+{
+	complete(c, rc, NULL);
+}
+
 /* ---------- the client thread: targeting and sending ---------- */
 
 /* The tid table: a reply finds its request without a scan. */

@@ -72,4 +72,8 @@ int cairn__reply_decode(const Cairn__Map__OsdMap *map, int64_t pool, const char 
  */
 int cairn__mon_reply_decode(struct cm_msg *m);
 
+/* Complete c with rc (its callback runs, waiters wake): for the striper's
+ * calls, which complete their caller's completion themselves. */
+void cairn__complete(cairn_completion_t *c, int rc);
+
 #endif

@@ -456,7 +456,13 @@ struct osd_op {
 	Cairn__Osd__Version *rver;
 	struct cm_sgl rdata;
 	struct cm_buf **rbufs; /* read results, in sub-op order */
-	size_t *roff, *rlen;   /* EC: the result is rbufs[i][roff, roff + rlen) (rlen 0: all) */
+
+	struct osd_rd_arg {
+		struct osd_op *op;
+		unsigned i;
+	} * rargs; /* replicated reads: which sub-op each read in flight is for */
+
+	size_t *roff, *rlen; /* EC: the result is rbufs[i][roff, roff + rlen) (rlen 0: all) */
 	/* the write phase */
 	Cairn__Osd__TxOp *tx;
 	Cairn__Osd__TxOp **txp;

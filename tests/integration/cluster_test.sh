@@ -81,6 +81,7 @@ echo "too large: a 65 MiB put and bench --size 128M refused at once"
 # (An erasure-coded pool for libcairn_test's methods on EC.)
 "$ctl" pool create ec21 --ec 2+1 --pg-num 8 >/dev/null || fail "pool create ec21"
 "$build/tests/integration/libcairn_test" || fail "libcairn suite"
+"$build/tests/integration/striper_test" || fail "striper suite"
 
 # Kill one OSD: once the map marks it down, writes go on with 2 copies.
 kill -9 "$(cat "$dir/osd.2.pid")"

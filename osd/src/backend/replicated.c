@@ -137,23 +137,16 @@ rep_reads_state(const struct osd_op *op)
 static void
 on_data_read(void *arg, int rc, struct cm_buf *data)
 {
-	struct osd_op *op = arg;
-	unsigned i = 0;
+	struct osd_rd_arg *ra = arg;
+	struct osd_op *op = ra->op;
+	unsigned i = ra->i;
 
-	/* Reads complete in the order issued: the first unfilled READ is ours. */
-	for (; i < op->req->n_ops; i++)
-		if (osd__subop_reads_data(op->req->ops[i]->op) && !op->rbufs[i] &&
-		    op->res[i].rc == 0 && !op->res[i].more)
-			break;
-	if (i < op->req->n_ops) {
-		op->res[i].more = true; /* marks it done; cleared before the reply */
-		if (rc)
-			osd__op_fail(op, i, rc);
-		else
-			op->rbufs[i] = data;
-	} else if (data) {
-		cm_buf_put(data);
-	}
+	/* (Reads may complete in any order: each knows its sub-op.) */
+	op->res[i].more = true; /* marks it done; cleared before the reply */
+	if (rc)
+		osd__op_fail(op, i, rc);
+	else
+		op->rbufs[i] = data;
 	if (--op->reads_pending == 0)
 		osd__op_reads_done(op);
 }
@@ -164,6 +157,12 @@ rep_read(struct osd_op *op)
 {
 	unsigned n = op->reads_pending;
 
+	if (!op->rargs && !(op->rargs = calloc(op->nres, sizeof(*op->rargs)))) {
+		op->reads_pending = 0;
+		osd__op_fail(op, 0, -ENOMEM);
+		osd__op_reads_done(op);
+		return;
+	}
 	op->reads_pending++; /* hold until all are issued */
 	for (size_t i = 0; i < op->req->n_ops && n; i++) {
 		const Cairn__Osd__SubOp *so = op->req->ops[i];
@@ -173,7 +172,9 @@ rep_read(struct osd_op *op)
 			continue;
 		len = so->len ? so->len : op->size - so->off;
 		n--;
-		osd__read(op->osd, op->pg->cid, op->req->oid, so->off, len, on_data_read, op);
+		op->rargs[i] = (struct osd_rd_arg){ op, (unsigned)i };
+		osd__read(op->osd, op->pg->cid, op->req->oid, so->off, len, on_data_read,
+			  &op->rargs[i]);
 	}
 	if (--op->reads_pending == 0)
 		osd__op_reads_done(op);

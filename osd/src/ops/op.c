@@ -41,6 +41,7 @@ osd__op_free(struct osd_op *op)
 	free(op->tx);
 	free(op->txp);
 	free(op->rbufs);
+	free(op->rargs);
 	free(op->roff);
 	free(op->rlen);
 	free(op->res);
