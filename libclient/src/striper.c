@@ -312,9 +312,9 @@ send_cuts(struct sjob *j)
 	}
 }
 
-/* One op on object 0 about the size counter. */
+/* One op on object 0 about the size counter (read: as the phase were PH_SIZE_READ). */
 static void
-send_size(struct sjob *j)
+send_size(struct sjob *j, bool read)
 {
 	struct schild *ch = child_new(j);
 
@@ -322,7 +322,7 @@ send_size(struct sjob *j)
 		job_fail(j, -ENOMEM);
 		return;
 	}
-	switch (j->phase) {
+	switch (read ? PH_SIZE_READ : j->phase) {
 	case PH_SIZE_READ:
 		ch->size_child = true;
 		cairn_op_getxattr(ch->op, XATTR_SIZE, ch->xbuf, sizeof(ch->xbuf), &ch->xlen, NULL);
@@ -353,8 +353,8 @@ phase_after(const struct sjob *j, enum job_phase ph)
 		return ph == PH_DONE ? PH_DATA : ph == PH_DATA ? PH_SIZE_SET : PH_DONE;
 	case JOB_APPEND: /* reserve, then the data */
 		return ph == PH_DONE ? PH_RESERVE : ph == PH_RESERVE ? PH_DATA : PH_DONE;
-	case JOB_READ: /* the size, then the data */
-		return ph == PH_DONE ? PH_SIZE_READ : ph == PH_SIZE_READ ? PH_DATA : PH_DONE;
+	case JOB_READ: /* the data and the size at once */
+		return ph == PH_DONE ? PH_DATA : PH_DONE;
 	case JOB_STAT:
 		return ph == PH_DONE ? PH_SIZE_READ : PH_DONE;
 	case JOB_TRUNCATE: /* the size, the cuts (when smaller), then the new size */
@@ -392,17 +392,18 @@ job_next(struct sjob *j)
 			job_end(j);
 			return;
 		}
-		if (j->phase == PH_DATA && j->kind == JOB_READ && j->off >= j->size)
-			continue; /* nothing of the stream there: no reads */
 		pthread_mutex_lock(&j->mu);
 		j->pending++; /* held while the phase's children go out */
 		pthread_mutex_unlock(&j->mu);
-		if (j->phase != PH_DATA)
-			send_size(j);
-		else if (j->kind == JOB_TRUNCATE)
+		if (j->phase != PH_DATA) {
+			send_size(j, false);
+		} else if (j->kind == JOB_TRUNCATE) {
 			send_cuts(j);
-		else
+		} else {
+			if (j->kind == JOB_READ) /* (the reply is clipped to it at the end) */
+				send_size(j, true);
 			send_data(j);
+		}
 		pthread_mutex_lock(&j->mu);
 		more = --j->pending > 0;
 		pthread_mutex_unlock(&j->mu);

@@ -1,0 +1,58 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# bench/client: the striper against the object layer on one local cluster
+# (1 mon, 3 OSDs on files, pool size 3), in the same run: clusterctl bench
+# 4 MiB object writes and sequential reads with DEPTH in flight, then a
+# stream of GIB GiB written and read in 16 MiB calls with DEPTH/4 calls in
+# flight (each call is 4 objects of 4 MiB at once: the same depth in
+# objects). The issue's target: the stream at >= 0.9 of the objects.
+# Reads are warm (right after the writes) in both. Last line JSON; nothing
+# here fails on a timing.
+#   bench/client/client_bench.sh BUILD [DIR] [GIB] [DEPTH]
+set -euo pipefail
+build=${1:?usage: client_bench.sh BUILD [DIR] [GIB] [DEPTH]}
+base=${2:-/tmp}
+gib=${3:-${CLIENT_BENCH_GIB:-2}}
+depth=${4:-16}
+ctl="$build/tools/clusterctl"
+dir=$(mktemp -d "$base/cairn-client-bench-XXXXXX")
+cleanup() {
+	"$ctl" down --dir "$dir" >/dev/null 2>&1 || true
+	rm -rf "$dir"
+}
+trap cleanup EXIT
+# Room for the objects' and the stream's copies, with slack.
+osd_size=$(( (gib * 3 + 2) ))G
+need=$(( (gib * 3 + 2) * 3 ))
+avail=$(df -BG --output=avail "$base" | tail -1 | tr -dc 0-9)
+if [ "$avail" -lt "$need" ]; then
+	echo "client_bench: needs ${need} GiB free in $base, has ${avail} GiB" >&2
+	exit 2
+fi
+"$ctl" up --dir "$dir" --mons 1 --osds 3 --osd-size "$osd_size" >"$dir/up.out" ||
+	{ echo "client_bench: clusterctl up failed: $(tail -3 "$dir/up.out")" >&2; exit 1; }
+conf="$dir/cairn.conf"
+objs=$(( gib * 256 )) # 4 MiB objects: the stream's bytes
+cb() {
+	CAIRN_CONF="$conf" "$ctl" bench default "$1" --seconds 600 --size 4M --threads "$depth" \
+		--max-objects "$objs" "${@:2}" | tail -1
+}
+ow=$(cb write) || { echo "client_bench: object writes failed: $ow" >&2; exit 1; }
+or=$(cb seq) || { echo "client_bench: object reads failed: $or" >&2; exit 1; }
+st=$("$build/bench/stream_bench" "$conf" default "$gib" 16 $(( depth / 4 > 0 ? depth / 4 : 1 )) |
+	tail -1) || { echo "client_bench: stream_bench failed: $st" >&2; exit 1; }
+/usr/bin/python3 - "$ow" "$or" "$st" "$gib" "$depth" <<'PY'
+import json, sys
+ow, orr, st = (json.loads(x) for x in sys.argv[1:4])
+gib, depth = sys.argv[4], int(sys.argv[5])
+rw = st["write_mib_s"] / ow["mib_s"] if ow["mib_s"] else 0
+rr = st["read_mib_s"] / orr["mib_s"] if orr["mib_s"] else 0
+print(f"bench/client: {gib} GiB, 3 OSDs, size 3, warm reads")
+print(f"  {'':34} {'objects (4 MiB)':>16} {'stream (16 MiB)':>16} {'ratio':>6}")
+print(f"  {'write MiB/s, depth ' + str(depth):34} {ow['mib_s']:16.1f} {st['write_mib_s']:16.1f} {rw:6.2f}")
+print(f"  {'read MiB/s, depth ' + str(depth):34} {orr['mib_s']:16.1f} {st['read_mib_s']:16.1f} {rr:6.2f}")
+print(json.dumps({"bench": "client", "gib": int(gib), "depth": depth,
+                  "objects_write_mib_s": ow["mib_s"], "objects_read_mib_s": orr["mib_s"],
+                  "stream_write_mib_s": st["write_mib_s"], "stream_read_mib_s": st["read_mib_s"],
+                  "ratio_write": round(rw, 3), "ratio_read": round(rr, 3), "stream_bad": st["bad"]}))
+PY
