@@ -539,6 +539,13 @@ submit_fn(void *arg)
 	creq_send(q, true);
 }
 
+/* A result from the cluster: 0 or -errno; anything else is a bad reply. */
+static int
+reply_rc(int32_t rc)
+{
+	return rc > 0 || rc < -4095 ? -EBADMSG : rc;
+}
+
 static int
 kvs_from(ProtobufCBinaryData *k, ProtobufCBinaryData *v, size_t n, struct cairn_kv **out)
 {
@@ -575,7 +582,7 @@ fill_outputs(struct creq *q, const Cairn__Osd__OsdOpReply *r, const struct cm_ms
 		struct csub *s = &op->subs[i];
 		const Cairn__Osd__SubOpResult *x = r->results[i];
 		/* an OSD's result is 0 or -errno: anything else is a bad reply */
-		int rc = x->rc > 0 || x->rc < -4095 ? -EBADMSG : x->rc;
+		int rc = reply_rc(x->rc);
 
 		if (!rc) {
 			switch (s->type) {
@@ -680,7 +687,7 @@ on_op_reply(struct cairn_cluster *cl, struct cm_msg *m)
 		v.seq = r->ver->seq;
 	}
 	fill_outputs(q, r, m);
-	creq_finish(q, r->rc > 0 || r->rc < -4095 ? -EBADMSG : r->rc, &v);
+	creq_finish(q, reply_rc(r->rc), &v);
 out:
 	if (r)
 		cairn__osd__osd_op_reply__free_unpacked(r, NULL);
@@ -717,7 +724,7 @@ on_list_reply(struct cairn_cluster *cl, struct cm_msg *m)
 		}
 	}
 	q->more = r->more;
-	creq_finish(q, r->rc > 0 || r->rc < -4095 ? -EBADMSG : r->rc ? r->rc : rc, NULL);
+	creq_finish(q, r->rc ? reply_rc(r->rc) : rc, NULL);
 out:
 	if (r)
 		cairn__osd__pg_list_reply__free_unpacked(r, NULL);
@@ -1643,7 +1650,7 @@ df_decode(struct cm_msg *m, struct cairn_df *df)
 	cm_msg_destroy(m);
 	if (!r)
 		return -EBADMSG;
-	rc = r->rc > 0 || r->rc < -4095 ? -EBADMSG : r->rc;
+	rc = reply_rc(r->rc);
 	if (!rc && !(df->pools = calloc(r->n_pools + 1, sizeof(*df->pools))))
 		rc = -ENOMEM;
 	if (!rc) {
@@ -1748,7 +1755,7 @@ health_decode(struct cm_msg *m, struct cairn_health *h)
 	cm_msg_destroy(m);
 	if (!r)
 		return -EBADMSG;
-	rc = r->rc > 0 || r->rc < -4095 ? -EBADMSG : r->rc;
+	rc = reply_rc(r->rc);
 	if (!rc && r->status > CAIRN_HEALTH_ERR)
 		rc = -EBADMSG;
 	if (!rc && !(h->checks = calloc(r->n_checks + 1, sizeof(*h->checks))))
@@ -1810,7 +1817,7 @@ command_decode(struct cm_msg *m, char **out, char **err)
 	cm_msg_destroy(m);
 	if (!r)
 		return -EBADMSG;
-	rc = r->rc > 0 || r->rc < -4095 ? -EBADMSG : r->rc;
+	rc = reply_rc(r->rc);
 	*out = strdup(r->out ? r->out : "");
 	if (err)
 		*err = strdup(r->err ? r->err : "");

@@ -70,27 +70,11 @@ struct schild {
 static void stream_put(cairn_stream_t *s);
 static void job_next(struct sjob *j);
 
+/* Object objno of stream name. */
 static void
-put_le(uint8_t *p, uint64_t v, int n)
+obj_name(const char *name, uint64_t objno, char *out, size_t len)
 {
-	for (int i = 0; i < n; i++)
-		p[i] = (uint8_t)(v >> (8 * i));
-}
-
-static uint64_t
-get_le(const uint8_t *p, int n)
-{
-	uint64_t v = 0;
-
-	for (int i = n - 1; i >= 0; i--)
-		v = v << 8 | p[i];
-	return v;
-}
-
-static void
-obj_name(const cairn_stream_t *s, uint64_t objno, char *out, size_t len)
-{
-	snprintf(out, len, "%s.%016llx", s->name, (unsigned long long)objno);
+	snprintf(out, len, "%s.%016llx", name, (unsigned long long)objno);
 }
 
 /* ---------- jobs ---------- */
@@ -169,7 +153,7 @@ child_done(cairn_completion_t *c, void *arg)
 		if (ch->xlen != 8)
 			rc = -EINVAL; /* not a stream's object 0 */
 		else
-			j->size = get_le(ch->xbuf, 8);
+			j->size = cm_get_le64(ch->xbuf);
 	}
 	if (!rc && ch->reserve)
 		j->size = (uint64_t)ch->num;
@@ -205,7 +189,7 @@ child_send(struct sjob *j, struct schild *ch, uint64_t objno)
 	char name[CAIRN_NAME_MAX + 1];
 	int rc;
 
-	obj_name(j->s, objno, name, sizeof(name));
+	obj_name(j->s->name, objno, name, sizeof(name));
 	ch->c = cairn_completion_create(child_done, ch);
 	pthread_mutex_lock(&j->mu);
 	j->pending++;
@@ -606,17 +590,20 @@ check_name(const char *name)
 	return n > CAIRN_NAME_MAX - 17 ? -ENAMETOOLONG : 0;
 }
 
-/* Object 0's layout (and that it has a size). \return 0, -ENOENT, -ENODATA, or an error. */
+/* Stream name's layout and size, from its object 0.
+ * \return 0, -ENOENT, -ENODATA (no layout), -EINVAL (a bad one), or an error. */
 static int
-read_layout(cairn_ioctx_t *io, const char *obj0, struct cairn_layout *l)
+read_layout(cairn_ioctx_t *io, const char *name, struct cairn_layout *l, uint64_t *size)
 {
 	cairn_op_t *op = cairn_op_create();
+	char obj0[CAIRN_NAME_MAX + 1];
 	uint8_t b[32], sb[16];
 	size_t len = 0, slen = 0;
 	int rc;
 
 	if (!op)
 		return -ENOMEM;
+	obj_name(name, 0, obj0, sizeof(obj0));
 	cairn_op_getxattr(op, XATTR_LAYOUT, b, sizeof(b), &len, NULL);
 	cairn_op_getxattr(op, XATTR_SIZE, sb, sizeof(sb), &slen, NULL);
 	rc = cairn_operate(io, obj0, op, NULL);
@@ -625,9 +612,10 @@ read_layout(cairn_ioctx_t *io, const char *obj0, struct cairn_layout *l)
 		return rc;
 	if (len != 16 || slen != 8)
 		return -EINVAL;
-	l->stripe_unit = (uint32_t)get_le(b, 4);
-	l->stripe_count = (uint32_t)get_le(b + 4, 4);
-	l->object_size = get_le(b + 8, 8);
+	l->stripe_unit = cm_get_le32(b);
+	l->stripe_count = cm_get_le32(b + 4);
+	l->object_size = cm_get_le64(b + 8);
+	*size = cm_get_le64(sb);
 	return cairn__smap_check(l);
 }
 
@@ -639,6 +627,7 @@ cairn_stream_open(cairn_ioctx_t *io, const char *name, int flags, const struct c
 	char obj0[CAIRN_NAME_MAX + 1];
 	struct cairn_layout l;
 	cairn_stream_t *s;
+	uint64_t size;
 	int rc = check_name(name);
 
 	*sp = NULL;
@@ -646,9 +635,9 @@ cairn_stream_open(cairn_ioctx_t *io, const char *name, int flags, const struct c
 		return rc;
 	if ((flags & CAIRN_STREAM_CREATE) && layout && cairn__smap_check(layout))
 		return -EINVAL;
-	snprintf(obj0, sizeof(obj0), "%s.%016llx", name, 0ull);
+	obj_name(name, 0, obj0, sizeof(obj0));
 	for (int tries = 0;; tries++) {
-		rc = read_layout(io, obj0, &l);
+		rc = read_layout(io, name, &l, &size);
 		if (!rc && (flags & CAIRN_STREAM_CREATE) && (flags & CAIRN_STREAM_EXCL))
 			return -EEXIST;
 		if (rc != -ENOENT && rc != -ENODATA)
@@ -663,9 +652,9 @@ cairn_stream_open(cairn_ioctx_t *io, const char *name, int flags, const struct c
 			if (!op)
 				return -ENOMEM;
 			l = layout ? *layout : def;
-			put_le(b, l.stripe_unit, 4);
-			put_le(b + 4, l.stripe_count, 4);
-			put_le(b + 8, l.object_size, 8);
+			cm_put_le32(b, l.stripe_unit);
+			cm_put_le32(b + 4, l.stripe_count);
+			cm_put_le64(b + 8, l.object_size);
 			cairn_op_cmpxattr(op, XATTR_LAYOUT, CAIRN_CMP_ABSENT, NULL, 0);
 			cairn_op_setxattr(op, XATTR_LAYOUT, b, sizeof(b));
 			cairn_op_xattr_num(op, XATTR_SIZE, CAIRN_NUM_MAX, 0, NULL, NULL);
@@ -696,41 +685,38 @@ cairn_stream_open(cairn_ioctx_t *io, const char *name, int flags, const struct c
 int
 cairn_stream_remove(cairn_ioctx_t *io, const char *name)
 {
-	cairn_stream_t *s;
+	struct cairn_layout l;
 	uint64_t size = 0, nobj;
-	cairn_completion_t **c = NULL;
-	cairn_op_t **ops = NULL;
-	int rc = cairn_stream_open(io, name, 0, NULL, &s);
+	cairn_completion_t **c;
+	cairn_op_t **ops;
+	char obj[CAIRN_NAME_MAX + 1];
+	int rc = check_name(name);
 
+	if (!rc)
+		rc = read_layout(io, name, &l, &size);
 	if (rc)
-		return rc;
-	rc = cairn_stream_stat(s, &size);
+		return rc == -ENODATA ? -EINVAL : rc;
 	/* (a stripe set more than the size spans: a failed write's leftovers) */
-	nobj = cairn__smap_nobjects(&s->l, size) + s->l.stripe_count;
-	if (!rc) {
-		c = calloc(nobj, sizeof(*c));
-		ops = calloc(nobj, sizeof(*ops));
-		if (!c || !ops)
-			rc = -ENOMEM;
-	}
+	nobj = cairn__smap_nobjects(&l, size) + l.stripe_count;
+	c = calloc(nobj, sizeof(*c));
+	ops = calloc(nobj, sizeof(*ops));
+	if (!c || !ops)
+		rc = -ENOMEM;
 	/* Every object but 0 at once, then 0 (which says it is a stream). */
 	for (uint64_t o = 1; !rc && o < nobj; o++) {
-		char obj[CAIRN_NAME_MAX + 1];
-
-		obj_name(s, o, obj, sizeof(obj));
-		c[o] = cairn_completion_create(NULL, NULL);
-		ops[o] = cairn_op_create();
-		if (!c[o] || !ops[o]) {
+		obj_name(name, o, obj, sizeof(obj));
+		if (!(ops[o] = cairn_op_create()) ||
+		    !(c[o] = cairn_completion_create(NULL, NULL))) {
 			rc = -ENOMEM;
 			break;
 		}
 		cairn_op_remove(ops[o]);
 		if ((rc = cairn_aio_operate(io, obj, ops[o], c[o]))) {
 			cairn_completion_release(c[o]);
-			c[o] = NULL;
+			c[o] = NULL; /* (not sent: nothing to wait for) */
 		}
 	}
-	for (uint64_t o = 1; c && o < nobj; o++) {
+	for (uint64_t o = 1; c && ops && o < nobj; o++) {
 		if (c[o]) {
 			int r = cairn_completion_wait(c[o]);
 
@@ -738,16 +724,13 @@ cairn_stream_remove(cairn_ioctx_t *io, const char *name)
 				rc = r;
 			cairn_completion_release(c[o]);
 		}
-		cairn_op_release(ops ? ops[o] : NULL);
+		cairn_op_release(ops[o]);
 	}
 	free(c);
 	free(ops);
 	if (!rc) {
-		char obj0[CAIRN_NAME_MAX + 1];
-
-		obj_name(s, 0, obj0, sizeof(obj0));
-		rc = cairn_remove(io, obj0);
+		obj_name(name, 0, obj, sizeof(obj));
+		rc = cairn_remove(io, obj);
 	}
-	cairn_stream_close(s);
 	return rc;
 }

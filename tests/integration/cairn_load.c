@@ -344,8 +344,7 @@ check_alog(struct thr *t, cairn_ioctx_t *io, uint8_t *buf)
 			fprintf(stderr, "WRONG: %s's count is %zu bytes\n", name, clen);
 			goto out;
 		}
-		for (int i = 7; i >= 0; i--)
-			count = count << 8 | cb[i];
+		count = (int64_t)cm_get_le64(cb);
 	}
 	t->reads++;
 	if (n == -ENOENT) {

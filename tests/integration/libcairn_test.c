@@ -306,14 +306,7 @@ END_TEST
 static int64_t
 le64_of(const void *p, size_t len)
 {
-	const uint8_t *b = p;
-	uint64_t v = 0;
-
-	if (len != 8)
-		return -1;
-	for (int i = 7; i >= 0; i--)
-		v = v << 8 | b[i];
-	return (int64_t)v;
+	return len == 8 ? (int64_t)cm_get_le64(p) : -1;
 }
 
 static int64_t
