@@ -75,6 +75,19 @@ cm_now_ms(void)
 	return cm_now_ns() / 1000000ull;
 }
 
+/*
+ * Milliseconds from then to now, 0 when then is later: a tick reads the clock
+ * once and then works for a while, and what it starts meanwhile stamps itself
+ * with a later time. A plain now - then would wrap to ~2^64 and fire every
+ * timeout that compares with it (it fired the recovery watchdog on plans
+ * started a millisecond earlier in the same tick).
+ */
+static inline uint64_t
+cm_ms_since(uint64_t now, uint64_t then)
+{
+	return now > then ? now - then : 0;
+}
+
 /* Little-endian helpers: never cast packed structs onto wire bytes. */
 static inline void
 cm_put_le16(uint8_t *p, uint16_t v)

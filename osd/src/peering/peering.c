@@ -404,7 +404,7 @@ osd__pg_tick(struct osd *o)
 			 */
 			if (rp && rp->op && !rp->local_pending && pg->primary == o->id &&
 			    pg->state == OSD_PG_ACTIVE &&
-			    now - rp->start_ms >= OSD_REPOP_STALL_MS) {
+			    cm_ms_since(now, rp->start_ms) >= OSD_REPOP_STALL_MS) {
 				o->rec_watchdog++;
 				CM_ERR("%s: repop watchdog fired: write %" PRIu64 ".%" PRIu64
 				       " still waits for %u replica replies after %u s (a bug: "

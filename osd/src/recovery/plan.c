@@ -526,7 +526,7 @@ osd__rec_stalled(struct osd_pg *pg, uint64_t now_ms)
 		pg->rec_seen_ms = now_ms;
 		return;
 	}
-	if (now_ms - pg->rec_seen_ms < OSD_REC_STALL_MS)
+	if (cm_ms_since(now_ms, pg->rec_seen_ms) < OSD_REC_STALL_MS)
 		return;
 	/* Loud: a stall is a bug this only works around (the tests fail on
 	 * this line; status shows RECOVERY_WATCHDOG). */

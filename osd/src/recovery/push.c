@@ -1038,9 +1038,9 @@ osd__rec_tick(struct osd *o, uint64_t now_ms)
 			 * batch) while the primary still waits for this job. A
 			 * primary that moved on too ignores the answer (older gen). */
 			job_finish(j, -ESTALE);
-		else if (j->idle && now_ms - j->idle_ms > OSD_IDLE_KEEP_MS)
+		else if (j->idle && cm_ms_since(now_ms, j->idle_ms) > OSD_IDLE_KEEP_MS)
 			job_drop(j);
-		else if (j->waiting && now_ms - j->sent_ms > OSD_PUSH_TIMEOUT)
+		else if (j->waiting && cm_ms_since(now_ms, j->sent_ms) > OSD_PUSH_TIMEOUT)
 			job_finish(j, -ETIMEDOUT);
 	}
 	job_kick(o); /* pushes the client share held */

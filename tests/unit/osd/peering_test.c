@@ -988,6 +988,42 @@ START_TEST(test_split_children)
 
 END_TEST
 
+/*
+ * The recovery watchdog measures from the plan's last sign of progress. A
+ * tick reads the clock once, then starts plans (each stamped with a later
+ * clock): such a plan is fresh, not 2^64 ms old (CI saw the watchdog fire on
+ * a plan started a moment before in the same tick).
+ */
+START_TEST(test_rec_watchdog_measures_forward)
+{
+	struct fx x;
+	static const int32_t acting[] = { 0, 1 };
+	uint64_t now = 5000000;
+
+	fx_init(&x, 3, false);
+	fx_slots(&x, acting, 2, NULL, 0);
+	x.pg->auth = 0;
+	x.pg->rec_pending = 1;
+	x.pg->peer[1].step = OSD_REC_LOG; /* waits for osd.1's log ack */
+
+	x.pg->rec_seen_ms = now + 3; /* started after the tick read the clock */
+	osd__rec_stalled(x.pg, now);
+	ck_assert_uint_eq(x.o.rec_watchdog, 0);
+	ck_assert_uint_eq(x.pg->rec_pending, 1);
+
+	x.pg->rec_seen_ms = now - OSD_REC_STALL_MS + 1; /* not yet */
+	osd__rec_stalled(x.pg, now);
+	ck_assert_uint_eq(x.o.rec_watchdog, 0);
+
+	x.pg->rec_seen_ms = now - OSD_REC_STALL_MS; /* silent for the whole time */
+	osd__rec_stalled(x.pg, now);
+	ck_assert_uint_eq(x.o.rec_watchdog, 1);
+	ck_assert_uint_eq(x.pg->rec_pending, 0); /* started over */
+	fx_fini(&x);
+}
+
+END_TEST
+
 static Suite *
 peering_suite(void)
 {
@@ -1026,6 +1062,7 @@ peering_suite(void)
 	suite_add_tcase(s, tc);
 	tc = tcase_create("split");
 	tcase_add_test(tc, test_split_children);
+	tcase_add_test(tc, test_rec_watchdog_measures_forward);
 	suite_add_tcase(s, tc);
 	return s;
 }
