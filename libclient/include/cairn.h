@@ -57,7 +57,15 @@ typedef struct cairn_ioctx cairn_ioctx_t;
 typedef struct cairn_op cairn_op_t;
 typedef struct cairn_completion cairn_completion_t;
 
-#define CAIRN_NAME_MAX 1000 /* object names: 1..1000 bytes, not starting with \x01 */
+/*
+ * Object names: 1..CAIRN_NAME_MAX bytes, any bytes but NUL, not starting
+ * with \x01 or \x02. Namespaces: 0..CAIRN_NS_MAX bytes, locator keys
+ * 0..CAIRN_KEY_MAX, neither holding \x1f ("" is the default namespace, and
+ * no key). Longer: -ENAMETOOLONG; otherwise refused: -EINVAL.
+ */
+#define CAIRN_NAME_MAX 2048
+#define CAIRN_NS_MAX   256
+#define CAIRN_KEY_MAX  2048
 
 struct cairn_version {
 	uint64_t epoch, seq;
@@ -101,6 +109,25 @@ uint64_t cairn_map_epoch(cairn_cluster_t *cl);
 /* \return 0, -ENOENT (no such pool in the current map), -ENOMEM. */
 int cairn_ioctx_create(cairn_cluster_t *cl, const char *pool, cairn_ioctx_t **iop);
 void cairn_ioctx_destroy(cairn_ioctx_t *io);
+
+/*
+ * The namespace of the io's objects from now on (NULL or "": the default
+ * one). One name in two namespaces is two objects; a listing shows one
+ * namespace (or all, cairn_list_objs). Namespaces need no creating. Not
+ * to be called while another thread submits on the same io. \return 0,
+ * -EINVAL, -ENAMETOOLONG.
+ */
+int cairn_ioctx_set_namespace(cairn_ioctx_t *io, const char *nspace);
+const char *cairn_ioctx_get_namespace(const cairn_ioctx_t *io);
+
+/*
+ * The locator key of the io's objects from now on (NULL or "": none):
+ * objects are placed by the key instead of their name, so objects sharing a
+ * key (in one namespace) share a PG, and so its OSDs. It is part of the
+ * object's identity: the same name with another key is another object.
+ * \return 0, -EINVAL, -ENAMETOOLONG.
+ */
+int cairn_ioctx_set_locator_key(cairn_ioctx_t *io, const char *key);
 
 /* ---- compound ops ---- */
 
@@ -260,23 +287,46 @@ int cairn_remove(cairn_ioctx_t *io, const char *oid);
 
 /* ---- listing ---- */
 
+/*
+ * A listing's place: start with a zeroed one; it is done when cur->done
+ * (and then holds nothing). Stopping before that: cairn_list_cursor_fini.
+ * One cursor serves one listing (one io namespace, one set of flags).
+ */
 struct cairn_list_cursor {
-	uint32_t pg;                    /* next PG to list (of pg_num PGs) */
-	uint32_t pg_num;                /* the pool's PG count when the listing began */
-	char after[CAIRN_NAME_MAX + 1]; /* last name returned in it */
+	uint32_t pg;     /* next PG to list (of pg_num PGs) */
+	uint32_t pg_num; /* the pool's PG count when the listing began */
+	char *after;     /* opaque: where in that PG (allocated; NULL at its start) */
 	bool done;
 };
 
+void cairn_list_cursor_fini(struct cairn_list_cursor *cur);
+
 /*
- * The next page (up to max names) of the pool's objects, PG by PG; start
- * with a zeroed cursor and stop when cur->done. Objects written or removed
- * during a listing may or may not appear; every other object appears once,
- * also when the pool's pg_num changes during the listing. \return 0
- * (*names, *n), or an error.
+ * The next page (up to max names) of the objects of the io's namespace,
+ * PG by PG, as names (without namespace or key). Objects written or
+ * removed during a listing may or may not appear; every other object
+ * appears once, also when the pool's pg_num changes during the listing.
+ * \return 0 (*names, *n), or an error.
  */
 int cairn_list(cairn_ioctx_t *io, struct cairn_list_cursor *cur, unsigned max, char ***names,
 	       size_t *n);
 void cairn_names_free(char **names, size_t n);
+
+/* An object's whole identity. */
+struct cairn_obj {
+	char *nspace; /* "": the default namespace */
+	char *key;    /* "": none */
+	char *name;
+};
+
+enum {
+	CAIRN_LIST_ALL_NS = 1, /* every namespace, not only the io's */
+};
+
+/* As cairn_list, with each object's namespace and locator key. */
+int cairn_list_objs(cairn_ioctx_t *io, struct cairn_list_cursor *cur, unsigned max, unsigned flags,
+		    struct cairn_obj **objs, size_t *n);
+void cairn_objs_free(struct cairn_obj *objs, size_t n);
 
 /* ---- streams (the striper) ----
  *

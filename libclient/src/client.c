@@ -55,6 +55,8 @@ struct cairn_completion {
 struct cairn_ioctx {
 	struct cairn_cluster *cl;
 	int64_t pool;
+	char nspace[CAIRN_NS_MAX + 1]; /* "": the default namespace */
+	char key[CAIRN_KEY_MAX + 1];   /* "": none (objects placed by name) */
 };
 
 enum { CREQ_OP, CREQ_LIST };
@@ -66,7 +68,8 @@ struct creq {
 	unsigned timeout_ms; /* this op's own limit (0: the client's op_timeout_ms) */
 	int kind;
 	int64_t pool;
-	char oid[CAIRN_NAME_MAX + 1];
+	char *oid; /* the store name (crush/oname.h): oid_in, or allocated */
+	char oid_in[160];
 	uint32_t seed;
 	cairn_op_t *op;
 	cairn_completion_t *comp;
@@ -78,8 +81,9 @@ struct creq {
 	int32_t acting[16];
 	int nacting;
 	struct cm_reactor_msg post;
-	/* list */
-	char after[CAIRN_NAME_MAX + 1];
+	/* list (the strings are its waiter's, who waits for it) */
+	const char *after;  /* a store name, or "" */
+	const char *nspace; /* the namespace listed ("": default), NULL: all */
 	unsigned max;
 	uint32_t pg_num; /* a listing: the pool's pg_num it was planned for */
 	char **names;
@@ -296,6 +300,25 @@ creq_find(struct cairn_cluster *cl, uint64_t tid)
 	return q;
 }
 
+/* q->oid = a copy of store name s (len bytes). \return 0, -ENOMEM. */
+static int
+creq_set_oid(struct creq *q, const char *s, size_t len)
+{
+	q->oid = len < sizeof(q->oid_in) ? q->oid_in : malloc(len + 1);
+	if (!q->oid)
+		return -ENOMEM;
+	memcpy(q->oid, s, len + 1);
+	return 0;
+}
+
+static void
+creq_free(struct creq *q)
+{
+	if (q && q->oid != q->oid_in)
+		free(q->oid);
+	free(q);
+}
+
 static void
 creq_finish(struct creq *q, int rc, const struct cairn_version *v)
 {
@@ -309,7 +332,7 @@ creq_finish(struct creq *q, int rc, const struct cairn_version *v)
 	if (q->kind == CREQ_OP) {
 		cairn_completion_t *c = q->comp;
 
-		free(q);
+		creq_free(q);
 		complete(c, rc, v);
 	} else {
 		complete(q->comp, rc, v);
@@ -335,8 +358,8 @@ creq_target(struct creq *q, int32_t *acting, int *nacting, int32_t *primary)
 		struct crush_pool cp;
 
 		mon_pool_to_crush(p, &cp);
-		if (crush_object_to_pg(&cp, NULL, q->oid, &q->seed))
-			return -ENOMEM;
+		if (crush_oname_to_pg(&cp, q->oid, &q->seed))
+			return -ENOMEM; /* (the name was checked: only memory can fail) */
 	} else if (q->seed >= p->pg_num || (q->pg_num && q->pg_num != p->pg_num)) {
 		return -ENOENT; /* the listing plans its PGs again */
 	}
@@ -445,7 +468,9 @@ build_list_msg(struct creq *q, struct cm_msg **mp)
 	req.pool = q->pool;
 	req.seed = q->seed;
 	req.epoch = q->cl->map->epoch;
-	req.start_after = q->after;
+	req.start_after = (char *)q->after;
+	req.nspace = (char *)(q->nspace ? q->nspace : "");
+	req.all_ns = !q->nspace;
 	req.max = q->max;
 	req.pg_num = q->pg_num;
 	rc = cm_msg_set_front(m, &req.base);
@@ -1165,17 +1190,31 @@ cairn_ioctx_destroy(cairn_ioctx_t *io)
 	free(io);
 }
 
-static int
-check_oid(const char *oid)
+int
+cairn_ioctx_set_namespace(cairn_ioctx_t *io, const char *nspace)
 {
-	size_t n = oid ? strlen(oid) : 0;
+	int rc = crush_oname_check(nspace, NULL, "x");
 
-	if (!n)
-		return -EINVAL;
-	if (n > CAIRN_NAME_MAX)
-		return -ENAMETOOLONG;
-	if ((uint8_t)oid[0] == 1)
-		return -EINVAL;
+	if (rc)
+		return rc;
+	snprintf(io->nspace, sizeof(io->nspace), "%s", nspace ? nspace : "");
+	return 0;
+}
+
+const char *
+cairn_ioctx_get_namespace(const cairn_ioctx_t *io)
+{
+	return io->nspace;
+}
+
+int
+cairn_ioctx_set_locator_key(cairn_ioctx_t *io, const char *key)
+{
+	int rc = crush_oname_check(NULL, key, "x");
+
+	if (rc)
+		return rc;
+	snprintf(io->key, sizeof(io->key), "%s", key ? key : "");
 	return 0;
 }
 
@@ -1191,10 +1230,11 @@ cairn_aio_operate_opts(cairn_ioctx_t *io, const char *oid, cairn_op_t *op, cairn
 {
 	struct cairn_aio_opts opts = { 0 };
 	struct creq *q;
-	int rc = check_oid(oid);
+	char sname[CRUSH_ONAME_MAX + 1];
+	int len = crush_oname_encode(io->nspace, io->key, oid, sname, sizeof(sname));
 
-	if (rc)
-		return rc;
+	if (len < 0)
+		return len;
 	if (op->err)
 		return op->err;
 	if (!op->n)
@@ -1207,7 +1247,10 @@ cairn_aio_operate_opts(cairn_ioctx_t *io, const char *oid, cairn_op_t *op, cairn
 	q->cl = io->cl;
 	q->kind = CREQ_OP;
 	q->pool = io->pool;
-	snprintf(q->oid, sizeof(q->oid), "%s", oid);
+	if (creq_set_oid(q, sname, (size_t)len)) {
+		free(q);
+		return -ENOMEM;
+	}
 	q->op = op;
 	q->comp = c;
 	q->timeout_ms = opts.timeout_ms;
@@ -1360,8 +1403,8 @@ cairn_remove(cairn_ioctx_t *io, const char *oid)
  * another pg_num, in the current map), or an error.
  */
 static int
-list_pg(cairn_ioctx_t *io, uint32_t seed, uint32_t pg_num, const char *after, unsigned max,
-	char ***names, size_t *n, bool *more)
+list_pg(cairn_ioctx_t *io, uint32_t seed, uint32_t pg_num, const char *nspace, const char *after,
+	unsigned max, char ***names, size_t *n, bool *more)
 {
 	cairn_completion_t *c = cairn_completion_create(NULL, NULL);
 	struct creq *q = calloc(1, sizeof(*q));
@@ -1380,7 +1423,8 @@ list_pg(cairn_ioctx_t *io, uint32_t seed, uint32_t pg_num, const char *after, un
 	q->pool = io->pool;
 	q->seed = seed;
 	q->pg_num = pg_num;
-	snprintf(q->after, sizeof(q->after), "%s", after);
+	q->after = after;
+	q->nspace = nspace;
 	q->max = max;
 	q->comp = c;
 	q->post = (struct cm_reactor_msg){ .fn = submit_fn, .arg = q };
@@ -1417,8 +1461,9 @@ name_cmp(const void *a, const void *b)
  * returns names only up to the lowest last name of a PG that had more, so
  * nothing between is skipped.
  */
-int
-cairn_list(cairn_ioctx_t *io, struct cairn_list_cursor *cur, unsigned max, char ***names, size_t *n)
+static int
+list_page(cairn_ioctx_t *io, struct cairn_list_cursor *cur, unsigned max, const char *nspace,
+	  char ***names, size_t *n)
 {
 	struct cairn_cluster *cl = io->cl;
 	int tries = 0;
@@ -1447,6 +1492,7 @@ cairn_list(cairn_ioctx_t *io, struct cairn_list_cursor *cur, unsigned max, char 
 		if (!cur->pg_num)
 			cur->pg_num = now;
 		if (cur->pg >= cur->pg_num) {
+			cairn_list_cursor_fini(cur);
 			cur->done = true;
 			break;
 		}
@@ -1461,7 +1507,8 @@ cairn_list(cairn_ioctx_t *io, struct cairn_list_cursor *cur, unsigned max, char 
 			size_t ng;
 			bool more;
 
-			rc = list_pg(io, cover[i], now, cur->after, max, &got, &ng, &more);
+			rc = list_pg(io, cover[i], now, nspace, cur->after ? cur->after : "", max,
+				     &got, &ng, &more);
 			if (rc)
 				break;
 			if (more && ng && (!bound || strcmp(got[ng - 1], bound) < 0)) {
@@ -1484,7 +1531,7 @@ cairn_list(cairn_ioctx_t *io, struct cairn_list_cursor *cur, unsigned max, char 
 			for (size_t j = 0; j < ng; j++) {
 				uint32_t pg;
 
-				if (!crush_object_to_pg(&then, NULL, got[j], &pg) && pg == cur->pg)
+				if (!crush_oname_to_pg(&then, got[j], &pg) && pg == cur->pg)
 					all[nall++] = got[j];
 				else
 					free(got[j]);
@@ -1520,11 +1567,19 @@ cairn_list(cairn_ioctx_t *io, struct cairn_list_cursor *cur, unsigned max, char 
 		if (k == max || bound) {
 			/* More to come in this PG: after the last one returned, or
 			 * the bound when every name up to it belonged elsewhere. */
-			snprintf(cur->after, sizeof(cur->after), "%s",
-				 k == max ? all[k - 1] : bound);
+			char *next = strdup(k == max ? all[k - 1] : bound);
+
+			if (!next) {
+				cairn_names_free(all, k);
+				free(bound);
+				return -ENOMEM;
+			}
+			free(cur->after);
+			cur->after = next;
 		} else {
 			cur->pg++;
-			cur->after[0] = 0;
+			free(cur->after);
+			cur->after = NULL;
 		}
 		free(bound);
 		if (k) {
@@ -1535,6 +1590,88 @@ cairn_list(cairn_ioctx_t *io, struct cairn_list_cursor *cur, unsigned max, char 
 		free(all);
 	}
 	return 0;
+}
+
+void
+cairn_list_cursor_fini(struct cairn_list_cursor *cur)
+{
+	free(cur->after);
+	cur->after = NULL;
+}
+
+int
+cairn_list(cairn_ioctx_t *io, struct cairn_list_cursor *cur, unsigned max, char ***names, size_t *n)
+{
+	int rc = list_page(io, cur, max, io->nspace, names, n);
+
+	/* The names of the io's namespace, without namespace and key. */
+	for (size_t i = 0; !rc && i < *n; i++) {
+		struct crush_oname o;
+		char *s = (*names)[i];
+
+		if (crush_oname_decode(s, &o) == 0)
+			memmove(s, o.name, o.namelen + 1);
+	}
+	return rc;
+}
+
+static char *
+dup_part(const char *s, size_t n)
+{
+	char *d = malloc(n + 1);
+
+	if (d) {
+		memcpy(d, s, n);
+		d[n] = 0;
+	}
+	return d;
+}
+
+int
+cairn_list_objs(cairn_ioctx_t *io, struct cairn_list_cursor *cur, unsigned max, unsigned flags,
+		struct cairn_obj **objs, size_t *n)
+{
+	char **names;
+	size_t nn, k = 0;
+	int rc =
+		list_page(io, cur, max, flags & CAIRN_LIST_ALL_NS ? NULL : io->nspace, &names, &nn);
+
+	*objs = NULL;
+	*n = 0;
+	if (rc || !nn)
+		return rc;
+	*objs = calloc(nn, sizeof(**objs));
+	for (size_t i = 0; *objs && i < nn; i++) {
+		struct crush_oname o;
+		struct cairn_obj *ob = &(*objs)[k];
+
+		if (crush_oname_decode(names[i], &o))
+			continue; /* (the OSD checked every name it stored) */
+		ob->nspace = dup_part(o.nspace, o.nslen);
+		ob->key = dup_part(o.key, o.keylen);
+		ob->name = dup_part(o.name, o.namelen);
+		k++;
+		if (!ob->nspace || !ob->key || !ob->name) {
+			cairn_objs_free(*objs, k);
+			*objs = NULL;
+		}
+	}
+	cairn_names_free(names, nn);
+	if (!*objs)
+		return -ENOMEM;
+	*n = k;
+	return 0;
+}
+
+void
+cairn_objs_free(struct cairn_obj *objs, size_t n)
+{
+	for (size_t i = 0; objs && i < n; i++) {
+		free(objs[i].nspace);
+		free(objs[i].key);
+		free(objs[i].name);
+	}
+	free(objs);
 }
 
 /* ---------- entry point for tests/fuzz/libcairn_reply_fuzz.c ---------- */
@@ -1571,13 +1708,13 @@ cairn__reply_decode(const Cairn__Map__OsdMap *map, int64_t pool, const char *oid
 	q->kind = kind;
 	q->pool = pool;
 	q->seed = seed;
-	snprintf(q->oid, sizeof(q->oid), "%s", oid);
+	q->after = "";
 	q->op = kind == CREQ_OP ? op : NULL;
 	q->comp = c;
 	q->tid = ++cl->tid;
 	q->deadline_ms = UINT64_MAX;
-	if (creq_link(q)) {
-		free(q);
+	if (creq_set_oid(q, oid, strlen(oid)) || creq_link(q)) {
+		creq_free(q);
 		cairn_completion_release(c);
 		cm_msg_destroy(reply);
 		cluster_free(cl);
@@ -1605,7 +1742,7 @@ cairn__reply_decode(const Cairn__Map__OsdMap *map, int64_t pool, const char *oid
 			*nnames = q->nnames;
 			*more = q->more;
 		}
-		free(q);
+		creq_free(q);
 	}
 	cluster_free(cl);
 	return rc;

@@ -1,7 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * What an OSD reads from the wire: clients' compound ops and its peers'
- * replication, peering and recovery messages, decoded and checked as the
+ * replication, peering and recovery messages and listings, decoded and checked as the
  * handlers do before using them (osd/daemon/msgcheck.c). The first byte
  * picks the message, the second (ops, replication) is the size of the data
  * segment that came with it in KiB.
@@ -21,7 +21,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (size < 2)
 		return 0;
 	dlen = (size_t)data[1] * 1024;
-	switch (data[0] % 8) {
+	switch (data[0] % 9) {
 	case 0: {
 		Cairn__Osd__OsdOp *q = cairn__osd__osd_op__unpack(NULL, size - 2, data + 2);
 
@@ -84,6 +84,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (r) {
 			(void)osd_check_ec_read_reply(r);
 			cairn__osd__ec_read_reply__free_unpacked(r, NULL);
+		}
+		break;
+	}
+	case 8: {
+		Cairn__Osd__PgList *l = cairn__osd__pg_list__unpack(NULL, size - 2, data + 2);
+
+		if (l) {
+			(void)osd_check_list(l);
+			cairn__osd__pg_list__free_unpacked(l, NULL);
 		}
 		break;
 	}

@@ -30,7 +30,8 @@
  * model: partial writes, appends, truncates, zeros, whole writes, removes at
  * unaligned offsets on N objects, checked against an in-memory model after
  * each op; --save keeps the final contents so mcheck can check them later.
- * --omap 0 leaves omap out (EC pools refuse it). The last line is JSON.
+ * --omap 0 leaves omap out (EC pools refuse it). --nspace NS: the objects
+ * (and the listing) of namespace NS. The last line is JSON.
  * op: one change of object O with the bytes of file F (write at OFF,
  * append, writefull), truncate to SIZE, or remove; prints its result.
  * list: list the pool K names a page (default 7); after the first page it
@@ -55,7 +56,7 @@
 #include <time.h>
 #include <unistd.h>
 
-static const char *g_pool = "default", *g_prefix = "load", *g_conf;
+static const char *g_pool = "default", *g_prefix = "load", *g_conf, *g_nspace;
 static unsigned g_first, g_count = 100, g_threads = 4, g_seconds = 10;
 static uint64_t g_gen = 1, g_max = 1 << 20, g_timeout; /* 0: ops wait through failures */
 static bool g_omap = true; /* --omap 0: data and xattrs only (EC pools refuse omap) */
@@ -77,6 +78,19 @@ seed_of(const char *name, uint64_t gen)
 }
 
 /* Mostly small objects, some up to max: log-uniform over [0, max]. */
+/* An io on --pool, in --nspace when given. \return 0 or -errno. */
+static int
+io_create(cairn_ioctx_t **io)
+{
+	int rc = cairn_ioctx_create(g_cl, g_pool, io);
+
+	if (!rc && g_nspace && (rc = cairn_ioctx_set_namespace(*io, g_nspace))) {
+		cairn_ioctx_destroy(*io);
+		*io = NULL;
+	}
+	return rc;
+}
+
 static size_t
 size_of(uint64_t seed)
 {
@@ -487,7 +501,7 @@ thrash_thread(void *arg)
 	uint64_t r = cm_test_mix(t->first + 1);
 	double end = now_s() + g_seconds;
 
-	if (!buf || !want || cairn_ioctx_create(g_cl, g_pool, &io)) {
+	if (!buf || !want || io_create(&io)) {
 		t->rc = 1;
 		goto out;
 	}
@@ -572,7 +586,7 @@ wv_thread(void *arg)
 	cairn_ioctx_t *io = NULL;
 	uint8_t *buf = malloc(g_max + 1), *want = malloc(g_max + 1);
 
-	if (!buf || !want || cairn_ioctx_create(g_cl, g_pool, &io)) {
+	if (!buf || !want || io_create(&io)) {
 		fprintf(stderr, "cairn_load: no pool %s or no memory\n", g_pool);
 		t->rc = 2;
 		goto out;
@@ -725,7 +739,7 @@ run_model(void)
 
 	if (!objs || !buf || !src)
 		return 2;
-	rc = cairn_ioctx_create(g_cl, g_pool, &io);
+	rc = io_create(&io);
 	if (rc) {
 		fprintf(stderr, "cairn_load: pool %s: %d\n", g_pool, rc);
 		return 2;
@@ -943,7 +957,7 @@ run_op(void)
 		cairn_op_release(op);
 		return 2;
 	}
-	rc = cairn_ioctx_create(g_cl, g_pool, &io);
+	rc = io_create(&io);
 	if (!rc)
 		rc = cairn_operate(io, g_name, op, NULL);
 	printf("{\"op\":\"%s\",\"name\":\"%s\",\"rc\":%d}\n", g_do, g_name, rc);
@@ -967,7 +981,7 @@ run_list(void)
 
 	if (!seen)
 		return 2;
-	rc = cairn_ioctx_create(g_cl, g_pool, &io);
+	rc = io_create(&io);
 	memset(&cur, 0, sizeof(cur));
 	while (!rc && !cur.done) {
 		char **names, line[64];
@@ -1004,6 +1018,7 @@ run_list(void)
 				rc = -ETIMEDOUT;
 		}
 	}
+	cairn_list_cursor_fini(&cur);
 	for (unsigned i = 0; i < g_count; i++)
 		missing += !seen[i];
 	printf("{\"listed\":%" PRIu64 ",\"pages\":%" PRIu64 ",\"missing\":%" PRIu64
@@ -1030,7 +1045,7 @@ run_reread(void)
 		fprintf(stderr, "cairn_load: reread needs --name\n");
 		return 2;
 	}
-	rc = cairn_ioctx_create(g_cl, g_pool, &io);
+	rc = io_create(&io);
 	for (int pass = 0; !rc && pass < 2; pass++) {
 		int64_t n;
 
@@ -1075,6 +1090,8 @@ main(int argc, char **argv)
 			g_pool = v;
 		else if (!strcmp(k, "--prefix"))
 			g_prefix = v;
+		else if (!strcmp(k, "--nspace"))
+			g_nspace = v;
 		else if (!strcmp(k, "--first"))
 			g_first = (unsigned)strtoul(v, NULL, 10);
 		else if (!strcmp(k, "--count"))
@@ -1117,7 +1134,7 @@ main(int argc, char **argv)
 	    strcmp(mode, "reread") && strcmp(mode, "list") && strcmp(mode, "health")) {
 		fprintf(stderr,
 			"usage: cairn_load write|verify|thrash|model|mcheck|op|reread|list|health -c CONF "
-			"[--pool P] "
+			"[--pool P] [--nspace NS] "
 			"[--prefix X] [--first F] [--count N] [--gen G] [--max-size B] [--threads T] "
 			"[--seconds S] [--omap 0|1] [--timeout MS] [--save DIR] [--name O --do D "
 			"[--off OFF] [--len SIZE] [--file F]] [--page K] [--pause 0]\n");

@@ -760,6 +760,203 @@ START_TEST(test_cancel_and_deadline)
 
 END_TEST
 
+/* Names of one listing of io (flags as cairn_list_objs), "ns|key|name" each, sorted, in *out. */
+static size_t
+list_all(cairn_ioctx_t *io, unsigned flags, unsigned page, char ***out)
+{
+	struct cairn_list_cursor cur;
+	char **all = NULL;
+	size_t nall = 0;
+
+	memset(&cur, 0, sizeof(cur));
+	while (!cur.done) {
+		struct cairn_obj *objs;
+		size_t n;
+
+		ck_assert_int_eq(cairn_list_objs(io, &cur, page, flags, &objs, &n), 0);
+		ck_assert_uint_le(n, page);
+		all = realloc(all, (nall + n + 1) * sizeof(*all));
+		for (size_t i = 0; i < n; i++) {
+			size_t l = strlen(objs[i].nspace) + strlen(objs[i].key) +
+				   strlen(objs[i].name) + 3;
+
+			all[nall] = malloc(l);
+			snprintf(all[nall++], l, "%s|%s|%s", objs[i].nspace, objs[i].key,
+				 objs[i].name);
+		}
+		cairn_objs_free(objs, n);
+	}
+	cairn_list_cursor_fini(&cur);
+	*out = all;
+	return nall;
+}
+
+static size_t
+count_prefix(char **names, size_t n, const char *prefix)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < n; i++)
+		k += strncmp(names[i], prefix, strlen(prefix)) == 0;
+	return k;
+}
+
+static void
+names_free(char **names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+/*
+ * Namespaces and locator keys end to end: one name in three namespaces is
+ * three objects; a listing shows its namespace exactly (or all of them);
+ * a key is part of the identity and comes back in listings; the limits
+ * (2048-byte names, 256-byte namespaces, 2048-byte keys) hold on a
+ * replicated and an erasure-coded pool.
+ */
+START_TEST(test_namespaces)
+{
+	static const char *const pools[] = { NULL, "ec21" };
+	char *longname = malloc(CAIRN_NAME_MAX + 2), *longns = malloc(CAIRN_NS_MAX + 2),
+	     *longkey = malloc(CAIRN_KEY_MAX + 2), **names, buf[64];
+	cairn_ioctx_t *a, *b, *k, *ec;
+	size_t n;
+
+	ck_assert_int_eq(cairn_ioctx_create(g_cl, "default", &a), 0);
+	ck_assert_int_eq(cairn_ioctx_create(g_cl, "default", &b), 0);
+	ck_assert_int_eq(cairn_ioctx_create(g_cl, "default", &k), 0);
+	ck_assert_int_eq(cairn_ioctx_set_namespace(a, "tenant-a"), 0);
+	ck_assert_int_eq(cairn_ioctx_set_namespace(b, "tenant-a2"), 0); /* a's prefix */
+	ck_assert_str_eq(cairn_ioctx_get_namespace(b), "tenant-a2");
+	ck_assert_int_eq(cairn_ioctx_set_namespace(k, "tenant-a"), 0);
+	ck_assert_int_eq(cairn_ioctx_set_locator_key(k, "shard-7"), 0);
+
+	/* One name, four objects. */
+	ck_assert_int_eq(cairn_write_full(g_io, "ns-same", "default", 7), 0);
+	ck_assert_int_eq(cairn_write_full(a, "ns-same", "in-a", 4), 0);
+	ck_assert_int_eq(cairn_write_full(b, "ns-same", "in-a2", 5), 0);
+	ck_assert_int_eq(cairn_write_full(k, "ns-same", "keyed", 5), 0);
+	ck_assert_int_eq(cairn_read(g_io, "ns-same", buf, sizeof(buf), 0), 7);
+	ck_assert(!memcmp(buf, "default", 7));
+	ck_assert_int_eq(cairn_read(a, "ns-same", buf, sizeof(buf), 0), 4);
+	ck_assert(!memcmp(buf, "in-a", 4));
+	ck_assert_int_eq(cairn_read(b, "ns-same", buf, sizeof(buf), 0), 5);
+	ck_assert(!memcmp(buf, "in-a2", 5));
+	ck_assert_int_eq(cairn_read(k, "ns-same", buf, sizeof(buf), 0), 5);
+	ck_assert(!memcmp(buf, "keyed", 5));
+	ck_assert_int_eq(cairn_remove(a, "ns-same"), 0);
+	ck_assert_int_eq(cairn_read(a, "ns-same", buf, sizeof(buf), 0), -ENOENT);
+	ck_assert_int_eq(cairn_read(g_io, "ns-same", buf, sizeof(buf), 0), 7);
+	ck_assert_int_eq(cairn_read(k, "ns-same", buf, sizeof(buf), 0), 5);
+
+	/* Listings: exactly the namespace's objects, keyed ones with their key. */
+	for (int i = 0; i < 30; i++) {
+		snprintf(buf, sizeof(buf), "ns-a.%02d", i);
+		ck_assert_int_eq(cairn_write_full(a, buf, "x", 1), 0);
+		if (i < 12)
+			ck_assert_int_eq(cairn_write_full(b, buf, "y", 1), 0);
+		if (i < 5)
+			ck_assert_int_eq(cairn_write_full(k, buf, "z", 1), 0);
+	}
+	n = list_all(a, 0, 4, &names);
+	ck_assert_uint_eq(n, 30 + 6); /* a's 30, and the keyed ones (ns-same too) */
+	ck_assert_uint_eq(count_prefix(names, n, "tenant-a||ns-a."), 30);
+	ck_assert_uint_eq(count_prefix(names, n, "tenant-a|shard-7|ns-"), 6);
+	names_free(names, n);
+	n = list_all(b, 0, 5, &names);
+	ck_assert_uint_eq(n, 13);
+	ck_assert_uint_eq(count_prefix(names, n, "tenant-a2||ns-"), 13);
+	names_free(names, n);
+	/* The default namespace shows none of them; all namespaces show all. */
+	n = list_all(g_io, 0, 50, &names);
+	ck_assert_uint_eq(count_prefix(names, n, "tenant"), 0);
+	ck_assert_uint_eq(count_prefix(names, n, "||ns-same"), 1);
+	names_free(names, n);
+	n = list_all(g_io, CAIRN_LIST_ALL_NS, 50, &names);
+	ck_assert_uint_eq(count_prefix(names, n, "tenant-a||ns-a."), 30);
+	ck_assert_uint_eq(count_prefix(names, n, "tenant-a2||"), 13);
+	ck_assert_uint_eq(count_prefix(names, n, "tenant-a|shard-7|"), 6);
+	ck_assert_uint_eq(count_prefix(names, n, "||ns-same"), 1);
+	names_free(names, n);
+	{
+		/* cairn_list: the io's namespace, bare names. */
+		struct cairn_list_cursor cur;
+		size_t seen = 0;
+
+		memset(&cur, 0, sizeof(cur));
+		while (!cur.done) {
+			char **nm;
+			size_t m;
+
+			ck_assert_int_eq(cairn_list(b, &cur, 3, &nm, &m), 0);
+			for (size_t i = 0; i < m; i++)
+				seen += !strncmp(nm[i], "ns-", 3);
+			cairn_names_free(nm, m);
+		}
+		ck_assert_uint_eq(seen, 13);
+	}
+
+	/* Limits, and what is refused. */
+	memset(longname, 'n', CAIRN_NAME_MAX + 1);
+	longname[CAIRN_NAME_MAX + 1] = 0;
+	memset(longns, 's', CAIRN_NS_MAX + 1);
+	longns[CAIRN_NS_MAX + 1] = 0;
+	memset(longkey, 'k', CAIRN_KEY_MAX + 1);
+	longkey[CAIRN_KEY_MAX + 1] = 0;
+	ck_assert_int_eq(cairn_ioctx_set_namespace(a, longns), -ENAMETOOLONG);
+	ck_assert_int_eq(cairn_ioctx_set_locator_key(a, longkey), -ENAMETOOLONG);
+	ck_assert_int_eq(cairn_ioctx_set_namespace(a, "a\x1f"
+						      "b"),
+			 -EINVAL);
+	ck_assert_int_eq(cairn_ioctx_set_locator_key(a, "a\x1f"), -EINVAL);
+	ck_assert_str_eq(cairn_ioctx_get_namespace(a), "tenant-a"); /* unchanged */
+	ck_assert_int_eq(cairn_write_full(a, longname, "x", 1), -ENAMETOOLONG);
+	ck_assert_int_eq(cairn_write_full(a,
+					  "\x02"
+					  "x",
+					  "x", 1),
+			 -EINVAL);
+	longname[CAIRN_NAME_MAX] = 0;
+	longns[CAIRN_NS_MAX] = 0;
+	longkey[CAIRN_KEY_MAX] = 0;
+	for (size_t p = 0; p < 2; p++) {
+		cairn_ioctx_t *io;
+
+		ck_assert_int_eq(cairn_ioctx_create(g_cl, pools[p] ? pools[p] : "default", &io), 0);
+		ck_assert_int_eq(cairn_ioctx_set_namespace(io, longns), 0);
+		ck_assert_int_eq(cairn_ioctx_set_locator_key(io, longkey), 0);
+		ck_assert_int_eq(cairn_write_full(io, longname, "long", 4), 0);
+		ck_assert_int_eq(cairn_read(io, longname, buf, sizeof(buf), 0), 4);
+		n = list_all(io, 0, 10, &names);
+		ck_assert_uint_eq(n, 1);
+		ck_assert_uint_eq(strlen(names[0]),
+				  CAIRN_NS_MAX + CAIRN_KEY_MAX + CAIRN_NAME_MAX + 2);
+		names_free(names, n);
+		ck_assert_int_eq(cairn_remove(io, longname), 0);
+		cairn_ioctx_destroy(io);
+	}
+	/* An erasure-coded pool keeps namespaces apart too. */
+	ck_assert_int_eq(cairn_ioctx_create(g_cl, "ec21", &ec), 0);
+	ck_assert_int_eq(cairn_ioctx_set_namespace(ec, "tenant-a"), 0);
+	ck_assert_int_eq(cairn_write_full(ec, "ns-ec", "ec-a", 4), 0);
+	ck_assert_int_eq(cairn_ioctx_set_namespace(ec, NULL), 0);
+	ck_assert_int_eq(cairn_read(ec, "ns-ec", buf, sizeof(buf), 0), -ENOENT);
+	ck_assert_int_eq(cairn_ioctx_set_namespace(ec, "tenant-a"), 0);
+	ck_assert_int_eq(cairn_read(ec, "ns-ec", buf, sizeof(buf), 0), 4);
+	ck_assert_int_eq(cairn_remove(ec, "ns-ec"), 0);
+	cairn_ioctx_destroy(ec);
+	cairn_ioctx_destroy(a);
+	cairn_ioctx_destroy(b);
+	cairn_ioctx_destroy(k);
+	free(longname);
+	free(longns);
+	free(longkey);
+}
+
+END_TEST
+
 int
 main(void)
 {
@@ -777,6 +974,7 @@ main(void)
 	tcase_add_test(tc, test_cmpext);
 	tcase_add_test(tc, test_admin);
 	tcase_add_test(tc, test_cancel_and_deadline);
+	tcase_add_test(tc, test_namespaces);
 	suite_add_tcase(s, tc);
 	return cm_test_main(s);
 }

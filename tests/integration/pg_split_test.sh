@@ -21,7 +21,8 @@
 #     and out: pgp_num 8 at once (the pins step sources and targets
 #     together), then the merge; the OSD merges its old copies (or finds
 #     them stale) when it returns.
-# Every object verifies after each step; each OSD logs one split per parent
+# Every object verifies after each step (and SPLIT_OBJECTS / 5 more in
+# namespace "tenant", which also list exactly); each OSD logs one split per parent
 # copy it held. A listing paused after its first page across the split of
 # step 2 and across the merge of step 4 lists every object once, and so
 # does one running through the split.
@@ -68,7 +69,15 @@ verify() {
 	"$load" verify -c "$conf" --pool sp --prefix o --count "$n" --gen 1 --max-size 16384 \
 		>"$dir/verify.out" 2>&1 || fail "$1: verify: $(tail -n 5 "$dir/verify.out")"
 	grep -q "\"bad\":0," "$dir/verify.out" || fail "$1: $(tail -n 1 "$dir/verify.out")"
-	echo "$1: $n objects verify"
+	# The objects of namespace "tenant" (placed and split by "tenant\037name"):
+	# each readable, and a listing of the namespace finds each once, no other.
+	"$load" verify -c "$conf" --pool sp --nspace tenant --prefix t --count "$nns" --gen 1 \
+		--max-size 4096 >"$dir/verify.out" 2>&1 || fail "$1: verify tenant: $(tail -n 5 "$dir/verify.out")"
+	grep -q "\"bad\":0," "$dir/verify.out" || fail "$1: tenant: $(tail -n 1 "$dir/verify.out")"
+	"$load" list -c "$conf" --pool sp --nspace tenant --prefix t --count "$nns" --page 40 --pause 0 \
+		>"$dir/nslist.out" 2>&1 || fail "$1: list tenant: $(tail -n 3 "$dir/nslist.out")"
+	grep -q '"other":0,' "$dir/nslist.out" || fail "$1: list tenant: $(tail -n 1 "$dir/nslist.out")"
+	echo "$1: $n objects verify, and $nns in namespace tenant (listed: $(tail -n 1 "$dir/nslist.out"))"
 }
 # A listing of pool sp (50 names a page) that pauses after its first page
 # until list_finish: a pg_num change in between must not hide or repeat an
@@ -96,6 +105,9 @@ list_finish() { # label
 }
 "$load" write -c "$conf" --pool sp --prefix o --count "$n" --gen 1 --max-size 16384 \
 	>"$dir/write.out" 2>&1 || fail "write: $(tail -n 5 "$dir/write.out")"
+nns=$((n / 5))
+"$load" write -c "$conf" --pool sp --nspace tenant --prefix t --count "$nns" --gen 1 --max-size 4096 \
+	>"$dir/write.out" 2>&1 || fail "write tenant: $(tail -n 5 "$dir/write.out")"
 verify "8 PGs"
 
 # 1. 8 -> 32 with osd.3 down.

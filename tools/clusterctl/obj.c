@@ -180,6 +180,7 @@ obj_ls(cairn_ioctx_t *io, bool json)
 		}
 		cairn_names_free(names, n);
 	}
+	cairn_list_cursor_fini(&cur);
 	if (arr) {
 		char *t = json_dumps(arr, 0);
 

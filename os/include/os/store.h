@@ -26,7 +26,7 @@
 #include "cm/buf.h"
 #include "cm/reactor.h"
 
-#define OS_NAME_MAX 1024 /* collection and object names: 1..OS_NAME_MAX bytes, no NUL */
+#define OS_NAME_MAX 4608 /* collection and object names: 1..OS_NAME_MAX bytes, no NUL */
 
 /*
  * Journal records whose write and fsync may be in flight at once. A record

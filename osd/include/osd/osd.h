@@ -163,5 +163,7 @@ int osd_check_ack(const Cairn__Osd__PgAck *a);
 int osd_check_ec_read(const Cairn__Osd__EcRead *q);
 /* A shard's answer to it. \return 0 or -EINVAL. */
 int osd_check_ec_read_reply(const Cairn__Osd__EcReadReply *r);
+/* A client's listing of a PG. \return 0, -EINVAL, -ENAMETOOLONG. */
+int osd_check_list(const Cairn__Osd__PgList *q);
 
 #endif

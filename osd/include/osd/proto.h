@@ -18,6 +18,8 @@
 
 #include <cairn/osd.pb-c.h>
 
+#include "crush/oname.h"
+
 enum osd_msg_type {
 	OSD_MSG_OP = 800,
 	OSD_MSG_OP_REPLY = 801,
@@ -128,8 +130,12 @@ enum osd_op_flags {
 	OSD_OPF_RESEND = 1, /* sent before: the primary checks the PG log for it */
 };
 
-/* Object names: 1..OSD_NAME_MAX bytes, not starting with \x01 (internal names). */
-#define OSD_NAME_MAX 1000
+/*
+ * Object names on the wire and in the store: store names of (namespace,
+ * locator key, name), crush/oname.h; at most OSD_NAME_MAX bytes. Names
+ * starting with \x01 are the OSD's own (PG meta, EC stashes).
+ */
+#define OSD_NAME_MAX CRUSH_ONAME_MAX
 
 /* Sub-ops per compound op, and keys per omap sub-op. */
 #define OSD_MAX_SUBOPS 64

@@ -15,6 +15,8 @@ struct list_req {
 	uint64_t tid;
 	Cairn__Osd__PgList *q;
 	char cid[48];
+	uint32_t pg_num;         /* the pool's, when the listing began */
+	uint64_t interval_epoch; /* the PG's, then */
 	char **oids;
 	size_t n;
 	bool more;
@@ -23,24 +25,26 @@ struct list_req {
 };
 
 /*
- * Up to max names after start_after, and whether there are more. Internal
- * objects (named from \x01: the PG's meta object, EC stashes) are skipped,
- * and the scan goes on past them: a page of only those must not look like
- * the end of the PG.
+ * Up to max store names after start_after in the namespace asked for (or
+ * all), and whether there are more. Internal objects (named from \x01: the
+ * PG's meta object, EC stashes) are skipped, other namespaces jumped over
+ * (crush_oname_list_step), and the scan goes on past them: a page of only
+ * those must not look like the end of the PG.
  */
 static void
 list_fn(void *arg)
 {
 	struct list_req *l = arg;
 	unsigned max = l->q->max ? CM_MIN(l->q->max, 10000u) : 1000;
-	char after[OS_NAME_MAX + 1];
-	bool more = true;
+	const char *ns = l->q->all_ns ? NULL : l->q->nspace ? l->q->nspace : "";
+	char after[OS_NAME_MAX + 2], res[OS_NAME_MAX + 2];
+	bool more = true, end = false;
 
-	snprintf(after, sizeof(after), "%s", l->q->start_after);
+	crush_oname_list_start(ns, l->q->start_after, after);
 	l->n = 0;
 	l->more = false;
 	/* (each pass moves past at least one name or ends: bounded by the PG's size) */
-	while (more && l->n <= max) {
+	while (more && !end && l->n <= max) {
 		char **got, **grown;
 		size_t ng;
 
@@ -56,7 +60,6 @@ list_fn(void *arg)
 			free(got);
 			break;
 		}
-		snprintf(after, sizeof(after), "%s", got[ng - 1]);
 		grown = realloc(l->oids, (l->n + ng) * sizeof(*l->oids));
 		if (!grown) {
 			os_names_free(got, ng);
@@ -65,13 +68,21 @@ list_fn(void *arg)
 		}
 		l->oids = grown;
 		for (size_t i = 0; i < ng; i++) {
-			if ((uint8_t)got[i][0] == 1)
-				free(got[i]);
-			else
+			int step = end ? CRUSH_ONAME_END : crush_oname_list_step(ns, got[i], res);
+
+			if (step != CRUSH_ONAME_END && strcmp(res, after) > 0)
+				memcpy(after, res, strlen(res) + 1);
+			if (step == CRUSH_ONAME_TAKE) {
 				l->oids[l->n++] = got[i];
+				continue;
+			}
+			end |= step == CRUSH_ONAME_END;
+			free(got[i]);
 		}
 		free(got);
 	}
+	if (end)
+		more = false;
 	if (l->rc) {
 		os_names_free(l->oids, l->n);
 		l->oids = NULL;
@@ -87,12 +98,39 @@ list_fn(void *arg)
 	}
 }
 
+/*
+ * Is what list_fn read still the PG's whole content? A split or merge that
+ * began while it ran (the map that asks for it came meanwhile) moves
+ * objects between collections under the scan: a page read then may lack
+ * some, and the client must plan its listing again (-ESTALE).
+ */
+static bool
+list_still_valid(struct list_req *l)
+{
+	struct osd *o = l->osd;
+	const Cairn__Map__Pool *pool = osd__pool(o, l->q->pool);
+	struct osd_pg *pg = osd__pg_find(o, l->q->pool, l->q->seed);
+
+	return pool && pool->pg_num == l->pg_num && pg && pg->interval_epoch == l->interval_epoch &&
+	       !pg->splitting && !pg->split_wait && !pg->merging;
+}
+
 static void
 list_done(void *arg)
 {
 	struct list_req *l = arg;
 	Cairn__Osd__PgListReply r = CAIRN__OSD__PG_LIST_REPLY__INIT;
 
+	if ((!l->rc || l->rc == -ENOENT) && !list_still_valid(l)) {
+		CM_NOTICE(
+			"%s: a listing read while the PG split, merged or moved: the client lists "
+			"it again",
+			l->cid);
+		os_names_free(l->oids, l->n);
+		l->oids = NULL;
+		l->n = 0;
+		l->rc = -ESTALE;
+	}
 	r.rc = l->rc == -ENOENT ? 0 : l->rc;
 	r.oids = l->oids;
 	r.n_oids = l->rc ? 0 : l->n;
@@ -121,6 +159,8 @@ osd__pg_handle_list(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 		r.rc = -EBADMSG;
 		goto reply;
 	}
+	if ((r.rc = osd_check_list(q)))
+		goto reply;
 	pg = osd__pg_find(o, q->pool, q->seed);
 	pool = osd__pool(o, q->pool);
 	if (!pool) {
@@ -155,6 +195,8 @@ osd__pg_handle_list(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 	l->tid = m->tid;
 	l->q = q;
 	snprintf(l->cid, sizeof(l->cid), "%s", pg->cid);
+	l->pg_num = pool->pg_num;
+	l->interval_epoch = pg->interval_epoch;
 	l->w = (struct cm_work){ .fn = list_fn, .done = list_done, .arg = l };
 	cm_msg_destroy(m);
 	if (osd__work(o, &l->w))

@@ -307,7 +307,7 @@ op_dispatch(struct osd *o, struct osd_op *op)
 		uint32_t seed;
 
 		mon_pool_to_crush(pool, &cp);
-		if (crush_object_to_pg(&cp, NULL, op->req->oid, &seed) || seed != op->req->seed)
+		if (crush_oname_to_pg(&cp, op->req->oid, &seed) || seed != op->req->seed)
 			pg = NULL;
 	}
 	if (pg &&

@@ -190,9 +190,14 @@ target_of(struct split_job *j, const char *name)
 {
 	uint32_t s;
 	struct split_kid *k;
+	int rc = crush_oname_to_pg(&j->cp, name, &s);
 
-	if (crush_object_to_pg(&j->cp, NULL, name, &s)) {
-		j->rc = -ENOMEM;
+	if (rc) {
+		/* (every stored name was checked on its way in: a name that
+		 * does not decode stops the split, loudly, rather than stay put) */
+		CM_ERR("split of %s: object name of %zu bytes does not decode: %s", j->pg->cid,
+		       strlen(name), cm_strerror(rc));
+		j->rc = rc;
 		return NULL;
 	}
 	if (s == j->seed)

@@ -20,12 +20,11 @@ bad_name(const char *oid)
 int
 osd_check_op(const Cairn__Osd__OsdOp *q, size_t data_len)
 {
-	size_t nl = q->oid ? strlen(q->oid) : 0;
+	struct crush_oname on;
+	int rc = crush_oname_decode(q->oid, &on); /* a client names no OSD-internal object */
 
-	if (!nl || nl > OSD_NAME_MAX)
-		return nl ? -ENAMETOOLONG : -EINVAL;
-	if ((uint8_t)q->oid[0] == 1)
-		return -EINVAL;
+	if (rc)
+		return rc;
 	if (!q->n_ops || q->n_ops > OSD_MAX_SUBOPS)
 		return -EINVAL;
 	if (data_len > OSD_MAX_IO)
@@ -203,5 +202,20 @@ osd_check_ec_read_reply(const Cairn__Osd__EcReadReply *r)
 	for (size_t i = 0; i < r->n_attr_names; i++)
 		if (!r->attr_names[i].len || r->attr_names[i].len > 255)
 			return -EINVAL;
+	return 0;
+}
+
+int
+osd_check_list(const Cairn__Osd__PgList *q)
+{
+	size_t al = q->start_after ? strlen(q->start_after) : 0;
+	size_t nl = q->nspace ? strlen(q->nspace) : 0;
+
+	/* (the cursor is a name this OSD returned, or the client's jump
+	 * point: any bytes, bounded like a name) */
+	if (al > OSD_NAME_MAX + 1 || nl > CRUSH_ONAME_NS_MAX)
+		return -ENAMETOOLONG;
+	if (nl && memchr(q->nspace, CRUSH_ONAME_SEP, nl))
+		return -EINVAL;
 	return 0;
 }
