@@ -38,6 +38,8 @@
  *                have been applied; a resend of the same op is safe)
  *   -ENOTCONN    no monitor answered at connect
  *   -ENOSPC      the cluster is full
+ *   -EKEYREVOKED this client is blocklisted (fenced): nothing it sends is
+ *                applied any more (see "fencing")
  * Ops are resent automatically when the map changes where they go; the
  * primary recognises a resend and never applies it twice.
  */
@@ -474,6 +476,36 @@ void cairn_health_free(struct cairn_health *h);
  * \return the command's result (0 or a negative errno), or an error of the
  * call itself.
  */
+/* ---- fencing ----
+ *
+ * A client that lost its lock or lease (or is presumed dead) is fenced by
+ * putting its name on the map's blocklist: every OSD refuses its ops and
+ * listings from that map on (-EKEYREVOKED), and the client itself, once it
+ * sees the map, fails every op it holds or is handed (for good: it must connect
+ * again, which gives it a new name). Ops it had sent before are ordered
+ * before the fencer's, which carry the blocklist's epoch (the barrier) and
+ * wait at each OSD until it has that map.
+ */
+
+/* This client's name, as OSDs and the blocklist know it ("client.<hex>"). */
+const char *cairn_client_name(cairn_cluster_t *cl);
+
+/*
+ * Fence entity for seconds (0: until removed), and set this client's epoch
+ * barrier to the map that does it. \return 0 (*epoch: that map's epoch, may
+ * be NULL), -EINVAL (a bad name), or an error of the monitors.
+ */
+int cairn_blocklist_add(cairn_cluster_t *cl, const char *entity, unsigned seconds, uint64_t *epoch);
+/* \return 0 (also when it was not listed), or an error. */
+int cairn_blocklist_rm(cairn_cluster_t *cl, const char *entity);
+
+/*
+ * Ops submitted from now on are sent with a map of epoch >= epoch (they wait
+ * for it): a new writer that learned of a fence from elsewhere (the epoch
+ * cairn_blocklist_add returned to whoever fenced) sets it before writing.
+ */
+void cairn_set_epoch_barrier(cairn_cluster_t *cl, uint64_t epoch);
+
 int cairn_mon_command(cairn_cluster_t *cl, const char *const *argv, size_t argc, bool json,
 		      char **out, char **err);
 

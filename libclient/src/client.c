@@ -109,6 +109,8 @@ struct cairn_cluster {
 	struct cm_conf conf;
 	unsigned op_timeout_ms;
 	char entity[48];
+	uint64_t barrier; /* ops are sent with a map of at least this epoch (__atomic) */
+	bool fenced;      /* client thread: our name is on the map's blocklist */
 	struct cm_reactor *r;
 	pthread_t th;
 	bool th_started;
@@ -504,6 +506,13 @@ creq_send(struct creq *q, bool force)
 	if (!force && q->target == primary && q->nacting == nacting &&
 	    memcmp(q->acting, acting, sizeof(*acting) * (size_t)nacting) == 0)
 		return;
+	if (q->cl->map->epoch < __atomic_load_n(&q->cl->barrier, __ATOMIC_ACQUIRE)) {
+		/* An epoch barrier (cairn_set_epoch_barrier): not before that map,
+		 * so the OSD knows what it says (a blocklist) before our op. */
+		mon_async_want_map(q->cl->monc, q->cl->map->epoch);
+		q->target = -1;
+		return;
+	}
 	if (q->kind == CREQ_OP && (q->cl->map->flags & MON_FLAG_PAUSE)) {
 		/* `osd set pause`: reads and writes wait (sent once it is unset: the
 		 * map that clears it resends every op not sent). */
@@ -557,8 +566,8 @@ submit_fn(void *arg)
 	q->comp->tid = q->tid;
 	cancel = q->comp->cancel;
 	pthread_mutex_unlock(&q->comp->mu);
-	if (cancel || creq_link(q)) {
-		creq_finish(q, cancel ? -ECANCELED : -ENOMEM, NULL);
+	if (cancel || cl->fenced || creq_link(q)) {
+		creq_finish(q, cancel ? -ECANCELED : cl->fenced ? -EKEYREVOKED : -ENOMEM, NULL);
 		return;
 	}
 	creq_send(q, true);
@@ -815,6 +824,18 @@ on_map(void *arg, const Cairn__Map__OsdMap *m)
 	cl->epoch = m->epoch;
 	pthread_cond_broadcast(&cl->cv);
 	pthread_mutex_unlock(&cl->mu);
+	if (!cl->fenced && mon_blocklisted(m, cl->entity)) {
+		/* Fenced: someone took over what we did. Nothing of ours may
+		 * change anything now: every op ends, later ones too. */
+		struct creq *q, *tmp;
+
+		CM_ERR("%s is on the blocklist of map epoch %" PRIu64
+		       ": every op fails with -EKEYREVOKED (connect again for a new name)",
+		       cl->entity, m->epoch);
+		cl->fenced = true;
+		TAILQ_FOREACH_SAFE(q, &cl->inflight, link, tmp)
+			creq_finish(q, -EKEYREVOKED, NULL);
+	}
 	resend_all(cl, true);
 }
 
@@ -1991,6 +2012,82 @@ cairn_mon_command(cairn_cluster_t *cl, const char *const *argv, size_t argc, boo
 	return rc ? rc : command_decode(m, out, err);
 }
 
+/* The map epoch in a command's JSON result ({"changed":…,"epoch":N,…}). */
+static int
+json_epoch(const char *s, uint64_t *epoch)
+{
+	const char *p = s ? strstr(s, "\"epoch\":") : NULL;
+	char *end;
+
+	if (!p)
+		return -EBADMSG;
+	p += 8;
+	while (*p == ' ')
+		p++;
+	if (*p < '0' || *p > '9')
+		return -EBADMSG;
+	errno = 0;
+	*epoch = strtoull(p, &end, 10);
+	return errno || (*end != ',' && *end != '}' && *end != ' ') ? -EBADMSG : 0;
+}
+
+const char *
+cairn_client_name(cairn_cluster_t *cl)
+{
+	return cl->entity;
+}
+
+void
+cairn_set_epoch_barrier(cairn_cluster_t *cl, uint64_t epoch)
+{
+	uint64_t cur = __atomic_load_n(&cl->barrier, __ATOMIC_ACQUIRE);
+
+	while (epoch > cur && !__atomic_compare_exchange_n(&cl->barrier, &cur, epoch, false,
+							   __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+		;
+}
+
+int
+cairn_blocklist_add(cairn_cluster_t *cl, const char *entity, unsigned seconds, uint64_t *epoch)
+{
+	char secs[16], *out = NULL, *err = NULL;
+	const char *argv[] = { "osd", "blocklist", "add", entity, secs };
+	uint64_t e = 0;
+	int rc;
+
+	if (!entity || !entity[0])
+		return -EINVAL;
+	snprintf(secs, sizeof(secs), "%u", seconds);
+	rc = cairn_mon_command(cl, argv, 5, true, &out, &err);
+	if (!rc)
+		rc = json_epoch(out, &e);
+	else if (err && err[0])
+		CM_WARN("osd blocklist add %s: %s", entity, err);
+	free(out);
+	free(err);
+	if (rc)
+		return rc;
+	cairn_set_epoch_barrier(cl, e);
+	if (epoch)
+		*epoch = e;
+	return 0;
+}
+
+int
+cairn_blocklist_rm(cairn_cluster_t *cl, const char *entity)
+{
+	char *out = NULL, *err = NULL;
+	const char *argv[] = { "osd", "blocklist", "rm", entity };
+	int rc;
+
+	if (!entity || !entity[0])
+		return -EINVAL;
+	rc = cairn_mon_command(cl, argv, 4, false, &out, &err);
+	free(out);
+	free(err);
+	return rc;
+}
+
 /* ---------- entry point for tests/fuzz/libcairn_mon_reply_fuzz.c ---------- */
 
 int
@@ -2010,11 +2107,16 @@ cairn__mon_reply_decode(struct cm_msg *m)
 		rc = health_decode(m, &h);
 		cairn_health_free(&h);
 		return rc;
-	case MON_MSG_COMMAND_REPLY:
+	case MON_MSG_COMMAND_REPLY: {
+		uint64_t e;
+
 		rc = command_decode(m, &out, &err);
+		if (!rc)
+			(void)json_epoch(out, &e); /* what cairn_blocklist_add reads of it */
 		free(out);
 		free(err);
 		return rc;
+	}
 	default:
 		cm_msg_destroy(m);
 		return -EINVAL;

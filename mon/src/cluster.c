@@ -829,6 +829,7 @@ struct edit {
 	int64_t pool_id;
 	const char *key, *value;
 	uint64_t now_ns;
+	uint64_t until_ns; /* blocklist add: wall clock, 0: never */
 };
 
 static int
@@ -848,6 +849,10 @@ edit_fn(void *arg, Cairn__Map__OsdMap *m)
 		m->flags = f;
 		return 0;
 	}
+	if (strcmp(e->verb, "blocklist add") == 0)
+		return mon_blocklist_add(m, e->key, e->until_ns, err);
+	if (strcmp(e->verb, "blocklist rm") == 0)
+		return mon_blocklist_rm(m, e->key);
 	if (strcmp(e->verb, "pool create") == 0)
 		return mon_pool_create(m, &e->spec, &e->pool_id, err);
 	if (strcmp(e->verb, "pool rm") == 0)
@@ -916,6 +921,81 @@ parse_osd_id(struct cmd *c, const char *s, int32_t *id)
 	return 0;
 }
 
+static int parse_uint_arg(struct cmd *c, const char *opt, const char *v, unsigned lo, unsigned hi,
+			  unsigned *out);
+
+/* osd blocklist ls|add ENTITY [SECONDS]|rm ENTITY */
+static int
+cmd_osd_blocklist(struct cmd *c)
+{
+	const char *verb = c->argc > 2 ? c->argv[2] : "";
+	struct edit e = { 0 };
+	char done[MON_ENTITY_MAX + 96];
+
+	if (strcmp(verb, "ls") == 0 && c->argc == 3) {
+		Cairn__Map__OsdMap *m;
+		uint64_t now = cm_wall_ns();
+		json_t *a = c->json ? json_array() : NULL;
+		int rc = read_map(c, &m);
+
+		if (rc) {
+			json_decref(a);
+			return rc;
+		}
+		for (size_t i = 0; i < m->n_blocklist; i++) {
+			const Cairn__Map__BlocklistEntry *b = m->blocklist[i];
+			double left = b->until_ns ? ((double)b->until_ns - (double)now) / 1e9 : -1;
+
+			if (a)
+				json_array_append_new(
+					a, json_pack("{s:s, s:I, s:f, s:I}", "entity", b->entity,
+						     "until_ns", (json_int_t)b->until_ns,
+						     "expires_in_s", left, "added_epoch",
+						     (json_int_t)b->added_epoch));
+			else if (b->until_ns)
+				fprintf(c->out,
+					"%s expires in %.0f s (added at epoch %" PRIu64 ")\n",
+					b->entity, left > 0 ? left : 0, b->added_epoch);
+			else
+				fprintf(c->out, "%s never expires (added at epoch %" PRIu64 ")\n",
+					b->entity, b->added_epoch);
+		}
+		if (a)
+			c->res = json_pack("{s:I, s:o}", "epoch", (json_int_t)m->epoch, "blocklist",
+					   a);
+		else
+			fprintf(c->out, "listed %zu entries\n", m->n_blocklist);
+		cairn__map__osd_map__free_unpacked(m, NULL);
+		return 0;
+	}
+	if (strcmp(verb, "add") == 0 && (c->argc == 4 || c->argc == 5)) {
+		unsigned secs = 3600;
+
+		if (c->argc == 5 &&
+		    parse_uint_arg(c, "SECONDS", c->argv[4], 0, 10u * 365 * 86400, &secs))
+			return -EINVAL;
+		e.verb = "blocklist add";
+		e.key = c->argv[3];
+		e.until_ns = secs ? cm_wall_ns() + (uint64_t)secs * 1000000000ull : 0;
+		if (secs)
+			snprintf(done, sizeof(done), "blocklisted %.*s for %u s", MON_ENTITY_MAX,
+				 e.key, secs);
+		else
+			snprintf(done, sizeof(done), "blocklisted %.*s until removed",
+				 MON_ENTITY_MAX, e.key);
+		return run_edit(c, &e, done);
+	}
+	if (strcmp(verb, "rm") == 0 && c->argc == 4) {
+		e.verb = "blocklist rm";
+		e.key = c->argv[3];
+		snprintf(done, sizeof(done), "removed %.*s from the blocklist", MON_ENTITY_MAX,
+			 e.key);
+		return run_edit(c, &e, done);
+	}
+	return usage(c, "osd blocklist ls | osd blocklist add ENTITY [SECONDS, default 3600; 0: "
+			"until removed] | osd blocklist rm ENTITY");
+}
+
 static int
 cmd_osd(struct cmd *c)
 {
@@ -927,6 +1007,8 @@ cmd_osd(struct cmd *c)
 
 	if (strcmp(verb, "ls") == 0)
 		return cmd_osd_ls(c);
+	if (strcmp(verb, "blocklist") == 0)
+		return cmd_osd_blocklist(c);
 	if (strcmp(verb, "set") == 0 || strcmp(verb, "unset") == 0) {
 		if (c->argc != 3)
 			return usage(c, "osd set|unset FLAG");
@@ -989,7 +1071,7 @@ cmd_osd(struct cmd *c)
 		return run_edit(c, &e, done);
 	}
 	return usage(c, "osd ls | osd down|out|in|rm ID... | osd reweight ID W | "
-			"osd set|unset FLAG");
+			"osd set|unset FLAG | osd blocklist ls|add|rm");
 }
 
 static int

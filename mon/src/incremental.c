@@ -97,6 +97,28 @@ mon_map_canonicalize(Cairn__Map__OsdMap *m)
 		qsort(m->upmap_items, m->n_upmap_items, sizeof(*m->upmap_items), cmp_upmap);
 	if (m->n_pg_pins)
 		qsort(m->pg_pins, m->n_pg_pins, sizeof(*m->pg_pins), mon_pin_cmp);
+	if (m->n_blocklist)
+		qsort(m->blocklist, m->n_blocklist, sizeof(*m->blocklist), mon_blocklist_cmp);
+}
+
+int
+mon_blocklist_cmp(const void *x, const void *y)
+{
+	const Cairn__Map__BlocklistEntry *a = *(Cairn__Map__BlocklistEntry *const *)x;
+	const Cairn__Map__BlocklistEntry *b = *(Cairn__Map__BlocklistEntry *const *)y;
+
+	return strcmp(a->entity, b->entity);
+}
+
+/* Index of entity's entry in v (n of them), or n. (Blocklists are short: a scan.) */
+static size_t
+blocklist_at(Cairn__Map__BlocklistEntry *const *v, size_t n, const char *entity)
+{
+	size_t i = 0;
+
+	while (i < n && strcmp(v[i]->entity, entity) != 0)
+		i++;
+	return i;
 }
 
 /* Append a (copied) element to a repeated field of pointers. */
@@ -283,6 +305,19 @@ mon_map_diff(const Cairn__Map__OsdMap *a, const Cairn__Map__OsdMap *b,
 		if (!pin_of(b->pg_pins, b->n_pg_pins, bsort, a->pg_pins[j]))
 			rc = push((void ***)&inc->remove_pins, &inc->n_remove_pins,
 				  pin_key(a->pg_pins[j]));
+	for (size_t i = 0; !rc && i < b->n_blocklist; i++) {
+		size_t j = blocklist_at(a->blocklist, a->n_blocklist, b->blocklist[i]->entity);
+
+		if (j == a->n_blocklist ||
+		    !same_msg(&a->blocklist[j]->base, &b->blocklist[i]->base))
+			rc = push((void ***)&inc->add_blocklist, &inc->n_add_blocklist,
+				  copy_msg(&b->blocklist[i]->base));
+	}
+	for (size_t j = 0; !rc && j < a->n_blocklist; j++)
+		if (blocklist_at(b->blocklist, b->n_blocklist, a->blocklist[j]->entity) ==
+		    b->n_blocklist)
+			rc = push((void ***)&inc->remove_blocklist, &inc->n_remove_blocklist,
+				  strdup(a->blocklist[j]->entity));
 	if (rc) {
 		cairn__map__incremental__free_unpacked(inc, NULL);
 		return rc;
@@ -390,6 +425,23 @@ mon_map_apply(const Cairn__Map__OsdMap *a, const Cairn__Map__Incremental *inc,
 			if (rc)
 				protobuf_c_message_free_unpacked(&c->base, NULL);
 		}
+	}
+	for (size_t r = 0; !rc && r < inc->n_remove_blocklist; r++) {
+		size_t i = blocklist_at(b->blocklist, b->n_blocklist, inc->remove_blocklist[r]);
+
+		if (i == b->n_blocklist)
+			rc = -EBADMSG;
+		else
+			drop((void **)b->blocklist, &b->n_blocklist, i);
+	}
+	for (size_t u = 0; !rc && u < inc->n_add_blocklist; u++) {
+		size_t i =
+			blocklist_at(b->blocklist, b->n_blocklist, inc->add_blocklist[u]->entity);
+
+		if (i < b->n_blocklist)
+			drop((void **)b->blocklist, &b->n_blocklist, i);
+		rc = push((void ***)&b->blocklist, &b->n_blocklist,
+			  copy_msg(&inc->add_blocklist[u]->base));
 	}
 	if (!rc && inc->crush_changed) {
 		char *c = strdup(inc->crush);

@@ -402,6 +402,19 @@ mon_leader_decide(struct mon_leader *l, const Cairn__Map__OsdMap *m, uint64_t no
 }
 
 void
+mon_leader_decide_expiry(struct mon_leader_decision *d, const Cairn__Map__OsdMap *m,
+			 uint64_t wall_ns)
+{
+	d->wall_ns = wall_ns;
+	d->nexpire = 0;
+	for (size_t i = 0; i < m->n_blocklist; i++)
+		if (m->blocklist[i]->until_ns && m->blocklist[i]->until_ns <= wall_ns) {
+			CM_NOTICE("blocklist: %s expired: dropping it", m->blocklist[i]->entity);
+			d->nexpire++;
+		}
+}
+
+void
 mon_leader_decision_fini(struct mon_leader_decision *d)
 {
 	free(d->down);
@@ -454,6 +467,8 @@ mon_leader_apply(const struct mon_leader *l, const struct mon_leader_decision *d
 		if (rc > 0)
 			changed += (unsigned)rc;
 	}
+	if (d->nexpire)
+		changed += mon_blocklist_expire(m, d->wall_ns);
 	return changed;
 }
 
@@ -696,7 +711,8 @@ mon_leader_round(struct mon_leader *l, struct cm_etcd *e, struct mon_map_store *
 	rc = campaign(l, e, rd);
 	if (rc)
 		return rc;
-	if (rd->leader && (rd->dec.ndown || rd->dec.nout || rd->dec.nmerges || rd->dec.npins)) {
+	if (rd->leader && (rd->dec.ndown || rd->dec.nout || rd->dec.nmerges || rd->dec.npins ||
+			   rd->dec.nexpire)) {
 		struct leader_edit le = { .l = l, .d = &rd->dec, .now = now_ns };
 		uint64_t epoch;
 
@@ -704,7 +720,9 @@ mon_leader_round(struct mon_leader *l, struct cm_etcd *e, struct mon_map_store *
 		if (rc < 0)
 			CM_WARN("marking OSDs down/out: %s", cm_strerror(rc));
 		else if (rc == 0)
-			CM_NOTICE("epoch %" PRIu64 ": %u OSDs marked down or out, or merge steps",
+			CM_NOTICE("epoch %" PRIu64
+				  ": %u OSDs marked down or out, merge or pin steps, or blocklist "
+				  "entries expired",
 				  epoch, le.changed);
 	}
 	return 0;

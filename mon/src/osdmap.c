@@ -990,6 +990,19 @@ mon_map_validate(const Cairn__Map__OsdMap *m, char *err)
 	}
 	if (pins_validate(m, err))
 		goto out;
+	for (size_t i = 0; i < m->n_blocklist; i++) {
+		const char *e = m->blocklist[i]->entity;
+
+		if (!e[0] || strlen(e) > MON_ENTITY_MAX) {
+			snprintf(err, MON_ERRLEN,
+				 "a blocklist entry names no entity, or a long one");
+			goto out;
+		}
+		if (i && strcmp(m->blocklist[i - 1]->entity, e) >= 0) {
+			snprintf(err, MON_ERRLEN, "the blocklist is not sorted or names one twice");
+			goto out;
+		}
+	}
 	if (crush_text_parse(m->crush, &cm, err, MON_ERRLEN)) {
 		char why[MON_ERRLEN];
 
@@ -1150,4 +1163,101 @@ mon_placement_pg_up(struct mon_placement *pl, const Cairn__Map__Pool *p, uint32_
 		return 0;
 	n = mon_placement_pg_raw(pl, p, seed, false, raw);
 	return crush_raw_to_up(&cp, pl->osds, pl->max_osd, raw, n, up, primary);
+}
+
+/* ---------- the blocklist ---------- */
+
+bool
+mon_blocklisted(const Cairn__Map__OsdMap *m, const char *entity)
+{
+	size_t lo = 0, hi = m ? m->n_blocklist : 0;
+
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(m->blocklist[mid]->entity, entity);
+
+		if (!c)
+			return true;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
+int
+mon_blocklist_add(Cairn__Map__OsdMap *m, const char *entity, uint64_t until_ns, char *err)
+{
+	Cairn__Map__BlocklistEntry *e, **grown;
+	size_t n = strlen(entity);
+
+	if (!n || n > MON_ENTITY_MAX) {
+		snprintf(err, MON_ERRLEN, "an entity name is 1 to %d bytes", MON_ENTITY_MAX);
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)entity[i] <= ' ' || (unsigned char)entity[i] == 0x7f) {
+			snprintf(err, MON_ERRLEN, "an entity name has no spaces or control bytes");
+			return -EINVAL;
+		}
+	for (size_t i = 0; i < m->n_blocklist; i++)
+		if (strcmp(m->blocklist[i]->entity, entity) == 0) {
+			/* renewed: a new expiry, the same fence */
+			m->blocklist[i]->until_ns = until_ns;
+			return 0;
+		}
+	e = malloc(sizeof(*e));
+	grown = realloc(m->blocklist, (m->n_blocklist + 1) * sizeof(*grown));
+	if (grown)
+		m->blocklist = grown;
+	if (!e || !grown || !(entity = strdup(entity))) {
+		free(e);
+		return -ENOMEM;
+	}
+	cairn__map__blocklist_entry__init(e);
+	e->entity = (char *)entity;
+	e->until_ns = until_ns;
+	e->added_epoch = m->epoch + 1;
+	m->blocklist[m->n_blocklist++] = e;
+	qsort(m->blocklist, m->n_blocklist, sizeof(*m->blocklist), mon_blocklist_cmp);
+	return 0;
+}
+
+static void
+blocklist_drop(Cairn__Map__OsdMap *m, size_t i)
+{
+	protobuf_c_message_free_unpacked(&m->blocklist[i]->base, NULL);
+	memmove(&m->blocklist[i], &m->blocklist[i + 1],
+		(m->n_blocklist - i - 1) * sizeof(*m->blocklist));
+	m->n_blocklist--;
+}
+
+int
+mon_blocklist_rm(Cairn__Map__OsdMap *m, const char *entity)
+{
+	for (size_t i = 0; i < m->n_blocklist; i++)
+		if (strcmp(m->blocklist[i]->entity, entity) == 0) {
+			blocklist_drop(m, i);
+			return 0;
+		}
+	return 1;
+}
+
+unsigned
+mon_blocklist_expire(Cairn__Map__OsdMap *m, uint64_t wall_ns)
+{
+	unsigned n = 0;
+
+	for (size_t i = 0; i < m->n_blocklist;) {
+		uint64_t until = m->blocklist[i]->until_ns;
+
+		if (until && until <= wall_ns) {
+			blocklist_drop(m, i);
+			n++;
+		} else {
+			i++;
+		}
+	}
+	return n;
 }

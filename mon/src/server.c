@@ -318,8 +318,9 @@ on_tick(struct cm_timer *tm)
 	memset(&t->rd, 0, sizeof(t->rd));
 	t->s = s;
 	/* Decided here, on the map this mon serves; applied by the worker to the newest. */
-	if (mon_leader_is_leader(s->leader) && s->map)
-		mon_leader_decide(s->leader, s->map, cm_now_ns(), &t->rd.dec);
+	if (mon_leader_is_leader(s->leader) && s->map &&
+	    mon_leader_decide(s->leader, s->map, cm_now_ns(), &t->rd.dec) == 0)
+		mon_leader_decide_expiry(&t->rd.dec, s->map, cm_wall_ns());
 	t->w = (struct cm_work){ .fn = tick_fn, .done = tick_done, .arg = t };
 	s->tick_busy = true;
 	if (cm_worker_submit(s->wp, s->r, &t->w)) {

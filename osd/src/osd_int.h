@@ -297,6 +297,7 @@ struct osd {
 	uint64_t reads_unleased; /* reads told to resend: no read lease (lease.c) */
 	/* counters */
 	uint64_t ops, op_bytes_in, op_bytes_out, repops, dups;
+	uint64_t ops_blocklisted; /* client ops and listings refused: the client is blocklisted */
 	/* client data throttle (ops/op.c): bytes of the ops held now, the
 	 * shard's share of osd_client_message_cap, ops answered busy */
 	uint64_t client_bytes, client_bytes_max, client_busy;
@@ -557,6 +558,7 @@ struct osd_counters {
 	uint64_t pg_merges;
 	uint64_t reads_unleased;
 	uint64_t dups;
+	uint64_t ops_blocklisted;
 };
 
 struct osd_snap {

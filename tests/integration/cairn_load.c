@@ -1030,6 +1030,44 @@ run_list(void)
 }
 
 /*
+ * rewrite: write "first" to --name, print this client's name, wait for a
+ * line on stdin (at most --seconds), write "second", print the result:
+ * the partition test fences this client while it cannot get new maps.
+ */
+static int
+run_rewrite(void)
+{
+	cairn_ioctx_t *io = NULL;
+	char line[64];
+	int rc, wrc;
+
+	if (!g_name) {
+		fprintf(stderr, "cairn_load: rewrite needs --name\n");
+		return 2;
+	}
+	rc = io_create(&io);
+	if (rc)
+		return 1;
+	wrc = cairn_write_full(io, g_name, "first", 5);
+	printf("{\"pass\":0,\"rc\":%d,\"client\":\"%s\"}\n", wrc, cairn_client_name(g_cl));
+	fflush(stdout);
+	{
+		struct pollfd p = { .fd = 0, .events = POLLIN };
+
+		if (poll(&p, 1, (int)(g_seconds ? g_seconds : 60) * 1000) != 1 ||
+		    !fgets(line, sizeof(line), stdin))
+			rc = -ETIMEDOUT;
+	}
+	if (!rc) {
+		wrc = cairn_write_full(io, g_name, "second", 6);
+		printf("{\"pass\":1,\"rc\":%d}\n", wrc);
+		fflush(stdout);
+	}
+	cairn_ioctx_destroy(io);
+	return rc ? 1 : 0;
+}
+
+/*
  * reread: read --name (up to 4 KiB, printable test data), print it, wait
  * for a line on stdin (at most --seconds), read it again, print that: the
  * partition test reads through a client whose map is held back.
@@ -1131,9 +1169,10 @@ main(int argc, char **argv)
 	}
 	if (strcmp(mode, "write") && strcmp(mode, "verify") && strcmp(mode, "thrash") &&
 	    strcmp(mode, "model") && strcmp(mode, "mcheck") && strcmp(mode, "op") &&
-	    strcmp(mode, "reread") && strcmp(mode, "list") && strcmp(mode, "health")) {
+	    strcmp(mode, "reread") && strcmp(mode, "list") && strcmp(mode, "health") &&
+	    strcmp(mode, "rewrite")) {
 		fprintf(stderr,
-			"usage: cairn_load write|verify|thrash|model|mcheck|op|reread|list|health -c CONF "
+			"usage: cairn_load write|verify|thrash|model|mcheck|op|reread|rewrite|list|health -c CONF "
 			"[--pool P] [--nspace NS] "
 			"[--prefix X] [--first F] [--count N] [--gen G] [--max-size B] [--threads T] "
 			"[--seconds S] [--omap 0|1] [--timeout MS] [--save DIR] [--name O --do D "
@@ -1159,11 +1198,12 @@ main(int argc, char **argv)
 	}
 	if (g_mcheck)
 		g_gen = 0;
-	rc = !strcmp(mode, "health")   ? run_health()
-	     : !strcmp(mode, "op")     ? run_op()
-	     : !strcmp(mode, "reread") ? run_reread()
-	     : !strcmp(mode, "list")   ? run_list()
-	     : !strcmp(mode, "thrash") ? run_thrash()
+	rc = !strcmp(mode, "health")    ? run_health()
+	     : !strcmp(mode, "op")      ? run_op()
+	     : !strcmp(mode, "reread")  ? run_reread()
+	     : !strcmp(mode, "rewrite") ? run_rewrite()
+	     : !strcmp(mode, "list")    ? run_list()
+	     : !strcmp(mode, "thrash")  ? run_thrash()
 	     : !strcmp(mode, "model") || !strcmp(mode, "mcheck")
 		     ? run_model()
 		     : run_write_verify(!strcmp(mode, "verify"));

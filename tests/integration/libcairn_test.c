@@ -957,6 +957,98 @@ START_TEST(test_namespaces)
 
 END_TEST
 
+static cairn_cluster_t *
+connect_other(void)
+{
+	struct cairn_opts o;
+	cairn_cluster_t *cl;
+	char err[256];
+
+	cairn_opts_init(&o, sizeof(o));
+	o.conf_file = getenv("CAIRN_CONF");
+	o.op_timeout_ms = 20000;
+	ck_assert_int_eq(cairn_connect(&o, &cl, err, sizeof(err)), 0);
+	return cl;
+}
+
+/* Is entity in `osd blocklist ls`? */
+static bool
+blocklist_lists(const char *entity)
+{
+	const char *argv[] = { "osd", "blocklist", "ls" };
+	char *out, *err;
+	bool found;
+
+	ck_assert_int_eq(cairn_mon_command(g_cl, argv, 3, true, &out, &err), 0);
+	found = strstr(out, entity) != NULL;
+	free(out);
+	free(err);
+	return found;
+}
+
+/*
+ * Fencing from the client's side: a blocklisted client's op, held (pause)
+ * when the fence came, fails with -EKEYREVOKED and is never applied, and so
+ * is everything it submits after; the fencer's writes (behind its epoch
+ * barrier) go through; entries are listed, removed, and expire at the
+ * leader. (The OSDs' own refusal, for a client that cannot learn of the
+ * fence, is partition_test's fence case.)
+ */
+START_TEST(test_blocklist)
+{
+	cairn_cluster_t *a = connect_other(), *d = connect_other();
+	cairn_ioctx_t *aio, *dio;
+	cairn_completion_t *c;
+	cairn_op_t *op;
+	char name[64], buf[16];
+	uint64_t e, size;
+
+	ck_assert_int_eq(cairn_ioctx_create(a, "default", &aio), 0);
+	ck_assert_int_eq(cairn_ioctx_create(d, "default", &dio), 0);
+	ck_assert_str_ne(cairn_client_name(a), cairn_client_name(g_cl));
+	ck_assert_int_eq(cairn_write_full(aio, "fence-obj", "a-1", 3), 0);
+	/* A's next write waits (pause) when A is fenced. */
+	set_pause(true);
+	op = cairn_op_create();
+	cairn_op_write_full(op, "a-2", 3);
+	c = cairn_completion_create(NULL, NULL);
+	ck_assert_int_eq(cairn_aio_operate(aio, "fence-held", op, c), 0);
+	snprintf(name, sizeof(name), "%s", cairn_client_name(a));
+	ck_assert_int_eq(cairn_blocklist_add(g_cl, name, 600, &e), 0);
+	ck_assert_uint_gt(e, 0);
+	ck_assert(blocklist_lists(name));
+	set_pause(false);
+	ck_assert_int_eq(cairn_completion_wait(c), -EKEYREVOKED);
+	cairn_completion_release(c);
+	cairn_op_release(op);
+	/* The fencer writes (its barrier: after the map of the fence). */
+	ck_assert_int_eq(cairn_write_full(g_io, "fence-obj", "fencer", 6), 0);
+	ck_assert_int_eq(cairn_write_full(aio, "fence-obj", "a-3", 3), -EKEYREVOKED);
+	ck_assert_int_eq(cairn_read(aio, "fence-obj", buf, sizeof(buf), 0), -EKEYREVOKED);
+	ck_assert_int_eq(cairn_read(g_io, "fence-obj", buf, sizeof(buf), 0), 6);
+	ck_assert(!memcmp(buf, "fencer", 6));
+	ck_assert_int_eq(cairn_stat(g_io, "fence-held", &size, NULL), -ENOENT);
+	/* Removed: no longer listed (A stays fenced: it must connect again). */
+	ck_assert_int_eq(cairn_blocklist_rm(g_cl, name), 0);
+	ck_assert(!blocklist_lists(name));
+	/* Expiry: D for 1 s; the leader drops the entry. */
+	snprintf(name, sizeof(name), "%s", cairn_client_name(d));
+	ck_assert_int_eq(cairn_blocklist_add(g_cl, name, 1, NULL), 0);
+	ck_assert(blocklist_lists(name));
+	for (int i = 0; i < 100 && blocklist_lists(name); i++)
+		usleep(100000);
+	ck_assert_msg(!blocklist_lists(name), "%s still listed 10 s after its 1 s", name);
+	/* Bad names are refused by the mons. */
+	ck_assert_int_eq(cairn_blocklist_add(g_cl, "has space", 10, NULL), -EINVAL);
+	ck_assert_int_eq(cairn_blocklist_add(g_cl, "", 10, NULL), -EINVAL);
+	cairn_ioctx_destroy(aio);
+	cairn_ioctx_destroy(dio);
+	cairn_shutdown(a);
+	cairn_shutdown(d);
+}
+
+END_TEST
+
 int
 main(void)
 {
@@ -975,6 +1067,7 @@ main(void)
 	tcase_add_test(tc, test_admin);
 	tcase_add_test(tc, test_cancel_and_deadline);
 	tcase_add_test(tc, test_namespaces);
+	tcase_add_test(tc, test_blocklist);
 	suite_add_tcase(s, tc);
 	return cm_test_main(s);
 }

@@ -126,7 +126,52 @@ run_case() {
 	"$ctl" obj get default "$obj" "$dir/got" >/dev/null || fail "get after healing"
 	cmp -s "$dir/got" "$dir/v2" || fail "after healing the object is $(cat "$dir/got")"
 }
+# Fencing: X, cut from the mons only (so it never learns of the blocklist),
+# writes; it is blocklisted; an admin writes the object; X's next write,
+# sent with its old map to the OSDs it still reaches, must be refused
+# (-EKEYREVOKED, the OSDs' own check) and change nothing.
+fence_case() {
+	local obj=fence-obj
+	echo "== fence: X cut from the mons, blocklisted, writes again"
+	rm -f "$dir/x.in" "$dir/x.out"
+	mkfifo "$dir/x.in"
+	"$load" rewrite -c "$dir/x.conf" --pool default --name "$obj" --seconds 120 \
+		<"$dir/x.in" >"$dir/x.out" 2>"$dir/x.err" &
+	xpid=$!
+	exec 3>"$dir/x.in"
+	for _ in $(seq 1 100); do grep -q '"pass":0' "$dir/x.out" && break; sleep 0.1; done
+	grep -q '"pass":0,"rc":0,"client":"client\.' "$dir/x.out" || fail "X's first write: $(cat "$dir/x.out")"
+	xname=$(sed -n 's/.*"client":"\([^"]*\)".*/\1/p' "$dir/x.out")
+	ip rule add pref 12 from 127.0.0.50 to 127.0.0.1 unreachable
+	ip rule add pref 13 from 127.0.0.1 to 127.0.0.50 unreachable
+	"$ctl" osd blocklist add "$xname" 600 >/dev/null || fail "blocklist add $xname"
+	"$ctl" osd blocklist ls | grep -q "^$xname expires in" || fail "blocklist ls: $("$ctl" osd blocklist ls)"
+	# A client connecting now has the blocklist's map; its write waits at
+	# the primary until that OSD has it too.
+	printf 'admin' >"$dir/adm"
+	"$ctl" obj put default "$obj" "$dir/adm" >/dev/null || fail "admin put"
+	echo go >&3
+	for _ in $(seq 1 100); do grep -q '"pass":1' "$dir/x.out" && break; sleep 0.1; done
+	grep -q '"pass":1,"rc":-128}' "$dir/x.out" ||
+		fail "X's write after the fence: $(grep '"pass":1' "$dir/x.out" || echo none) (-128 is -EKEYREVOKED)"
+	wait "$xpid" || fail "X exited with an error"
+	xpid=
+	exec 3>&-
+	ip rule del pref 12
+	ip rule del pref 13
+	"$ctl" obj get default "$obj" "$dir/got" >/dev/null || fail "get after the fence"
+	cmp -s "$dir/got" "$dir/adm" || fail "after the fence the object is $(cat "$dir/got")"
+	refused=$(for a in $(sed -n 's/^osd_metrics = //p' "$CAIRN_CONF" | tr ',' ' '); do
+		curl -s "http://$a/metrics" | sed -n 's/^cairn_osd_ops_blocklisted_total \([0-9]*\).*/\1/p'
+	done | awk '{s += $1} END {print s + 0}')
+	[ "$refused" -ge 1 ] || fail "no OSD counted a refused op (cairn_osd_ops_blocklisted_total)"
+	echo "X (blocklisted, its map old) was refused by the OSDs ($refused ops): the object is the admin's"
+	"$ctl" osd blocklist rm "$xname" >/dev/null || fail "blocklist rm"
+	"$ctl" osd blocklist ls | grep -q "$xname" && fail "still listed after rm"
+	return 0
+}
 run_case full lease-obj-1
 run_case mons lease-obj-2
+fence_case
 grep -q "marks us down" "$dir"/osd.*.log || fail "no cut OSD saw that it was marked down"
 echo "1 passed, 0 failed"

@@ -537,6 +537,7 @@ main_usage(void)
 		"  cluster:        status | health [detail] | mon ls | crush show\n"
 		"                  osd ls | osd down|out|in|rm ID... | osd reweight ID W\n"
 		"                  osd set|unset FLAG\n"
+		"                  osd blocklist ls | add CLIENT [SECONDS] | rm CLIENT\n"
 		"                  pool ls | pool create NAME [--size N] [--min-size N] [--ec K+M]\n"
 		"                       [--stripe-unit BYTES] [--pg-num N]\n"
 		"                  pool rm NAME --yes-i-really-mean-it\n"

@@ -75,6 +75,16 @@ cm_now_ms(void)
 	return cm_now_ns() / 1000000ull;
 }
 
+/* Wall clock in nanoseconds since 1970 (expiry times kept in the map). */
+static inline uint64_t
+cm_wall_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 /*
  * Milliseconds from then to now, 0 when then is later: a tick reads the clock
  * once and then works for a while, and what it starts meanwhile stamps itself

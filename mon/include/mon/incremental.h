@@ -15,7 +15,10 @@
 /* PgPin pointers by (pool, seed): the canonical order (a qsort/bsearch comparator). */
 int mon_pin_cmp(const void *x, const void *y);
 
-/* Sort a map's OSDs, pools, upmap items and pins into canonical order. */
+/* BlocklistEntry pointers by entity: the canonical order. */
+int mon_blocklist_cmp(const void *x, const void *y);
+
+/* Sort a map's OSDs, pools, upmap items, pins and blocklist into canonical order. */
 void mon_map_canonicalize(Cairn__Map__OsdMap *m);
 
 /* \return 0, -EINVAL (b is not a's next epoch or another fsid), -ENOMEM. */

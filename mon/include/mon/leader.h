@@ -115,7 +115,17 @@ struct mon_leader_decision {
 	size_t nmerges;
 	struct mon_pin_step *pins; /* EC pin steps (mon/ec_pin.h) */
 	size_t npins;
+	uint64_t wall_ns; /* blocklist entries that ended by this wall-clock time go */
+	size_t nexpire;   /* how many there were */
 };
+
+/*
+ * Add to d the blocklist entries of m that expired at wall_ns (the
+ * leader's CLOCK_REALTIME; OSDs never compare times): mon_leader_apply
+ * drops those still expired then.
+ */
+void mon_leader_decide_expiry(struct mon_leader_decision *d, const Cairn__Map__OsdMap *m,
+			      uint64_t wall_ns);
 
 /*
  * Decide on m at now_ns (see the file comment); logs each OSD to be marked

@@ -37,6 +37,25 @@ const char *mon_flags_str(uint64_t flags, char *buf, size_t len);
 
 #define MON_ERRLEN     256
 #define MON_MAX_OSD_ID (1 << 20)
+#define MON_ENTITY_MAX 128 /* a blocklisted entity's name */
+
+/*
+ * Is entity on m's blocklist? (Sorted by entity: a binary search.) Expiry
+ * is the leader's: OSDs and clients never compare times.
+ */
+bool mon_blocklisted(const Cairn__Map__OsdMap *m, const char *entity);
+
+/*
+ * Blocklist edits, as `osd blocklist add|rm` make them: add (or renew)
+ * entity until until_ns (wall clock, 0: never) at m->epoch + 1, or remove
+ * it. \return 0 (changed), 1 (no change: rm of an absent entity),
+ * -EINVAL (a bad name: err), -ENOMEM.
+ */
+int mon_blocklist_add(Cairn__Map__OsdMap *m, const char *entity, uint64_t until_ns, char *err);
+int mon_blocklist_rm(Cairn__Map__OsdMap *m, const char *entity);
+
+/* Drop the entries whose until_ns has passed at wall_ns. \return how many. */
+unsigned mon_blocklist_expire(Cairn__Map__OsdMap *m, uint64_t wall_ns);
 
 /* The map of a new cluster: epoch 0 (mon_map_create stores it as 1), a CRUSH map with the
  * standard types, root "default" and rule "replicated_rule" (hosts). */

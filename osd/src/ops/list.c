@@ -161,6 +161,11 @@ osd__pg_handle_list(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 	}
 	if ((r.rc = osd_check_list(q)))
 		goto reply;
+	if (mon_blocklisted(o->map, cm_conn_peer(c))) {
+		o->ops_blocklisted++;
+		r.rc = -EKEYREVOKED;
+		goto reply;
+	}
 	pg = osd__pg_find(o, q->pool, q->seed);
 	pool = osd__pool(o, q->pool);
 	if (!pool) {

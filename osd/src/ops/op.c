@@ -173,6 +173,21 @@ op_replay_outs(struct osd_op *op, const struct osd_lent *e)
 static void
 op_exec(struct osd_op *op)
 {
+	/*
+	 * A fenced client (on the blocklist of our map) changes nothing more,
+	 * resends of ops it had applied included: whoever fenced it acts from
+	 * that map on. Ops it got in before run first (per-object order), and
+	 * the fencer's own ops, which carry the blocklist's epoch, wait in
+	 * op_dispatch until we have that map.
+	 */
+	if (mon_blocklisted(op->osd->map, op->client)) {
+		op->osd->ops_blocklisted++;
+		CM_LOG_RL(CM_LOG_NOTICE, "%s: op from %s refused: it is blocklisted", op->pg->cid,
+			  op->client);
+		osd__op_fail(op, 0, -EKEYREVOKED);
+		osd__op_reply(op, NULL);
+		return;
+	}
 	if (op->req->flags & OSD_OPF_RESEND) { /* was it applied already? */
 		const struct osd_lent *e = osd__log_find_req(op->pg, op->client, op->m->tid);
 

@@ -23,7 +23,8 @@ counters_of(const struct osd *o)
 				      .pg_splits = o->pg_splits,
 				      .pg_merges = o->pg_merges,
 				      .reads_unleased = o->reads_unleased,
-				      .dups = o->dups };
+				      .dups = o->dups,
+				      .ops_blocklisted = o->ops_blocklisted };
 }
 
 static void
@@ -42,6 +43,7 @@ counters_add(struct osd_counters *t, const struct osd_counters *c)
 	t->pg_merges += c->pg_merges;
 	t->reads_unleased += c->reads_unleased;
 	t->dups += c->dups;
+	t->ops_blocklisted += c->ops_blocklisted;
 }
 
 /* Shard 0: every shard's counters, ours now and the others' last snapshot. */

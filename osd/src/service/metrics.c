@@ -48,6 +48,7 @@ COUNTER_FN(g_pg_splits, pg_splits)
 COUNTER_FN(g_pg_merges, pg_merges)
 COUNTER_FN(g_reads_unleased, reads_unleased)
 COUNTER_FN(g_dups, dups)
+COUNTER_FN(g_blocklisted, ops_blocklisted)
 
 static double
 g_pgs(void *arg)
@@ -178,6 +179,10 @@ osd__metrics_start(struct osd *o, const char *addr, struct osd_metrics **mp)
 		  "Resent client ops found applied already: answered from the PG log "
 		  "(with their first results), not applied again.",
 		  g_dups },
+		{ "cairn_osd_ops_blocklisted_total",
+		  "Client ops and listings refused with -EKEYREVOKED: the client is on the "
+		  "map's blocklist (osd blocklist add).",
+		  g_blocklisted },
 		{ "cairn_osd_data_cache_hits_total",
 		  "Block reads the store's data cache answered (osd_data_cache).", g_cache_hits },
 		{ "cairn_osd_data_cache_misses_total", "Block reads that went to the device.",

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "mon/incremental.h"
+#include "mon/osdmap.h"
 #include "mon/map_store.h"
 #include "testlib.h"
 
@@ -97,9 +98,20 @@ remove_at(void **arr, size_t *n, size_t i)
 static void
 edit(Cairn__Map__OsdMap *m)
 {
-	char buf[64];
+	char buf[64], err[MON_ERRLEN];
 
-	switch (rnd(9)) {
+	switch (rnd(12)) {
+	case 9: /* blocklist: add or renew */
+		snprintf(buf, sizeof(buf), "client.%x", rnd(6));
+		ck_assert_int_eq(mon_blocklist_add(m, buf, rnd(3) * 1000ull, err), 0);
+		break;
+	case 10:
+		snprintf(buf, sizeof(buf), "client.%x", rnd(6));
+		ck_assert_int_ge(mon_blocklist_rm(m, buf), 0);
+		break;
+	case 11:
+		(void)mon_blocklist_expire(m, rnd(3) * 1000ull);
+		break;
 	case 0:
 		add_osd(m, m->next_osd_id++);
 		break;
@@ -182,6 +194,49 @@ START_TEST(test_diff_apply_roundtrip_random)
 
 END_TEST
 
+/* The blocklist's edits, lookups, expiry, and the checks of a map holding one. */
+START_TEST(test_blocklist_edits)
+{
+	Cairn__Map__OsdMap *m = malloc(sizeof(*m));
+	char err[MON_ERRLEN], name[MON_ENTITY_MAX + 2];
+
+	cairn__map__osd_map__init(m);
+	m->epoch = 7;
+	ck_assert(!mon_blocklisted(m, "client.a"));
+	ck_assert_int_eq(mon_blocklist_add(m, "client.c", 500, err), 0);
+	ck_assert_int_eq(mon_blocklist_add(m, "client.a", 0, err), 0); /* never expires */
+	ck_assert_int_eq(mon_blocklist_add(m, "client.b", 100, err), 0);
+	ck_assert_uint_eq(m->n_blocklist, 3);
+	ck_assert_str_eq(m->blocklist[0]->entity, "client.a"); /* kept sorted */
+	ck_assert_str_eq(m->blocklist[2]->entity, "client.c");
+	ck_assert_uint_eq(m->blocklist[1]->added_epoch, 8);
+	ck_assert(mon_blocklisted(m, "client.a") && mon_blocklisted(m, "client.b") &&
+		  mon_blocklisted(m, "client.c"));
+	ck_assert(!mon_blocklisted(m, "client.") && !mon_blocklisted(m, "client.d"));
+	/* renewing changes the expiry, not the entry count */
+	ck_assert_int_eq(mon_blocklist_add(m, "client.b", 700, err), 0);
+	ck_assert_uint_eq(m->n_blocklist, 3);
+	ck_assert_uint_eq(m->blocklist[1]->until_ns, 700);
+	/* bad names */
+	ck_assert_int_eq(mon_blocklist_add(m, "", 1, err), -EINVAL);
+	ck_assert_int_eq(mon_blocklist_add(m, "a b", 1, err), -EINVAL);
+	memset(name, 'x', MON_ENTITY_MAX + 1);
+	name[MON_ENTITY_MAX + 1] = 0;
+	ck_assert_int_eq(mon_blocklist_add(m, name, 1, err), -EINVAL);
+	/* expiry: at 600 client.c (500) goes; client.b (700) and client.a (never) stay */
+	ck_assert_uint_eq(mon_blocklist_expire(m, 499), 0);
+	ck_assert_uint_eq(mon_blocklist_expire(m, 600), 1);
+	ck_assert(!mon_blocklisted(m, "client.c"));
+	ck_assert_uint_eq(mon_blocklist_expire(m, UINT64_MAX), 1);
+	ck_assert(mon_blocklisted(m, "client.a") && !mon_blocklisted(m, "client.b"));
+	ck_assert_int_eq(mon_blocklist_rm(m, "client.a"), 0);
+	ck_assert_int_eq(mon_blocklist_rm(m, "client.a"), 1);
+	ck_assert_uint_eq(m->n_blocklist, 0);
+	cairn__map__osd_map__free_unpacked(m, NULL);
+}
+
+END_TEST
+
 START_TEST(test_apply_refuses_wrong_epoch_and_misfits)
 {
 	Cairn__Map__OsdMap *a = malloc(sizeof(*a)), *b, *c;
@@ -227,6 +282,7 @@ main(void)
 	TCase *tc = tcase_create("incremental");
 
 	tcase_add_test(tc, test_diff_apply_roundtrip_random);
+	tcase_add_test(tc, test_blocklist_edits);
 	tcase_add_test(tc, test_apply_refuses_wrong_epoch_and_misfits);
 	suite_add_tcase(s, tc);
 	return cm_test_main(s);

@@ -823,6 +823,33 @@ START_TEST(test_apply_epoch_check)
 
 END_TEST
 
+/* The leader drops blocklist entries whose time is over (its wall clock), only those. */
+START_TEST(test_blocklist_expiry)
+{
+	struct mon_leader_decision d = { 0 };
+	char err[MON_ERRLEN];
+
+	sim_start(NULL, 3, true);
+	ck_assert_int_eq(mon_blocklist_add(g.map, "client.old", 1000, err), 0);
+	ck_assert_int_eq(mon_blocklist_add(g.map, "client.new", 5000, err), 0);
+	ck_assert_int_eq(mon_blocklist_add(g.map, "client.ever", 0, err), 0);
+	mon_leader_decide_expiry(&d, g.map, 999);
+	ck_assert_uint_eq(d.nexpire, 0);
+	mon_leader_decide_expiry(&d, g.map, 2000);
+	ck_assert_uint_eq(d.nexpire, 1);
+	/* renewed between the decision and the edit: it stays */
+	ck_assert_int_eq(mon_blocklist_add(g.map, "client.old", 3000, err), 0);
+	ck_assert_uint_eq(mon_leader_apply(g.l, &d, g.map, now_ns()), 0);
+	ck_assert(mon_blocklisted(g.map, "client.old"));
+	mon_leader_decide_expiry(&d, g.map, 4000);
+	ck_assert_uint_eq(mon_leader_apply(g.l, &d, g.map, now_ns()), 1);
+	ck_assert(!mon_blocklisted(g.map, "client.old"));
+	ck_assert(mon_blocklisted(g.map, "client.new") && mon_blocklisted(g.map, "client.ever"));
+	sim_end();
+}
+
+END_TEST
+
 /* ---------- boot and new leader ---------- */
 
 START_TEST(test_boot_resets_grace)
@@ -980,6 +1007,7 @@ main(void)
 		{ "nodown", test_decide_nodown },
 		{ "rebooted_after_decision", test_apply_rebooted_after_decision },
 		{ "apply_epoch_check", test_apply_epoch_check },
+		{ "blocklist_expiry", test_blocklist_expiry },
 		{ "boot_resets_grace", test_boot_resets_grace },
 		{ "new_leader_fresh_grace", test_new_leader_fresh_grace },
 		{ "new_leader_drops_reports", test_new_leader_drops_reports },
