@@ -325,6 +325,14 @@ enum {
 	CAIRN_LIST_ALL_NS = 1, /* every namespace, not only the io's */
 };
 
+/*
+ * The namespaces holding objects in the io's pool ("" for the default
+ * one), sorted, each once: one scan per namespace per PG (a pool with
+ * many namespaces costs that many store seeks per PG). \return 0 (*nss,
+ * *n; cairn_names_free), or an error.
+ */
+int cairn_namespace_list(cairn_ioctx_t *io, char ***nss, size_t *n);
+
 /* As cairn_list, with each object's namespace and locator key. */
 int cairn_list_objs(cairn_ioctx_t *io, struct cairn_list_cursor *cur, unsigned max, unsigned flags,
 		    struct cairn_obj **objs, size_t *n);

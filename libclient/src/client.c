@@ -84,6 +84,7 @@ struct creq {
 	/* list (the strings are its waiter's, who waits for it) */
 	const char *after;  /* a store name, or "" */
 	const char *nspace; /* the namespace listed ("": default), NULL: all */
+	bool ns_only;       /* the namespaces present, not objects */
 	unsigned max;
 	uint32_t pg_num; /* a listing: the pool's pg_num it was planned for */
 	char **names;
@@ -473,6 +474,7 @@ build_list_msg(struct creq *q, struct cm_msg **mp)
 	req.start_after = (char *)q->after;
 	req.nspace = (char *)(q->nspace ? q->nspace : "");
 	req.all_ns = !q->nspace;
+	req.ns_only = q->ns_only;
 	req.max = q->max;
 	req.pg_num = q->pg_num;
 	rc = cm_msg_set_front(m, &req.base);
@@ -1425,7 +1427,7 @@ cairn_remove(cairn_ioctx_t *io, const char *oid)
  */
 static int
 list_pg(cairn_ioctx_t *io, uint32_t seed, uint32_t pg_num, const char *nspace, const char *after,
-	unsigned max, char ***names, size_t *n, bool *more)
+	unsigned max, char ***names, size_t *n, bool *more, bool ns_only)
 {
 	cairn_completion_t *c = cairn_completion_create(NULL, NULL);
 	struct creq *q = calloc(1, sizeof(*q));
@@ -1446,6 +1448,7 @@ list_pg(cairn_ioctx_t *io, uint32_t seed, uint32_t pg_num, const char *nspace, c
 	q->pg_num = pg_num;
 	q->after = after;
 	q->nspace = nspace;
+	q->ns_only = ns_only;
 	q->max = max;
 	q->comp = c;
 	q->post = (struct cm_reactor_msg){ .fn = submit_fn, .arg = q };
@@ -1529,7 +1532,7 @@ list_page(cairn_ioctx_t *io, struct cairn_list_cursor *cur, unsigned max, const 
 			bool more;
 
 			rc = list_pg(io, cover[i], now, nspace, cur->after ? cur->after : "", max,
-				     &got, &ng, &more);
+				     &got, &ng, &more, false);
 			if (rc)
 				break;
 			if (more && ng && (!bound || strcmp(got[ng - 1], bound) < 0)) {
@@ -1611,6 +1614,110 @@ list_page(cairn_ioctx_t *io, struct cairn_list_cursor *cur, unsigned max, const 
 		free(all);
 	}
 	return 0;
+}
+
+/* Insert s (taken) into the sorted set *v of *n names; a name already there is freed. */
+static int
+set_add(char ***v, size_t *n, char *s)
+{
+	size_t lo = 0, hi = *n;
+	char **grown;
+
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		int c = strcmp((*v)[mid], s);
+
+		if (!c) {
+			free(s);
+			return 0;
+		}
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	grown = realloc(*v, (*n + 1) * sizeof(**v));
+	if (!grown) {
+		free(s);
+		return -ENOMEM;
+	}
+	*v = grown;
+	memmove(&grown[lo + 1], &grown[lo], (*n - lo) * sizeof(*grown));
+	grown[lo] = s;
+	(*n)++;
+	return 0;
+}
+
+int
+cairn_namespace_list(cairn_ioctx_t *io, char ***nss, size_t *n)
+{
+	struct cairn_cluster *cl = io->cl;
+	int rc = -ENOENT;
+
+	*nss = NULL;
+	*n = 0;
+	/* Every PG of the pool, page by page; a PG count that changes under
+	 * the walk (-ENOENT from a PG) starts it again. */
+	for (int tries = 0; tries < LIST_TRIES && rc == -ENOENT; tries++) {
+		uint32_t pg_num = 0;
+
+		cairn_names_free(*nss, *n);
+		*nss = NULL;
+		*n = 0;
+		pthread_mutex_lock(&cl->mu);
+		for (size_t i = 0; i < cl->npools; i++)
+			if (cl->pools[i].id == io->pool)
+				pg_num = cl->pools[i].cp.pg_num;
+		pthread_mutex_unlock(&cl->mu);
+		if (!pg_num)
+			return -ENOENT;
+		rc = 0;
+		for (uint32_t pg = 0; pg < pg_num && !rc; pg++) {
+			char *after = strdup("");
+			bool more = true;
+
+			while (after && more && !rc) {
+				char **got;
+				size_t ng;
+
+				rc = list_pg(io, pg, pg_num, NULL, after, 1000, &got, &ng, &more,
+					     true);
+				if (rc)
+					break;
+				free(after);
+				after = NULL;
+				if (ng) {
+					size_t l = strlen(got[ng - 1]);
+
+					if ((after = malloc(l + 3))) {
+						after[0] = '\x02';
+						memcpy(after + 1, got[ng - 1], l);
+						after[1 + l] = ' ';
+						after[2 + l] = 0;
+					}
+				} else {
+					more = false;
+				}
+				for (size_t i = 0; i < ng; i++)
+					if (!rc)
+						rc = set_add(nss, n, got[i]);
+					else
+						free(got[i]);
+				free(got);
+				if (more && !after && !rc)
+					rc = -ENOMEM;
+			}
+			free(after);
+		}
+		if (rc == -ENOENT)
+			usleep(10000);
+	}
+	if (rc) {
+		cairn_names_free(*nss, *n);
+		*nss = NULL;
+		*n = 0;
+	}
+	return rc;
 }
 
 void

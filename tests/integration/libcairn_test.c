@@ -898,6 +898,19 @@ START_TEST(test_namespaces)
 		ck_assert_uint_eq(seen, 13);
 	}
 
+	{
+		/* The pool's namespaces, each once ("" the default one). */
+		char **nss;
+		size_t nn;
+
+		ck_assert_int_eq(cairn_namespace_list(a, &nss, &nn), 0);
+		ck_assert_uint_eq(nn, 3);
+		ck_assert_str_eq(nss[0], "");
+		ck_assert_str_eq(nss[1], "tenant-a");
+		ck_assert_str_eq(nss[2], "tenant-a2");
+		cairn_names_free(nss, nn);
+	}
+
 	/* Limits, and what is refused. */
 	memset(longname, 'n', CAIRN_NAME_MAX + 1);
 	longname[CAIRN_NAME_MAX + 1] = 0;

@@ -31,6 +31,93 @@ struct list_req {
  * (crush_oname_list_step), and the scan goes on past them: a page of only
  * those must not look like the end of the PG.
  */
+/*
+ * ns_only: the namespaces in the PG after start_after, up to max: each
+ * found by one scan from the jump past the one before ("\x02 ns \x20"
+ * sorts after all of ns's names), the default one ("") when a name with
+ * it comes (keyed ones sort among the namespaces, bare ones last).
+ */
+static void
+list_ns_fn(struct list_req *l, unsigned max)
+{
+	char after[OS_NAME_MAX + 2];
+	bool more = true, end = false;
+
+	snprintf(after, sizeof(after), "%s", l->q->start_after ? l->q->start_after : "");
+	l->n = 0;
+	l->more = false;
+	l->oids = calloc(max + 1, sizeof(*l->oids));
+	if (!l->oids) {
+		l->rc = -ENOMEM;
+		return;
+	}
+	while (more && !end && l->n <= max) {
+		char **got, *ns = NULL;
+		size_t ng, nl = 0;
+
+		l->rc = os_list(l->osd->store, l->cid, after[0] ? after : NULL, 64, &got, &ng,
+				&more);
+		if (l->rc == -ENOENT && l->n) {
+			l->rc = 0;
+			break;
+		}
+		if (l->rc || !ng) {
+			free(got);
+			break;
+		}
+		for (size_t i = 0; i < ng && !ns && !end; i++) {
+			const char *s = got[i], *sep;
+
+			if ((uint8_t)s[0] == 1) {
+				snprintf(after, sizeof(after), "%s", s);
+			} else if (s[0] != CRUSH_ONAME_NS_MARK) {
+				ns = (char *)s; /* bare: the default namespace, and the end */
+				nl = 0;
+				end = true;
+			} else if ((sep = strchr(s + 1, CRUSH_ONAME_SEP))) {
+				ns = (char *)s + 1;
+				nl = (size_t)(sep - s - 1);
+			} else {
+				snprintf(after, sizeof(after), "%s", s); /* (no valid name) */
+			}
+		}
+		if (ns) {
+			char *one = malloc(nl + 1);
+
+			if (!one) {
+				os_names_free(got, ng);
+				l->rc = -ENOMEM;
+				break;
+			}
+			memcpy(one, ns, nl);
+			one[nl] = 0;
+			/* ("" twice: keyed names of the default one, then bare ones) */
+			if (!l->n || strcmp(l->oids[l->n - 1], one))
+				l->oids[l->n++] = one;
+			else
+				free(one);
+			after[0] = CRUSH_ONAME_NS_MARK;
+			memcpy(after + 1, ns, nl);
+			after[1 + nl] = ' ';
+			after[2 + nl] = 0;
+		}
+		os_names_free(got, ng);
+	}
+	if (l->rc) {
+		os_names_free(l->oids, l->n);
+		l->oids = NULL;
+		l->n = 0;
+		return;
+	}
+	l->more = more && !end;
+	if (l->n > max) {
+		for (size_t i = max; i < l->n; i++)
+			free(l->oids[i]);
+		l->n = max;
+		l->more = true;
+	}
+}
+
 static void
 list_fn(void *arg)
 {
@@ -40,6 +127,10 @@ list_fn(void *arg)
 	char after[OS_NAME_MAX + 2], res[OS_NAME_MAX + 2];
 	bool more = true, end = false;
 
+	if (l->q->ns_only) {
+		list_ns_fn(l, max);
+		return;
+	}
 	crush_oname_list_start(ns, l->q->start_after, after);
 	l->n = 0;
 	l->more = false;
