@@ -484,6 +484,84 @@ void cairn_health_free(struct cairn_health *h);
  * \return the command's result (0 or a negative errno), or an error of the
  * call itself.
  */
+/* ---- locks ----
+ *
+ * Advisory locks on an object, kept by the OSDs with the object (an
+ * internal attribute: replicated and EC pools, survives failover): held
+ * exclusively or shared (holders of a shared lock agree on its tag), each
+ * hold named by the client's name and a cookie of its choosing, with a
+ * description and an expiry (the primary's wall clock: hosts need
+ * synchronised clocks) that the holder renews. A lock does not stop
+ * anyone's writes by itself: writers guard them with
+ * cairn_op_assert_locked in the same compound op, and a takeover fences
+ * the old holder (cairn_blocklist_add) before breaking its lock.
+ */
+enum cairn_lock_type {
+	CAIRN_LOCK_EXCLUSIVE = 1,
+	CAIRN_LOCK_SHARED = 2,
+};
+
+enum {
+	CAIRN_LOCK_MAY_RENEW = 1,  /* taking it again renews our hold (else -EEXIST) */
+	CAIRN_LOCK_MUST_RENEW = 2, /* only renew: -ENOENT unless we hold it */
+};
+
+/*
+ * Take (or renew) lock name: exclusive or shared (tag must match the
+ * holders'), for duration_ms (0: until unlocked or broken). The object is
+ * created if it does not exist. Errors: -EBUSY (others hold it), -EEXIST
+ * (we hold it, no renew flag), -ENOENT (MUST_RENEW and not held).
+ */
+void cairn_op_lock(cairn_op_t *op, const char *name, enum cairn_lock_type type, const char *cookie,
+		   const char *tag, const char *description, uint64_t duration_ms, unsigned flags);
+/* Release our hold: -ENOENT if we have none. */
+void cairn_op_unlock(cairn_op_t *op, const char *name, const char *cookie);
+/* Drop entity's hold (an admin, or a takeover after fencing it): -ENOENT if none. */
+void cairn_op_break_lock(cairn_op_t *op, const char *name, const char *entity, const char *cookie);
+/* A guard: -EBUSY unless we hold lock name with cookie (of type, if not 0; tag if given). */
+void cairn_op_assert_locked(cairn_op_t *op, const char *name, enum cairn_lock_type type,
+			    const char *cookie, const char *tag);
+
+struct cairn_locker {
+	char *entity, *cookie, *description;
+	uint64_t expires_ns; /* wall clock, ns since 1970; 0: never */
+	bool expired;        /* past it (by the OSD's clock): no hold any more */
+};
+
+struct cairn_lock_info {
+	enum cairn_lock_type type; /* 0: nobody holds it */
+	char *tag;
+	struct cairn_locker *lockers;
+	size_t n;
+};
+
+/* The lock's holders (expired ones marked); free with cairn_lock_info_free. */
+void cairn_op_lock_info(cairn_op_t *op, const char *name, struct cairn_lock_info *info, int *rval);
+void cairn_lock_info_free(struct cairn_lock_info *info);
+
+/* The same, one call each (synchronous). */
+int cairn_lock_exclusive(cairn_ioctx_t *io, const char *oid, const char *name, const char *cookie,
+			 const char *description, uint64_t duration_ms, unsigned flags);
+int cairn_lock_shared(cairn_ioctx_t *io, const char *oid, const char *name, const char *cookie,
+		      const char *tag, const char *description, uint64_t duration_ms,
+		      unsigned flags);
+int cairn_unlock(cairn_ioctx_t *io, const char *oid, const char *name, const char *cookie);
+int cairn_break_lock(cairn_ioctx_t *io, const char *oid, const char *name, const char *entity,
+		     const char *cookie);
+int cairn_lock_get_info(cairn_ioctx_t *io, const char *oid, const char *name,
+			struct cairn_lock_info *info);
+
+/*
+ * Take lock name exclusively from holders whose hold expired (they hang, or
+ * are cut off): each is fenced first (blocklisted for fence_seconds, which
+ * also makes our later ops wait for that map), then its hold is broken,
+ * then we lock. A live holder other than us: -EBUSY (nothing done). So a
+ * stalled holder that wakes up finds its writes refused (-EKEYREVOKED)
+ * instead of landing after ours.
+ */
+int cairn_lock_take(cairn_ioctx_t *io, const char *oid, const char *name, const char *cookie,
+		    const char *description, uint64_t duration_ms, unsigned fence_seconds);
+
 /* ---- fencing ----
  *
  * A client that lost its lock or lease (or is presumed dead) is fenced by

@@ -666,6 +666,11 @@ fill_outputs(struct creq *q, const Cairn__Osd__OsdOpReply *r, const struct cm_ms
 					*s->out_more = x->more;
 				break;
 			}
+			case OSD_OP_LOCK_INFO:
+				if (s->out_lock)
+					rc = cairn__lock_info_decode(x->value.data, x->value.len,
+								     s->out_lock);
+				break;
 			case OSD_OP_NUM:
 				if (x->value.len != 8)
 					rc = -EBADMSG;
@@ -1403,6 +1408,112 @@ cairn_stat(cairn_ioctx_t *io, const char *oid, uint64_t *size, struct cairn_vers
 	rc = cairn_operate(io, oid, op, NULL);
 	cairn_op_release(op);
 	return rc;
+}
+
+/* One lock sub-op (built by fn's caller into op), run synchronously. */
+static int
+lock_run(cairn_ioctx_t *io, const char *oid, cairn_op_t *op)
+{
+	int rc = cairn_operate(io, oid, op, NULL);
+
+	cairn_op_release(op);
+	return rc;
+}
+
+int
+cairn_lock_exclusive(cairn_ioctx_t *io, const char *oid, const char *name, const char *cookie,
+		     const char *description, uint64_t duration_ms, unsigned flags)
+{
+	cairn_op_t *op = cairn_op_create();
+
+	if (!op)
+		return -ENOMEM;
+	cairn_op_lock(op, name, CAIRN_LOCK_EXCLUSIVE, cookie, "", description, duration_ms, flags);
+	return lock_run(io, oid, op);
+}
+
+int
+cairn_lock_shared(cairn_ioctx_t *io, const char *oid, const char *name, const char *cookie,
+		  const char *tag, const char *description, uint64_t duration_ms, unsigned flags)
+{
+	cairn_op_t *op = cairn_op_create();
+
+	if (!op)
+		return -ENOMEM;
+	cairn_op_lock(op, name, CAIRN_LOCK_SHARED, cookie, tag, description, duration_ms, flags);
+	return lock_run(io, oid, op);
+}
+
+int
+cairn_unlock(cairn_ioctx_t *io, const char *oid, const char *name, const char *cookie)
+{
+	cairn_op_t *op = cairn_op_create();
+
+	if (!op)
+		return -ENOMEM;
+	cairn_op_unlock(op, name, cookie);
+	return lock_run(io, oid, op);
+}
+
+int
+cairn_break_lock(cairn_ioctx_t *io, const char *oid, const char *name, const char *entity,
+		 const char *cookie)
+{
+	cairn_op_t *op = cairn_op_create();
+
+	if (!op)
+		return -ENOMEM;
+	cairn_op_break_lock(op, name, entity, cookie);
+	return lock_run(io, oid, op);
+}
+
+int
+cairn_lock_get_info(cairn_ioctx_t *io, const char *oid, const char *name,
+		    struct cairn_lock_info *info)
+{
+	cairn_op_t *op = cairn_op_create();
+
+	if (!op)
+		return -ENOMEM;
+	cairn_op_lock_info(op, name, info, NULL);
+	return lock_run(io, oid, op);
+}
+
+int
+cairn_lock_take(cairn_ioctx_t *io, const char *oid, const char *name, const char *cookie,
+		const char *description, uint64_t duration_ms, unsigned fence_seconds)
+{
+	struct cairn_lock_info li;
+	const char *me = io->cl->entity;
+	int rc = cairn_lock_get_info(io, oid, name, &li);
+
+	if (rc == -ENOENT) /* no object yet: no holder */
+		return cairn_lock_exclusive(io, oid, name, cookie, description, duration_ms,
+					    CAIRN_LOCK_MAY_RENEW);
+	if (rc)
+		return rc;
+	for (size_t i = 0; i < li.n && !rc; i++)
+		if (!li.lockers[i].expired && strcmp(li.lockers[i].entity, me) != 0)
+			rc = -EBUSY;
+	for (size_t i = 0; i < li.n && !rc; i++) {
+		const struct cairn_locker *l = &li.lockers[i];
+
+		if (!l->expired || !strcmp(l->entity, me))
+			continue;
+		CM_NOTICE("lock %s on %s: %s's hold expired: fencing it, then taking over", name,
+			  oid, l->entity);
+		rc = cairn_blocklist_add(io->cl, l->entity, fence_seconds, NULL);
+		if (!rc) {
+			rc = cairn_break_lock(io, oid, name, l->entity, l->cookie);
+			if (rc == -ENOENT) /* (someone broke it meanwhile) */
+				rc = 0;
+		}
+	}
+	cairn_lock_info_free(&li);
+	if (rc)
+		return rc;
+	return cairn_lock_exclusive(io, oid, name, cookie, description, duration_ms,
+				    CAIRN_LOCK_MAY_RENEW);
 }
 
 int

@@ -40,6 +40,7 @@ struct csub {
 	size_t *out_n;
 	bool *out_more;
 	struct cairn_kv *out_header;
+	struct cairn_lock_info *out_lock; /* LOCK_INFO */
 };
 
 struct cairn_op {
@@ -75,5 +76,8 @@ int cairn__mon_reply_decode(struct cm_msg *m);
 /* Complete c with rc (its callback runs, waiters wake): for the striper's
  * calls, which complete their caller's completion themselves. */
 void cairn__complete(cairn_completion_t *c, int rc);
+
+/* A LockState an OSD returned, into info (cairn_lock_info_free). \return 0, -EBADMSG, -ENOMEM. */
+int cairn__lock_info_decode(const uint8_t *p, size_t len, struct cairn_lock_info *info);
 
 #endif

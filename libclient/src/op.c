@@ -532,3 +532,149 @@ cairn_names_free(char **names, size_t n)
 		free(names[i]);
 	free(names);
 }
+
+/* ---------- locks ---------- */
+
+/* A lock sub-op: name, and its request packed into the value. */
+static void
+lock_add(cairn_op_t *op, uint32_t type, const char *name, const Cairn__Osd__LockReq *rq)
+{
+	struct csub *s = sub_add(op, type);
+	size_t n;
+
+	sub_name(op, s, name);
+	if (!s || op->err)
+		return;
+	if (!name[0] || strlen(name) > OSD_LOCK_STR_MAX ||
+	    (rq->cookie && strlen(rq->cookie) > OSD_LOCK_STR_MAX) ||
+	    (rq->tag && strlen(rq->tag) > OSD_LOCK_STR_MAX) ||
+	    (rq->entity && strlen(rq->entity) > OSD_LOCK_STR_MAX) ||
+	    (rq->description && strlen(rq->description) > OSD_LOCK_DESC_MAX)) {
+		op->err = -EINVAL;
+		return;
+	}
+	n = cairn__osd__lock_req__get_packed_size(rq);
+	s->value.data = malloc(n ? n : 1);
+	if (!s->value.data) {
+		op->err = -ENOMEM;
+		return;
+	}
+	s->value.len = cairn__osd__lock_req__pack(rq, s->value.data);
+}
+
+void
+cairn_op_lock(cairn_op_t *op, const char *name, enum cairn_lock_type type, const char *cookie,
+	      const char *tag, const char *description, uint64_t duration_ms, unsigned flags)
+{
+	Cairn__Osd__LockReq rq = CAIRN__OSD__LOCK_REQ__INIT;
+
+	if (type != CAIRN_LOCK_EXCLUSIVE && type != CAIRN_LOCK_SHARED) {
+		op->err = op->err ? op->err : -EINVAL;
+		return;
+	}
+	rq.type = (uint32_t)type;
+	rq.cookie = (char *)(cookie ? cookie : "");
+	rq.tag = (char *)(tag ? tag : "");
+	rq.description = (char *)(description ? description : "");
+	rq.duration_ms = duration_ms;
+	rq.flags = flags & (CAIRN_LOCK_MAY_RENEW | CAIRN_LOCK_MUST_RENEW);
+	lock_add(op, OSD_OP_LOCK, name, &rq);
+}
+
+void
+cairn_op_unlock(cairn_op_t *op, const char *name, const char *cookie)
+{
+	Cairn__Osd__LockReq rq = CAIRN__OSD__LOCK_REQ__INIT;
+
+	rq.cookie = (char *)(cookie ? cookie : "");
+	lock_add(op, OSD_OP_UNLOCK, name, &rq);
+}
+
+void
+cairn_op_break_lock(cairn_op_t *op, const char *name, const char *entity, const char *cookie)
+{
+	Cairn__Osd__LockReq rq = CAIRN__OSD__LOCK_REQ__INIT;
+
+	if (!entity || !entity[0]) {
+		op->err = op->err ? op->err : -EINVAL;
+		return;
+	}
+	rq.entity = (char *)entity;
+	rq.cookie = (char *)(cookie ? cookie : "");
+	lock_add(op, OSD_OP_BREAK_LOCK, name, &rq);
+}
+
+void
+cairn_op_assert_locked(cairn_op_t *op, const char *name, enum cairn_lock_type type,
+		       const char *cookie, const char *tag)
+{
+	Cairn__Osd__LockReq rq = CAIRN__OSD__LOCK_REQ__INIT;
+
+	rq.type = (uint32_t)type;
+	rq.cookie = (char *)(cookie ? cookie : "");
+	rq.tag = (char *)(tag ? tag : "");
+	lock_add(op, OSD_OP_ASSERT_LOCKED, name, &rq);
+}
+
+void
+cairn_op_lock_info(cairn_op_t *op, const char *name, struct cairn_lock_info *info, int *rval)
+{
+	Cairn__Osd__LockReq rq = CAIRN__OSD__LOCK_REQ__INIT;
+	size_t n = op->n;
+
+	lock_add(op, OSD_OP_LOCK_INFO, name, &rq);
+	if (op->n > n) {
+		op->subs[n].out_lock = info;
+		op->subs[n].rval = rval;
+	}
+	if (info)
+		memset(info, 0, sizeof(*info));
+}
+
+void
+cairn_lock_info_free(struct cairn_lock_info *info)
+{
+	for (size_t i = 0; info && i < info->n; i++) {
+		free(info->lockers[i].entity);
+		free(info->lockers[i].cookie);
+		free(info->lockers[i].description);
+	}
+	if (info) {
+		free(info->lockers);
+		free(info->tag);
+		memset(info, 0, sizeof(*info));
+	}
+}
+
+/* A LockState from an OSD into info. \return 0, -EBADMSG, -ENOMEM. */
+int
+cairn__lock_info_decode(const uint8_t *p, size_t len, struct cairn_lock_info *info)
+{
+	Cairn__Osd__LockState *st = cairn__osd__lock_state__unpack(NULL, len, p);
+	int rc = 0;
+
+	memset(info, 0, sizeof(*info));
+	if (!st)
+		return -EBADMSG;
+	info->type = (enum cairn_lock_type)st->type;
+	info->tag = strdup(st->tag ? st->tag : "");
+	info->lockers = calloc(st->n_lockers + 1, sizeof(*info->lockers));
+	if (!info->tag || !info->lockers)
+		rc = -ENOMEM;
+	for (size_t i = 0; !rc && i < st->n_lockers; i++) {
+		struct cairn_locker *l = &info->lockers[i];
+
+		l->entity = strdup(st->lockers[i]->entity);
+		l->cookie = strdup(st->lockers[i]->cookie);
+		l->description = strdup(st->lockers[i]->description);
+		l->expires_ns = st->lockers[i]->expires_ns;
+		l->expired = st->lockers[i]->expired;
+		info->n++;
+		if (!l->entity || !l->cookie || !l->description)
+			rc = -ENOMEM;
+	}
+	cairn__osd__lock_state__free_unpacked(st, NULL);
+	if (rc)
+		cairn_lock_info_free(info);
+	return rc;
+}

@@ -1184,6 +1184,8 @@ bool osd__subop_reads_meta(uint32_t t);
 
 /* "_" + name: a client's xattr as stored. */
 char *osd__op_xattr_name(const char *name);
+/* The internal xattr holding lock name's state (malloc'd). */
+char *osd__op_lock_attr(const char *name);
 
 /* On a worker: object state and every metadata result. */
 void osd__op_meta_fn(void *arg);
@@ -1205,6 +1207,7 @@ int osd__op_tx_life(struct osd_op *op, const Cairn__Osd__SubOp *so, bool *exists
 /* A SETXATTR or RMXATTR sub-op as its TxOp. \return 0 or -ENOMEM. */
 int osd__op_tx_xattr(struct osd_op *op, const Cairn__Osd__SubOp *so);
 int osd__op_tx_num(struct osd_op *op, size_t i);
+int osd__op_tx_lock(struct osd_op *op, size_t i);
 
 /* The TxOps are in: the version attribute (if the object exists at the
  * end) and op->txp. \return 0 or -ENOMEM. */

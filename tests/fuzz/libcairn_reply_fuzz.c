@@ -123,7 +123,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			header = { 0 };
 	struct cairn_version ver = { 0, 0 };
 	uint64_t osize = 0;
-	int rv[7] = { 0 };
+	int rv[8] = { 0 };
+	struct cairn_lock_info li = { 0 };
 	bool more = false, lmore = false;
 	char **names = NULL;
 	struct cm_msg *m;
@@ -172,6 +173,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		cairn_op_omap_list(op, NULL, 0, "", 0, 16, &lkvs, &nl, &more, &rv[5]);
 	if (subs & 64)
 		cairn_op_omap_get_header(op, &header, &rv[6]);
+	if (data[1] & 1)
+		cairn_op_lock_info(op, "l", &li, &rv[7]);
 	(void)cairn__reply_decode(map, pool, "obj", 0, op, m, &names, &nnames, &lmore);
 	/* Whatever the op says it returned must be there to read. */
 	sum += touch(rbuf, got) + (size_t)osize + ver.epoch + ver.seq;
@@ -180,6 +183,13 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	sum += touch_kvs(xkvs, nx) + touch_kvs(okvs, nk) + touch_kvs(lkvs, nl);
 	sum += touch(header.val, header.val ? header.vlen + 1 : 0);
 	free(header.val);
+	sum += touch(li.tag, li.tag ? strlen(li.tag) : 0);
+	for (size_t i = 0; i < li.n; i++)
+		sum += touch(li.lockers[i].entity, strlen(li.lockers[i].entity)) +
+		       touch(li.lockers[i].cookie, strlen(li.lockers[i].cookie)) +
+		       touch(li.lockers[i].description, strlen(li.lockers[i].description)) +
+		       (size_t)li.lockers[i].expires_ns;
+	cairn_lock_info_free(&li);
 	for (size_t i = 0; i < nnames; i++)
 		sum += touch(names[i], strlen(names[i]));
 	cairn_names_free(names, nnames);

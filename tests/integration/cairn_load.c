@@ -1029,6 +1029,89 @@ run_list(void)
 	return rc || missing || twice ? 1 : 0;
 }
 
+static uint64_t
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000 + (uint64_t)ts.tv_nsec / 1000000;
+}
+
+/*
+ * holder: hold lock "owner" on --name (3 s, renewed each second) and write
+ * "H-<n>" to --prefix-0..7 (unguarded, as a block image's data writes are)
+ * every 50 ms, for --seconds; the first error ends it ({"stop":rc,...}).
+ * takeover: cairn_lock_take of that lock (fencing the holder once its hold
+ * expired; retried while it is live), then "T" to every --prefix-k.
+ * lock_fence_test.sh SIGSTOPs the holder in between.
+ */
+static int
+run_holder(bool take)
+{
+	cairn_ioctx_t *io = NULL;
+	uint64_t t0 = mono_ms(), renewed = 0, end = t0 + (g_seconds ? g_seconds : 30) * 1000ull;
+	char obj[256], val[32];
+	unsigned n = 0;
+	int rc;
+
+	if (!g_name || io_create(&io)) {
+		fprintf(stderr, "cairn_load: holder/takeover needs --name and a pool\n");
+		return 2;
+	}
+	if (take && getenv("FENCE") && !strcmp(getenv("FENCE"), "0")) {
+		/* What the test guards against: a takeover that just locks
+		 * once the hold expired, without fencing its holder. */
+		while ((rc = cairn_lock_exclusive(io, g_name, "owner", "t", "taker", 0, 0)) ==
+			       -EBUSY &&
+		       mono_ms() < end)
+			usleep(100000);
+		for (unsigned k = 0; !rc && k < 8; k++) {
+			snprintf(obj, sizeof(obj), "%s-%u", g_prefix, k);
+			rc = cairn_write_full(io, obj, "T", 1);
+		}
+		printf("{\"taken\":%d,\"unfenced\":1}\n", rc);
+		cairn_ioctx_destroy(io);
+		return rc ? 1 : 0;
+	}
+	if (take) {
+		while ((rc = cairn_lock_take(io, g_name, "owner", "t", "taker", 0, 600)) ==
+			       -EBUSY &&
+		       mono_ms() < end)
+			usleep(100000);
+		for (unsigned k = 0; !rc && k < 8; k++) {
+			snprintf(obj, sizeof(obj), "%s-%u", g_prefix, k);
+			rc = cairn_write_full(io, obj, "T", 1);
+		}
+		printf("{\"taken\":%d,\"waited_ms\":%" PRIu64 "}\n", rc, mono_ms() - t0);
+		cairn_ioctx_destroy(io);
+		return rc ? 1 : 0;
+	}
+	rc = cairn_lock_exclusive(io, g_name, "owner", "h", "holder", 3000, CAIRN_LOCK_MAY_RENEW);
+	printf("{\"locked\":%d,\"client\":\"%s\"}\n", rc, cairn_client_name(g_cl));
+	fflush(stdout);
+	renewed = mono_ms();
+	/* (a write, then the renewal when due: a writer stopped between the
+	 * two sends its write first when it resumes) */
+	while (!rc && mono_ms() < end) {
+		snprintf(obj, sizeof(obj), "%s-%u", g_prefix, n % 8);
+		snprintf(val, sizeof(val), "H-%u", n);
+		rc = cairn_write_full(io, obj, val, strlen(val));
+		if (rc)
+			break;
+		n++;
+		if (mono_ms() - renewed >= 1000) {
+			rc = cairn_lock_exclusive(io, g_name, "owner", "h", "holder", 3000,
+						  CAIRN_LOCK_MAY_RENEW);
+			renewed = mono_ms();
+		}
+		usleep(50000); /* (where SIGSTOP most likely lands: a write comes next) */
+	}
+	printf("{\"stop\":%d,\"writes\":%u}\n", rc, n);
+	cairn_ioctx_destroy(io);
+	return 0;
+}
+
 /*
  * rewrite: write "first" to --name, print this client's name, wait for a
  * line on stdin (at most --seconds), write "second", print the result:
@@ -1170,9 +1253,9 @@ main(int argc, char **argv)
 	if (strcmp(mode, "write") && strcmp(mode, "verify") && strcmp(mode, "thrash") &&
 	    strcmp(mode, "model") && strcmp(mode, "mcheck") && strcmp(mode, "op") &&
 	    strcmp(mode, "reread") && strcmp(mode, "list") && strcmp(mode, "health") &&
-	    strcmp(mode, "rewrite")) {
+	    strcmp(mode, "rewrite") && strcmp(mode, "holder") && strcmp(mode, "takeover")) {
 		fprintf(stderr,
-			"usage: cairn_load write|verify|thrash|model|mcheck|op|reread|rewrite|list|health -c CONF "
+			"usage: cairn_load write|verify|thrash|model|mcheck|op|reread|rewrite|holder|takeover|list|health -c CONF "
 			"[--pool P] [--nspace NS] "
 			"[--prefix X] [--first F] [--count N] [--gen G] [--max-size B] [--threads T] "
 			"[--seconds S] [--omap 0|1] [--timeout MS] [--save DIR] [--name O --do D "
@@ -1198,12 +1281,14 @@ main(int argc, char **argv)
 	}
 	if (g_mcheck)
 		g_gen = 0;
-	rc = !strcmp(mode, "health")    ? run_health()
-	     : !strcmp(mode, "op")      ? run_op()
-	     : !strcmp(mode, "reread")  ? run_reread()
-	     : !strcmp(mode, "rewrite") ? run_rewrite()
-	     : !strcmp(mode, "list")    ? run_list()
-	     : !strcmp(mode, "thrash")  ? run_thrash()
+	rc = !strcmp(mode, "health")     ? run_health()
+	     : !strcmp(mode, "op")       ? run_op()
+	     : !strcmp(mode, "reread")   ? run_reread()
+	     : !strcmp(mode, "rewrite")  ? run_rewrite()
+	     : !strcmp(mode, "holder")   ? run_holder(false)
+	     : !strcmp(mode, "takeover") ? run_holder(true)
+	     : !strcmp(mode, "list")     ? run_list()
+	     : !strcmp(mode, "thrash")   ? run_thrash()
 	     : !strcmp(mode, "model") || !strcmp(mode, "mcheck")
 		     ? run_model()
 		     : run_write_verify(!strcmp(mode, "verify"));

@@ -1062,6 +1062,125 @@ START_TEST(test_blocklist)
 
 END_TEST
 
+/* A write_full of s guarded by our hold of lock "img" (cookie). */
+static int
+guarded_write(cairn_ioctx_t *io, const char *oid, const char *cookie, const char *s)
+{
+	cairn_op_t *op = cairn_op_create();
+	int rc;
+
+	cairn_op_assert_locked(op, "img", CAIRN_LOCK_EXCLUSIVE, cookie, NULL);
+	cairn_op_write_full(op, s, strlen(s));
+	rc = cairn_operate(io, oid, op, NULL);
+	cairn_op_release(op);
+	return rc;
+}
+
+/*
+ * Locks: exclusive and shared holds by (client, cookie), renewals, guards
+ * that refuse a non-holder's write and change nothing, break, expiry, the
+ * holders as lock_info reports them, on a replicated and an EC pool.
+ */
+START_TEST(test_locks)
+{
+	static const char *const pools[] = { "default", "ec21" };
+	cairn_cluster_t *b = connect_other();
+	char bname[64], buf[16];
+
+	snprintf(bname, sizeof(bname), "%s", cairn_client_name(b));
+	for (size_t p = 0; p < 2; p++) {
+		cairn_ioctx_t *ia, *ib;
+		struct cairn_lock_info li;
+		const char *oid = "lk-obj";
+
+		ck_assert_int_eq(cairn_ioctx_create(g_cl, pools[p], &ia), 0);
+		ck_assert_int_eq(cairn_ioctx_create(b, pools[p], &ib), 0);
+		/* exclusive */
+		ck_assert_int_eq(cairn_lock_exclusive(ia, oid, "img", "c1", "writer A", 0, 0), 0);
+		ck_assert_int_eq(cairn_lock_exclusive(ib, oid, "img", "c1", "writer B", 0, 0),
+				 -EBUSY);
+		ck_assert_int_eq(cairn_lock_shared(ib, oid, "img", "c1", "", "B", 0, 0), -EBUSY);
+		ck_assert_int_eq(cairn_lock_exclusive(ia, oid, "img", "c1", "again", 0, 0),
+				 -EEXIST);
+		ck_assert_int_eq(cairn_lock_exclusive(ia, oid, "img", "c1", "renewed", 60000,
+						      CAIRN_LOCK_MAY_RENEW),
+				 0);
+		ck_assert_int_eq(
+			cairn_lock_exclusive(ib, oid, "img", "c2", "", 0, CAIRN_LOCK_MUST_RENEW),
+			-ENOENT);
+		ck_assert_int_eq(cairn_lock_get_info(ia, oid, "img", &li), 0);
+		ck_assert_int_eq(li.type, CAIRN_LOCK_EXCLUSIVE);
+		ck_assert_uint_eq(li.n, 1);
+		ck_assert_str_eq(li.lockers[0].entity, cairn_client_name(g_cl));
+		ck_assert_str_eq(li.lockers[0].cookie, "c1");
+		ck_assert_str_eq(li.lockers[0].description, "renewed");
+		ck_assert_uint_gt(li.lockers[0].expires_ns, 0);
+		cairn_lock_info_free(&li);
+		/* guards: the holder writes, another is refused and changes nothing */
+		ck_assert_int_eq(guarded_write(ia, oid, "c1", "by-A"), 0);
+		ck_assert_int_eq(guarded_write(ib, oid, "c1", "by-B"), -EBUSY);
+		ck_assert_int_eq(guarded_write(ia, oid, "c9", "by-A-other-cookie"), -EBUSY);
+		ck_assert_int_eq(cairn_read(ib, oid, buf, sizeof(buf), 0), 4);
+		ck_assert(!memcmp(buf, "by-A", 4));
+		/* a user xattr listing does not show the lock */
+		{
+			struct cairn_kv *kvs;
+			size_t n;
+			cairn_op_t *op = cairn_op_create();
+
+			cairn_op_getxattrs(op, &kvs, &n, NULL);
+			ck_assert_int_eq(cairn_operate(ia, oid, op, NULL), 0);
+			ck_assert_uint_eq(n, 0);
+			cairn_kvs_free(kvs, n);
+			cairn_op_release(op);
+		}
+		ck_assert_int_eq(cairn_unlock(ib, oid, "img", "c1"), -ENOENT); /* not B's */
+		ck_assert_int_eq(cairn_unlock(ia, oid, "img", "c1"), 0);
+		ck_assert_int_eq(cairn_unlock(ia, oid, "img", "c1"), -ENOENT);
+		/* shared, by tag */
+		ck_assert_int_eq(cairn_lock_shared(ia, oid, "img", "c1", "t", "A", 0, 0), 0);
+		ck_assert_int_eq(cairn_lock_shared(ib, oid, "img", "c2", "t", "B", 0, 0), 0);
+		ck_assert_int_eq(cairn_lock_shared(ib, oid, "img", "c3", "u", "B", 0, 0), -EBUSY);
+		ck_assert_int_eq(cairn_lock_exclusive(ia, oid, "img", "c9", "", 0, 0), -EBUSY);
+		ck_assert_int_eq(cairn_lock_get_info(ia, oid, "img", &li), 0);
+		ck_assert_int_eq(li.type, CAIRN_LOCK_SHARED);
+		ck_assert_str_eq(li.tag, "t");
+		ck_assert_uint_eq(li.n, 2);
+		cairn_lock_info_free(&li);
+		/* break B's hold (an admin, or a takeover) */
+		ck_assert_int_eq(cairn_break_lock(ia, oid, "img", bname, "c2"), 0);
+		ck_assert_int_eq(cairn_break_lock(ia, oid, "img", bname, "c2"), -ENOENT);
+		ck_assert_int_eq(cairn_unlock(ia, oid, "img", "c1"), 0);
+		ck_assert_int_eq(cairn_lock_get_info(ia, oid, "img", &li), 0);
+		ck_assert_int_eq(li.type, 0);
+		ck_assert_uint_eq(li.n, 0);
+		cairn_lock_info_free(&li);
+		/* expiry: B's 800 ms hold lapses (shown, marked, until someone locks) */
+		ck_assert_int_eq(cairn_lock_exclusive(ib, oid, "exp", "c", "", 800, 0), 0);
+		ck_assert_int_eq(cairn_lock_exclusive(ia, oid, "exp", "c", "", 0, 0), -EBUSY);
+		usleep(1000000);
+		ck_assert_int_eq(cairn_lock_get_info(ia, oid, "exp", &li), 0);
+		ck_assert_uint_eq(li.n, 1);
+		ck_assert(li.lockers[0].expired);
+		ck_assert_str_eq(li.lockers[0].entity, bname);
+		cairn_lock_info_free(&li);
+		ck_assert_int_eq(cairn_lock_exclusive(ia, oid, "exp", "c", "", 0, 0), 0);
+		ck_assert_int_eq(cairn_lock_get_info(ia, oid, "exp", &li), 0);
+		ck_assert_uint_eq(li.n, 1);
+		ck_assert_str_eq(li.lockers[0].entity, cairn_client_name(g_cl));
+		cairn_lock_info_free(&li);
+		/* bad requests */
+		ck_assert_int_eq(cairn_lock_get_info(ia, "lk-none", "img", &li), -ENOENT);
+		ck_assert_int_eq(cairn_unlock(ia, oid, "", "c"), -EINVAL);
+		ck_assert_int_eq(cairn_remove(ia, oid), 0);
+		cairn_ioctx_destroy(ia);
+		cairn_ioctx_destroy(ib);
+	}
+	cairn_shutdown(b);
+}
+
+END_TEST
+
 int
 main(void)
 {
@@ -1081,6 +1200,7 @@ main(void)
 	tcase_add_test(tc, test_cancel_and_deadline);
 	tcase_add_test(tc, test_namespaces);
 	tcase_add_test(tc, test_blocklist);
+	tcase_add_test(tc, test_locks);
 	suite_add_tcase(s, tc);
 	return cm_test_main(s);
 }

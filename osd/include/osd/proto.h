@@ -71,8 +71,29 @@ enum osd_subop {
 				     * data_off (past the end: zeros); size = the first that differs */
 	OSD_OP_OMAP_CMP = 26,       /* -ECANCELED unless each keys[i] cmp vals[i] holds */
 	OSD_OP_NUM = 27, /* a counter (int64 LE, absent = 0): xattr name or omap keys[0] */
+	/* Locks (name; value: a packed LockReq); the holder is (session name, cookie). */
+	OSD_OP_LOCK = 28,          /* take or renew; -EBUSY (held by others), -EEXIST (held by
+				    * us, no renew flag), -ENOENT (MUST_RENEW, not held) */
+	OSD_OP_UNLOCK = 29,        /* -ENOENT unless we hold it */
+	OSD_OP_BREAK_LOCK = 30,    /* drop LockReq.entity's hold; -ENOENT if none */
+	OSD_OP_LOCK_INFO = 31,     /* -> value: a packed LockState */
+	OSD_OP_ASSERT_LOCKED = 32, /* -EBUSY unless we hold it (of type, if given) */
 	OSD_OP_MAX_
 };
+
+enum osd_lock_type {
+	OSD_LOCK_EXCLUSIVE = 1,
+	OSD_LOCK_SHARED = 2,
+};
+
+enum osd_lock_flags {
+	OSD_LOCK_MAY_RENEW = 1,  /* LOCK by the holder renews it (else -EEXIST) */
+	OSD_LOCK_MUST_RENEW = 2, /* LOCK only renews: -ENOENT unless held */
+};
+
+#define OSD_LOCK_STR_MAX  256 /* lock names, cookies, tags, entities */
+#define OSD_LOCK_DESC_MAX 1024
+#define OSD_LOCKERS_MAX   1024 /* shared holders of one lock */
 
 /* How NUM computes a counter's new value from its old one. */
 enum osd_num {

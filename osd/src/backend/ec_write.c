@@ -346,6 +346,9 @@ ec_write_finish(struct osd_op *op)
 			rc = osd__op_tx_xattr(op, so);
 		else if (!rc && so->op == OSD_OP_NUM)
 			rc = osd__op_tx_num(op, i);
+		else if (!rc && (so->op == OSD_OP_LOCK || so->op == OSD_OP_UNLOCK ||
+				 so->op == OSD_OP_BREAK_LOCK))
+			rc = osd__op_tx_lock(op, i);
 	}
 	/* Then the data: every shard's part of the rewritten stripes. */
 	ns_end = (w->size_end + sw - 1) / sw;

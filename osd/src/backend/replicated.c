@@ -277,6 +277,12 @@ build_txops(struct osd_op *op)
 			if ((rc = osd__op_tx_num(op, i)))
 				return rc;
 			break;
+		case OSD_OP_LOCK:
+		case OSD_OP_UNLOCK:
+		case OSD_OP_BREAK_LOCK:
+			if ((rc = osd__op_tx_lock(op, i)))
+				return rc;
+			break;
 		case OSD_OP_OMAP_SET_HEADER:
 			x = osd__op_tx_add(op, OSD_TX_OMAP_SET_HEADER);
 			if (!x)

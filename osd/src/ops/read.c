@@ -4,6 +4,7 @@
  * results and data reads.
  */
 #include "osd_int.h"
+#include "mon/map_store.h"
 #include "cm/err.h"
 #include "cm/log.h"
 
@@ -31,6 +32,11 @@ osd__subop_reads_meta(uint32_t t)
 	case OSD_OP_CMPEXT:
 	case OSD_OP_OMAP_CMP:
 	case OSD_OP_NUM:
+	case OSD_OP_LOCK:
+	case OSD_OP_UNLOCK:
+	case OSD_OP_BREAK_LOCK:
+	case OSD_OP_LOCK_INFO:
+	case OSD_OP_ASSERT_LOCKED:
 		return true;
 	default:
 		return false;
@@ -214,6 +220,227 @@ osd__op_xattr_name(const char *name)
 		memcpy(s + 1, name, n + 1);
 	}
 	return s;
+}
+
+/* ---------- locks ---------- */
+
+char *
+osd__op_lock_attr(const char *name)
+{
+	size_t n = strlen(name);
+	char *s = malloc(n + 2);
+
+	if (s) {
+		s[0] = 'L'; /* not '_': no user xattr call sees or touches it */
+		memcpy(s + 1, name, n + 1);
+	}
+	return s;
+}
+
+static void
+locker_free(Cairn__Osd__Locker *l)
+{
+	if (l)
+		protobuf_c_message_free_unpacked(&l->base, NULL);
+}
+
+/* Index of (entity, cookie) among st's lockers, or -1. */
+static int
+locker_find(const Cairn__Osd__LockState *st, const char *entity, const char *cookie)
+{
+	for (size_t i = 0; i < st->n_lockers; i++)
+		if (!strcmp(st->lockers[i]->entity, entity) &&
+		    !strcmp(st->lockers[i]->cookie, cookie))
+			return (int)i;
+	return -1;
+}
+
+static void
+locker_drop(Cairn__Osd__LockState *st, size_t i)
+{
+	locker_free(st->lockers[i]);
+	memmove(&st->lockers[i], &st->lockers[i + 1],
+		(st->n_lockers - i - 1) * sizeof(*st->lockers));
+	st->n_lockers--;
+}
+
+static char *
+str_dup_pb(const char *s)
+{
+	return strdup(s ? s : "");
+}
+
+/*
+ * A lock sub-op (i) on the stored state: the state read (expired lockers
+ * dropped, by the primary's wall clock), the request applied; a change
+ * leaves the new state packed in the result (empty: no holder left, the
+ * attribute goes), LOCK_INFO the state. \return 0 or -errno.
+ */
+static int
+lock_compute(struct osd_op *op, size_t i)
+{
+	const Cairn__Osd__SubOp *so = op->req->ops[i];
+	Cairn__Osd__LockReq *rq = cairn__osd__lock_req__unpack(NULL, so->value.len, so->value.data);
+	Cairn__Osd__LockState *st = NULL;
+	struct os_kv v = { 0 };
+	uint64_t now = cm_wall_ns();
+	char *an = osd__op_lock_attr(so->name);
+	bool change =
+		so->op == OSD_OP_LOCK || so->op == OSD_OP_UNLOCK || so->op == OSD_OP_BREAK_LOCK;
+	int rc = 0, at;
+
+	if (!rq || !an) {
+		rc = rq ? -ENOMEM : -EINVAL;
+		goto out;
+	}
+	if (!op->exists && so->op != OSD_OP_LOCK) {
+		rc = -ENOENT;
+		goto out;
+	}
+	if (op->exists) {
+		rc = os_getattr(op->osd->store, op->pg->cid, op->req->oid, an, &v);
+		if (rc == -ENODATA || rc == -ENOENT)
+			rc = 0;
+		if (rc)
+			goto out;
+	}
+	if (v.val) {
+		st = cairn__osd__lock_state__unpack(NULL, v.vlen, v.val);
+		if (!st) {
+			CM_LOG_RL(CM_LOG_ERR, "%s: lock %s of an object holds no valid state",
+				  op->pg->cid, so->name);
+			rc = -EIO;
+			goto out;
+		}
+	} else {
+		st = malloc(sizeof(*st));
+		if (!st) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		cairn__osd__lock_state__init(st); /* (tag: protobuf-c's static "") */
+	}
+	/* Expired holds are no holds; LOCK_INFO still shows them (marked):
+	 * whoever takes over learns whom to fence. */
+	for (size_t k = 0; k < st->n_lockers;) {
+		Cairn__Osd__Locker *l = st->lockers[k];
+		bool gone = l->expires_ns && l->expires_ns <= now;
+
+		if (gone && so->op != OSD_OP_LOCK_INFO) {
+			locker_drop(st, k);
+			continue;
+		}
+		l->expired = gone;
+		k++;
+	}
+	if (!st->n_lockers)
+		st->type = 0;
+	at = locker_find(st, op->client, rq->cookie);
+	switch (so->op) {
+	case OSD_OP_LOCK:
+		if (at >= 0) {
+			Cairn__Osd__Locker *l = st->lockers[at];
+
+			if (!(rq->flags & (OSD_LOCK_MAY_RENEW | OSD_LOCK_MUST_RENEW)) ||
+			    rq->type != st->type) {
+				rc = -EEXIST;
+				break;
+			}
+			l->expires_ns = rq->duration_ms ? now + rq->duration_ms * 1000000ull : 0;
+			/* (unpacked strings may be protobuf-c's static "") */
+			rc = mon_map_set_str(&l->description,
+					     rq->description ? rq->description : "");
+			break;
+		}
+		if (rq->flags & OSD_LOCK_MUST_RENEW) {
+			rc = -ENOENT;
+			break;
+		}
+		if (st->n_lockers &&
+		    (st->type == OSD_LOCK_EXCLUSIVE || rq->type == OSD_LOCK_EXCLUSIVE ||
+		     strcmp(st->tag, rq->tag ? rq->tag : "") != 0)) {
+			rc = -EBUSY;
+			break;
+		}
+		if (st->n_lockers >= OSD_LOCKERS_MAX) {
+			rc = -E2BIG;
+			break;
+		}
+		{
+			Cairn__Osd__Locker *l = malloc(sizeof(*l)), **g;
+
+			g = realloc(st->lockers, (st->n_lockers + 1) * sizeof(*g));
+			if (g)
+				st->lockers = g;
+			if (!l || !g) {
+				free(l);
+				rc = -ENOMEM;
+				break;
+			}
+			cairn__osd__locker__init(l);
+			l->entity = str_dup_pb(op->client);
+			l->cookie = str_dup_pb(rq->cookie);
+			l->description = str_dup_pb(rq->description);
+			l->expires_ns = rq->duration_ms ? now + rq->duration_ms * 1000000ull : 0;
+			st->lockers[st->n_lockers++] = l;
+			if (!l->entity || !l->cookie || !l->description) {
+				rc = -ENOMEM;
+				break;
+			}
+			if (st->n_lockers == 1 && /* the first holder sets the tag */
+			    (rc = mon_map_set_str(&st->tag, rq->tag ? rq->tag : "")))
+				break;
+			st->type = rq->type;
+		}
+		break;
+	case OSD_OP_UNLOCK:
+		if (at < 0)
+			rc = -ENOENT;
+		else
+			locker_drop(st, (size_t)at);
+		break;
+	case OSD_OP_BREAK_LOCK:
+		at = locker_find(st, rq->entity, rq->cookie);
+		if (at < 0)
+			rc = -ENOENT;
+		else
+			locker_drop(st, (size_t)at);
+		break;
+	case OSD_OP_ASSERT_LOCKED:
+		if (at < 0 || (rq->type && rq->type != st->type) ||
+		    (rq->tag && rq->tag[0] && strcmp(rq->tag, st->tag) != 0))
+			rc = -EBUSY;
+		break;
+	default: /* LOCK_INFO */
+		break;
+	}
+	if (!rc && (change || so->op == OSD_OP_LOCK_INFO)) {
+		Cairn__Osd__SubOpResult *r = &op->res[i];
+		size_t n;
+
+		if (!st->n_lockers) {
+			st->type = 0;
+			if ((rc = mon_map_set_str(&st->tag, "")))
+				goto out;
+		}
+		n = st->n_lockers || !change ? cairn__osd__lock_state__get_packed_size(st) : 0;
+		r->value.data = malloc(n ? n : 1);
+		if (!r->value.data) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		r->value.len = n;
+		if (n)
+			cairn__osd__lock_state__pack(st, r->value.data);
+	}
+out:
+	if (st)
+		cairn__osd__lock_state__free_unpacked(st, NULL);
+	if (rq)
+		cairn__osd__lock_req__free_unpacked(rq, NULL);
+	osd_kv_clear(&v);
+	free(an);
+	return rc;
 }
 
 /* On a worker: object state and every metadata result. */
@@ -421,6 +648,15 @@ osd__op_meta_fn(void *arg)
 		case OSD_OP_OMAP_CMP:
 		case OSD_OP_NUM:
 			rc = so->op == OSD_OP_NUM ? num_compute(op, i) : omap_cmp(op, so);
+			if (rc)
+				osd__op_fail(op, (unsigned)i, rc);
+			break;
+		case OSD_OP_LOCK:
+		case OSD_OP_UNLOCK:
+		case OSD_OP_BREAK_LOCK:
+		case OSD_OP_LOCK_INFO:
+		case OSD_OP_ASSERT_LOCKED:
+			rc = lock_compute(op, i);
 			if (rc)
 				osd__op_fail(op, (unsigned)i, rc);
 			break;

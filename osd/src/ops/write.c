@@ -28,6 +28,9 @@ osd__op_subop_writes(uint32_t t)
 	case OSD_OP_OMAP_SET_HEADER:
 	case OSD_OP_OMAP_RM_RANGE:
 	case OSD_OP_NUM:
+	case OSD_OP_LOCK:
+	case OSD_OP_UNLOCK:
+	case OSD_OP_BREAK_LOCK:
 		return true;
 	default:
 		return false;
@@ -98,6 +101,21 @@ osd__op_tx_xattr(struct osd_op *op, const Cairn__Osd__SubOp *so)
 	if (!x || !(x->name = op_own(op, osd__op_xattr_name(so->name))))
 		return -ENOMEM;
 	x->value = so->value;
+	return 0;
+}
+
+/* Lock sub-op i: its new state (read phase) stored, or the attribute removed (no holder left). */
+int
+osd__op_tx_lock(struct osd_op *op, size_t i)
+{
+	const Cairn__Osd__SubOp *so = op->req->ops[i];
+	bool none = !op->res[i].value.len;
+	Cairn__Osd__TxOp *x = osd__op_tx_add(op, none ? OSD_TX_RMATTR : OSD_TX_SETATTR);
+
+	if (!x || !(x->name = op_own(op, osd__op_lock_attr(so->name))))
+		return -ENOMEM;
+	if (!none)
+		x->value = op->res[i].value;
 	return 0;
 }
 

@@ -17,6 +17,38 @@ bad_name(const char *oid)
 	return !nl || nl > OSD_NAME_MAX || (uint8_t)oid[0] == 1;
 }
 
+static bool
+lock_str_ok(const char *s, size_t max, bool empty_ok)
+{
+	size_t n = s ? strlen(s) : 0;
+
+	return n <= max && (empty_ok || n);
+}
+
+/* A lock sub-op: its name and its packed LockReq. */
+static int
+check_lock(const Cairn__Osd__SubOp *so)
+{
+	Cairn__Osd__LockReq *r;
+	int rc = 0;
+
+	if (!lock_str_ok(so->name, OSD_LOCK_STR_MAX, false))
+		return -EINVAL;
+	r = cairn__osd__lock_req__unpack(NULL, so->value.len, so->value.data);
+	if (!r)
+		return -EINVAL;
+	if (!lock_str_ok(r->cookie, OSD_LOCK_STR_MAX, true) ||
+	    !lock_str_ok(r->tag, OSD_LOCK_STR_MAX, true) ||
+	    !lock_str_ok(r->description, OSD_LOCK_DESC_MAX, true) ||
+	    !lock_str_ok(r->entity, OSD_LOCK_STR_MAX, so->op != OSD_OP_BREAK_LOCK) ||
+	    r->type > OSD_LOCK_SHARED || (so->op == OSD_OP_LOCK && !r->type) ||
+	    r->flags > (OSD_LOCK_MAY_RENEW | OSD_LOCK_MUST_RENEW) ||
+	    r->duration_ms > 10ull * 365 * 86400 * 1000)
+		rc = -EINVAL;
+	cairn__osd__lock_req__free_unpacked(r, NULL);
+	return rc;
+}
+
 int
 osd_check_op(const Cairn__Osd__OsdOp *q, size_t data_len)
 {
@@ -29,7 +61,7 @@ osd_check_op(const Cairn__Osd__OsdOp *q, size_t data_len)
 		return -EINVAL;
 	if (data_len > OSD_MAX_IO)
 		return -E2BIG;
-	for (size_t i = 0, rd = 0, nums = 0; i < q->n_ops; i++) {
+	for (size_t i = 0, rd = 0, nums = 0, locks = 0; i < q->n_ops; i++) {
 		const Cairn__Osd__SubOp *so = q->ops[i];
 
 		/* Reads: what the reply would carry, bounded before anything is read. */
@@ -63,6 +95,15 @@ osd_check_op(const Cairn__Osd__OsdOp *q, size_t data_len)
 		if (so->op == OSD_OP_OMAP_CMP && (so->n_keys != so->n_vals || !so->n_keys ||
 						  so->cmp < OSD_CMP_EQ || so->cmp > OSD_CMP_ABSENT))
 			return -EINVAL;
+		if (so->op >= OSD_OP_LOCK && so->op <= OSD_OP_ASSERT_LOCKED) {
+			int lrc = check_lock(so);
+
+			if (lrc)
+				return lrc;
+			/* one change per lock in an op: each computes from the stored state */
+			if (so->op <= OSD_OP_BREAK_LOCK && ++locks > 1)
+				return -EINVAL;
+		}
 		if (so->op == OSD_OP_NUM) {
 			if (++nums > OSD_MAX_NUMS)
 				return -E2BIG;
