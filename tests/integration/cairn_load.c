@@ -1029,6 +1029,62 @@ run_list(void)
 	return rc || missing || twice ? 1 : 0;
 }
 
+static uint8_t
+stream_byte(uint64_t at)
+{
+	return (uint8_t)(((at / 7) * 2654435761u) >> 24);
+}
+
+/*
+ * stream: write --count MiB to stream --name (1 MiB units over 2 objects of
+ * 4 MiB) in 1 MiB calls, printing {"written":k} after each, then read it
+ * all back: {"size":S,"bad":B,"rc":R}. cluster_test.sh kills object 0's
+ * primary while it writes.
+ */
+static int
+run_stream(void)
+{
+	struct cairn_layout l = { 1u << 20, 2, 4u << 20 };
+	cairn_ioctx_t *io = NULL;
+	cairn_stream_t *st = NULL;
+	uint8_t *buf = malloc(1u << 20);
+	uint64_t size = 0, bad = 0;
+	int rc;
+
+	if (!g_name || !buf || io_create(&io)) {
+		free(buf);
+		fprintf(stderr, "cairn_load: stream needs --name and a pool\n");
+		return 2;
+	}
+	rc = cairn_stream_open(io, g_name, CAIRN_STREAM_CREATE | CAIRN_STREAM_EXCL, &l, &st);
+	for (unsigned k = 0; !rc && k < g_count; k++) {
+		for (size_t j = 0; j < (1u << 20); j++)
+			buf[j] = stream_byte(((uint64_t)k << 20) + j);
+		rc = cairn_stream_write(st, (uint64_t)k << 20, buf, 1u << 20);
+		printf("{\"written\":%u,\"rc\":%d}\n", k + 1, rc);
+		fflush(stdout);
+		usleep(10000); /* (at most ~100 calls a second: a kill lands mid-stream) */
+	}
+	if (!rc)
+		rc = cairn_stream_stat(st, &size);
+	for (unsigned k = 0; !rc && k < g_count; k++) {
+		int64_t n = cairn_stream_read(st, (uint64_t)k << 20, buf, 1u << 20);
+
+		if (n != (1 << 20)) {
+			rc = n < 0 ? (int)n : -EIO;
+			break;
+		}
+		for (size_t j = 0; j < (1u << 20); j++)
+			bad += buf[j] != stream_byte(((uint64_t)k << 20) + j);
+	}
+	printf("{\"size\":%" PRIu64 ",\"bad\":%" PRIu64 ",\"rc\":%d}\n", size, bad, rc);
+	if (st)
+		cairn_stream_close(st);
+	cairn_ioctx_destroy(io);
+	free(buf);
+	return rc || bad || size != (uint64_t)g_count << 20 ? 1 : 0;
+}
+
 static uint64_t
 mono_ms(void)
 {
@@ -1253,9 +1309,10 @@ main(int argc, char **argv)
 	if (strcmp(mode, "write") && strcmp(mode, "verify") && strcmp(mode, "thrash") &&
 	    strcmp(mode, "model") && strcmp(mode, "mcheck") && strcmp(mode, "op") &&
 	    strcmp(mode, "reread") && strcmp(mode, "list") && strcmp(mode, "health") &&
-	    strcmp(mode, "rewrite") && strcmp(mode, "holder") && strcmp(mode, "takeover")) {
+	    strcmp(mode, "rewrite") && strcmp(mode, "holder") && strcmp(mode, "takeover") &&
+	    strcmp(mode, "stream")) {
 		fprintf(stderr,
-			"usage: cairn_load write|verify|thrash|model|mcheck|op|reread|rewrite|holder|takeover|list|health -c CONF "
+			"usage: cairn_load write|verify|thrash|model|mcheck|op|reread|rewrite|holder|takeover|stream|list|health -c CONF "
 			"[--pool P] [--nspace NS] "
 			"[--prefix X] [--first F] [--count N] [--gen G] [--max-size B] [--threads T] "
 			"[--seconds S] [--omap 0|1] [--timeout MS] [--save DIR] [--name O --do D "
@@ -1286,6 +1343,7 @@ main(int argc, char **argv)
 	     : !strcmp(mode, "reread")   ? run_reread()
 	     : !strcmp(mode, "rewrite")  ? run_rewrite()
 	     : !strcmp(mode, "holder")   ? run_holder(false)
+	     : !strcmp(mode, "stream")   ? run_stream()
 	     : !strcmp(mode, "takeover") ? run_holder(true)
 	     : !strcmp(mode, "list")     ? run_list()
 	     : !strcmp(mode, "thrash")   ? run_thrash()
