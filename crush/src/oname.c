@@ -61,9 +61,11 @@ crush_oname_encode(const char *nspace, const char *key, const char *name, char *
 		return (int)len;
 	}
 	out[0] = CRUSH_ONAME_NS_MARK;
-	memcpy(out + 1, nspace, nl);
+	if (nl) /* (NULL parts are "") */
+		memcpy(out + 1, nspace, nl);
 	out[1 + nl] = CRUSH_ONAME_SEP;
-	memcpy(out + 2 + nl, key, kl);
+	if (kl)
+		memcpy(out + 2 + nl, key, kl);
 	out[2 + nl + kl] = CRUSH_ONAME_SEP;
 	memcpy(out + 3 + nl + kl, name, ol + 1);
 	return (int)len;
