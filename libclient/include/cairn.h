@@ -495,6 +495,8 @@ void cairn_health_free(struct cairn_health *h);
  * anyone's writes by itself: writers guard them with
  * cairn_op_assert_locked in the same compound op, and a takeover fences
  * the old holder (cairn_blocklist_add) before breaking its lock.
+ * Lock names are 1-255 bytes; cookies, tags and client names up to 256;
+ * descriptions up to 1,024 (longer: -EINVAL).
  */
 enum cairn_lock_type {
 	CAIRN_LOCK_EXCLUSIVE = 1,
@@ -518,7 +520,10 @@ void cairn_op_lock(cairn_op_t *op, const char *name, enum cairn_lock_type type, 
 void cairn_op_unlock(cairn_op_t *op, const char *name, const char *cookie);
 /* Drop entity's hold (an admin, or a takeover after fencing it): -ENOENT if none. */
 void cairn_op_break_lock(cairn_op_t *op, const char *name, const char *entity, const char *cookie);
-/* A guard: -EBUSY unless we hold lock name with cookie (of type, if not 0; tag if given). */
+/*
+ * A guard: -EBUSY unless we hold lock name with cookie (of type, if not 0;
+ * tag if given); -ENOENT when the object does not exist.
+ */
 void cairn_op_assert_locked(cairn_op_t *op, const char *name, enum cairn_lock_type type,
 			    const char *cookie, const char *tag);
 

@@ -1472,11 +1472,14 @@ cairn_lock_get_info(cairn_ioctx_t *io, const char *oid, const char *name,
 		    struct cairn_lock_info *info)
 {
 	cairn_op_t *op = cairn_op_create();
+	int rc, rval = 0;
 
 	if (!op)
 		return -ENOMEM;
-	cairn_op_lock_info(op, name, info, NULL);
-	return lock_run(io, oid, op);
+	cairn_op_lock_info(op, name, info, &rval);
+	rc = lock_run(io, oid, op);
+	/* (a reply that does not decode is the sub-op's error: no holder is assumed) */
+	return rc ? rc : rval;
 }
 
 int
@@ -1787,6 +1790,8 @@ cairn_namespace_list(cairn_ioctx_t *io, char ***nss, size_t *n)
 			char *after = strdup("");
 			bool more = true;
 
+			if (!after)
+				rc = -ENOMEM;
 			while (after && more && !rc) {
 				char **got;
 				size_t ng;

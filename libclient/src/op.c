@@ -545,7 +545,7 @@ lock_add(cairn_op_t *op, uint32_t type, const char *name, const Cairn__Osd__Lock
 	sub_name(op, s, name);
 	if (!s || op->err)
 		return;
-	if (!name[0] || strlen(name) > OSD_LOCK_STR_MAX ||
+	if (!name[0] || strlen(name) > OSD_LOCK_NAME_MAX ||
 	    (rq->cookie && strlen(rq->cookie) > OSD_LOCK_STR_MAX) ||
 	    (rq->tag && strlen(rq->tag) > OSD_LOCK_STR_MAX) ||
 	    (rq->entity && strlen(rq->entity) > OSD_LOCK_STR_MAX) ||

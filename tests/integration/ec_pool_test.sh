@@ -11,7 +11,10 @@
 #     killed, reads wait and fail with a clear timeout, never wrong bytes;
 #     restart them: clean, everything verifies.
 #  4. mark an OSD out: its shards are rebuilt on other OSDs (backfill,
-#     primaries included); clean; verify.
+#     primaries included); clean; verify. Then two more OSDs of the PG whose
+#     new primary rebuilt its own shard are killed: its objects (100 in
+#     namespace `tenant` too: a rebuild that listed only the default
+#     namespace left them out) must decode with that shard.
 #  5. omap on an EC pool is refused with a clear error.
 #  6. garbage over the data blocks of one OSD's device: every object still
 #     reads back right (bad shards fail their checksums and are decoded
@@ -51,11 +54,17 @@ up() {
 		>"$dir/up.out" 2>&1 || fail "up: $(cat "$dir/up.out")"
 }
 run_load() { "$load" "$@" -c "$dir/cairn.conf" --pool ec --omap 0 --max-size "$max" | tail -1; }
+verify_tenant() {
+	"$load" verify -c "$dir/cairn.conf" --pool ec --omap 0 --nspace tenant --prefix u \
+		--count 100 --gen 1 --max-size 20000 --threads 8 >"$dir/vt.out" 2>&1 ||
+		fail "$1: namespace tenant: $(tail -n 3 "$dir/vt.out")"
+}
 verify_all() {
 	run_load verify --prefix a --first 0 --count $((n / 4)) --gen 2 >/dev/null || fail "$1: a gen 2"
 	run_load verify --prefix a --first $((n / 4)) --count $((n - n / 4)) --gen 1 >/dev/null ||
 		fail "$1: a gen 1"
 	run_load verify --prefix b --count $((n / 4)) --gen 1 >/dev/null || fail "$1: b"
+	verify_tenant "$1"
 	if [ -n "${small:-}" ]; then
 		"$load" verify -c "$dir/cairn.conf" --pool ec --omap 0 --prefix t --count 1600 \
 			--gen 1 --max-size 2000 --threads 8 >/dev/null || fail "$1: small objects"
@@ -74,6 +83,8 @@ wait_clean "fresh cluster"
 
 # 1. Objects, and partial changes against a model.
 run_load write --prefix a --count "$n" --gen 1 || fail "writing"
+"$load" write -c "$dir/cairn.conf" --pool ec --omap 0 --nspace tenant --prefix u --count 100 \
+	--gen 1 --max-size 20000 --threads 8 >/dev/null || fail "writing namespace tenant"
 mkdir -p "$dir/model"
 "$load" model -c "$dir/cairn.conf" --pool ec --prefix m --count 6 --gen 400 --max-size 400000 \
 	--save "$dir/model" || fail "overwrite/append/truncate/zero patterns differ from the model"
@@ -113,9 +124,15 @@ verify_all "after three OSDs came back"
 # Many small writes first, so that every PG's log is trimmed.
 "$load" write -c "$dir/cairn.conf" --pool ec --omap 0 --prefix t --count 1600 --gen 1 \
 	--max-size 2000 --threads 8 >/dev/null || fail "writing small objects"
-out=$("$ctl" --format json pg ls | /usr/bin/python3 -c '
+pg=$("$ctl" --format json pg ls | /usr/bin/python3 -c '
 import json, sys
-print([p for p in json.load(sys.stdin)["pgs"] if p["pg"].startswith("2.")][0]["up"][0])')
+print([p for p in json.load(sys.stdin)["pgs"] if p["pg"].startswith("2.")][0]["pg"])')
+pg_up() {
+	"$ctl" --format json pg ls | /usr/bin/python3 -c '
+import json, sys
+print(" ".join(str(o) for o in [p for p in json.load(sys.stdin)["pgs"] if p["pg"] == sys.argv[1]][0]["up"]))' "$pg"
+}
+out=$(pg_up | cut -d" " -f1)
 "$ctl" osd out "$out" >/dev/null || fail "osd out"
 wait_clean "osd.$out out, shards rebuilt" 1200
 grep -q "rebuilding osd.[0-9]*'s shard from osd.[0-9]*'s listing" "$dir"/osd.*.log ||
@@ -126,6 +143,16 @@ sys.exit(any(int(sys.argv[1]) in p["up"] for p in json.load(sys.stdin)["pgs"]))'
 	fail "osd.$out still holds PGs"
 small=1
 verify_all "with osd.$out out"
+# PG $pg's new primary rebuilt its own shard: with two other OSDs of the PG
+# down, its objects decode only with that shard.
+read -r -a set <<<"$(pg_up)"
+kill -9 "$(osd_pid "${set[1]}")" "$(osd_pid "${set[2]}")"
+wait_ndown 2
+verify_tenant "PG $pg on its rebuilt primary osd.${set[0]}, osd.${set[1]} and osd.${set[2]} down"
+echo "PG $pg: every object in namespace tenant decodes with osd.${set[0]}'s rebuilt shard"
+up
+wait_all_up
+wait_clean "osd.${set[1]} and osd.${set[2]} back"
 "$ctl" osd in "$out" >/dev/null || fail "osd in"
 wait_clean "osd.$out in again" 1200
 verify_all "with osd.$out back in"

@@ -1169,6 +1169,33 @@ START_TEST(test_locks)
 		ck_assert_uint_eq(li.n, 1);
 		ck_assert_str_eq(li.lockers[0].entity, cairn_client_name(g_cl));
 		cairn_lock_info_free(&li);
+		/* the longest names (stored as "L" + 255 and "_" + 255 bytes) */
+		{
+			char nm[257], got[4];
+			size_t gl = 0;
+			int grv = -1;
+			cairn_op_t *op = cairn_op_create();
+
+			memset(nm, 'n', 256);
+			nm[256] = 0;
+			ck_assert_int_eq(cairn_lock_exclusive(ia, oid, nm, "c", "", 0, 0), -EINVAL);
+			nm[255] = 0;
+			ck_assert_int_eq(cairn_lock_exclusive(ia, oid, nm, "c", "", 0, 0), 0);
+			ck_assert_int_eq(cairn_lock_get_info(ia, oid, nm, &li), 0);
+			ck_assert_uint_eq(li.n, 1);
+			cairn_lock_info_free(&li);
+			ck_assert_int_eq(cairn_unlock(ia, oid, nm, "c"), 0);
+			cairn_op_setxattr(op, nm, "v", 1);
+			ck_assert_int_eq(cairn_operate(ia, oid, op, NULL), 0);
+			cairn_op_release(op);
+			op = cairn_op_create();
+			cairn_op_getxattr(op, nm, got, sizeof(got), &gl, &grv);
+			ck_assert_int_eq(cairn_operate(ia, oid, op, NULL), 0);
+			ck_assert_int_eq(grv, 0);
+			ck_assert_uint_eq(gl, 1);
+			ck_assert_int_eq(got[0], 'v');
+			cairn_op_release(op);
+		}
 		/* bad requests */
 		ck_assert_int_eq(cairn_lock_get_info(ia, "lk-none", "img", &li), -ENOENT);
 		ck_assert_int_eq(cairn_unlock(ia, oid, "", "c"), -EINVAL);

@@ -118,10 +118,7 @@ wait_ndown 1
 "$ctl" pool set sp pg_num 32 >/dev/null || fail "pool set pg_num 32"
 wait_active 32
 verify "32 PGs, osd.3 down"
-maddr=$(sed -n 's/^osd_metrics = //p' "$conf" | tr ',' '\n' | sed -n "$((idx + 1))p")
-"$build/osd/cairn-osd" -c "$conf" --osd-data "$dir/osd.$idx.data" --host "node$idx" \
-	--metrics-addr "$maddr" --log-file "$dir/osd.$idx.log" --pid-file "$dir/osd.$idx.pid" \
-	>>"$dir/osd.$idx.out" 2>&1 &
+osd_start "$idx"
 wait_all_up
 wait_clean "8 -> 32, osd.3 back"
 verify "32 PGs"
@@ -265,7 +262,6 @@ ec_verify "EC, 5 OSDs"
 verify "pool sp, 5 OSDs"
 pid=$(osd_pid 3)
 idx=$(osd_idx 3)
-maddr=$(sed -n 's/^osd_metrics = //p' "$conf" | tr ',' '\n' | sed -n "$((idx + 1))p")
 kill -9 "$pid"
 wait_ndown 1
 "$ctl" osd out 3 >/dev/null || fail "osd out 3"
@@ -276,9 +272,7 @@ wait_clean "EC, osd.3 down and out"
 "$ctl" pool set ecp pg_num 8 >/dev/null || fail "pool set ecp pg_num 8"
 wait_pg_num ecp 8
 ec_verify "EC, 8 PGs, osd.3 down"
-"$build/osd/cairn-osd" -c "$conf" --osd-data "$dir/osd.$idx.data" --host "node$idx" \
-	--metrics-addr "$maddr" --log-file "$dir/osd.$idx.log" --pid-file "$dir/osd.$idx.pid" \
-	>>"$dir/osd.$idx.out" 2>&1 &
+osd_start "$idx"
 wait_all_up
 "$ctl" osd in 3 >/dev/null || fail "osd in 3"
 wait_clean "EC 16 -> 8, osd.3 back and in"

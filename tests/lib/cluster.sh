@@ -90,6 +90,15 @@ osd_idx() {
 }
 # The pid of osd.$1.
 osd_pid() { cat "$dir/osd.$(osd_idx "$1").pid"; }
+# Start again the OSD of start index $1 (after a kill), on its own data,
+# host, metrics address, log and pid file.
+osd_start() {
+	local maddr
+	maddr=$(sed -n 's/^osd_metrics = //p' "$dir/cairn.conf" | tr ',' '\n' | sed -n "$(($1 + 1))p")
+	"$build/osd/cairn-osd" -c "$dir/cairn.conf" --osd-data "$dir/osd.$1.data" --host "node$1" \
+		--metrics-addr "$maddr" --log-file "$dir/osd.$1.log" --pid-file "$dir/osd.$1.pid" \
+		>>"$dir/osd.$1.out" 2>&1 &
+}
 # How many OSDs the map says are down.
 ndown() { "$ctl" osd ls | grep -c " down " || true; }
 # Wait (up to 20 s) until at least $1 OSDs are down.

@@ -91,7 +91,10 @@ enum osd_lock_flags {
 	OSD_LOCK_MUST_RENEW = 2, /* LOCK only renews: -ENOENT unless held */
 };
 
-#define OSD_LOCK_STR_MAX  256 /* lock names, cookies, tags, entities */
+#define OSD_LOCK_STR_MAX  256 /* lock cookies, tags, entities */
+#define OSD_LOCK_NAME_MAX 255 /* stored as the attribute "L<name>" */
+/* A stored attribute's name: '_' or 'L' and a name of up to 255 bytes. */
+#define OSD_ATTR_NAME_MAX 256
 #define OSD_LOCK_DESC_MAX 1024
 #define OSD_LOCKERS_MAX   1024 /* shared holders of one lock */
 

@@ -52,8 +52,8 @@ list_ns_fn(struct list_req *l, unsigned max)
 		return;
 	}
 	while (more && !end && l->n <= max) {
-		char **got, *ns = NULL;
-		size_t ng, nl = 0;
+		char **got = NULL, *ns = NULL;
+		size_t ng = 0, nl = 0;
 
 		l->rc = os_list(l->osd->store, l->cid, after[0] ? after : NULL, 64, &got, &ng,
 				&more);
@@ -61,7 +61,9 @@ list_ns_fn(struct list_req *l, unsigned max)
 			l->rc = 0;
 			break;
 		}
-		if (l->rc || !ng) {
+		if (l->rc)
+			break;
+		if (!ng) {
 			free(got);
 			break;
 		}
@@ -123,7 +125,8 @@ list_fn(void *arg)
 {
 	struct list_req *l = arg;
 	unsigned max = l->q->max ? CM_MIN(l->q->max, 10000u) : 1000;
-	const char *ns = l->q->all_ns ? NULL : l->q->nspace ? l->q->nspace : "";
+	/* A shard listing (an EC rebuild's) covers every namespace. */
+	const char *ns = (l->q->all_ns || l->q->shard) ? NULL : l->q->nspace ? l->q->nspace : "";
 	char after[OS_NAME_MAX + 2], res[OS_NAME_MAX + 2];
 	bool more = true, end = false;
 

@@ -192,6 +192,13 @@ target_of(struct split_job *j, const char *name)
 	struct split_kid *k;
 	int rc = crush_oname_to_pg(&j->cp, name, &s);
 
+	if (rc == -EINVAL && name[0] == CRUSH_ONAME_NS_MARK) {
+		/* Stored before namespaces by a client that allowed this first
+		 * byte: it was placed by its whole name, and moves so. */
+		CM_WARN("split of %s: legacy object name of %zu bytes starting with \\x02",
+			j->pg->cid, strlen(name));
+		rc = crush_object_to_pg(&j->cp, NULL, name, &s);
+	}
 	if (rc) {
 		/* (every stored name was checked on its way in: a name that
 		 * does not decode stops the split, loudly, rather than stay put) */

@@ -568,6 +568,7 @@ job_list_remote(struct osd_rjob *j, struct osd_pg *pg)
 	q.start_after = j->cursor ? j->cursor : "";
 	q.max = OSD_LIST_PAGE;
 	q.shard = true;
+	q.all_ns = true; /* (the OSD assumes it for shard listings too) */
 	j->list_peer = pg->slot_osd[pg->auth];
 	if (!j->cursor)
 		CM_NOTICE("%s: rebuilding osd.%d's shard from osd.%d's listing", pg->cid, j->target,

@@ -32,7 +32,7 @@ check_lock(const Cairn__Osd__SubOp *so)
 	Cairn__Osd__LockReq *r;
 	int rc = 0;
 
-	if (!lock_str_ok(so->name, OSD_LOCK_STR_MAX, false))
+	if (!lock_str_ok(so->name, OSD_LOCK_NAME_MAX, false))
 		return -EINVAL;
 	r = cairn__osd__lock_req__unpack(NULL, so->value.len, so->value.data);
 	if (!r)
@@ -127,7 +127,7 @@ osd_check_push(const Cairn__Osd__Push *p)
 	    p->omap_header.len > OSD_MAX_IO)
 		return -EINVAL;
 	for (size_t i = 0; i < p->n_attr_names; i++)
-		if (!p->attr_names[i].len || p->attr_names[i].len > 255 ||
+		if (!p->attr_names[i].len || p->attr_names[i].len > OSD_ATTR_NAME_MAX ||
 		    memchr(p->attr_names[i].data, 0, p->attr_names[i].len))
 			return -EINVAL;
 	return 0;
@@ -151,7 +151,7 @@ osd_check_repop(const Cairn__Osd__RepOp *ro, size_t data_len)
 		    (x->data_off > data_len || x->len > data_len - x->data_off))
 			return -EINVAL;
 		if ((x->op == OSD_TX_SETATTR || x->op == OSD_TX_RMATTR) &&
-		    (!x->name || !x->name[0] || strlen(x->name) > 255))
+		    (!x->name || !x->name[0] || strlen(x->name) > OSD_ATTR_NAME_MAX))
 			return -EINVAL;
 		if (x->op == OSD_TX_OMAP_SET && x->n_keys != x->n_vals)
 			return -EINVAL;
@@ -241,7 +241,7 @@ osd_check_ec_read_reply(const Cairn__Osd__EcReadReply *r)
 	    r->size > MAX_OFF)
 		return -EINVAL;
 	for (size_t i = 0; i < r->n_attr_names; i++)
-		if (!r->attr_names[i].len || r->attr_names[i].len > 255)
+		if (!r->attr_names[i].len || r->attr_names[i].len > OSD_ATTR_NAME_MAX)
 			return -EINVAL;
 	return 0;
 }
