@@ -8,8 +8,9 @@ FUZZ_BUILD ?= build-fuzz
 JOBS       ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
 RUN_DIR    ?= run
+PREFIX     ?= /usr/local
 
-.PHONY: all build deps run stop test test-gates unit-test asan-test format format-check lint bench fuzz fuzz-smoke clean
+.PHONY: all build deps install run stop test test-gates unit-test asan-test format format-check lint bench fuzz fuzz-smoke clean
 
 all: build
 
@@ -21,6 +22,11 @@ $(BUILD)/Makefile:
 
 build: $(BUILD)/Makefile
 	cmake --build $(BUILD) -j $(JOBS)
+
+# The daemons, clusterctl, libcairn.so.1, cairn/cairn.h and cairn.pc under
+# PREFIX (DESTDIR=... for a staging root).
+install: build
+	cmake --install $(BUILD) --prefix $(PREFIX)
 
 run: deps build
 	@scripts/run-local start $(RUN_DIR)

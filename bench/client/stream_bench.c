@@ -8,7 +8,7 @@
  * bench on the same cluster.
  *   stream_bench CONF POOL GIB CALL_MIB INFLIGHT
  */
-#include "cairn.h"
+#include "cairn/cairn.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -4,7 +4,7 @@
  * messenger, the monitor client and every op in flight; API calls post
  * requests to it and wait on completions.
  */
-#include "cairn.h"
+#include "cairn/cairn.h"
 #include "client_int.h"
 #include "osd/proto.h"
 #include "mon/client_async.h"
@@ -16,6 +16,11 @@
 #include "cm/random.h"
 
 #include <pthread.h>
+
+_Static_assert(CAIRN_MAX_IO == OSD_MAX_IO, "the public limit is the OSD's");
+_Static_assert(CAIRN_NAME_MAX == CRUSH_ONAME_NAME_MAX && CAIRN_NS_MAX == CRUSH_ONAME_NS_MAX &&
+		       CAIRN_KEY_MAX == CRUSH_ONAME_KEY_MAX,
+	       "the public name limits are the codec's");
 
 CM_LOG_SUBSYS(client);
 
@@ -46,6 +51,10 @@ struct cairn_completion {
 	struct cairn_cluster *cl;
 	uint64_t tid;
 	bool cancel; /* asked before the client thread took the op */
+	/* Release while in flight: the completer frees it after the callback. */
+	bool busy;     /* an op holds it (cairn__comp_attach) and has not completed */
+	bool in_cb;    /* complete() is running the callback */
+	bool released; /* the caller let go: free when neither holds it */
 	int rc;
 	struct cairn_version ver;
 	cairn_callback_t cb;
@@ -161,14 +170,35 @@ cairn_completion_create(cairn_callback_t cb, void *arg)
 	return c;
 }
 
-void
-cairn_completion_release(cairn_completion_t *c)
+static void
+completion_free(cairn_completion_t *c)
 {
-	if (!c)
-		return;
 	pthread_mutex_destroy(&c->mu);
 	pthread_cond_destroy(&c->cv);
 	free(c);
+}
+
+void
+cairn_completion_release(cairn_completion_t *c)
+{
+	bool keep;
+
+	if (!c)
+		return;
+	pthread_mutex_lock(&c->mu);
+	keep = c->busy || c->in_cb;
+	c->released = true;
+	pthread_mutex_unlock(&c->mu);
+	if (!keep)
+		completion_free(c);
+}
+
+void
+cairn__comp_attach(cairn_completion_t *c)
+{
+	pthread_mutex_lock(&c->mu);
+	c->busy = true;
+	pthread_mutex_unlock(&c->mu);
 }
 
 int
@@ -218,18 +248,27 @@ complete(cairn_completion_t *c, int rc, const struct cairn_version *v)
 {
 	cairn_callback_t cb;
 	void *arg;
+	bool gone;
 
 	pthread_mutex_lock(&c->mu);
 	c->rc = rc;
 	if (v)
 		c->ver = *v;
 	c->done = true;
+	c->busy = false;
+	c->in_cb = true;
 	cb = c->cb;
 	arg = c->arg;
 	pthread_cond_broadcast(&c->cv);
 	pthread_mutex_unlock(&c->mu);
 	if (cb)
 		cb(c, arg);
+	pthread_mutex_lock(&c->mu);
+	c->in_cb = false;
+	gone = c->released;
+	pthread_mutex_unlock(&c->mu);
+	if (gone) /* released in the callback, or while the op ran */
+		completion_free(c);
 }
 
 void
@@ -1281,6 +1320,7 @@ cairn_aio_operate_opts(cairn_ioctx_t *io, const char *oid, cairn_op_t *op, cairn
 	}
 	q->op = op;
 	q->comp = c;
+	cairn__comp_attach(c);
 	q->timeout_ms = opts.timeout_ms;
 	q->post = (struct cm_reactor_msg){ .fn = submit_fn, .arg = q };
 	cm_reactor_post(io->cl->r, &q->post);

@@ -7,7 +7,7 @@
 #ifndef CAIRN_CLIENT_INT_H
 #define CAIRN_CLIENT_INT_H
 
-#include "cairn.h"
+#include "cairn/cairn.h"
 #include "cm/msgr.h"
 
 #include <cairn/osdmap.pb-c.h>
@@ -76,6 +76,8 @@ int cairn__mon_reply_decode(struct cm_msg *m);
 /* Complete c with rc (its callback runs, waiters wake): for the striper's
  * calls, which complete their caller's completion themselves. */
 void cairn__complete(cairn_completion_t *c, int rc);
+/* c is held by an op from now until cairn__complete (a release meanwhile waits for it). */
+void cairn__comp_attach(cairn_completion_t *c);
 
 /* A LockState an OSD returned, into info (cairn_lock_info_free). \return 0, -EBADMSG, -ENOMEM. */
 int cairn__lock_info_decode(const uint8_t *p, size_t len, struct cairn_lock_info *info);

@@ -4,7 +4,7 @@
  * their outputs allocate. The client thread (client.c) turns an op into an
  * OsdOp message and fills its outputs from the reply.
  */
-#include "cairn.h"
+#include "cairn/cairn.h"
 #include "client_int.h"
 #include "osd/proto.h"
 #include "cm/err.h"

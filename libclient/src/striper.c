@@ -7,7 +7,7 @@
  * thread; the last one moves the job to its next phase or completes the
  * caller's completion.
  */
-#include "cairn.h"
+#include "cairn/cairn.h"
 #include "client_int.h"
 #include "striper_map.h"
 #include "cm/err.h"
@@ -406,6 +406,7 @@ job_start(cairn_stream_t *s, enum job_kind kind, cairn_completion_t *c, struct s
 	pthread_mutex_init(&j->mu, NULL);
 	j->s = s;
 	j->user = c;
+	cairn__comp_attach(c);
 	j->kind = kind;
 	j->phase = PH_DONE;
 	atomic_fetch_add(&s->refs, 1);

@@ -9,7 +9,7 @@
 #ifndef CAIRN_STRIPER_MAP_H
 #define CAIRN_STRIPER_MAP_H
 
-#include "cairn.h"
+#include "cairn/cairn.h"
 
 #include <stddef.h>
 #include <stdint.h>

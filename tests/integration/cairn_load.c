@@ -43,7 +43,7 @@
  * health: the cluster's health through libcairn (cairn_health): the status,
  * then a line per check (CODE severity: summary).
  */
-#include "cairn.h"
+#include "cairn/cairn.h"
 #include "testlib.h"
 
 #include <errno.h>

@@ -7,7 +7,7 @@
  * other, the open rules, and removal -- on a replicated and an
  * erasure-coded pool.
  */
-#include "cairn.h"
+#include "cairn/cairn.h"
 #include "testlib.h"
 
 #include <errno.h>

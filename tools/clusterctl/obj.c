@@ -4,8 +4,7 @@
  * libcairn.
  */
 #include "ctl.h"
-#include "cairn.h"
-#include "osd/proto.h"
+#include "cairn/cairn.h"
 #include "cm/err.h"
 
 #include <jansson.h>
@@ -104,7 +103,7 @@ obj_put(cairn_ioctx_t *io, const char *name, const char *path)
 		fprintf(stderr,
 			"clusterctl: put %s: %zu bytes is too large: one op carries at most %u MiB "
 			"(larger objects are written in ranges by the striper)\n",
-			name, len, OSD_MAX_IO >> 20);
+			name, len, CAIRN_MAX_IO >> 20);
 		return 1;
 	}
 	if (rc) {
@@ -398,11 +397,11 @@ ctl_bench(const struct ctl_conf *c, int argc, char **argv, bool json)
 			bad = *end || !seconds || seconds > 86400;
 		} else if (!strcmp(argv[i], "--size") && i + 1 < argc) {
 			bad = cm_parse_size(argv[++i], &size) || !size;
-			if (!bad && size > OSD_MAX_IO) {
+			if (!bad && size > CAIRN_MAX_IO) {
 				fprintf(stderr,
 					"clusterctl bench: --size %s is too large: one op carries at "
 					"most %u MiB\n",
-					argv[i], OSD_MAX_IO >> 20);
+					argv[i], CAIRN_MAX_IO >> 20);
 				return 2;
 			}
 		} else if (!strcmp(argv[i], "--threads") && i + 1 < argc)

@@ -31,7 +31,7 @@
  *   -ERANGE      assert-version failed (or a getxattr buffer is too small)
  *   -ECANCELED   cmpxattr failed
  *   -ENAMETOOLONG, -EINVAL  bad names or arguments
- *   -E2BIG       one op writes or reads more than 64 MiB in all (OSD_MAX_IO:
+ *   -E2BIG       one op writes or reads more than 64 MiB in all (CAIRN_MAX_IO:
  *                the messenger's message limit), or reads to the end of an
  *                object larger than that: nothing was done; use ranges
  *   -ETIMEDOUT   no answer within the op timeout (the op may or may not
@@ -68,6 +68,8 @@ typedef struct cairn_completion cairn_completion_t;
 #define CAIRN_NAME_MAX 2048
 #define CAIRN_NS_MAX   256
 #define CAIRN_KEY_MAX  2048
+/* The most one op may write or read in all (the messenger's message limit): more is -E2BIG. */
+#define CAIRN_MAX_IO (64u << 20)
 
 struct cairn_version {
 	uint64_t epoch, seq;
@@ -246,8 +248,14 @@ int cairn_operate(cairn_ioctx_t *io, const char *oid, cairn_op_t *op, struct cai
 
 typedef void (*cairn_callback_t)(cairn_completion_t *c, void *arg);
 
-/* cb may be NULL (then wait). */
+/* cb may be NULL (then wait). \return NULL when out of memory. */
 cairn_completion_t *cairn_completion_create(cairn_callback_t cb, void *arg);
+/*
+ * Let go of c. Allowed at any time, also inside its callback and while its
+ * op is in flight: the op then runs on, the callback still runs, and c is
+ * freed after it. After release, c must not be used (waited on, asked, or
+ * given to another op). One completion serves one op.
+ */
 void cairn_completion_release(cairn_completion_t *c);
 /* Block until the op completed. \return its result. */
 int cairn_completion_wait(cairn_completion_t *c);
