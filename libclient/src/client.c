@@ -43,24 +43,6 @@ static const struct cm_opt g_cl_opts[] = {
 	{ 0 },
 };
 
-struct cairn_completion {
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	bool done;
-	/* the op it completes, for cairn_completion_cancel (set on the client thread) */
-	struct cairn_cluster *cl;
-	uint64_t tid;
-	bool cancel; /* asked before the client thread took the op */
-	/* Release while in flight: the completer frees it after the callback. */
-	bool busy;     /* an op holds it (cairn__comp_attach) and has not completed */
-	bool in_cb;    /* complete() is running the callback */
-	bool released; /* the caller let go: free when neither holds it */
-	int rc;
-	struct cairn_version ver;
-	cairn_callback_t cb;
-	void *arg;
-};
-
 struct cairn_ioctx {
 	struct cairn_cluster *cl;
 	int64_t pool;
@@ -90,6 +72,8 @@ struct creq {
 	int32_t acting[16];
 	int nacting;
 	struct cm_reactor_msg post;
+	bool throttled; /* holds thr_bytes and one op of the throttle */
+	uint64_t thr_bytes;
 	/* list (the strings are its waiter's, who waits for it) */
 	const char *after;  /* a store name, or "" */
 	const char *nspace; /* the namespace listed ("": default), NULL: all */
@@ -128,6 +112,12 @@ struct cairn_cluster {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	bool started;
+	/* the throttle (under thr_mu): ops and bytes in flight, and the limits */
+	pthread_mutex_t thr_mu;
+	pthread_cond_t thr_cv;
+	unsigned thr_ops, thr_max_ops;
+	uint64_t thr_bytes, thr_max_bytes;
+	bool thr_closing; /* shutting down: waiters give up */
 	/* under mu: what API threads need from the map */
 	uint64_t epoch;
 
@@ -153,129 +143,6 @@ struct cairn_cluster {
 	uint64_t tid;
 	struct cm_timer tick;
 };
-
-/* ---------- completions ---------- */
-
-cairn_completion_t *
-cairn_completion_create(cairn_callback_t cb, void *arg)
-{
-	cairn_completion_t *c = calloc(1, sizeof(*c));
-
-	if (!c)
-		return NULL;
-	pthread_mutex_init(&c->mu, NULL);
-	pthread_cond_init(&c->cv, NULL);
-	c->cb = cb;
-	c->arg = arg;
-	return c;
-}
-
-static void
-completion_free(cairn_completion_t *c)
-{
-	pthread_mutex_destroy(&c->mu);
-	pthread_cond_destroy(&c->cv);
-	free(c);
-}
-
-void
-cairn_completion_release(cairn_completion_t *c)
-{
-	bool keep;
-
-	if (!c)
-		return;
-	pthread_mutex_lock(&c->mu);
-	keep = c->busy || c->in_cb;
-	c->released = true;
-	pthread_mutex_unlock(&c->mu);
-	if (!keep)
-		completion_free(c);
-}
-
-void
-cairn__comp_attach(cairn_completion_t *c)
-{
-	pthread_mutex_lock(&c->mu);
-	c->busy = true;
-	pthread_mutex_unlock(&c->mu);
-}
-
-int
-cairn_completion_wait(cairn_completion_t *c)
-{
-	int rc;
-
-	pthread_mutex_lock(&c->mu);
-	while (!c->done)
-		pthread_cond_wait(&c->cv, &c->mu);
-	rc = c->rc;
-	pthread_mutex_unlock(&c->mu);
-	return rc;
-}
-
-bool
-cairn_completion_done(cairn_completion_t *c)
-{
-	bool d;
-
-	pthread_mutex_lock(&c->mu);
-	d = c->done;
-	pthread_mutex_unlock(&c->mu);
-	return d;
-}
-
-int
-cairn_completion_rc(cairn_completion_t *c)
-{
-	return cairn_completion_wait(c);
-}
-
-struct cairn_version
-cairn_completion_version(cairn_completion_t *c)
-{
-	struct cairn_version v;
-
-	cairn_completion_wait(c);
-	pthread_mutex_lock(&c->mu);
-	v = c->ver;
-	pthread_mutex_unlock(&c->mu);
-	return v;
-}
-
-static void
-complete(cairn_completion_t *c, int rc, const struct cairn_version *v)
-{
-	cairn_callback_t cb;
-	void *arg;
-	bool gone;
-
-	pthread_mutex_lock(&c->mu);
-	c->rc = rc;
-	if (v)
-		c->ver = *v;
-	c->done = true;
-	c->busy = false;
-	c->in_cb = true;
-	cb = c->cb;
-	arg = c->arg;
-	pthread_cond_broadcast(&c->cv);
-	pthread_mutex_unlock(&c->mu);
-	if (cb)
-		cb(c, arg);
-	pthread_mutex_lock(&c->mu);
-	c->in_cb = false;
-	gone = c->released;
-	pthread_mutex_unlock(&c->mu);
-	if (gone) /* released in the callback, or while the op ran */
-		completion_free(c);
-}
-
-void
-cairn__complete(cairn_completion_t *c, int rc)
-{
-	complete(c, rc, NULL);
-}
 
 /* ---------- the client thread: targeting and sending ---------- */
 
@@ -353,9 +220,50 @@ creq_set_oid(struct creq *q, const char *s, size_t len)
 	return 0;
 }
 
+/* ---------- the throttle ---------- */
+
+/*
+ * Room for one op of bytes: wait for it unless nowait (-EAGAIN) or on the
+ * client thread (which completes ops, so never waits: counted over).
+ */
+static int
+throttle_get(struct cairn_cluster *cl, uint64_t bytes, bool nowait)
+{
+	bool own = cl->th_started && pthread_equal(pthread_self(), cl->th);
+	int rc = 0;
+
+	pthread_mutex_lock(&cl->thr_mu);
+	while (!own && cl->thr_ops &&
+	       (cl->thr_ops + 1 > cl->thr_max_ops || cl->thr_bytes + bytes > cl->thr_max_bytes)) {
+		if (nowait || cl->thr_closing) {
+			rc = cl->thr_closing ? -ESHUTDOWN : -EAGAIN;
+			break;
+		}
+		pthread_cond_wait(&cl->thr_cv, &cl->thr_mu);
+	}
+	if (!rc) {
+		cl->thr_ops++;
+		cl->thr_bytes += bytes;
+	}
+	pthread_mutex_unlock(&cl->thr_mu);
+	return rc;
+}
+
+static void
+throttle_put(struct cairn_cluster *cl, uint64_t bytes)
+{
+	pthread_mutex_lock(&cl->thr_mu);
+	cl->thr_ops--;
+	cl->thr_bytes -= bytes;
+	pthread_cond_broadcast(&cl->thr_cv);
+	pthread_mutex_unlock(&cl->thr_mu);
+}
+
 static void
 creq_free(struct creq *q)
 {
+	if (q && q->throttled)
+		throttle_put(q->cl, q->thr_bytes);
 	if (q && q->oid != q->oid_in)
 		free(q->oid);
 	free(q);
@@ -375,9 +283,9 @@ creq_finish(struct creq *q, int rc, const struct cairn_version *v)
 		cairn_completion_t *c = q->comp;
 
 		creq_free(q);
-		complete(c, rc, v);
+		cairn__complete_v(c, rc, v);
 	} else {
-		complete(q->comp, rc, v);
+		cairn__complete_v(q->comp, rc, v);
 	}
 }
 
@@ -929,7 +837,7 @@ mreq_finish(struct mreq *q, int rc)
 		TAILQ_REMOVE(&q->cl->mons, q, link);
 		q->linked = false;
 	}
-	complete(q->comp, rc, NULL);
+	cairn__complete_v(q->comp, rc, NULL);
 }
 
 static void
@@ -1103,6 +1011,8 @@ cluster_free(struct cairn_cluster *cl)
 	cm_conf_free(&cl->conf);
 	pthread_mutex_destroy(&cl->mu);
 	pthread_cond_destroy(&cl->cv);
+	pthread_mutex_destroy(&cl->thr_mu);
+	pthread_cond_destroy(&cl->thr_cv);
 	free(cl);
 }
 
@@ -1122,6 +1032,10 @@ cairn_connect(const struct cairn_opts *o, cairn_cluster_t **clp, char *err, size
 	memcpy(&opts, o, CM_MIN(o->opts_size ? o->opts_size : sizeof(opts), sizeof(opts)));
 	pthread_mutex_init(&cl->mu, NULL);
 	pthread_cond_init(&cl->cv, NULL);
+	pthread_mutex_init(&cl->thr_mu, NULL);
+	pthread_cond_init(&cl->thr_cv, NULL);
+	cl->thr_max_ops = opts.max_ops_in_flight ? opts.max_ops_in_flight : 1024;
+	cl->thr_max_bytes = opts.max_bytes_in_flight ? opts.max_bytes_in_flight : 256u << 20;
 	TAILQ_INIT(&cl->inflight);
 	TAILQ_INIT(&cl->mons);
 	cl->conf = (struct cm_conf){
@@ -1209,6 +1123,10 @@ cairn_shutdown(cairn_cluster_t *cl)
 {
 	if (!cl)
 		return;
+	pthread_mutex_lock(&cl->thr_mu);
+	cl->thr_closing = true; /* (a submitter waiting for room gives up) */
+	pthread_cond_broadcast(&cl->thr_cv);
+	pthread_mutex_unlock(&cl->thr_mu);
 	if (cl->th_started) {
 		cm_reactor_stop(cl->r);
 		pthread_join(cl->th, NULL);
@@ -1298,7 +1216,7 @@ cairn_aio_operate_opts(cairn_ioctx_t *io, const char *oid, cairn_op_t *op, cairn
 	struct cairn_aio_opts opts = { 0 };
 	struct creq *q;
 	char sname[CRUSH_ONAME_MAX + 1];
-	int len = crush_oname_encode(io->nspace, io->key, oid, sname, sizeof(sname));
+	int rc, len = crush_oname_encode(io->nspace, io->key, oid, sname, sizeof(sname));
 
 	if (len < 0)
 		return len;
@@ -1318,6 +1236,13 @@ cairn_aio_operate_opts(cairn_ioctx_t *io, const char *oid, cairn_op_t *op, cairn
 		free(q);
 		return -ENOMEM;
 	}
+	rc = throttle_get(io->cl, op->wbytes + op->rbytes, opts.flags & CAIRN_AIO_NOWAIT);
+	if (rc) {
+		creq_free(q);
+		return rc;
+	}
+	q->throttled = true;
+	q->thr_bytes = op->wbytes + op->rbytes;
 	q->op = op;
 	q->comp = c;
 	cairn__comp_attach(c);
@@ -1983,6 +1908,8 @@ cairn__reply_decode(const Cairn__Map__OsdMap *map, int64_t pool, const char *oid
 	}
 	pthread_mutex_init(&cl->mu, NULL);
 	pthread_cond_init(&cl->cv, NULL);
+	pthread_mutex_init(&cl->thr_mu, NULL);
+	pthread_cond_init(&cl->thr_cv, NULL);
 	TAILQ_INIT(&cl->inflight);
 	TAILQ_INIT(&cl->mons);
 	cl->conf = (struct cm_conf){ .table = g_cl_opts, .base = &cl->cfg };

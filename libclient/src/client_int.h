@@ -12,6 +12,34 @@
 
 #include <cairn/osdmap.pb-c.h>
 #include <protobuf-c/protobuf-c.h>
+#include <pthread.h>
+#include <sys/queue.h>
+
+/* A completion (completion.c); client.c reads cl, tid and cancel under mu. */
+struct cairn_completion {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	bool done;
+	/* the op it completes, for cairn_completion_cancel (set on the client thread) */
+	struct cairn_cluster *cl;
+	uint64_t tid;
+	bool cancel; /* asked before the client thread took the op */
+	/* Release while in flight: the completer frees it after the callback. */
+	bool busy;     /* an op holds it (cairn__comp_attach) and has not completed */
+	bool in_cb;    /* complete() is running the callback */
+	bool released; /* the caller let go: free when neither holds it */
+	/* a completion of a queue (cairn_completion_create_cq): no callback */
+	struct cairn_cq *cq;
+	bool queued; /* in cq's ready list, not reaped yet */
+	TAILQ_ENTRY(cairn_completion) qlink;
+	int rc;
+	struct cairn_version ver;
+	cairn_callback_t cb;
+	void *arg;
+};
+
+/* Complete c (once): wake its waiter, run its callback or queue it; free it if released. */
+void cairn__complete_v(cairn_completion_t *c, int rc, const struct cairn_version *v);
 
 /* One sub-op as the caller built it, with its outputs. */
 struct csub {

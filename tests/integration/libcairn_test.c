@@ -10,6 +10,8 @@
 #include <errno.h>
 #include <stdatomic.h>
 #include <inttypes.h>
+#include <poll.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -825,6 +827,191 @@ START_TEST(test_cancel_and_deadline)
 
 END_TEST
 
+static atomic_int g_thr_done;
+static atomic_bool g_unpausing;
+
+static void
+thr_cb(cairn_completion_t *c, void *arg)
+{
+	(void)c;
+	cairn_op_release(arg);
+	atomic_fetch_add(&g_thr_done, 1);
+}
+
+static cairn_cluster_t *
+connect_throttled(unsigned max_ops, uint64_t max_bytes)
+{
+	struct cairn_opts o;
+	cairn_cluster_t *cl;
+	char err[256];
+
+	cairn_opts_init(&o, sizeof(o));
+	o.conf_file = getenv("CAIRN_CONF");
+	o.op_timeout_ms = 20000;
+	o.max_ops_in_flight = max_ops;
+	o.max_bytes_in_flight = max_bytes;
+	ck_assert_int_eq(cairn_connect(&o, &cl, err, sizeof(err)), 0);
+	return cl;
+}
+
+/* A write of len bytes of data to oid, its completion released (thr_cb counts it). */
+static int
+thr_write(cairn_ioctx_t *io, const char *oid, const char *data, size_t len, unsigned flags)
+{
+	struct cairn_aio_opts ao = { .opts_size = sizeof(ao), .flags = flags };
+	cairn_op_t *op = cairn_op_create();
+	cairn_completion_t *c = cairn_completion_create(thr_cb, op);
+	int rc;
+
+	cairn_op_write_full(op, data, len);
+	rc = cairn_aio_operate_opts(io, oid, op, c, &ao);
+	if (rc)
+		cairn_op_release(op);
+	cairn_completion_release(c);
+	return rc;
+}
+
+static void *
+unpause_later(void *arg)
+{
+	const char *argv[] = { "osd", "unset", "pause" };
+	char *out = NULL, *err = NULL;
+
+	(void)arg;
+	usleep(1000000);
+	atomic_store(&g_unpausing, true); /* (before: no op can complete earlier) */
+	if (cairn_mon_command(g_cl, argv, 3, false, &out, &err))
+		abort();
+	free(out);
+	free(err);
+	return NULL;
+}
+
+/*
+ * The throttle: with the OSDs paused, a client allowed 4 ops takes 4 and
+ * refuses a 5th under NOWAIT, and a 5th without it returns only after the
+ * unpause let one end; one allowed 1000 bytes takes a 600-byte write
+ * alone and refuses a second. Afterwards 40 writes through 4 slots all
+ * land.
+ */
+START_TEST(test_throttle)
+{
+	static const char data[600] = { 't' };
+	cairn_cluster_t *a = connect_throttled(4, 0), *b = connect_throttled(0, 1000);
+	cairn_ioctx_t *ia, *ib;
+	char name[32], back[600];
+	pthread_t th;
+
+	ck_assert_int_eq(cairn_ioctx_create(a, "default", &ia), 0);
+	ck_assert_int_eq(cairn_ioctx_create(b, "default", &ib), 0);
+	atomic_store(&g_thr_done, 0);
+	atomic_store(&g_unpausing, false);
+	set_pause(true);
+	for (int i = 0; i < 4; i++) {
+		snprintf(name, sizeof(name), "thr.%d", i);
+		ck_assert_int_eq(thr_write(ia, name, data, 100, CAIRN_AIO_NOWAIT), 0);
+	}
+	ck_assert_int_eq(thr_write(ia, "thr.x", data, 100, CAIRN_AIO_NOWAIT), -EAGAIN);
+	ck_assert_int_eq(thr_write(ib, "thr.b0", data, 600, CAIRN_AIO_NOWAIT), 0);
+	ck_assert_int_eq(thr_write(ib, "thr.b1", data, 600, CAIRN_AIO_NOWAIT), -EAGAIN);
+	ck_assert_int_eq(pthread_create(&th, NULL, unpause_later, NULL), 0);
+	ck_assert_int_eq(thr_write(ia, "thr.4", data, 100, 0), 0);
+	ck_assert(atomic_load(&g_unpausing)); /* it waited for room */
+	pthread_join(th, NULL);
+	for (int i = 5; i < 45; i++) {
+		snprintf(name, sizeof(name), "thr.%d", i);
+		ck_assert_int_eq(thr_write(ia, name, data, sizeof(data), 0), 0);
+	}
+	for (int t = 0; t < 3000 && atomic_load(&g_thr_done) < 46; t++)
+		usleep(10000);
+	ck_assert_int_eq(atomic_load(&g_thr_done), 46);
+	for (int i = 0; i < 45; i++) {
+		snprintf(name, sizeof(name), "thr.%d", i);
+		ck_assert_int_eq(cairn_read(ia, name, back, sizeof(back), 0), i < 5 ? 100 : 600);
+		ck_assert_int_eq(memcmp(back, data, i < 5 ? 100 : 600), 0);
+		ck_assert_int_eq(cairn_remove(ia, name), 0);
+	}
+	ck_assert_int_eq(cairn_read(ia, "thr.x", back, sizeof(back), 0), -ENOENT);
+	ck_assert_int_eq(cairn_read(ia, "thr.b1", back, sizeof(back), 0), -ENOENT);
+	ck_assert_int_eq(cairn_remove(ia, "thr.b0"), 0);
+	cairn_ioctx_destroy(ia);
+	cairn_ioctx_destroy(ib);
+	cairn_shutdown(a);
+	cairn_shutdown(b);
+}
+
+END_TEST
+
+/* Completions for the caller's own event loop: poll the queue's fd, reap, release. */
+START_TEST(test_completion_queue)
+{
+	enum { N = 100 };
+
+	static char data[N][64];
+	cairn_op_t *ops[N];
+	cairn_completion_t *got[16], *one;
+	bool seen[N] = { false };
+	cairn_cq_t *cq;
+	char name[32];
+	size_t reaped = 0;
+	struct pollfd pf;
+
+	ck_assert_int_eq(cairn_cq_create(&cq), 0);
+	pf = (struct pollfd){ .fd = cairn_cq_fd(cq), .events = POLLIN };
+	for (int i = 0; i < N; i++) {
+		cairn_completion_t *c = cairn_completion_create_cq(cq, &seen[i]);
+
+		snprintf(data[i], sizeof(data[i]), "cq-%d", i);
+		snprintf(name, sizeof(name), "cq.%03d", i);
+		ops[i] = cairn_op_create();
+		cairn_op_write_full(ops[i], data[i], strlen(data[i]));
+		ck_assert_int_eq(cairn_aio_operate(g_io, name, ops[i], c), 0);
+	}
+	for (int t = 0; t < 300 && reaped < N; t++) {
+		size_t n;
+
+		if (poll(&pf, 1, 100) <= 0)
+			continue;
+		ck_assert(pf.revents & POLLIN);
+		n = cairn_cq_reap(cq, got, 16);
+		ck_assert_uint_gt(n, 0); /* readable means something to reap */
+		for (size_t k = 0; k < n; k++) {
+			bool *mark = cairn_completion_arg(got[k]);
+
+			ck_assert_int_eq(cairn_completion_rc(got[k]), 0);
+			ck_assert(!*mark);
+			*mark = true;
+			cairn_completion_release(got[k]);
+		}
+		reaped += n;
+	}
+	ck_assert_uint_eq(reaped, N);
+	ck_assert_int_eq(poll(&pf, 1, 0), 0); /* all reaped: not readable */
+	for (int i = 0; i < N; i++) {
+		char back[64];
+
+		cairn_op_release(ops[i]);
+		snprintf(name, sizeof(name), "cq.%03d", i);
+		ck_assert_int_eq(cairn_read(g_io, name, back, sizeof(back), 0),
+				 (int64_t)strlen(data[i]));
+		ck_assert_int_eq(cairn_remove(g_io, name), 0);
+	}
+	/* an ended completion never reaped: released, the fd reads empty again */
+	one = cairn_completion_create_cq(cq, NULL);
+	ops[0] = cairn_op_create();
+	cairn_op_stat(ops[0], NULL, NULL, NULL);
+	ck_assert_int_eq(cairn_aio_operate(g_io, "cq.000", ops[0], one), 0);
+	ck_assert_int_eq(cairn_completion_wait(one), -ENOENT);
+	ck_assert_int_eq(poll(&pf, 1, 0), 1);
+	ck_assert_int_eq(cairn_cq_destroy(cq), -EBUSY); /* one still held */
+	cairn_completion_release(one);
+	cairn_op_release(ops[0]);
+	ck_assert_int_eq(poll(&pf, 1, 0), 0);
+	ck_assert_int_eq(cairn_cq_destroy(cq), 0);
+}
+
+END_TEST
+
 /* Names of one listing of io (flags as cairn_list_objs), "ns|key|name" each, sorted, in *out. */
 static size_t
 list_all(cairn_ioctx_t *io, unsigned flags, unsigned page, char ***out)
@@ -1285,6 +1472,8 @@ main(void)
 	tcase_add_test(tc, test_subops);
 	tcase_add_test(tc, test_async_and_list);
 	tcase_add_test(tc, test_release_in_flight);
+	tcase_add_test(tc, test_throttle);
+	tcase_add_test(tc, test_completion_queue);
 	tcase_add_test(tc, test_bad_input);
 	tcase_add_test(tc, test_too_large);
 	tcase_add_test(tc, test_methods);

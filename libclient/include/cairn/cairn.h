@@ -93,6 +93,15 @@ struct cairn_opts {
 				  * failures and peering, resent to the new primary */
 	unsigned connect_timeout_ms; /* for the first map; default 10000 */
 	const char *log_level;       /* "err" (default), "warn", "notice", "info", "debug" */
+	/*
+	 * The throttle: ops (and their bytes written plus bytes asked for)
+	 * in flight at once, 0: 1024 ops, 256 MiB. A submission that would
+	 * pass either waits for room (or fails with -EAGAIN under
+	 * CAIRN_AIO_NOWAIT); one op alone always fits. Ops submitted from a
+	 * callback (the client's thread) never wait: they are counted.
+	 */
+	unsigned max_ops_in_flight;
+	uint64_t max_bytes_in_flight;
 };
 
 void cairn_opts_init(struct cairn_opts *o, size_t size);
@@ -263,7 +272,37 @@ bool cairn_completion_done(cairn_completion_t *c);
 int cairn_completion_rc(cairn_completion_t *c);
 struct cairn_version cairn_completion_version(cairn_completion_t *c);
 
-/* Start op; c completes it. op must live until then. \return 0 or -EINVAL/-ENOMEM. */
+/*
+ * Completion queues, for a caller with its own event loop: a queue's
+ * completions run no callback; each one that ends is put on the queue and
+ * the queue's fd (an eventfd) becomes readable until every ended one is
+ * reaped. Poll the fd, then cairn_cq_reap, then read each completion
+ * (cairn_completion_rc, cairn_completion_arg) and release it. Reaping and
+ * releasing may happen on any thread.
+ */
+typedef struct cairn_cq cairn_cq_t;
+
+/* \return 0, -ENOMEM, or eventfd's error. */
+int cairn_cq_create(cairn_cq_t **cqp);
+/* Readable (POLLIN) while ended completions wait to be reaped; never read it yourself. */
+int cairn_cq_fd(cairn_cq_t *cq);
+/* A completion that ends onto cq (arg: the caller's). \return NULL when out of memory. */
+cairn_completion_t *cairn_completion_create_cq(cairn_cq_t *cq, void *arg);
+/* The arg given at creation. */
+void *cairn_completion_arg(cairn_completion_t *c);
+/* Up to max ended completions, oldest first, without waiting. \return how many. */
+size_t cairn_cq_reap(cairn_cq_t *cq, cairn_completion_t **out, size_t max);
+/*
+ * Free cq. \return 0; -EBUSY (nothing freed) while completions of it are
+ * not released (in flight, or ended and not reaped and released).
+ */
+int cairn_cq_destroy(cairn_cq_t *cq);
+
+/*
+ * Start op; c completes it. op must live until then. \return 0,
+ * -EINVAL/-ENOMEM, or -EAGAIN (CAIRN_AIO_NOWAIT and the client's throttle
+ * is full: see cairn_opts.max_ops_in_flight).
+ */
 int cairn_aio_operate(cairn_ioctx_t *io, const char *oid, cairn_op_t *op, cairn_completion_t *c);
 
 /* Per-op settings (zero: the defaults); set opts_size to sizeof. */
@@ -271,6 +310,12 @@ struct cairn_aio_opts {
 	size_t opts_size;
 	unsigned timeout_ms; /* this op fails with -ETIMEDOUT after this long (0: the
 			      * client's op_timeout_ms; none by default) */
+	unsigned flags;      /* CAIRN_AIO_* */
+};
+
+enum {
+	/* When the throttle is full: -EAGAIN at once instead of waiting for room. */
+	CAIRN_AIO_NOWAIT = 1,
 };
 
 /* cairn_aio_operate with per-op settings (o may be NULL). */
