@@ -6,7 +6,11 @@
 # stream of GIB GiB written and read in 16 MiB calls with DEPTH/4 calls in
 # flight (each call is 4 objects of 4 MiB at once: the same depth in
 # objects). The issue's target: the stream at >= 0.9 of the objects.
-# Reads are warm (right after the writes) in both. Last line JSON; nothing
+# Reads are warm (right after the writes) in both. Then 4 KiB reads of
+# 4,096 objects at 1,024 in flight for DEPTH_SECONDS (10) through a
+# completion queue (bench/depth_bench): ops/s, and the CPU per op of the
+# client process against the three OSDs' together (the issue's bar: the
+# client costs less than the OSDs that serve it). Last line JSON; nothing
 # here fails on a timing.
 #   bench/client/client_bench.sh BUILD [DIR] [GIB] [DEPTH]
 set -euo pipefail
@@ -41,9 +45,13 @@ ow=$(cb write) || { echo "client_bench: object writes failed: $ow" >&2; exit 1; 
 or=$(cb seq) || { echo "client_bench: object reads failed: $or" >&2; exit 1; }
 st=$("$build/bench/stream_bench" "$conf" default "$gib" 16 $(( depth / 4 > 0 ? depth / 4 : 1 )) |
 	tail -1) || { echo "client_bench: stream_bench failed: $st" >&2; exit 1; }
-/usr/bin/python3 - "$ow" "$or" "$st" "$gib" "$depth" <<'PY'
+pids=$(cat "$dir"/osd.*.pid | tr '\n' , | sed 's/,$//')
+dp=$("$build/bench/depth_bench" "$conf" default 4096 1024 "${DEPTH_SECONDS:-10}" "$pids" |
+	tail -1) || { echo "client_bench: depth_bench failed: $dp" >&2; exit 1; }
+/usr/bin/python3 - "$ow" "$or" "$st" "$gib" "$depth" "$dp" <<'PY'
 import json, sys
 ow, orr, st = (json.loads(x) for x in sys.argv[1:4])
+dp = json.loads(sys.argv[6])
 gib, depth = sys.argv[4], int(sys.argv[5])
 rw = st["write_mib_s"] / ow["mib_s"] if ow["mib_s"] else 0
 rr = st["read_mib_s"] / orr["mib_s"] if orr["mib_s"] else 0
@@ -51,7 +59,12 @@ print(f"bench/client: {gib} GiB, 3 OSDs, size 3, warm reads")
 print(f"  {'':34} {'objects (4 MiB)':>16} {'stream (16 MiB)':>16} {'ratio':>6}")
 print(f"  {'write MiB/s, depth ' + str(depth):34} {ow['mib_s']:16.1f} {st['write_mib_s']:16.1f} {rw:6.2f}")
 print(f"  {'read MiB/s, depth ' + str(depth):34} {orr['mib_s']:16.1f} {st['read_mib_s']:16.1f} {rr:6.2f}")
+print(f"  4 KiB reads, 1024 in flight: {dp['ops_s']:.0f} ops/s; CPU per op: client "
+      f"{dp['client_ns_per_op']:.0f} ns, 3 OSDs {dp['osd_ns_per_op']:.0f} ns "
+      f"(client/OSDs {dp['client_over_osd']:.2f})")
 print(json.dumps({"bench": "client", "gib": int(gib), "depth": depth,
+                  "depth1024_ops_s": dp["ops_s"], "client_ns_per_op": dp["client_ns_per_op"],
+                  "osd_ns_per_op": dp["osd_ns_per_op"], "client_over_osd": dp["client_over_osd"],
                   "objects_write_mib_s": ow["mib_s"], "objects_read_mib_s": orr["mib_s"],
                   "stream_write_mib_s": st["write_mib_s"], "stream_read_mib_s": st["read_mib_s"],
                   "ratio_write": round(rw, 3), "ratio_read": round(rr, 3), "stream_bad": st["bad"]}))

@@ -30,6 +30,7 @@ CM_LOG_SUBSYS(client);
 #define BUSY_MS        50    /* an op the OSD pushed back (its client data cap was reached) */
 #define MON_RESEND_MS  1000  /* an admin call unanswered this long is sent again */
 #define MON_TIMEOUT_MS 30000 /* an admin call's limit when op_timeout_ms is 0 */
+#define PGC_SLOTS      4096  /* placements cached per map (direct mapped by pool, PG) */
 
 struct cl_conf {
 	struct cm_daemon_conf d;
@@ -135,6 +136,28 @@ struct cairn_cluster {
 	const Cairn__Map__OsdMap *map;
 	struct mon_placement pl;
 	bool pl_ok;
+
+	/*
+	 * Placements computed in this map (client thread): CRUSH per op was a
+	 * sixth of the client's CPU at 1,024 4 KiB reads in flight. Direct
+	 * mapped by (pool, PG); an entry of an older generation is stale.
+	 */
+	struct pgc_entry {
+		uint64_t gen; /* 0: empty */
+		int64_t pool;
+		uint32_t seed;
+		int32_t primary;
+		int nacting;
+		int32_t acting[16];
+	} * pgc;
+
+	uint64_t pgc_gen;
+
+	struct { /* the last pool an op named, as CRUSH sees it */
+		uint64_t gen;
+		int64_t id;
+		struct crush_pool cp;
+	} pcache;
 	struct mon_osd_sessions sess; /* with the OSDs, one per PG shard of each */
 	TAILQ_HEAD(, creq) inflight;
 	struct creq **htab; /* inflight by tid: a power of two of chains */
@@ -299,19 +322,37 @@ creq_target(struct creq *q, int32_t *acting, int *nacting, int32_t *primary)
 	int32_t up[64];
 	int prim = -1, n, k = 0;
 
+	struct pgc_entry *e = NULL;
+
 	if (!cl->map || !cl->pl_ok)
 		return -EAGAIN;
 	p = mon_pool_find_id(cl->map, q->pool);
 	if (!p)
 		return -ENOENT;
 	if (q->kind == CREQ_OP) {
-		struct crush_pool cp;
-
-		mon_pool_to_crush(p, &cp);
-		if (crush_oname_to_pg(&cp, q->oid, &q->seed))
+		if (cl->pcache.gen != cl->pgc_gen || cl->pcache.id != q->pool) {
+			mon_pool_to_crush(p, &cl->pcache.cp);
+			cl->pcache.gen = cl->pgc_gen;
+			cl->pcache.id = q->pool;
+		}
+		if (crush_oname_to_pg(&cl->pcache.cp, q->oid, &q->seed))
 			return -ENOMEM; /* (the name was checked: only memory can fail) */
 	} else if (q->seed >= p->pg_num || (q->pg_num && q->pg_num != p->pg_num)) {
 		return -ENOENT; /* the listing plans its PGs again */
+	}
+	if (!cl->pgc)
+		cl->pgc = calloc(PGC_SLOTS, sizeof(*cl->pgc));
+	if (cl->pgc) {
+		uint64_t h = ((uint64_t)q->pool * 0x9e3779b97f4a7c15ull) ^
+			     ((uint64_t)q->seed * 0xc2b2ae3d27d4eb4full);
+
+		e = &cl->pgc[(h >> 32) % PGC_SLOTS];
+		if (e->gen == cl->pgc_gen && e->pool == q->pool && e->seed == q->seed) {
+			memcpy(acting, e->acting, sizeof(*acting) * (size_t)e->nacting);
+			*nacting = e->nacting;
+			*primary = e->primary;
+			return e->primary < 0 ? -EAGAIN : 0;
+		}
 	}
 	n = mon_placement_pg_up(&cl->pl, p, q->seed, up, &prim);
 	for (int i = 0; i < n && k < 16; i++)
@@ -319,6 +360,14 @@ creq_target(struct creq *q, int32_t *acting, int *nacting, int32_t *primary)
 			acting[k++] = up[i];
 	*nacting = k;
 	*primary = prim;
+	if (e) {
+		*e = (struct pgc_entry){ .gen = cl->pgc_gen,
+					 .pool = q->pool,
+					 .seed = q->seed,
+					 .primary = prim,
+					 .nacting = k };
+		memcpy(e->acting, acting, sizeof(*acting) * (size_t)k);
+	}
 	return prim < 0 ? -EAGAIN : 0;
 }
 
@@ -743,6 +792,7 @@ on_map(void *arg, const Cairn__Map__OsdMap *m)
 	if (cl->pl_ok)
 		mon_placement_free(&cl->pl);
 	cl->pl_ok = mon_placement_build(m, &cl->pl, err) == 0;
+	cl->pgc_gen++; /* every cached placement is of the old map */
 	if (!cl->pl_ok)
 		CM_ERR("map epoch %" PRIu64 ": %s", m->epoch, err);
 	pthread_mutex_lock(&cl->mu);
@@ -1007,6 +1057,7 @@ cluster_free(struct cairn_cluster *cl)
 		free(cl->pools[i].name);
 	free(cl->pools);
 	free(cl->htab);
+	free(cl->pgc);
 	cm_reactor_destroy(cl->r);
 	cm_conf_free(&cl->conf);
 	pthread_mutex_destroy(&cl->mu);
