@@ -49,6 +49,27 @@ if "$ctl" obj get default obj-1 "$dir/x" 2>"$dir/err"; then fail "get after rm";
 grep -q "No such file" "$dir/err" || fail "get after rm message: $(cat "$dir/err")"
 if "$ctl" obj put nopool x "$dir/in.1" 2>"$dir/err"; then fail "put to a missing pool"; fi
 grep -q "no such pool" "$dir/err" || fail "missing pool message: $(cat "$dir/err")"
+# Namespaces and locator keys through clusterctl obj: one name, two objects.
+"$ctl" obj put default obj-4096 "$dir/in.1" --namespace tenant || fail "put in tenant"
+"$ctl" obj put default kobj "$dir/in.0" --namespace tenant --key k1 || fail "put with a key"
+"$ctl" obj get default obj-4096 "$dir/out.t" --namespace tenant || fail "get in tenant"
+cmp "$dir/in.1" "$dir/out.t" || fail "tenant's obj-4096 is not its own"
+"$ctl" obj stat default obj-4096 | grep -q "size 4096 " || fail "the default obj-4096 changed"
+[ "$("$ctl" obj ls default --namespace tenant | sort | tr '\n' ' ')" = "kobj obj-4096 " ] ||
+	fail "ls tenant: $("$ctl" obj ls default --namespace tenant)"
+"$ctl" obj ls default --all-namespaces | grep -q "^tenant	kobj	k1$" ||
+	fail "ls --all-namespaces: $("$ctl" obj ls default --all-namespaces)"
+[ "$("$ctl" obj ls default --all-namespaces | grep -c '^	obj-')" = 4 ] ||
+	fail "ls --all-namespaces, default: $("$ctl" obj ls default --all-namespaces)"
+[ "$("$ctl" obj ns default | tr '\n' ' ')" = "(default) tenant " ] ||
+	fail "obj ns: $("$ctl" obj ns default)"
+"$ctl" obj rm default obj-4096 --namespace tenant || fail "rm in tenant"
+"$ctl" obj rm default kobj --namespace tenant --key k1 || fail "rm with a key"
+"$ctl" obj get default obj-4096 "$dir/x" || fail "rm in tenant removed the default obj-4096"
+if "$ctl" obj put default x "$dir/in.1" --namespace "$(printf 'a\037b')" 2>"$dir/err"; then
+	fail "a namespace with \\x1f was taken"
+fi
+grep -q "bad --namespace" "$dir/err" || fail "bad namespace message: $(cat "$dir/err")"
 
 # /metrics on every daemon (clusterctl up gives each an address in cairn.conf).
 command -v curl >/dev/null || fail "curl is not installed (make deps)"

@@ -545,6 +545,8 @@ main_usage(void)
 		"                  pg ls [POOL [OBJECT]]   (each PG's state, primary and up set;\n"
 		"                       with OBJECT: the PG that holds it)\n"
 		"  objects:        obj put|get POOL NAME [FILE|-] | obj stat|rm POOL NAME | obj ls POOL\n"
+		"                       [--namespace NS] [--key KEY] (ls: [--all-namespaces])\n"
+		"                  obj ns POOL   (the namespaces holding objects)\n"
 		"                  bench POOL write|seq|rand [--seconds S] [--size B] [--threads T]\n"
 		"                       [--max-objects N] [--prefix P] [--cleanup]\n"
 		"  offline CRUSH:  crush compile|decompile|test|map-pgs|map-object|balance -i MAP ...\n");

@@ -156,30 +156,28 @@ obj_get(cairn_ioctx_t *io, const char *name, const char *path)
 	return 0;
 }
 
-static int
-obj_ls(cairn_ioctx_t *io, bool json)
+/* One listed object: "name", or with every namespace "ns<TAB>name" (keys as "ns<TAB>name<TAB>key").
+ */
+static void
+ls_one(json_t *arr, bool all, const struct cairn_obj *o)
 {
-	struct cairn_list_cursor cur;
-	json_t *arr = json ? json_array() : NULL;
-	int rc = 0;
+	if (arr) {
+		json_t *j = all ? json_pack("{s:s,s:s}", "namespace", o->nspace, "name", o->name)
+				: json_string(o->name);
 
-	memset(&cur, 0, sizeof(cur));
-	while (!cur.done) {
-		char **names;
-		size_t n;
-
-		rc = cairn_list(io, &cur, 1000, &names, &n);
-		if (rc)
-			break;
-		for (size_t i = 0; i < n; i++) {
-			if (arr)
-				json_array_append_new(arr, json_string(names[i]));
-			else
-				printf("%s\n", names[i]);
-		}
-		cairn_names_free(names, n);
+		if (j && all && o->key[0])
+			json_object_set_new(j, "key", json_string(o->key));
+		json_array_append_new(arr, j);
+	} else if (all) {
+		printf("%s\t%s%s%s\n", o->nspace, o->name, o->key[0] ? "\t" : "", o->key);
+	} else {
+		printf("%s\n", o->name);
 	}
-	cairn_list_cursor_fini(&cur);
+}
+
+static int
+ls_done(json_t *arr, int rc, const char *what)
+{
 	if (arr) {
 		char *t = json_dumps(arr, 0);
 
@@ -189,10 +187,63 @@ obj_ls(cairn_ioctx_t *io, bool json)
 		json_decref(arr);
 	}
 	if (rc) {
-		fprintf(stderr, "clusterctl: ls: %s\n", cm_strerror(rc));
+		fprintf(stderr, "clusterctl: %s: %s\n", what, cm_strerror(rc));
 		return 1;
 	}
 	return 0;
+}
+
+static int
+obj_ls(cairn_ioctx_t *io, bool all, bool json)
+{
+	struct cairn_list_cursor cur;
+	json_t *arr = json ? json_array() : NULL;
+	int rc = 0;
+
+	memset(&cur, 0, sizeof(cur));
+	while (!cur.done) {
+		struct cairn_obj *objs;
+		size_t n;
+
+		rc = cairn_list_objs(io, &cur, 1000, all ? CAIRN_LIST_ALL_NS : 0, &objs, &n);
+		if (rc)
+			break;
+		for (size_t i = 0; i < n; i++)
+			ls_one(arr, all, &objs[i]);
+		cairn_objs_free(objs, n);
+	}
+	cairn_list_cursor_fini(&cur);
+	return ls_done(arr, rc, "ls");
+}
+
+static int
+obj_ns(cairn_ioctx_t *io, bool json)
+{
+	json_t *arr = json ? json_array() : NULL;
+	char **nss = NULL;
+	size_t n = 0;
+	int rc = cairn_namespace_list(io, &nss, &n);
+
+	for (size_t i = 0; !rc && i < n; i++) {
+		if (arr)
+			json_array_append_new(arr, json_string(nss[i]));
+		else
+			printf("%s\n", nss[i][0] ? nss[i] : "(default)");
+	}
+	cairn_names_free(nss, n);
+	return ls_done(arr, rc, "ns");
+}
+
+static int
+obj_usage(void)
+{
+	fprintf(stderr, "usage: clusterctl obj put|get POOL NAME [FILE|-] [OPTIONS]\n"
+			"       clusterctl obj stat|rm POOL NAME [OPTIONS]\n"
+			"       clusterctl obj ls POOL [OPTIONS] [--all-namespaces]\n"
+			"       clusterctl obj ns POOL   (the namespaces that hold objects)\n"
+			"OPTIONS: --namespace NS (default: the default namespace), --key KEY\n"
+			"         (the locator key: objects sharing one share a PG)\n");
+	return 2;
 }
 
 int
@@ -200,50 +251,71 @@ ctl_obj(const struct ctl_conf *c, int argc, char **argv, bool json)
 {
 	cairn_cluster_t *cl;
 	cairn_ioctx_t *io;
-	const char *verb = argc > 1 ? argv[1] : "";
-	int status, rc;
+	const char *verb, *ns = NULL, *key = NULL, *pos[4] = { NULL };
+	bool all = false;
+	int status, rc, npos = 0;
 
-	if (argc < 3 || (strcmp(verb, "ls") && argc < 4) ||
-	    (strcmp(verb, "put") && strcmp(verb, "get") && strcmp(verb, "stat") &&
-	     strcmp(verb, "rm") && strcmp(verb, "ls"))) {
-		fprintf(stderr, "usage: clusterctl obj put|get POOL NAME [FILE|-]\n"
-				"       clusterctl obj stat|rm POOL NAME\n"
-				"       clusterctl obj ls POOL\n");
-		return 2;
+	for (int i = 1; i < argc; i++) {
+		if ((!strcmp(argv[i], "--namespace") || !strcmp(argv[i], "-N")) && i + 1 < argc)
+			ns = argv[++i];
+		else if (!strcmp(argv[i], "--key") && i + 1 < argc)
+			key = argv[++i];
+		else if (!strcmp(argv[i], "--all-namespaces"))
+			all = true;
+		else if (argv[i][0] == '-' && argv[i][1] == '-')
+			return obj_usage();
+		else if (npos < 4)
+			pos[npos++] = argv[i];
+		else
+			return obj_usage();
 	}
+	verb = npos ? pos[0] : "";
+	if (npos < 2 || (strcmp(verb, "ls") && strcmp(verb, "ns") && npos < 3) ||
+	    (strcmp(verb, "put") && strcmp(verb, "get") && strcmp(verb, "stat") &&
+	     strcmp(verb, "rm") && strcmp(verb, "ls") && strcmp(verb, "ns")) ||
+	    (all && strcmp(verb, "ls")))
+		return obj_usage();
 	status = connect_cluster(c, &cl);
 	if (status)
 		return status;
-	if (open_pool(cl, argv[2], &io)) {
+	if (open_pool(cl, pos[1], &io)) {
 		cairn_shutdown(cl);
 		return 1;
 	}
-	if (!strcmp(verb, "put")) {
-		status = obj_put(io, argv[3], argc > 4 ? argv[4] : "-");
+	rc = cairn_ioctx_set_namespace(io, ns);
+	if (!rc)
+		rc = cairn_ioctx_set_locator_key(io, key);
+	if (rc) {
+		fprintf(stderr, "clusterctl: bad --namespace or --key: %s\n", cm_strerror(rc));
+		status = 1;
+	} else if (!strcmp(verb, "put")) {
+		status = obj_put(io, pos[2], npos > 3 ? pos[3] : "-");
 	} else if (!strcmp(verb, "get")) {
-		status = obj_get(io, argv[3], argc > 4 ? argv[4] : "-");
+		status = obj_get(io, pos[2], npos > 3 ? pos[3] : "-");
 	} else if (!strcmp(verb, "stat")) {
 		uint64_t size = 0;
 		struct cairn_version v = { 0, 0 };
 
-		rc = cairn_stat(io, argv[3], &size, &v);
+		rc = cairn_stat(io, pos[2], &size, &v);
 		status = rc ? 1 : 0;
 		if (rc)
-			fprintf(stderr, "clusterctl: stat %s: %s\n", argv[3], cm_strerror(rc));
+			fprintf(stderr, "clusterctl: stat %s: %s\n", pos[2], cm_strerror(rc));
 		else if (json)
 			printf("{\"name\":\"%s\",\"size\":%" PRIu64 ",\"version\":\"%" PRIu64
 			       ".%" PRIu64 "\"}\n",
-			       argv[3], size, v.epoch, v.seq);
+			       pos[2], size, v.epoch, v.seq);
 		else
-			printf("%s size %" PRIu64 " version %" PRIu64 ".%" PRIu64 "\n", argv[3],
+			printf("%s size %" PRIu64 " version %" PRIu64 ".%" PRIu64 "\n", pos[2],
 			       size, v.epoch, v.seq);
 	} else if (!strcmp(verb, "rm")) {
-		rc = cairn_remove(io, argv[3]);
+		rc = cairn_remove(io, pos[2]);
 		status = rc ? 1 : 0;
 		if (rc)
-			fprintf(stderr, "clusterctl: rm %s: %s\n", argv[3], cm_strerror(rc));
+			fprintf(stderr, "clusterctl: rm %s: %s\n", pos[2], cm_strerror(rc));
+	} else if (!strcmp(verb, "ns")) {
+		status = obj_ns(io, json);
 	} else {
-		status = obj_ls(io, json);
+		status = obj_ls(io, all, json);
 	}
 	cairn_ioctx_destroy(io);
 	cairn_shutdown(cl);
