@@ -156,8 +156,9 @@ struct osd_pg {
 	uint64_t last_epoch_started;
 	struct osd_lent *log; /* ring */
 	size_t log_cap, log_head, log_n;
-	bool log_gap;            /* the store may hold entries the ring lost: trim by range */
-	bool incomplete;         /* our copy is being backfilled */
+	size_t log_bytes; /* the entries' memory (osd__lent_bytes): bounded by pg_log_max_bytes */
+	bool log_gap;     /* the store may hold entries the ring lost: trim by range */
+	bool incomplete;  /* our copy is being backfilled */
 	struct osd_oset missing; /* objects our copy lacks (durable as 'm' keys in OSD_PGMETA) */
 	uint64_t push_epoch, push_gen; /* the plan whose pushes we take (its PG_LOG came) */
 	/* peering and recovery (primary) */
@@ -559,6 +560,8 @@ struct osd_counters {
 	uint64_t reads_unleased;
 	uint64_t dups;
 	uint64_t ops_blocklisted;
+	uint64_t pg_log_bytes;     /* the PG logs' memory (a gauge) */
+	uint64_t pg_log_bytes_max; /* the largest one PG's (a gauge) */
 };
 
 struct osd_snap {
@@ -883,6 +886,8 @@ int osd__pg_stats(struct osd *o, Cairn__Mon__PgStat **a, size_t *n);
 /* ---------- pg/log.c ---------- */
 
 struct osd_lent *osd__pg_log_at(struct osd_pg *pg, size_t i);
+/* The memory an in-memory log entry holds (what pg->log_bytes sums). */
+size_t osd__lent_bytes(const struct osd_lent *e);
 
 int osd__pg_log_append(struct osd_pg *pg, const Cairn__Osd__LogEntry *le);
 

@@ -48,6 +48,7 @@
 
 #include <errno.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdio.h>
@@ -257,7 +258,8 @@ struct thr {
 	int rc;
 };
 
-#define APP_REC 32 /* bytes per append record: "seq=%020llu" padded, newline */
+#define LOAD_NAME_LEN (CAIRN_NAME_MAX + 1) /* object names: prefix-N, up to the limit */
+#define APP_REC       32 /* bytes per append record: "seq=%020llu" padded, newline */
 
 static void
 alog_name(int k, char *buf, size_t len)
@@ -269,7 +271,7 @@ alog_name(int k, char *buf, size_t len)
 static void
 do_append(struct thr *t, cairn_ioctx_t *io)
 {
-	char name[64], rec[APP_REC + 1];
+	char name[LOAD_NAME_LEN], rec[APP_REC + 1];
 	uint64_t seq = ++t->app_tried;
 	int64_t count = 0;
 	int rc, crc = 0;
@@ -326,7 +328,7 @@ do_append(struct thr *t, cairn_ioctx_t *io)
 static void
 check_alog(struct thr *t, cairn_ioctx_t *io, uint8_t *buf)
 {
-	char name[64];
+	char name[LOAD_NAME_LEN];
 	int64_t n, count = 0;
 	uint64_t prev = 0, upto = 0, seen = 0;
 	size_t cap = (size_t)(t->app_tried + 1) * APP_REC;
@@ -427,7 +429,7 @@ out:
 static void
 check_read(struct thr *t, cairn_ioctx_t *io, unsigned i, uint8_t *buf, uint8_t *want)
 {
-	char name[64];
+	char name[LOAD_NAME_LEN];
 	uint64_t gen = 0;
 	int rc;
 
@@ -469,7 +471,7 @@ static void
 thrash_one(struct thr *t, cairn_ioctx_t *io, uint64_t r, uint8_t *buf, uint8_t *want)
 {
 	unsigned i = (unsigned)(r % t->n);
-	char name[64];
+	char name[LOAD_NAME_LEN];
 
 	name_of(t->first + i, name, sizeof(name));
 	if (r % 7 == 1) {
@@ -592,7 +594,7 @@ wv_thread(void *arg)
 		goto out;
 	}
 	for (unsigned i = t->k; i < g_count; i += g_threads) {
-		char name[64];
+		char name[LOAD_NAME_LEN];
 		uint64_t gen = 0;
 		int rc;
 
@@ -734,7 +736,7 @@ run_model(void)
 	struct mobj *objs = calloc(g_count, sizeof(*objs));
 	uint8_t *buf = malloc(max), *src = malloc(max);
 	uint64_t x = seed_of(g_prefix, g_gen), ops = 0, bad = 0;
-	char name[64];
+	char name[LOAD_NAME_LEN];
 	int rc;
 
 	if (!objs || !buf || !src)
@@ -842,7 +844,7 @@ run_model(void)
 	}
 	if (g_mcheck) { /* only compare with what a model run saved */
 		for (unsigned k = 0; k < g_count; k++) {
-			char path[512];
+			char path[PATH_MAX + LOAD_NAME_LEN];
 			FILE *f;
 
 			name_of(k, name, sizeof(name));
@@ -864,7 +866,7 @@ run_model(void)
 		bad += model_check(io, name, &objs[k], buf, max) != 0;
 	}
 	for (unsigned k = 0; g_save && !g_mcheck && k < g_count; k++) {
-		char path[512];
+		char path[PATH_MAX + LOAD_NAME_LEN];
 		FILE *f;
 
 		name_of(k, name, sizeof(name));

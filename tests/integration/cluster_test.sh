@@ -88,6 +88,26 @@ done
 [ "$ops" -gt 0 ] || fail "the OSDs' metrics count no ops"
 echo "/metrics: 3 OSDs and 1 mon serve it; the OSDs counted $ops ops"
 
+# A PG log's memory is bounded in bytes too (osd_pg_log_max_bytes, 4 MiB):
+# 2,500 writes with 2,000-byte names to a pool of one PG would hold about
+# 6 MB in its log if only its entry count (3,000) bounded it.
+"$ctl" pool create ln --pg-num 1 >/dev/null || fail "pool create ln"
+wait_clean "pool ln" >/dev/null
+long=$(head -c 2000 /dev/zero | tr '\0' n)
+"$load" write -c "$dir/cairn.conf" --pool ln --prefix "$long" --count 2500 --gen 1 \
+	--max-size 64 --omap 0 --threads 8 >"$dir/ln.out" 2>&1 || fail "long names: $(tail -3 "$dir/ln.out")"
+"$load" verify -c "$dir/cairn.conf" --pool ln --prefix "$long" --count 2500 --gen 1 \
+	--max-size 64 --omap 0 --threads 8 >"$dir/ln.out" 2>&1 || fail "long names: $(tail -3 "$dir/ln.out")"
+sleep 2 # (other shards' figures come with their next beacon)
+lmax=0
+for a in $(sed -n 's/^osd_metrics = //p' "$dir/cairn.conf" | tr ',' ' '); do
+	v=$(curl -sf "http://$a/metrics" | awk '$1 == "cairn_osd_pg_log_bytes_max" { printf "%d", $2 }')
+	[ "${v:-0}" -gt "$lmax" ] && lmax=$v
+done
+[ "$lmax" -gt $((2 << 20)) ] || fail "the largest PG log holds $lmax bytes: the writes did not fill it"
+[ "$lmax" -le $(((4 << 20) + 8192)) ] || fail "a PG log holds $lmax bytes, over osd_pg_log_max_bytes (4 MiB)"
+echo "2,500 objects with 2,000-byte names in one PG: its log holds $lmax bytes (bound 4 MiB)"
+
 # More than one op carries: refused at once with a clear message, nothing written.
 head -c $((65 << 20)) /dev/zero >"$dir/big"
 if timeout 30 "$ctl" obj put default big "$dir/big" 2>"$dir/err"; then fail "a 65 MiB put was accepted"; fi

@@ -47,6 +47,7 @@ struct osd_conf {
 	uint64_t data_cache;
 	uint64_t beacon_ms;
 	uint64_t pg_log_max;
+	uint64_t pg_log_max_bytes; /* the in-memory log's size per PG (long names) */
 	uint64_t op_threads;
 	uint64_t recovery_max_active;
 	uint64_t recovery_share;   /* percent */

@@ -248,6 +248,29 @@ on_local_commit(void *arg, int rc)
 		repop_finish(rp);
 }
 
+/*
+ * The log holds more than max_bytes: the version to trim to, so that the
+ * entries left hold at most 3/4 of it (trims come in batches), keeping the
+ * newest entry. EC: never past roll (entries after it may still be rolled
+ * back from their stashes); nothing when roll is unknown.
+ */
+static struct osd_ver
+log_trim_bytes(struct osd_pg *pg, uint64_t max_bytes, const struct osd_ver *roll)
+{
+	struct osd_ver none = { 0, 0 }, v = none;
+	size_t left = pg->log_bytes, target = (size_t)(max_bytes / 4 * 3);
+
+	for (size_t i = 0; i + 1 < pg->log_n && left > target; i++) {
+		const struct osd_lent *e = osd__pg_log_at(pg, i);
+
+		if (pg->ec && osd_ver_cmp(&e->ver, roll) > 0)
+			break;
+		left -= osd__lent_bytes(e);
+		v = e->ver;
+	}
+	return v;
+}
+
 static void
 fill_entry(Cairn__Osd__LogEntry *le, Cairn__Osd__Version *v, Cairn__Osd__Version *pv,
 	   struct osd_op *op, bool deleted)
@@ -317,6 +340,8 @@ osd__op_commit(struct osd_op *op, const struct cm_sgl *(*data)(struct osd_op *op
 	pg->be->log_entry(op, &le, sent, &roll);
 	if (pg->log_n >= o->cfg->pg_log_max + OSD_TRIM_SLACK)
 		trim = osd__pg_log_at(pg, pg->log_n - o->cfg->pg_log_max - 1)->ver;
+	else if (o->cfg->pg_log_max_bytes && pg->log_bytes > o->cfg->pg_log_max_bytes)
+		trim = log_trim_bytes(pg, o->cfg->pg_log_max_bytes, &roll);
 	rp = calloc(1, sizeof(*rp));
 	rc = rp ? os_txn_create(&t) : -ENOMEM;
 	if (!rc)

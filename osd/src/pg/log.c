@@ -25,6 +25,25 @@ lent_clear(struct osd_lent *e)
 	memset(e, 0, sizeof(*e));
 }
 
+size_t
+osd__lent_bytes(const struct osd_lent *e)
+{
+	return sizeof(*e) + (e->oid ? strlen(e->oid) + 1 : 0) +
+	       (e->client ? strlen(e->client) + 1 : 0) + e->nsent * sizeof(*e->sent_to) + e->nouts;
+}
+
+/* Drop the oldest entry from memory. */
+static void
+log_pop(struct osd_pg *pg)
+{
+	struct osd_lent *e = osd__pg_log_at(pg, 0);
+
+	pg->log_bytes -= osd__lent_bytes(e);
+	lent_clear(e);
+	pg->log_head = (pg->log_head + 1) % pg->log_cap;
+	pg->log_n--;
+}
+
 int
 osd__pg_log_append(struct osd_pg *pg, const Cairn__Osd__LogEntry *le)
 {
@@ -32,9 +51,7 @@ osd__pg_log_append(struct osd_pg *pg, const Cairn__Osd__LogEntry *le)
 
 	if (pg->log_n == pg->log_cap) {
 		pg->log_gap = true; /* its key stays in the store until a trim */
-		lent_clear(osd__pg_log_at(pg, 0));
-		pg->log_head = (pg->log_head + 1) % pg->log_cap;
-		pg->log_n--;
+		log_pop(pg);
 	}
 	e = osd__pg_log_at(pg, pg->log_n);
 	osd_ver_from_pb(le->ver, &e->ver);
@@ -73,6 +90,7 @@ osd__pg_log_append(struct osd_pg *pg, const Cairn__Osd__LogEntry *le)
 		return -ENOMEM;
 	}
 	pg->log_n++;
+	pg->log_bytes += osd__lent_bytes(e);
 	return 0;
 }
 
@@ -80,11 +98,8 @@ osd__pg_log_append(struct osd_pg *pg, const Cairn__Osd__LogEntry *le)
 void
 osd__log_trim_mem(struct osd_pg *pg, const struct osd_ver *v)
 {
-	while (pg->log_n && osd_ver_cmp(&osd__pg_log_at(pg, 0)->ver, v) <= 0) {
-		lent_clear(osd__pg_log_at(pg, 0));
-		pg->log_head = (pg->log_head + 1) % pg->log_cap;
-		pg->log_n--;
-	}
+	while (pg->log_n && osd_ver_cmp(&osd__pg_log_at(pg, 0)->ver, v) <= 0)
+		log_pop(pg);
 	if (osd_ver_cmp(&pg->log_tail, v) < 0)
 		pg->log_tail = *v;
 }
@@ -108,6 +123,7 @@ osd__pg_log_clear(struct osd_pg *pg)
 		lent_clear(osd__pg_log_at(pg, i));
 	pg->log_head = 0;
 	pg->log_n = 0;
+	pg->log_bytes = 0;
 }
 
 void

@@ -11,7 +11,16 @@ CM_LOG_SUBSYS(osd);
 static struct osd_counters
 counters_of(const struct osd *o)
 {
-	return (struct osd_counters){ .ops = o->ops,
+	uint64_t lb = 0, lmax = 0;
+
+	for (size_t b = 0; o->pgs && b < o->npg_b; b++)
+		for (const struct osd_pg *pg = o->pgs[b]; pg; pg = pg->hnext) {
+			lb += pg->log_bytes;
+			lmax = CM_MAX(lmax, (uint64_t)pg->log_bytes);
+		}
+	return (struct osd_counters){ .pg_log_bytes = lb,
+				      .pg_log_bytes_max = lmax,
+				      .ops = o->ops,
 				      .bytes_in = o->op_bytes_in,
 				      .bytes_out = o->op_bytes_out,
 				      .rec_objects = o->rec_objects,
@@ -44,6 +53,8 @@ counters_add(struct osd_counters *t, const struct osd_counters *c)
 	t->reads_unleased += c->reads_unleased;
 	t->dups += c->dups;
 	t->ops_blocklisted += c->ops_blocklisted;
+	t->pg_log_bytes += c->pg_log_bytes;
+	t->pg_log_bytes_max = CM_MAX(t->pg_log_bytes_max, c->pg_log_bytes_max);
 }
 
 /* Shard 0: every shard's counters, ours now and the others' last snapshot. */

@@ -49,6 +49,8 @@ COUNTER_FN(g_pg_merges, pg_merges)
 COUNTER_FN(g_reads_unleased, reads_unleased)
 COUNTER_FN(g_dups, dups)
 COUNTER_FN(g_blocklisted, ops_blocklisted)
+COUNTER_FN(g_log_bytes, pg_log_bytes)
+COUNTER_FN(g_log_bytes_max, pg_log_bytes_max)
 
 static double
 g_pgs(void *arg)
@@ -183,6 +185,10 @@ osd__metrics_start(struct osd *o, const char *addr, struct osd_metrics **mp)
 		  "Client ops and listings refused with -EKEYREVOKED: the client is on the "
 		  "map's blocklist (osd blocklist add).",
 		  g_blocklisted },
+		{ "cairn_osd_pg_log_bytes",
+		  "Memory the PG logs hold (each bounded by osd_pg_log_max_bytes).", g_log_bytes },
+		{ "cairn_osd_pg_log_bytes_max", "Memory the largest PG log holds.",
+		  g_log_bytes_max },
 		{ "cairn_osd_data_cache_hits_total",
 		  "Block reads the store's data cache answered (osd_data_cache).", g_cache_hits },
 		{ "cairn_osd_data_cache_misses_total", "Block reads that went to the device.",
