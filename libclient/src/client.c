@@ -546,6 +546,17 @@ creq_send(struct creq *q, bool force)
 	q->sent_ms = cm_now_ms();
 }
 
+/*
+ * A request posted to the client thread that it never took (cairn_shutdown
+ * stopped it first): it ends as the ones in flight do, with -ESHUTDOWN (on
+ * the thread that destroys the reactor).
+ */
+static void
+submit_drop(void *arg)
+{
+	creq_finish(arg, -ESHUTDOWN, NULL);
+}
+
 static void
 submit_fn(void *arg)
 {
@@ -914,6 +925,12 @@ mreq_tick(struct cairn_cluster *cl, uint64_t now)
 }
 
 static void
+mreq_drop(void *arg)
+{
+	mreq_finish(arg, -ESHUTDOWN);
+}
+
+static void
 mreq_submit_fn(void *arg)
 {
 	struct mreq *q = arg;
@@ -961,7 +978,7 @@ mon_call(struct cairn_cluster *cl, uint16_t type, const ProtobufCMessage *req, u
 	q->reply_type = reply_type;
 	q->req = req;
 	q->deadline_ms = cm_now_ms() + (cl->op_timeout_ms ? cl->op_timeout_ms : MON_TIMEOUT_MS);
-	q->post = (struct cm_reactor_msg){ .fn = mreq_submit_fn, .arg = q };
+	q->post = (struct cm_reactor_msg){ .fn = mreq_submit_fn, .drop = mreq_drop, .arg = q };
 	cm_reactor_post(cl->r, &q->post);
 	rc = cairn_completion_wait(q->comp);
 	cairn_completion_release(q->comp);
@@ -1298,7 +1315,7 @@ cairn_aio_operate_opts(cairn_ioctx_t *io, const char *oid, cairn_op_t *op, cairn
 	q->comp = c;
 	cairn__comp_attach(c);
 	q->timeout_ms = opts.timeout_ms;
-	q->post = (struct cm_reactor_msg){ .fn = submit_fn, .arg = q };
+	q->post = (struct cm_reactor_msg){ .fn = submit_fn, .drop = submit_drop, .arg = q };
 	cm_reactor_post(io->cl->r, &q->post);
 	return 0;
 }
@@ -1346,7 +1363,7 @@ cairn_completion_cancel(cairn_completion_t *c)
 	x->tid = c->tid;
 	x->c = c;
 	pthread_mutex_unlock(&c->mu);
-	x->post = (struct cm_reactor_msg){ .fn = cancel_fn, .arg = x };
+	x->post = (struct cm_reactor_msg){ .fn = cancel_fn, .drop = free, .arg = x };
 	cm_reactor_post(x->cl->r, &x->post);
 	return 0;
 }
@@ -1581,7 +1598,7 @@ list_pg(cairn_ioctx_t *io, uint32_t seed, uint32_t pg_num, const char *nspace, c
 	q->ns_only = ns_only;
 	q->max = max;
 	q->comp = c;
-	q->post = (struct cm_reactor_msg){ .fn = submit_fn, .arg = q };
+	q->post = (struct cm_reactor_msg){ .fn = submit_fn, .drop = submit_drop, .arg = q };
 	cm_reactor_post(io->cl->r, &q->post);
 	rc = cairn_completion_wait(c);
 	cairn_completion_release(c);

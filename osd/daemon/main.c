@@ -47,7 +47,7 @@ static const struct cm_opt g_osd_opts[] = {
 	       beacon_ms, "how often to tell the leader we are alive"),
 	CM_OPT("osd_pg_log_max", CM_OPT_UINT, "3000", 10, 1000000, 0, struct osd_conf, pg_log_max,
 	       "PG log entries kept (duplicate detection and log-based recovery)"),
-	CM_OPT("osd_pg_log_max_bytes", CM_OPT_SIZE, "4M", 65536, 1ull << 40, 0, struct osd_conf,
+	CM_OPT("osd_pg_log_max_bytes", CM_OPT_SIZE, "4M", 1u << 20, 1ull << 40, 0, struct osd_conf,
 	       pg_log_max_bytes,
 	       "the most memory one PG's log holds (names up to 4 KiB make entries large): "
 	       "past it the oldest entries are trimmed even below osd_pg_log_max"),

@@ -7,6 +7,7 @@
  * without a record of what was written.
  *
  *   cairn_load write  -c CONF --pool P --prefix X [--first F] --count N --gen G [--max-size B]
+ *       (write, verify: [--xattr-name-len N] names the generation xattr "gen" padded to N)
  *   cairn_load verify -c CONF --pool P --prefix X [--first F] --count N --gen G [--max-size B]
  *   cairn_load thrash -c CONF --pool P --prefix X --count N --seconds S [--threads T]
  *   cairn_load model  -c CONF --pool P --prefix X --count N --gen OPS [--save DIR]
@@ -61,6 +62,9 @@ static const char *g_pool = "default", *g_prefix = "load", *g_conf, *g_nspace;
 static unsigned g_first, g_count = 100, g_threads = 4, g_seconds = 10;
 static uint64_t g_gen = 1, g_max = 1 << 20, g_timeout; /* 0: ops wait through failures */
 static bool g_omap = true; /* --omap 0: data and xattrs only (EC pools refuse omap) */
+/* The xattr holding each object's generation: "gen", or with --xattr-name-len
+ * N "gen" padded with 'x' to N bytes (255: the longest an xattr name may be) */
+static char g_gen_attr[256] = "gen";
 static const char *g_save; /* model: the final contents go to files here; mcheck reads them */
 static cairn_cluster_t *g_cl;
 static const char *g_name, *g_do, *g_file; /* op */
@@ -137,7 +141,7 @@ write_gen(cairn_ioctx_t *io, const char *name, uint64_t gen, uint8_t *buf)
 	snprintf(g, sizeof(g), "%" PRIu64, gen);
 	snprintf(hdr, sizeof(hdr), "h:%s:%" PRIu64, name, gen);
 	cairn_op_write_full(op, buf, size);
-	cairn_op_setxattr(op, "gen", g, strlen(g));
+	cairn_op_setxattr(op, g_gen_attr, g, strlen(g));
 	if (g_omap)
 		cairn_op_omap_clear(op);
 	for (unsigned k = 0; g_omap && k < nk; k++) {
@@ -169,7 +173,7 @@ read_check(cairn_ioctx_t *io, const char *name, uint64_t *gen, uint8_t *buf, uin
 	if (!op)
 		return -ENOMEM;
 	cairn_op_read(op, 0, g_max + 1, buf, &got, &r1);
-	cairn_op_getxattr(op, "gen", g, sizeof(g) - 1, &glen, &r2);
+	cairn_op_getxattr(op, g_gen_attr, g, sizeof(g) - 1, &glen, &r2);
 	if (g_omap) {
 		cairn_op_omap_list(op, NULL, 0, NULL, 0, 64, &kvs, &nkv, &more, &r3);
 		cairn_op_omap_get_header(op, &hdr, &r4);
@@ -1285,7 +1289,16 @@ main(int argc, char **argv)
 			g_seconds = (unsigned)strtoul(v, NULL, 10);
 		else if (!strcmp(k, "--omap"))
 			g_omap = strcmp(v, "0") != 0;
-		else if (!strcmp(k, "--timeout"))
+		else if (!strcmp(k, "--xattr-name-len")) {
+			size_t n = strtoul(v, NULL, 10);
+
+			if (n < 3 || n >= sizeof(g_gen_attr)) {
+				fprintf(stderr, "cairn_load: --xattr-name-len 3..255\n");
+				return 2;
+			}
+			memset(g_gen_attr + 3, 'x', n - 3);
+			g_gen_attr[n] = 0;
+		} else if (!strcmp(k, "--timeout"))
 			g_timeout = strtoull(v, NULL, 10);
 		else if (!strcmp(k, "--save"))
 			g_save = v;

@@ -55,7 +55,7 @@ grep -q "no such pool" "$dir/err" || fail "missing pool message: $(cat "$dir/err
 "$ctl" obj get default obj-4096 "$dir/out.t" --namespace tenant || fail "get in tenant"
 cmp "$dir/in.1" "$dir/out.t" || fail "tenant's obj-4096 is not its own"
 "$ctl" obj stat default obj-4096 | grep -q "size 4096 " || fail "the default obj-4096 changed"
-[ "$("$ctl" obj ls default --namespace tenant | sort | tr '\n' ' ')" = "kobj obj-4096 " ] ||
+[ "$("$ctl" obj ls default --namespace tenant | sort | tr '\n' ' ')" = "$(printf 'kobj\tk1 obj-4096 ')" ] ||
 	fail "ls tenant: $("$ctl" obj ls default --namespace tenant)"
 "$ctl" obj ls default --all-namespaces | grep -q "^tenant	kobj	k1$" ||
 	fail "ls --all-namespaces: $("$ctl" obj ls default --all-namespaces)"
@@ -70,6 +70,8 @@ if "$ctl" obj put default x "$dir/in.1" --namespace "$(printf 'a\037b')" 2>"$dir
 	fail "a namespace with \\x1f was taken"
 fi
 grep -q "bad --namespace" "$dir/err" || fail "bad namespace message: $(cat "$dir/err")"
+if "$ctl" obj get default obj-4096 "$dir/x" -N 2>/dev/null; then fail "-N without a value was taken"; fi
+[ ! -e ./-N ] || fail "-N without a value became a file name"
 
 # /metrics on every daemon (clusterctl up gives each an address in cairn.conf).
 command -v curl >/dev/null || fail "curl is not installed (make deps)"

@@ -20,6 +20,8 @@
 static cairn_cluster_t *g_cl;
 static cairn_ioctx_t *g_io;
 
+static cairn_cluster_t *connect_other(void);
+
 static void
 setup(void)
 {
@@ -942,6 +944,55 @@ START_TEST(test_throttle)
 
 END_TEST
 
+static atomic_int g_shut_done, g_shut_rc_bad;
+
+static void
+shut_cb(cairn_completion_t *c, void *arg)
+{
+	int rc = cairn_completion_rc(c);
+
+	cairn_op_release(arg);
+	if (rc && rc != -ESHUTDOWN)
+		atomic_fetch_add(&g_shut_rc_bad, 1);
+	atomic_fetch_add(&g_shut_done, 1);
+}
+
+/*
+ * cairn_shutdown right after 300 submissions: every op completes before it
+ * returns (0 if it got through, else -ESHUTDOWN), also those the client
+ * thread had not taken yet when it stopped.
+ */
+START_TEST(test_shutdown_completes)
+{
+	static const char data[64] = "shutdown";
+	cairn_cluster_t *cl = connect_other();
+	cairn_ioctx_t *io;
+	char name[32];
+
+	atomic_store(&g_shut_done, 0);
+	atomic_store(&g_shut_rc_bad, 0);
+	ck_assert_int_eq(cairn_ioctx_create(cl, "default", &io), 0);
+	for (int i = 0; i < 300; i++) {
+		cairn_op_t *op = cairn_op_create();
+		cairn_completion_t *c = cairn_completion_create(shut_cb, op);
+
+		snprintf(name, sizeof(name), "shut.%d", i);
+		cairn_op_write_full(op, data, sizeof(data));
+		ck_assert_int_eq(cairn_aio_operate(io, name, op, c), 0);
+		cairn_completion_release(c);
+	}
+	cairn_ioctx_destroy(io);
+	cairn_shutdown(cl);
+	ck_assert_int_eq(atomic_load(&g_shut_done), 300);
+	ck_assert_int_eq(atomic_load(&g_shut_rc_bad), 0);
+	for (int i = 0; i < 300; i++) {
+		snprintf(name, sizeof(name), "shut.%d", i);
+		cairn_remove(g_io, name);
+	}
+}
+
+END_TEST
+
 /* Completions for the caller's own event loop: poll the queue's fd, reap, release. */
 START_TEST(test_completion_queue)
 {
@@ -1474,6 +1525,7 @@ main(void)
 	tcase_add_test(tc, test_release_in_flight);
 	tcase_add_test(tc, test_throttle);
 	tcase_add_test(tc, test_completion_queue);
+	tcase_add_test(tc, test_shutdown_completes);
 	tcase_add_test(tc, test_bad_input);
 	tcase_add_test(tc, test_too_large);
 	tcase_add_test(tc, test_methods);

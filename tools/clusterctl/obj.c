@@ -158,7 +158,7 @@ obj_get(cairn_ioctx_t *io, const char *name, const char *path)
 
 /* One listed object: "name", or with every namespace "ns<TAB>name" (keys as "ns<TAB>name<TAB>key").
  */
-static void
+static int
 ls_one(json_t *arr, bool all, const struct cairn_obj *o)
 {
 	if (arr) {
@@ -167,12 +167,15 @@ ls_one(json_t *arr, bool all, const struct cairn_obj *o)
 
 		if (j && all && o->key[0])
 			json_object_set_new(j, "key", json_string(o->key));
-		json_array_append_new(arr, j);
+		/* (JSON strings are UTF-8: other names need the text listing) */
+		if (!j || json_array_append_new(arr, j))
+			return -EILSEQ;
 	} else if (all) {
 		printf("%s\t%s%s%s\n", o->nspace, o->name, o->key[0] ? "\t" : "", o->key);
-	} else {
-		printf("%s\n", o->name);
+	} else { /* (a keyed object is named with its key: get needs both) */
+		printf("%s%s%s\n", o->name, o->key[0] ? "\t" : "", o->key);
 	}
+	return 0;
 }
 
 static int
@@ -201,15 +204,15 @@ obj_ls(cairn_ioctx_t *io, bool all, bool json)
 	int rc = 0;
 
 	memset(&cur, 0, sizeof(cur));
-	while (!cur.done) {
+	while (!cur.done && !rc) {
 		struct cairn_obj *objs;
 		size_t n;
 
 		rc = cairn_list_objs(io, &cur, 1000, all ? CAIRN_LIST_ALL_NS : 0, &objs, &n);
 		if (rc)
 			break;
-		for (size_t i = 0; i < n; i++)
-			ls_one(arr, all, &objs[i]);
+		for (size_t i = 0; i < n && !rc; i++)
+			rc = ls_one(arr, all, &objs[i]);
 		cairn_objs_free(objs, n);
 	}
 	cairn_list_cursor_fini(&cur);
@@ -256,9 +259,14 @@ ctl_obj(const struct ctl_conf *c, int argc, char **argv, bool json)
 	int status, rc, npos = 0;
 
 	for (int i = 1; i < argc; i++) {
-		if ((!strcmp(argv[i], "--namespace") || !strcmp(argv[i], "-N")) && i + 1 < argc)
+		bool takes = !strcmp(argv[i], "--namespace") || !strcmp(argv[i], "-N") ||
+			     !strcmp(argv[i], "--key");
+
+		if (takes && i + 1 >= argc)
+			return obj_usage(); /* (an option without its value) */
+		if (!strcmp(argv[i], "--namespace") || !strcmp(argv[i], "-N"))
 			ns = argv[++i];
-		else if (!strcmp(argv[i], "--key") && i + 1 < argc)
+		else if (!strcmp(argv[i], "--key"))
 			key = argv[++i];
 		else if (!strcmp(argv[i], "--all-namespaces"))
 			all = true;
@@ -273,7 +281,8 @@ ctl_obj(const struct ctl_conf *c, int argc, char **argv, bool json)
 	if (npos < 2 || (strcmp(verb, "ls") && strcmp(verb, "ns") && npos < 3) ||
 	    (strcmp(verb, "put") && strcmp(verb, "get") && strcmp(verb, "stat") &&
 	     strcmp(verb, "rm") && strcmp(verb, "ls") && strcmp(verb, "ns")) ||
-	    (all && strcmp(verb, "ls")))
+	    (all && strcmp(verb, "ls")) || (key && (!strcmp(verb, "ls") || !strcmp(verb, "ns"))) ||
+	    ((ns || all) && !strcmp(verb, "ns")))
 		return obj_usage();
 	status = connect_cluster(c, &cl);
 	if (status)

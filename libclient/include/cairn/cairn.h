@@ -113,7 +113,13 @@ void cairn_opts_init(struct cairn_opts *o, size_t size);
  */
 int cairn_connect(const struct cairn_opts *o, cairn_cluster_t **clp, char *err, size_t errlen);
 
-/* Stop the client thread and free; ops still in flight complete with -ESHUTDOWN. */
+/*
+ * Stop the client thread and free. Every op submitted before completes:
+ * those still in flight (or not yet sent) with -ESHUTDOWN, their callbacks
+ * run before this returns (on the client thread or on this one). No other
+ * call on cl, its ioctxs or streams may run (or wait in the throttle)
+ * while this runs, or start after.
+ */
 void cairn_shutdown(cairn_cluster_t *cl);
 
 /* The map epoch the client holds. */

@@ -195,8 +195,9 @@ target_of(struct split_job *j, const char *name)
 	if (rc == -EINVAL && name[0] == CRUSH_ONAME_NS_MARK) {
 		/* Stored before namespaces by a client that allowed this first
 		 * byte: it was placed by its whole name, and moves so. */
-		CM_WARN("split of %s: legacy object name of %zu bytes starting with \\x02",
-			j->pg->cid, strlen(name));
+		CM_LOG_RL(CM_LOG_WARN,
+			  "split of %s: legacy object name of %zu bytes starting with \\x02",
+			  j->pg->cid, strlen(name));
 		rc = crush_object_to_pg(&j->cp, NULL, name, &s);
 	}
 	if (rc) {

@@ -81,10 +81,10 @@ push_txn(struct osd_pg *pg, const Cairn__Osd__Push *p, const struct cm_sgl *data
 		if (!rc && p->size)
 			rc = os_txn_truncate(t, cid, oid, p->size);
 		for (size_t i = 0; i < p->n_attr_names && !rc; i++) {
-			char name[256];
+			char name[OSD_ATTR_NAME_MAX + 1]; /* ('_' or 'L' and 255) */
 			size_t nl = p->attr_names[i].len;
 
-			if (nl == 0 || nl >= sizeof(name))
+			if (nl == 0 || nl > OSD_ATTR_NAME_MAX)
 				return -EINVAL;
 			memcpy(name, p->attr_names[i].data, nl);
 			name[nl] = 0;
