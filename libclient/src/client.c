@@ -106,6 +106,7 @@ struct cairn_cluster {
 	char entity[48];
 	uint64_t barrier; /* ops are sent with a map of at least this epoch (__atomic) */
 	bool fenced;      /* client thread: our name is on the map's blocklist */
+	bool down;        /* client thread: its loop ended (cairn_shutdown); map gone */
 	struct cm_reactor *r;
 	pthread_t th;
 	bool th_started;
@@ -575,8 +576,17 @@ submit_fn(void *arg)
 	q->comp->tid = q->tid;
 	cancel = q->comp->cancel;
 	pthread_mutex_unlock(&q->comp->mu);
-	if (cancel || cl->fenced || creq_link(q)) {
-		creq_finish(q, cancel ? -ECANCELED : cl->fenced ? -EKEYREVOKED : -ENOMEM, NULL);
+	/*
+	 * (down: taken while the messenger drains at shutdown, after the map
+	 * went with the monitor client: it ends like the ones in flight did.)
+	 */
+	if (cancel || cl->down || cl->fenced || creq_link(q)) {
+		creq_finish(q,
+			    cancel       ? -ECANCELED
+			    : cl->down   ? -ESHUTDOWN
+			    : cl->fenced ? -EKEYREVOKED
+					 : -ENOMEM,
+			    NULL);
 		return;
 	}
 	creq_send(q, true);
@@ -936,6 +946,10 @@ mreq_submit_fn(void *arg)
 	struct mreq *q = arg;
 	struct cairn_cluster *cl = q->cl;
 
+	if (cl->down) { /* (as submit_fn) */
+		mreq_finish(q, -ESHUTDOWN);
+		return;
+	}
 	q->tid = ++cl->tid;
 	TAILQ_INSERT_TAIL(&cl->mons, q, link);
 	q->linked = true;
@@ -1043,6 +1057,7 @@ client_thread(void *arg)
 	cm_timer_init(&cl->tick, on_tick, cl);
 	cm_timer_arm(cl->r, &cl->tick, TICK_MS);
 	cm_reactor_run(cl->r);
+	cl->down = true;
 	cm_timer_cancel(cl->r, &cl->tick);
 	while ((q = TAILQ_FIRST(&cl->inflight)))
 		creq_finish(q, -ESHUTDOWN, NULL);
@@ -1050,6 +1065,7 @@ client_thread(void *arg)
 		mreq_finish(TAILQ_FIRST(&cl->mons), -ESHUTDOWN);
 	mon_async_destroy(cl->monc);
 	cl->monc = NULL;
+	cl->map = NULL; /* (it was the monitor client's) */
 	mon_osd_sessions_fini(&cl->sess);
 	cm_msgr_destroy(cl->msgr);
 	cl->msgr = NULL;
