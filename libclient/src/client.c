@@ -58,6 +58,7 @@ struct creq {
 	struct creq *hnext; /* in the cluster's tid table */
 	struct cairn_cluster *cl;
 	unsigned timeout_ms; /* this op's own limit (0: the client's op_timeout_ms) */
+	unsigned hold_ms;    /* the OSD holds it this long (a notify): resend after that */
 	int kind;
 	int64_t pool;
 	char *oid; /* the store name (crush/oname.h): oid_in, or allocated */
@@ -166,7 +167,36 @@ struct cairn_cluster {
 	TAILQ_HEAD(, mreq) mons; /* admin calls in flight */
 	uint64_t tid;
 	struct cm_timer tick;
+	struct cairn__wlist watches;
 };
+
+struct cm_reactor *
+cairn__cl_reactor(struct cairn_cluster *cl)
+{
+	return cl->r;
+}
+
+struct cairn__wlist *
+cairn__cl_watches(struct cairn_cluster *cl)
+{
+	return &cl->watches;
+}
+
+struct cairn_cluster *
+cairn__ioctx_cluster(const cairn_ioctx_t *io)
+{
+	return io->cl;
+}
+
+cairn_ioctx_t *
+cairn__ioctx_dup(const cairn_ioctx_t *io)
+{
+	cairn_ioctx_t *d = malloc(sizeof(*d));
+
+	if (d)
+		memcpy(d, io, sizeof(*d));
+	return d;
+}
 
 /* ---------- the client thread: targeting and sending ---------- */
 
@@ -683,6 +713,21 @@ fill_outputs(struct creq *q, const Cairn__Osd__OsdOpReply *r, const struct cm_ms
 					*s->out_more = x->more;
 				break;
 			}
+			case OSD_OP_NOTIFY:
+				if (s->out_notify)
+					rc = cairn__notify_result_decode(
+						x->value.data, x->value.len, s->out_notify);
+				break;
+			case OSD_OP_LIST_WATCHERS:
+				if (s->out_watchers) {
+					size_t n = 0;
+
+					rc = cairn__watchers_decode(x->value.data, x->value.len,
+								    s->out_watchers, &n);
+					if (s->out_n)
+						*s->out_n = n;
+				}
+				break;
 			case OSD_OP_LOCK_INFO:
 				if (s->out_lock)
 					rc = cairn__lock_info_decode(x->value.data, x->value.len,
@@ -862,6 +907,7 @@ on_map(void *arg, const Cairn__Map__OsdMap *m)
 			creq_finish(q, -EKEYREVOKED, NULL);
 	}
 	resend_all(cl, true);
+	cairn__watch_kick(cl); /* bind the watches where the map puts them now */
 }
 
 static void
@@ -875,6 +921,8 @@ on_msg(void *arg, struct cm_conn *c, struct cm_msg *m)
 		on_op_reply(cl, m);
 	else if (m->type == OSD_MSG_PG_LIST_REPLY)
 		on_list_reply(cl, m);
+	else if (m->type == OSD_MSG_WATCH_EVENT)
+		cairn__watch_event(cl, m);
 	else
 		cm_msg_destroy(m);
 }
@@ -897,6 +945,7 @@ on_event(void *arg, struct cm_conn *c, enum cm_conn_event ev, int rc)
 			q->target = -1;
 			q->retry_ms = cm_now_ms() + 50;
 		}
+	cairn__watch_kick(cl); /* (a watch may have been bound to that session) */
 }
 
 /* ---------- admin calls: requests to the monitors' leader ---------- */
@@ -1013,11 +1062,12 @@ on_tick(struct cm_timer *t)
 			creq_finish(q, -ETIMEDOUT, NULL);
 			continue;
 		}
-		if (q->target >= 0 && now - q->sent_ms >= RESEND_MS)
+		if (q->target >= 0 && now - q->sent_ms >= RESEND_MS + q->hold_ms)
 			creq_send(q, true);
 	}
 	resend_all(cl, false);
 	mreq_tick(cl, now);
+	cairn__watch_tick(cl, now);
 	cm_timer_arm(cl->r, &cl->tick, TICK_MS);
 }
 
@@ -1092,6 +1142,7 @@ cluster_free(struct cairn_cluster *cl)
 	free(cl->htab);
 	free(cl->pgc);
 	cm_reactor_destroy(cl->r);
+	cairn__watch_fini(cl); /* (after the reactor: its last drops may complete pings) */
 	cm_conf_free(&cl->conf);
 	pthread_mutex_destroy(&cl->mu);
 	pthread_cond_destroy(&cl->cv);
@@ -1122,6 +1173,7 @@ cairn_connect(const struct cairn_opts *o, cairn_cluster_t **clp, char *err, size
 	cl->thr_max_bytes = opts.max_bytes_in_flight ? opts.max_bytes_in_flight : 256u << 20;
 	TAILQ_INIT(&cl->inflight);
 	TAILQ_INIT(&cl->mons);
+	TAILQ_INIT(&cl->watches.head);
 	cl->conf = (struct cm_conf){
 		.table = g_cl_opts, .base = &cl->cfg, .section = "client", .env_prefix = "CAIRN_"
 	};
@@ -1331,6 +1383,15 @@ cairn_aio_operate_opts(cairn_ioctx_t *io, const char *oid, cairn_op_t *op, cairn
 	q->comp = c;
 	cairn__comp_attach(c);
 	q->timeout_ms = opts.timeout_ms;
+	for (size_t i = 0; i < op->n; i++)
+		if (op->subs[i].type == OSD_OP_NOTIFY) {
+			/* The OSD answers when the watchers did, or at the notify's timeout. */
+			unsigned need = op->subs[i].notify_ms + RESEND_MS;
+
+			q->hold_ms = op->subs[i].notify_ms;
+			if (!q->timeout_ms && io->cl->op_timeout_ms && io->cl->op_timeout_ms < need)
+				q->timeout_ms = need;
+		}
 	q->post = (struct cm_reactor_msg){ .fn = submit_fn, .drop = submit_drop, .arg = q };
 	cm_reactor_post(io->cl->r, &q->post);
 	return 0;

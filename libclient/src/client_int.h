@@ -68,8 +68,36 @@ struct csub {
 	size_t *out_n;
 	bool *out_more;
 	struct cairn_kv *out_header;
-	struct cairn_lock_info *out_lock; /* LOCK_INFO */
+	struct cairn_lock_info *out_lock;       /* LOCK_INFO */
+	struct cairn_notify_result *out_notify; /* NOTIFY */
+	unsigned notify_ms;                     /* NOTIFY: its timeout (for the client's timers) */
+	struct cairn_watcher **out_watchers;    /* LIST_WATCHERS (count in out_n) */
 };
+
+/* watch/notify sub-ops of the library itself (op.c), and decoding their results */
+void cairn__op_watch(cairn_op_t *op, uint32_t type, uint64_t cookie, unsigned timeout_ms);
+void cairn__op_notify_ack(cairn_op_t *op, uint64_t notify_id, uint64_t cookie, const void *reply,
+			  size_t len);
+int cairn__notify_result_decode(const uint8_t *p, size_t len, struct cairn_notify_result *res);
+int cairn__watchers_decode(const uint8_t *p, size_t len, struct cairn_watcher **w, size_t *n);
+
+/* watch.c, and what it needs of client.c */
+struct cairn_watch;
+
+struct cairn__wlist {
+	TAILQ_HEAD(, cairn_watch) head; /* client thread */
+	uint64_t seq;                   /* cookies (atomic) */
+};
+struct cm_reactor *cairn__cl_reactor(struct cairn_cluster *cl);
+struct cairn__wlist *cairn__cl_watches(struct cairn_cluster *cl);
+struct cairn_cluster *cairn__ioctx_cluster(const cairn_ioctx_t *io);
+cairn_ioctx_t *cairn__ioctx_dup(const cairn_ioctx_t *io);
+/* client thread: pings due; ping every watch now (a new map, a session lost); an event (m taken) */
+void cairn__watch_tick(struct cairn_cluster *cl, uint64_t now);
+void cairn__watch_kick(struct cairn_cluster *cl);
+void cairn__watch_event(struct cairn_cluster *cl, struct cm_msg *m);
+/* cluster_free, once no thread runs: free the watches never unwatched */
+void cairn__watch_fini(struct cairn_cluster *cl);
 
 struct cairn_op {
 	struct csub *subs;

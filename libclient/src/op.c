@@ -678,3 +678,199 @@ cairn__lock_info_decode(const uint8_t *p, size_t len, struct cairn_lock_info *in
 		cairn_lock_info_free(info);
 	return rc;
 }
+
+/* ---------- watch/notify ---------- */
+
+/* A watch/notify sub-op with its request packed (pack: the message's packer). */
+static struct csub *
+watch_sub(cairn_op_t *op, uint32_t type, const ProtobufCMessage *rq)
+{
+	struct csub *s = sub_add(op, type);
+	size_t n;
+
+	if (!s)
+		return NULL;
+	n = protobuf_c_message_get_packed_size(rq);
+	s->value.data = malloc(n ? n : 1);
+	if (!s->value.data) {
+		op->err = -ENOMEM;
+		return NULL;
+	}
+	s->value.len = protobuf_c_message_pack(rq, s->value.data);
+	return s;
+}
+
+void
+cairn__op_watch(cairn_op_t *op, uint32_t type, uint64_t cookie, unsigned timeout_ms)
+{
+	Cairn__Osd__WatchReq rq = CAIRN__OSD__WATCH_REQ__INIT;
+
+	rq.cookie = cookie;
+	rq.timeout_ms = timeout_ms;
+	watch_sub(op, type, &rq.base);
+}
+
+void
+cairn__op_notify_ack(cairn_op_t *op, uint64_t notify_id, uint64_t cookie, const void *reply,
+		     size_t len)
+{
+	Cairn__Osd__NotifyAckReq rq = CAIRN__OSD__NOTIFY_ACK_REQ__INIT;
+
+	if (len > CAIRN_NOTIFY_MAX || (len && !reply)) {
+		op->err = op->err ? op->err : -EINVAL;
+		return;
+	}
+	rq.notify_id = notify_id;
+	rq.cookie = cookie;
+	rq.reply.data = (uint8_t *)reply;
+	rq.reply.len = len;
+	watch_sub(op, OSD_OP_NOTIFY_ACK, &rq.base);
+}
+
+void
+cairn_op_notify(cairn_op_t *op, const void *payload, size_t len, unsigned timeout_ms,
+		struct cairn_notify_result *res, int *rval)
+{
+	Cairn__Osd__NotifyReq rq = CAIRN__OSD__NOTIFY_REQ__INIT;
+	struct csub *s;
+
+	if (res)
+		memset(res, 0, sizeof(*res));
+	if (len > CAIRN_NOTIFY_MAX || (len && !payload) || timeout_ms > OSD_NOTIFY_TIMEOUT_MAX_MS) {
+		op->err = op->err ? op->err : -EINVAL;
+		return;
+	}
+	rq.payload.data = (uint8_t *)payload;
+	rq.payload.len = len;
+	rq.timeout_ms = timeout_ms ? timeout_ms : 5000;
+	s = watch_sub(op, OSD_OP_NOTIFY, &rq.base);
+	if (s) {
+		s->out_notify = res;
+		s->rval = rval;
+		s->notify_ms = rq.timeout_ms;
+	}
+}
+
+void
+cairn_op_list_watchers(cairn_op_t *op, struct cairn_watcher **w, size_t *n, int *rval)
+{
+	Cairn__Osd__WatchReq rq = CAIRN__OSD__WATCH_REQ__INIT;
+	struct csub *s;
+
+	if (w)
+		*w = NULL;
+	if (n)
+		*n = 0;
+	s = watch_sub(op, OSD_OP_LIST_WATCHERS, &rq.base);
+	if (s) {
+		s->out_watchers = w;
+		s->out_n = n;
+		s->rval = rval;
+	}
+}
+
+static void
+replies_free(struct cairn_notify_reply *r, size_t n)
+{
+	for (size_t i = 0; r && i < n; i++) {
+		free(r[i].entity);
+		free(r[i].data);
+	}
+	free(r);
+}
+
+void
+cairn_notify_result_free(struct cairn_notify_result *res)
+{
+	if (!res)
+		return;
+	replies_free(res->acks, res->nacks);
+	replies_free(res->timeouts, res->ntimeouts);
+	memset(res, 0, sizeof(*res));
+}
+
+void
+cairn_watchers_free(struct cairn_watcher *w, size_t n)
+{
+	for (size_t i = 0; w && i < n; i++)
+		free(w[i].entity);
+	free(w);
+}
+
+static int
+replies_from(Cairn__Osd__NotifyReply **v, size_t n, struct cairn_notify_reply **out, size_t *nout)
+{
+	struct cairn_notify_reply *r = calloc(n + 1, sizeof(*r));
+
+	if (!r)
+		return -ENOMEM;
+	*out = r;
+	for (size_t i = 0; i < n; i++) {
+		r[i].entity = strdup(v[i]->entity ? v[i]->entity : "");
+		r[i].cookie = v[i]->cookie;
+		*nout = i + 1;
+		if (!r[i].entity)
+			return -ENOMEM;
+		if (v[i]->reply.len) {
+			r[i].data = malloc(v[i]->reply.len);
+			if (!r[i].data)
+				return -ENOMEM;
+			memcpy(r[i].data, v[i]->reply.data, v[i]->reply.len);
+			r[i].len = v[i]->reply.len;
+		}
+	}
+	return 0;
+}
+
+/* A NotifyResult from an OSD into res. \return 0, -EBADMSG, -ENOMEM. */
+int
+cairn__notify_result_decode(const uint8_t *p, size_t len, struct cairn_notify_result *res)
+{
+	Cairn__Osd__NotifyResult *nr = cairn__osd__notify_result__unpack(NULL, len, p);
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	if (!nr)
+		return -EBADMSG;
+	rc = replies_from(nr->acks, nr->n_acks, &res->acks, &res->nacks);
+	if (!rc)
+		rc = replies_from(nr->timeouts, nr->n_timeouts, &res->timeouts, &res->ntimeouts);
+	cairn__osd__notify_result__free_unpacked(nr, NULL);
+	if (rc)
+		cairn_notify_result_free(res);
+	return rc;
+}
+
+/* A WatchSet from an OSD into *w, *n. \return 0, -EBADMSG, -ENOMEM. */
+int
+cairn__watchers_decode(const uint8_t *p, size_t len, struct cairn_watcher **w, size_t *n)
+{
+	Cairn__Osd__WatchSet *set = len ? cairn__osd__watch_set__unpack(NULL, len, p) : NULL;
+	struct cairn_watcher *v;
+	size_t k = 0, cnt = set ? set->n_watchers : 0;
+	int rc = 0;
+
+	*w = NULL;
+	*n = 0;
+	if (len && !set)
+		return -EBADMSG;
+	v = calloc(cnt + 1, sizeof(*v));
+	if (!v)
+		rc = -ENOMEM;
+	for (; !rc && k < cnt; k++) {
+		v[k].entity = strdup(set->watchers[k]->entity ? set->watchers[k]->entity : "");
+		v[k].cookie = set->watchers[k]->cookie;
+		v[k].timeout_ms = set->watchers[k]->timeout_ms;
+		if (!v[k].entity)
+			rc = -ENOMEM;
+	}
+	if (set)
+		cairn__osd__watch_set__free_unpacked(set, NULL);
+	if (rc) {
+		cairn_watchers_free(v, k);
+		return rc;
+	}
+	*w = v;
+	*n = cnt;
+	return 0;
+}

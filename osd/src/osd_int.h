@@ -117,6 +117,16 @@ struct osd_lease_wait {
 	uint64_t until_ns;
 };
 
+/* watch.c: a watcher's session on the primary (memory only; cleared at each new interval). */
+struct osd_watch {
+	struct osd_watch *next;
+	char *oid;
+	char entity[64];
+	uint64_t cookie;
+	struct cm_conn *c; /* its session (a reference) */
+	uint64_t seen_ms;  /* its last WATCH or PING */
+};
+
 struct osd_pg {
 	struct osd *osd;
 	int64_t pool;
@@ -192,6 +202,11 @@ struct osd_pg {
 	/* ops */
 	TAILQ_HEAD(osd_op_q, osd_op) waiting; /* until active */
 	struct osd_op_q running;              /* being executed (for per-object order) */
+	/* watch/notify (watch.c, primary): bindings, notifies waiting for acks */
+	struct osd_watch *watches;
+	TAILQ_HEAD(osd_notify_q, osd_notify) notifies;
+	uint64_t watch_since_ms; /* this interval's start: unbound watchers are live until + timeout
+				  */
 	TAILQ_HEAD(osd_repop_q, osd_repop) repops;
 	/* EC: entries up to roll_ok committed on every shard (their stashes may
 	 * go); roll_stuck: a change of this interval failed somewhere, so hold */
@@ -1141,6 +1156,16 @@ void osd__op_free(struct osd_op *op);
 
 /* Tell op's client to send it again shortly (-EAGAIN at our epoch): it was dropped. */
 void osd__op_push_back(struct osd_op *op);
+/* op (on pg->running) leaves it: the next op on its object may start. */
+void osd__op_detach(struct osd_op *op);
+/* watch.c */
+bool osd__subop_watch(uint32_t t);
+int osd__watch_meta(struct osd_op *op);
+bool osd__watch_run(struct osd_op *op);
+int osd__op_tx_watch(struct osd_op *op, size_t i);
+void osd__watch_tick(struct osd_pg *pg, uint64_t now);
+/* A new interval (tell: pending notifiers resend at once) or the PG's end. */
+void osd__watch_reset(struct osd_pg *pg, bool tell);
 
 /* Reply to the client and finish op (it leaves pg->running). */
 void osd__op_reply(struct osd_op *op, const struct osd_ver *ver);

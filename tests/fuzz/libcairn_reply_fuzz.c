@@ -123,8 +123,11 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			header = { 0 };
 	struct cairn_version ver = { 0, 0 };
 	uint64_t osize = 0;
-	int rv[8] = { 0 };
+	int rv[10] = { 0 };
 	struct cairn_lock_info li = { 0 };
+	struct cairn_notify_result nres = { 0 };
+	struct cairn_watcher *wl = NULL;
+	size_t nw = 0;
 	bool more = false, lmore = false;
 	char **names = NULL;
 	struct cm_msg *m;
@@ -175,6 +178,10 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		cairn_op_omap_get_header(op, &header, &rv[6]);
 	if (data[1] & 1)
 		cairn_op_lock_info(op, "l", &li, &rv[7]);
+	if (data[1] & 2)
+		cairn_op_notify(op, "p", 1, 1000, &nres, &rv[8]);
+	if (data[1] & 4)
+		cairn_op_list_watchers(op, &wl, &nw, &rv[9]);
 	(void)cairn__reply_decode(map, pool, "obj", 0, op, m, &names, &nnames, &lmore);
 	/* Whatever the op says it returned must be there to read. */
 	sum += touch(rbuf, got) + (size_t)osize + ver.epoch + ver.seq;
@@ -190,6 +197,15 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		       touch(li.lockers[i].description, strlen(li.lockers[i].description)) +
 		       (size_t)li.lockers[i].expires_ns;
 	cairn_lock_info_free(&li);
+	for (size_t i = 0; i < nres.nacks; i++)
+		sum += touch(nres.acks[i].entity, strlen(nres.acks[i].entity)) +
+		       touch(nres.acks[i].data, nres.acks[i].len) + (size_t)nres.acks[i].cookie;
+	for (size_t i = 0; i < nres.ntimeouts; i++)
+		sum += touch(nres.timeouts[i].entity, strlen(nres.timeouts[i].entity));
+	cairn_notify_result_free(&nres);
+	for (size_t i = 0; i < nw; i++)
+		sum += touch(wl[i].entity, strlen(wl[i].entity)) + wl[i].timeout_ms;
+	cairn_watchers_free(wl, nw);
 	for (size_t i = 0; i < nnames; i++)
 		sum += touch(names[i], strlen(names[i]));
 	cairn_names_free(names, nnames);

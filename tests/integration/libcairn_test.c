@@ -995,6 +995,136 @@ START_TEST(test_shutdown_completes)
 
 END_TEST
 
+/* ---------- watch/notify ---------- */
+
+struct wstate {
+	atomic_int events;
+	bool ack; /* answer each notify */
+	char reply[32];
+	uint64_t last_id;
+	char payload[64];
+};
+
+static void
+w_cb(cairn_watch_t *w, const struct cairn_notify_event *ev, void *arg)
+{
+	struct wstate *st = arg;
+
+	st->last_id = ev->notify_id;
+	snprintf(st->payload, sizeof(st->payload), "%.*s", (int)ev->len, (const char *)ev->payload);
+	atomic_fetch_add(&st->events, 1);
+	if (st->ack)
+		ck_assert_int_eq(cairn_notify_ack(w, ev->notify_id, st->reply, strlen(st->reply)),
+				 0);
+}
+
+/* The ack in res from (entity, cookie), or NULL. */
+static const struct cairn_notify_reply *
+ack_of(const struct cairn_notify_result *res, const char *entity, uint64_t cookie)
+{
+	for (size_t i = 0; i < res->nacks; i++)
+		if (!strcmp(res->acks[i].entity, entity) && res->acks[i].cookie == cookie)
+			return &res->acks[i];
+	return NULL;
+}
+
+/*
+ * Watchers on two clients (one of them the notifier's) on a replicated and
+ * an EC pool: a notify reaches both and returns their replies; a watcher
+ * that does not answer is reported as timed out; the watcher list; unwatch;
+ * the errors.
+ */
+START_TEST(test_watch_notify)
+{
+	static const char *const pools[] = { "default", "ec21" };
+	cairn_cluster_t *b = connect_other();
+	char bname[64];
+
+	snprintf(bname, sizeof(bname), "%s", cairn_client_name(b));
+	for (size_t p = 0; p < 2; p++) {
+		struct wstate sa = { .ack = true, .reply = "from-a" };
+		struct wstate sb = { .ack = true, .reply = "from-b" };
+		struct wstate sc = { .ack = false };
+		cairn_ioctx_t *ia, *ib;
+		cairn_watch_t *wa, *wb, *wc;
+		struct cairn_notify_result res;
+		const struct cairn_notify_reply *r;
+		struct cairn_watcher *wl;
+		size_t n;
+		cairn_op_t *op;
+		uint64_t size;
+
+		ck_assert_int_eq(cairn_ioctx_create(g_cl, pools[p], &ia), 0);
+		ck_assert_int_eq(cairn_ioctx_create(b, pools[p], &ib), 0);
+		cairn_remove(ia, "w.obj");
+		/* No object: nothing to watch or notify. */
+		ck_assert_int_eq(cairn_watch(ia, "w.obj", 3000, w_cb, NULL, &sa, &wa), -ENOENT);
+		ck_assert_int_eq(cairn_notify(ia, "w.obj", "x", 1, 1000, &res), -ENOENT);
+		ck_assert_int_eq(cairn_write_full(ia, "w.obj", "data", 4), 0);
+		ck_assert_int_eq(cairn_watch(ia, "w.obj", 500, w_cb, NULL, &sa, &wa), -EINVAL);
+		/* Nobody watches: an empty answer at once. */
+		ck_assert_int_eq(cairn_notify(ia, "w.obj", "x", 1, 1000, &res), 0);
+		ck_assert_uint_eq(res.nacks + res.ntimeouts, 0);
+		cairn_notify_result_free(&res);
+
+		ck_assert_int_eq(cairn_watch(ia, "w.obj", 3000, w_cb, NULL, &sa, &wa), 0);
+		ck_assert_int_eq(cairn_watch(ib, "w.obj", 3000, w_cb, NULL, &sb, &wb), 0);
+		ck_assert_uint_ne(cairn_watch_cookie(wa), 0);
+		ck_assert_int_eq(cairn_notify(ia, "w.obj", "hello", 5, 5000, &res), 0);
+		ck_assert_uint_eq(res.nacks, 2);
+		ck_assert_uint_eq(res.ntimeouts, 0);
+		r = ack_of(&res, cairn_client_name(g_cl), cairn_watch_cookie(wa));
+		ck_assert_ptr_nonnull(r);
+		ck_assert_uint_eq(r->len, 6);
+		ck_assert_mem_eq(r->data, "from-a", 6);
+		r = ack_of(&res, bname, cairn_watch_cookie(wb));
+		ck_assert_ptr_nonnull(r);
+		ck_assert_mem_eq(r->data, "from-b", 6);
+		cairn_notify_result_free(&res);
+		ck_assert_int_eq(atomic_load(&sa.events), 1);
+		ck_assert_int_eq(atomic_load(&sb.events), 1);
+		ck_assert_str_eq(sb.payload, "hello");
+
+		/* One that never answers: reported, the others' acks come back. */
+		ck_assert_int_eq(cairn_watch(ib, "w.obj", 3000, w_cb, NULL, &sc, &wc), 0);
+		ck_assert_int_eq(cairn_list_watchers(ia, "w.obj", &wl, &n), 0);
+		ck_assert_uint_eq(n, 3);
+		cairn_watchers_free(wl, n);
+		ck_assert_int_eq(cairn_notify(ia, "w.obj", "again", 5, 1500, &res), 0);
+		ck_assert_uint_eq(res.nacks, 2);
+		ck_assert_uint_eq(res.ntimeouts, 1);
+		ck_assert_str_eq(res.timeouts[0].entity, bname);
+		ck_assert_uint_eq(res.timeouts[0].cookie, cairn_watch_cookie(wc));
+		cairn_notify_result_free(&res);
+		ck_assert_int_eq(atomic_load(&sc.events), 1);
+
+		/* Watch ops are alone in their op. */
+		op = cairn_op_create();
+		cairn_op_notify(op, "x", 1, 1000, &res, NULL);
+		cairn_op_stat(op, &size, NULL, NULL);
+		ck_assert_int_eq(cairn_operate(ia, "w.obj", op, NULL), -EINVAL);
+		cairn_op_release(op);
+
+		ck_assert_int_eq(cairn_unwatch(wc), 0);
+		ck_assert_int_eq(cairn_unwatch(wb), 0);
+		ck_assert_int_eq(cairn_list_watchers(ia, "w.obj", &wl, &n), 0);
+		ck_assert_uint_eq(n, 1);
+		ck_assert_str_eq(wl[0].entity, cairn_client_name(g_cl));
+		ck_assert_uint_eq(wl[0].timeout_ms, 3000);
+		cairn_watchers_free(wl, n);
+		ck_assert_int_eq(cairn_unwatch(wa), 0);
+		ck_assert_int_eq(cairn_list_watchers(ia, "w.obj", &wl, &n), 0);
+		ck_assert_uint_eq(n, 0);
+		cairn_watchers_free(wl, n);
+		ck_assert_int_eq(cairn_remove(ia, "w.obj"), 0);
+		cairn_ioctx_destroy(ia);
+		cairn_ioctx_destroy(ib);
+	}
+	cairn_shutdown(b);
+}
+
+END_TEST
+
 /* Completions for the caller's own event loop: poll the queue's fd, reap, release. */
 START_TEST(test_completion_queue)
 {
@@ -1537,6 +1667,7 @@ main(void)
 	tcase_add_test(tc, test_namespaces);
 	tcase_add_test(tc, test_blocklist);
 	tcase_add_test(tc, test_locks);
+	tcase_add_test(tc, test_watch_notify);
 	suite_add_tcase(s, tc);
 	return cm_test_main(s);
 }

@@ -626,6 +626,130 @@ int cairn_lock_get_info(cairn_ioctx_t *io, const char *oid, const char *name,
 int cairn_lock_take(cairn_ioctx_t *io, const char *oid, const char *name, const char *cookie,
 		    const char *description, uint64_t duration_ms, unsigned fence_seconds);
 
+/* ---- watch/notify ----
+ *
+ * A client watches an object; a notify on it reaches every live watcher,
+ * which acknowledges it (with an optional reply); the notifier gets the
+ * acknowledgements, and the watchers that did not answer in time. Gateways
+ * and file-system daemons use it to invalidate each other's caches.
+ *
+ * Watchers are kept with the object (they survive a failover of its PG, and
+ * a restart of every OSD); the primary knows which session each one uses.
+ * The library renews a watch by itself (a ping every timeout_ms / 3, and at
+ * once when the map changes), so a watch lives as long as its client does:
+ * a watcher silent for longer than its timeout (its process died, or is cut
+ * off) gets no more notifies and is dropped at the object's next watch
+ * change. A notify in flight while the primary fails is sent again to the
+ * new primary, so a watcher may see one notify twice: events carry a
+ * notify_id, and the library answers a repeated one it already acknowledged
+ * by itself.
+ *
+ * Callbacks run on the library's thread: they must not wait on the library
+ * (no synchronous calls, no cairn_completion_wait); cairn_notify_ack and
+ * cairn_aio_* calls are fine. The object must exist to be watched.
+ *
+ * A watcher is named by its client's name (cairn_client_name) and its
+ * cookie, which is unique within its client only. A client's own watch
+ * gets its own notifies like any other. A blocklisted client's watches end
+ * (its pings fail; err_cb is not called for that); cairn_shutdown frees
+ * the watches left (the cluster drops them after their timeout).
+ */
+typedef struct cairn_watch cairn_watch_t;
+
+struct cairn_notify_event {
+	uint64_t notify_id;   /* the same for a notify sent again */
+	const char *notifier; /* the notifying client's name */
+	const void *payload;  /* (valid during the callback only) */
+	size_t len;
+};
+
+/* A notify reached this watch: acknowledge it with cairn_notify_ack (now or later). */
+typedef void (*cairn_watch_cb_t)(cairn_watch_t *w, const struct cairn_notify_event *ev, void *arg);
+/*
+ * The watch was lost and made again (err -ENOTCONN: the cluster had dropped
+ * it, after a timeout, so notifies may have been missed: re-read what the
+ * watch guards), or could not be made again (another -errno; the library
+ * keeps trying).
+ */
+typedef void (*cairn_watch_err_cb_t)(cairn_watch_t *w, int err, void *arg);
+
+/*
+ * Watch oid (in io's namespace and key) with timeout_ms (0: 30 s; 1,000 to
+ * 3,600,000). err_cb may be NULL. The watch does not depend on io
+ * afterwards. cb may run before this returns (use its w argument).
+ * \return 0 and *wp; -ENOENT (no such object), -EINVAL (a bad argument),
+ * -E2BIG (the object has 1,024 watchers), or an op's error (-ETIMEDOUT,
+ * -EKEYREVOKED, ...); *wp is NULL then.
+ */
+int cairn_watch(cairn_ioctx_t *io, const char *oid, unsigned timeout_ms, cairn_watch_cb_t cb,
+		cairn_watch_err_cb_t err_cb, void *arg, cairn_watch_t **wp);
+/*
+ * Stop watching and free w (not from its own callbacks): once it returns no
+ * callback of w runs. \return 0, or the cluster's error (-ENOENT: the
+ * object is gone; -ETIMEDOUT; w is freed anyway, and a watch the cluster
+ * still holds is dropped after its timeout).
+ */
+int cairn_unwatch(cairn_watch_t *w);
+/* The watch's cookie: with cairn_client_name, how notifiers and watcher lists name it. */
+uint64_t cairn_watch_cookie(const cairn_watch_t *w);
+/*
+ * Acknowledge notify_id with reply (len at most CAIRN_NOTIFY_MAX, may be
+ * 0). Asynchronous (it may wait for the throttle's room, except on the
+ * library's thread): \return 0 once it is queued, -EINVAL (a bad
+ * argument), -ENOMEM. An ack the notifier no longer waits for is dropped.
+ */
+int cairn_notify_ack(cairn_watch_t *w, uint64_t notify_id, const void *reply, size_t len);
+
+#define CAIRN_NOTIFY_MAX (1u << 20) /* bytes of a payload or a reply */
+
+struct cairn_notify_reply {
+	char *entity; /* the watcher's client name */
+	uint64_t cookie;
+	void *data; /* its reply (acks only; NULL when empty) */
+	size_t len;
+};
+
+struct cairn_notify_result {
+	struct cairn_notify_reply *acks; /* in no particular order */
+	size_t nacks;
+	struct cairn_notify_reply *timeouts; /* live watchers that did not ack in time */
+	size_t ntimeouts;
+};
+
+/*
+ * Notify every live watcher of the object with payload (at most
+ * CAIRN_NOTIFY_MAX bytes) and wait up to timeout_ms (0: 5 s; at most
+ * 600,000) for their acknowledgements. Alone in its op (else the op fails
+ * with -EINVAL). The sub-op's result is 0 also when some timed out (see
+ * res->ntimeouts); -ENOENT if there is no such object; -EINVAL for a bad
+ * argument. res is zeroed first and filled only on success; free it with
+ * cairn_notify_result_free (either way). If the object's primary fails
+ * meanwhile the notify is sent again to the next one and its timeout starts
+ * again there; the op's own deadline is stretched to cover one timeout
+ * plus 5 s when the client's op_timeout_ms is shorter.
+ */
+void cairn_op_notify(cairn_op_t *op, const void *payload, size_t len, unsigned timeout_ms,
+		     struct cairn_notify_result *res, int *rval);
+int cairn_notify(cairn_ioctx_t *io, const char *oid, const void *payload, size_t len,
+		 unsigned timeout_ms, struct cairn_notify_result *res);
+void cairn_notify_result_free(struct cairn_notify_result *res);
+
+struct cairn_watcher {
+	char *entity;
+	uint64_t cookie;
+	unsigned timeout_ms;
+};
+
+/*
+ * The object's live watchers (one silent past its timeout is not listed,
+ * though the object still records it until its next watch change). Free
+ * with cairn_watchers_free. \return 0, -ENOENT (no such object), or an
+ * op's error.
+ */
+void cairn_op_list_watchers(cairn_op_t *op, struct cairn_watcher **w, size_t *n, int *rval);
+int cairn_list_watchers(cairn_ioctx_t *io, const char *oid, struct cairn_watcher **w, size_t *n);
+void cairn_watchers_free(struct cairn_watcher *w, size_t n);
+
 /* ---- fencing ----
  *
  * A client that lost its lock or lease (or is presumed dead) is fenced by

@@ -39,6 +39,7 @@ enum osd_msg_type {
 	OSD_MSG_PG_REMOVE = 821,    /* primary -> a prior OSD: the PG is clean, drop your copy */
 	OSD_MSG_EC_READ = 822,      /* EC primary -> shard: read a range of its shard */
 	OSD_MSG_EC_READ_REPLY = 823,
+	OSD_MSG_WATCH_EVENT = 824, /* primary -> a watcher's session: WatchEvent (tid 0) */
 };
 
 /* Client sub-ops (SubOp.op). */
@@ -78,6 +79,16 @@ enum osd_subop {
 	OSD_OP_BREAK_LOCK = 30,    /* drop LockReq.entity's hold; -ENOENT if none */
 	OSD_OP_LOCK_INFO = 31,     /* -> value: a packed LockState */
 	OSD_OP_ASSERT_LOCKED = 32, /* -EBUSY unless we hold it (of type, if given) */
+	/* watch/notify (osd/src/ops/watch.c): value is a packed WatchReq,
+	 * NotifyReq or NotifyAckReq; the object must exist (-ENOENT) */
+	OSD_OP_WATCH = 33,         /* register (entity, cookie): a write of the attribute "W" */
+	OSD_OP_UNWATCH = 34,       /* unregister: a write ; 0 also if it was not there */
+	OSD_OP_WATCH_PING = 35,    /* renew, and bind the watch to this session; -ENOTCONN
+				    * if the object has no such watch (dropped: watch again) */
+	OSD_OP_NOTIFY = 36,        /* alone in its op; the reply waits for the acks or the
+				    * timeout -> value: a packed NotifyResult */
+	OSD_OP_NOTIFY_ACK = 37,    /* -ENOENT if that notify is not pending here */
+	OSD_OP_LIST_WATCHERS = 38, /* -> value: a packed WatchSet of the live watchers */
 	OSD_OP_MAX_
 };
 
@@ -94,9 +105,14 @@ enum osd_lock_flags {
 #define OSD_LOCK_STR_MAX  256 /* lock cookies, tags, entities */
 #define OSD_LOCK_NAME_MAX 255 /* stored as the attribute "L<name>" */
 /* A stored attribute's name: '_' or 'L' and a name of up to 255 bytes. */
-#define OSD_ATTR_NAME_MAX 256
-#define OSD_LOCK_DESC_MAX 1024
-#define OSD_LOCKERS_MAX   1024 /* shared holders of one lock */
+#define OSD_ATTR_NAME_MAX         256
+#define OSD_LOCK_DESC_MAX         1024
+#define OSD_LOCKERS_MAX           1024       /* shared holders of one lock */
+#define OSD_WATCHERS_MAX          1024       /* watchers of one object */
+#define OSD_NOTIFY_MAX            (1u << 20) /* bytes of a notify's payload or an ack's reply */
+#define OSD_WATCH_TIMEOUT_MIN_MS  1000
+#define OSD_WATCH_TIMEOUT_MAX_MS  3600000
+#define OSD_NOTIFY_TIMEOUT_MAX_MS 600000
 
 /* How NUM computes a counter's new value from its old one. */
 enum osd_num {

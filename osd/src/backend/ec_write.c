@@ -349,6 +349,8 @@ ec_write_finish(struct osd_op *op)
 		else if (!rc && (so->op == OSD_OP_LOCK || so->op == OSD_OP_UNLOCK ||
 				 so->op == OSD_OP_BREAK_LOCK))
 			rc = osd__op_tx_lock(op, i);
+		else if (!rc && (so->op == OSD_OP_WATCH || so->op == OSD_OP_UNWATCH))
+			rc = osd__op_tx_watch(op, i);
 	}
 	/* Then the data: every shard's part of the rewritten stripes. */
 	ns_end = (w->size_end + sw - 1) / sw;

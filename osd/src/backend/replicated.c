@@ -283,6 +283,11 @@ build_txops(struct osd_op *op)
 			if ((rc = osd__op_tx_lock(op, i)))
 				return rc;
 			break;
+		case OSD_OP_WATCH:
+		case OSD_OP_UNWATCH:
+			if ((rc = osd__op_tx_watch(op, i)))
+				return rc;
+			break;
 		case OSD_OP_OMAP_SET_HEADER:
 			x = osd__op_tx_add(op, OSD_TX_OMAP_SET_HEADER);
 			if (!x)

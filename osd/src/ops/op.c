@@ -112,6 +112,19 @@ osd__op_reply(struct osd_op *op, const struct osd_ver *ver)
 }
 
 void
+osd__op_detach(struct osd_op *op)
+{
+	char oid[OSD_NAME_MAX + 1];
+
+	snprintf(oid, sizeof(oid), "%s", op->req->oid);
+	if (op->queued) {
+		TAILQ_REMOVE(&op->pg->running, op, link);
+		op->queued = false;
+	}
+	op_start_next(op->pg, oid);
+}
+
+void
 osd__op_fail(struct osd_op *op, unsigned i, int rc)
 {
 	if (op->rc)

@@ -37,6 +37,11 @@ osd__subop_reads_meta(uint32_t t)
 	case OSD_OP_BREAK_LOCK:
 	case OSD_OP_LOCK_INFO:
 	case OSD_OP_ASSERT_LOCKED:
+	case OSD_OP_WATCH:
+	case OSD_OP_UNWATCH:
+	case OSD_OP_WATCH_PING:
+	case OSD_OP_NOTIFY:
+	case OSD_OP_LIST_WATCHERS:
 		return true;
 	default:
 		return false;
@@ -651,6 +656,16 @@ osd__op_meta_fn(void *arg)
 			if (rc)
 				osd__op_fail(op, (unsigned)i, rc);
 			break;
+		case OSD_OP_WATCH:
+		case OSD_OP_UNWATCH:
+		case OSD_OP_WATCH_PING:
+		case OSD_OP_NOTIFY:
+		case OSD_OP_NOTIFY_ACK:
+		case OSD_OP_LIST_WATCHERS:
+			rc = osd__watch_meta(op);
+			if (rc)
+				osd__op_fail(op, (unsigned)i, rc);
+			break;
 		case OSD_OP_LOCK:
 		case OSD_OP_UNLOCK:
 		case OSD_OP_BREAK_LOCK:
@@ -766,6 +781,9 @@ osd__op_after_reads(struct osd_op *op)
 {
 	bool writes = false;
 
+	/* (watch sub-ops are alone in their op) */
+	if (!op->rc && osd__subop_watch(op->req->ops[0]->op) && osd__watch_run(op))
+		return;
 	for (size_t i = 0; i < op->req->n_ops; i++) {
 		op->res[i].more = op->req->ops[i]->op == OSD_OP_OMAP_LIST && op->res[i].more;
 		writes |= osd__op_subop_writes(op->req->ops[i]->op);

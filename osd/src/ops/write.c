@@ -31,6 +31,8 @@ osd__op_subop_writes(uint32_t t)
 	case OSD_OP_LOCK:
 	case OSD_OP_UNLOCK:
 	case OSD_OP_BREAK_LOCK:
+	case OSD_OP_WATCH:
+	case OSD_OP_UNWATCH:
 		return true;
 	default:
 		return false;

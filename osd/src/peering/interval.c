@@ -47,6 +47,7 @@ pg_reset_interval(struct osd_pg *pg)
 		op->queued = false;
 		osd__op_free(op);
 	}
+	osd__watch_reset(pg, true);
 }
 
 void

@@ -419,6 +419,8 @@ osd__pg_tick(struct osd *o)
 				osd__pg_start_peering(pg);
 			if (pg->be->tick)
 				pg->be->tick(pg);
+			if (!TAILQ_EMPTY(&pg->notifies))
+				osd__watch_tick(pg, now);
 		}
 	osd__rec_tick(o, now);
 }

@@ -97,6 +97,7 @@ osd__pg_new(struct osd *o, int64_t pool, uint32_t seed)
 	snprintf(pg->cid, sizeof(pg->cid), "pg.%" PRId64 ".%x", pool, seed);
 	TAILQ_INIT(&pg->waiting);
 	TAILQ_INIT(&pg->running);
+	TAILQ_INIT(&pg->notifies);
 	TAILQ_INIT(&pg->repops);
 	pg->my_shard = -1;
 	h = osd__pg_hash(pool, seed, o->npg_b);
@@ -126,6 +127,7 @@ pg_destroy(struct osd_pg *pg)
 		op->queued = false;
 		osd__op_free(op);
 	}
+	osd__watch_reset(pg, false);
 	osd__rec_reset(pg);
 	osd__pg_log_clear(pg);
 	osd_oset_clear(&pg->missing);

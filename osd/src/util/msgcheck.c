@@ -25,6 +25,56 @@ lock_str_ok(const char *s, size_t max, bool empty_ok)
 	return n <= max && (empty_ok || n);
 }
 
+/* A watch/notify sub-op: its packed request within bounds. */
+static int
+check_watch(const Cairn__Osd__SubOp *so)
+{
+	int rc = 0;
+
+	switch (so->op) {
+	case OSD_OP_WATCH:
+	case OSD_OP_UNWATCH:
+	case OSD_OP_WATCH_PING: {
+		Cairn__Osd__WatchReq *r =
+			cairn__osd__watch_req__unpack(NULL, so->value.len, so->value.data);
+
+		if (!r)
+			return -EINVAL;
+		if (so->op == OSD_OP_WATCH && (r->timeout_ms < OSD_WATCH_TIMEOUT_MIN_MS ||
+					       r->timeout_ms > OSD_WATCH_TIMEOUT_MAX_MS))
+			rc = -EINVAL;
+		cairn__osd__watch_req__free_unpacked(r, NULL);
+		return rc;
+	}
+	case OSD_OP_NOTIFY: {
+		Cairn__Osd__NotifyReq *r =
+			cairn__osd__notify_req__unpack(NULL, so->value.len, so->value.data);
+
+		if (!r)
+			return -EINVAL;
+		if (r->payload.len > OSD_NOTIFY_MAX)
+			rc = -E2BIG;
+		else if (!r->timeout_ms || r->timeout_ms > OSD_NOTIFY_TIMEOUT_MAX_MS)
+			rc = -EINVAL;
+		cairn__osd__notify_req__free_unpacked(r, NULL);
+		return rc;
+	}
+	case OSD_OP_NOTIFY_ACK: {
+		Cairn__Osd__NotifyAckReq *r =
+			cairn__osd__notify_ack_req__unpack(NULL, so->value.len, so->value.data);
+
+		if (!r)
+			return -EINVAL;
+		if (r->reply.len > OSD_NOTIFY_MAX)
+			rc = -E2BIG;
+		cairn__osd__notify_ack_req__free_unpacked(r, NULL);
+		return rc;
+	}
+	default: /* LIST_WATCHERS */
+		return 0;
+	}
+}
+
 /* A lock sub-op: its name and its packed LockReq. */
 static int
 check_lock(const Cairn__Osd__SubOp *so)
@@ -103,6 +153,14 @@ osd_check_op(const Cairn__Osd__OsdOp *q, size_t data_len)
 			/* one change per lock in an op: each computes from the stored state */
 			if (so->op <= OSD_OP_BREAK_LOCK && ++locks > 1)
 				return -EINVAL;
+		}
+		if (so->op >= OSD_OP_WATCH && so->op <= OSD_OP_LIST_WATCHERS) {
+			/* alone in its op: a notify's reply waits, and each watch
+			 * change computes from the stored watchers */
+			int wrc = q->n_ops == 1 ? check_watch(so) : -EINVAL;
+
+			if (wrc)
+				return wrc;
 		}
 		if (so->op == OSD_OP_NUM) {
 			if (++nums > OSD_MAX_NUMS)
