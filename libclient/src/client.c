@@ -168,7 +168,14 @@ struct cairn_cluster {
 	uint64_t tid;
 	struct cm_timer tick;
 	struct cairn__wlist watches;
+	struct cairn__svcs svcs;
 };
+
+struct cairn__svcs *
+cairn__cl_svcs(struct cairn_cluster *cl)
+{
+	return &cl->svcs;
+}
 
 struct cm_reactor *
 cairn__cl_reactor(struct cairn_cluster *cl)
@@ -1174,6 +1181,7 @@ cairn_connect(const struct cairn_opts *o, cairn_cluster_t **clp, char *err, size
 	TAILQ_INIT(&cl->inflight);
 	TAILQ_INIT(&cl->mons);
 	TAILQ_INIT(&cl->watches.head);
+	cairn__svc_init(&cl->svcs);
 	cl->conf = (struct cm_conf){
 		.table = g_cl_opts, .base = &cl->cfg, .section = "client", .env_prefix = "CAIRN_"
 	};
@@ -1259,6 +1267,7 @@ cairn_shutdown(cairn_cluster_t *cl)
 {
 	if (!cl)
 		return;
+	cairn__svc_stop(&cl->svcs); /* (its beacons need the client thread) */
 	pthread_mutex_lock(&cl->thr_mu);
 	cl->thr_closing = true; /* (a submitter waiting for room gives up) */
 	pthread_cond_broadcast(&cl->thr_cv);

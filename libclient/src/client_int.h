@@ -99,6 +99,21 @@ void cairn__watch_event(struct cairn_cluster *cl, struct cm_msg *m);
 /* cluster_free, once no thread runs: free the watches never unwatched */
 void cairn__watch_fini(struct cairn_cluster *cl);
 
+/* service.c: registrations kept alive by a thread of the handle */
+struct svc;
+
+struct cairn__svcs {
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	TAILQ_HEAD(, svc) head;
+	pthread_t th;
+	bool started, stop;
+};
+struct cairn__svcs *cairn__cl_svcs(struct cairn_cluster *cl);
+void cairn__svc_init(struct cairn__svcs *ss);
+/* cairn_shutdown, before the client thread stops: the thread ends, the registrations go */
+void cairn__svc_stop(struct cairn__svcs *ss);
+
 struct cairn_op {
 	struct csub *subs;
 	size_t n, cap;

@@ -6,6 +6,7 @@
 #include "mon/osdmap.h"
 #include "cm/err.h"
 
+#include <ctype.h>
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
@@ -475,6 +476,29 @@ mon_df_reply_fini(Cairn__Mon__DfReply *r)
 	r->n_pools = 0;
 }
 
+static int svc_read(struct cmd *c, const char *type, struct cm_etcd_range *r);
+static json_t *svc_entry(const struct cmd *c, const struct cm_etcd_kv *kv);
+
+/* The service map for status: a JSON array of registrations, ordered by type and name. */
+static json_t *
+svc_all(struct cmd *c)
+{
+	struct cm_etcd_range r;
+	json_t *a = json_array();
+
+	if (svc_read(c, NULL, &r) == 0) {
+		for (size_t i = 0; i < r.count; i++) {
+			json_t *e = svc_entry(c, &r.kvs[i]);
+
+			if (e)
+				json_array_append_new(a, e);
+		}
+		cm_etcd_range_free(&r);
+	}
+	c->err[0] = 0; /* (status goes on without it) */
+	return a;
+}
+
 static int
 cmd_status(struct cmd *c, bool health_only, bool detail)
 {
@@ -541,6 +565,7 @@ cmd_status(struct cmd *c, bool health_only, bool detail)
 			(json_int_t)tot->inactive);
 		json_object_set_new(json_object_get(c->res, "pgs"), "pinned",
 				    json_integer((json_int_t)m->n_pg_pins));
+		json_object_set_new(c->res, "services", svc_all(c));
 		if (c->env->stats && c->env->stats->valid)
 			json_object_set_new(c->res, "stats", stats_json(c->env->stats, pgs));
 	} else {
@@ -550,6 +575,35 @@ cmd_status(struct cmd *c, bool health_only, bool detail)
 		fprintf(c->out, "\n  services:\n    mon: %zu daemons, %zu alive, leader %s\n",
 			v.nmons, alive, v.leader[0] ? v.leader : "(none)");
 		fprintf(c->out, "    osd: %zu osds: %zu up, %zu in\n", m->n_osds, up, in);
+		{
+			json_t *sv = svc_all(c);
+			size_t n = json_array_size(sv);
+
+			/* One line per type: "rgw: 2 daemons (a at ADDR, b at ADDR)". */
+			for (size_t i = 0; i < n;) {
+				const char *t = json_string_value(
+					json_object_get(json_array_get(sv, i), "type"));
+				size_t j = i;
+
+				while (j < n && !strcmp(t, json_string_value(json_object_get(
+								   json_array_get(sv, j), "type"))))
+					j++;
+				fprintf(c->out, "    %s: %zu daemon%s (", t, j - i,
+					j - i == 1 ? "" : "s");
+				for (size_t k = i; k < j; k++) {
+					json_t *e = json_array_get(sv, k);
+					const char *ad =
+						json_string_value(json_object_get(e, "addr"));
+
+					fprintf(c->out, "%s%s at %s", k > i ? ", " : "",
+						json_string_value(json_object_get(e, "name")),
+						ad ? ad : "?");
+				}
+				fprintf(c->out, ")\n");
+				i = j;
+			}
+			json_decref(sv);
+		}
 		fprintf(c->out, "\n  data:\n    pools: %zu pools, %" PRIu64 " pgs\n", m->n_pools,
 			pgs);
 		if (m->n_osds && tot->total)
@@ -1224,6 +1278,229 @@ cmd_pool(struct cmd *c)
 			"pool set NAME KEY VALUE");
 }
 
+/* ---- the service map: gateways, MDS daemons, CSI controllers (by etcd lease) ---- */
+
+/* A service type or name: [A-Za-z0-9._-], 1..max bytes. */
+static bool
+svc_word_ok(const char *s, size_t max)
+{
+	size_t n = strlen(s);
+
+	if (!n || n > max)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!isalnum((unsigned char)s[i]) && s[i] != '.' && s[i] != '_' && s[i] != '-')
+			return false;
+	return true;
+}
+
+/* A free-form field (address, instance, meta): printable, no tab or newline. */
+static bool
+svc_text_ok(const char *s, size_t max)
+{
+	size_t n = strlen(s);
+
+	if (n > max)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+			return false;
+	return true;
+}
+
+/* The registrations under services/ (of type, if not NULL) into *r. */
+static int
+svc_read(struct cmd *c, const char *type, struct cm_etcd_range *r)
+{
+	char k[256], *end;
+	size_t end_len;
+	int rc;
+
+	if (type)
+		snprintf(k, sizeof(k), "/cairn/%s/services/%s/", c->env->fsid, type);
+	else
+		snprintf(k, sizeof(k), "/cairn/%s/services/", c->env->fsid);
+	end = cm_etcd_prefix_end(k, strlen(k), &end_len);
+	if (!end)
+		return -ENOMEM;
+	rc = cm_etcd_get(c->env->etcd, k, strlen(k), end, end_len, 0, r);
+	free(end);
+	if (rc)
+		snprintf(c->err, sizeof(c->err), "reading the service map: %s", cm_strerror(rc));
+	return rc;
+}
+
+/* One registration as JSON {type, name, addr, instance, meta, ttl} (NULL: not one). */
+static json_t *
+svc_entry(const struct cmd *c, const struct cm_etcd_kv *kv)
+{
+	char pre[160];
+	size_t pl = (size_t)snprintf(pre, sizeof(pre), "/cairn/%s/services/", c->env->fsid);
+	char *key = dup_n(kv->key, kv->key_len), *slash;
+	json_error_t je;
+	json_t *v = NULL;
+
+	if (key && strlen(key) > pl && (slash = strchr(key + pl, '/'))) {
+		*slash = 0;
+		v = json_loadb((const char *)kv->value, kv->value_len, 0, &je);
+		if (v && json_is_object(v)) {
+			json_object_set_new(v, "type", json_string(key + pl));
+			json_object_set_new(v, "name", json_string(slash + 1));
+		} else {
+			json_decref(v);
+			v = NULL;
+		}
+	}
+	free(key);
+	return v;
+}
+
+static const char *
+jstr(json_t *o, const char *k)
+{
+	const char *s = json_string_value(json_object_get(o, k));
+
+	return s ? s : "";
+}
+
+/*
+ * service beacon TYPE NAME INSTANCE ADDR TTL [META]: register, or keep
+ * alive; service rm TYPE NAME INSTANCE; service ls [TYPE].
+ */
+static int
+cmd_service(struct cmd *c)
+{
+	const char *verb = c->argc > 1 ? c->argv[1] : "";
+	char k[512];
+	int rc;
+
+	if (strcmp(verb, "ls") == 0) {
+		struct cm_etcd_range r;
+		json_t *a;
+
+		if (c->argc > 3 || (c->argc == 3 && !svc_word_ok(c->argv[2], 32)))
+			return usage(c, "service ls [TYPE]");
+		rc = svc_read(c, c->argc == 3 ? c->argv[2] : NULL, &r);
+		if (rc)
+			return rc;
+		a = json_array();
+		for (size_t i = 0; i < r.count; i++) {
+			json_t *e = svc_entry(c, &r.kvs[i]);
+
+			if (!e)
+				continue;
+			if (!c->json)
+				fprintf(c->out, "%s\t%s\t%s\t%s\t%s\n", jstr(e, "type"),
+					jstr(e, "name"), jstr(e, "addr"), jstr(e, "instance"),
+					jstr(e, "meta"));
+			json_array_append_new(a, e);
+		}
+		cm_etcd_range_free(&r);
+		if (c->json)
+			c->res = json_pack("{s:o}", "services", a);
+		else
+			json_decref(a);
+		return 0;
+	}
+	if (strcmp(verb, "beacon") == 0) {
+		struct cm_etcd_range r;
+		unsigned long ttl;
+		char *end;
+		json_t *v;
+		char *val;
+		int64_t lease = 0, granted;
+
+		if (c->argc != 7 && c->argc != 8)
+			return usage(c, "service beacon TYPE NAME INSTANCE ADDR TTL [META]");
+		errno = 0;
+		ttl = strtoul(c->argv[6], &end, 10);
+		if (!svc_word_ok(c->argv[2], 32) || !svc_word_ok(c->argv[3], 64) ||
+		    !svc_text_ok(c->argv[4], 128) || !c->argv[4][0] ||
+		    !svc_text_ok(c->argv[5], 256) ||
+		    (c->argc == 8 && !svc_text_ok(c->argv[7], 4096)) || errno || *end || ttl < 2 ||
+		    ttl > 3600) {
+			snprintf(c->err, sizeof(c->err),
+				 "service beacon: TYPE (1-32) and NAME (1-64) of [A-Za-z0-9._-], "
+				 "INSTANCE (1-128), ADDR (at most 256) and META (at most 4096) "
+				 "printable, TTL 2..3600 seconds");
+			return -EINVAL;
+		}
+		snprintf(k, sizeof(k), "/cairn/%s/services/%s/%s", c->env->fsid, c->argv[2],
+			 c->argv[3]);
+		rc = cm_etcd_get(c->env->etcd, k, strlen(k), NULL, 0, 0, &r);
+		if (rc) {
+			snprintf(c->err, sizeof(c->err), "reading the service map: %s",
+				 cm_strerror(rc));
+			return rc;
+		}
+		v = json_pack("{s:s, s:s, s:s, s:I}", "instance", c->argv[4], "addr", c->argv[5],
+			      "meta", c->argc == 8 ? c->argv[7] : "", "ttl", (json_int_t)ttl);
+		val = v ? json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+		json_decref(v);
+		if (!val) {
+			cm_etcd_range_free(&r);
+			return -ENOMEM;
+		}
+		/* The same instance with the same value: renew its lease (any mon may). */
+		if (r.count && r.kvs[0].lease && r.kvs[0].value_len == strlen(val) &&
+		    memcmp(r.kvs[0].value, val, r.kvs[0].value_len) == 0 &&
+		    cm_etcd_lease_keepalive(c->env->etcd, r.kvs[0].lease, &granted) == 0 &&
+		    granted > 0)
+			lease = r.kvs[0].lease;
+		cm_etcd_range_free(&r);
+		rc = 0;
+		if (!lease) { /* new, changed, another instance, or its lease ran out */
+			rc = cm_etcd_lease_grant(c->env->etcd, (int64_t)ttl, &lease, &granted);
+			if (!rc)
+				rc = cm_etcd_put(c->env->etcd, k, strlen(k), val, strlen(val),
+						 lease, NULL);
+		}
+		free(val);
+		if (rc) {
+			snprintf(c->err, sizeof(c->err), "service beacon: %s", cm_strerror(rc));
+			return rc;
+		}
+		if (c->json)
+			c->res = json_pack("{s:I}", "lease", (json_int_t)lease);
+		return 0;
+	}
+	if (strcmp(verb, "rm") == 0) {
+		struct cm_etcd_range r;
+		json_t *e;
+		bool mine = false;
+
+		if (c->argc != 5 || !svc_word_ok(c->argv[2], 32) || !svc_word_ok(c->argv[3], 64))
+			return usage(c, "service rm TYPE NAME INSTANCE");
+		snprintf(k, sizeof(k), "/cairn/%s/services/%s/%s", c->env->fsid, c->argv[2],
+			 c->argv[3]);
+		rc = cm_etcd_get(c->env->etcd, k, strlen(k), NULL, 0, 0, &r);
+		if (rc)
+			return rc;
+		/* Only the instance that holds the name removes it (a restarted one took it over).
+		 */
+		e = r.count ? svc_entry(c, &r.kvs[0]) : NULL;
+		mine = e && strcmp(jstr(e, "instance"), c->argv[4]) == 0;
+		json_decref(e);
+		if (mine) {
+			struct cm_etcd_cmp cmp = { .key = k,
+						   .key_len = strlen(k),
+						   .target = CM_ETCD_MOD,
+						   .result = CM_ETCD_EQUAL,
+						   .number = r.kvs[0].mod_revision };
+			struct cm_etcd_op del = { .type = CM_ETCD_OP_DELETE,
+						  .key = k,
+						  .key_len = strlen(k) };
+			bool ok;
+
+			rc = cm_etcd_txn(c->env->etcd, &cmp, 1, &del, 1, NULL, 0, &ok, NULL);
+		}
+		cm_etcd_range_free(&r);
+		return rc;
+	}
+	return usage(c, "service ls [TYPE] | service beacon TYPE NAME INSTANCE ADDR TTL [META] | "
+			"service rm TYPE NAME INSTANCE");
+}
+
 int
 mon_command(struct mon_cmd_env *env, int argc, char **argv, bool json, char **out, char **err)
 {
@@ -1250,10 +1527,12 @@ mon_command(struct mon_cmd_env *env, int argc, char **argv, bool json, char **ou
 		rc = cmd_pool(&c);
 	else if (strcmp(w0, "pg") == 0 && strcmp(w1, "ls") == 0)
 		rc = cmd_pg_ls(&c);
+	else if (strcmp(w0, "service") == 0)
+		rc = cmd_service(&c);
 	else {
 		snprintf(c.err, sizeof(c.err),
 			 "unknown command '%s%s%s' (status, health [detail], mon ls, crush show, "
-			 "osd ..., pool ..., pg ls)",
+			 "osd ..., pool ..., pg ls, service ...)",
 			 w0, argc > 1 ? " " : "", w1);
 		rc = -EINVAL;
 	}

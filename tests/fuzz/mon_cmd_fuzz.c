@@ -30,6 +30,11 @@ int __wrap_cm_etcd_txn(struct cm_etcd *e, const struct cm_etcd_cmp *cmps, size_t
 		       const struct cm_etcd_op *failure, size_t nfailure, bool *succeeded,
 		       int64_t *revision);
 
+int __wrap_cm_etcd_put(struct cm_etcd *e, const char *key, size_t key_len, const void *value,
+		       size_t value_len, int64_t lease, int64_t *revision);
+int __wrap_cm_etcd_lease_grant(struct cm_etcd *e, int64_t ttl_s, int64_t *id, int64_t *granted_ttl);
+int __wrap_cm_etcd_lease_keepalive(struct cm_etcd *e, int64_t id, int64_t *ttl);
+
 #define FSID      "fuzz"
 #define MAX_CMDS  8
 #define MAX_WORDS 72 /* `osd down` takes 64 ids */
@@ -248,6 +253,40 @@ cmp_holds(const struct cm_etcd_cmp *c)
 	default:
 		return r != 0;
 	}
+}
+
+/* (service beacons: a put under a lease; leases always granted and alive) */
+int
+__wrap_cm_etcd_put(struct cm_etcd *e, const char *key, size_t key_len, const void *value,
+		   size_t value_len, int64_t lease, int64_t *revision)
+{
+	int rc;
+
+	(void)e;
+	(void)lease;
+	g_db.rev++;
+	rc = put(&g_db, key, key_len, value, value_len);
+	if (revision)
+		*revision = g_db.rev;
+	return rc;
+}
+
+int
+__wrap_cm_etcd_lease_grant(struct cm_etcd *e, int64_t ttl_s, int64_t *id, int64_t *granted_ttl)
+{
+	(void)e;
+	*id = 7;
+	*granted_ttl = ttl_s;
+	return 0;
+}
+
+int
+__wrap_cm_etcd_lease_keepalive(struct cm_etcd *e, int64_t id, int64_t *ttl)
+{
+	(void)e;
+	(void)id;
+	*ttl = 10;
+	return 0;
 }
 
 int

@@ -1125,6 +1125,86 @@ START_TEST(test_watch_notify)
 
 END_TEST
 
+/* ---------- the service map ---------- */
+
+/* Is (type, name) registered, by instance (if not NULL)? */
+static bool
+svc_listed(const char *type, const char *name, const char *instance)
+{
+	struct cairn_service *v;
+	size_t n;
+	bool found = false;
+
+	ck_assert_int_eq(cairn_service_list(g_cl, NULL, &v, &n), 0);
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(v[i].type, type) && !strcmp(v[i].name, name) &&
+		    (!instance || !strcmp(v[i].instance, instance)))
+			found = true;
+	cairn_services_free(v, n);
+	return found;
+}
+
+/*
+ * Registrations from two clients: listed (all, by type), kept alive past
+ * their TTL while the client runs, shown by status; a newer instance takes
+ * a name over (the old one's unregister leaves it); unregister removes at
+ * once; a client that stops renewing drops out after its TTL.
+ */
+START_TEST(test_services)
+{
+	cairn_cluster_t *b = connect_other();
+	const char *st[] = { "status" };
+	struct cairn_service *v;
+	char *out, *err, bname[64];
+	size_t n;
+	bool gone = false;
+
+	snprintf(bname, sizeof(bname), "%s", cairn_client_name(b));
+	ck_assert_int_eq(cairn_service_register(g_cl, "rgw", "gw/a", "x", NULL, 3), -EINVAL);
+	ck_assert_int_eq(cairn_service_register(g_cl, "rgw", "gw-a", "127.0.0.1:7480", NULL, 1),
+			 -EINVAL);
+	ck_assert_int_eq(cairn_service_register(g_cl, "rgw", "gw-a", "127.0.0.1:7480", "zone=a", 3),
+			 0);
+	ck_assert_int_eq(cairn_service_register(b, "rgw", "gw-b", "127.0.0.1:7481", NULL, 3), 0);
+	ck_assert_int_eq(cairn_service_register(b, "mds", "m0", "127.0.0.1:6800", NULL, 3), 0);
+	ck_assert_int_eq(cairn_service_list(g_cl, "rgw", &v, &n), 0);
+	ck_assert_uint_eq(n, 2);
+	ck_assert_str_eq(v[0].name, "gw-a");
+	ck_assert_str_eq(v[0].addr, "127.0.0.1:7480");
+	ck_assert_str_eq(v[0].meta, "zone=a");
+	ck_assert_str_eq(v[0].instance, cairn_client_name(g_cl));
+	ck_assert_uint_eq(v[0].ttl_s, 3);
+	ck_assert_str_eq(v[1].instance, bname);
+	cairn_services_free(v, n);
+	ck_assert_int_eq(cairn_mon_command(g_cl, st, 1, false, &out, &err), 0);
+	ck_assert_ptr_nonnull(strstr(out, "rgw: 2 daemons (gw-a at 127.0.0.1:7480, gw-b at "));
+	ck_assert_ptr_nonnull(strstr(out, "mds: 1 daemon (m0 at 127.0.0.1:6800)"));
+	free(out);
+	free(err);
+	/* Past the TTL: renewed, still there. */
+	sleep(5);
+	ck_assert(svc_listed("rgw", "gw-a", NULL));
+	ck_assert(svc_listed("mds", "m0", bname));
+	/* A newer instance takes the name; the old one's unregister leaves it. */
+	ck_assert_int_eq(cairn_service_register(g_cl, "csi", "ctrl", "127.0.0.1:9000", NULL, 3), 0);
+	ck_assert_int_eq(cairn_service_register(b, "csi", "ctrl", "127.0.0.1:9001", NULL, 3), 0);
+	ck_assert(svc_listed("csi", "ctrl", bname));
+	ck_assert_int_eq(cairn_service_unregister(g_cl, "csi", "ctrl"), 0);
+	ck_assert(svc_listed("csi", "ctrl", bname));
+	ck_assert_int_eq(cairn_service_unregister(g_cl, "rgw", "gw-a"), 0);
+	ck_assert(!svc_listed("rgw", "gw-a", NULL));
+	/* b stops renewing (as if it died): its registrations lapse after 3 s. */
+	cairn_shutdown(b);
+	for (int i = 0; i < 100 && !gone; i++) {
+		usleep(100 * 1000);
+		gone = !svc_listed("rgw", "gw-b", NULL) && !svc_listed("mds", "m0", NULL) &&
+		       !svc_listed("csi", "ctrl", NULL);
+	}
+	ck_assert_msg(gone, "a stopped client's registrations did not lapse within 10 s");
+}
+
+END_TEST
+
 /* Completions for the caller's own event loop: poll the queue's fd, reap, release. */
 START_TEST(test_completion_queue)
 {
@@ -1668,6 +1748,7 @@ main(void)
 	tcase_add_test(tc, test_blocklist);
 	tcase_add_test(tc, test_locks);
 	tcase_add_test(tc, test_watch_notify);
+	tcase_add_test(tc, test_services);
 	suite_add_tcase(s, tc);
 	return cm_test_main(s);
 }

@@ -750,6 +750,40 @@ void cairn_op_list_watchers(cairn_op_t *op, struct cairn_watcher **w, size_t *n,
 int cairn_list_watchers(cairn_ioctx_t *io, const char *oid, struct cairn_watcher **w, size_t *n);
 void cairn_watchers_free(struct cairn_watcher *w, size_t n);
 
+/* ---- the service map ----
+ *
+ * Gateways, MDS daemons and CSI controllers say they are up, and where, so
+ * that clients and `clusterctl status` find them. A registration lives in
+ * etcd under a lease of ttl_s seconds; the library renews it (every
+ * ttl_s / 3, from a thread of its own) until cairn_service_unregister or
+ * cairn_shutdown (after which it lapses within ttl_s). A process that dies
+ * drops out after ttl_s. One (type, name) is one registration: a newer
+ * instance (a restarted daemon, another client) takes it over.
+ */
+
+/*
+ * Register (type, name) at addr, with meta (free text, may be NULL), kept
+ * alive for ttl_s (2..3600) seconds at a time. type: 1-32 bytes and name:
+ * 1-64 bytes of [A-Za-z0-9._-]; addr: 1-256 and meta: at most 4096
+ * printable bytes. \return 0 once the first registration is stored,
+ * -EINVAL, -ENOMEM, or the monitors' error.
+ */
+int cairn_service_register(cairn_cluster_t *cl, const char *type, const char *name,
+			   const char *addr, const char *meta, unsigned ttl_s);
+/* Stop renewing and remove it now. \return 0 (also when not registered here), or an error. */
+int cairn_service_unregister(cairn_cluster_t *cl, const char *type, const char *name);
+
+struct cairn_service {
+	char *type, *name, *addr, *meta;
+	char *instance; /* the client that registered it (cairn_client_name) */
+	unsigned ttl_s;
+};
+
+/* The live registrations (of type, or all: NULL), by type and name. Free with cairn_services_free.
+ */
+int cairn_service_list(cairn_cluster_t *cl, const char *type, struct cairn_service **v, size_t *n);
+void cairn_services_free(struct cairn_service *v, size_t n);
+
 /* ---- fencing ----
  *
  * A client that lost its lock or lease (or is presumed dead) is fenced by
@@ -780,6 +814,12 @@ int cairn_blocklist_rm(cairn_cluster_t *cl, const char *entity);
  */
 void cairn_set_epoch_barrier(cairn_cluster_t *cl, uint64_t epoch);
 
+/*
+ * Run a monitor command (what `clusterctl` takes after its options, e.g.
+ * {"osd", "ls"}) on the leader. *out: its output (text, or JSON with json);
+ * *err (err may be NULL): a sentence when it failed; free both.
+ * \return 0, the command's -errno (-EINVAL: a usage error), or -ETIMEDOUT.
+ */
 int cairn_mon_command(cairn_cluster_t *cl, const char *const *argv, size_t argc, bool json,
 		      char **out, char **err);
 

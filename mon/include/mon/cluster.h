@@ -89,6 +89,8 @@ struct mon_cmd_env {
  *   osd ls | osd down|out|in|rm ID... | osd reweight ID W | osd set|unset FLAG
  *   pool ls | pool create NAME [--size N] [--min-size N] [--ec K+M] [--stripe-unit B] [--pg-num N]
  *   pool rm NAME --yes-i-really-mean-it | pool set NAME KEY VALUE
+ *   service ls [TYPE] | service beacon TYPE NAME INSTANCE ADDR TTL [META]
+ *   service rm TYPE NAME INSTANCE   (the service map: registrations under etcd leases)
  * *out (text, or JSON with json) and *err (a sentence when rc != 0) are
  * malloc'd, either may be NULL. \return 0 or a negative errno
  * (-EINVAL for usage errors).
