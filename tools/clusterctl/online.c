@@ -1,21 +1,23 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * clusterctl's cluster commands: sent to a monitor, which runs them (see
- * mon/cluster.h for the list) and answers with text or JSON.
+ * clusterctl's cluster commands: sent through libcairn (cairn_mon_command)
+ * to the monitors' leader, which runs them (see mon/cluster.h for the list)
+ * and answers with text or JSON.
  */
 #include "ctl.h"
-#include "mon/client_sync.h"
-#include "cm/err.h"
+#include "cairn/cairn.h"
 
+#include <errno.h>
 #include <jansson.h>
+#include <string.h>
 
 int
 ctl_online(const struct ctl_conf *c, int argc, char **argv, bool json)
 {
-	Cairn__Mon__CommandReply *rep = NULL;
-	struct mon_sync *s;
-	char err[256];
-	int rc, status;
+	struct cairn_opts o;
+	cairn_cluster_t *cl;
+	char err[256], *out = NULL, *msg = NULL;
+	int rc;
 
 	if (!c->mon_host[0]) {
 		fprintf(stderr, "clusterctl: mon_host is not set: pass -c DIR/cairn.conf, set "
@@ -26,23 +28,30 @@ ctl_online(const struct ctl_conf *c, int argc, char **argv, bool json)
 		fprintf(stderr, "clusterctl: cluster_key is not set (in the config file)\n");
 		return 2;
 	}
-	rc = mon_sync_open(&c->d, c->mon_host, (unsigned)c->command_timeout_ms, &s, err,
-			   sizeof(err));
+	cairn_opts_init(&o, sizeof(o));
+	o.mon_host = c->mon_host;
+	o.cluster_key = c->d.cluster_key;
+	o.connect_timeout_ms = (unsigned)c->command_timeout_ms;
+	o.op_timeout_ms = (unsigned)c->command_timeout_ms;
+	rc = cairn_connect(&o, &cl, err, sizeof(err));
 	if (rc) {
-		fprintf(stderr, "clusterctl: %s\n", err);
-		return 2;
-	}
-	rc = mon_sync_command(s, argc, argv, json, &rep);
-	if (rc) {
-		fprintf(stderr, "clusterctl: no monitor answered (%s): %s\n", c->mon_host,
-			rc == -ETIMEDOUT ? "timed out" : cm_strerror(rc));
-		mon_sync_close(s);
+		fprintf(stderr, "clusterctl: no monitor answered (%s): %s\n", c->mon_host, err);
 		return 1;
 	}
-	fputs(rep->out, stdout);
-	if (rep->rc) {
+	rc = cairn_mon_command(cl, (const char *const *)argv, (size_t)argc, json, &out, &msg);
+	if (!out) { /* (no answer at all) */
+		fprintf(stderr, "clusterctl: no monitor answered (%s): %s\n", c->mon_host,
+			rc == -ETIMEDOUT ? "timed out" : strerror(-rc));
+		free(msg);
+		cairn_shutdown(cl);
+		return 1;
+	}
+	fputs(out, stdout);
+	if (rc) {
+		const char *m = msg && msg[0] ? msg : strerror(-rc);
+
 		if (json) {
-			json_t *e = json_pack("{s:i, s:s}", "error", rep->rc, "message", rep->err);
+			json_t *e = json_pack("{s:i, s:s}", "error", rc, "message", m);
 			char *t = e ? json_dumps(e, 0) : NULL;
 
 			if (t)
@@ -50,10 +59,10 @@ ctl_online(const struct ctl_conf *c, int argc, char **argv, bool json)
 			free(t);
 			json_decref(e);
 		}
-		fprintf(stderr, "clusterctl: %s\n", rep->err);
+		fprintf(stderr, "clusterctl: %s\n", m);
 	}
-	status = rep->rc == 0 ? 0 : rep->rc == -EINVAL ? 2 : 1;
-	cairn__mon__command_reply__free_unpacked(rep, NULL);
-	mon_sync_close(s);
-	return status;
+	free(out);
+	free(msg);
+	cairn_shutdown(cl);
+	return rc == 0 ? 0 : rc == -EINVAL ? 2 : 1;
 }
