@@ -36,6 +36,7 @@ struct cairn_watch {
 	cairn_watch_cb_t cb;
 	cairn_watch_err_cb_t err_cb;
 	void *arg;
+	bool registered; /* (atomic) its first WATCH succeeded: pings may go */
 	/* client thread */
 	bool linked;
 	bool gone;      /* unwatched: no callbacks, no pings; freed once idle */
@@ -237,7 +238,8 @@ cairn__watch_tick(struct cairn_cluster *cl, uint64_t now)
 	cairn_watch_t *w;
 
 	TAILQ_FOREACH(w, &cairn__cl_watches(cl)->head, link)
-		if (!w->busy && now - w->ping_ms >= w->timeout_ms / 3)
+		if (!w->busy && now - w->ping_ms >= w->timeout_ms / 3 &&
+		    __atomic_load_n(&w->registered, __ATOMIC_ACQUIRE))
 			ping_send(w);
 }
 
@@ -246,8 +248,10 @@ cairn__watch_kick(struct cairn_cluster *cl)
 {
 	cairn_watch_t *w;
 
+	/* (not before the first WATCH succeeded: a ping could overtake it and be told -ENOTCONN) */
 	TAILQ_FOREACH(w, &cairn__cl_watches(cl)->head, link)
-		ping_send(w);
+		if (__atomic_load_n(&w->registered, __ATOMIC_ACQUIRE))
+			ping_send(w);
 }
 
 void
@@ -437,6 +441,7 @@ cairn_watch(cairn_ioctx_t *io, const char *oid, unsigned timeout_ms, cairn_watch
 		run_on_client(w, watch_release);
 		return rc;
 	}
+	__atomic_store_n(&w->registered, true, __ATOMIC_RELEASE);
 	*wp = w;
 	return 0;
 }

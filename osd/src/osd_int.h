@@ -123,8 +123,9 @@ struct osd_watch {
 	char *oid;
 	char entity[64];
 	uint64_t cookie;
-	struct cm_conn *c; /* its session (a reference) */
-	uint64_t seen_ms;  /* its last WATCH or PING */
+	struct cm_conn *c;   /* its session (a reference) */
+	uint64_t seen_ms;    /* its last WATCH or PING */
+	uint32_t timeout_ms; /* silent longer: the binding goes (osd__watch_tick) */
 };
 
 struct osd_pg {
@@ -205,8 +206,8 @@ struct osd_pg {
 	/* watch/notify (watch.c, primary): bindings, notifies waiting for acks */
 	struct osd_watch *watches;
 	TAILQ_HEAD(osd_notify_q, osd_notify) notifies;
-	uint64_t watch_since_ms; /* this interval's start: unbound watchers are live until + timeout
-				  */
+	/* ops run here since (activation): unbound watchers are live until + timeout */
+	uint64_t watch_since_ms;
 	TAILQ_HEAD(osd_repop_q, osd_repop) repops;
 	/* EC: entries up to roll_ok committed on every shard (their stashes may
 	 * go); roll_stuck: a change of this interval failed somewhere, so hold */

@@ -1098,6 +1098,29 @@ START_TEST(test_watch_notify)
 		cairn_notify_result_free(&res);
 		ck_assert_int_eq(atomic_load(&sc.events), 1);
 
+		/* An unwatch ends its part of a pending notify: the notify does not
+		 * wait 20 s for it, nor reports it as timed out. */
+		{
+			struct cairn_notify_result r2;
+			cairn_completion_t *nc = cairn_completion_create(NULL, NULL);
+			int rv = 1;
+
+			op = cairn_op_create();
+			cairn_op_notify(op, "bye", 3, 20000, &r2, &rv);
+			ck_assert_int_eq(cairn_aio_operate(ia, "w.obj", op, nc), 0);
+			for (int t = 0; t < 1000 && atomic_load(&sc.events) < 2; t++)
+				usleep(10000);
+			ck_assert_int_eq(atomic_load(&sc.events), 2);
+			ck_assert_int_eq(cairn_unwatch(wc), 0);
+			ck_assert_int_eq(cairn_completion_wait(nc), 0);
+			ck_assert_int_eq(rv, 0);
+			ck_assert_uint_eq(r2.nacks, 2);
+			ck_assert_uint_eq(r2.ntimeouts, 0);
+			cairn_notify_result_free(&r2);
+			cairn_completion_release(nc);
+			cairn_op_release(op);
+		}
+
 		/* Watch ops are alone in their op. */
 		op = cairn_op_create();
 		cairn_op_notify(op, "x", 1, 1000, &res, NULL);
@@ -1105,7 +1128,6 @@ START_TEST(test_watch_notify)
 		ck_assert_int_eq(cairn_operate(ia, "w.obj", op, NULL), -EINVAL);
 		cairn_op_release(op);
 
-		ck_assert_int_eq(cairn_unwatch(wc), 0);
 		ck_assert_int_eq(cairn_unwatch(wb), 0);
 		ck_assert_int_eq(cairn_list_watchers(ia, "w.obj", &wl, &n), 0);
 		ck_assert_uint_eq(n, 1);

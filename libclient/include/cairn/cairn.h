@@ -697,6 +697,8 @@ uint64_t cairn_watch_cookie(const cairn_watch_t *w);
  * 0). Asynchronous (it may wait for the throttle's room, except on the
  * library's thread): \return 0 once it is queued, -EINVAL (a bad
  * argument), -ENOMEM. An ack the notifier no longer waits for is dropped.
+ * The replies to one notify are at most CAIRN_NOTIFY_MAX bytes in all: past
+ * that an ack still counts, without its reply.
  */
 int cairn_notify_ack(cairn_watch_t *w, uint64_t notify_id, const void *reply, size_t len);
 

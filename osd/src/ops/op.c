@@ -95,6 +95,10 @@ osd__op_reply(struct osd_op *op, const struct osd_ver *ver)
 	}
 	r.n_results = op->nres;
 	r.results = op->resp;
+	/* A watch change's new watcher set was for the store, not for the client. */
+	if (op->nres == 1 &&
+	    (op->req->ops[0]->op == OSD_OP_WATCH || op->req->ops[0]->op == OSD_OP_UNWATCH))
+		op->res[0].value.len = 0;
 	osd__send_pb(op->c, OSD_MSG_OP_REPLY, op->m->tid, &r.base, &op->rdata);
 	op->osd->ops++;
 	snprintf(oid, sizeof(oid), "%s", op->req->oid);

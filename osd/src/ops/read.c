@@ -829,7 +829,9 @@ osd__op_after_reads(struct osd_op *op)
 		osd__op_reply(op, &op->ver);
 		return;
 	}
-	if (op->osd->map && (op->osd->map->flags & MON_FLAG_FULL)) {
+	/* (a watch change is a few bytes of one attribute: a full cluster takes it) */
+	if (op->osd->map && (op->osd->map->flags & MON_FLAG_FULL) &&
+	    !osd__subop_watch(op->req->ops[0]->op)) {
 		osd__op_fail(op, 0, -ENOSPC);
 		osd__op_reply(op, NULL);
 		return;

@@ -35,6 +35,7 @@ struct osd_notify {
 	struct osd_op *op;
 	uint64_t id;
 	uint64_t deadline_ms;
+	size_t reply_bytes; /* of the acks so far: at most OSD_NOTIFY_MAX in all */
 	Cairn__Osd__NotifyReq *req;
 	struct osd_notify_w *w;
 	size_t nw, nleft;
@@ -83,7 +84,7 @@ unbind(struct osd_pg *pg, const char *oid, const char *entity, uint64_t cookie)
 /* Bind (oid, entity, cookie) to session c, seen now. \return it, NULL (no memory). */
 static struct osd_watch *
 watch_bind(struct osd_pg *pg, const char *oid, const char *entity, uint64_t cookie,
-	   struct cm_conn *c, uint64_t now)
+	   struct cm_conn *c, uint64_t now, uint32_t timeout_ms)
 {
 	struct osd_watch *b = bind_find(pg, oid, entity, cookie);
 
@@ -104,6 +105,7 @@ watch_bind(struct osd_pg *pg, const char *oid, const char *entity, uint64_t cook
 		b->c = cm_conn_get(c);
 	}
 	b->seen_ms = now;
+	b->timeout_ms = timeout_ms;
 	return b;
 }
 
@@ -285,7 +287,13 @@ notify_ack(struct osd_op *op)
 		rc = 0;
 		if (w->acked)
 			break;
-		if (a->reply.len) {
+		if (a->reply.len > OSD_NOTIFY_MAX - n->reply_bytes) {
+			/* The result must fit one reply: the ack counts, its reply is dropped. */
+			CM_LOG_RL(CM_LOG_WARN,
+				  "%s: notify %" PRIx64
+				  ": replies over %u bytes in all: %s's dropped",
+				  op->pg->cid, n->id, OSD_NOTIFY_MAX, op->client);
+		} else if (a->reply.len) {
 			w->reply.data = malloc(a->reply.len);
 			if (!w->reply.data) {
 				rc = -ENOMEM;
@@ -293,6 +301,10 @@ notify_ack(struct osd_op *op)
 			}
 			memcpy(w->reply.data, a->reply.data, a->reply.len);
 			w->reply.len = a->reply.len;
+			n->reply_bytes += a->reply.len;
+			/* (held with the notify's op: counted against osd_client_message_cap) */
+			n->op->charged += a->reply.len;
+			op->osd->client_bytes += a->reply.len;
 		}
 		w->acked = true;
 		if (--n->nleft == 0)
@@ -301,6 +313,33 @@ notify_ack(struct osd_op *op)
 	}
 	cairn__osd__notify_ack_req__free_unpacked(a, NULL);
 	return rc;
+}
+
+/* UNWATCH: the notifies pending on oid stop waiting for (entity, cookie). */
+static void
+notify_forget(struct osd_pg *pg, const char *oid, const char *entity, uint64_t cookie)
+{
+	struct osd_notify *n;
+
+again:
+	TAILQ_FOREACH(n, &pg->notifies, link) {
+		if (strcmp(n->op->req->oid, oid))
+			continue;
+		for (size_t k = 0; k < n->nw; k++) {
+			struct osd_notify_w *w = &n->w[k];
+
+			if (w->acked || w->cookie != cookie || strcmp(w->entity, entity))
+				continue;
+			free(w->entity);
+			free(w->reply.data);
+			*w = n->w[--n->nw]; /* (order does not matter) */
+			if (--n->nleft == 0) {
+				notify_finish(pg, n);
+				goto again; /* (n is gone) */
+			}
+			break;
+		}
+	}
 }
 
 /* PING from a watcher (bound to session b->c now): the notifies it missed. */
@@ -322,6 +361,18 @@ void
 osd__watch_tick(struct osd_pg *pg, uint64_t now)
 {
 	struct osd_notify *n;
+
+	/* Bindings of watchers silent past their timeout (dead clients' sessions) go. */
+	for (struct osd_watch **p = &pg->watches; *p;) {
+		struct osd_watch *b = *p;
+
+		if (now > b->seen_ms && now - b->seen_ms > b->timeout_ms) {
+			*p = b->next;
+			bind_free(b);
+		} else {
+			p = &b->next;
+		}
+	}
 
 	/* (from the start after each: a reply may start ops that finish other notifies) */
 again:
@@ -513,7 +564,8 @@ osd__watch_run(struct osd_op *op)
 	case OSD_OP_WATCH:
 		watch_prune(pg, op->req->oid, set, now);
 		rc = watch_add(set, op->client, rq->cookie, rq->timeout_ms);
-		if (!rc && !watch_bind(pg, op->req->oid, op->client, rq->cookie, op->c, now))
+		if (!rc && !watch_bind(pg, op->req->oid, op->client, rq->cookie, op->c, now,
+				       rq->timeout_ms))
 			rc = -ENOMEM;
 		if (!rc)
 			rc = set_pack(set, &r->value);
@@ -524,6 +576,7 @@ osd__watch_run(struct osd_op *op)
 		if (at >= 0)
 			watch_drop(set, (size_t)at);
 		unbind(pg, op->req->oid, op->client, rq->cookie);
+		notify_forget(pg, op->req->oid, op->client, rq->cookie);
 		rc = set_pack(set, &r->value);
 		break;
 	case OSD_OP_WATCH_PING:
@@ -537,7 +590,8 @@ osd__watch_run(struct osd_op *op)
 			rc = -ENOTCONN;
 			break;
 		}
-		b = watch_bind(pg, op->req->oid, op->client, rq->cookie, op->c, now);
+		b = watch_bind(pg, op->req->oid, op->client, rq->cookie, op->c, now,
+			       set->watchers[at]->timeout_ms);
 		if (!b)
 			rc = -ENOMEM;
 		else

@@ -47,6 +47,9 @@ osd__pg_activate(struct osd_pg *pg)
 	pg->nlw = 0;
 	pg->lw_other_ns = 0;
 	pg->nanswered = 0;
+	/* Watchers get their timeout from when ops run here (their pings waited). */
+	pg->watch_since_ms =
+		cm_now_ms() + (pg->reads_after_ns > now ? (pg->reads_after_ns - now) / 1000000 : 0);
 	pg->state = OSD_PG_ACTIVE;
 	pg->last_epoch_started = pg->osd->epoch;
 	if (x) {
@@ -419,7 +422,7 @@ osd__pg_tick(struct osd *o)
 				osd__pg_start_peering(pg);
 			if (pg->be->tick)
 				pg->be->tick(pg);
-			if (!TAILQ_EMPTY(&pg->notifies))
+			if (!TAILQ_EMPTY(&pg->notifies) || pg->watches)
 				osd__watch_tick(pg, now);
 		}
 	osd__rec_tick(o, now);
