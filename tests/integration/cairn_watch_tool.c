@@ -6,6 +6,7 @@
  *   cairn_watch_tool watch POOL OID [--timeout MS] [--reply TEXT] [--no-ack] [--seconds S]
  *   cairn_watch_tool notify POOL OID PAYLOAD [--timeout MS]
  *   cairn_watch_tool watchers POOL OID
+ *   cairn_watch_tool register TYPE NAME ADDR [--timeout TTL_S] [--seconds S]
  *
  * watch: cairn_watch (timeout MS, default the library's), then prints
  *   watching cookie=<cookie> entity=<this client's name>
@@ -18,6 +19,9 @@
  * notify: cairn_notify (timeout MS, default the library's), then prints
  *   acks <n> / ack <entity> <cookie> <reply> (per ack)
  *   timeouts <n> / timeout <entity> <cookie> (per watcher that did not ack)
+ * register: cairn_service_register (TTL default 10 s), prints "registered
+ *   TYPE NAME as <client name>", keeps it until SIGTERM/SIGINT or S seconds,
+ *   then unregisters ("unregistered").
  * watchers: cairn_list_watchers, then prints
  *   watchers <n> / watcher <entity> <cookie> <timeout_ms> (per watcher)
  * Payloads and replies are printed as text, bytes outside printable ASCII
@@ -104,21 +108,13 @@ op_error(const char *what, int rc)
  * connecting, so the library's thread inherits the mask) and taken here
  * with sigtimedwait: nothing runs in a signal handler.
  */
-static int
-run_watch(cairn_ioctx_t *io, const sigset_t *stop)
+/* Until SIGTERM or SIGINT, or g_seconds. */
+static void
+wait_stop(const sigset_t *stop)
 {
-	cairn_watch_t *w = NULL;
 	struct timespec end, now, left;
-	int rc, sig = 0;
+	int sig;
 
-	rc = cairn_watch(io, g_pos[1], g_timeout, watch_event, watch_error, NULL, &w);
-	if (rc)
-		return op_error("watch", rc);
-	pthread_mutex_lock(&g_out_lock);
-	printf("watching cookie=%" PRIu64 " entity=%s\n", cairn_watch_cookie(w),
-	       cairn_client_name(g_cl));
-	fflush(stdout);
-	pthread_mutex_unlock(&g_out_lock);
 	clock_gettime(CLOCK_MONOTONIC, &end);
 	end.tv_sec += g_seconds;
 	for (;;) {
@@ -135,6 +131,43 @@ run_watch(cairn_ioctx_t *io, const sigset_t *stop)
 		if (sig > 0 || (sig < 0 && errno == EAGAIN))
 			break;
 	}
+}
+
+/* register: the service (g_pos: TYPE NAME ADDR) kept registered until stopped, then removed. */
+static int
+run_register(const sigset_t *stop)
+{
+	int rc = cairn_service_register(g_cl, g_pos[0], g_pos[1], g_pos[2], NULL,
+					g_timeout ? g_timeout : 10);
+
+	if (rc)
+		return op_error("register", rc);
+	printf("registered %s %s as %s\n", g_pos[0], g_pos[1], cairn_client_name(g_cl));
+	fflush(stdout);
+	wait_stop(stop);
+	rc = cairn_service_unregister(g_cl, g_pos[0], g_pos[1]);
+	if (rc)
+		return op_error("unregister", rc);
+	printf("unregistered\n");
+	fflush(stdout);
+	return 0;
+}
+
+static int
+run_watch(cairn_ioctx_t *io, const sigset_t *stop)
+{
+	cairn_watch_t *w = NULL;
+	int rc;
+
+	rc = cairn_watch(io, g_pos[1], g_timeout, watch_event, watch_error, NULL, &w);
+	if (rc)
+		return op_error("watch", rc);
+	pthread_mutex_lock(&g_out_lock);
+	printf("watching cookie=%" PRIu64 " entity=%s\n", cairn_watch_cookie(w),
+	       cairn_client_name(g_cl));
+	fflush(stdout);
+	pthread_mutex_unlock(&g_out_lock);
+	wait_stop(stop);
 	rc = cairn_unwatch(w);
 	if (rc)
 		return op_error("unwatch", rc);
@@ -198,10 +231,13 @@ run_watchers(cairn_ioctx_t *io)
 static int
 usage(void)
 {
-	fprintf(stderr, "usage: cairn_watch_tool [-c CONF] watch POOL OID [--timeout MS] "
-			"[--reply TEXT] [--no-ack] [--seconds S]\n"
-			"       cairn_watch_tool [-c CONF] notify POOL OID PAYLOAD [--timeout MS]\n"
-			"       cairn_watch_tool [-c CONF] watchers POOL OID\n");
+	fprintf(stderr,
+		"usage: cairn_watch_tool [-c CONF] watch POOL OID [--timeout MS] "
+		"[--reply TEXT] [--no-ack] [--seconds S]\n"
+		"       cairn_watch_tool [-c CONF] notify POOL OID PAYLOAD [--timeout MS]\n"
+		"       cairn_watch_tool [-c CONF] watchers POOL OID\n"
+		"       cairn_watch_tool [-c CONF] register TYPE NAME ADDR [--timeout TTL_S] "
+		"[--seconds S]\n");
 	return 2;
 }
 
@@ -237,6 +273,8 @@ main(int argc, char **argv)
 		want = 3;
 	else if (!strcmp(mode, "watchers"))
 		want = 2;
+	else if (!strcmp(mode, "register"))
+		want = 3;
 	else
 		return usage();
 	for (int i = 2; i < argc; i++) {
@@ -248,7 +286,8 @@ main(int argc, char **argv)
 		} else if (!strcmp(k, "--timeout") && has_val) {
 			if (!parse_uint(argv[++i], &g_timeout))
 				return usage();
-		} else if (!strcmp(k, "--seconds") && has_val && !strcmp(mode, "watch")) {
+		} else if (!strcmp(k, "--seconds") && has_val &&
+			   (!strcmp(mode, "watch") || !strcmp(mode, "register"))) {
 			if (!parse_uint(argv[++i], &g_seconds))
 				return usage();
 		} else if (!strcmp(k, "--reply") && has_val && !strcmp(mode, "watch")) {
@@ -273,7 +312,7 @@ main(int argc, char **argv)
 	sigemptyset(&stop);
 	sigaddset(&stop, SIGTERM);
 	sigaddset(&stop, SIGINT);
-	if (!strcmp(mode, "watch"))
+	if (!strcmp(mode, "watch") || !strcmp(mode, "register"))
 		pthread_sigmask(SIG_BLOCK, &stop, NULL);
 
 	cairn_opts_init(&o, sizeof(o));
@@ -283,6 +322,10 @@ main(int argc, char **argv)
 		fprintf(stderr, "cairn_watch_tool: connect: %s (%d)\n",
 			err[0] ? err : strerror(-rc), rc);
 		return 2;
+	}
+	if (!strcmp(mode, "register")) {
+		rc = run_register(&stop);
+		goto out;
 	}
 	rc = cairn_ioctx_create(g_cl, g_pos[0], &io);
 	if (rc) {
