@@ -1032,8 +1032,8 @@ on_mon_reply(void *arg, struct cm_msg *m)
 
 /* Send req to the leader and wait for its reply (*reply: cm_msg_destroy). */
 static int
-mon_call(struct cairn_cluster *cl, uint16_t type, const ProtobufCMessage *req, uint16_t reply_type,
-	 struct cm_msg **reply)
+mon_call_within(struct cairn_cluster *cl, uint16_t type, const ProtobufCMessage *req,
+		uint16_t reply_type, struct cm_msg **reply, unsigned timeout_ms)
 {
 	struct mreq *q = calloc(1, sizeof(*q));
 	int rc;
@@ -1047,7 +1047,7 @@ mon_call(struct cairn_cluster *cl, uint16_t type, const ProtobufCMessage *req, u
 	q->type = type;
 	q->reply_type = reply_type;
 	q->req = req;
-	q->deadline_ms = cm_now_ms() + (cl->op_timeout_ms ? cl->op_timeout_ms : MON_TIMEOUT_MS);
+	q->deadline_ms = cm_now_ms() + timeout_ms;
 	q->post = (struct cm_reactor_msg){ .fn = mreq_submit_fn, .drop = mreq_drop, .arg = q };
 	cm_reactor_post(cl->r, &q->post);
 	rc = cairn_completion_wait(q->comp);
@@ -1055,6 +1055,14 @@ mon_call(struct cairn_cluster *cl, uint16_t type, const ProtobufCMessage *req, u
 	*reply = q->reply;
 	free(q);
 	return rc;
+}
+
+static int
+mon_call(struct cairn_cluster *cl, uint16_t type, const ProtobufCMessage *req, uint16_t reply_type,
+	 struct cm_msg **reply)
+{
+	return mon_call_within(cl, type, req, reply_type, reply,
+			       cl->op_timeout_ms ? cl->op_timeout_ms : MON_TIMEOUT_MS);
 }
 
 static void
@@ -2340,6 +2348,14 @@ int
 cairn_mon_command(cairn_cluster_t *cl, const char *const *argv, size_t argc, bool json, char **out,
 		  char **err)
 {
+	return cairn__mon_command_within(cl, argv, argc, json, out, err,
+					 cl->op_timeout_ms ? cl->op_timeout_ms : MON_TIMEOUT_MS);
+}
+
+int
+cairn__mon_command_within(cairn_cluster_t *cl, const char *const *argv, size_t argc, bool json,
+			  char **out, char **err, unsigned timeout_ms)
+{
 	Cairn__Mon__Command req = CAIRN__MON__COMMAND__INIT;
 	struct cm_msg *m;
 	int rc;
@@ -2352,7 +2368,7 @@ cairn_mon_command(cairn_cluster_t *cl, const char *const *argv, size_t argc, boo
 	req.args = (char **)argv;
 	req.n_args = argc;
 	req.json = json;
-	rc = mon_call(cl, MON_MSG_COMMAND, &req.base, MON_MSG_COMMAND_REPLY, &m);
+	rc = mon_call_within(cl, MON_MSG_COMMAND, &req.base, MON_MSG_COMMAND_REPLY, &m, timeout_ms);
 	return rc ? rc : command_decode(m, out, err);
 }
 

@@ -110,6 +110,9 @@ struct cairn__svcs {
 	bool started, stop;
 };
 struct cairn__svcs *cairn__cl_svcs(struct cairn_cluster *cl);
+/* cairn_mon_command with its own limit (a renewal is no use past its TTL) */
+int cairn__mon_command_within(cairn_cluster_t *cl, const char *const *argv, size_t argc, bool json,
+			      char **out, char **err, unsigned timeout_ms);
 void cairn__svc_init(struct cairn__svcs *ss);
 /* cairn_shutdown, before the client thread stops: the thread ends, the registrations go */
 void cairn__svc_stop(struct cairn__svcs *ss);

@@ -41,7 +41,9 @@ beacon(cairn_cluster_t *cl, const char *type, const char *name, const char *addr
 	int rc;
 
 	snprintf(ttl, sizeof(ttl), "%u", ttl_s);
-	rc = cairn_mon_command(cl, argv, meta && meta[0] ? 8 : 7, false, &out, &err);
+	/* (within the TTL: a later renewal is of no use, and shutdown waits for it) */
+	rc = cairn__mon_command_within(cl, argv, meta && meta[0] ? 8 : 7, false, &out, &err,
+				       ttl_s * 1000u);
 	free(out);
 	free(err);
 	return rc;
