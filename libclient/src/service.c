@@ -274,3 +274,71 @@ cairn_service_list(cairn_cluster_t *cl, const char *type, struct cairn_service *
 	*n = cnt;
 	return 0;
 }
+
+/* "rank R epoch E [fence INSTANCE]" from `mds beacon` into its parts. */
+static int
+mds_reply(const char *out, int *rank, uint64_t *epoch, char *fence, size_t fencelen)
+{
+	long long r;
+	unsigned long long e;
+	int n = 0;
+
+	fence[0] = 0;
+	if (sscanf(out, "rank %lld epoch %llu%n", &r, &e, &n) != 2 || r < -1 || r > 64)
+		return -EBADMSG;
+	if (strncmp(out + n, " fence ", 7) == 0) {
+		size_t len = strcspn(out + n + 7, "\n");
+
+		if (!len || len >= fencelen)
+			return -EBADMSG;
+		memcpy(fence, out + n + 7, len);
+		fence[len] = 0;
+	}
+	*rank = (int)r;
+	*epoch = e;
+	return 0;
+}
+
+int
+cairn_mds_beacon(cairn_cluster_t *cl, const char *fs, const char *name, const char *addr,
+		 unsigned ttl_s, int *rank, uint64_t *epoch)
+{
+	char ttl[16], fence[160], *out = NULL, *err = NULL;
+	const char *argv[7] = { "mds", "beacon", fs, name, cairn_client_name(cl), addr, ttl };
+	uint64_t e = 0;
+	int rc;
+
+	*rank = -1;
+	if (!fs || !name || !addr || ttl_s < 2 || ttl_s > 3600)
+		return -EINVAL;
+	snprintf(ttl, sizeof(ttl), "%u", ttl_s);
+	rc = cairn__mon_command_within(cl, argv, 7, false, &out, &err, ttl_s * 1000u);
+	if (!rc)
+		rc = mds_reply(out, rank, &e, fence, sizeof(fence));
+	free(out);
+	free(err);
+	if (rc) {
+		*rank = -1;
+		return rc;
+	}
+	/* Taken over from another instance: it must not write any more (once). */
+	if (*rank >= 0 && fence[0] && strcmp(fence, cairn_client_name(cl)) != 0) {
+		struct cairn__svcs *ss = cairn__cl_svcs(cl);
+		bool done;
+
+		pthread_mutex_lock(&ss->mu);
+		done = strcmp(ss->fenced, fence) == 0;
+		pthread_mutex_unlock(&ss->mu);
+		rc = done ? 0 : cairn_blocklist_add(cl, fence, 3600, NULL);
+		if (rc) {
+			*rank = -1;
+			return rc;
+		}
+		pthread_mutex_lock(&ss->mu);
+		snprintf(ss->fenced, sizeof(ss->fenced), "%s", fence);
+		pthread_mutex_unlock(&ss->mu);
+	}
+	if (epoch)
+		*epoch = e;
+	return 0;
+}

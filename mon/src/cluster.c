@@ -1364,6 +1364,66 @@ jstr(json_t *o, const char *k)
 }
 
 /*
+ * Register (type, name) for instance at addr with meta for ttl (text)
+ * seconds, or renew it: the lease is kept alive when nothing changed, else
+ * a new one carries the new value (another instance takes the name over).
+ */
+static int
+svc_beacon(struct cmd *c, const char *type, const char *name, const char *inst, const char *addr,
+	   const char *ttl_s, const char *meta, int64_t *lease_out)
+{
+	struct cm_etcd_range r;
+	unsigned long ttl;
+	char k[512], *end, *val;
+	json_t *v;
+	int64_t lease = 0, granted;
+	int rc;
+
+	errno = 0;
+	ttl = strtoul(ttl_s, &end, 10);
+	if (!svc_word_ok(type, 32) || !svc_word_ok(name, 64) || !svc_text_ok(inst, 128) ||
+	    !inst[0] || !svc_text_ok(addr, 256) || !svc_text_ok(meta, 4096) || errno || *end ||
+	    end == ttl_s || ttl < 2 || ttl > 3600) {
+		snprintf(c->err, sizeof(c->err),
+			 "service beacon: TYPE (1-32) and NAME (1-64) of [A-Za-z0-9._-], "
+			 "INSTANCE (1-128), ADDR (at most 256) and META (at most 4096) "
+			 "printable, TTL 2..3600 seconds");
+		return -EINVAL;
+	}
+	snprintf(k, sizeof(k), "/cairn/%s/services/%s/%s", c->env->fsid, type, name);
+	rc = cm_etcd_get(c->env->etcd, k, strlen(k), NULL, 0, 0, &r);
+	if (rc) {
+		snprintf(c->err, sizeof(c->err), "reading the service map: %s", cm_strerror(rc));
+		return rc;
+	}
+	v = json_pack("{s:s, s:s, s:s, s:I}", "instance", inst, "addr", addr, "meta", meta, "ttl",
+		      (json_int_t)ttl);
+	val = v ? json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
+	json_decref(v);
+	if (!val) {
+		cm_etcd_range_free(&r);
+		return -ENOMEM;
+	}
+	/* The same instance with the same value: renew its lease (any mon may). */
+	if (r.count && r.kvs[0].lease && r.kvs[0].value_len == strlen(val) &&
+	    memcmp(r.kvs[0].value, val, r.kvs[0].value_len) == 0 &&
+	    cm_etcd_lease_keepalive(c->env->etcd, r.kvs[0].lease, &granted) == 0 && granted > 0)
+		lease = r.kvs[0].lease;
+	cm_etcd_range_free(&r);
+	rc = 0;
+	if (!lease) { /* new, changed, another instance, or its lease ran out */
+		rc = cm_etcd_lease_grant(c->env->etcd, (int64_t)ttl, &lease, &granted);
+		if (!rc)
+			rc = cm_etcd_put(c->env->etcd, k, strlen(k), val, strlen(val), lease, NULL);
+	}
+	free(val);
+	if (rc)
+		snprintf(c->err, sizeof(c->err), "service beacon: %s", cm_strerror(rc));
+	*lease_out = lease;
+	return rc;
+}
+
+/*
  * service beacon TYPE NAME INSTANCE ADDR TTL [META]: register, or keep
  * alive; service rm TYPE NAME INSTANCE; service ls [TYPE].
  */
@@ -1403,66 +1463,15 @@ cmd_service(struct cmd *c)
 		return 0;
 	}
 	if (strcmp(verb, "beacon") == 0) {
-		struct cm_etcd_range r;
-		unsigned long ttl;
-		char *end;
-		json_t *v;
-		char *val;
-		int64_t lease = 0, granted;
+		int64_t lease;
 
 		if (c->argc != 7 && c->argc != 8)
 			return usage(c, "service beacon TYPE NAME INSTANCE ADDR TTL [META]");
-		errno = 0;
-		ttl = strtoul(c->argv[6], &end, 10);
-		if (!svc_word_ok(c->argv[2], 32) || !svc_word_ok(c->argv[3], 64) ||
-		    !svc_text_ok(c->argv[4], 128) || !c->argv[4][0] ||
-		    !svc_text_ok(c->argv[5], 256) ||
-		    (c->argc == 8 && !svc_text_ok(c->argv[7], 4096)) || errno || *end || ttl < 2 ||
-		    ttl > 3600) {
-			snprintf(c->err, sizeof(c->err),
-				 "service beacon: TYPE (1-32) and NAME (1-64) of [A-Za-z0-9._-], "
-				 "INSTANCE (1-128), ADDR (at most 256) and META (at most 4096) "
-				 "printable, TTL 2..3600 seconds");
-			return -EINVAL;
-		}
-		snprintf(k, sizeof(k), "/cairn/%s/services/%s/%s", c->env->fsid, c->argv[2],
-			 c->argv[3]);
-		rc = cm_etcd_get(c->env->etcd, k, strlen(k), NULL, 0, 0, &r);
-		if (rc) {
-			snprintf(c->err, sizeof(c->err), "reading the service map: %s",
-				 cm_strerror(rc));
-			return rc;
-		}
-		v = json_pack("{s:s, s:s, s:s, s:I}", "instance", c->argv[4], "addr", c->argv[5],
-			      "meta", c->argc == 8 ? c->argv[7] : "", "ttl", (json_int_t)ttl);
-		val = v ? json_dumps(v, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
-		json_decref(v);
-		if (!val) {
-			cm_etcd_range_free(&r);
-			return -ENOMEM;
-		}
-		/* The same instance with the same value: renew its lease (any mon may). */
-		if (r.count && r.kvs[0].lease && r.kvs[0].value_len == strlen(val) &&
-		    memcmp(r.kvs[0].value, val, r.kvs[0].value_len) == 0 &&
-		    cm_etcd_lease_keepalive(c->env->etcd, r.kvs[0].lease, &granted) == 0 &&
-		    granted > 0)
-			lease = r.kvs[0].lease;
-		cm_etcd_range_free(&r);
-		rc = 0;
-		if (!lease) { /* new, changed, another instance, or its lease ran out */
-			rc = cm_etcd_lease_grant(c->env->etcd, (int64_t)ttl, &lease, &granted);
-			if (!rc)
-				rc = cm_etcd_put(c->env->etcd, k, strlen(k), val, strlen(val),
-						 lease, NULL);
-		}
-		free(val);
-		if (rc) {
-			snprintf(c->err, sizeof(c->err), "service beacon: %s", cm_strerror(rc));
-			return rc;
-		}
-		if (c->json)
+		rc = svc_beacon(c, c->argv[2], c->argv[3], c->argv[4], c->argv[5], c->argv[6],
+				c->argc == 8 ? c->argv[7] : "", &lease);
+		if (!rc && c->json)
 			c->res = json_pack("{s:I}", "lease", (json_int_t)lease);
-		return 0;
+		return rc;
 	}
 	if (strcmp(verb, "rm") == 0) {
 		struct cm_etcd_range r;
@@ -1501,6 +1510,339 @@ cmd_service(struct cmd *c)
 			"service rm TYPE NAME INSTANCE");
 }
 
+/* ---- the MDS map: which metadata daemon holds which rank of a file system ---- */
+
+#define MDS_TRIES 4 /* read-decide-write rounds against concurrent beacons */
+
+/* FS's MDS map from etcd into *map (a default one if none: epoch 0, max_mds 1), its mod revision.
+ */
+static int
+mds_load(struct cmd *c, const char *fs, json_t **map, int64_t *rev)
+{
+	struct cm_etcd_range r;
+	char k[256];
+	json_error_t je;
+	int rc;
+
+	snprintf(k, sizeof(k), "/cairn/%s/mdsmap/%s", c->env->fsid, fs);
+	rc = cm_etcd_get(c->env->etcd, k, strlen(k), NULL, 0, 0, &r);
+	if (rc) {
+		snprintf(c->err, sizeof(c->err), "reading the MDS map: %s", cm_strerror(rc));
+		return rc;
+	}
+	*rev = r.count ? r.kvs[0].mod_revision : 0;
+	*map = r.count ? json_loadb((const char *)r.kvs[0].value, r.kvs[0].value_len, 0, &je)
+		       : json_pack("{s:I, s:I, s:[], s:[]}", "epoch", (json_int_t)0, "max_mds",
+				   (json_int_t)1, "ranks", "failed");
+	cm_etcd_range_free(&r);
+	if (!*map || !json_is_array(json_object_get(*map, "ranks")) ||
+	    !json_is_array(json_object_get(*map, "failed"))) {
+		json_decref(*map);
+		snprintf(c->err, sizeof(c->err), "the MDS map of %s does not decode", fs);
+		return -EIO;
+	}
+	return 0;
+}
+
+/* Store map as FS's if nobody changed it since rev. \return 0, -EAGAIN (someone did), or an error.
+ */
+static int
+mds_store(struct cmd *c, const char *fs, json_t *map, int64_t rev)
+{
+	char k[256], *val = json_dumps(map, JSON_COMPACT);
+	struct cm_etcd_cmp cmp = { .target = CM_ETCD_MOD, .result = CM_ETCD_EQUAL, .number = rev };
+	struct cm_etcd_op put = { .type = CM_ETCD_OP_PUT };
+	bool ok = false;
+	int rc;
+
+	if (!val)
+		return -ENOMEM;
+	snprintf(k, sizeof(k), "/cairn/%s/mdsmap/%s", c->env->fsid, fs);
+	cmp.key = put.key = k;
+	cmp.key_len = put.key_len = strlen(k);
+	put.value = val;
+	put.value_len = strlen(val);
+	rc = cm_etcd_txn(c->env->etcd, &cmp, 1, &put, 1, NULL, 0, &ok, NULL);
+	free(val);
+	return rc ? rc : ok ? 0 : -EAGAIN;
+}
+
+/* Is NAME registered as an mds service by instance? (live: its lease holds) */
+static bool
+mds_live(const struct cm_etcd_range *regs, const struct cmd *c, const char *name, const char *inst)
+{
+	bool live = false;
+
+	for (size_t i = 0; i < regs->count && !live; i++) {
+		json_t *e = svc_entry(c, &regs->kvs[i]);
+
+		live = e && !strcmp(jstr(e, "name"), name) && !strcmp(jstr(e, "instance"), inst);
+		json_decref(e);
+	}
+	return live;
+}
+
+/*
+ * One beacon's decision on map (regs: the live mds registrations): ranks
+ * whose holder is no longer registered by the same instance are vacated
+ * (remembered in "failed" with that instance, to fence); ranks at or past
+ * max_mds are given up; (name, inst) keeps its rank, or takes the lowest
+ * free one below max_mds (fence: whom that rank had failed from), or stays
+ * standby (-1). \return whether map changed.
+ */
+static bool
+mds_decide(const struct cmd *c, json_t *map, const struct cm_etcd_range *regs, const char *name,
+	   const char *inst, const char *addr, json_int_t *rank, char *fence, size_t fencelen)
+{
+	json_t *ranks = json_object_get(map, "ranks"), *failed = json_object_get(map, "failed");
+	json_int_t max = json_integer_value(json_object_get(map, "max_mds"));
+	bool changed = false;
+	size_t i;
+
+	*rank = -1;
+	fence[0] = 0;
+	for (i = 0; i < json_array_size(ranks);) {
+		json_t *e = json_array_get(ranks, i);
+		json_int_t r = json_integer_value(json_object_get(e, "rank"));
+
+		if (r >= max) { /* (max_mds lowered: it steps down) */
+			json_array_remove(ranks, i);
+			changed = true;
+		} else if (!mds_live(regs, c, jstr(e, "name"), jstr(e, "instance"))) {
+			/* (one entry per rank: the last holder is the one to fence) */
+			for (size_t x = 0; x < json_array_size(failed); x++)
+				if (json_integer_value(json_object_get(json_array_get(failed, x),
+								       "rank")) == r) {
+					json_array_remove(failed, x);
+					break;
+				}
+			json_array_append_new(failed, json_pack("{s:I, s:s}", "rank", r, "instance",
+								jstr(e, "instance")));
+			json_array_remove(ranks, i);
+			changed = true;
+		} else {
+			if (!strcmp(jstr(e, "name"), name) && !strcmp(jstr(e, "instance"), inst)) {
+				*rank = r;
+				/* (told every time: until its fence succeeded the holder may not
+				 * act) */
+				snprintf(fence, fencelen, "%s", jstr(e, "fence"));
+			}
+			i++;
+		}
+	}
+	for (json_int_t r = 0; *rank < 0 && r < max; r++) {
+		bool held = false;
+
+		for (i = 0; i < json_array_size(ranks) && !held; i++)
+			held = json_integer_value(
+				       json_object_get(json_array_get(ranks, i), "rank")) == r;
+		if (held)
+			continue;
+		for (i = 0; i < json_array_size(failed); i++) {
+			json_t *f = json_array_get(failed, i);
+
+			if (json_integer_value(json_object_get(f, "rank")) == r) {
+				snprintf(fence, fencelen, "%s", jstr(f, "instance"));
+				json_array_remove(failed, i);
+				break;
+			}
+		}
+		json_array_append_new(ranks, json_pack("{s:I, s:s, s:s, s:s, s:s}", "rank", r,
+						       "name", name, "instance", inst, "addr", addr,
+						       "fence", fence));
+		*rank = r;
+		changed = true;
+	}
+	if (changed)
+		json_object_set_new(
+			map, "epoch",
+			json_integer(json_integer_value(json_object_get(map, "epoch")) + 1));
+	return changed;
+}
+
+/* mds beacon FS NAME INSTANCE ADDR TTL | mds set FS max_mds N | mds ls [FS] */
+static int
+cmd_mds(struct cmd *c)
+{
+	const char *verb = c->argc > 1 ? c->argv[1] : "", *fs = c->argc > 2 ? c->argv[2] : "";
+	json_t *map = NULL;
+	int64_t rev, lease;
+	int rc = -EAGAIN;
+
+	if (c->argc > 2 && !svc_word_ok(fs, 32)) {
+		snprintf(c->err, sizeof(c->err), "mds: FS is 1-32 bytes of [A-Za-z0-9._-]");
+		return -EINVAL;
+	}
+	if (strcmp(verb, "beacon") == 0) {
+		struct cm_etcd_range regs;
+		json_int_t rank = -1;
+		char meta[48], fence[160] = "";
+
+		if (c->argc != 7)
+			return usage(c, "mds beacon FS NAME INSTANCE ADDR TTL");
+		snprintf(meta, sizeof(meta), "fs=%s", fs);
+		rc = svc_beacon(c, "mds", c->argv[3], c->argv[4], c->argv[5], c->argv[6], meta,
+				&lease);
+		for (int t = 0; !rc && t < MDS_TRIES; t++) {
+			rc = mds_load(c, fs, &map, &rev);
+			if (!rc && !(rc = svc_read(c, "mds", &regs))) {
+				if (mds_decide(c, map, &regs, c->argv[3], c->argv[4], c->argv[5],
+					       &rank, fence, sizeof(fence)))
+					rc = mds_store(c, fs, map, rev);
+				cm_etcd_range_free(&regs);
+			}
+			if (rc != -EAGAIN)
+				break;
+			json_decref(map);
+			map = NULL;
+		}
+		if (!rc) {
+			json_int_t epoch = json_integer_value(json_object_get(map, "epoch"));
+
+			if (c->json)
+				c->res = json_pack("{s:I, s:I, s:s}", "rank", rank, "epoch", epoch,
+						   "fence", fence);
+			else
+				fprintf(c->out,
+					"rank %" JSON_INTEGER_FORMAT " epoch %" JSON_INTEGER_FORMAT
+					"%s%s\n",
+					rank, epoch, fence[0] ? " fence " : "", fence);
+		} else if (rc == -EAGAIN) {
+			snprintf(c->err, sizeof(c->err), "mds beacon: the MDS map kept changing");
+		}
+		json_decref(map);
+		return rc;
+	}
+	if (strcmp(verb, "set") == 0) {
+		char *end;
+		unsigned long n;
+
+		errno = 0;
+		n = c->argc == 5 ? strtoul(c->argv[4], &end, 10) : 0;
+		if (c->argc != 5 || strcmp(c->argv[3], "max_mds") || errno || *end || n < 1 ||
+		    n > 64)
+			return usage(c, "mds set FS max_mds N (1..64)");
+		for (int t = 0; t < MDS_TRIES && rc == -EAGAIN; t++) {
+			rc = mds_load(c, fs, &map, &rev);
+			if (rc)
+				break;
+			json_object_set_new(map, "max_mds", json_integer((json_int_t)n));
+			json_object_set_new(
+				map, "epoch",
+				json_integer(json_integer_value(json_object_get(map, "epoch")) +
+					     1));
+			rc = mds_store(c, fs, map, rev);
+			json_decref(map);
+		}
+		return rc;
+	}
+	if (strcmp(verb, "ls") == 0) {
+		struct cm_etcd_range r, regs;
+		char k[256], *end;
+		size_t end_len;
+		json_t *a;
+
+		if (c->argc > 3)
+			return usage(c, "mds ls [FS]");
+		snprintf(k, sizeof(k), "/cairn/%s/mdsmap/%s", c->env->fsid, c->argc == 3 ? fs : "");
+		end = c->argc == 3 ? NULL : cm_etcd_prefix_end(k, strlen(k), &end_len);
+		if (c->argc < 3 && !end)
+			return -ENOMEM;
+		rc = cm_etcd_get(c->env->etcd, k, strlen(k), end, end ? end_len : 0, 0, &r);
+		free(end);
+		if (rc)
+			return rc;
+		rc = svc_read(c, "mds", &regs);
+		if (rc) {
+			cm_etcd_range_free(&r);
+			return rc;
+		}
+		a = json_array();
+		for (size_t i = 0; i < r.count; i++) {
+			json_error_t je;
+			json_t *m = json_loadb((const char *)r.kvs[i].value, r.kvs[i].value_len, 0,
+					       &je);
+			const char *slash = NULL;
+			json_t *sb = json_array();
+
+			for (size_t x = r.kvs[i].key_len; x-- > 0 && !slash;)
+				if (r.kvs[i].key[x] == '/')
+					slash = r.kvs[i].key + x;
+
+			if (!m || !slash) {
+				json_decref(m);
+				json_decref(sb);
+				continue;
+			}
+			json_object_set_new(
+				m, "fs",
+				json_stringn(slash + 1, r.kvs[i].key_len - (size_t)(slash + 1 -
+										    r.kvs[i].key)));
+			/* Standbys: live mds registrations for this FS holding no rank. */
+			for (size_t j = 0; j < regs.count; j++) {
+				json_t *e = svc_entry(c, &regs.kvs[j]);
+				json_t *rk = json_object_get(m, "ranks");
+				char want[48];
+				bool held = false;
+
+				snprintf(want, sizeof(want), "fs=%s", jstr(m, "fs"));
+				for (size_t x = 0; e && x < json_array_size(rk) && !held; x++)
+					held = !strcmp(jstr(json_array_get(rk, x), "name"),
+						       jstr(e, "name"));
+				if (e && !held && !strcmp(jstr(e, "meta"), want))
+					json_array_append_new(sb, json_string(jstr(e, "name")));
+				json_decref(e);
+			}
+			json_object_set_new(m, "standby", sb);
+			/* A holder whose registration lapsed keeps its rank until a standby
+			 * beacons. */
+			for (size_t x = 0; x < json_array_size(json_object_get(m, "ranks")); x++) {
+				json_t *e = json_array_get(json_object_get(m, "ranks"), x);
+
+				json_object_set_new(e, "live",
+						    json_boolean(mds_live(&regs, c, jstr(e, "name"),
+									  jstr(e, "instance"))));
+			}
+			if (!c->json) {
+				json_t *rk = json_object_get(m, "ranks");
+
+				fprintf(c->out,
+					"%s: epoch %" JSON_INTEGER_FORMAT
+					", max_mds %" JSON_INTEGER_FORMAT "\n",
+					jstr(m, "fs"),
+					json_integer_value(json_object_get(m, "epoch")),
+					json_integer_value(json_object_get(m, "max_mds")));
+				for (size_t x = 0; x < json_array_size(rk); x++) {
+					json_t *e = json_array_get(rk, x);
+
+					fprintf(c->out,
+						"  rank %" JSON_INTEGER_FORMAT
+						": %s (%s) at %s%s\n",
+						json_integer_value(json_object_get(e, "rank")),
+						jstr(e, "name"), jstr(e, "instance"),
+						jstr(e, "addr"),
+						json_is_true(json_object_get(e, "live"))
+							? ""
+							: " (not beaconing: a standby takes over)");
+				}
+				for (size_t x = 0; x < json_array_size(sb); x++)
+					fprintf(c->out, "  standby: %s\n",
+						json_string_value(json_array_get(sb, x)));
+			}
+			json_array_append_new(a, m);
+		}
+		cm_etcd_range_free(&r);
+		cm_etcd_range_free(&regs);
+		if (c->json)
+			c->res = json_pack("{s:o}", "filesystems", a);
+		else
+			json_decref(a);
+		return 0;
+	}
+	return usage(c, "mds ls [FS] | mds beacon FS NAME INSTANCE ADDR TTL | "
+			"mds set FS max_mds N");
+}
+
 int
 mon_command(struct mon_cmd_env *env, int argc, char **argv, bool json, char **out, char **err)
 {
@@ -1529,10 +1871,12 @@ mon_command(struct mon_cmd_env *env, int argc, char **argv, bool json, char **ou
 		rc = cmd_pg_ls(&c);
 	else if (strcmp(w0, "service") == 0)
 		rc = cmd_service(&c);
+	else if (strcmp(w0, "mds") == 0)
+		rc = cmd_mds(&c);
 	else {
 		snprintf(c.err, sizeof(c.err),
 			 "unknown command '%s%s%s' (status, health [detail], mon ls, crush show, "
-			 "osd ..., pool ..., pg ls, service ...)",
+			 "osd ..., pool ..., pg ls, service ..., mds ...)",
 			 w0, argc > 1 ? " " : "", w1);
 		rc = -EINVAL;
 	}

@@ -21,6 +21,7 @@ static cairn_cluster_t *g_cl;
 static cairn_ioctx_t *g_io;
 
 static cairn_cluster_t *connect_other(void);
+static bool blocklist_lists(const char *entity);
 
 static void
 setup(void)
@@ -1227,6 +1228,64 @@ START_TEST(test_services)
 
 END_TEST
 
+/*
+ * The MDS map: the first daemon to beacon takes rank 0, the others stand
+ * by; max_mds 2 gives the next one rank 1; when rank 0's holder stops
+ * beaconing, a standby takes it after the TTL and fences it first.
+ */
+START_TEST(test_mds_map)
+{
+	cairn_cluster_t *a = connect_other(), *b = connect_other(), *c = connect_other();
+	const char *set2[] = { "mds", "set", "fsx", "max_mds", "2" };
+	const char *ls[] = { "mds", "ls", "fsx" };
+	char aname[64], *out, *err;
+	int ra, rb, rc_ = -1;
+	uint64_t e0, e1, e2;
+
+	snprintf(aname, sizeof(aname), "%s", cairn_client_name(a));
+	ck_assert_int_eq(cairn_mds_beacon(a, "fs/x", "m-a", "127.0.0.1:6800", 3, &ra, NULL),
+			 -EINVAL);
+	ck_assert_int_eq(cairn_mds_beacon(a, "fsx", "m-a", "127.0.0.1:6800", 3, &ra, &e0), 0);
+	ck_assert_int_eq(ra, 0);
+	ck_assert_int_eq(cairn_mds_beacon(b, "fsx", "m-b", "127.0.0.1:6801", 3, &rb, NULL), 0);
+	ck_assert_int_eq(rb, -1);
+	ck_assert_int_eq(cairn_mds_beacon(c, "fsx", "m-c", "127.0.0.1:6802", 3, &rc_, NULL), 0);
+	ck_assert_int_eq(rc_, -1);
+	/* Beacons that change nothing keep the epoch. */
+	ck_assert_int_eq(cairn_mds_beacon(a, "fsx", "m-a", "127.0.0.1:6800", 3, &ra, &e1), 0);
+	ck_assert_int_eq(ra, 0);
+	ck_assert_uint_eq(e1, e0);
+	ck_assert_int_eq(cairn_mon_command(g_cl, set2, 5, false, &out, &err), 0);
+	free(out);
+	free(err);
+	ck_assert_int_eq(cairn_mds_beacon(b, "fsx", "m-b", "127.0.0.1:6801", 3, &rb, NULL), 0);
+	ck_assert_int_eq(rb, 1);
+	ck_assert_int_eq(cairn_mon_command(g_cl, ls, 3, false, &out, &err), 0);
+	ck_assert_ptr_nonnull(strstr(out, "rank 0: m-a"));
+	ck_assert_ptr_nonnull(strstr(out, "rank 1: m-b"));
+	ck_assert_ptr_nonnull(strstr(out, "standby: m-c"));
+	free(out);
+	free(err);
+	/* a stops; b and c keep beaconing; after a's TTL c takes rank 0 and fences a. */
+	cairn_shutdown(a);
+	for (int t = 0; t < 100 && rc_ < 0; t++) {
+		usleep(300 * 1000);
+		ck_assert_int_eq(cairn_mds_beacon(b, "fsx", "m-b", "127.0.0.1:6801", 3, &rb, NULL),
+				 0);
+		ck_assert_int_eq(rb, 1);
+		ck_assert_int_eq(cairn_mds_beacon(c, "fsx", "m-c", "127.0.0.1:6802", 3, &rc_, &e2),
+				 0);
+	}
+	ck_assert_int_eq(rc_, 0);
+	ck_assert_uint_gt(e2, e1);
+	ck_assert(blocklist_lists(aname));
+	ck_assert_int_eq(cairn_blocklist_rm(g_cl, aname), 0);
+	cairn_shutdown(b);
+	cairn_shutdown(c);
+}
+
+END_TEST
+
 /* Completions for the caller's own event loop: poll the queue's fd, reap, release. */
 START_TEST(test_completion_queue)
 {
@@ -1771,6 +1830,7 @@ main(void)
 	tcase_add_test(tc, test_locks);
 	tcase_add_test(tc, test_watch_notify);
 	tcase_add_test(tc, test_services);
+	tcase_add_test(tc, test_mds_map);
 	suite_add_tcase(s, tc);
 	return cm_test_main(s);
 }

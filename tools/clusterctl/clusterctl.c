@@ -547,6 +547,7 @@ main_usage(void)
 		"                  service ls [TYPE]   (gateways, MDS daemons, CSI controllers up)\n"
 		"                  service beacon TYPE NAME INSTANCE ADDR TTL [META] | service rm TYPE\n"
 		"                       NAME INSTANCE   (what daemons do through libcairn)\n"
+		"                  mds ls [FS] | mds set FS max_mds N   (the MDS map: ranks, standbys)\n"
 		"  objects:        obj put|get POOL NAME [FILE|-] | obj stat|rm POOL NAME | obj ls POOL\n"
 		"                       [--namespace NS] [--key KEY] (ls: [--all-namespaces])\n"
 		"                  obj ns POOL   (the namespaces holding objects)\n"

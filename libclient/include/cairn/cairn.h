@@ -786,6 +786,24 @@ struct cairn_service {
 int cairn_service_list(cairn_cluster_t *cl, const char *type, struct cairn_service **v, size_t *n);
 void cairn_services_free(struct cairn_service *v, size_t n);
 
+/*
+ * The MDS map: which metadata daemon holds which rank of file system fs.
+ * A daemon calls cairn_mds_beacon every ttl_s / 3 (ttl_s 2..3600): it
+ * registers as service ("mds", name) at addr (meta "fs=<fs>") and learns
+ * its rank (-1: standby). A rank whose holder stopped beaconing for ttl_s
+ * (or restarted: another instance) goes to the first standby that beacons
+ * after that, lowest rank first, up to the map's max_mds (`clusterctl mds
+ * set FS max_mds N`, default 1); before the call returns that rank, the
+ * holder it failed from is fenced (blocklisted for an hour, and this
+ * client's later ops wait for that map), so it can no longer write. A
+ * rank at or past a lowered max_mds is given up. *epoch (may be NULL): the
+ * map's epoch, raised by every change. \return 0, -EINVAL, or the
+ * monitors' error (a failed fence included: the caller must not act as
+ * that rank then).
+ */
+int cairn_mds_beacon(cairn_cluster_t *cl, const char *fs, const char *name, const char *addr,
+		     unsigned ttl_s, int *rank, uint64_t *epoch);
+
 /* ---- fencing ----
  *
  * A client that lost its lock or lease (or is presumed dead) is fenced by

@@ -91,6 +91,7 @@ struct mon_cmd_env {
  *   pool rm NAME --yes-i-really-mean-it | pool set NAME KEY VALUE
  *   service ls [TYPE] | service beacon TYPE NAME INSTANCE ADDR TTL [META]
  *   service rm TYPE NAME INSTANCE   (the service map: registrations under etcd leases)
+ *   mds ls [FS] | mds set FS max_mds N | mds beacon FS NAME INSTANCE ADDR TTL
  * *out (text, or JSON with json) and *err (a sentence when rc != 0) are
  * malloc'd, either may be NULL. \return 0 or a negative errno
  * (-EINVAL for usage errors).
