@@ -18,6 +18,7 @@ dir=$(mktemp -d /tmp/cairn-monfail-test-XXXXXX)
 bg=''
 finish() {
 	local rc=$?
+	disown -a 2>/dev/null || true # (no job notices for what is killed here)
 	for p in $bg; do kill -9 "$p" 2>/dev/null || true; done
 	cluster_finish "$rc"
 }
@@ -44,7 +45,8 @@ echo watched >"$dir/wobj.in"
 
 # A service, a watcher, and the workload.
 "$tool" register rgw gw-a 127.0.0.1:7480 --timeout 3 >"$dir/svc.out" 2>"$dir/svc.err" &
-bg="$bg $!"
+sp=$!
+bg="$bg $sp"
 "$tool" watch default wobj --timeout 3000 --reply r1 >"$dir/w1.out" 2>"$dir/w1.err" &
 wp=$!
 bg="$bg $wp"
@@ -107,4 +109,12 @@ bad = {k: d[k] for k in ("write_errors", "append_errors", "read_errors", "lost",
 assert not bad, bad
 ' "$js" || fail "the workload saw errors across the leader change: $js"
 echo "workload across the leader change: $js"
+
+# The service holder and the watcher stop cleanly: unregistered, unwatched.
+for p in $sp $wp; do kill -TERM "$p"; done
+for p in $sp $wp; do wait "$p" || fail "a tool exited $? after SIGTERM: $(cat "$dir/svc.err" "$dir/w1.err")"; done
+bg=''
+grep -qx unregistered "$dir/svc.out" || fail "gw-a was not unregistered: $(cat "$dir/svc.out")"
+[ -z "$("$ctl" service ls rgw)" ] || fail "gw-a still listed after it unregistered"
+echo "service holder and watcher stopped: gw-a unregistered at once"
 echo "1 passed, 0 failed"

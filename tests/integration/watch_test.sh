@@ -19,6 +19,7 @@ dir=$(mktemp -d /tmp/cairn-watch-test-XXXXXX)
 w1='' w2='' w3=''
 finish() {
 	local rc=$?
+	disown -a 2>/dev/null || true # (no job notices for what is killed here)
 	for p in $w1 $w2 $w3; do kill -9 "$p" 2>/dev/null || true; done
 	cluster_finish "$rc"
 }
