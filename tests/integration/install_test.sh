@@ -51,7 +51,9 @@ echo "libcairn.so.1 exports the $(wc -l <"$dir/declared") calls cairn.h declares
 # The example, built from the installed files only.
 cc -std=c11 -Wall -Wextra -Werror -o "$dir/hello" "$src/libclient/examples/hello.c" \
 	$(pkg-config --cflags --libs cairn) -Wl,-rpath,"${lib%/*}" || fail "hello.c does not build"
-ldd "$dir/hello" | grep -q "libcairn.so.1 => ${lib%/*}/" || fail "hello links: $(ldd "$dir/hello")"
+# (ldd's output captured first: grep -q stopping early would SIGPIPE ldd under pipefail)
+deps=$(ldd "$dir/hello")
+grep -q "libcairn.so.1 => ${lib%/*}/" <<<"$deps" || fail "hello links: $deps"
 
 # A cluster from the installed binaries, and the example against it.
 "$ctl" up --dir "$dir" --mons 1 --osds 3 --osd-size 256M >"$dir/up.out" 2>&1 ||
@@ -61,5 +63,6 @@ export CAIRN_CONF="$dir/cairn.conf"
 wait_clean "a cluster from $prefix/bin"
 "$dir/hello" "$dir/cairn.conf" >"$dir/hello.out" 2>&1 || fail "hello: $(cat "$dir/hello.out")"
 cat "$dir/hello.out"
-"$ctl" obj ls default | grep -q hello && fail "hello left objects behind: $("$ctl" obj ls default)"
+left=$("$ctl" obj ls default)
+grep -q hello <<<"$left" && fail "hello left objects behind: $left"
 echo "install_test: passed"
