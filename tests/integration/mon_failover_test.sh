@@ -68,7 +68,11 @@ t0=$(date +%s%N)
 new=''
 miss=0 polls=0
 # (gw-a must stay listed all along: its renewals go to whichever mon answers)
-svc_listed() { "$ctl" --command-timeout 5s service ls rgw 2>/dev/null | grep -q "^rgw	gw-a	"; }
+svc_listed() {
+	local out
+	out=$("$ctl" --command-timeout 5s service ls rgw 2>/dev/null) || return 1
+	grep -q "^rgw	gw-a	" <<<"$out"
+}
 for _ in $(seq 1 120); do
 	polls=$((polls + 1))
 	svc_listed || miss=$((miss + 1))
