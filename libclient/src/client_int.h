@@ -108,7 +108,6 @@ struct cairn__svcs {
 	TAILQ_HEAD(, svc) head;
 	pthread_t th;
 	bool started, stop;
-	char fenced[160]; /* (mu) the last instance cairn_mds_beacon fenced */
 };
 struct cairn__svcs *cairn__cl_svcs(struct cairn_cluster *cl);
 /* cairn_mon_command with its own limit (a renewal is no use past its TTL) */

@@ -12,8 +12,11 @@
 
 #include <jansson.h>
 
+#define SVC_CALL_MAX_MS 10000u /* one renewal's limit */
+
 struct svc {
 	TAILQ_ENTRY(svc) link;
+	bool busy; /* (mu) its renewal is in flight: unregister waits */
 	char *type, *name, *addr, *meta;
 	unsigned ttl_s;
 	uint64_t due_ms;
@@ -31,6 +34,25 @@ svc_free(struct svc *s)
 	free(s);
 }
 
+/* Under ss->mu: (type, name) off the list, once no renewal of it is in flight. */
+static void
+svc_drop(struct cairn__svcs *ss, const char *type, const char *name)
+{
+	struct svc *x;
+
+again:
+	TAILQ_FOREACH(x, &ss->head, link)
+		if (!strcmp(x->type, type) && !strcmp(x->name, name)) {
+			if (x->busy) {
+				pthread_cond_wait(&ss->cv, &ss->mu);
+				goto again;
+			}
+			TAILQ_REMOVE(&ss->head, x, link);
+			svc_free(x);
+			return;
+		}
+}
+
 static int
 beacon(cairn_cluster_t *cl, const char *type, const char *name, const char *addr, const char *meta,
        unsigned ttl_s)
@@ -41,9 +63,10 @@ beacon(cairn_cluster_t *cl, const char *type, const char *name, const char *addr
 	int rc;
 
 	snprintf(ttl, sizeof(ttl), "%u", ttl_s);
-	/* (within the TTL: a later renewal is of no use, and shutdown waits for it) */
+	/* (within the TTL, at most 10 s: a later renewal is of no use, and shutdown waits for it)
+	 */
 	rc = cairn__mon_command_within(cl, argv, meta && meta[0] ? 8 : 7, false, &out, &err,
-				       ttl_s * 1000u);
+				       CM_MIN(ttl_s * 1000u, SVC_CALL_MAX_MS));
 	free(out);
 	free(err);
 	return rc;
@@ -61,39 +84,28 @@ svc_thread(void *arg)
 		struct svc *s;
 		struct timespec ts;
 
-		TAILQ_FOREACH(s, &ss->head, link) {
-			if (s->due_ms <= now) {
-				/* A copy: it may be unregistered while we call. */
-				char *t = strdup(s->type), *n = strdup(s->name),
-				     *a = strdup(s->addr), *m = strdup(s->meta);
-				unsigned ttl = s->ttl_s;
-				int rc = -ENOMEM;
-
-				pthread_mutex_unlock(&ss->mu);
-				if (t && n && a && m)
-					rc = beacon(cl, t, n, a, m, ttl);
-				pthread_mutex_lock(&ss->mu);
-				free(t);
-				free(n);
-				free(a);
-				free(m);
-				/* (the list may have changed: start over) */
-				TAILQ_FOREACH(s, &ss->head, link)
-					if (s->due_ms <= now) {
-						s->due_ms =
-							cm_now_ms() + (rc ? 1000 : ttl * 1000u / 3);
-						break;
-					}
+		TAILQ_FOREACH(s, &ss->head, link)
+			if (s->due_ms <= now)
 				break;
-			}
-			next = CM_MIN(next, s->due_ms);
+		if (s) {
+			/* Unlocked while it runs: busy keeps s (unregister waits for it). */
+			int rc;
+
+			s->busy = true;
+			pthread_mutex_unlock(&ss->mu);
+			rc = beacon(cl, s->type, s->name, s->addr, s->meta, s->ttl_s);
+			pthread_mutex_lock(&ss->mu);
+			s->busy = false;
+			s->due_ms = cm_now_ms() + (rc ? 1000 : s->ttl_s * 1000u / 3);
+			pthread_cond_broadcast(&ss->cv);
+			continue;
 		}
 		TAILQ_FOREACH(s, &ss->head, link)
 			next = CM_MIN(next, s->due_ms);
 		now = cm_now_ms();
 		if (next <= now)
 			continue;
-		clock_gettime(CLOCK_REALTIME, &ts);
+		clock_gettime(CLOCK_MONOTONIC, &ts); /* (the condition's clock: cairn__svc_init) */
 		ts.tv_sec += (time_t)((next - now) / 1000);
 		ts.tv_nsec += (long)((next - now) % 1000) * 1000000L;
 		if (ts.tv_nsec >= 1000000000L) {
@@ -109,9 +121,14 @@ svc_thread(void *arg)
 void
 cairn__svc_init(struct cairn__svcs *ss)
 {
+	pthread_condattr_t ca;
+
 	memset(ss, 0, sizeof(*ss));
 	pthread_mutex_init(&ss->mu, NULL);
-	pthread_cond_init(&ss->cv, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* (a wall-clock jump stalls nothing) */
+	pthread_cond_init(&ss->cv, &ca);
+	pthread_condattr_destroy(&ca);
 	TAILQ_INIT(&ss->head);
 }
 
@@ -140,7 +157,7 @@ cairn_service_register(cairn_cluster_t *cl, const char *type, const char *name, 
 		       const char *meta, unsigned ttl_s)
 {
 	struct cairn__svcs *ss = cairn__cl_svcs(cl);
-	struct svc *s, *x;
+	struct svc *s;
 	int rc;
 
 	if (!type || !name || !addr || ttl_s < 2 || ttl_s > 3600)
@@ -159,12 +176,7 @@ cairn_service_register(cairn_cluster_t *cl, const char *type, const char *name, 
 	s->ttl_s = ttl_s;
 	s->due_ms = cm_now_ms() + ttl_s * 1000u / 3;
 	pthread_mutex_lock(&ss->mu);
-	TAILQ_FOREACH(x, &ss->head, link)
-		if (!strcmp(x->type, type) && !strcmp(x->name, name)) {
-			TAILQ_REMOVE(&ss->head, x, link);
-			svc_free(x);
-			break;
-		}
+	svc_drop(ss, type, name);
 	TAILQ_INSERT_TAIL(&ss->head, s, link);
 	if (!ss->started && !ss->stop) {
 		rc = pthread_create(&ss->th, NULL, svc_thread, cl);
@@ -182,18 +194,12 @@ cairn_service_unregister(cairn_cluster_t *cl, const char *type, const char *name
 	struct cairn__svcs *ss = cairn__cl_svcs(cl);
 	const char *argv[5] = { "service", "rm", type, name, cairn_client_name(cl) };
 	char *out = NULL, *err = NULL;
-	struct svc *x;
 	int rc;
 
 	if (!type || !name)
 		return -EINVAL;
 	pthread_mutex_lock(&ss->mu);
-	TAILQ_FOREACH(x, &ss->head, link)
-		if (!strcmp(x->type, type) && !strcmp(x->name, name)) {
-			TAILQ_REMOVE(&ss->head, x, link);
-			svc_free(x);
-			break;
-		}
+	svc_drop(ss, type, name); /* (after a renewal in flight: the removal comes last) */
 	pthread_mutex_unlock(&ss->mu);
 	rc = cairn_mon_command(cl, argv, 5, false, &out, &err);
 	free(out);
@@ -275,69 +281,34 @@ cairn_service_list(cairn_cluster_t *cl, const char *type, struct cairn_service *
 	return 0;
 }
 
-/* "rank R epoch E [fence INSTANCE]" from `mds beacon` into its parts. */
-static int
-mds_reply(const char *out, int *rank, uint64_t *epoch, char *fence, size_t fencelen)
-{
-	long long r;
-	unsigned long long e;
-	int n = 0;
-
-	fence[0] = 0;
-	if (sscanf(out, "rank %lld epoch %llu%n", &r, &e, &n) != 2 || r < -1 || r > 64)
-		return -EBADMSG;
-	if (strncmp(out + n, " fence ", 7) == 0) {
-		size_t len = strcspn(out + n + 7, "\n");
-
-		if (!len || len >= fencelen)
-			return -EBADMSG;
-		memcpy(fence, out + n + 7, len);
-		fence[len] = 0;
-	}
-	*rank = (int)r;
-	*epoch = e;
-	return 0;
-}
-
 int
 cairn_mds_beacon(cairn_cluster_t *cl, const char *fs, const char *name, const char *addr,
 		 unsigned ttl_s, int *rank, uint64_t *epoch)
 {
-	char ttl[16], fence[160], *out = NULL, *err = NULL;
+	char ttl[16], *out = NULL, *err = NULL;
 	const char *argv[7] = { "mds", "beacon", fs, name, cairn_client_name(cl), addr, ttl };
-	uint64_t e = 0;
+	long long r = -1;
+	unsigned long long e = 0, fe = 0;
 	int rc;
 
 	*rank = -1;
 	if (!fs || !name || !addr || ttl_s < 2 || ttl_s > 3600)
 		return -EINVAL;
 	snprintf(ttl, sizeof(ttl), "%u", ttl_s);
-	rc = cairn__mon_command_within(cl, argv, 7, false, &out, &err, ttl_s * 1000u);
-	if (!rc)
-		rc = mds_reply(out, rank, &e, fence, sizeof(fence));
+	rc = cairn__mon_command_within(cl, argv, 7, false, &out, &err,
+				       CM_MIN(ttl_s * 1000u, SVC_CALL_MAX_MS));
+	/* "rank R epoch E fence_epoch F" */
+	if (!rc && (sscanf(out, "rank %lld epoch %llu fence_epoch %llu", &r, &e, &fe) != 3 ||
+		    r < -1 || r > 64))
+		rc = -EBADMSG;
 	free(out);
 	free(err);
-	if (rc) {
-		*rank = -1;
+	if (rc)
 		return rc;
-	}
-	/* Taken over from another instance: it must not write any more (once). */
-	if (*rank >= 0 && fence[0] && strcmp(fence, cairn_client_name(cl)) != 0) {
-		struct cairn__svcs *ss = cairn__cl_svcs(cl);
-		bool done;
-
-		pthread_mutex_lock(&ss->mu);
-		done = strcmp(ss->fenced, fence) == 0;
-		pthread_mutex_unlock(&ss->mu);
-		rc = done ? 0 : cairn_blocklist_add(cl, fence, 3600, NULL);
-		if (rc) {
-			*rank = -1;
-			return rc;
-		}
-		pthread_mutex_lock(&ss->mu);
-		snprintf(ss->fenced, sizeof(ss->fenced), "%s", fence);
-		pthread_mutex_unlock(&ss->mu);
-	}
+	/* Our rank was taken from a holder the mons fenced: write only with that map. */
+	if (r >= 0 && fe)
+		cairn_set_epoch_barrier(cl, fe);
+	*rank = (int)r;
 	if (epoch)
 		*epoch = e;
 	return 0;

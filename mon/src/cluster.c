@@ -1294,7 +1294,7 @@ svc_word_ok(const char *s, size_t max)
 	return true;
 }
 
-/* A free-form field (address, instance, meta): printable, no tab or newline. */
+/* A free-form field (address, meta): printable ASCII, no tab or newline. */
 static bool
 svc_text_ok(const char *s, size_t max)
 {
@@ -1303,10 +1303,26 @@ svc_text_ok(const char *s, size_t max)
 	if (n > max)
 		return false;
 	for (size_t i = 0; i < n; i++)
-		if ((unsigned char)s[i] < 0x20 || s[i] == 0x7f)
+		if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] >= 0x7f)
 			return false;
 	return true;
 }
+
+/* An instance: a client name as the blocklist takes it (it may have to be fenced). */
+static bool
+svc_instance_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (!n || n > MON_ENTITY_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if ((unsigned char)s[i] <= ' ' || (unsigned char)s[i] >= 0x7f)
+			return false;
+	return true;
+}
+
+#define SVC_MAX_PER_TYPE 1024 /* registrations of one type (status, ls and replies stay small) */
 
 /* The registrations under services/ (of type, if not NULL) into *r. */
 static int
@@ -1381,13 +1397,13 @@ svc_beacon(struct cmd *c, const char *type, const char *name, const char *inst, 
 
 	errno = 0;
 	ttl = strtoul(ttl_s, &end, 10);
-	if (!svc_word_ok(type, 32) || !svc_word_ok(name, 64) || !svc_text_ok(inst, 128) ||
-	    !inst[0] || !svc_text_ok(addr, 256) || !svc_text_ok(meta, 4096) || errno || *end ||
-	    end == ttl_s || ttl < 2 || ttl > 3600) {
+	if (!svc_word_ok(type, 32) || !svc_word_ok(name, 64) || !svc_instance_ok(inst) ||
+	    !svc_text_ok(addr, 256) || !svc_text_ok(meta, 1024) || errno || *end || end == ttl_s ||
+	    ttl < 2 || ttl > 3600) {
 		snprintf(c->err, sizeof(c->err),
 			 "service beacon: TYPE (1-32) and NAME (1-64) of [A-Za-z0-9._-], "
-			 "INSTANCE (1-128), ADDR (at most 256) and META (at most 4096) "
-			 "printable, TTL 2..3600 seconds");
+			 "INSTANCE (a client name: 1-128 bytes, no spaces), ADDR (at most 256) and "
+			 "META (at most 1024) printable ASCII, TTL 2..3600 seconds");
 		return -EINVAL;
 	}
 	snprintf(k, sizeof(k), "/cairn/%s/services/%s/%s", c->env->fsid, type, name);
@@ -1395,6 +1411,23 @@ svc_beacon(struct cmd *c, const char *type, const char *name, const char *inst, 
 	if (rc) {
 		snprintf(c->err, sizeof(c->err), "reading the service map: %s", cm_strerror(rc));
 		return rc;
+	}
+	if (!r.count) {
+		struct cm_etcd_range all;
+
+		rc = svc_read(c, type, &all);
+		if (rc) {
+			cm_etcd_range_free(&r);
+			return rc;
+		}
+		rc = all.count >= SVC_MAX_PER_TYPE ? -E2BIG : 0;
+		cm_etcd_range_free(&all);
+		if (rc) {
+			cm_etcd_range_free(&r);
+			snprintf(c->err, sizeof(c->err), "service beacon: %d %s services already",
+				 SVC_MAX_PER_TYPE, type);
+			return rc;
+		}
 	}
 	v = json_pack("{s:s, s:s, s:s, s:I}", "instance", inst, "addr", addr, "meta", meta, "ttl",
 		      (json_int_t)ttl);
@@ -1538,6 +1571,7 @@ mds_load(struct cmd *c, const char *fs, json_t **map, int64_t *rev)
 	if (!*map || !json_is_array(json_object_get(*map, "ranks")) ||
 	    !json_is_array(json_object_get(*map, "failed"))) {
 		json_decref(*map);
+		*map = NULL;
 		snprintf(c->err, sizeof(c->err), "the MDS map of %s does not decode", fs);
 		return -EIO;
 	}
@@ -1584,11 +1618,11 @@ mds_live(const struct cm_etcd_range *regs, const struct cmd *c, const char *name
 
 /*
  * One beacon's decision on map (regs: the live mds registrations): ranks
- * whose holder is no longer registered by the same instance are vacated
- * (remembered in "failed" with that instance, to fence); ranks at or past
- * max_mds are given up; (name, inst) keeps its rank, or takes the lowest
- * free one below max_mds (fence: whom that rank had failed from), or stays
- * standby (-1). \return whether map changed.
+ * whose holder is no longer registered by the same instance, and ranks at
+ * or past max_mds, are vacated (remembered in "failed" with that instance:
+ * whoever takes the rank fences it first); (name, inst) keeps its rank, or
+ * takes the lowest free one below max_mds (fence: whom that rank failed
+ * from, "" if none), or stays standby (-1). \return whether map changed.
  */
 static bool
 mds_decide(const struct cmd *c, json_t *map, const struct cm_etcd_range *regs, const char *name,
@@ -1605,10 +1639,9 @@ mds_decide(const struct cmd *c, json_t *map, const struct cm_etcd_range *regs, c
 		json_t *e = json_array_get(ranks, i);
 		json_int_t r = json_integer_value(json_object_get(e, "rank"));
 
-		if (r >= max) { /* (max_mds lowered: it steps down) */
-			json_array_remove(ranks, i);
-			changed = true;
-		} else if (!mds_live(regs, c, jstr(e, "name"), jstr(e, "instance"))) {
+		if (r >= max || !mds_live(regs, c, jstr(e, "name"), jstr(e, "instance"))) {
+			/* Lapsed, restarted, or stepping down (max_mds lowered): whoever
+			 * takes the rank fences it first. */
 			/* (one entry per rank: the last holder is the one to fence) */
 			for (size_t x = 0; x < json_array_size(failed); x++)
 				if (json_integer_value(json_object_get(json_array_get(failed, x),
@@ -1621,12 +1654,8 @@ mds_decide(const struct cmd *c, json_t *map, const struct cm_etcd_range *regs, c
 			json_array_remove(ranks, i);
 			changed = true;
 		} else {
-			if (!strcmp(jstr(e, "name"), name) && !strcmp(jstr(e, "instance"), inst)) {
+			if (!strcmp(jstr(e, "name"), name) && !strcmp(jstr(e, "instance"), inst))
 				*rank = r;
-				/* (told every time: until its fence succeeded the holder may not
-				 * act) */
-				snprintf(fence, fencelen, "%s", jstr(e, "fence"));
-			}
 			i++;
 		}
 	}
@@ -1647,9 +1676,10 @@ mds_decide(const struct cmd *c, json_t *map, const struct cm_etcd_range *regs, c
 				break;
 			}
 		}
-		json_array_append_new(ranks, json_pack("{s:I, s:s, s:s, s:s, s:s}", "rank", r,
-						       "name", name, "instance", inst, "addr", addr,
-						       "fence", fence));
+		json_array_append_new(ranks,
+				      json_pack("{s:I, s:s, s:s, s:s, s:s, s:I}", "rank", r, "name",
+						name, "instance", inst, "addr", addr, "fence",
+						fence, "fence_epoch", (json_int_t)0));
 		*rank = r;
 		changed = true;
 	}
@@ -1658,6 +1688,52 @@ mds_decide(const struct cmd *c, json_t *map, const struct cm_etcd_range *regs, c
 			map, "epoch",
 			json_integer(json_integer_value(json_object_get(map, "epoch")) + 1));
 	return changed;
+}
+
+/* The entry of rank in map's ranks, or NULL. */
+static json_t *
+mds_rank_entry(json_t *map, json_int_t rank)
+{
+	json_t *ranks = json_object_get(map, "ranks");
+
+	for (size_t i = 0; rank >= 0 && i < json_array_size(ranks); i++)
+		if (json_integer_value(json_object_get(json_array_get(ranks, i), "rank")) == rank)
+			return json_array_get(ranks, i);
+	return NULL;
+}
+
+/*
+ * A decided map stored: when the caller took rank from a failed holder
+ * (fence), that holder is blocklisted first (24 hours), so it cannot write
+ * once another acts as the rank; the map's epoch that fences goes in the
+ * rank's entry. (A failed holder that is the caller itself, back before
+ * anyone else took its rank, is not fenced.) \return as mds_store, or the
+ * fence's error (nothing stored then).
+ */
+static int
+mds_fence_store(struct cmd *c, const char *fs, json_t *map, int64_t rev, json_int_t rank,
+		const char *fence, const char *inst)
+{
+	json_t *e = mds_rank_entry(map, rank);
+
+	if (fence[0] && e && strcmp(fence, inst) != 0) {
+		struct edit ed = { .c = c,
+				   .verb = "blocklist add",
+				   .key = fence,
+				   .now_ns = cm_now_ns(),
+				   .until_ns = cm_wall_ns() + 86400ull * 1000000000ull };
+		uint64_t epoch = 0;
+		int rc = mon_map_update(c->env->store, edit_fn, &ed, &epoch);
+
+		if (rc < 0) {
+			if (!c->err[0])
+				snprintf(c->err, sizeof(c->err), "mds beacon: fencing %.128s: %s",
+					 fence, cm_strerror(rc));
+			return rc;
+		}
+		json_object_set_new(e, "fence_epoch", json_integer((json_int_t)epoch));
+	}
+	return mds_store(c, fs, map, rev);
 }
 
 /* mds beacon FS NAME INSTANCE ADDR TTL | mds set FS max_mds N | mds ls [FS] */
@@ -1675,20 +1751,35 @@ cmd_mds(struct cmd *c)
 	}
 	if (strcmp(verb, "beacon") == 0) {
 		struct cm_etcd_range regs;
-		json_int_t rank = -1;
+		Cairn__Map__OsdMap *om;
+		json_int_t rank = -1, fepoch = 0;
+		const char *inst = c->argc > 4 ? c->argv[4] : "";
 		char meta[48], fence[160] = "";
+		bool fenced;
 
 		if (c->argc != 7)
 			return usage(c, "mds beacon FS NAME INSTANCE ADDR TTL");
+		/* A fenced instance takes no rank again: its I/O fails for good. */
+		rc = read_map(c, &om);
+		if (rc)
+			return rc;
+		fenced = mon_blocklisted(om, inst);
+		cairn__map__osd_map__free_unpacked(om, NULL);
+		if (fenced) {
+			snprintf(
+				c->err, sizeof(c->err),
+				"mds beacon: %.128s is blocklisted (connect again as a new client)",
+				inst);
+			return -EKEYREVOKED;
+		}
 		snprintf(meta, sizeof(meta), "fs=%s", fs);
-		rc = svc_beacon(c, "mds", c->argv[3], c->argv[4], c->argv[5], c->argv[6], meta,
-				&lease);
+		rc = svc_beacon(c, "mds", c->argv[3], inst, c->argv[5], c->argv[6], meta, &lease);
 		for (int t = 0; !rc && t < MDS_TRIES; t++) {
 			rc = mds_load(c, fs, &map, &rev);
 			if (!rc && !(rc = svc_read(c, "mds", &regs))) {
-				if (mds_decide(c, map, &regs, c->argv[3], c->argv[4], c->argv[5],
-					       &rank, fence, sizeof(fence)))
-					rc = mds_store(c, fs, map, rev);
+				if (mds_decide(c, map, &regs, c->argv[3], inst, c->argv[5], &rank,
+					       fence, sizeof(fence)))
+					rc = mds_fence_store(c, fs, map, rev, rank, fence, inst);
 				cm_etcd_range_free(&regs);
 			}
 			if (rc != -EAGAIN)
@@ -1698,15 +1789,18 @@ cmd_mds(struct cmd *c)
 		}
 		if (!rc) {
 			json_int_t epoch = json_integer_value(json_object_get(map, "epoch"));
+			json_t *e = mds_rank_entry(map, rank);
 
+			/* (every reply: the holder writes only with the map that fenced) */
+			fepoch = e ? json_integer_value(json_object_get(e, "fence_epoch")) : 0;
 			if (c->json)
-				c->res = json_pack("{s:I, s:I, s:s}", "rank", rank, "epoch", epoch,
-						   "fence", fence);
+				c->res = json_pack("{s:I, s:I, s:I}", "rank", rank, "epoch", epoch,
+						   "fence_epoch", fepoch);
 			else
 				fprintf(c->out,
 					"rank %" JSON_INTEGER_FORMAT " epoch %" JSON_INTEGER_FORMAT
-					"%s%s\n",
-					rank, epoch, fence[0] ? " fence " : "", fence);
+					" fence_epoch %" JSON_INTEGER_FORMAT "\n",
+					rank, epoch, fepoch);
 		} else if (rc == -EAGAIN) {
 			snprintf(c->err, sizeof(c->err), "mds beacon: the MDS map kept changing");
 		}

@@ -656,6 +656,7 @@ main(int argc, char **argv)
 		return 2;
 	}
 	cm_log_set_level(CM_LOG_ERR);
+	cfg.conf_path = conf_path;
 	if (!strcmp(args[0], "obj"))
 		status = ctl_obj(&cfg, n, args, json);
 	else if (!strcmp(args[0], "bench"))

@@ -18,6 +18,8 @@ struct ctl_conf {
 	uint64_t op_timeout_ms; /* object ops (obj, bench); 0: none */
 	char *osd_metrics;      /* clusterctl up: the OSDs' /metrics addresses, by start index */
 	char *osd_addr_base;    /* clusterctl up: OSD i listens on this IPv4 + i ("": 127.0.0.1) */
+	const char
+		*conf_path; /* the file read (NULL: none): libcairn reads its messenger settings */
 };
 
 extern const struct cm_opt g_ctl_opts[];

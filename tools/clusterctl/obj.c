@@ -25,6 +25,7 @@ connect_cluster(const struct ctl_conf *c, cairn_cluster_t **clp)
 		return 2;
 	}
 	cairn_opts_init(&o, sizeof(o));
+	o.conf_file = c->conf_path; /* (tls, frame_mac, ...: the messenger's settings) */
 	o.mon_host = c->mon_host;
 	o.cluster_key = c->d.cluster_key;
 	o.op_timeout_ms = (unsigned)c->op_timeout_ms; /* 0: ops wait (Ctrl-C stops them) */

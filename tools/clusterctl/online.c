@@ -29,14 +29,20 @@ ctl_online(const struct ctl_conf *c, int argc, char **argv, bool json)
 		return 2;
 	}
 	cairn_opts_init(&o, sizeof(o));
+	o.conf_file = c->conf_path; /* (tls, frame_mac, ...: the messenger's settings) */
 	o.mon_host = c->mon_host;
 	o.cluster_key = c->d.cluster_key;
 	o.connect_timeout_ms = (unsigned)c->command_timeout_ms;
 	o.op_timeout_ms = (unsigned)c->command_timeout_ms;
 	rc = cairn_connect(&o, &cl, err, sizeof(err));
 	if (rc) {
-		fprintf(stderr, "clusterctl: no monitor answered (%s): %s\n", c->mon_host, err);
-		return 1;
+		/* (err may say it already) */
+		if (strstr(err, "no monitor answered"))
+			fprintf(stderr, "clusterctl: %s (%s)\n", err, c->mon_host);
+		else
+			fprintf(stderr, "clusterctl: no monitor answered (%s): %s\n", c->mon_host,
+				err);
+		return rc == -EINVAL ? 2 : 1;
 	}
 	rc = cairn_mon_command(cl, (const char *const *)argv, (size_t)argc, json, &out, &msg);
 	if (!out) { /* (no answer at all) */
