@@ -793,13 +793,14 @@ void cairn_services_free(struct cairn_service *v, size_t n);
  * its rank (-1: standby). A rank whose holder stopped beaconing for ttl_s
  * (or restarted: another instance) goes to the first standby that beacons
  * after that, lowest rank first, up to the map's max_mds (`clusterctl mds
- * set FS max_mds N`, default 1); before the call returns that rank, the
- * holder it failed from is fenced (blocklisted for an hour, and this
- * client's later ops wait for that map), so it can no longer write. A
- * rank at or past a lowered max_mds is given up. *epoch (may be NULL): the
- * map's epoch, raised by every change. \return 0, -EINVAL, or the
- * monitors' error (a failed fence included: the caller must not act as
- * that rank then).
+ * set FS max_mds N`, default 1). The monitors fence the holder it failed
+ * from (blocklisted for 24 hours) in the same step, and this client's
+ * later ops wait for the map that does it, so the old holder can no longer
+ * write once we act as the rank. A rank at or past a lowered max_mds is
+ * given up (and its holder fenced when another takes it). *epoch (may be
+ * NULL): the MDS map's epoch, raised by every change. \return 0, -EINVAL,
+ * -EKEYREVOKED (this client is blocklisted: connect again), or the
+ * monitors' error (a failed fence included: no rank is given then).
  */
 int cairn_mds_beacon(cairn_cluster_t *cl, const char *fs, const char *name, const char *addr,
 		     unsigned ttl_s, int *rank, uint64_t *epoch);
