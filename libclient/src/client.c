@@ -1538,8 +1538,8 @@ cairn_stat(cairn_ioctx_t *io, const char *oid, uint64_t *size, struct cairn_vers
 }
 
 /* One lock sub-op (built by fn's caller into op), run synchronously. */
-static int
-lock_run(cairn_ioctx_t *io, const char *oid, cairn_op_t *op)
+int
+cairn__op_run(cairn_ioctx_t *io, const char *oid, cairn_op_t *op)
 {
 	int rc = cairn_operate(io, oid, op, NULL);
 
@@ -1556,7 +1556,7 @@ cairn_lock_exclusive(cairn_ioctx_t *io, const char *oid, const char *name, const
 	if (!op)
 		return -ENOMEM;
 	cairn_op_lock(op, name, CAIRN_LOCK_EXCLUSIVE, cookie, "", description, duration_ms, flags);
-	return lock_run(io, oid, op);
+	return cairn__op_run(io, oid, op);
 }
 
 int
@@ -1568,7 +1568,7 @@ cairn_lock_shared(cairn_ioctx_t *io, const char *oid, const char *name, const ch
 	if (!op)
 		return -ENOMEM;
 	cairn_op_lock(op, name, CAIRN_LOCK_SHARED, cookie, tag, description, duration_ms, flags);
-	return lock_run(io, oid, op);
+	return cairn__op_run(io, oid, op);
 }
 
 int
@@ -1579,7 +1579,7 @@ cairn_unlock(cairn_ioctx_t *io, const char *oid, const char *name, const char *c
 	if (!op)
 		return -ENOMEM;
 	cairn_op_unlock(op, name, cookie);
-	return lock_run(io, oid, op);
+	return cairn__op_run(io, oid, op);
 }
 
 int
@@ -1591,7 +1591,7 @@ cairn_break_lock(cairn_ioctx_t *io, const char *oid, const char *name, const cha
 	if (!op)
 		return -ENOMEM;
 	cairn_op_break_lock(op, name, entity, cookie);
-	return lock_run(io, oid, op);
+	return cairn__op_run(io, oid, op);
 }
 
 int
@@ -1604,7 +1604,7 @@ cairn_lock_get_info(cairn_ioctx_t *io, const char *oid, const char *name,
 	if (!op)
 		return -ENOMEM;
 	cairn_op_lock_info(op, name, info, &rval);
-	rc = lock_run(io, oid, op);
+	rc = cairn__op_run(io, oid, op);
 	/* (a reply that does not decode is the sub-op's error: no holder is assumed) */
 	return rc ? rc : rval;
 }

@@ -74,6 +74,9 @@ struct csub {
 	struct cairn_watcher **out_watchers;    /* LIST_WATCHERS (count in out_n) */
 };
 
+/* cairn_operate op on oid, then release op. \return its result. */
+int cairn__op_run(cairn_ioctx_t *io, const char *oid, cairn_op_t *op);
+
 /* watch/notify sub-ops of the library itself (op.c), and decoding their results */
 void cairn__op_watch(cairn_op_t *op, uint32_t type, uint64_t cookie, unsigned timeout_ms);
 void cairn__op_notify_ack(cairn_op_t *op, uint64_t notify_id, uint64_t cookie, const void *reply,

@@ -394,14 +394,11 @@ static int
 watch_op(cairn_watch_t *w, uint32_t type)
 {
 	cairn_op_t *op = cairn_op_create();
-	int rc;
 
 	if (!op)
 		return -ENOMEM;
 	cairn__op_watch(op, type, w->cookie, w->timeout_ms);
-	rc = cairn_operate(w->io, w->oid, op, NULL);
-	cairn_op_release(op);
-	return rc;
+	return cairn__op_run(w->io, w->oid, op);
 }
 
 int
@@ -469,8 +466,7 @@ cairn_notify(cairn_ioctx_t *io, const char *oid, const void *payload, size_t len
 	if (!op)
 		return -ENOMEM;
 	cairn_op_notify(op, payload, len, timeout_ms, res, &rval);
-	rc = cairn_operate(io, oid, op, NULL);
-	cairn_op_release(op);
+	rc = cairn__op_run(io, oid, op);
 	return rc ? rc : rval;
 }
 
@@ -483,7 +479,6 @@ cairn_list_watchers(cairn_ioctx_t *io, const char *oid, struct cairn_watcher **w
 	if (!op)
 		return -ENOMEM;
 	cairn_op_list_watchers(op, w, n, &rval);
-	rc = cairn_operate(io, oid, op, NULL);
-	cairn_op_release(op);
+	rc = cairn__op_run(io, oid, op);
 	return rc ? rc : rval;
 }

@@ -479,23 +479,42 @@ mon_df_reply_fini(Cairn__Mon__DfReply *r)
 static int svc_read(struct cmd *c, const char *type, struct cm_etcd_range *r);
 static json_t *svc_entry(const struct cmd *c, const struct cm_etcd_kv *kv);
 
-/* The service map for status: a JSON array of registrations, ordered by type and name. */
+/*
+ * The registrations (of type, or all: NULL) as a JSON array of entries
+ * ({type, name, addr, instance, meta, ttl}), ordered by type and name.
+ */
+static int
+svc_list(struct cmd *c, const char *type, json_t **out)
+{
+	struct cm_etcd_range r;
+	json_t *a;
+	int rc = svc_read(c, type, &r);
+
+	*out = NULL;
+	if (rc)
+		return rc;
+	a = json_array();
+	for (size_t i = 0; a && i < r.count; i++) {
+		json_t *e = svc_entry(c, &r.kvs[i]);
+
+		if (e)
+			json_array_append_new(a, e);
+	}
+	cm_etcd_range_free(&r);
+	*out = a;
+	return a ? 0 : -ENOMEM;
+}
+
+/* The service map for status (empty if it cannot be read: status goes on without it). */
 static json_t *
 svc_all(struct cmd *c)
 {
-	struct cm_etcd_range r;
-	json_t *a = json_array();
+	json_t *a;
 
-	if (svc_read(c, NULL, &r) == 0) {
-		for (size_t i = 0; i < r.count; i++) {
-			json_t *e = svc_entry(c, &r.kvs[i]);
-
-			if (e)
-				json_array_append_new(a, e);
-		}
-		cm_etcd_range_free(&r);
+	if (svc_list(c, NULL, &a)) {
+		c->err[0] = 0;
+		a = json_array();
 	}
-	c->err[0] = 0; /* (status goes on without it) */
 	return a;
 }
 
@@ -1468,27 +1487,19 @@ cmd_service(struct cmd *c)
 	int rc;
 
 	if (strcmp(verb, "ls") == 0) {
-		struct cm_etcd_range r;
 		json_t *a;
 
 		if (c->argc > 3 || (c->argc == 3 && !svc_word_ok(c->argv[2], 32)))
 			return usage(c, "service ls [TYPE]");
-		rc = svc_read(c, c->argc == 3 ? c->argv[2] : NULL, &r);
+		rc = svc_list(c, c->argc == 3 ? c->argv[2] : NULL, &a);
 		if (rc)
 			return rc;
-		a = json_array();
-		for (size_t i = 0; i < r.count; i++) {
-			json_t *e = svc_entry(c, &r.kvs[i]);
+		for (size_t i = 0; !c->json && i < json_array_size(a); i++) {
+			json_t *e = json_array_get(a, i);
 
-			if (!e)
-				continue;
-			if (!c->json)
-				fprintf(c->out, "%s\t%s\t%s\t%s\t%s\n", jstr(e, "type"),
-					jstr(e, "name"), jstr(e, "addr"), jstr(e, "instance"),
-					jstr(e, "meta"));
-			json_array_append_new(a, e);
+			fprintf(c->out, "%s\t%s\t%s\t%s\t%s\n", jstr(e, "type"), jstr(e, "name"),
+				jstr(e, "addr"), jstr(e, "instance"), jstr(e, "meta"));
 		}
-		cm_etcd_range_free(&r);
 		if (c->json)
 			c->res = json_pack("{s:o}", "services", a);
 		else
@@ -1601,19 +1612,17 @@ mds_store(struct cmd *c, const char *fs, json_t *map, int64_t rev)
 	return rc ? rc : ok ? 0 : -EAGAIN;
 }
 
-/* Is NAME registered as an mds service by instance? (live: its lease holds) */
+/* Is NAME registered (regs: svc_list of "mds") by instance? (live: its lease holds) */
 static bool
-mds_live(const struct cm_etcd_range *regs, const struct cmd *c, const char *name, const char *inst)
+mds_live(json_t *regs, const char *name, const char *inst)
 {
-	bool live = false;
+	for (size_t i = 0; i < json_array_size(regs); i++) {
+		json_t *e = json_array_get(regs, i);
 
-	for (size_t i = 0; i < regs->count && !live; i++) {
-		json_t *e = svc_entry(c, &regs->kvs[i]);
-
-		live = e && !strcmp(jstr(e, "name"), name) && !strcmp(jstr(e, "instance"), inst);
-		json_decref(e);
+		if (!strcmp(jstr(e, "name"), name) && !strcmp(jstr(e, "instance"), inst))
+			return true;
 	}
-	return live;
+	return false;
 }
 
 /*
@@ -1625,8 +1634,8 @@ mds_live(const struct cm_etcd_range *regs, const struct cmd *c, const char *name
  * from, "" if none), or stays standby (-1). \return whether map changed.
  */
 static bool
-mds_decide(const struct cmd *c, json_t *map, const struct cm_etcd_range *regs, const char *name,
-	   const char *inst, const char *addr, json_int_t *rank, char *fence, size_t fencelen)
+mds_decide(json_t *map, json_t *regs, const char *name, const char *inst, const char *addr,
+	   json_int_t *rank, char *fence, size_t fencelen)
 {
 	json_t *ranks = json_object_get(map, "ranks"), *failed = json_object_get(map, "failed");
 	json_int_t max = json_integer_value(json_object_get(map, "max_mds"));
@@ -1639,7 +1648,7 @@ mds_decide(const struct cmd *c, json_t *map, const struct cm_etcd_range *regs, c
 		json_t *e = json_array_get(ranks, i);
 		json_int_t r = json_integer_value(json_object_get(e, "rank"));
 
-		if (r >= max || !mds_live(regs, c, jstr(e, "name"), jstr(e, "instance"))) {
+		if (r >= max || !mds_live(regs, jstr(e, "name"), jstr(e, "instance"))) {
 			/* Lapsed, restarted, or stepping down (max_mds lowered): whoever
 			 * takes the rank fences it first. */
 			/* (one entry per rank: the last holder is the one to fence) */
@@ -1750,7 +1759,7 @@ cmd_mds(struct cmd *c)
 		return -EINVAL;
 	}
 	if (strcmp(verb, "beacon") == 0) {
-		struct cm_etcd_range regs;
+		json_t *regs;
 		Cairn__Map__OsdMap *om;
 		json_int_t rank = -1, fepoch = 0;
 		const char *inst = c->argc > 4 ? c->argv[4] : "";
@@ -1776,11 +1785,11 @@ cmd_mds(struct cmd *c)
 		rc = svc_beacon(c, "mds", c->argv[3], inst, c->argv[5], c->argv[6], meta, &lease);
 		for (int t = 0; !rc && t < MDS_TRIES; t++) {
 			rc = mds_load(c, fs, &map, &rev);
-			if (!rc && !(rc = svc_read(c, "mds", &regs))) {
-				if (mds_decide(c, map, &regs, c->argv[3], inst, c->argv[5], &rank,
+			if (!rc && !(rc = svc_list(c, "mds", &regs))) {
+				if (mds_decide(map, regs, c->argv[3], inst, c->argv[5], &rank,
 					       fence, sizeof(fence)))
 					rc = mds_fence_store(c, fs, map, rev, rank, fence, inst);
-				cm_etcd_range_free(&regs);
+				json_decref(regs);
 			}
 			if (rc != -EAGAIN)
 				break;
@@ -1831,7 +1840,8 @@ cmd_mds(struct cmd *c)
 		return rc;
 	}
 	if (strcmp(verb, "ls") == 0) {
-		struct cm_etcd_range r, regs;
+		struct cm_etcd_range r;
+		json_t *regs;
 		char k[256], *end;
 		size_t end_len;
 		json_t *a;
@@ -1846,7 +1856,7 @@ cmd_mds(struct cmd *c)
 		free(end);
 		if (rc)
 			return rc;
-		rc = svc_read(c, "mds", &regs);
+		rc = svc_list(c, "mds", &regs);
 		if (rc) {
 			cm_etcd_range_free(&r);
 			return rc;
@@ -1873,19 +1883,18 @@ cmd_mds(struct cmd *c)
 				json_stringn(slash + 1, r.kvs[i].key_len - (size_t)(slash + 1 -
 										    r.kvs[i].key)));
 			/* Standbys: live mds registrations for this FS holding no rank. */
-			for (size_t j = 0; j < regs.count; j++) {
-				json_t *e = svc_entry(c, &regs.kvs[j]);
+			for (size_t j = 0; j < json_array_size(regs); j++) {
+				json_t *e = json_array_get(regs, j);
 				json_t *rk = json_object_get(m, "ranks");
 				char want[48];
 				bool held = false;
 
 				snprintf(want, sizeof(want), "fs=%s", jstr(m, "fs"));
-				for (size_t x = 0; e && x < json_array_size(rk) && !held; x++)
+				for (size_t x = 0; x < json_array_size(rk) && !held; x++)
 					held = !strcmp(jstr(json_array_get(rk, x), "name"),
 						       jstr(e, "name"));
-				if (e && !held && !strcmp(jstr(e, "meta"), want))
+				if (!held && !strcmp(jstr(e, "meta"), want))
 					json_array_append_new(sb, json_string(jstr(e, "name")));
-				json_decref(e);
 			}
 			json_object_set_new(m, "standby", sb);
 			/* A holder whose registration lapsed keeps its rank until a standby
@@ -1894,7 +1903,7 @@ cmd_mds(struct cmd *c)
 				json_t *e = json_array_get(json_object_get(m, "ranks"), x);
 
 				json_object_set_new(e, "live",
-						    json_boolean(mds_live(&regs, c, jstr(e, "name"),
+						    json_boolean(mds_live(regs, jstr(e, "name"),
 									  jstr(e, "instance"))));
 			}
 			if (!c->json) {
@@ -1926,7 +1935,7 @@ cmd_mds(struct cmd *c)
 			json_array_append_new(a, m);
 		}
 		cm_etcd_range_free(&r);
-		cm_etcd_range_free(&regs);
+		json_decref(regs);
 		if (c->json)
 			c->res = json_pack("{s:o}", "filesystems", a);
 		else
