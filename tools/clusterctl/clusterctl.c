@@ -12,7 +12,7 @@
  *
  *   clusterctl crush compile -i MAP.txt [-o OUT.txt]  check a text map, write it canonically
  *   clusterctl crush decompile -i MAP.txt             print a text map canonically
- *   clusterctl crush test -i MAP.txt --rule R --num-rep N [--min-x A] [--max-x B]
+ *   clusterctl crush test -i MAP.txt [--rule R] [--num-rep N] [--min-x A] [--max-x B]
  *                         [--weight OSD W]...         print mappings as crushtool does
  *   clusterctl crush map-pgs|map-object -i MAP.txt POOL-OPTIONS [OSD-OPTIONS] [NAME...]
  *       POOL-OPTIONS: --pool ID --pg-num N [--pgp-num N] --size S --rule R [--erasure]
@@ -37,10 +37,11 @@
 static int
 usage(void)
 {
-	fprintf(stderr, "usage: clusterctl crush compile -i MAP.txt [-o OUT.txt]\n"
-			"       clusterctl crush decompile -i MAP.txt\n"
-			"       clusterctl crush test -i MAP.txt --rule R --num-rep N [--min-x A] "
-			"[--max-x B] [--weight OSD W]...\n");
+	fprintf(stderr,
+		"usage: clusterctl crush compile -i MAP.txt [-o OUT.txt]\n"
+		"       clusterctl crush decompile -i MAP.txt\n"
+		"       clusterctl crush test -i MAP.txt [--rule R | --min-rule R --max-rule R] "
+		"[--num-rep N] [--x X | --min-x A --max-x B] [--weight OSD W]...\n");
 	return 2;
 }
 
@@ -106,13 +107,22 @@ parse_long(const char *s, long lo, long hi, long *v)
 	return !errno && *s && !*end && *v >= lo && *v <= hi;
 }
 
+/*
+ * What `crushtool --test --show-mappings` prints, with its options and
+ * defaults: every rule (--rule R, or --min-rule/--max-rule), for every
+ * replica count from the rule's min_size to its max_size (--num-rep N for
+ * one count; 1..10 for a rule without sizes, which crushtool 16 cannot
+ * compile), x from 0 to 1023 (--x, --min-x, --max-x), every device in a
+ * bucket fully in (--weight OSD W). The map is a text map here (crushtool
+ * takes a compiled one).
+ */
 static int
 crush_test(struct crush_map *m, int argc, char **argv)
 {
-	long rule = -1, nrep = -1, minx = 0, maxx = 1023, v;
+	long minrule = -1, maxrule = -1, nrep = -1, minx = 0, maxx = 1023, v;
 	uint32_t *weight;
-	int *res, nres;
-	void *work;
+	int *res = NULL, nres, rc = 0;
+	void *work = NULL;
 
 	weight = calloc((size_t)(m->max_devices ? m->max_devices : 1), sizeof(*weight));
 	if (!weight)
@@ -128,54 +138,88 @@ crush_test(struct crush_map *m, int argc, char **argv)
 	for (int i = 0; i < argc; i += 2) {
 		const char *a = argv[i];
 
-		if (i + 1 >= argc)
+		if (i + 1 >= argc) {
+			free(weight);
 			return usage();
-		if (!strcmp(a, "--rule") && parse_long(argv[i + 1], 0, 255, &v))
-			rule = v;
-		else if (!strcmp(a, "--num-rep") && parse_long(argv[i + 1], 1, 1024, &v))
+		}
+		if (!strcmp(a, "--rule") && parse_long(argv[i + 1], 0, 255, &v)) {
+			minrule = maxrule = v;
+		} else if (!strcmp(a, "--min-rule") && parse_long(argv[i + 1], 0, 255, &v)) {
+			minrule = v;
+		} else if (!strcmp(a, "--max-rule") && parse_long(argv[i + 1], 0, 255, &v)) {
+			maxrule = v;
+		} else if (!strcmp(a, "--num-rep") && parse_long(argv[i + 1], 1, 1024, &v)) {
 			nrep = v;
-		else if (!strcmp(a, "--min-x") && parse_long(argv[i + 1], 0, INT_MAX, &v))
+		} else if (!strcmp(a, "--x") && parse_long(argv[i + 1], 0, INT_MAX, &v)) {
+			minx = maxx = v;
+		} else if (!strcmp(a, "--min-x") && parse_long(argv[i + 1], 0, INT_MAX, &v)) {
 			minx = v;
-		else if (!strcmp(a, "--max-x") && parse_long(argv[i + 1], 0, INT_MAX, &v))
+		} else if (!strcmp(a, "--max-x") && parse_long(argv[i + 1], 0, INT_MAX, &v)) {
 			maxx = v;
-		else if (!strcmp(a, "--weight") && i + 2 < argc &&
-			 parse_long(argv[i + 1], 0, m->max_devices - 1, &v)) {
+		} else if (!strcmp(a, "--weight") && i + 2 < argc &&
+			   parse_long(argv[i + 1], 0, m->max_devices - 1, &v)) {
 			float w = strtof(argv[i + 2], NULL);
 
 			if (!(w >= 0.0f && w <= 1.0f)) {
 				fprintf(stderr, "clusterctl: --weight %s: between 0 and 1\n",
 					argv[i + 2]);
+				free(weight);
 				return 2;
 			}
 			weight[v] = (uint32_t)(int)(w * (float)0x10000);
 			i++; /* --weight takes two values */
 		} else {
 			fprintf(stderr, "clusterctl: bad argument %s %s\n", a, argv[i + 1]);
+			free(weight);
 			return usage();
 		}
 	}
-	if (rule < 0 || nrep < 1)
-		return usage();
-	if (rule >= m->max_rules || !m->rules[rule]) {
-		fprintf(stderr, "clusterctl: no rule %ld in the map\n", rule);
+	/* crushtool: without both rule bounds, every rule. */
+	if (minrule < 0 || maxrule < 0) {
+		minrule = 0;
+		maxrule = m->max_rules - 1;
+	} else if (minrule == maxrule && (minrule >= m->max_rules || !m->rules[minrule])) {
+		fprintf(stderr, "clusterctl: no rule %ld in the map\n", minrule);
+		free(weight);
 		return 1;
 	}
-	res = calloc((size_t)nrep, sizeof(*res));
-	work = malloc(crush_work_size(m, (int)nrep));
-	if (!res || !work)
-		return 1;
-	for (long x = minx; x <= maxx; x++) {
-		nres = crush_do_rule(m, (int)rule, (int)x, res, (int)nrep, weight, m->max_devices,
-				     work);
-		printf("CRUSH rule %ld x %ld [", rule, x);
-		for (int i = 0; i < nres; i++)
-			printf("%s%d", i ? "," : "", res[i]);
-		printf("]\n");
+	for (long r = minrule; r <= maxrule && r < m->max_rules; r++) {
+		const struct crush_rule *rule = m->rules[r];
+		long lo = nrep, hi = nrep;
+
+		if (!rule)
+			continue;
+		if (nrep < 0) {
+			lo = rule->has_sizes ? rule->min_size : 1;
+			hi = rule->has_sizes ? rule->max_size : 10;
+		}
+		for (long n = CM_MAX(lo, 1); n <= hi; n++) {
+			int *nr = realloc(res, sizeof(*res) * (size_t)n);
+			void *nw = realloc(work, crush_work_size(m, (int)n));
+
+			if (nr)
+				res = nr;
+			if (nw)
+				work = nw;
+			if (!nr || !nw) {
+				rc = 1;
+				goto out;
+			}
+			for (long x = minx; x <= maxx; x++) {
+				nres = crush_do_rule(m, (int)r, (int)x, res, (int)n, weight,
+						     m->max_devices, work);
+				printf("CRUSH rule %ld x %ld [", r, x);
+				for (int i = 0; i < nres; i++)
+					printf("%s%d", i ? "," : "", res[i]);
+				printf("]\n");
+			}
+		}
 	}
+out:
 	free(res);
 	free(work);
 	free(weight);
-	return 0;
+	return rc;
 }
 
 struct place_args {
