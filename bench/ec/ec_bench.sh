@@ -10,6 +10,8 @@
 # over each of as many 4 KiB objects; the ratio is the item's figure
 # (target: >= 0.5).
 # On one disk an EC 4+2 write puts 1.5 bytes down per byte, size 3 puts 3.
+# The 4 MiB phases stop at a share of the OSDs' space (OSD_SIZE, default
+# 6G); a step that fails says which and why, and the script exits 1.
 # Last line JSON. Nothing here fails on a timing.
 #   bench/ec/ec_bench.sh BUILD [DIR] [SECONDS]
 set -euo pipefail
@@ -21,34 +23,47 @@ ctl="$build/tools/clusterctl"
 dir=$(mktemp -d "$base/cairn-ec-bench-XXXXXX")
 trap '"$ctl" down --dir "$dir" >/dev/null 2>&1 || true; rm -rf "$dir"' EXIT
 
-enc=$("$build/bench/ec_bench" 4 2 4096 3 | tee /dev/stderr | tail -1)
-"$ctl" up --dir "$dir" --mons 1 --osds 6 --osd-size "${OSD_SIZE:-6G}" >"$dir/up.out"
+. "$(dirname "$0")/../lib/bench.sh"
+BENCH_NAME=ec_bench
+bench_json enc "encoder" "$build/bench/ec_bench" 4 2 4096 3
+osd_size=${OSD_SIZE:-6G}
+osd_bytes=$(numfmt --from=iec "$osd_size")
+"$ctl" up --dir "$dir" --mons 1 --osds 6 --osd-size "$osd_size" >"$dir/up.out" 2>&1 ||
+	bench_fail "clusterctl up: $(tail -3 "$dir/up.out")"
 export CAIRN_CONF="$dir/cairn.conf"
-"$ctl" pool create ec --ec 4+2 --pg-num 32 >/dev/null
+"$ctl" pool create ec --ec 4+2 --pg-num 32 >/dev/null || bench_fail "pool create ec --ec 4+2"
 for _ in $(seq 1 120); do
 	"$ctl" status | grep -Eq "pgs: +([0-9]+) pgs: \1 active\+clean$" && break
 	sleep 0.25
 done
-cb() {
-	local pool=$1 mode=$2 size=${3:-4M} thr=${4:-16}
-	shift $(( $# < 4 ? $# : 4 ))
-	"$ctl" bench "$pool" "$mode" --seconds "$secs" --size "$size" --threads "$thr" "$@" | tail -1
+cb() { # VAR pool mode [size] [threads] [options]
+	local var=$1 pool=$2 mode=$3 size=${4:-4M} thr=${5:-16}
+	shift $(( $# < 5 ? $# : 5 ))
+	bench_json "$var" "$pool $mode $size x $thr $*" "$ctl" bench "$pool" "$mode" \
+		--seconds "$secs" --size "$size" --threads "$thr" "$@"
 }
-ec_w=$(cb ec write)
-rep_w=$(cb default write)
-ec_r=$(cb ec seq)
-rep_r=$(cb default seq)
+# Sized to the space (6 OSDs of osd_bytes, every object on all six): the 4
+# MiB EC objects may take a fifth of it (4+2 stores 1.5 bytes per byte), the
+# size-3 ones a third (3 per byte); the rest stays free for the small
+# phases and the 1 MiB ones.
+raw=$((6 * osd_bytes))
+ec_n=$(bench_objects "$raw" 0.20 4194304 1.5)
+rep_n=$(bench_objects "$raw" 0.33 4194304 3)
+cb ec_w ec write 4M 16 --max-objects "$ec_n"
+cb rep_w default write 4M 16 --max-objects "$rep_n"
+cb ec_r ec seq
+cb rep_r default seq
 # New objects (their own names: not over the 4 MiB ones).
-ec_sw=$(cb ec write 4K 32 --prefix small)
-rep_sw=$(cb default write 4K 32 --prefix small)
-ec_sr=$(cb ec rand 4K 32 --prefix small)
-rep_sr=$(cb default rand 4K 32 --prefix small)
+cb ec_sw ec write 4K 32 --prefix small
+cb rep_sw default write 4K 32 --prefix small
+cb ec_sr ec rand 4K 32 --prefix small
+cb rep_sr default rand 4K 32 --prefix small
 # Replacing large objects vs small ones (EC; the 4 KiB objects above).
 nover=${EC_OVER:-512}
-ec_big=$(cb ec write 1M 16 --prefix big --max-objects "$nover")
+cb ec_big ec write 1M 16 --prefix big --max-objects "$nover"
 nover=$("$py" -c 'import json,sys; print(json.loads(sys.argv[1])["ops"])' "$ec_big")
-ec_ob=$(cb ec write 4K 16 --prefix big --max-objects "$nover")
-ec_os=$(cb ec write 4K 16 --prefix small --max-objects "$nover")
+cb ec_ob ec write 4K 16 --prefix big --max-objects "$nover"
+cb ec_os ec write 4K 16 --prefix small --max-objects "$nover"
 "$ctl" status | grep "pool " | sed 's/^ */  /'
 "$py" - "$enc" "$ec_w" "$rep_w" "$ec_r" "$rep_r" "$ec_sw" "$rep_sw" "$ec_sr" "$rep_sr" \
 	"$ec_ob" "$ec_os" <<'PY'

@@ -8,7 +8,9 @@
 # the same 4 KiB writes on the clean cluster in the same run, for
 # osd_recovery_share 30 (the default) and 100 (no limit). Reports client
 # IOPS and p50/p99 latency, each as a ratio to the clean run, and the time
-# until every PG is active+clean. Last line JSON. Nothing fails on a timing.
+# until every PG is active+clean. Sized to the OSDs' space (OSD_SIZE,
+# default 8G); a step that fails says which and why, and the script exits
+# 1. Last line JSON. Nothing fails on a timing.
 #   bench/recovery/recovery_bench.sh BUILD [DIR] [SECONDS]
 set -euo pipefail
 build=${1:?usage: recovery_bench.sh BUILD [DIR] [SECONDS]}
@@ -20,36 +22,50 @@ ctl="$build/tools/clusterctl"
 dir=$(mktemp -d "$base/cairn-recovery-bench-XXXXXX")
 trap '"$ctl" down --dir "$dir" >/dev/null 2>&1 || true; rm -rf "$dir"' EXIT
 export CAIRN_OSD_GRACE=2s
+. "$(dirname "$0")/../lib/bench.sh"
+BENCH_NAME=recovery_bench
+osd_size=${OSD_SIZE:-8G}
+osd_bytes=$(numfmt --from=iec "$osd_size")
+# The 4 MiB writes of each pass overwrite the same objects (bench_N), and
+# may take at most a third of an OSD (each OSD holds a copy of everything):
+# a fast disk fills a small OSD within the write window otherwise.
+nbig=$(bench_objects "$osd_bytes" 0.33 4194304 1)
 
-up() { "$ctl" up --dir "$dir" --mons 1 --osds 3 --osd-size "${OSD_SIZE:-8G}" >"$dir/up.out"; }
+up() {
+	"$ctl" up --dir "$dir" --mons 1 --osds 3 --osd-size "$osd_size" >"$dir/up.out" 2>&1 ||
+		bench_fail "clusterctl up: $(tail -3 "$dir/up.out")"
+}
 clean() { "$ctl" status 2>/dev/null | grep -Eq "pgs: +([0-9]+) pgs: \1 active\+clean$"; }
 wait_clean() {
 	for _ in $(seq 1 2400); do clean && return 0; sleep 0.1; done
-	echo "recovery_bench: not clean after 240 s" >&2
-	return 1
+	"$ctl" status >&2 || true
+	bench_fail "not clean after 240 s"
 }
-cb() { "$ctl" bench "$1" "$2" --seconds "$3" --size "$4" --threads 16 | tail -1; }
+cb() { # VAR pool mode seconds size [options]
+	bench_json "$1" "$2 $3 $5 for $4 s" "$ctl" bench "$2" "$3" --seconds "$4" --size "$5" \
+		--threads 16 "${@:6}"
+}
 
 up
 export CAIRN_CONF="$dir/cairn.conf"
-"$ctl" pool create other --size 3 --pg-num 32 >/dev/null
+"$ctl" pool create other --size 3 --pg-num 32 >/dev/null || bench_fail "pool create other"
 wait_clean
-base_json=$(cb other write "$secs" 4K)
+cb base_json other write "$secs" 4K
 echo "clean cluster, 4 KiB writes to 'other': $base_json"
 results=()
 for share in 30 100; do
-	"$ctl" down --dir "$dir" >/dev/null
+	"$ctl" down --dir "$dir" >/dev/null || bench_fail "clusterctl down"
 	CAIRN_OSD_RECOVERY_SHARE=$share up
 	wait_clean
 	kill -9 "$(cat "$dir/osd.2.pid")"
 	for _ in $(seq 1 100); do "$ctl" osd ls | grep -q " down " && break; sleep 0.1; done
-	w=$(cb default write "$wsecs" 4M)
+	cb w default write "$wsecs" 4M --max-objects "$nbig"
 	CAIRN_OSD_RECOVERY_SHARE=$share up
 	t0=$(date +%s%N)
 	(wait_clean && echo $(( ($(date +%s%N) - t0) / 1000000 )) >"$dir/clean.ms") &
 	wpid=$!
-	r=$(cb other write "$secs" 4K)
-	wait "$wpid"
+	cb r other write "$secs" 4K
+	wait "$wpid" || bench_fail "share $share: the PGs did not recover"
 	ms=$(cat "$dir/clean.ms")
 	echo "osd_recovery_share $share: written while down: $w"
 	echo "  during recovery: $r; clean after $ms ms"

@@ -343,6 +343,7 @@ struct bench {
 	uint64_t max_obj; /* write: stop after this many (0: none) */
 	uint64_t next;    /* next object index */
 	uint64_t done, errors;
+	int first_err; /* the first failed op's rc (0: none), said on stderr */
 	uint64_t deadline_ns;
 	uint64_t *lat_us;
 	size_t nlat, caplat;
@@ -379,10 +380,13 @@ bench_cb(cairn_completion_t *c, void *arg)
 	uint64_t now = cm_now_ns();
 
 	pthread_mutex_lock(&b->mu);
-	if (rc)
+	if (rc) {
 		b->errors++;
-	else
+		if (!b->first_err)
+			b->first_err = rc;
+	} else {
 		b->done++;
+	}
 	if (b->nlat < b->caplat)
 		b->lat_us[b->nlat++] = (now - s->start_ns) / 1000;
 	b->lat_max_us = CM_MAX(b->lat_max_us, (now - s->start_ns) / 1000);
@@ -436,6 +440,8 @@ bench_issue(struct bslot *s)
 	if (rc) {
 		pthread_mutex_lock(&b->mu);
 		b->errors++;
+		if (!b->first_err)
+			b->first_err = rc;
 		b->inflight--;
 		pthread_cond_broadcast(&b->cv);
 		pthread_mutex_unlock(&b->mu);
@@ -609,6 +615,11 @@ ctl_bench(const struct ctl_conf *c, int argc, char **argv, bool json)
 		       mode, pool, b.size, threads, secs, b.done, b.errors, mib, iops, p50 / 1000.0,
 		       p99 / 1000.0, b.lat_max_us / 1000.0, b.max_gap_ns / 1e9, zero_s);
 		status = b.errors ? 1 : 0;
+		if (b.errors)
+			fprintf(stderr,
+				"clusterctl: bench %s %s: %" PRIu64
+				" ops failed, the first with %s\n",
+				pool, mode, b.errors, cm_strerror(b.first_err));
 	}
 	for (uint64_t i = 0; slots && i < threads; i++)
 		free(slots[i].buf);
