@@ -32,6 +32,12 @@ if [ -n "${CAIRN_REACTOR:-}" ] && [ "$CAIRN_REACTOR" != auto ]; then
 		fail "CAIRN_REACTOR=$CAIRN_REACTOR but osd.0 runs $(grep -o 'backend=[a-z_]*' "$dir"/osd.0.log | head -1)"
 fi
 "$ctl" pool ls | grep -q default || fail "no pool default"
+# osd_op_shards 0 (the default): the cores this OSD may use (its affinity
+# mask) divided among the 3 OSDs clusterctl up started here, 1 to 8.
+cores=$(nproc)
+want=$(( cores / 3 < 1 ? 1 : cores / 3 > 8 ? 8 : cores / 3 ))
+grep -q ", $want PG shards\?\( (osd_op_shards 0: cores / osd_host_osds)\)$" "$dir/osd.0.log" ||
+	fail "osd.0 with $cores cores among 3 OSDs: not $want PG shard(s): $(grep -o '[0-9]* PG shard.*' "$dir/osd.0.log")"
 
 # Objects of several sizes through clusterctl obj.
 for s in 0 1 4096 1048579 9437184; do

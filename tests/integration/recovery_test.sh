@@ -32,7 +32,7 @@ build=${1:?usage: recovery_test.sh BUILD_DIR}
 ctl="$build/tools/clusterctl"
 load="$build/tests/integration/cairn_load"
 py=/usr/bin/python3
-n=${RECOVERY_OBJECTS:-1200} # the issue's 10,000: RECOVERY_OBJECTS=10000 RECOVERY_OSD_SIZE=12G
+n=${RECOVERY_OBJECTS:-1200} # ctest's normal pass runs the issue's 10,000 (objects up to 2 MiB, 4G OSDs)
 max=${RECOVERY_MAX_SIZE:-8388608}
 dir=$(mktemp -d /tmp/cairn-recovery-test-XXXXXX)
 # At exit: stop the cluster; sanitizer reports in its logs fail the test (tests/lib/cluster.sh).
@@ -53,7 +53,7 @@ export CAIRN_OSD_GRACE=2s
 start_osd() {
 	local i
 	i=$(osd_idx "$1")
-	"$build/osd/cairn-osd" -c "$dir/cairn.conf" --osd-data "$dir/osd.$i.data" --host "node$i" \
+	"$build/osd/cairn-osd" -c "$dir/cairn.conf" --osd-data "$dir/osd.$i.data" --host "node$i" --osd-host-osds 4 \
 		--log-file "$dir/osd.$i.log" --pid-file "$dir/osd.$i.pid" >>"$dir/osd.$i.out" 2>&1 &
 }
 # Read POOL's objects PREFIX-0..COUNT-1, generation GEN, 2 s each: a read
@@ -387,7 +387,7 @@ run_load write --pool pair3 --prefix t --count 300 --gen 1 >/dev/null || fail "w
 kill -9 "$(osd_pid 0)" "$(osd_pid 1)"
 wait_ndown 2
 fallocate -l "${RECOVERY_OSD_SIZE:-3G}" "$dir/osd.4.data"
-"$build/osd/cairn-osd" -c "$dir/cairn.conf" --osd-data "$dir/osd.4.data" --host node4 \
+"$build/osd/cairn-osd" -c "$dir/cairn.conf" --osd-data "$dir/osd.4.data" --host node4 --osd-host-osds 4 \
 	--log-file "$dir/osd.4.log" --pid-file "$dir/osd.4.pid" >>"$dir/osd.4.out" 2>&1 &
 for _ in $(seq 1 120); do grep -q "booted as osd.4 " "$dir/osd.4.log" 2>/dev/null && break; sleep 0.25; done
 grep -q "booted as osd.4 " "$dir/osd.4.log" || fail "the new OSD did not boot as osd.4"

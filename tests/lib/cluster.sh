@@ -95,7 +95,7 @@ osd_pid() { cat "$dir/osd.$(osd_idx "$1").pid"; }
 osd_start() {
 	local maddr
 	maddr=$(sed -n 's/^osd_metrics = //p' "$dir/cairn.conf" | tr ',' '\n' | sed -n "$(($1 + 1))p")
-	"$build/osd/cairn-osd" -c "$dir/cairn.conf" --osd-data "$dir/osd.$1.data" --host "node$1" \
+	"$build/osd/cairn-osd" -c "$dir/cairn.conf" --osd-data "$dir/osd.$1.data" --host "node$1" --osd-host-osds 4 \
 		--metrics-addr "$maddr" --log-file "$dir/osd.$1.log" --pid-file "$dir/osd.$1.pid" \
 		>>"$dir/osd.$1.out" 2>&1 &
 }

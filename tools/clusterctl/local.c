@@ -467,9 +467,16 @@ start_osds(const struct local *l, const struct ctl_conf *c, struct mon_sync *s)
 			}
 		}
 		close(fd);
+		char hosts[16];
+
+		/* Every OSD of a local cluster shares this machine's cores:
+		 * the automatic PG shard count divides them. */
+		snprintf(hosts, sizeof(hosts), "%u", l->osds);
 		char *args[] = { osdbin,
 				 "-c",
 				 (char *)l->conf,
+				 "--osd-host-osds",
+				 hosts,
 				 "--osd-data",
 				 data,
 				 "--host",

@@ -3,9 +3,12 @@
  * The OSD service: its PG shards (each a reactor thread with its own
  * messenger and PG table), their start, tick and orderly stop (osd_serve).
  */
+#include "cm/stdinc.h" /* first: _GNU_SOURCE for sched_getaffinity */
 #include "osd_int.h"
 #include "cm/err.h"
 #include "cm/log.h"
+
+#include <sched.h>
 
 CM_LOG_SUBSYS(osd);
 
@@ -235,11 +238,24 @@ shard_main(void *arg)
 	return NULL;
 }
 
+unsigned
+osd_shards_auto(unsigned host_osds)
+{
+	cpu_set_t set;
+	unsigned cpus = 1, n;
+
+	if (sched_getaffinity(0, sizeof(set), &set) == 0)
+		cpus = (unsigned)CPU_COUNT(&set);
+	n = cpus / (host_osds ? host_osds : 1);
+	return n < 1 ? 1 : n > 8 ? 8 : n;
+}
+
 int
 osd_serve(struct osd_conf *cfg)
 {
 	struct osd o = { .cfg = cfg, .id = -1 };
-	struct osd_node nd = { .n = (unsigned)cfg->op_shards };
+	struct osd_node nd = { .n = cfg->op_shards ? (unsigned)cfg->op_shards
+						   : osd_shards_auto((unsigned)cfg->host_osds) };
 	struct cm_daemon_signals *sig = NULL;
 	struct osd_metrics *metrics = NULL;
 	struct mon_async_opts mco = { 0 };
@@ -349,8 +365,9 @@ osd_serve(struct osd_conf *cfg)
 		nd.th_started[k] = true;
 	}
 	cm_timer_arm(o.r, &o.tick, 1);
-	CM_NOTICE("serving at %s, store uuid %s, %zu PGs on disk, %u PG shard%s", o.addr,
-		  os_uuid(o.store), npgs, nd.n, nd.n > 1 ? "s" : "");
+	CM_NOTICE("serving at %s, store uuid %s, %zu PGs on disk, %u PG shard%s%s", o.addr,
+		  os_uuid(o.store), npgs, nd.n, nd.n > 1 ? "s" : "",
+		  cfg->op_shards ? "" : " (osd_op_shards 0: cores / osd_host_osds)");
 	rc = cm_reactor_run(o.r);
 	CM_NOTICE("stopping");
 	for (unsigned k = 1; k < nd.n; k++)
