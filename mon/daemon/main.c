@@ -6,6 +6,7 @@
  * docs/design/0003-monitors.md.
  */
 #include "mon/server.h"
+#include "mon/auth.h"
 #include "cm/daemon.h"
 #include "cm/err.h"
 #include "cm/log.h"
@@ -175,6 +176,14 @@ mkfs_or_verify(struct mon_conf *c, struct cm_etcd *e, const sigset_t *mask)
 					: cm_strerror(rc));
 		return 1;
 	}
+	/* A cluster made before identities gains its built-in entities. */
+	while ((rc = mon_auth_builtin(e, c->fsid, c->d.cluster_key)) == -CM_EETCD)
+		if (!etcd_wait(mask, "making the built-in entities", &tries))
+			return 0;
+	if (rc) {
+		fprintf(stderr, "cairn-mon: the built-in entities: %s\n", cm_strerror(rc));
+		return 1;
+	}
 	return 0;
 }
 
@@ -195,6 +204,7 @@ server_opts(const struct mon_conf *c, const char *addr, struct cm_etcd *e,
 	so->leader.min_reporters = (unsigned)c->min_reporters;
 	so->leader.lease_ttl_ms = c->lease_ttl_ms;
 	so->tick_ms = c->tick_ms;
+	so->cluster_key = c->d.cluster_key;
 }
 
 int

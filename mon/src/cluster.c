@@ -3,6 +3,7 @@
  * Cluster creation, the monmap view, and the commands; see mon/cluster.h.
  */
 #include "mon/cluster.h"
+#include "mon/auth.h"
 #include "mon/osdmap.h"
 #include "cm/err.h"
 
@@ -95,6 +96,9 @@ mon_cluster_create(struct cm_etcd *e, const char *fsid, const char *key)
 			made = 0;
 	}
 	mon_map_store_close(s);
+	/* The built-in entities (client.admin, client.bootstrap-osd). */
+	if (!rc)
+		rc = mon_auth_builtin(e, fsid, key);
 	return rc ? rc : made;
 }
 
@@ -1976,10 +1980,13 @@ mon_command(struct mon_cmd_env *env, int argc, char **argv, bool json, char **ou
 		rc = cmd_service(&c);
 	else if (strcmp(w0, "mds") == 0)
 		rc = cmd_mds(&c);
+	else if (strcmp(w0, "auth") == 0)
+		rc = mon_auth_command(env->etcd, env->fsid, env->kek, argc, argv, json, c.out,
+				      &c.res, c.err, sizeof(c.err));
 	else {
 		snprintf(c.err, sizeof(c.err),
 			 "unknown command '%s%s%s' (status, health [detail], mon ls, crush show, "
-			 "osd ..., pool ..., pg ls, service ..., mds ...)",
+			 "osd ..., pool ..., pg ls, service ..., mds ..., auth ...)",
 			 w0, argc > 1 ? " " : "", w1);
 		rc = -EINVAL;
 	}

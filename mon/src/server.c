@@ -8,6 +8,7 @@
  */
 #include "mon/server.h"
 #include "mon/incremental.h"
+#include "cm/auth.h"
 #include "cm/err.h"
 #include "cm/http.h"
 #include "cm/log.h"
@@ -80,6 +81,9 @@ struct mon_server {
 	bool tick_busy;
 	bool tick_kick; /* run the next tick as soon as this one is done */
 	struct cm_timer tick_timer;
+
+	uint8_t kek[CM_AUTH_KEY_LEN]; /* from the cluster key (mon/auth.h) */
+	bool have_kek;
 };
 
 void
@@ -362,9 +366,11 @@ static void
 cmd_fn(void *arg)
 {
 	struct req *q = arg;
-	struct mon_cmd_env env = {
-		.etcd = q->s->e, .store = q->s->store, .fsid = q->s->fsid, .stats = &q->stats
-	};
+	struct mon_cmd_env env = { .etcd = q->s->e,
+				   .store = q->s->store,
+				   .fsid = q->s->fsid,
+				   .stats = &q->stats,
+				   .kek = q->s->have_kek ? q->s->kek : NULL };
 
 	q->rc = mon_command(&env, (int)q->cmd->n_args, q->cmd->args, q->cmd->json, &q->out,
 			    &q->err);
@@ -827,6 +833,8 @@ mon_server_create(struct cm_reactor *r, const struct mon_server_opts *o, struct 
 	s->id = strdup(o->id);
 	s->fsid = strdup(o->fsid);
 	s->addr = strdup(o->addr);
+	if (o->cluster_key && o->cluster_key[0])
+		s->have_kek = cm_auth_kek(o->cluster_key, s->kek) == 0;
 	rc = s->id && s->fsid && s->addr ? start(s, o) : -ENOMEM;
 	if (rc) {
 		mon_server_destroy(s);

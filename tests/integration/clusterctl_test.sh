@@ -77,6 +77,37 @@ rc=$?
 set -e
 [ $rc -eq 2 ] || fail "bad EC profile exit $rc"
 grep -q "expected K+M" "$dir/err" || fail "bad EC profile message"
+# Entities: the built-in ones, then one added, read, narrowed and removed.
+ents=$("$ctl" auth ls) || fail "auth ls"
+[ "$ents" = "$(printf 'client.admin\tadmin\nclient.bootstrap-osd\tprofile bootstrap-osd')" ] ||
+	fail "auth ls: $ents"
+"$ctl" auth add client.alice "mon r; osd rw pool=data" >"$dir/alice.keyring" || fail "auth add"
+grep -Eq '^	key = [A-Za-z0-9+/]{43}=$' "$dir/alice.keyring" || fail "auth add: $(cat "$dir/alice.keyring")"
+"$ctl" auth get client.alice | cmp -s - "$dir/alice.keyring" || fail "auth get differs from add"
+if "$ctl" auth add client.alice 2>"$dir/err"; then fail "auth add twice"; fi
+grep -q "exists already" "$dir/err" || fail "auth add twice: $(cat "$dir/err")"
+"$ctl" auth caps client.alice "osd  r pool=data ;mon r" >/dev/null || fail "auth caps"
+"$ctl" --format json auth ls | "$py" -c '
+import json, sys
+e = {x["name"]: x["caps"] for x in json.load(sys.stdin)["entities"]}
+assert e["client.alice"] == "mon r; osd r pool=data", e' || fail "auth caps not canonical"
+"$ctl" auth get-or-create client.alice | grep -q "$(sed -n 's/^\tkey = //p' "$dir/alice.keyring")" ||
+	fail "get-or-create made a new key"
+for bad in "client.a b" "rgw.x" "client."; do
+	if "$ctl" auth add "$bad" 2>"$dir/err"; then fail "auth add '$bad' accepted"; fi
+	grep -q "bad entity name" "$dir/err" || fail "auth add '$bad': $(cat "$dir/err")"
+done
+if "$ctl" auth add client.bob "osd rwx" 2>"$dir/err"; then fail "bad caps accepted"; fi
+grep -q "caps: 'osd rwx'" "$dir/err" || fail "bad caps message: $(cat "$dir/err")"
+if "$ctl" auth rm client.admin 2>/dev/null; then fail "client.admin removed"; fi
+"$ctl" auth rm client.alice >/dev/null || fail "auth rm"
+if "$ctl" auth get client.alice 2>"$dir/err"; then fail "auth get after rm"; fi
+grep -q "no entity client.alice" "$dir/err" || fail "get after rm: $(cat "$dir/err")"
+# No key in any daemon log.
+key=$(sed -n 's/^\tkey = //p' "$dir/alice.keyring")
+! grep -rqF "$key" "$dir"/*.log || fail "a key in a daemon's log"
+echo "auth: built-in entities, add/get/caps/get-or-create/rm, bad names and caps refused"
+
 # down keeps the data, up resumes the same cluster.
 fsid=$(grep '^fsid' "$dir/cairn.conf")
 "$ctl" --format json down --dir "$dir" >"$dir/down.json" || fail "down"

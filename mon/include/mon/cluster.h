@@ -81,6 +81,7 @@ struct mon_cmd_env {
 	struct mon_map_store *store;
 	const char *fsid;
 	const struct mon_stats *stats; /* may be NULL */
+	const uint8_t *kek;            /* the KEK (32 bytes) for auth commands; NULL: refused */
 };
 
 /*
@@ -92,6 +93,8 @@ struct mon_cmd_env {
  *   service ls [TYPE] | service beacon TYPE NAME INSTANCE ADDR TTL [META]
  *   service rm TYPE NAME INSTANCE   (the service map: registrations under etcd leases)
  *   mds ls [FS] | mds set FS max_mds N | mds beacon FS NAME INSTANCE ADDR TTL
+ *   auth ls | auth add|get-or-create NAME [CAPS] | auth get|rm NAME | auth caps NAME CAPS
+ *                                   (mon/auth.h: entities, their keys and caps)
  * *out (text, or JSON with json) and *err (a sentence when rc != 0) are
  * malloc'd, either may be NULL. \return 0 or a negative errno
  * (-EINVAL for usage errors).

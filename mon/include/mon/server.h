@@ -42,6 +42,9 @@ struct mon_server_opts {
 	/* Graces, reporters, down -> out, lease TTL; fsid, id and addr come from above. */
 	struct mon_leader_opts leader;
 	uint64_t tick_ms; /* lease renewal and leader checks; default 1000 */
+	/* The cluster key: the KEK that opens the entities' keys comes from it
+	 * (mon/auth.h). NULL: auth commands are refused. Borrowed. */
+	const char *cluster_key;
 	unsigned workers; /* etcd worker threads; default 2 */
 };
 
