@@ -239,7 +239,7 @@ cm_caps_osd(const struct cm_caps *c, const char *pool, const char *nspace, unsig
 bool
 cm_caps_is_osd(const struct cm_caps *c)
 {
-	return c->profile_osd;
+	return c->profile_osd || c->admin;
 }
 
 static int app(char *out, size_t len, size_t *off, const char *fmt, ...)

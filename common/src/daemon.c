@@ -3,6 +3,7 @@
  * Shared daemon start-up; see cm/daemon.h.
  */
 #include "cm/daemon.h"
+#include "cm/auth.h"
 #include "cm/err.h"
 #include "cm/log.h"
 
@@ -135,6 +136,45 @@ cm_daemon_msgr_opts(const struct cm_daemon_conf *c, struct cm_msgr_opts *o)
 	o->tls_ca = c->tls_ca;
 	o->tls_verify = c->tls_verify;
 	o->bind_src = c->bind_src;
+}
+
+int
+cm_daemon_identity(const struct cm_daemon_conf *c, const char *default_name,
+		   char name[CM_HS_ENTITY_MAX], uint8_t key[CM_HS_KEY_LEN], char *err,
+		   size_t errlen)
+{
+	const char *n = c->name && c->name[0] ? c->name : default_name;
+	int rc;
+
+	if (!n || !cm_auth_valid_name(n)) {
+		snprintf(err, errlen, "name '%.80s' is not an entity name (client.ID, osd.ID, ...)",
+			 n ? n : "");
+		return -EINVAL;
+	}
+	snprintf(name, CM_HS_ENTITY_MAX, "%s", n);
+	if (c->key && c->key[0]) {
+		if (cm_auth_key_decode(c->key, key)) {
+			snprintf(err, errlen, "key for %s is not a base64 key of 32 bytes", n);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	bool builtin = c->cluster_key && c->cluster_key[0] &&
+		       (!strcmp(n, CM_AUTH_ADMIN) || !strcmp(n, CM_AUTH_BOOTSTRAP_OSD));
+
+	if (c->keyring && c->keyring[0]) {
+		rc = cm_keyring_read(c->keyring, n, key, err, errlen);
+		if (rc != -ENOENT || !builtin)
+			return rc;
+	}
+	if (builtin) {
+		rc = cm_auth_entity_key(c->cluster_key, n, key);
+		if (rc)
+			snprintf(err, errlen, "deriving %s's key: %s", n, cm_strerror(rc));
+		return rc;
+	}
+	snprintf(err, errlen, "no key for %s (set keyring or key)", n);
+	return -ENOENT;
 }
 
 int

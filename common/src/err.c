@@ -17,6 +17,8 @@ static const struct {
 	[CM_EETCD - CM_ERR_BASE] = { "CM_EETCD", "no etcd endpoint answered" },
 	[CM_EMAC - CM_ERR_BASE] = { "CM_EMAC", "a frame failed its MAC (changed in flight, or not "
 					       "of this session)" },
+	[CM_ETICKET -
+		CM_ERR_BASE] = { "CM_ETICKET", "the ticket is stale (renewed, then retried)" },
 	[CM_ETLS -
 		CM_ERR_BASE] = { "CM_ETLS",
 				 "TLS: a certificate or key cannot be used, or the peer's is not "

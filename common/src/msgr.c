@@ -36,6 +36,7 @@
 
 #include <cairn/msgr.pb-c.h>
 #include <netinet/in.h>
+#include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/rand.h>
 #include <openssl/ssl.h>
@@ -256,7 +257,14 @@ cm_conn_put(struct cm_conn *c)
 	assert(!c->sock);
 	conn_drop_queue(c, &c->out_q);
 	conn_drop_queue(c, &c->unacked);
+	cm_caps_fini(&c->auth.caps);
 	free(c);
+}
+
+const struct cm_conn_auth *
+cm_conn_auth(const struct cm_conn *c)
+{
+	return &c->auth;
 }
 
 const char *
@@ -539,6 +547,7 @@ sock_maybe_free(struct cm_sock *s)
 		cm_msg_destroy(msg);
 	}
 	cm_frame_rx_fini(&s->rx);
+	cm_hs_fini(&s->hs);
 	cm_frame_mac_destroy(s->tx_mac);
 	SSL_free(s->ssl); /* frees both BIOs */
 	free(s->tls_in);
@@ -914,6 +923,19 @@ hs_done(struct cm_sock *s)
 	c->state = C_OPEN;
 	c->backoff_ms = m->o.backoff_min_ms;
 	snprintf(c->peer, sizeof(c->peer), "%s", s->hs.peer_entity);
+	if (!c->client) {
+		/* What this handshake proved replaces what an earlier one did. */
+		char cerr[8];
+
+		cm_caps_fini(&c->auth.caps);
+		memset(&c->auth, 0, sizeof(c->auth));
+		snprintf(c->auth.name, sizeof(c->auth.name), "%s", s->hs.auth.name);
+		c->auth.expires_ns = s->hs.auth.expires_ns;
+		c->auth.auth_epoch = s->hs.auth.auth_epoch;
+		if (s->hs.auth.caps &&
+		    cm_caps_parse(s->hs.auth.caps, &c->auth.caps, cerr, sizeof(cerr)))
+			CM_WARN("peer=%s: its caps do not parse: it gets none", c->peer);
+	}
 	if (c->client && s->hs.session_reset && c->had_session && c->lossless) {
 		/* The server lost our session (it restarted): fates unknown, start over. */
 		CM_NOTICE("session reset by peer=%s, dropping %u queued messages", c->peer,
@@ -1180,6 +1202,8 @@ sock_new(struct cm_msgr *m, int fd, bool server)
 	TAILQ_INIT(&s->inflight);
 	cm_frame_rx_init(&s->rx, m->o.rbuf_size, &lim);
 	cm_hs_init(&s->hs, server ? CM_HS_SERVER : CM_HS_CLIENT, m->key, m->o.key_len, m->entity);
+	if (server && m->o.auth.auth_fn)
+		cm_hs_set_auth_fn(&s->hs, m->o.auth.auth_fn, m->o.ops_arg);
 	s->hs.proto_min = m->o.proto_min;
 	s->hs.proto_max = m->o.proto_max;
 	s->t_start = s->last_rx = s->last_tx = s->last_progress = cm_now_ms();
@@ -1227,6 +1251,22 @@ sock_connect_done_body(struct cm_sock *s, int res)
 	s->hs.cookie = c->cookie;
 	s->hs.lossless = c->lossless;
 	s->hs.my_in_seq = c->in_seq;
+	if (s->m->o.auth.cred_fn) {
+		struct cm_cred *cred = calloc(1, sizeof(*cred));
+
+		rc = cred ? s->m->o.auth.cred_fn(s->m->o.ops_arg, c, c->cred_kind, cred) : -ENOMEM;
+		if (!rc)
+			rc = cm_hs_set_cred(&s->hs, cred->auth_name, cred->key, cred->ticket,
+					    cred->ticket_len, cred->ticket_gen);
+		if (cred) {
+			OPENSSL_cleanse(cred, sizeof(*cred));
+			free(cred);
+		}
+		if (rc) {
+			cm__msgr_sock_fail(s, rc);
+			return;
+		}
+	}
 	rc = cm_hs_start(&s->hs, &out);
 	if (rc) {
 		cm__msgr_sock_fail(s, rc);
@@ -1296,11 +1336,20 @@ conn_connect(struct cm_conn *c)
 int
 cm_msgr_connect(struct cm_msgr *m, const char *addr, bool lossless, struct cm_conn **cp)
 {
+	return cm_msgr_connect_kind(m, addr, lossless, 0, cp);
+}
+
+int
+cm_msgr_connect_kind(struct cm_msgr *m, const char *addr, bool lossless, unsigned kind,
+		     struct cm_conn **cp)
+{
 	struct cm_conn *c;
 	struct sockaddr_storage ss;
 	socklen_t len;
 	int rc;
 
+	if (!m->o.key_len && !m->o.auth.cred_fn)
+		return -EINVAL; /* nothing to prove who we are with */
 	rc = cm_sock_parse_addr(addr, &ss, &len);
 	if (rc)
 		return rc;
@@ -1310,6 +1359,7 @@ cm_msgr_connect(struct cm_msgr *m, const char *addr, bool lossless, struct cm_co
 	c->addr = ss;
 	c->addrlen = len;
 	snprintf(c->addr_str, sizeof(c->addr_str), "%s", addr);
+	c->cred_kind = kind;
 	c->cookie = random_u64();
 	conn_connect(c);
 	*cp = cm_conn_get(c);
@@ -1365,6 +1415,10 @@ cm_msgr_listen(struct cm_msgr *m, const char *addr, uint16_t *port)
 	struct cm_listener *l;
 	int rc;
 
+	if (!m->o.key_len && !m->o.auth.auth_fn) {
+		CM_ERR("messenger: no cluster key and no auth_fn: cannot listen on %s", addr);
+		return -EINVAL;
+	}
 	if (m->ssl_ctx && !SSL_CTX_get0_certificate(m->ssl_ctx)) {
 		CM_ERR("tls is on but no tls_cert/tls_key: cannot listen on %s", addr);
 		return -EINVAL;
@@ -1453,7 +1507,10 @@ cm_msgr_create(struct cm_reactor *r, const struct cm_msgr_opts *o, struct cm_msg
 {
 	struct cm_msgr *m;
 
-	if (!o || !o->key || o->key_len == 0 || !o->entity || !o->entity[0])
+	/* A shared key, or identities for the side(s) it plays (checked again
+	 * at listen and connect). */
+	if (!o || !o->entity || !o->entity[0] ||
+	    ((!o->key || o->key_len == 0) && !o->auth.auth_fn && !o->auth.cred_fn))
 		return -EINVAL;
 	m = calloc(1, sizeof(*m));
 	if (!m)
@@ -1461,12 +1518,15 @@ cm_msgr_create(struct cm_reactor *r, const struct cm_msgr_opts *o, struct cm_msg
 	cm_msgr_opts_init(&m->o, sizeof(m->o));
 	memcpy(&m->o, o, CM_MIN(o->opts_size, sizeof(m->o)));
 	m->o.opts_size = sizeof(m->o);
-	m->key = malloc(o->key_len);
+	m->key = malloc(o->key && o->key_len ? o->key_len : 1);
 	if (!m->key) {
 		free(m);
 		return -ENOMEM;
 	}
-	memcpy(m->key, o->key, o->key_len);
+	if (o->key && o->key_len)
+		memcpy(m->key, o->key, o->key_len);
+	else
+		m->o.key_len = 0;
 	m->o.key = m->key;
 	snprintf(m->entity, sizeof(m->entity), "%s", o->entity);
 	m->o.entity = m->entity;

@@ -24,6 +24,50 @@ cm_hs_init(struct cm_hs *hs, enum cm_hs_role role, const uint8_t *key, size_t ke
 	snprintf(hs->entity, sizeof(hs->entity), "%s", entity ? entity : "?");
 }
 
+void
+cm_hs_fini(struct cm_hs *hs)
+{
+	free(hs->ticket);
+	hs->ticket = NULL;
+	free(hs->auth.caps);
+	hs->auth.caps = NULL;
+	OPENSSL_cleanse(hs->own_key, sizeof(hs->own_key));
+}
+
+int
+cm_hs_set_cred(struct cm_hs *hs, const char *auth_name, const uint8_t key[CM_HS_KEY_LEN],
+	       const uint8_t *ticket, size_t ticket_len, uint64_t ticket_gen)
+{
+	size_t n = auth_name ? strlen(auth_name) : 0;
+
+	if (n == 0 || n >= sizeof(hs->auth_name) || ticket_len > CM_HS_TICKET_MAX ||
+	    (ticket_len && !ticket))
+		return -EINVAL;
+	free(hs->ticket);
+	hs->ticket = NULL;
+	hs->ticket_len = 0;
+	if (ticket_len) {
+		hs->ticket = malloc(ticket_len);
+		if (!hs->ticket)
+			return -ENOMEM;
+		memcpy(hs->ticket, ticket, ticket_len);
+		hs->ticket_len = ticket_len;
+	}
+	hs->ticket_gen = ticket_gen;
+	memcpy(hs->auth_name, auth_name, n + 1);
+	memcpy(hs->own_key, key, CM_HS_KEY_LEN);
+	hs->key = hs->own_key;
+	hs->key_len = CM_HS_KEY_LEN;
+	return 0;
+}
+
+void
+cm_hs_set_auth_fn(struct cm_hs *hs, cm_hs_auth_fn fn, void *arg)
+{
+	hs->auth_fn = fn;
+	hs->auth_arg = arg;
+}
+
 static int fail(struct cm_hs *hs, int err, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 
@@ -90,7 +134,7 @@ static void
 proof(const struct cm_hs *hs, const char *label, const uint8_t *n1, const uint8_t *n2,
       const char *e1, const char *e2, uint8_t out[PROOF_LEN])
 {
-	uint8_t msg[16 + 4 + 2 * CM_HS_NONCE_LEN + 2 * 65];
+	uint8_t msg[16 + 4 + 2 * CM_HS_NONCE_LEN + 2 * CM_HS_ENTITY_MAX];
 	size_t off = 0, l;
 	unsigned outlen = PROOF_LEN;
 
@@ -145,6 +189,12 @@ cm_hs_start(struct cm_hs *hs, struct cm_hs_out *out)
 	h.nonce.len = CM_HS_NONCE_LEN;
 	h.session_cookie = hs->cookie;
 	h.lossless = hs->lossless;
+	if (hs->auth_name[0]) {
+		h.auth_name = hs->auth_name;
+		h.ticket.data = hs->ticket;
+		h.ticket.len = hs->ticket_len;
+		h.ticket_gen = hs->ticket_gen;
+	}
 	return step_reply(hs, &h.base, CM_MSG_HELLO, CM_HS_HELLO_SENT, out);
 }
 
@@ -153,12 +203,58 @@ valid_entity(const char *s)
 {
 	size_t n = strlen(s);
 
-	if (n == 0 || n >= 64)
+	if (n == 0 || n >= CM_HS_ENTITY_MAX)
 		return false;
 	for (size_t i = 0; i < n; i++)
 		if (s[i] < 0x21 || s[i] > 0x7e)
 			return false;
 	return true;
+}
+
+/*
+ * With an auth_fn: the key this peer must prove is its entity's (or its
+ * ticket's), and the name it goes by must be that entity's or a suffixed
+ * form of it (osd.U and its PG shards osd.U.1, client.admin and its
+ * instances client.admin.HEX).
+ */
+static int
+server_identity(struct cm_hs *hs, const Cairn__Msgr__Hello *h, struct cm_hs_out *out)
+{
+	struct cm_hs_hello_auth in = { .auth_name = h->auth_name,
+				       .entity = h->entity,
+				       .ticket = h->ticket.data,
+				       .ticket_len = h->ticket.len,
+				       .ticket_gen = h->ticket_gen };
+	char why[160] = "";
+	size_t an = h->auth_name ? strlen(h->auth_name) : 0;
+	int rc;
+
+	if (an == 0 || an >= sizeof(hs->auth_name))
+		return refuse(
+			hs, -CM_EAUTH, out,
+			"%s named no entity whose key it holds (a client without identities?)",
+			hs->peer_entity);
+	if (strncmp(h->entity, h->auth_name, an) || (h->entity[an] && h->entity[an] != '.'))
+		return refuse(hs, -CM_EAUTH, out, "%s may not go by the name %s", h->auth_name,
+			      hs->peer_entity);
+	if (h->ticket.len > CM_HS_TICKET_MAX)
+		return refuse(hs, -CM_EAUTH, out, "a ticket of %zu bytes from %s", h->ticket.len,
+			      hs->peer_entity);
+	free(hs->auth.caps);
+	memset(&hs->auth, 0, sizeof(hs->auth));
+	rc = hs->auth_fn(hs->auth_arg, &in, hs->own_key, &hs->auth, why, sizeof(why));
+	if (rc) {
+		free(hs->auth.caps);
+		hs->auth.caps = NULL;
+		/* A stale ticket is worth another try once renewed; the rest is not. */
+		return refuse(hs, rc == -CM_ETICKET ? -CM_ETICKET : -CM_EAUTH, out, "%s: %s",
+			      h->auth_name, why[0] ? why : "not authenticated");
+	}
+	memcpy(hs->auth_name, h->auth_name, an + 1);
+	snprintf(hs->auth.name, sizeof(hs->auth.name), "%s", h->auth_name);
+	hs->key = hs->own_key;
+	hs->key_len = CM_HS_KEY_LEN;
+	return 0;
 }
 
 static int
@@ -177,6 +273,13 @@ server_hello(struct cm_hs *hs, const uint8_t *front, size_t len, struct cm_hs_ou
 		return refuse(hs, -EBADMSG, out, "malformed HELLO (nonce or entity name)");
 	}
 	snprintf(hs->peer_entity, sizeof(hs->peer_entity), "%s", h->entity);
+	if (hs->auth_fn) {
+		rc = server_identity(hs, h, out);
+		if (rc) {
+			cairn__msgr__hello__free_unpacked(h, NULL);
+			return rc;
+		}
+	}
 	memcpy(hs->nonce_c, h->nonce.data, CM_HS_NONCE_LEN);
 	hs->cookie = h->session_cookie;
 	hs->lossless = h->lossless;
@@ -220,9 +323,12 @@ server_auth(struct cm_hs *hs, const uint8_t *front, size_t len, struct cm_hs_out
 	ok = a->proof.len == PROOF_LEN && CRYPTO_memcmp(a->proof.data, want, PROOF_LEN) == 0;
 	cairn__msgr__auth__free_unpacked(a, NULL);
 	if (!ok)
-		return refuse(hs, -CM_EAUTH, out,
-			      "authentication failed: %s does not hold this cluster's key",
-			      hs->peer_entity);
+		return refuse(
+			hs, -CM_EAUTH, out,
+			hs->auth_fn
+				? "authentication failed: %s does not hold the key of %s"
+				: "authentication failed: %s does not hold this cluster's key%s",
+			hs->peer_entity, hs->auth_fn ? hs->auth_name : "");
 	mac_keys(hs);
 	if (hs->session_fn) {
 		rc = hs->session_fn(hs->session_arg, hs, &in_seq, &reset);
@@ -262,9 +368,12 @@ client_hello_reply(struct cm_hs *hs, const uint8_t *front, size_t len, struct cm
 	ok = h->proof.len == PROOF_LEN && CRYPTO_memcmp(h->proof.data, want, PROOF_LEN) == 0;
 	cairn__msgr__hello_reply__free_unpacked(h, NULL);
 	if (!ok)
-		return refuse(hs, -CM_EAUTH, out,
-			      "authentication failed: server %s does not hold this cluster's key",
-			      hs->peer_entity);
+		return refuse(
+			hs, -CM_EAUTH, out,
+			hs->auth_name[0]
+				? "authentication failed: server %s does not hold the key of %s"
+				: "authentication failed: server %s does not hold this cluster's key%s",
+			hs->peer_entity, hs->auth_name[0] ? hs->auth_name : "");
 	mac_keys(hs);
 	proof(hs, "cairn-cli", hs->nonce_s, hs->nonce_c, hs->entity, hs->peer_entity, p);
 	a.proof.data = p;
@@ -313,7 +422,7 @@ peer_refused(struct cm_hs *hs, const uint8_t *front, size_t len)
 
 	if (!r)
 		return fail(hs, -CM_EREFUSED, "peer refused (unreadable reason)");
-	if (r->code == -CM_EAUTH || r->code == -CM_EVERSION)
+	if (r->code == -CM_EAUTH || r->code == -CM_EVERSION || r->code == -CM_ETICKET)
 		code = r->code;
 	fail(hs, code, "peer refused: %.120s", r->reason ? r->reason : "");
 	cairn__msgr__refuse__free_unpacked(r, NULL);

@@ -42,8 +42,10 @@ struct cm_conn {
 	struct sockaddr_storage addr;
 	socklen_t addrlen;
 	char addr_str[64];
-	char peer[64];
+	char peer[CM_HS_ENTITY_MAX];
 	uint64_t cookie;
+	unsigned cred_kind;       /* client: handed to o.auth.cred_fn */
+	struct cm_conn_auth auth; /* server: what the last handshake learned of the peer */
 	struct cm_sock *sock;
 	struct msg_list out_q;
 	struct msg_list unacked;
@@ -104,7 +106,7 @@ struct cm_msgr {
 	struct cm_reactor *r;
 	struct cm_msgr_opts o;
 	uint8_t *key;
-	char entity[64];
+	char entity[CM_HS_ENTITY_MAX];
 	struct conn_list conns;
 	struct sock_list socks;
 	struct cm_listener *listeners;

@@ -8,6 +8,8 @@
 #include "client_int.h"
 #include "osd/proto.h"
 #include "mon/client_async.h"
+#include "mon/creds.h"
+#include "cm/auth.h"
 #include "mon/osd_sessions.h"
 #include "mon/osdmap.h"
 #include "cm/daemon.h"
@@ -104,9 +106,14 @@ struct cairn_cluster {
 	struct cl_conf cfg;
 	struct cm_conf conf;
 	unsigned op_timeout_ms;
-	char entity[48];
+	char entity[CM_HS_ENTITY_MAX]; /* <name>.<16 hex>: this client instance on the wire */
+	struct mon_creds creds;        /* client thread: our key and our ticket for the OSDs */
+	int ticket_rc;                 /* under mu: the last ticket reply's (1: none yet) */
+	bool auth_refused;             /* under mu: a monitor refused our proof */
+	char ticket_err[160];          /* under mu: its reason */
 	uint64_t barrier; /* ops are sent with a map of at least this epoch (__atomic) */
 	bool fenced;      /* client thread: our name is on the map's blocklist */
+	bool revoked;     /* client thread: the mons give us no ticket (entity removed) */
 	bool down;        /* client thread: its loop ended (cairn_shutdown); map gone */
 	struct cm_reactor *r;
 	pthread_t th;
@@ -617,12 +624,13 @@ submit_fn(void *arg)
 	 * (down: taken while the messenger drains at shutdown, after the map
 	 * went with the monitor client: it ends like the ones in flight did.)
 	 */
-	if (cancel || cl->down || cl->fenced || creq_link(q)) {
+	if (cancel || cl->down || cl->fenced || cl->revoked || creq_link(q)) {
 		creq_finish(q,
-			    cancel       ? -ECANCELED
-			    : cl->down   ? -ESHUTDOWN
-			    : cl->fenced ? -EKEYREVOKED
-					 : -ENOMEM,
+			    cancel        ? -ECANCELED
+			    : cl->down    ? -ESHUTDOWN
+			    : cl->fenced  ? -EKEYREVOKED
+			    : cl->revoked ? -EPERM
+					  : -ENOMEM,
 			    NULL);
 		return;
 	}
@@ -913,8 +921,21 @@ on_map(void *arg, const Cairn__Map__OsdMap *m)
 		TAILQ_FOREACH_SAFE(q, &cl->inflight, link, tmp)
 			creq_finish(q, -EKEYREVOKED, NULL);
 	}
+	/* A first ticket at once (and a new one when auth_epoch rose past ours). */
+	if (cl->monc)
+		(void)mon_creds_tick(&cl->creds, cl->monc, ++cl->tid, cm_now_ms(), m->auth_epoch);
 	resend_all(cl, true);
 	cairn__watch_kick(cl); /* bind the watches where the map puts them now */
+}
+
+/* The messenger's cred_fn: our key towards the mons, our ticket towards the OSDs. */
+static int
+cl_cred(void *arg, struct cm_conn *c, unsigned kind, struct cm_cred *out)
+{
+	struct cairn_cluster *cl = arg;
+
+	(void)c;
+	return mon_creds_fill(&cl->creds, kind, out);
 }
 
 static void
@@ -942,6 +963,12 @@ on_event(void *arg, struct cm_conn *c, enum cm_conn_event ev, int rc)
 	unsigned k;
 	struct creq *q;
 
+	if (ev == CM_CONN_FAILED && rc == -CM_EAUTH) {
+		pthread_mutex_lock(&cl->mu);
+		cl->auth_refused = true;
+		pthread_cond_broadcast(&cl->cv);
+		pthread_mutex_unlock(&cl->mu);
+	}
 	if (mon_async_handle_event(cl->monc, c, ev, rc))
 		return;
 	/* The session is gone with whatever it carried: resend on a new one. */
@@ -1019,6 +1046,33 @@ on_mon_reply(void *arg, struct cm_msg *m)
 	struct cairn_cluster *cl = arg;
 	struct mreq *q;
 
+	if (m->type == MON_MSG_AUTH_TICKET_REPLY) {
+		int rc = m->tid == cl->creds.tid ? mon_creds_take(&cl->creds, m) : 0;
+
+		if (m->tid == cl->creds.tid) {
+			if (rc)
+				CM_LOG_RL(CM_LOG_ERR, "no ticket for the OSDs: %s",
+					  cl->creds.last_err);
+			if ((rc == -ENOENT || rc == -EPERM) && !cl->revoked) {
+				/* Removed (or refused) for good: nothing of ours may
+				 * reach an OSD now; ops end rather than wait. */
+				struct creq *cq, *tmp;
+
+				cl->revoked = true;
+				TAILQ_FOREACH_SAFE(cq, &cl->inflight, link, tmp)
+					creq_finish(cq, -EPERM, NULL);
+			} else if (!rc) {
+				cl->revoked = false;
+			}
+			pthread_mutex_lock(&cl->mu);
+			cl->ticket_rc = rc;
+			snprintf(cl->ticket_err, sizeof(cl->ticket_err), "%s", cl->creds.last_err);
+			pthread_cond_broadcast(&cl->cv);
+			pthread_mutex_unlock(&cl->mu);
+		}
+		cm_msg_destroy(m);
+		return;
+	}
 	TAILQ_FOREACH(q, &cl->mons, link)
 		if (q->tid == m->tid && q->reply_type == m->type)
 			break;
@@ -1081,6 +1135,8 @@ on_tick(struct cm_timer *t)
 			creq_send(q, true);
 	}
 	resend_all(cl, false);
+	if (cl->map && cl->monc)
+		(void)mon_creds_tick(&cl->creds, cl->monc, ++cl->tid, now, cl->map->auth_epoch);
 	mreq_tick(cl, now);
 	cairn__watch_tick(cl, now);
 	cm_timer_arm(cl->r, &cl->tick, TICK_MS);
@@ -1100,6 +1156,7 @@ client_thread(void *arg)
 	mo.entity = cl->entity;
 	mo.ops = (struct cm_msgr_ops){ .on_msg = on_msg, .on_event = on_event };
 	mo.ops_arg = cl;
+	mo.auth.cred_fn = cl_cred;
 	mo.backoff_min_ms = 20;
 	mo.backoff_max_ms = 500;
 	rc = cm_msgr_create(cl->r, &mo, &cl->msgr);
@@ -1159,6 +1216,7 @@ cluster_free(struct cairn_cluster *cl)
 	cm_reactor_destroy(cl->r);
 	cairn__watch_fini(cl); /* (after the reactor: its last drops may complete pings) */
 	cm_conf_free(&cl->conf);
+	mon_creds_fini(&cl->creds);
 	pthread_mutex_destroy(&cl->mu);
 	pthread_cond_destroy(&cl->cv);
 	pthread_mutex_destroy(&cl->thr_mu);
@@ -1200,13 +1258,29 @@ cairn_connect(const struct cairn_opts *o, cairn_cluster_t **clp, char *err, size
 		rc = cm_conf_set(&cl->conf, "mon_host", opts.mon_host, "cairn_opts");
 	if (!rc && opts.cluster_key)
 		rc = cm_conf_set(&cl->conf, "cluster_key", opts.cluster_key, "cairn_opts");
+	if (!rc && opts.opts_size >= offsetof(struct cairn_opts, key) + sizeof(opts.key)) {
+		if (!rc && opts.name)
+			rc = cm_conf_set(&cl->conf, "name", opts.name, "cairn_opts");
+		if (!rc && opts.keyring)
+			rc = cm_conf_set(&cl->conf, "keyring", opts.keyring, "cairn_opts");
+		if (!rc && opts.key)
+			rc = cm_conf_set(&cl->conf, "key", opts.key, "cairn_opts");
+	}
 	if (!rc && !cl->cfg.mon_host[0]) {
 		snprintf(cl->conf.err, sizeof(cl->conf.err), "mon_host is not set");
 		rc = -CM_ECONF;
 	}
-	if (!rc && !cl->cfg.d.cluster_key[0]) {
-		snprintf(cl->conf.err, sizeof(cl->conf.err), "cluster_key is not set");
-		rc = -CM_ECONF;
+	if (!rc) {
+		char name[CM_HS_ENTITY_MAX];
+		uint8_t key[CM_HS_KEY_LEN];
+
+		rc = cm_daemon_identity(&cl->cfg.d, CM_AUTH_ADMIN, name, key, cl->conf.err,
+					sizeof(cl->conf.err));
+		if (!rc)
+			mon_creds_init(&cl->creds, name, key);
+		else
+			rc = -CM_ECONF; /* (conf.err says which: not "no such config file") */
+		memset(key, 0, sizeof(key));
 	}
 	if (rc) {
 		snprintf(err, errlen, "%s", rc == -ENOENT ? "no such config file" : cl->conf.err);
@@ -1222,8 +1296,10 @@ cairn_connect(const struct cairn_opts *o, cairn_cluster_t **clp, char *err, size
 	cl->op_timeout_ms = opts.op_timeout_ms; /* 0: none (ops wait through failures) */
 	if (cm_random_bytes(rnd, sizeof(rnd)))
 		memset(rnd, 0, sizeof(rnd));
-	snprintf(cl->entity, sizeof(cl->entity), "client.%02x%02x%02x%02x%02x%02x%02x%02x", rnd[0],
-		 rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
+	/* This instance on the wire: the entity's name and 16 random hex digits. */
+	snprintf(cl->entity, sizeof(cl->entity), "%.63s.%02x%02x%02x%02x%02x%02x%02x%02x",
+		 cl->creds.name, rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
+	cl->ticket_rc = 1; /* none yet */
 	cm_reactor_opts_init(&ro, sizeof(ro));
 	ro.name = "cairn-client";
 	cm_reactor_backend_parse(cl->cfg.d.reactor, &ro.backend);
@@ -1245,7 +1321,9 @@ cairn_connect(const struct cairn_opts *o, cairn_cluster_t **clp, char *err, size
 	while (!cl->started)
 		pthread_cond_wait(&cl->cv, &cl->mu);
 	rc = cl->start_rc;
-	while (!rc && !cl->epoch && cm_now_ms() < deadline) {
+	/* The first map and an answer to our first ticket request. */
+	while (!rc && (!cl->epoch || cl->ticket_rc == 1) && !(cl->auth_refused && !cl->epoch) &&
+	       cm_now_ms() < deadline) {
 		struct timespec t;
 
 		clock_gettime(CLOCK_REALTIME, &t);
@@ -1256,12 +1334,27 @@ cairn_connect(const struct cairn_opts *o, cairn_cluster_t **clp, char *err, size
 		}
 		pthread_cond_timedwait(&cl->cv, &cl->mu, &t);
 	}
+	if (!rc && !cl->epoch && cl->auth_refused) {
+		rc = -EPERM;
+		snprintf(err, errlen,
+			 "the monitors refused %s: no such entity, or not its key (their log says "
+			 "which)",
+			 cl->creds.name);
+	}
 	if (!rc && !cl->epoch)
 		rc = -ENOTCONN;
+	if (!rc && cl->ticket_rc) {
+		rc = cl->ticket_rc == 1 ? -ENOTCONN : -EPERM;
+		snprintf(err, errlen, "no ticket for the OSDs: %s",
+			 cl->ticket_rc == 1 ? "no monitor answered in time" : cl->ticket_err);
+	}
 	pthread_mutex_unlock(&cl->mu);
 	if (rc) {
-		snprintf(err, errlen, "%s",
-			 rc == -ENOTCONN ? "no monitor answered (mon_host, cluster_key?)"
+		if (rc != -EPERM && !(rc == -ENOTCONN && cl->epoch))
+			snprintf(err, errlen, "%s",
+				 rc == -ENOTCONN
+					 ? "no monitor answered (mon_host? and is the key of this "
+					   "name right? the monitors log refusals)"
 					 : cm_strerror(rc));
 		cairn_shutdown(cl);
 		return rc;

@@ -283,6 +283,15 @@ mon_auth_builtin(struct cm_etcd *e, const char *fsid, const char *cluster_key)
 		if (rc == -EEXIST)
 			rc = 0;
 	}
+	if (!rc) {
+		struct timespec ts;
+		bool changed;
+
+		clock_gettime(CLOCK_REALTIME, &ts);
+		rc = mon_auth_rotate(e, fsid, kek,
+				     (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec,
+				     &changed);
+	}
 	OPENSSL_cleanse(kek, sizeof(kek));
 	OPENSSL_cleanse(key, sizeof(key));
 	return rc;
@@ -532,4 +541,317 @@ mon_auth_command(struct cm_etcd *e, const char *fsid, const uint8_t *kek, int ar
 		 "usage: auth ls | auth add NAME [CAPS] | auth get NAME | auth get-or-create NAME "
 		 "[CAPS] | auth rm NAME | auth caps NAME CAPS");
 	return -EINVAL;
+}
+
+/* ---------- service secrets and tickets ---------- */
+
+uint64_t
+mon_auth_gen(uint64_t now_ns)
+{
+	return now_ns / 1000000000ull / MON_AUTH_GEN_S;
+}
+
+const uint8_t *
+mon_secrets_find(const struct mon_secrets *s, uint64_t gen)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (s->v[i].gen == gen)
+			return s->v[i].key;
+	return NULL;
+}
+
+int
+mon_secrets_seal(const uint8_t key[CM_AUTH_KEY_LEN], const char *aad_s, const struct mon_secrets *s,
+		 uint8_t **out, size_t *len)
+{
+	Cairn__Mon__ServiceSecrets ss = CAIRN__MON__SERVICE_SECRETS__INIT;
+	Cairn__Mon__ServiceSecret v[MON_AUTH_SECRETS_MAX], *vp[MON_AUTH_SECRETS_MAX];
+	uint8_t *buf;
+	size_t n;
+	int rc;
+
+	for (size_t i = 0; i < s->n; i++) {
+		cairn__mon__service_secret__init(&v[i]);
+		v[i].gen = s->v[i].gen;
+		v[i].secret.data = (uint8_t *)s->v[i].key;
+		v[i].secret.len = CM_AUTH_KEY_LEN;
+		vp[i] = &v[i];
+	}
+	ss.n_secrets = s->n;
+	ss.secrets = vp;
+	n = cairn__mon__service_secrets__get_packed_size(&ss);
+	buf = malloc(n ? n : 1);
+	if (!buf)
+		return -ENOMEM;
+	cairn__mon__service_secrets__pack(&ss, buf);
+	rc = cm_auth_seal(key, aad_s, strlen(aad_s), buf, n, out, len);
+	OPENSSL_cleanse(buf, n);
+	free(buf);
+	return rc;
+}
+
+int
+mon_secrets_open(const uint8_t key[CM_AUTH_KEY_LEN], const char *aad_s, const uint8_t *in,
+		 size_t len, struct mon_secrets *s)
+{
+	Cairn__Mon__ServiceSecrets *ss;
+	uint8_t *pt;
+	size_t n;
+	int rc = cm_auth_open(key, aad_s, strlen(aad_s), in, len, &pt, &n);
+
+	memset(s, 0, sizeof(*s));
+	if (rc)
+		return rc;
+	ss = cairn__mon__service_secrets__unpack(NULL, n, pt);
+	OPENSSL_cleanse(pt, n);
+	free(pt);
+	if (!ss)
+		return -EBADMSG;
+	rc = ss->n_secrets > MON_AUTH_SECRETS_MAX ? -EBADMSG : 0;
+	for (size_t i = 0; !rc && i < ss->n_secrets; i++) {
+		if (ss->secrets[i]->secret.len != CM_AUTH_KEY_LEN ||
+		    (i && ss->secrets[i]->gen <= ss->secrets[i - 1]->gen)) {
+			rc = -EBADMSG;
+			break;
+		}
+		s->v[i].gen = ss->secrets[i]->gen;
+		memcpy(s->v[i].key, ss->secrets[i]->secret.data, CM_AUTH_KEY_LEN);
+		s->n++;
+	}
+	cairn__mon__service_secrets__free_unpacked(ss, NULL);
+	if (rc)
+		OPENSSL_cleanse(s, sizeof(*s));
+	return rc;
+}
+
+#define ROT_AAD "cairn-rotating"
+
+static int
+rotating_read(struct cm_etcd *e, const char *fsid, const uint8_t kek[CM_AUTH_KEY_LEN],
+	      struct mon_secrets *s, int64_t *mod)
+{
+	struct cm_etcd_range r;
+	char k[256];
+	int n = snprintf(k, sizeof(k), "/cairn/%s/auth_rotating", fsid), rc;
+
+	memset(s, 0, sizeof(*s));
+	*mod = 0;
+	if (n < 0 || (size_t)n >= sizeof(k))
+		return -ENAMETOOLONG;
+	rc = cm_etcd_get(e, k, strlen(k), NULL, 0, 0, &r);
+	if (rc)
+		return rc;
+	if (!r.count)
+		rc = -ENOENT;
+	else {
+		*mod = r.kvs[0].mod_revision;
+		rc = mon_secrets_open(kek, ROT_AAD, r.kvs[0].value, r.kvs[0].value_len, s);
+	}
+	cm_etcd_range_free(&r);
+	return rc;
+}
+
+int
+mon_auth_rotating_get(struct cm_etcd *e, const char *fsid, const uint8_t kek[CM_AUTH_KEY_LEN],
+		      struct mon_secrets *s)
+{
+	int64_t mod;
+
+	return rotating_read(e, fsid, kek, s, &mod);
+}
+
+int
+mon_auth_rotate(struct cm_etcd *e, const char *fsid, const uint8_t kek[CM_AUTH_KEY_LEN],
+		uint64_t now_ns, bool *changed)
+{
+	uint64_t cur = mon_auth_gen(now_ns);
+
+	*changed = false;
+	for (int tries = 0; tries < 5; tries++) {
+		struct mon_secrets old, nw = { .n = 0 };
+		char k[256];
+		int64_t mod;
+		uint8_t *buf;
+		size_t len;
+		bool ok, same;
+		int rc = rotating_read(e, fsid, kek, &old, &mod);
+
+		if (rc && rc != -ENOENT)
+			return rc;
+		/* cur - 1, cur, cur + 1: the ones kept are carried, the rest made. */
+		for (uint64_t g = cur ? cur - 1 : 0; g <= cur + 1; g++) {
+			const uint8_t *have = mon_secrets_find(&old, g);
+
+			nw.v[nw.n].gen = g;
+			if (have)
+				memcpy(nw.v[nw.n].key, have, CM_AUTH_KEY_LEN);
+			else if (cm_auth_key_random(nw.v[nw.n].key))
+				return -EIO;
+			nw.n++;
+		}
+		same = old.n == nw.n;
+		for (size_t i = 0; same && i < nw.n; i++)
+			same = old.v[i].gen == nw.v[i].gen;
+		OPENSSL_cleanse(&old, sizeof(old));
+		if (same) {
+			OPENSSL_cleanse(&nw, sizeof(nw));
+			return 0;
+		}
+		rc = mon_secrets_seal(kek, ROT_AAD, &nw, &buf, &len);
+		OPENSSL_cleanse(&nw, sizeof(nw));
+		if (rc)
+			return rc;
+		snprintf(k, sizeof(k), "/cairn/%s/auth_rotating", fsid);
+		struct cm_etcd_cmp guard = { .key = k,
+					     .key_len = strlen(k),
+					     .target = mod ? CM_ETCD_MOD : CM_ETCD_CREATE,
+					     .result = CM_ETCD_EQUAL,
+					     .number = mod };
+		struct cm_etcd_op put = { .type = CM_ETCD_OP_PUT,
+					  .key = k,
+					  .key_len = strlen(k),
+					  .value = buf,
+					  .value_len = len };
+
+		rc = cm_etcd_txn(e, &guard, 1, &put, 1, NULL, 0, &ok, NULL);
+		free(buf);
+		if (rc)
+			return rc;
+		if (ok) {
+			*changed = true;
+			return 0;
+		}
+		/* Another mon rotated meanwhile: look again. */
+	}
+	return -EAGAIN;
+}
+
+void
+mon_ticket_fini(struct mon_ticket *t)
+{
+	free(t->caps);
+	OPENSSL_cleanse(t, sizeof(*t));
+}
+
+#define TICKET_AAD "cairn-ticket"
+
+static size_t
+session_aad(const char *entity, char out[AAD_MAX])
+{
+	return (size_t)snprintf(out, AAD_MAX, "cairn-session %s", entity);
+}
+
+int
+mon_ticket_make(const struct mon_secrets *s, uint64_t now_ns, uint64_t life_ns, const char *entity,
+		const uint8_t ekey[CM_AUTH_KEY_LEN], const char *caps, uint64_t auth_epoch,
+		Cairn__Mon__AuthTicketReply *r)
+{
+	Cairn__Mon__Ticket t = CAIRN__MON__TICKET__INIT;
+	uint64_t gen = mon_auth_gen(now_ns);
+	const uint8_t *secret = mon_secrets_find(s, gen);
+	uint8_t skey[CM_AUTH_KEY_LEN], *buf;
+	char a_d[AAD_MAX];
+	size_t n;
+	int rc;
+
+	if (!secret)
+		return -EAGAIN;
+	rc = cm_auth_key_random(skey);
+	if (rc)
+		return rc;
+	t.entity = (char *)entity;
+	t.caps = (char *)caps;
+	t.session_key.data = skey;
+	t.session_key.len = sizeof(skey);
+	t.expires_ns = now_ns + life_ns;
+	t.auth_epoch = auth_epoch;
+	n = cairn__mon__ticket__get_packed_size(&t);
+	buf = malloc(n ? n : 1);
+	if (!buf) {
+		OPENSSL_cleanse(skey, sizeof(skey));
+		return -ENOMEM;
+	}
+	cairn__mon__ticket__pack(&t, buf);
+	rc = cm_auth_seal(secret, TICKET_AAD, strlen(TICKET_AAD), buf, n, &r->ticket.data,
+			  &r->ticket.len);
+	OPENSSL_cleanse(buf, n);
+	free(buf);
+	if (!rc)
+		rc = cm_auth_seal(ekey, a_d, session_aad(entity, a_d), skey, sizeof(skey),
+				  &r->session_key_sealed.data, &r->session_key_sealed.len);
+	OPENSSL_cleanse(skey, sizeof(skey));
+	if (rc) {
+		mon_ticket_reply_fini(r);
+		return rc;
+	}
+	r->gen = gen;
+	r->expires_ns = t.expires_ns;
+	r->auth_epoch = auth_epoch;
+	return 0;
+}
+
+void
+mon_ticket_reply_fini(Cairn__Mon__AuthTicketReply *r)
+{
+	free(r->ticket.data);
+	free(r->session_key_sealed.data);
+	r->ticket.data = r->session_key_sealed.data = NULL;
+	r->ticket.len = r->session_key_sealed.len = 0;
+}
+
+int
+mon_ticket_open(const struct mon_secrets *s, uint64_t gen, const uint8_t *blob, size_t len,
+		struct mon_ticket *t)
+{
+	const uint8_t *secret = mon_secrets_find(s, gen);
+	Cairn__Mon__Ticket *p;
+	uint8_t *pt;
+	size_t n;
+	int rc;
+
+	memset(t, 0, sizeof(*t));
+	if (!secret)
+		return -ENOENT;
+	rc = cm_auth_open(secret, TICKET_AAD, strlen(TICKET_AAD), blob, len, &pt, &n);
+	if (rc)
+		return rc;
+	p = cairn__mon__ticket__unpack(NULL, n, pt);
+	OPENSSL_cleanse(pt, n);
+	free(pt);
+	if (!p)
+		return -EBADMSG;
+	rc = -EBADMSG;
+	if (p->entity && cm_auth_valid_name(p->entity) && p->session_key.len == CM_AUTH_KEY_LEN &&
+	    p->caps) {
+		snprintf(t->entity, sizeof(t->entity), "%s", p->entity);
+		memcpy(t->session_key, p->session_key.data, CM_AUTH_KEY_LEN);
+		t->expires_ns = p->expires_ns;
+		t->auth_epoch = p->auth_epoch;
+		t->caps = strdup(p->caps);
+		rc = t->caps ? 0 : -ENOMEM;
+	}
+	OPENSSL_cleanse(p->session_key.data, p->session_key.len);
+	cairn__mon__ticket__free_unpacked(p, NULL);
+	if (rc)
+		mon_ticket_fini(t);
+	return rc;
+}
+
+int
+mon_ticket_session_key(const uint8_t ekey[CM_AUTH_KEY_LEN], const char *entity,
+		       const Cairn__Mon__AuthTicketReply *r, uint8_t out[CM_AUTH_KEY_LEN])
+{
+	char a_d[AAD_MAX];
+	uint8_t *pt;
+	size_t n;
+	int rc = cm_auth_open(ekey, a_d, session_aad(entity, a_d), r->session_key_sealed.data,
+			      r->session_key_sealed.len, &pt, &n);
+
+	if (rc)
+		return rc;
+	if (n == CM_AUTH_KEY_LEN)
+		memcpy(out, pt, CM_AUTH_KEY_LEN);
+	OPENSSL_cleanse(pt, n);
+	free(pt);
+	return n == CM_AUTH_KEY_LEN ? 0 : -EBADMSG;
 }

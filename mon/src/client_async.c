@@ -4,6 +4,7 @@
  */
 #include "mon/client_async.h"
 #include "mon/incremental.h"
+#include "cm/daemon.h"
 #include "cm/err.h"
 #include "cm/log.h"
 
@@ -66,7 +67,7 @@ hunt(struct mon_async *mc)
 	mc->up = false;
 	mc->next = (mc->next + 1) % mc->nmons;
 	mc->hunt_since_ms = cm_now_ms();
-	if (cm_msgr_connect(mc->msgr, addr, false, &mc->c))
+	if (cm_msgr_connect_kind(mc->msgr, addr, false, CM_CRED_MON, &mc->c))
 		mc->c = NULL;
 	CM_DEBUG("hunting: trying mon at %s", addr);
 }
@@ -254,7 +255,7 @@ on_not_leader(struct mon_async *mc, struct cm_msg *m)
 	if (nl->addr[0] && strcmp(nl->addr, mc->leader_addr) != 0) {
 		conn_drop(&mc->lc);
 		snprintf(mc->leader_addr, sizeof(mc->leader_addr), "%s", nl->addr);
-		if (cm_msgr_connect(mc->msgr, mc->leader_addr, false, &mc->lc))
+		if (cm_msgr_connect_kind(mc->msgr, mc->leader_addr, false, CM_CRED_MON, &mc->lc))
 			mc->lc = NULL;
 		CM_DEBUG("leader is %s at %s", nl->leader, nl->addr);
 	} else if (!nl->addr[0]) {

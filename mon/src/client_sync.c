@@ -3,6 +3,7 @@
  * Blocking monitor client; see mon/client_sync.h.
  */
 #include "mon/client_sync.h"
+#include "cm/auth.h"
 #include "cm/err.h"
 #include "cm/log.h"
 
@@ -31,7 +32,23 @@ struct mon_sync {
 	/* unsolicited messages (tid 0) */
 	struct cm_msg *pushed[64];
 	unsigned npushed;
+	/* who we are to the mons (cm_daemon_identity) */
+	char name[CM_HS_ENTITY_MAX];
+	char entity[CM_HS_ENTITY_MAX];
+	uint8_t key[CM_HS_KEY_LEN];
 };
+
+static int
+cred(void *arg, struct cm_conn *c, unsigned kind, struct cm_cred *cr)
+{
+	struct mon_sync *s = arg;
+
+	(void)c;
+	(void)kind;
+	snprintf(cr->auth_name, sizeof(cr->auth_name), "%s", s->name);
+	memcpy(cr->key, s->key, CM_HS_KEY_LEN);
+	return 0;
+}
 
 static void
 on_msg(void *arg, struct cm_conn *c, struct cm_msg *m)
@@ -98,11 +115,21 @@ mon_sync_open(const struct cm_daemon_conf *d, const char *mon_host, unsigned tim
 	}
 	s->timeout_ms = timeout_ms ? timeout_ms : 10000;
 	s->next = (size_t)(cm_now_ns() / 1000) % s->nmons;
+	rc = cm_daemon_identity(d, CM_AUTH_ADMIN, s->name, s->key, err, errlen);
+	if (rc) {
+		mon_sync_close(s);
+		return rc;
+	}
+	/* Our name on the wire: the entity's, with a random instance. */
+	snprintf(s->entity, sizeof(s->entity), "%.63s.%08" PRIx32, s->name,
+		 (uint32_t)(cm_now_ns() ^ ((uint64_t)getpid() << 16)));
 	rc = cm_daemon_client_reactor_create(d, "monc", &s->r);
 	if (!rc) {
 		cm_daemon_msgr_opts(d, &mo);
+		mo.entity = s->entity;
 		mo.ops = (struct cm_msgr_ops){ .on_msg = on_msg, .on_event = on_event };
 		mo.ops_arg = s;
+		mo.auth.cred_fn = cred;
 		mo.backoff_min_ms = 50;
 		rc = cm_msgr_create(s->r, &mo, &s->m);
 	}
@@ -137,9 +164,12 @@ mon_sync_close(struct mon_sync *s)
 		cm_msg_destroy(s->reply);
 	for (unsigned i = 0; i < s->npushed; i++)
 		cm_msg_destroy(s->pushed[i]);
-	cm_msgr_destroy(s->m);
-	cm_reactor_destroy(s->r);
+	if (s->m)
+		cm_msgr_destroy(s->m);
+	if (s->r)
+		cm_reactor_destroy(s->r);
 	free(s->mons);
+	memset(s->key, 0, sizeof(s->key));
 	free(s);
 }
 
@@ -163,7 +193,7 @@ connect_to(struct mon_sync *s, const char *addr, uint64_t deadline)
 	if (s->c && s->up && !s->lost && strcmp(s->peer_addr, addr) == 0)
 		return 0;
 	drop_conn(s);
-	rc = cm_msgr_connect(s->m, addr, false, &s->c);
+	rc = cm_msgr_connect_kind(s->m, addr, false, CM_CRED_MON, &s->c);
 	if (rc)
 		return rc;
 	snprintf(s->peer_addr, sizeof(s->peer_addr), "%s", addr);

@@ -1950,6 +1950,46 @@ cmd_mds(struct cmd *c)
 			"mds set FS max_mds N");
 }
 
+static int
+bump_fn(void *arg, Cairn__Map__OsdMap *m)
+{
+	(void)arg;
+	m->auth_epoch++;
+	return 0;
+}
+
+static int
+bump_auth_epoch(struct cmd *c)
+{
+	uint64_t epoch = 0;
+	int rc = c->env->store ? mon_map_update(c->env->store, bump_fn, NULL, &epoch) : 0;
+
+	if (rc < 0)
+		snprintf(c->err, sizeof(c->err), "raising the map's auth epoch: %s",
+			 cm_strerror(rc));
+	return rc < 0 ? rc : 0;
+}
+
+enum mon_cmd_need
+mon_command_need(int argc, char **argv)
+{
+	const char *w0 = argc > 0 ? argv[0] : "", *w1 = argc > 1 ? argv[1] : "";
+	const char *w2 = argc > 2 ? argv[2] : "";
+
+	if (!strcmp(w0, "auth")) {
+		/* The one thing an OSD host's bootstrap key may do: make an OSD's key. */
+		if (!strcmp(w1, "get-or-create") && argc == 5 && !strncmp(w2, "osd.", 4) &&
+		    !strcmp(argv[3], "profile") && !strcmp(argv[4], "osd"))
+			return MON_NEED_BOOTSTRAP;
+		return MON_NEED_ADMIN;
+	}
+	if (!strcmp(w0, "status") || !strcmp(w0, "health") || !strcmp(w1, "ls") ||
+	    !strcmp(w1, "show") ||
+	    (!strcmp(w0, "osd") && !strcmp(w1, "blocklist") && (!strcmp(w2, "ls") || argc == 2)))
+		return MON_NEED_R;
+	return MON_NEED_W;
+}
+
 int
 mon_command(struct mon_cmd_env *env, int argc, char **argv, bool json, char **out, char **err)
 {
@@ -1980,10 +2020,14 @@ mon_command(struct mon_cmd_env *env, int argc, char **argv, bool json, char **ou
 		rc = cmd_service(&c);
 	else if (strcmp(w0, "mds") == 0)
 		rc = cmd_mds(&c);
-	else if (strcmp(w0, "auth") == 0)
+	else if (strcmp(w0, "auth") == 0) {
 		rc = mon_auth_command(env->etcd, env->fsid, env->kek, argc, argv, json, c.out,
 				      &c.res, c.err, sizeof(c.err));
-	else {
+		/* A removed entity or changed caps: every ticket issued before is
+		 * void at the OSDs from the map that raises auth_epoch. */
+		if (!rc && (!strcmp(w1, "rm") || !strcmp(w1, "caps")))
+			rc = bump_auth_epoch(&c);
+	} else {
 		snprintf(c.err, sizeof(c.err),
 			 "unknown command '%s%s%s' (status, health [detail], mon ls, crush show, "
 			 "osd ..., pool ..., pg ls, service ..., mds ..., auth ...)",

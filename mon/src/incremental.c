@@ -233,6 +233,7 @@ mon_map_diff(const Cairn__Map__OsdMap *a, const Cairn__Map__OsdMap *b,
 	cairn__map__incremental__init(inc);
 	inc->epoch = b->epoch;
 	inc->flags = b->flags;
+	inc->auth_epoch = b->auth_epoch;
 	inc->next_osd_id = b->next_osd_id;
 	inc->next_pool_id = b->next_pool_id;
 	inc->modified_ns = b->modified_ns;
@@ -460,6 +461,7 @@ mon_map_apply(const Cairn__Map__OsdMap *a, const Cairn__Map__Incremental *inc,
 	}
 	b->epoch = inc->epoch;
 	b->flags = inc->flags;
+	b->auth_epoch = inc->auth_epoch;
 	b->next_osd_id = inc->next_osd_id;
 	b->next_pool_id = inc->next_pool_id;
 	b->modified_ns = inc->modified_ns;

@@ -8,12 +8,16 @@
  */
 #include "mon/server.h"
 #include "mon/incremental.h"
+#include "mon_int.h"
 #include "cm/auth.h"
+#include "cm/caps.h"
 #include "cm/err.h"
 #include "cm/http.h"
 #include "cm/log.h"
 #include "cm/metrics.h"
 #include "cm/worker.h"
+
+#include <openssl/crypto.h>
 
 CM_LOG_SUBSYS(mon);
 
@@ -84,6 +88,10 @@ struct mon_server {
 
 	uint8_t kek[CM_AUTH_KEY_LEN]; /* from the cluster key (mon/auth.h) */
 	bool have_kek;
+	struct mon_auth_cache *auth; /* the entities and service secrets (with a KEK) */
+	uint64_t rotated_gen;        /* the leader's last rotation of the service secrets */
+	uint64_t ticket_ns;          /* a ticket's life */
+	struct cm_counter *refused;  /* requests refused for the caller's caps */
 };
 
 void
@@ -274,8 +282,23 @@ static void
 tick_fn(void *arg)
 {
 	struct tick *t = arg;
+	struct mon_server *s = t->s;
 
-	mon_leader_round(t->s->leader, t->s->e, t->s->store, &t->rd, cm_now_ns());
+	mon_leader_round(s->leader, s->e, s->store, &t->rd, cm_now_ns());
+	/* The leader keeps the service secrets' generations (once per hour). */
+	if (s->have_kek && mon_leader_is_leader(s->leader) &&
+	    mon_auth_gen(cm_wall_ns()) != s->rotated_gen) {
+		bool changed;
+		int rc = mon_auth_rotate(s->e, s->fsid, s->kek, cm_wall_ns(), &changed);
+
+		if (rc)
+			CM_WARN("rotating the service secrets: %s", cm_strerror(rc));
+		else
+			s->rotated_gen = mon_auth_gen(cm_wall_ns());
+		if (!rc && changed)
+			CM_NOTICE("service secrets rotated: generation %" PRIu64 " current",
+				  s->rotated_gen);
+	}
 }
 
 static void
@@ -443,6 +466,153 @@ boot_done(void *arg)
 	req_free(q);
 }
 
+/* ---------- identities (docs/design/auth.md) ---------- */
+
+/* The messenger's auth_fn: the key a peer naming auth_name must prove. */
+static int
+auth_fn(void *arg, const struct cm_hs_hello_auth *h, uint8_t key[CM_HS_KEY_LEN],
+	struct cm_hs_auth *a, char *reason, size_t rlen)
+{
+	struct mon_server *s = arg;
+	int rc = mon_auth_cache_lookup(s->auth, h->auth_name, key, &a->caps);
+
+	if (rc == -ENOENT)
+		snprintf(reason, rlen, "no such entity");
+	else if (rc)
+		snprintf(reason, rlen, "%s", cm_strerror(rc));
+	return rc ? -CM_EAUTH : 0;
+}
+
+/* The caller's caps and name; NULL caps: the shared cluster key (no identities). */
+static const struct cm_caps *
+caller(const struct cm_conn *c, const char **name)
+{
+	const struct cm_conn_auth *a = cm_conn_auth(c);
+
+	*name = a->name[0] ? a->name : cm_conn_peer(c);
+	return a->name[0] ? &a->caps : NULL;
+}
+
+/*
+ * The caller's caps as they are now (the cache: an `auth caps` or `auth rm`
+ * since the session began counts at once), parsed into *tmp (cm_caps_fini
+ * it). NULL: the shared cluster key. An entity gone has none.
+ */
+static const struct cm_caps *
+fresh(struct mon_server *s, struct cm_conn *c, const char **name, struct cm_caps *tmp)
+{
+	char *text = NULL, err[8];
+	uint8_t key[CM_AUTH_KEY_LEN];
+
+	memset(tmp, 0, sizeof(*tmp));
+	if (!caller(c, name))
+		return NULL;
+	if (s->auth && mon_auth_cache_lookup(s->auth, *name, key, &text) == 0 &&
+	    cm_caps_parse(text, tmp, err, sizeof(err)))
+		memset(tmp, 0, sizeof(*tmp));
+	OPENSSL_cleanse(key, sizeof(key));
+	free(text);
+	return tmp;
+}
+
+/* Does the caller lack mon access `need`? Then count and log it. */
+static bool
+lacks_mon(struct mon_server *s, struct cm_conn *c, unsigned need, const char *what)
+{
+	const char *name;
+	struct cm_caps tmp;
+	const struct cm_caps *caps = fresh(s, c, &name, &tmp);
+	bool ok = !caps || cm_caps_mon(caps, need);
+
+	cm_caps_fini(&tmp);
+	if (ok)
+		return false;
+	cm_counter_add(s->refused, 1);
+	CM_LOG_RL(CM_LOG_NOTICE, "%s from %s refused: it needs mon %s", what, name,
+		  need & CM_CAP_W ? "w" : "r");
+	return true;
+}
+
+/* Boots, beacons and failure reports come from OSDs only. */
+static bool
+not_osd(struct mon_server *s, struct cm_conn *c, const char *what)
+{
+	const char *name;
+	const struct cm_caps *caps = caller(c, &name);
+
+	if (!caps || cm_caps_is_osd(caps))
+		return false;
+	cm_counter_add(s->refused, 1);
+	CM_LOG_RL(CM_LOG_WARN, "%s from %s refused: its caps are not an OSD's", what, name);
+	return true;
+}
+
+static void
+on_ticket(struct mon_server *s, struct cm_conn *c, struct cm_msg *m)
+{
+	Cairn__Mon__AuthTicketReply r = CAIRN__MON__AUTH_TICKET_REPLY__INIT;
+	uint8_t ekey[CM_AUTH_KEY_LEN];
+	const char *name;
+	char *caps = NULL, err[160] = "";
+	int rc;
+
+	if (!caller(c, &name)) {
+		rc = -EPERM;
+		snprintf(err, sizeof(err), "this session proved the shared key, not an entity's");
+	} else if (!s->auth) {
+		rc = -EPERM;
+		snprintf(err, sizeof(err), "this monitor holds no cluster key");
+	} else {
+		rc = mon_auth_cache_lookup(s->auth, name, ekey, &caps);
+		if (rc)
+			snprintf(err, sizeof(err), "%s: %s", name,
+				 rc == -ENOENT ? "removed" : cm_strerror(rc));
+		else
+			rc = mon_ticket_make(mon_auth_cache_secrets(s->auth), cm_wall_ns(),
+					     s->ticket_ns, name, ekey, caps,
+					     s->map ? s->map->auth_epoch : 0, &r);
+		if (rc == -EAGAIN)
+			snprintf(err, sizeof(err), "no service secret yet (the leader makes them)");
+		OPENSSL_cleanse(ekey, sizeof(ekey));
+		free(caps);
+	}
+	r.rc = rc;
+	r.err = err;
+	cm_conn_send_pb(c, MON_MSG_AUTH_TICKET_REPLY, m->tid, &r.base, NULL);
+	mon_ticket_reply_fini(&r);
+}
+
+static void
+on_rotating(struct mon_server *s, struct cm_conn *c, struct cm_msg *m)
+{
+	Cairn__Mon__AuthRotatingReply r = CAIRN__MON__AUTH_ROTATING_REPLY__INIT;
+	uint8_t ekey[CM_AUTH_KEY_LEN];
+	const char *name;
+	const struct cm_caps *caps = caller(c, &name);
+	char err[160] = "", aad[CM_HS_ENTITY_MAX + 32];
+	int rc = 0;
+
+	if (!caps || !cm_caps_is_osd(caps) || !s->auth) {
+		rc = -EPERM;
+		snprintf(err, sizeof(err), "only OSDs get the service secrets");
+		cm_counter_add(s->refused, 1);
+	} else if (mon_auth_cache_secrets(s->auth)->n == 0) {
+		rc = -EAGAIN;
+		snprintf(err, sizeof(err), "no service secret yet (the leader makes them)");
+	} else if ((rc = mon_auth_cache_lookup(s->auth, name, ekey, NULL)) == 0) {
+		snprintf(aad, sizeof(aad), "cairn-rotating %s", name);
+		rc = mon_secrets_seal(ekey, aad, mon_auth_cache_secrets(s->auth),
+				      &r.secrets_sealed.data, &r.secrets_sealed.len);
+		OPENSSL_cleanse(ekey, sizeof(ekey));
+	}
+	if (rc && !err[0])
+		snprintf(err, sizeof(err), "%s", cm_strerror(rc));
+	r.rc = rc;
+	r.err = err;
+	cm_conn_send_pb(c, MON_MSG_AUTH_ROTATING_REPLY, m->tid, &r.base, NULL);
+	free(r.secrets_sealed.data);
+}
+
 /* Answer NOT_LEADER unless this mon leads. \return true if it answered. */
 static bool
 need_leader(struct mon_server *s, struct cm_conn *c, uint64_t tid)
@@ -492,6 +662,38 @@ on_command(struct mon_server *s, struct cm_conn *c, struct cm_msg *m)
 		req_free(q);
 		return;
 	}
+	{
+		const char *name;
+		struct cm_caps tmp;
+		const struct cm_caps *caps = fresh(s, c, &name, &tmp);
+		enum mon_cmd_need need = mon_command_need((int)q->cmd->n_args, q->cmd->args);
+		bool ok = !caps || caps->admin ||
+			  (need == MON_NEED_R && cm_caps_mon(caps, CM_CAP_R)) ||
+			  (need == MON_NEED_W && cm_caps_mon(caps, CM_CAP_W)) ||
+			  (need == MON_NEED_BOOTSTRAP && caps->profile_bootstrap_osd);
+
+		cm_caps_fini(&tmp);
+		if (!ok) {
+			Cairn__Mon__CommandReply rep = CAIRN__MON__COMMAND_REPLY__INIT;
+			char err[256];
+
+			snprintf(err, sizeof(err), "%s may not run '%s%s%s': it needs %s", name,
+				 q->cmd->n_args ? q->cmd->args[0] : "",
+				 q->cmd->n_args > 1 ? " " : "",
+				 q->cmd->n_args > 1 ? q->cmd->args[1] : "",
+				 need == MON_NEED_R   ? "mon r"
+				 : need == MON_NEED_W ? "mon w"
+						      : "admin");
+			cm_counter_add(s->refused, 1);
+			CM_LOG_RL(CM_LOG_NOTICE, "%s", err);
+			rep.rc = -EPERM;
+			rep.out = (char *)"";
+			rep.err = err;
+			cm_conn_send_pb(c, MON_MSG_COMMAND_REPLY, m->tid, &rep.base, NULL);
+			req_free(q);
+			return;
+		}
+	}
 	if ((q->cmd->n_args == 1 && strcmp(q->cmd->args[0], "status") == 0) ||
 	    (q->cmd->n_args >= 2 && strcmp(q->cmd->args[0], "pg") == 0)) {
 		/* The OSDs' stats live at the leader: send status there. */
@@ -516,6 +718,12 @@ on_df(struct mon_server *s, struct cm_conn *c, struct cm_msg *m)
 	Cairn__Mon__DfReply r;
 	struct mon_stats st = { 0 };
 
+	if (lacks_mon(s, c, CM_CAP_R, "df")) {
+		cairn__mon__df_reply__init(&r);
+		r.rc = -EPERM;
+		cm_conn_send_pb(c, MON_MSG_DF_REPLY, m->tid, &r.base, NULL);
+		return;
+	}
 	if (need_leader(s, c, m->tid))
 		return;
 	if (!s->map) {
@@ -590,6 +798,14 @@ on_health(struct mon_server *s, struct cm_conn *c, struct cm_msg *m)
 {
 	struct req *q;
 
+	if (lacks_mon(s, c, CM_CAP_R, "health")) {
+		Cairn__Mon__HealthReply r = CAIRN__MON__HEALTH_REPLY__INIT;
+
+		r.rc = -EPERM;
+		r.err = (char *)"it needs mon r";
+		cm_conn_send_pb(c, MON_MSG_HEALTH_REPLY, m->tid, &r.base, NULL);
+		return;
+	}
 	if (need_leader(s, c, m->tid) || !(q = req_new(s, c, m->tid)))
 		return;
 	if (s->map)
@@ -613,6 +829,24 @@ on_boot(struct mon_server *s, struct cm_conn *c, struct cm_msg *m)
 	if (!q->boot) {
 		req_free(q);
 		return;
+	}
+	{
+		/* An OSD boots as itself: its entity is osd.<its store's uuid>. */
+		const char *name;
+		const struct cm_caps *caps = caller(c, &name);
+
+		if (caps && !caps->admin &&
+		    (!cm_caps_is_osd(caps) || strncmp(name, "osd.", 4) ||
+		     strcmp(name + 4, q->boot->uuid ? q->boot->uuid : ""))) {
+			cm_counter_add(s->refused, 1);
+			q->rc = -EPERM;
+			snprintf(q->errbuf, sizeof(q->errbuf),
+				 "%s may not boot the OSD of store %s (an OSD is osd.<its uuid>, "
+				 "with profile osd)",
+				 name, q->boot->uuid ? q->boot->uuid : "?");
+			boot_done(q);
+			return;
+		}
 	}
 	q->w = (struct cm_work){ .fn = boot_fn, .done = boot_done, .arg = q };
 	if (cm_worker_submit(s->wp, s->r, &q->w))
@@ -646,12 +880,18 @@ on_msg(void *arg, struct cm_conn *c, struct cm_msg *m)
 	case MON_MSG_OSD_BOOT:
 		on_boot(s, c, m);
 		break;
+	case MON_MSG_AUTH_TICKET_REQUEST:
+		on_ticket(s, c, m);
+		break;
+	case MON_MSG_AUTH_ROTATING_REQUEST:
+		on_rotating(s, c, m);
+		break;
 	case MON_MSG_OSD_BEACON: {
 		Cairn__Mon__OsdBeacon *b = (Cairn__Mon__OsdBeacon *)cm_msg_unpack_front(
 			m, &cairn__mon__osd_beacon__descriptor);
 
 		pb = &b->base;
-		if (!b || need_leader(s, c, m->tid))
+		if (!b || not_osd(s, c, "beacon") || need_leader(s, c, m->tid))
 			break;
 		{
 			bool ready = false;
@@ -670,7 +910,7 @@ on_msg(void *arg, struct cm_conn *c, struct cm_msg *m)
 			m, &cairn__mon__osd_failure__descriptor);
 
 		pb = &f->base;
-		if (f && !need_leader(s, c, m->tid)) {
+		if (f && !not_osd(s, c, "failure report") && !need_leader(s, c, m->tid)) {
 			mon_leader_failure(s->leader, f, cm_now_ns());
 			if (f->immediate && !f->alive)
 				tick_kick(s);
@@ -743,7 +983,9 @@ setup_metrics(struct mon_server *s)
 		cm_metrics_counter(s->metrics, "cairn_mon_commands_total", NULL, "Commands run.");
 	s->map_msgs = cm_metrics_counter(s->metrics, "cairn_mon_map_messages_total", NULL,
 					 "Map updates sent to clients.");
-	if (!s->commands || !s->map_msgs ||
+	s->refused = cm_metrics_counter(s->metrics, "cairn_mon_auth_refused_total", NULL,
+					"Requests refused for the caller's caps.");
+	if (!s->commands || !s->map_msgs || !s->refused ||
 	    cm_metrics_gauge_fn(s->metrics, "cairn_mon_epoch", NULL, "Map epoch.", g_epoch, s) ||
 	    cm_metrics_gauge_fn(s->metrics, "cairn_mon_leader", NULL, "1 on the leader.", g_leader,
 				s) ||
@@ -790,6 +1032,14 @@ start(struct mon_server *s, const struct mon_server_opts *o)
 	 * their grace now (else a mon that restarted and leads at once found
 	 * them never beaconing, and status counted none). */
 	mon_leader_map(s->leader, s->map, cm_now_ns());
+	if (s->have_kek) {
+		rc = mon_auth_cache_create(s->r, s->e, s->wp, s->fsid, s->kek, &s->auth);
+		if (rc) {
+			CM_ERR_RC(rc, "reading the entities fsid=%s", s->fsid);
+			return rc;
+		}
+		mo.auth.auth_fn = auth_fn; /* every peer proves its own entity's key */
+	}
 	mo.ops = (struct cm_msgr_ops){ .on_msg = on_msg, .on_event = on_event };
 	mo.ops_arg = s;
 	rc = cm_msgr_create(s->r, &mo, &s->m);
@@ -835,6 +1085,7 @@ mon_server_create(struct cm_reactor *r, const struct mon_server_opts *o, struct 
 	s->addr = strdup(o->addr);
 	if (o->cluster_key && o->cluster_key[0])
 		s->have_kek = cm_auth_kek(o->cluster_key, s->kek) == 0;
+	s->ticket_ns = o->ticket_ms ? o->ticket_ms * 1000000ull : MON_AUTH_TICKET_NS;
 	rc = s->id && s->fsid && s->addr ? start(s, o) : -ENOMEM;
 	if (rc) {
 		mon_server_destroy(s);
@@ -854,6 +1105,7 @@ mon_server_destroy(struct mon_server *s)
 		cm_timer_cancel(s->r, &s->tick_timer);
 	cm_etcd_watch_stop(s->watch);
 	s->watch = NULL;
+	mon_auth_cache_stop(s->auth);
 	cm_worker_pool_destroy(s->wp);
 	/* Run the completions the pool posted, so nothing they own leaks. */
 	for (int i = 0; i < 5; i++)
@@ -870,6 +1122,8 @@ mon_server_destroy(struct mon_server *s)
 			cairn__map__incremental__free_unpacked(s->ring[i], NULL);
 	if (s->map)
 		cairn__map__osd_map__free_unpacked(s->map, NULL);
+	mon_auth_cache_destroy(s->auth);
+	OPENSSL_cleanse(s->kek, sizeof(s->kek));
 	mon_leader_destroy(s->leader);
 	mon_map_store_close(s->store);
 	cm_metrics_destroy(s->metrics);

@@ -30,6 +30,8 @@
 #include "osd/osd.h"
 #include "os/store.h"
 #include "mon/client_async.h"
+#include "mon/auth.h"
+#include "mon/creds.h"
 #include "mon/osd_sessions.h"
 #include "mon/osdmap.h"
 #include "cm/daemon.h"
@@ -315,6 +317,7 @@ struct osd {
 	/* counters */
 	uint64_t ops, op_bytes_in, op_bytes_out, repops, dups;
 	uint64_t ops_blocklisted; /* client ops and listings refused: the client is blocklisted */
+	uint64_t auth_refused;    /* requests refused for the sender's caps (service/auth.c) */
 	/* client data throttle (ops/op.c): bytes of the ops held now, the
 	 * shard's share of osd_client_message_cap, ops answered busy */
 	uint64_t client_bytes, client_bytes_max, client_busy;
@@ -576,6 +579,7 @@ struct osd_counters {
 	uint64_t reads_unleased;
 	uint64_t dups;
 	uint64_t ops_blocklisted;
+	uint64_t auth_refused;
 	uint64_t pg_log_bytes;     /* the PG logs' memory (a gauge) */
 	uint64_t pg_log_bytes_max; /* the largest one PG's (a gauge) */
 };
@@ -587,8 +591,20 @@ struct osd_snap {
 	struct cm_msgr_stats msgr; /* the shard's messenger, as of the snapshot */
 };
 
+/* The OSD's identity and what it opens tickets with (service/auth.c). */
+struct osd_auth {
+	bool inited;
+	pthread_mutex_t mu;
+	struct mon_creds creds;     /* under mu: our key and our ticket for the peers */
+	struct mon_secrets secrets; /* under mu: the service secrets */
+	atomic_bool want_secrets;   /* a handshake met a generation we lack */
+	uint64_t secrets_ms;        /* shard 0: when the secrets came (0: not yet) */
+	uint64_t rot_tid, rot_sent_ms;
+};
+
 struct osd_node {
 	unsigned n;
+	struct osd_auth auth;
 	struct osd **sh; /* sh[0] is the main thread's, with the monitor client */
 	pthread_t *th;
 	bool *th_started;
@@ -861,6 +877,22 @@ void osd__peer_refused(struct osd *o, int32_t id);
 /* ---------- service/dispatch.c ---------- */
 
 void osd__on_msg(void *arg, struct cm_conn *c, struct cm_msg *m);
+
+/* service/auth.c: the OSD's identity, tickets and caps (docs/design/auth.md). */
+int osd__auth_init(struct osd_node *nd, const struct osd_conf *cfg, const char *uuid);
+void osd__auth_fini(struct osd_node *nd);
+int osd__cred_fn(void *arg, struct cm_conn *c, unsigned kind, struct cm_cred *out);
+int osd__auth_fn(void *arg, const struct cm_hs_hello_auth *h, uint8_t key[CM_HS_KEY_LEN],
+		 struct cm_hs_auth *ha, char *reason, size_t rlen);
+/* Shard 0: ticket and secrets in hand (boot waits for both); renew them; their replies. */
+bool osd__auth_ready(struct osd *o);
+void osd__auth_tick(struct osd *o, uint64_t now);
+bool osd__auth_reply(struct osd *o, struct cm_msg *m);
+/* A peer message from c: may it be handled (an OSD's, not revoked)? */
+bool osd__auth_peer_ok(struct osd *o, struct cm_conn *c, uint16_t type);
+/* May c do `need` (CM_CAP_R/W) in pool's namespace? \return 0, -EPERM, -EKEYEXPIRED (revoked). */
+int osd__auth_check(struct osd *o, struct cm_conn *c, int64_t pool, const char *nspace,
+		    unsigned need, bool all_ns);
 
 void osd__on_event(void *arg, struct cm_conn *c, enum cm_conn_event ev, int rc);
 

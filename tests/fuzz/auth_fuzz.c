@@ -7,6 +7,10 @@
  *   2  a key's base64 form (cm_auth_key_decode): what decodes encodes back
  *   3  an entity record as etcd holds it (mon_auth_decode, under a fixed KEK)
  *   4  a sealed blob (cm_auth_open: never opens without the key)
+ *   5  a ticket's plaintext (sealed here with a known secret, then opened
+ *      and decoded by mon_ticket_open as an OSD does)
+ *   6  a set of service secrets' plaintext (sealed here, then mon_secrets_open)
+ *   7  a ticket reply as a client decodes it (AuthTicketReply: session key)
  * The rest is the input.
  */
 #include "cm/auth.h"
@@ -54,7 +58,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(s, data + 1, size - 1);
 	s[size - 1] = 0;
-	switch (data[0] % 5) {
+	switch (data[0] % 8) {
 	case 0:
 		caps(s);
 		break;
@@ -86,6 +90,46 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
 		if (cm_auth_open(kek, "a", 1, data + 1, size - 1, &o, &ol) == 0)
 			abort(); /* a forgery: the fuzzer does not hold the key's ciphertexts */
+		break;
+	}
+	case 5:
+	case 6: {
+		/* What only the monitors can seal: seal the input, open it as an OSD would. */
+		struct mon_secrets sec = { .n = 1 };
+		uint8_t *b;
+		size_t bl;
+		const char *aad = data[0] % 8 == 5 ? "cairn-ticket" : "cairn-rotating";
+
+		sec.v[0].gen = 7;
+		memcpy(sec.v[0].key, kek, sizeof(kek));
+		if (cm_auth_seal(kek, aad, strlen(aad), data + 1, size - 1, &b, &bl) == 0) {
+			if (data[0] % 8 == 5) {
+				struct mon_ticket t;
+
+				if (mon_ticket_open(&sec, 7, b, bl, &t) == 0) {
+					if (!cm_auth_valid_name(t.entity))
+						abort();
+					mon_ticket_fini(&t);
+				}
+			} else {
+				struct mon_secrets out;
+
+				if (mon_secrets_open(kek, aad, b, bl, &out) == 0 &&
+				    out.n > MON_AUTH_SECRETS_MAX)
+					abort();
+			}
+			free(b);
+		}
+		break;
+	}
+	case 7: {
+		Cairn__Mon__AuthTicketReply *r =
+			cairn__mon__auth_ticket_reply__unpack(NULL, size - 1, data + 1);
+
+		if (r) {
+			(void)mon_ticket_session_key(kek, "client.admin", r, key);
+			cairn__mon__auth_ticket_reply__free_unpacked(r, NULL);
+		}
 		break;
 	}
 	}

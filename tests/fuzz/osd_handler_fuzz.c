@@ -6,8 +6,9 @@
  * etcd and a cairn-mon that `clusterctl up --osds 0` starts from the build
  * tree), with a replicated pool of size 1 and 8 PGs, all active on it.
  *
- * Each input is one frame sent on an authenticated session, as a client or
- * a peer OSD would send it:
+ * Each input is one frame sent on a session authenticated with
+ * client.admin's ticket (admin caps: peer messages are taken from it as from
+ * an OSD), as a client or a peer OSD would send it:
  *   byte 0  the message type, among every type osd__on_msg handles
  *   byte 1  fix-ups: bit 0 the pool field set to the pool's id, bit 1 the
  *           epoch field to the OSD's map epoch, bit 2 the seed field taken
@@ -29,6 +30,9 @@
  * process dies first.
  */
 #include "osd/osd.h"
+#include "mon/auth.h"
+#include "mon/client_sync.h"
+#include "cm/auth.h"
 #include "cm/buf.h"
 #include "cm/log.h"
 #include "cm/msgr.h"
@@ -96,6 +100,7 @@ static struct {
 	uint64_t tid, want_tid;
 	bool got;
 	pid_t reaper;
+	struct cm_cred cred; /* client.admin's ticket for the OSD */
 } g;
 
 extern char **environ;
@@ -219,6 +224,43 @@ start_reaper(void)
 	sigwait(&set, &sig);
 	cluster_down();
 	_exit(0);
+}
+
+static int
+cred_fn(void *arg, struct cm_conn *c, unsigned kind, struct cm_cred *out)
+{
+	(void)arg;
+	(void)c;
+	(void)kind;
+	*out = g.cred;
+	return 0;
+}
+
+/* client.admin's ticket for the OSDs, from a monitor (the session fuzzes as an admin: peer
+ * messages need profile osd or admin). */
+static void
+get_ticket(void)
+{
+	Cairn__Mon__AuthTicketRequest q = CAIRN__MON__AUTH_TICKET_REQUEST__INIT;
+	Cairn__Mon__AuthTicketReply *r = NULL;
+	struct mon_sync *s;
+	uint8_t key[CM_AUTH_KEY_LEN];
+	char name[CM_HS_ENTITY_MAX], err[256];
+
+	if (cm_daemon_identity(&g.cfg.d, CM_AUTH_ADMIN, name, key, err, sizeof(err)) ||
+	    mon_sync_open(&g.cfg.d, g.cfg.mon_host, 10000, &s, err, sizeof(err)))
+		die("client.admin: %s", err);
+	if (mon_sync_call(s, MON_MSG_AUTH_TICKET_REQUEST, &q.base, false, MON_MSG_AUTH_TICKET_REPLY,
+			  &cairn__mon__auth_ticket_reply__descriptor, (ProtobufCMessage **)&r) ||
+	    r->rc || r->ticket.len > sizeof(g.cred.ticket) ||
+	    mon_ticket_session_key(key, name, r, g.cred.key))
+		die("no ticket for client.admin");
+	snprintf(g.cred.auth_name, sizeof(g.cred.auth_name), "%s", name);
+	memcpy(g.cred.ticket, r->ticket.data, r->ticket.len);
+	g.cred.ticket_len = r->ticket.len;
+	g.cred.ticket_gen = r->gen;
+	cairn__mon__auth_ticket_reply__free_unpacked(r, NULL);
+	mon_sync_close(s);
 }
 
 static void
@@ -485,13 +527,13 @@ LLVMFuzzerInitialize(int *argc, char ***argv)
 	}
 
 	/* Our session to it, as a peer or client would hold. */
+	get_ticket();
 	cm_reactor_opts_init(&ro, sizeof(ro));
 	if (cm_reactor_create(&ro, &g.r))
 		die("reactor");
 	cm_msgr_opts_init(&mo, sizeof(mo));
-	mo.entity = "client.fuzz";
-	mo.key = (const uint8_t *)g.cfg.d.cluster_key;
-	mo.key_len = strlen(g.cfg.d.cluster_key);
+	mo.entity = "client.admin.fuzz";
+	mo.auth.cred_fn = cred_fn;
 	mo.ops = (struct cm_msgr_ops){ .on_msg = on_msg, .on_event = on_event };
 	if (cm_msgr_create(g.r, &mo, &g.m))
 		die("messenger");

@@ -24,14 +24,14 @@ ctl_online(const struct ctl_conf *c, int argc, char **argv, bool json)
 				"CAIRN_CONF, or run 'clusterctl up' first\n");
 		return 2;
 	}
-	if (!c->d.cluster_key[0]) {
-		fprintf(stderr, "clusterctl: cluster_key is not set (in the config file)\n");
-		return 2;
-	}
 	cairn_opts_init(&o, sizeof(o));
 	o.conf_file = c->conf_path; /* (tls, frame_mac, ...: the messenger's settings) */
 	o.mon_host = c->mon_host;
 	o.cluster_key = c->d.cluster_key;
+	/* (only what is set: the file's [client] section may name them) */
+	o.name = c->d.name && c->d.name[0] ? c->d.name : NULL;
+	o.keyring = c->d.keyring && c->d.keyring[0] ? c->d.keyring : NULL;
+	o.key = c->d.key && c->d.key[0] ? c->d.key : NULL;
 	o.connect_timeout_ms = (unsigned)c->command_timeout_ms;
 	o.op_timeout_ms = (unsigned)c->command_timeout_ms;
 	rc = cairn_connect(&o, &cl, err, sizeof(err));
@@ -39,6 +39,8 @@ ctl_online(const struct ctl_conf *c, int argc, char **argv, bool json)
 		/* (err may say it already) */
 		if (strstr(err, "no monitor answered"))
 			fprintf(stderr, "clusterctl: %s (%s)\n", err, c->mon_host);
+		else if (rc == -EPERM || rc == -EINVAL)
+			fprintf(stderr, "clusterctl: %s\n", err);
 		else
 			fprintf(stderr, "clusterctl: no monitor answered (%s): %s\n", c->mon_host,
 				err);

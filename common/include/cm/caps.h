@@ -61,7 +61,7 @@ bool cm_caps_mon(const struct cm_caps *c, unsigned need);
 bool cm_caps_osd(const struct cm_caps *c, const char *pool, const char *nspace, unsigned need,
 		 bool all_ns);
 
-/* Is c an OSD (peer messages, boots, beacons, failure reports)? */
+/* May c act as an OSD (peer messages, boots, beacons, failure reports)? profile osd or admin. */
 bool cm_caps_is_osd(const struct cm_caps *c);
 
 /*

@@ -36,6 +36,10 @@ struct cm_daemon_conf {
 	char *tls_ca;
 	bool tls_verify;
 	char *bind_src; /* outgoing connections leave from this address ("": the kernel picks) */
+	/* Identities (docs/design/auth.md, cm_daemon_identity). */
+	char *name;    /* the entity whose key we prove; "": the process's default */
+	char *keyring; /* a keyring file holding name's key */
+	char *key;     /* name's key itself (base64); wins over keyring */
 };
 
 int cm_daemon_valid_key(const struct cm_opt *o, const char *v, char *err, size_t len);
@@ -103,7 +107,16 @@ int cm_daemon_valid_level(const struct cm_opt *o, const char *v, char *err, size
 		CM_DAEMON_OPT_("bind_src", CM_OPT_STR, "", 0, 0, st_, m_, bind_src,                \
 			       "outgoing connections leave from this address (IP:0; empty: the "   \
 			       "kernel picks; cairn-osd: its public_addr's host)",                 \
-			       NULL, 0)
+			       NULL, 0),                                                           \
+		CM_DAEMON_OPT_("name", CM_OPT_STR, "", 0, 0, st_, m_, name,                        \
+			       "the entity whose key this process proves (default client.admin "   \
+			       "for tools and clients; an OSD is osd.<its store's uuid>)",         \
+			       NULL, 0),                                                           \
+		CM_DAEMON_OPT_("keyring", CM_OPT_STR, "", 0, 0, st_, m_, keyring,                  \
+			       "keyring file with name's key (mode 0600)", NULL, 0),               \
+		CM_DAEMON_OPT_("key", CM_OPT_STR, "", 0, 0, st_, m_, key,                          \
+			       "name's key itself (base64; wins over keyring)", NULL,              \
+			       CM_OPT_F_SECRET)
 
 /* Logging from the config. \return 0, or -CM_ECONF with a message on stderr. */
 int cm_daemon_setup_logging(const struct cm_daemon_conf *c);
@@ -114,6 +127,24 @@ int cm_daemon_reactor_create(const struct cm_daemon_conf *c, const char *name,
 int cm_daemon_client_reactor_create(const struct cm_daemon_conf *c, const char *name,
 				    struct cm_reactor **rp);
 void cm_daemon_msgr_opts(const struct cm_daemon_conf *c, struct cm_msgr_opts *o);
+
+/*
+ * The entity this process proves and its key (docs/design/auth.md):
+ * c->name, else default_name; the key from c->key, else c->keyring, else,
+ * for client.admin and client.bootstrap-osd, derived from c->cluster_key.
+ * eturn 0; -ENOENT (no key for the name anywhere), -EPERM (a keyring
+ * others may read), -EINVAL (a bad name or key), -EBADMSG, -EIO; err
+ * (errlen bytes) says which.
+ */
+int cm_daemon_identity(const struct cm_daemon_conf *c, const char *default_name,
+		       char name[CM_HS_ENTITY_MAX], uint8_t key[CM_HS_KEY_LEN], char *err,
+		       size_t errlen);
+
+/* The kinds of credentials cm_msgr_cred_fn is asked for (cm_msgr_connect_kind). */
+enum cm_cred_kind {
+	CM_CRED_SERVICE = 0, /* an OSD: a ticket */
+	CM_CRED_MON = 1,     /* a monitor: the entity's own key */
+};
 
 /* Write our pid to path (empty: nothing). \return 0 or -errno. */
 int cm_daemon_write_pid(const char *path);

@@ -23,6 +23,7 @@ enum cm_err {
 	CM_EETCD = 1009,     /* no etcd endpoint answered */
 	CM_ETLS = 1010,      /* TLS setup failed: our certificate or key, or the peer's */
 	CM_EMAC = 1011,      /* a frame failed its MAC: changed in flight, or not of this session */
+	CM_ETICKET = 1012,   /* a service refused our ticket as stale (renew it and retry) */
 	CM_ERR_LAST
 };
 

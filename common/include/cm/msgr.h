@@ -30,6 +30,7 @@
 #define CM_MSGR_H
 
 #include "cm/buf.h"
+#include "cm/caps.h"
 #include "cm/msgr_hs.h"
 #include "cm/reactor.h"
 
@@ -89,6 +90,34 @@ struct cm_msgr_ops {
 	void (*on_writable)(void *arg, struct cm_conn *c);
 };
 
+/*
+ * A client's credentials for one handshake (identities, docs/design/auth.md):
+ * the entity whose key it proves, the key (its own, or a ticket's session
+ * key), and towards a service the ticket with its generation.
+ */
+struct cm_cred {
+	char auth_name[CM_HS_ENTITY_MAX];
+	uint8_t key[CM_HS_KEY_LEN];
+	uint8_t ticket[CM_HS_TICKET_MAX];
+	size_t ticket_len;
+	uint64_t ticket_gen;
+};
+
+/*
+ * Client side: fill *cred for a handshake of c (kind: what cm_msgr_connect_kind
+ * was given, 0 for cm_msgr_connect). Called at each connect, so a renewed
+ * ticket is used from the next socket on.
+eturn 0, or a negative errno
+ * (the attempt fails and is retried with backoff, as a refused connect).
+ */
+typedef int (*cm_msgr_cred_fn)(void *arg, struct cm_conn *c, unsigned kind, struct cm_cred *cred);
+
+/* Identities: o.auth_fn (server) and o.cred_fn (client), both with o.ops_arg. */
+struct cm_msgr_auth_opts {
+	cm_hs_auth_fn auth_fn;   /* server: each peer's key; NULL: the shared key */
+	cm_msgr_cred_fn cred_fn; /* client: our credentials; NULL: the shared key */
+};
+
 struct cm_msgr_opts {
 	size_t opts_size;
 	const char *entity; /* our name, e.g. "osd.3" */
@@ -138,6 +167,8 @@ struct cm_msgr_opts {
 	 * "": the kernel picks. Parsed by cm_msgr_create (-EINVAL if bad).
 	 */
 	const char *bind_src;
+	/* Identities (NULL members: the shared key o.key, as before). */
+	struct cm_msgr_auth_opts auth;
 };
 
 void cm_msgr_opts_init(struct cm_msgr_opts *o, size_t size);
@@ -160,6 +191,24 @@ int cm_msgr_listen(struct cm_msgr *m, const char *addr, uint16_t *port);
  * \return 0, -EINVAL (bad address), -ENOMEM.
  */
 int cm_msgr_connect(struct cm_msgr *m, const char *addr, bool lossless, struct cm_conn **cp);
+
+/* As cm_msgr_connect; kind is handed to o.auth.cred_fn (which credentials to use). */
+int cm_msgr_connect_kind(struct cm_msgr *m, const char *addr, bool lossless, unsigned kind,
+			 struct cm_conn **cp);
+
+/*
+ * What the server side of c learned of its peer at the last handshake
+ * (o.auth.auth_fn): name "" and no caps with the shared key. Valid until
+ * the next handshake of c (a reconnect) or its last put.
+ */
+struct cm_conn_auth {
+	char name[CM_HS_ENTITY_MAX];
+	struct cm_caps caps;
+	uint64_t expires_ns; /* of its ticket (wall clock); 0: none */
+	uint64_t auth_epoch; /* its ticket's; 0: not from a ticket */
+};
+
+const struct cm_conn_auth *cm_conn_auth(const struct cm_conn *c);
 
 /*
  * Queue m. On success the messenger owns m. \return 0; -EAGAIN (queue full:

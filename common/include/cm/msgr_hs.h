@@ -44,6 +44,9 @@ enum cm_msgr_type {
 #define CM_MSGR_PROTO_GMAC 3 /* 3: those MACs are AES-256-GCM tags (GMAC), not Poly1305 */
 #define CM_HS_NONCE_LEN    32
 #define CM_HS_MAX_FRONT    4096 /* any pre-auth frame */
+#define CM_HS_ENTITY_MAX   96   /* an entity's name on the wire, with its NUL */
+#define CM_HS_TICKET_MAX   2048 /* a ticket in HELLO */
+#define CM_HS_KEY_LEN      32   /* an entity's or a ticket's session key */
 
 enum cm_hs_role { CM_HS_CLIENT, CM_HS_SERVER };
 
@@ -63,14 +66,45 @@ struct cm_hs;
 /* Server: authenticated; find or create the session. Fill its in_seq / reset. */
 typedef int (*cm_hs_session_fn)(void *arg, struct cm_hs *hs, uint64_t *in_seq, bool *reset);
 
+/*
+ * What a server learned of its peer (docs/design/auth.md): the entity
+ * whose key it proved, its caps, and, from a ticket, its expiry and the
+ * auth epoch it was issued at.
+ */
+struct cm_hs_auth {
+	char name[CM_HS_ENTITY_MAX]; /* "" : the shared cluster key (no auth_fn) */
+	char *caps;                  /* malloc'd caps text; NULL: none */
+	uint64_t expires_ns;         /* wall clock; 0: no expiry */
+	uint64_t auth_epoch;         /* of a ticket; 0: not from one */
+};
+
+/* The HELLO fields a server's auth_fn judges. */
+struct cm_hs_hello_auth {
+	const char *auth_name; /* the entity whose key the client uses */
+	const char *entity;    /* the name it goes by: auth_name or auth_name.SUFFIX */
+	const uint8_t *ticket; /* towards services: sealed by the monitors; may be NULL */
+	size_t ticket_len;
+	uint64_t ticket_gen;
+};
+
+/*
+ * Server: the key the client of h must prove, into key, and what it is
+ * into *a (caps malloc'd).
+eturn 0, or -CM_EAUTH with a reason (the
+ * peer is refused with it).
+ */
+typedef int (*cm_hs_auth_fn)(void *arg, const struct cm_hs_hello_auth *h,
+			     uint8_t key[CM_HS_KEY_LEN], struct cm_hs_auth *a, char *reason,
+			     size_t rlen);
+
 struct cm_hs {
 	enum cm_hs_role role;
 	enum cm_hs_state state;
 	const uint8_t *key;
 	size_t key_len;
 	uint32_t proto_min, proto_max, proto;
-	char entity[64];
-	char peer_entity[64];
+	char entity[CM_HS_ENTITY_MAX];
+	char peer_entity[CM_HS_ENTITY_MAX];
 	uint64_t cookie;      /* client's session cookie (server: the peer's) */
 	bool lossless;        /* client's choice (server: the peer's) */
 	uint64_t my_in_seq;   /* client: what we delivered so far on this session */
@@ -88,6 +122,16 @@ struct cm_hs {
 	uint8_t mac_tx[32], mac_rx[32];
 	int err;          /* on failure: the negative error */
 	char reason[160]; /* on failure: why, for the log */
+	/* Identities (cm_hs_set_cred, cm_hs_set_auth_fn): the key the proofs
+	 * use then lives here, not in the shared key. */
+	uint8_t own_key[CM_HS_KEY_LEN];
+	char auth_name[CM_HS_ENTITY_MAX]; /* client: whose key; server: the peer's */
+	uint8_t *ticket;                  /* client: sent in HELLO (malloc'd) */
+	size_t ticket_len;
+	uint64_t ticket_gen;
+	cm_hs_auth_fn auth_fn; /* server: NULL = the shared key for every peer */
+	void *auth_arg;
+	struct cm_hs_auth auth; /* server: what auth_fn said of the peer */
 };
 
 /* A frame the handshake wants sent. */
@@ -98,6 +142,21 @@ struct cm_hs_out {
 
 void cm_hs_init(struct cm_hs *hs, enum cm_hs_role role, const uint8_t *key, size_t key_len,
 		const char *entity);
+
+/* Free what the handshake holds (ticket, caps); hs may be re-initialized after. */
+void cm_hs_fini(struct cm_hs *hs);
+
+/*
+ * Client: prove auth_name's key (an entity's own, or a ticket's session
+ * key with the ticket and its generation) instead of the shared one. The
+ * entity the client goes by must be auth_name or auth_name.SUFFIX.
+ * eturn 0, -EINVAL (a bad name or ticket), -ENOMEM.
+ */
+int cm_hs_set_cred(struct cm_hs *hs, const char *auth_name, const uint8_t key[CM_HS_KEY_LEN],
+		   const uint8_t *ticket, size_t ticket_len, uint64_t ticket_gen);
+
+/* Server: take each peer's key from fn (cm_hs_auth_fn) instead of the shared one. */
+void cm_hs_set_auth_fn(struct cm_hs *hs, cm_hs_auth_fn fn, void *arg);
 
 /* Client: produce HELLO. \return 0 or -ENOMEM / -EIO (no randomness). */
 int cm_hs_start(struct cm_hs *hs, struct cm_hs_out *out);

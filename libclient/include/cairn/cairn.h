@@ -40,6 +40,11 @@
  *   -ENOSPC      the cluster is full
  *   -EKEYREVOKED this client is blocklisted (fenced): nothing it sends is
  *                applied any more (see "fencing")
+ *   -EPERM       the client's caps do not allow it (this pool or namespace,
+ *                a write with read-only caps, a map change without mon w):
+ *                nothing was done; also every op once the client's entity
+ *                was removed (auth rm). Caps changed with auth caps apply
+ *                from the client's next op (docs/design/auth.md)
  * Ops are resent automatically when the map changes where they go; the
  * primary recognises a resend and never applies it twice.
  */
@@ -102,14 +107,26 @@ struct cairn_opts {
 	 */
 	unsigned max_ops_in_flight;
 	uint64_t max_bytes_in_flight;
+	/*
+	 * Who the client is (docs/design/auth.md): the entity whose key it
+	 * proves (default client.admin), and the key: key (base64) wins over
+	 * keyring (a file of mode 0600); without either, a conf's cluster_key
+	 * stands for client.admin's. Each overrides the file's name, keyring
+	 * and key.
+	 */
+	const char *name;
+	const char *keyring;
+	const char *key;
 };
 
 void cairn_opts_init(struct cairn_opts *o, size_t size);
 
 /*
  * Connect: read the config, start the client thread, wait for the first
- * map. \return 0; -EINVAL (bad config: err says what), -ENOTCONN (no map in
- * time), -ENOMEM.
+ * map and a ticket for the OSDs. \return 0; -EINVAL (bad config, or no key
+ * for the name: err says what), -EPERM (the monitors refused the entity:
+ * an unknown name, a wrong key, or no ticket for it; err says which),
+ * -ENOTCONN (no map in time), -ENOMEM.
  */
 int cairn_connect(const struct cairn_opts *o, cairn_cluster_t **clp, char *err, size_t errlen);
 
@@ -816,7 +833,10 @@ int cairn_mds_beacon(cairn_cluster_t *cl, const char *fs, const char *name, cons
  * wait at each OSD until it has that map.
  */
 
-/* This client's name, as OSDs and the blocklist know it ("client.<hex>"). */
+/*
+ * This client's name, as OSDs and the blocklist know it: its entity's
+ * name (cairn_opts.name) and 16 random hex digits, "client.admin.3f09...".
+ */
 const char *cairn_client_name(cairn_cluster_t *cl);
 
 /*

@@ -101,6 +101,17 @@ struct mon_cmd_env {
  */
 int mon_command(struct mon_cmd_env *env, int argc, char **argv, bool json, char **out, char **err);
 
+/* What running a command needs of its caller's caps (cm/caps.h). */
+enum mon_cmd_need {
+	MON_NEED_R,         /* mon r: status, health, every ls and show */
+	MON_NEED_W,         /* mon w: what changes the map or the service and MDS maps */
+	MON_NEED_ADMIN,     /* admin: the auth commands */
+	MON_NEED_BOOTSTRAP, /* auth get-or-create osd.X profile osd: admin or profile bootstrap-osd
+			     */
+};
+
+enum mon_cmd_need mon_command_need(int argc, char **argv);
+
 /*
  * The cluster's usage into r: devices' total and free bytes, and per pool
  * of m its objects, stored and raw bytes (as the leader's stats have them;

@@ -28,6 +28,10 @@ enum mon_msg_type {
 	MON_MSG_DF_REPLY = 710,
 	MON_MSG_HEALTH_REQUEST = 711, /* to the leader */
 	MON_MSG_HEALTH_REPLY = 712,
+	MON_MSG_AUTH_TICKET_REQUEST = 715, /* any mon: a ticket for the OSDs */
+	MON_MSG_AUTH_TICKET_REPLY = 716,
+	MON_MSG_AUTH_ROTATING_REQUEST = 717, /* an OSD -> any mon: the service secrets */
+	MON_MSG_AUTH_ROTATING_REPLY = 718,
 };
 
 struct mon_addr {

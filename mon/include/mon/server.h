@@ -45,7 +45,8 @@ struct mon_server_opts {
 	/* The cluster key: the KEK that opens the entities' keys comes from it
 	 * (mon/auth.h). NULL: auth commands are refused. Borrowed. */
 	const char *cluster_key;
-	unsigned workers; /* etcd worker threads; default 2 */
+	uint64_t ticket_ms; /* a ticket's life; 0: MON_AUTH_TICKET_NS (an hour) */
+	unsigned workers;   /* etcd worker threads; default 2 */
 };
 
 /* Defaults as above; the msgr and leader members get their own defaults. */

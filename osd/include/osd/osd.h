@@ -55,8 +55,10 @@ struct osd_conf {
 	uint64_t hb_interval_ms, hb_grace_ms;
 	uint64_t read_lease_ms; /* 0: primaries serve reads without a lease */
 	uint64_t debug_split;
-	uint64_t op_shards; /* 0: osd_shards_auto(host_osds) */
-	uint64_t host_osds; /* OSDs that share this host's cores (for the auto count) */
+	uint64_t op_shards;      /* 0: osd_shards_auto(host_osds) */
+	uint64_t host_osds;      /* OSDs that share this host's cores (for the auto count) */
+	char *keyring_path;      /* osd_keyring: our key ("": <osd_data>.keyring) */
+	char *bootstrap_keyring; /* client.bootstrap-osd's, for a first start */
 	bool mkfs, fsck, deep, repair;
 };
 

@@ -260,6 +260,15 @@ osd__pg_handle_list(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 		r.rc = -EKEYREVOKED;
 		goto reply;
 	}
+	/* A shard's listing is an EC primary's (OSDs only); a client's needs r
+	 * on the pool and the namespace (every one, for all or ns-only). */
+	if (q->shard && !osd__auth_peer_ok(o, c, m->type)) {
+		r.rc = -EPERM;
+		goto reply;
+	}
+	if (!q->shard &&
+	    (r.rc = osd__auth_check(o, c, q->pool, q->nspace, CM_CAP_R, q->all_ns || q->ns_only)))
+		goto reply;
 	pg = osd__pg_find(o, q->pool, q->seed);
 	pool = osd__pool(o, q->pool);
 	if (!pool) {

@@ -4,6 +4,7 @@
  */
 #include "osd_int.h"
 #include "crush/placement.h"
+#include "crush/oname.h"
 #include "cm/err.h"
 #include "cm/log.h"
 
@@ -374,6 +375,35 @@ op_dispatch(struct osd *o, struct osd_op *op)
 	osd__op_start(pg, op);
 }
 
+/*
+ * May the sender do this op (docs/design/auth.md, "Caps")? It needs w if
+ * any sub-op writes, else r; watching and notifying count as reading (they
+ * change no data). \return 0, -EPERM, -EKEYEXPIRED (its ticket was revoked).
+ */
+static int
+op_caps(struct osd *o, struct cm_conn *c, const Cairn__Osd__OsdOp *q)
+{
+	struct crush_oname on;
+	char ns[CRUSH_ONAME_NS_MAX + 1];
+	unsigned need = CM_CAP_R;
+
+	if (!cm_conn_auth(c)->name[0])
+		return 0;
+	for (size_t i = 0; i < q->n_ops; i++) {
+		uint32_t so = q->ops[i]->op;
+
+		if (so == OSD_OP_WATCH || so == OSD_OP_UNWATCH || so == OSD_OP_WATCH_PING ||
+		    so == OSD_OP_NOTIFY || so == OSD_OP_NOTIFY_ACK)
+			continue;
+		if (osd__op_subop_writes(so))
+			need = CM_CAP_RW;
+	}
+	if (crush_oname_decode(q->oid, &on))
+		return -EINVAL; /* (osd_check_op took it: not reached) */
+	snprintf(ns, sizeof(ns), "%.*s", (int)on.nslen, on.nspace ? on.nspace : "");
+	return osd__auth_check(o, c, q->pool, ns, need, false);
+}
+
 void
 osd__pg_handle_op(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 {
@@ -409,6 +439,13 @@ osd__pg_handle_op(struct osd *o, struct cm_conn *c, struct cm_msg *m)
 	}
 	if (rc) {
 		CM_LOG_RL(CM_LOG_WARN, "bad op from %s: %s", op->client, cm_strerror(rc));
+		reply_simple(o, c, m->tid, rc);
+		op->nres = 0;
+		osd__op_free(op);
+		return;
+	}
+	rc = op_caps(o, c, op->req);
+	if (rc) {
 		reply_simple(o, c, m->tid, rc);
 		op->nres = 0;
 		osd__op_free(op);

@@ -33,7 +33,8 @@ counters_of(const struct osd *o)
 				      .pg_merges = o->pg_merges,
 				      .reads_unleased = o->reads_unleased,
 				      .dups = o->dups,
-				      .ops_blocklisted = o->ops_blocklisted };
+				      .ops_blocklisted = o->ops_blocklisted,
+				      .auth_refused = o->auth_refused };
 }
 
 static void
@@ -53,6 +54,7 @@ counters_add(struct osd_counters *t, const struct osd_counters *c)
 	t->reads_unleased += c->reads_unleased;
 	t->dups += c->dups;
 	t->ops_blocklisted += c->ops_blocklisted;
+	t->auth_refused += c->auth_refused;
 	t->pg_log_bytes += c->pg_log_bytes;
 	t->pg_log_bytes_max = CM_MAX(t->pg_log_bytes_max, c->pg_log_bytes_max);
 }
@@ -111,6 +113,10 @@ osd__on_reply(void *arg, struct cm_msg *m)
 {
 	struct osd *o = arg;
 
+	if (osd__auth_reply(o, m)) {
+		cm_msg_destroy(m);
+		return;
+	}
 	if (m->type == MON_MSG_OSD_BOOT_REPLY) {
 		Cairn__Mon__OsdBootReply *r = (Cairn__Mon__OsdBootReply *)cm_msg_unpack_front(
 			m, &cairn__mon__osd_boot_reply__descriptor);

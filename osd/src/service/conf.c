@@ -64,6 +64,12 @@ const struct cm_opt osd_conf_opts[] = {
 	       "PG shards: reactor threads, each serving the PGs whose seed % n is its index "
 	       "with its own messenger and address (0: one per core the OSD may use, its "
 	       "affinity mask's cores divided by osd_host_osds, 1 to 8)"),
+	CM_OPT("osd_keyring", CM_OPT_STR, "", 0, 0, 0, struct osd_conf, keyring_path,
+	       "this OSD's key (osd.<store uuid>), made at first start with client.bootstrap-osd "
+	       "when missing; empty: <osd_data>.keyring"),
+	CM_OPT("osd_bootstrap_keyring", CM_OPT_STR, "", 0, 0, 0, struct osd_conf, bootstrap_keyring,
+	       "client.bootstrap-osd's keyring, for a first start (empty: its key comes from "
+	       "cluster_key when set)"),
 	CM_OPT("osd_host_osds", CM_OPT_UINT, "1", 1, 1024, 0, struct osd_conf, host_osds,
 	       "how many OSDs share this host's cores (for osd_op_shards = 0; clusterctl up "
 	       "sets it to the OSDs it starts)"),

@@ -19,6 +19,13 @@ osd__on_msg(void *arg, struct cm_conn *c, struct cm_msg *m)
 	}
 	if (o->monc && mon_async_handle_msg(o->monc, c, m))
 		return;
+	/* Peer messages only from OSDs (clients' ops and listings are checked
+	 * against their caps where their pool and namespace are known). */
+	if (m->type != OSD_MSG_OP && m->type != OSD_MSG_PG_LIST &&
+	    !osd__auth_peer_ok(o, c, m->type)) {
+		cm_msg_destroy(m);
+		return;
+	}
 	switch (m->type) {
 	case OSD_MSG_OP:
 		osd__pg_handle_op(o, c, m);

@@ -49,6 +49,7 @@ COUNTER_FN(g_pg_merges, pg_merges)
 COUNTER_FN(g_reads_unleased, reads_unleased)
 COUNTER_FN(g_dups, dups)
 COUNTER_FN(g_blocklisted, ops_blocklisted)
+COUNTER_FN(g_auth_refused, auth_refused)
 COUNTER_FN(g_log_bytes, pg_log_bytes)
 COUNTER_FN(g_log_bytes_max, pg_log_bytes_max)
 
@@ -185,6 +186,10 @@ osd__metrics_start(struct osd *o, const char *addr, struct osd_metrics **mp)
 		  "Client ops and listings refused with -EKEYREVOKED: the client is on the "
 		  "map's blocklist (osd blocklist add).",
 		  g_blocklisted },
+		{ "cairn_osd_auth_refused_total",
+		  "Client ops, listings and peer messages refused for the sender's caps "
+		  "(docs/design/auth.md).",
+		  g_auth_refused },
 		{ "cairn_osd_pg_log_bytes",
 		  "Memory the PG logs hold (each bounded by osd_pg_log_max_bytes).", g_log_bytes },
 		{ "cairn_osd_pg_log_bytes_max", "Memory the largest PG log holds.",

@@ -46,7 +46,10 @@ on_tick(struct cm_timer *t)
 		cm_timer_arm(o->r, &o->tick, TICK_MS);
 		return;
 	}
-	if (!o->booted && now - o->last_boot_ms >= BOOT_EVERY_MS)
+	/* The service secrets and our ticket first: then we can take clients
+	 * and reach our peers when the map shows us up. */
+	osd__auth_tick(o, now);
+	if (!o->booted && now - o->last_boot_ms >= BOOT_EVERY_MS && osd__auth_ready(o))
 		osd__send_boot(o);
 	if (atomic_exchange(&o->node->beacon_soon, false))
 		o->last_beacon_ms = 0;
@@ -137,6 +140,9 @@ shard_open(struct osd_node *nd, struct osd *o, unsigned k, const char *listen_ad
 	mo.entity = o->entity;
 	mo.ops = (struct cm_msgr_ops){ .on_msg = osd__on_msg, .on_event = osd__on_event };
 	mo.ops_arg = o;
+	/* Tickets from clients and peers; our key to the mons, our ticket to peers. */
+	mo.auth.auth_fn = osd__auth_fn;
+	mo.auth.cred_fn = osd__cred_fn;
 	mo.backoff_min_ms = 20;
 	mo.backoff_max_ms = 500;
 	/* Our connections leave from the address we listen on (a specific
@@ -305,6 +311,10 @@ osd_serve(struct osd_conf *cfg)
 	rc = open_store(&o, &o.store);
 	if (rc)
 		goto out;
+	/* Who we are: osd.<uuid>, its key made at first start (service/auth.c). */
+	rc = osd__auth_init(&nd, cfg, os_uuid(o.store));
+	if (rc)
+		goto out;
 	rc = cm_worker_pool_create((unsigned)cfg->op_threads, "osd-op", &o.wp);
 	if (rc)
 		goto out;
@@ -417,6 +427,7 @@ out_free:
 	free(nd.th);
 	free(nd.th_started);
 	free(nd.addrs);
+	osd__auth_fini(&nd);
 	pthread_mutex_destroy(&nd.mu);
 	return rc < 0 ? rc : rc ? -EIO : 0;
 }
