@@ -912,6 +912,14 @@ START_TEST(test_throttle)
 	atomic_store(&g_thr_done, 0);
 	atomic_store(&g_unpausing, false);
 	set_pause(true);
+	/* a and b hold their ops only once their maps have the flag too (they
+	 * were connected just now: theirs may still lag g_cl's) */
+	for (int i = 0; i < 200 && (cairn_map_epoch(a) < cairn_map_epoch(g_cl) ||
+				    cairn_map_epoch(b) < cairn_map_epoch(g_cl));
+	     i++)
+		usleep(50000);
+	ck_assert_uint_ge(cairn_map_epoch(a), cairn_map_epoch(g_cl));
+	ck_assert_uint_ge(cairn_map_epoch(b), cairn_map_epoch(g_cl));
 	for (int i = 0; i < 4; i++) {
 		snprintf(name, sizeof(name), "thr.%d", i);
 		ck_assert_int_eq(thr_write(ia, name, data, 100, CAIRN_AIO_NOWAIT), 0);

@@ -5,6 +5,7 @@
 
 #include "cm/daemon.h"
 #include "cm/etcd.h"
+#include "cairn/cairn.h"
 
 struct ctl_conf {
 	struct cm_daemon_conf d;
@@ -26,6 +27,14 @@ extern const struct cm_opt g_ctl_opts[];
 
 int ctl_crush_offline(int argc, char **argv);
 bool ctl_crush_is_offline(const char *verb);
+
+/*
+ * A libcairn handle for c's cluster (its mon_host, key or identity, and the
+ * messenger settings of its file), with connect and op timeouts of
+ * timeout_ms. \return cairn_connect's.
+ */
+int ctl_connect(const struct ctl_conf *c, unsigned timeout_ms, cairn_cluster_t **clp, char *err,
+		size_t errlen);
 
 /* Commands answered by the mons. \return the exit status. */
 int ctl_online(const struct ctl_conf *c, int argc, char **argv, bool json);

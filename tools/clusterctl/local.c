@@ -8,7 +8,7 @@
  * daemon (DIR/<daemon>.<id>.pid), one log each (DIR/<daemon>.<id>.log).
  */
 #include "ctl.h"
-#include "mon/client_sync.h"
+#include "mon/proto.h"
 #include "mon/cluster.h"
 #include "cm/err.h"
 #include "cm/etcd.h"
@@ -378,7 +378,7 @@ osds_up(const char *status_json)
  * fewer with fewer OSDs) on a fresh cluster.
  */
 static int
-start_osds(const struct local *l, const struct ctl_conf *c, struct mon_sync *s)
+start_osds(const struct local *l, const struct ctl_conf *c, cairn_cluster_t *cl)
 {
 	/* Each OSD's /metrics port, by start index: [clusterctl] osd_metrics in
 	 * cairn.conf, "127.0.0.1:P0,127.0.0.1:P1,..."; new ones are added. */
@@ -388,8 +388,8 @@ start_osds(const struct local *l, const struct ctl_conf *c, struct mon_sync *s)
 	char osdbin[PATH_MAX], pidf[PATH_MAX + 64], log[PATH_MAX + 64], data[PATH_MAX + 64];
 	char host[32], laddr[32];
 	const char *base;
-	Cairn__Mon__CommandReply *rep = NULL;
-	char *st[] = { "status" }, *pl[] = { "pool", "ls" };
+	const char *st[] = { "status" }, *pl[] = { "pool", "ls" };
+	char *out = NULL, *msg = NULL;
 	uint64_t deadline = cm_now_ms() + 30000;
 	long up = 0;
 	pid_t pid;
@@ -499,11 +499,10 @@ start_osds(const struct local *l, const struct ctl_conf *c, struct mon_sync *s)
 			printf("started osd on %s (pid %d, host %s)\n", data, (int)pid, host);
 	}
 	while (cm_now_ms() < deadline) {
-		if (mon_sync_command(s, 1, st, true, &rep) == 0 && rep->rc == 0)
-			up = osds_up(rep->out);
-		if (rep)
-			cairn__mon__command_reply__free_unpacked(rep, NULL);
-		rep = NULL;
+		if (cairn_mon_command(cl, st, 1, true, &out, NULL) == 0)
+			up = osds_up(out);
+		free(out);
+		out = NULL;
 		if (up >= (long)l->osds)
 			break;
 		usleep(100000);
@@ -513,25 +512,28 @@ start_osds(const struct local *l, const struct ctl_conf *c, struct mon_sync *s)
 			up, l->osds, l->dir);
 		return -ETIMEDOUT;
 	}
-	if (mon_sync_command(s, 2, pl, false, &rep) == 0 && rep->rc == 0 &&
-	    !strstr(rep->out, "default")) {
+	if (cairn_mon_command(cl, pl, 2, false, &out, NULL) == 0 && !strstr(out, "default")) {
 		char sz[8], msz[8];
-		char *pc[] = { "pool", "create", "default", "--size", sz, "--min-size", msz };
+		const char *pc[] = { "pool", "create", "default", "--size", sz, "--min-size", msz };
+		int rc;
 
 		snprintf(sz, sizeof(sz), "%u", CM_MIN(l->osds, 3u));
 		snprintf(msz, sizeof(msz), "%u", CM_MIN(l->osds, 3u) > 1 ? 2 : 1);
-		cairn__mon__command_reply__free_unpacked(rep, NULL);
-		rep = NULL;
-		if (mon_sync_command(s, 7, pc, false, &rep) || rep->rc) {
+		free(out);
+		out = NULL;
+		rc = cairn_mon_command(cl, pc, 7, false, &out, &msg);
+		if (rc) {
 			fprintf(stderr, "clusterctl up: creating pool default: %s\n",
-				rep ? rep->err : "no answer");
-			if (rep)
-				cairn__mon__command_reply__free_unpacked(rep, NULL);
+				msg && msg[0] ? msg
+				: out         ? strerror(-rc)
+					      : "no answer");
+			free(out);
+			free(msg);
 			return -EIO;
 		}
 	}
-	if (rep)
-		cairn__mon__command_reply__free_unpacked(rep, NULL);
+	free(out);
+	free(msg);
 	return 0;
 }
 
@@ -784,57 +786,61 @@ ctl_up(int argc, char **argv, bool json)
 			printf("started mon.%s (pid %d) on %s\n", mons[i].name, (int)pid,
 			       mons[i].addr);
 	}
-	/* Wait until every mon has registered and a leader is elected. */
+	/* Wait until every mon has registered and a leader is elected (asked
+	 * through libcairn, as every other client asks). */
 	{
-		struct mon_sync *s;
-		Cairn__Mon__CommandReply *rep = NULL;
-		char *st[] = { "status" };
+		cairn_cluster_t *cl = NULL;
+		const char *st[] = { "status" };
+		char *out = NULL, *msg = NULL;
 		uint64_t deadline = cm_now_ms() + 30000;
 		bool ready = false;
 
-		if (mon_sync_open(&c.d, c.mon_host, 3000, &s, err, sizeof(err)) == 0) {
-			while (!ready && cm_now_ms() < deadline) {
-				if (mon_sync_command(s, 1, st, true, &rep) == 0 && rep->rc == 0)
-					ready = all_up(rep->out, nmons);
-				if (rep)
-					cairn__mon__command_reply__free_unpacked(rep, NULL);
-				rep = NULL;
-				if (!ready)
-					usleep(200000);
-			}
+		err[0] = 0;
+		while (!ready && cm_now_ms() < deadline) {
+			if (!cl && ctl_connect(&c, 3000, &cl, err, sizeof(err)))
+				cl = NULL; /* (no mon answers yet, or none with a leader) */
+			if (cl && cairn_mon_command(cl, st, 1, true, &out, NULL) == 0)
+				ready = all_up(out, nmons);
+			free(out);
+			out = NULL;
 			if (!ready)
-				fprintf(stderr,
-					"clusterctl up: the mons did not all register and elect "
-					"a leader within 30 s (see %s/mon.*.log)\n",
-					l.dir);
-			else if (l.osds && start_osds(&l, &c, s))
-				ready = false; /* it said why */
-			/* The status to print: a leader that changed just now may
-			 * refuse it once; ask again for a while. */
-			for (uint64_t until = cm_now_ms() + 15000; ready;) {
-				if (mon_sync_command(s, 1, st, json, &rep) == 0 && rep->rc == 0) {
-					if (!json)
-						printf("\n");
-					fputs(rep->out, stdout);
-					status = 0;
-					break;
-				}
-				if (cm_now_ms() >= until) {
-					fprintf(stderr,
-						"clusterctl up: the cluster is up but 'status' failed: "
-						"%s (see %s/mon.*.log)\n",
-						rep && rep->err ? rep->err : "no answer", l.dir);
-					break;
-				}
-				if (rep)
-					cairn__mon__command_reply__free_unpacked(rep, NULL);
-				rep = NULL;
 				usleep(200000);
-			}
-			if (rep)
-				cairn__mon__command_reply__free_unpacked(rep, NULL);
-			mon_sync_close(s);
 		}
+		if (!ready)
+			fprintf(stderr,
+				"clusterctl up: the mons did not all register and elect "
+				"a leader within 30 s%s%s (see %s/mon.*.log)\n",
+				err[0] ? ": " : "", err, l.dir);
+		else if (l.osds && start_osds(&l, &c, cl))
+			ready = false; /* it said why */
+		/* The status to print: a leader that changed just now may
+		 * refuse it once; ask again for a while. */
+		for (uint64_t until = cm_now_ms() + 15000; ready;) {
+			int crc = cairn_mon_command(cl, st, 1, json, &out, &msg);
+
+			if (crc == 0) {
+				if (!json)
+					printf("\n");
+				fputs(out, stdout);
+				status = 0;
+				break;
+			}
+			if (cm_now_ms() >= until) {
+				fprintf(stderr,
+					"clusterctl up: the cluster is up but 'status' failed: "
+					"%s (see %s/mon.*.log)\n",
+					msg && msg[0] ? msg : "no answer", l.dir);
+				break;
+			}
+			free(out);
+			free(msg);
+			out = msg = NULL;
+			usleep(200000);
+		}
+		free(out);
+		free(msg);
+		if (cl)
+			cairn_shutdown(cl);
 	}
 	if (!status && !json)
 		printf("\nCluster %s is %s in %s (config %s).\n"

@@ -12,9 +12,27 @@
 #include <string.h>
 
 int
-ctl_online(const struct ctl_conf *c, int argc, char **argv, bool json)
+ctl_connect(const struct ctl_conf *c, unsigned timeout_ms, cairn_cluster_t **clp, char *err,
+	    size_t errlen)
 {
 	struct cairn_opts o;
+
+	cairn_opts_init(&o, sizeof(o));
+	o.conf_file = c->conf_path; /* (tls, frame_mac, ...: the messenger's settings) */
+	o.mon_host = c->mon_host;
+	o.cluster_key = c->d.cluster_key;
+	/* (only what is set: the file's [client] section may name them) */
+	o.name = c->d.name && c->d.name[0] ? c->d.name : NULL;
+	o.keyring = c->d.keyring && c->d.keyring[0] ? c->d.keyring : NULL;
+	o.key = c->d.key && c->d.key[0] ? c->d.key : NULL;
+	o.connect_timeout_ms = timeout_ms;
+	o.op_timeout_ms = timeout_ms;
+	return cairn_connect(&o, clp, err, errlen);
+}
+
+int
+ctl_online(const struct ctl_conf *c, int argc, char **argv, bool json)
+{
 	cairn_cluster_t *cl;
 	char err[256], *out = NULL, *msg = NULL;
 	int rc;
@@ -24,17 +42,7 @@ ctl_online(const struct ctl_conf *c, int argc, char **argv, bool json)
 				"CAIRN_CONF, or run 'clusterctl up' first\n");
 		return 2;
 	}
-	cairn_opts_init(&o, sizeof(o));
-	o.conf_file = c->conf_path; /* (tls, frame_mac, ...: the messenger's settings) */
-	o.mon_host = c->mon_host;
-	o.cluster_key = c->d.cluster_key;
-	/* (only what is set: the file's [client] section may name them) */
-	o.name = c->d.name && c->d.name[0] ? c->d.name : NULL;
-	o.keyring = c->d.keyring && c->d.keyring[0] ? c->d.keyring : NULL;
-	o.key = c->d.key && c->d.key[0] ? c->d.key : NULL;
-	o.connect_timeout_ms = (unsigned)c->command_timeout_ms;
-	o.op_timeout_ms = (unsigned)c->command_timeout_ms;
-	rc = cairn_connect(&o, &cl, err, sizeof(err));
+	rc = ctl_connect(c, (unsigned)c->command_timeout_ms, &cl, err, sizeof(err));
 	if (rc) {
 		/* (err may say it already) */
 		if (strstr(err, "no monitor answered"))
