@@ -150,6 +150,9 @@ main(int argc, char **argv)
 	cairn_opts_init(&o, sizeof(o));
 	o.conf_file = argv[1];
 	o.max_ops_in_flight = depth;
+	/* (bench/client/sessions_bench.sh: one session per PG shard instead of per OSD) */
+	o.shard_sessions =
+		getenv("DEPTH_SHARD_SESSIONS") && !strcmp(getenv("DEPTH_SHARD_SESSIONS"), "1");
 	if (cairn_connect(&o, &cl, err, sizeof(err))) {
 		fprintf(stderr, "depth_bench: connect: %s\n", err);
 		return 1;

@@ -199,6 +199,32 @@ cm_caps_fini(struct cm_caps *c)
 	memset(c, 0, sizeof(*c));
 }
 
+int
+cm_caps_copy(struct cm_caps *dst, const struct cm_caps *src)
+{
+	*dst = *src;
+	dst->osd = NULL;
+	dst->nosd = 0;
+	if (!src->nosd)
+		return 0;
+	dst->osd = calloc(src->nosd, sizeof(*dst->osd));
+	if (!dst->osd)
+		return -ENOMEM;
+	for (size_t i = 0; i < src->nosd; i++, dst->nosd++) {
+		const struct cm_cap_grant *g = &src->osd[i];
+
+		dst->osd[i] = *g;
+		dst->osd[i].pool = g->pool ? strdup(g->pool) : NULL;
+		dst->osd[i].nspace = g->nspace ? strdup(g->nspace) : NULL;
+		if ((g->pool && !dst->osd[i].pool) || (g->nspace && !dst->osd[i].nspace)) {
+			dst->nosd++;
+			cm_caps_fini(dst);
+			return -ENOMEM;
+		}
+	}
+	return 0;
+}
+
 bool
 cm_caps_mon(const struct cm_caps *c, unsigned need)
 {

@@ -254,6 +254,12 @@ cm_conn_put(struct cm_conn *c)
 {
 	if (!c || --c->refs > 0)
 		return;
+	if (c->proxy) {
+		cm__fwd_proxy_free(c);
+		return;
+	}
+	if (c->fwd)
+		cm__fwd_detach(c);
 	assert(!c->sock);
 	conn_drop_queue(c, &c->out_q);
 	conn_drop_queue(c, &c->unacked);
@@ -276,13 +282,19 @@ cm_conn_peer(const struct cm_conn *c)
 bool
 cm_conn_is_up(const struct cm_conn *c)
 {
-	return c->state == C_OPEN;
+	return c->proxy ? cm__fwd_up(c) : c->state == C_OPEN;
+}
+
+bool
+cm_conn_is_proxy(const struct cm_conn *c)
+{
+	return c->proxy;
 }
 
 size_t
 cm_conn_queued_bytes(const struct cm_conn *c)
 {
-	return c->q_bytes;
+	return c->q_bytes; /* (0 on a proxy: its sends are queued on the real session) */
 }
 
 void
@@ -302,6 +314,8 @@ conn_event(struct cm_conn *c, enum cm_conn_event ev, int rc)
 {
 	struct cm_msgr *m = c->m;
 
+	if (c->fwd)
+		cm__fwd_event(c, ev, rc);
 	if (c->closed_by_app || m->destroying || !m->o.ops.on_event)
 		return;
 	m->o.ops.on_event(m->o.ops_arg, c, ev, rc);
@@ -377,6 +391,8 @@ conn_unlist(struct cm_conn *c)
 	if (c->state == C_CLOSED)
 		return;
 	c->state = C_CLOSED;
+	if (c->fwd)
+		cm__fwd_detach(c);
 	cm_timer_cancel(c->m->r, &c->retry_timer);
 	TAILQ_REMOVE(&c->m->conns, c, link);
 	cm_conn_put(c);
@@ -388,6 +404,8 @@ cm_conn_close(struct cm_conn *c)
 	if (c->closed_by_app)
 		return;
 	c->closed_by_app = true;
+	if (c->proxy)
+		return; /* (the real session is others' too) */
 	if (c->sock)
 		cm__msgr_sock_fail(c->sock, -CM_ECLOSED);
 	conn_drop_queue(c, &c->out_q);
@@ -398,6 +416,8 @@ cm_conn_close(struct cm_conn *c)
 int
 cm_conn_reset_socket(struct cm_conn *c)
 {
+	if (c->proxy)
+		return cm__fwd_reset(c);
 	if (!c->sock)
 		return -ENOTCONN;
 	cm__msgr_sock_fail(c->sock, -ECONNRESET);
@@ -407,6 +427,12 @@ cm_conn_reset_socket(struct cm_conn *c)
 int
 cm_conn_send(struct cm_conn *c, struct cm_msg *msg)
 {
+	return c->proxy ? cm__fwd_send(c, msg) : cm__conn_send(c, msg, false);
+}
+
+int
+cm__conn_send(struct cm_conn *c, struct cm_msg *msg, bool force)
+{
 	struct cm_msgr *m = c->m;
 	size_t wire = CM_FRAME_PREAMBLE_LEN + msg->front.len + msg->data.len;
 
@@ -414,8 +440,8 @@ cm_conn_send(struct cm_conn *c, struct cm_msg *msg)
 		return -CM_ECLOSED;
 	if (msg->front.len > m->o.max_front || msg->data.len > m->o.max_data)
 		return -EMSGSIZE;
-	if ((c->q_bytes > 0 && c->q_bytes + wire > m->o.max_queue_bytes) ||
-	    c->q_msgs >= m->o.max_queue_msgs) {
+	if (!force && ((c->q_bytes > 0 && c->q_bytes + wire > m->o.max_queue_bytes) ||
+		       c->q_msgs >= m->o.max_queue_msgs)) {
 		c->want_writable = true;
 		return -EAGAIN;
 	}
@@ -929,6 +955,7 @@ hs_done(struct cm_sock *s)
 
 		cm_caps_fini(&c->auth.caps);
 		memset(&c->auth, 0, sizeof(c->auth));
+		c->auth_gen++;
 		snprintf(c->auth.name, sizeof(c->auth.name), "%s", s->hs.auth.name);
 		c->auth.expires_ns = s->hs.auth.expires_ns;
 		c->auth.auth_epoch = s->hs.auth.auth_epoch;

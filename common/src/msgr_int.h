@@ -58,6 +58,9 @@ struct cm_conn {
 	struct cm_timer retry_timer;
 	void *user;
 	TAILQ_ENTRY(cm_conn) link;
+	uint64_t auth_gen;  /* server: bumped at each handshake that sets auth */
+	struct cm_fwd *fwd; /* forwarding (msgr_fwd.c): a real session's, or a proxy's */
+	bool proxy;         /* made by cm_conn_forward: no socket, no queues */
 };
 
 struct cm_sock {
@@ -119,6 +122,20 @@ struct cm_msgr {
 };
 
 void cm__msgr_sock_fail(struct cm_sock *s, int rc);
+
+/* cm_conn_send; force: past the queue limits (what a proxy sends). */
+int cm__conn_send(struct cm_conn *c, struct cm_msg *msg, bool force);
+
+/* ---------------- forwarding (msgr_fwd.c) ---------------- */
+/* Real session c had event ev (its state already changed). */
+void cm__fwd_event(struct cm_conn *c, enum cm_conn_event ev, int rc);
+/* Real session c ended: its proxies get CM_CONN_CLOSED, and no more. */
+void cm__fwd_detach(struct cm_conn *c);
+/* On a proxy's thread: cm_conn_send, cm_conn_reset_socket, is it up, its last put. */
+int cm__fwd_send(struct cm_conn *p, struct cm_msg *m);
+int cm__fwd_reset(struct cm_conn *p);
+bool cm__fwd_up(const struct cm_conn *p);
+void cm__fwd_proxy_free(struct cm_conn *p);
 
 /* iovecs for msg's wire bytes from `skip` on. \return count. */
 int cm__msgr_msg_iov(struct cm_msg *msg, size_t skip, struct iovec *iov, int max);

@@ -73,6 +73,9 @@ cm_msgr_metrics_register(struct cm_metrics *reg, cm_msgr_stats_fn fn, void *arg,
 		  offsetof(struct cm_msgr_stats, keepalive_timeouts) },
 		{ "cairn_msgr_tls_failures", "TLS handshakes or records that failed.",
 		  offsetof(struct cm_msgr_stats, tls_failures) },
+		{ "cairn_msgr_forwarded",
+		  "Messages handed to another reactor of this process (an OSD's PG shards).",
+		  offsetof(struct cm_msgr_stats, forwarded) },
 	};
 
 	char label[64];

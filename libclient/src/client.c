@@ -111,10 +111,11 @@ struct cairn_cluster {
 	int ticket_rc;                 /* under mu: the last ticket reply's (1: none yet) */
 	bool auth_refused;             /* under mu: a monitor refused our proof */
 	char ticket_err[160];          /* under mu: its reason */
-	uint64_t barrier; /* ops are sent with a map of at least this epoch (__atomic) */
-	bool fenced;      /* client thread: our name is on the map's blocklist */
-	bool revoked;     /* client thread: the mons give us no ticket (entity removed) */
-	bool down;        /* client thread: its loop ended (cairn_shutdown); map gone */
+	uint64_t barrier;    /* ops are sent with a map of at least this epoch (__atomic) */
+	bool fenced;         /* client thread: our name is on the map's blocklist */
+	bool shard_sessions; /* cairn_opts.shard_sessions: one session per PG shard */
+	bool revoked;        /* client thread: the mons give us no ticket (entity removed) */
+	bool down;           /* client thread: its loop ended (cairn_shutdown); map gone */
 	struct cm_reactor *r;
 	pthread_t th;
 	bool th_started;
@@ -1162,6 +1163,7 @@ client_thread(void *arg)
 	rc = cm_msgr_create(cl->r, &mo, &cl->msgr);
 	if (!rc) {
 		mon_osd_sessions_init(&cl->sess, cl->msgr, false, true, false);
+		cl->sess.per_osd = !cl->shard_sessions;
 		mco.mon_host = cl->cfg.mon_host;
 		mco.subscribe = true;
 		mco.ops.on_map = on_map;
@@ -1243,6 +1245,9 @@ cairn_connect(const struct cairn_opts *o, cairn_cluster_t **clp, char *err, size
 	pthread_mutex_init(&cl->thr_mu, NULL);
 	pthread_cond_init(&cl->thr_cv, NULL);
 	cl->thr_max_ops = opts.max_ops_in_flight ? opts.max_ops_in_flight : 1024;
+	cl->shard_sessions = opts.opts_size >= offsetof(struct cairn_opts, shard_sessions) +
+						       sizeof(opts.shard_sessions) &&
+			     opts.shard_sessions;
 	cl->thr_max_bytes = opts.max_bytes_in_flight ? opts.max_bytes_in_flight : 256u << 20;
 	TAILQ_INIT(&cl->inflight);
 	TAILQ_INIT(&cl->mons);

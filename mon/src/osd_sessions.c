@@ -91,7 +91,9 @@ mon_osd_sessions_get(struct mon_osd_sessions *s, const Cairn__Map__OsdMap *m, in
 
 	if (id < 0 || !m || !(mo = mon_osd_find(m, id)) || !mo->addr[0] || (s->up_only && !mo->up))
 		return NULL;
-	addr = mon_osd_pg_addr(mo, seed, &k);
+	addr = s->per_osd ? mo->addr : mon_osd_pg_addr(mo, seed, &k);
+	if (s->per_osd)
+		k = 0;
 	if (shard)
 		*shard = k;
 	l = shl_get(s, id, k);

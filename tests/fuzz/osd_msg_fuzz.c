@@ -4,12 +4,24 @@
  * replication, peering and recovery messages and listings, decoded and checked as the
  * handlers do before using them (osd/daemon/msgcheck.c). The first byte
  * picks the message, the second (ops, replication) is the size of the data
- * segment that came with it in KiB.
+ * segment that came with it in KiB. Ops and listings also go through the
+ * seed peek that picks their PG shard (osd_peek_seed), which must read
+ * the seed protobuf-c reads from every message protobuf-c accepts.
  */
 #include "osd/osd.h"
 
 #include <stdint.h>
 #include <stdlib.h>
+
+/* protobuf-c took the message with this seed: the peek must agree. */
+static void
+peek_agrees(const uint8_t *p, size_t n, uint32_t seed)
+{
+	uint32_t s = ~seed;
+
+	if (osd_peek_seed(p, n, &s) != 0 || s != seed)
+		abort();
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -26,6 +38,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		Cairn__Osd__OsdOp *q = cairn__osd__osd_op__unpack(NULL, size - 2, data + 2);
 
 		if (q) {
+			peek_agrees(data + 2, size - 2, q->seed);
 			(void)osd_check_op(q, dlen);
 			cairn__osd__osd_op__free_unpacked(q, NULL);
 		}
@@ -91,6 +104,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		Cairn__Osd__PgList *l = cairn__osd__pg_list__unpack(NULL, size - 2, data + 2);
 
 		if (l) {
+			peek_agrees(data + 2, size - 2, l->seed);
 			(void)osd_check_list(l);
 			cairn__osd__pg_list__free_unpacked(l, NULL);
 		}

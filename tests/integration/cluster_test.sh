@@ -195,6 +195,13 @@ grep -q "3 PG shards" "$dir/osd.2.log" || fail "osd index 2 did not start 3 PG s
 [ "$(stat -c %s "$dir/osd.2.data")" = $((256 << 20)) ] || fail "up resized an OSD's file"
 wait_clean "restarted with 3 PG shards"
 verify_all "an OSD with 3 PG shards"
+# Clients keep one session per OSD (libcairn's default): the 3-shard OSD
+# hands the ops of its other shards' PGs across (cairn_msgr_forwarded).
+m2=$(sed -n 's/^osd_metrics = //p' "$dir/cairn.conf" | cut -d, -f3)
+sleep 2 # (the other shards' figures come with their next beacon)
+fwd=$(curl -sf "http://$m2/metrics" | sed -n 's/^cairn_msgr_forwarded //p')
+[ "${fwd:-0}" -gt 0 ] || fail "the 3-shard OSD forwarded no message to its other shards"
+echo "one session per OSD: the 3-shard OSD handed $fwd messages to its other shards"
 kill -9 "$(cat "$dir/osd.0.pid")"
 wait_ndown 1
 verify_all "one 3-shard OSD of two up"

@@ -8,7 +8,9 @@
 # SIGCONT: whatever it sends now must be refused (-EKEYREVOKED) and nothing
 # of it may land after T's writes: every data object reads "T" at the end.
 # Without the fence (FENCE=0 breaks the lock without blocklisting, to show
-# what the test guards against) H's next write lands over T's.
+# what the test guards against) H's next write lands over T's. The OSDs run
+# 2 PG shards each, so half of the PGs check the blocklist on a shard the
+# client's one session reaches through the OSD's hand-over.
 set -euo pipefail
 . "$(dirname "$0")/../lib/cluster.sh"
 build=${1:?usage: lock_fence_test.sh BUILD_DIR}
@@ -28,7 +30,7 @@ fail() {
 	cat "$dir/h.out" "$dir/h.err" "$dir/t.out" "$dir/t.err" >&2 2>/dev/null || true
 	exit 1
 }
-"$ctl" up --dir "$dir" --mons 1 --osds 3 --osd-size 256M >"$dir/up.out" 2>&1 ||
+CAIRN_OSD_OP_SHARDS=2 "$ctl" up --dir "$dir" --mons 1 --osds 3 --osd-size 256M >"$dir/up.out" 2>&1 ||
 	fail "up: $(cat "$dir/up.out")"
 export CAIRN_CONF="$dir/cairn.conf"
 wait_clean "start" >/dev/null

@@ -9,7 +9,9 @@
 # a watcher stopped past its timeout is dropped, and when it runs again it
 # watches again and says so (err_cb -ENOTCONN);
 # watchers stopped with SIGTERM unwatch and exit 0, leaving none; a notify
-# on an absent object fails.
+# on an absent object fails. The OSDs run 2 PG shards and the object is in
+# a PG of the second: everything passes through the OSD's hand-over from
+# the client's one session to that shard.
 set -euo pipefail
 . "$(dirname "$0")/../lib/cluster.sh"
 build=${1:?usage: watch_test.sh BUILD_DIR}
@@ -39,7 +41,7 @@ fail() {
 start_watcher() {
 	local n=$1
 	shift
-	"$tool" watch default wobj --timeout 3000 "$@" >"$dir/$n.out" 2>"$dir/$n.err" &
+	"$tool" watch default "$obj" --timeout 3000 "$@" >"$dir/$n.out" 2>"$dir/$n.err" &
 }
 # Wait (up to 30 s) until watcher $1 (pid $2) printed "watching".
 wait_watching() {
@@ -53,9 +55,9 @@ wait_watching() {
 # Watcher $1's cookie and entity, from its "watching" line.
 cookie_of() { sed -n 's/^watching cookie=\([0-9]*\) entity=.*$/\1/p' "$dir/$1.out"; }
 entity_of() { sed -n 's/^watching cookie=[0-9]* entity=\(.*\)$/\1/p' "$dir/$1.out"; }
-# Notify wobj with payload $1, waiting $2 ms for acks, into $dir/n.out (bounded: 60 s).
+# Notify $obj with payload $1, waiting $2 ms for acks, into $dir/n.out (bounded: 60 s).
 notify() {
-	timeout 60 "$tool" notify default wobj "$1" --timeout "$2" >"$dir/n.out" 2>"$dir/n.err" ||
+	timeout 60 "$tool" notify default "$obj" "$1" --timeout "$2" >"$dir/n.out" 2>"$dir/n.err" ||
 		fail "notify $1: rc $? $(cat "$dir/n.err")"
 }
 # n.out has exactly the line $1 ($2: what it is about).
@@ -72,9 +74,9 @@ got_event() {
 	grep -Eq "^event id=[0-9]+ notifier=client\.[^ ]+ payload=$2\$" "$dir/$1.out" ||
 		fail "$1 printed no event with payload $2: $(tr '\n' ';' <"$dir/$1.out")"
 }
-# The watcher list of wobj into $dir/n.out, and check its count is $1.
+# The watcher list of $obj into $dir/n.out, and check its count is $1.
 watchers_are() {
-	timeout 60 "$tool" watchers default wobj >"$dir/n.out" 2>"$dir/n.err" ||
+	timeout 60 "$tool" watchers default "$obj" >"$dir/n.out" 2>"$dir/n.err" ||
 		fail "watchers: $(cat "$dir/n.err")"
 	has "watchers $1" "$2"
 }
@@ -92,13 +94,26 @@ stop_watcher() {
 # a. The cluster, and the object to watch.
 # A short grace so a killed OSD is marked down quickly (read by the mons from the environment).
 export CAIRN_OSD_GRACE=2s
+# Two PG shards per OSD, and an object of a PG the second shard serves:
+# the watch, its pings and its events pass through the OSD's hand-over
+# between shards (clients keep one session per OSD).
+export CAIRN_OSD_OP_SHARDS=2
 "$ctl" up --dir "$dir" --mons 1 --osds 3 --osd-size 256M >"$dir/up.out" 2>&1 ||
 	fail "up: $(cat "$dir/up.out")"
 export CAIRN_CONF="$dir/cairn.conf"
 wait_clean "start"
+obj=''
+for cand in wobj wobj.1 wobj.2 wobj.3 wobj.4 wobj.5 wobj.6 wobj.7 wobj.8 wobj.9; do
+	pg=$("$ctl" pg ls default "$cand" | awk 'NR == 2 { print $1 }')
+	if [ $((16#${pg#*.} % 2)) = 1 ]; then
+		obj=$cand
+		break
+	fi
+done
+[ -n "$obj" ] || fail "no object of an odd PG among wobj, wobj.1..9"
 echo watched >"$dir/wobj.in"
-"$ctl" obj put default wobj "$dir/wobj.in" || fail "put wobj"
-echo "a. up with 3 OSDs; wobj written"
+"$ctl" obj put default "$obj" "$dir/wobj.in" || fail "put wobj"
+echo "a. up with 3 OSDs of 2 PG shards; $obj (PG $pg, its second shard's) written"
 
 # b. Two watchers.
 start_watcher w1 --reply r1
@@ -128,9 +143,9 @@ has "watcher $e2 $c2 3000" "watchers with w1, w2"
 echo "d. watchers: 2 (w1, w2, timeout 3000 ms)"
 
 # e. The primary is killed: the next notify (sent at once) still reaches both.
-prim=$("$ctl" pg ls default wobj | awk 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "PRIMARY") c = i }
+prim=$("$ctl" pg ls default "$obj" | awk 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "PRIMARY") c = i }
 	NR == 2 && c { print $c }')
-[[ "$prim" =~ ^[0-9]+$ ]] || fail "no primary for wobj in: $("$ctl" pg ls default wobj)"
+[[ "$prim" =~ ^[0-9]+$ ]] || fail "no primary for $obj in: $("$ctl" pg ls default "$obj")"
 pidx=$(osd_idx "$prim")
 kill -9 "$(osd_pid "$prim")"
 t0=$(date +%s%N)
@@ -138,7 +153,7 @@ notify after-kill 10000
 acked_by_both 0 "notify after the kill of osd.$prim"
 got_event w1 after-kill
 got_event w2 after-kill
-echo "e. osd.$prim (wobj's primary) killed: notify after-kill acked by both after $((($(date +%s%N) - t0) / 1000000)) ms"
+echo "e. osd.$prim ($obj's primary) killed: notify after-kill acked by both after $((($(date +%s%N) - t0) / 1000000)) ms"
 wait_ndown 1
 osd_start "$pidx"
 wait_clean "e. osd.$prim back"
@@ -148,12 +163,12 @@ wait_clean "e. osd.$prim back"
 # again. The notifier resends to the new primary under the same notify id;
 # w1 gets the repeat, which its library answers by itself (the application
 # sees the event once), and the notify ends with both replies.
-prim=$("$ctl" pg ls default wobj | awk 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "PRIMARY") c = i }
+prim=$("$ctl" pg ls default "$obj" | awk 'NR == 1 { for (i = 1; i <= NF; i++) if ($i == "PRIMARY") c = i }
 	NR == 2 && c { print $c }')
-[[ "$prim" =~ ^[0-9]+$ ]] || fail "no primary for wobj in: $("$ctl" pg ls default wobj)"
+[[ "$prim" =~ ^[0-9]+$ ]] || fail "no primary for $obj in: $("$ctl" pg ls default "$obj")"
 pidx=$(osd_idx "$prim")
 kill -STOP "$w2"
-timeout 60 "$tool" notify default wobj inflight --timeout 20000 >"$dir/n2.out" 2>"$dir/n2.err" &
+timeout 60 "$tool" notify default "$obj" inflight --timeout 20000 >"$dir/n2.out" 2>"$dir/n2.err" &
 np=$!
 for _ in $(seq 1 100); do grep -q "payload=inflight" "$dir/w1.out" && break; sleep 0.1; done
 grep -q "payload=inflight" "$dir/w1.out" || fail "w1 got no event for the notify inflight"

@@ -50,6 +50,9 @@ int cm_caps_parse(const char *s, struct cm_caps *c, char *err, size_t errlen);
 
 void cm_caps_fini(struct cm_caps *c);
 
+/* dst = a deep copy of src (cm_caps_fini frees it). \return 0, -ENOMEM (dst: none). */
+int cm_caps_copy(struct cm_caps *dst, const struct cm_caps *src);
+
 /* May c run a monitor request needing `need` (CM_CAP_R and/or CM_CAP_W)? */
 bool cm_caps_mon(const struct cm_caps *c, unsigned need);
 

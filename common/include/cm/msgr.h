@@ -249,12 +249,37 @@ size_t cm_conn_queued_bytes(const struct cm_conn *c);
 void cm_conn_set_user(struct cm_conn *c, void *user);
 void *cm_conn_user(const struct cm_conn *c);
 
+/*
+ * Forwarding: one session with a peer, served by several reactors (an
+ * OSD's PG shards behind one address). cm_conn_forward hands m, received on
+ * c, to messenger `to` on another reactor thread, whose on_msg gets it
+ * there with a proxy of c: a session of `to`, one per c and slot, made by
+ * the first forward. On a proxy (its thread): cm_conn_send goes out on c,
+ * in order, from c's thread (never -EAGAIN: what a proxy sends answers
+ * what it was sent, which the sender bounds); cm_conn_auth is c's as of
+ * the last message forwarded; cm_conn_is_up follows c; cm_conn_reset_socket
+ * resets c's socket; cm_conn_close only stops deliveries to it; its user
+ * word is its own. c's events reach its proxies: CM_CONN_RESET, and when
+ * c's session ends CM_CONN_CLOSED, after which nothing more arrives.
+ * Call on c's thread, with slot < CM_FWD_SLOTS naming `to` (always the
+ * same messenger for a slot). `to` stays until its reactor runs no more
+ * posts (destroy it on its thread, after its reactor stopped), and its
+ * reactor outlives c's messenger. Consumes m. \return 0, -EINVAL (slot,
+ * or c is a proxy), -ENOMEM.
+ */
+#define CM_FWD_SLOTS 32
+int cm_conn_forward(struct cm_conn *c, struct cm_msgr *to, unsigned slot, struct cm_msg *m);
+
+/* Was c made by cm_conn_forward? */
+bool cm_conn_is_proxy(const struct cm_conn *c);
+
 /* Counters since creation. */
 struct cm_msgr_stats {
 	uint64_t msgs_sent, msgs_recv, bytes_sent, bytes_recv;
 	uint64_t resends, dups_dropped, crc_errors, bad_frames, auth_failures;
 	uint64_t mac_failures; /* frames whose MAC was wrong or missing */
 	uint64_t sock_resets, keepalive_timeouts, tls_failures;
+	uint64_t forwarded; /* messages handed to another reactor (cm_conn_forward) */
 };
 
 void cm_msgr_get_stats(const struct cm_msgr *m, struct cm_msgr_stats *st);

@@ -117,6 +117,14 @@ struct cairn_opts {
 	const char *name;
 	const char *keyring;
 	const char *key;
+	/*
+	 * Sessions with OSDs: by default one per OSD (at its first address;
+	 * an OSD that runs several PG shards hands each op to the shard that
+	 * serves its PG). true: one per PG shard (at the shard's own address,
+	 * as the map lists them): no hop between the OSD's threads, but
+	 * `shards` times as many connections.
+	 */
+	bool shard_sessions;
 };
 
 void cairn_opts_init(struct cairn_opts *o, size_t size);

@@ -162,6 +162,14 @@ void osd_ec_join(const struct osd_ec *ec, uint8_t *const *data, uint64_t n, uint
 #define OSD_MAX_PAST      64      /* past intervals in one notify */
 #define OSD_MAX_PAST_OSDS 16      /* OSDs of one (OSD_MAX_ACTING) */
 
+/*
+ * The PG seed of a packed OsdOp or PgList (field 2, a varint; the last one
+ * wins, absent is 0), read without unpacking, to pick the PG shard that
+ * serves it. \return 0, -EBADMSG (not a well-formed message: let the
+ * handler refuse it).
+ */
+int osd_peek_seed(const uint8_t *p, size_t n, uint32_t *seed);
+
 /* A client's compound op with data_len bytes of data. \return 0 or -errno. */
 int osd_check_op(const Cairn__Osd__OsdOp *q, size_t data_len);
 /* A recovery push. \return 0 or -EINVAL. */

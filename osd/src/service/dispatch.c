@@ -8,6 +8,38 @@
 
 CM_LOG_SUBSYS(osd);
 
+/*
+ * A client's op or listing for a PG another shard serves (one session per
+ * OSD: clients send everything to its first address): handed to that
+ * shard, which answers on a proxy of c. \return true when m went there.
+ */
+static bool
+forward_to_shard(struct osd *o, struct cm_conn *c, struct cm_msg *m)
+{
+	uint8_t small[2048], *p = small;
+	uint32_t seed;
+	unsigned k;
+	int rc;
+
+	if (o->nshards < 2 || cm_conn_is_proxy(c) ||
+	    (m->type != OSD_MSG_OP && m->type != OSD_MSG_PG_LIST))
+		return false;
+	if (m->front.len > sizeof(small) && !(p = malloc(m->front.len)))
+		return false; /* (handled here: it answers for a PG it does not serve) */
+	rc = cm_sgl_copy_out(&m->front, 0, p, m->front.len);
+	if (!rc)
+		rc = osd_peek_seed(p, m->front.len, &seed);
+	if (p != small)
+		free(p);
+	if (rc || (k = seed % o->nshards) == o->shard)
+		return false;
+	rc = cm_conn_forward(c, o->node->sh[k]->msgr, k, m);
+	if (rc) /* (the client resends what is unanswered) */
+		CM_LOG_RL(CM_LOG_WARN, "a message from %s not handed to PG shard %u: %s",
+			  cm_conn_peer(c), k, cm_strerror(rc));
+	return true;
+}
+
 void
 osd__on_msg(void *arg, struct cm_conn *c, struct cm_msg *m)
 {
@@ -18,6 +50,8 @@ osd__on_msg(void *arg, struct cm_conn *c, struct cm_msg *m)
 		return;
 	}
 	if (o->monc && mon_async_handle_msg(o->monc, c, m))
+		return;
+	if (forward_to_shard(o, c, m))
 		return;
 	/* Peer messages only from OSDs (clients' ops and listings are checked
 	 * against their caps where their pool and namespace are known). */

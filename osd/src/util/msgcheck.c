@@ -9,6 +9,74 @@
 
 #define MAX_OFF (1ull << 46) /* offsets and lengths of objects */
 
+/* A varint of at most max bytes at p[*at..n). \return 0, -EBADMSG (truncated, or longer). */
+static int
+varint(const uint8_t *p, size_t n, size_t *at, unsigned max, uint64_t *v)
+{
+	uint64_t x = 0;
+
+	for (unsigned i = 0; i < max; i++) {
+		uint8_t b;
+
+		if (*at >= n)
+			return -EBADMSG;
+		b = p[(*at)++];
+		x |= (uint64_t)(b & 0x7f) << (7 * i);
+		if (!(b & 0x80)) {
+			*v = x;
+			return 0;
+		}
+	}
+	return -EBADMSG;
+}
+
+int
+osd_peek_seed(const uint8_t *p, size_t n, uint32_t *seed)
+{
+	size_t at = 0;
+	uint32_t s = 0;
+
+	while (at < n) {
+		uint64_t tag, v;
+		uint32_t field;
+
+		/* As protobuf-c reads a tag: at most 5 bytes, the field number
+		 * taken modulo 2^32, none in the first byte refused. */
+		if ((p[at] & 0xf8) == 0 || varint(p, n, &at, 5, &tag))
+			return -EBADMSG;
+		field = (uint32_t)(tag >> 3);
+		switch (tag & 7) {
+		case 0:
+			if (varint(p, n, &at, 10, &v))
+				return -EBADMSG;
+			if (field == 2)
+				s = (uint32_t)v;
+			break;
+		case 1:
+			if (n - at < 8)
+				return -EBADMSG;
+			at += 8;
+			break;
+		case 2:
+			if (varint(p, n, &at, 10, &v) || v > n - at)
+				return -EBADMSG;
+			at += v;
+			break;
+		case 5:
+			if (n - at < 4)
+				return -EBADMSG;
+			at += 4;
+			break;
+		default: /* groups, and the types that do not exist */
+			return -EBADMSG;
+		}
+		if (field == 2 && (tag & 7) != 0)
+			return -EBADMSG;
+	}
+	*seed = s;
+	return 0;
+}
+
 static bool
 bad_name(const char *oid)
 {

@@ -6,6 +6,8 @@
 #include "testlib.h"
 
 #include <arpa/inet.h>
+#include <pthread.h>
+#include <string.h>
 #include <cairn/msgr.pb-c.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -17,6 +19,8 @@ static const uint8_t g_key[] = "0123456789abcdef0123456789abcdef";
 
 struct side {
 	struct cm_msgr *m;
+	struct cm_msgr *fwd_to; /* hand every T_REQ to this messenger (slot 1) */
+	uint64_t proxied;       /* T_REQs that came on a proxy of the client's session */
 	struct cm_conn *accepted;
 	uint64_t next_tid; /* server: the tid expected next (exactly once, in order) */
 	uint64_t got, bad, replies;
@@ -31,9 +35,18 @@ on_msg(void *arg, struct cm_conn *c, struct cm_msg *m)
 {
 	struct side *s = arg;
 
+	if (m->type == T_REQ && s->fwd_to) {
+		ck_assert_int_eq(cm_conn_forward(c, s->fwd_to, 1, m), 0);
+		return;
+	}
 	if (m->type == T_REQ) {
 		struct cm_buf *flat;
 
+		if (cm_conn_is_proxy(c)) {
+			s->proxied++;
+			if (strcmp(cm_conn_peer(c), "client.1") != 0 || !cm_conn_is_up(c))
+				s->bad++;
+		}
 		if (m->tid != s->next_tid)
 			s->bad++;
 		s->next_tid = m->tid + 1;
@@ -71,7 +84,8 @@ on_event(void *arg, struct cm_conn *c, enum cm_conn_event ev, int rc)
 	struct side *s = arg;
 
 	(void)c;
-	s->events[ev]++;
+	__atomic_add_fetch(&s->events[ev], 1,
+			   __ATOMIC_RELEASE); /* (test_msgr_forward: another thread's) */
 	s->last_rc = rc;
 	if (ev == CM_CONN_UP)
 		s->up = true;
@@ -187,6 +201,62 @@ START_TEST(test_msgr_exchange)
 	ck_assert_uint_eq(st.msgs_sent, 1000);
 	ck_assert_uint_eq(st.msgs_recv, 1000);
 	teardown(r, &srv, &cli, c);
+}
+
+END_TEST
+
+static void *
+run_reactor(void *arg)
+{
+	cm_reactor_run(arg);
+	return NULL;
+}
+
+/*
+ * Forwarding: every request the server gets is handed to a messenger on
+ * another reactor thread, which answers on its proxy of the session; the
+ * client sees every reply, in order; when the client goes, the proxy gets
+ * CM_CONN_CLOSED there (and nothing leaks, under ASan).
+ */
+START_TEST(test_msgr_forward)
+{
+	struct cm_reactor *r = cm_test_reactor(), *r2 = cm_test_reactor();
+	struct side srv = { 0 }, cli = { 0 }, other = { 0 };
+	struct cm_conn *c;
+	struct until_n u = { &cli.replies, 500 };
+	struct cm_msgr_stats st;
+	pthread_t th;
+
+	mk(r2, &other, "osd.0", g_key, NULL);
+	other.echo = true;
+	c = setup(r, &srv, &cli, false, NULL);
+	srv.fwd_to = other.m;
+	ck_assert_int_eq(pthread_create(&th, NULL, run_reactor, r2), 0);
+	for (uint64_t i = 0; i < 500; i++)
+		ck_assert_int_eq(cm_conn_send(c, req(i, (i * 7919) % (64 * 1024))), 0);
+	ck_assert(cm_test_run_until_fn(r, reached, &u, 20000));
+	cm_msgr_get_stats(srv.m, &st);
+	ck_assert_uint_eq(st.forwarded, 500);
+	/* a slot past the table is refused (and the message freed) */
+	ck_assert_int_eq(cm_conn_forward(c, other.m, CM_FWD_SLOTS, req(9, 10)), -EINVAL);
+	/* the client leaves: the server's session ends, and so does the proxy */
+	cm_conn_close(c);
+	for (int i = 0;
+	     i < 500 && !__atomic_load_n(&other.events[CM_CONN_CLOSED], __ATOMIC_ACQUIRE); i++)
+		cm_reactor_run_once(r, 10);
+	cm_reactor_stop(r2);
+	pthread_join(th, NULL);
+	ck_assert_int_eq(other.events[CM_CONN_CLOSED], 1);
+	ck_assert_uint_eq(other.got, 500);
+	ck_assert_uint_eq(other.proxied, 500);
+	ck_assert_uint_eq(other.bad, 0);
+	ck_assert_uint_eq(srv.got, 0);
+	cm_msgr_destroy(other.m);
+	cm_conn_put(c);
+	cm_msgr_destroy(cli.m);
+	cm_msgr_destroy(srv.m);
+	cm_reactor_destroy(r);
+	cm_reactor_destroy(r2);
 }
 
 END_TEST
@@ -799,6 +869,7 @@ main(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_msgr_exchange);
+	tcase_add_test(tc, test_msgr_forward);
 	tcase_add_test(tc, test_msgr_bind_src);
 	tcase_add_test(tc, test_msgr_wrong_key_and_version_refused);
 	tcase_add_test(tc, test_msgr_lossless_resume);
