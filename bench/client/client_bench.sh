@@ -48,10 +48,30 @@ st=$("$build/bench/stream_bench" "$conf" default "$gib" 16 $(( depth / 4 > 0 ? d
 pids=$(cat "$dir"/osd.*.pid | tr '\n' , | sed 's/,$//')
 dp=$("$build/bench/depth_bench" "$conf" default 4096 1024 "${DEPTH_SECONDS:-10}" "$pids" |
 	tail -1) || { echo "client_bench: depth_bench failed: $dp" >&2; exit 1; }
-/usr/bin/python3 - "$ow" "$or" "$st" "$gib" "$depth" "$dp" <<'PY'
+# Allocations per read (the client process: the library's and depth_bench's
+# own completion and op per read): two runs under bench/alloc_count, the
+# difference in allocations over the difference in reads.
+apr=-1
+if [ -e "$build/bench/liballoc_count.so" ]; then
+	for s in 2 5; do
+		LD_PRELOAD="$build/bench/liballoc_count.so" "$build/bench/depth_bench" "$conf" default \
+			4096 1024 "$s" "$pids" >"$dir/ac.$s.out" 2>"$dir/ac.$s.err" ||
+			{ echo "client_bench: depth_bench under alloc_count failed: $(tail -2 "$dir/ac.$s.err")" >&2; exit 1; }
+	done
+	apr=$(/usr/bin/python3 - "$dir" <<'PY'
+import json, re, sys
+d = sys.argv[1]
+ops = [json.loads(open(f"{d}/ac.{s}.out").read().strip().splitlines()[-1])["ops"] for s in (2, 5)]
+al = [int(re.search(r"allocations: (\d+)", open(f"{d}/ac.{s}.err").read()).group(1)) for s in (2, 5)]
+print(f"{(al[1] - al[0]) / (ops[1] - ops[0]):.2f}" if ops[1] > ops[0] else -1)
+PY
+)
+fi
+/usr/bin/python3 - "$ow" "$or" "$st" "$gib" "$depth" "$dp" "$apr" <<'PY'
 import json, sys
 ow, orr, st = (json.loads(x) for x in sys.argv[1:4])
 dp = json.loads(sys.argv[6])
+apr = float(sys.argv[7])
 gib, depth = sys.argv[4], int(sys.argv[5])
 rw = st["write_mib_s"] / ow["mib_s"] if ow["mib_s"] else 0
 rr = st["read_mib_s"] / orr["mib_s"] if orr["mib_s"] else 0
@@ -61,10 +81,12 @@ print(f"  {'write MiB/s, depth ' + str(depth):34} {ow['mib_s']:16.1f} {st['write
 print(f"  {'read MiB/s, depth ' + str(depth):34} {orr['mib_s']:16.1f} {st['read_mib_s']:16.1f} {rr:6.2f}")
 print(f"  4 KiB reads, 1024 in flight: {dp['ops_s']:.0f} ops/s; CPU per op: client "
       f"{dp['client_ns_per_op']:.0f} ns, 3 OSDs {dp['osd_ns_per_op']:.0f} ns "
-      f"(client/OSDs {dp['client_over_osd']:.2f})")
+      f"(client/OSDs {dp['client_over_osd']:.2f}); allocations per read "
+      f"{apr:.2f} (3 of them the bench's own completion and op)")
 print(json.dumps({"bench": "client", "gib": int(gib), "depth": depth,
                   "depth1024_ops_s": dp["ops_s"], "client_ns_per_op": dp["client_ns_per_op"],
                   "osd_ns_per_op": dp["osd_ns_per_op"], "client_over_osd": dp["client_over_osd"],
+                  "allocs_per_read": apr,
                   "objects_write_mib_s": ow["mib_s"], "objects_read_mib_s": orr["mib_s"],
                   "stream_write_mib_s": st["write_mib_s"], "stream_read_mib_s": st["read_mib_s"],
                   "ratio_write": round(rw, 3), "ratio_read": round(rr, 3), "stream_bad": st["bad"]}))

@@ -181,7 +181,8 @@ cm_conn_send_pb(struct cm_conn *c, uint16_t type, uint64_t tid, const ProtobufCM
 }
 
 ProtobufCMessage *
-cm_msg_unpack_front(const struct cm_msg *m, const ProtobufCMessageDescriptor *desc)
+cm_msg_unpack_front_with(const struct cm_msg *m, const ProtobufCMessageDescriptor *desc,
+			 ProtobufCAllocator *a)
 {
 	ProtobufCMessage *pb;
 	struct cm_buf *flat;
@@ -190,13 +191,19 @@ cm_msg_unpack_front(const struct cm_msg *m, const ProtobufCMessageDescriptor *de
 		const uint8_t *p = m->front.n ? m->front.sg[0].buf->data + m->front.sg[0].off
 					      : (const uint8_t *)"";
 
-		return protobuf_c_message_unpack(desc, NULL, m->front.len, p);
+		return protobuf_c_message_unpack(desc, a, m->front.len, p);
 	}
 	if (cm_sgl_flatten(&m->front, &flat))
 		return NULL;
-	pb = protobuf_c_message_unpack(desc, NULL, flat->len, flat->data);
+	pb = protobuf_c_message_unpack(desc, a, flat->len, flat->data);
 	cm_buf_put(flat);
 	return pb;
+}
+
+ProtobufCMessage *
+cm_msg_unpack_front(const struct cm_msg *m, const ProtobufCMessageDescriptor *desc)
+{
+	return cm_msg_unpack_front_with(m, desc, NULL);
 }
 
 const char *

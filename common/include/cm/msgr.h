@@ -68,6 +68,10 @@ int cm_msg_set_front(struct cm_msg *m, const ProtobufCMessage *pb);
 /* Unpack the front. \return the message (free with protobuf_c_message_free_unpacked) or NULL. */
 ProtobufCMessage *cm_msg_unpack_front(const struct cm_msg *m,
 				      const ProtobufCMessageDescriptor *desc);
+/* The same into allocator a (NULL: malloc's); free it as a's memory. */
+ProtobufCMessage *cm_msg_unpack_front_with(const struct cm_msg *m,
+					   const ProtobufCMessageDescriptor *desc,
+					   ProtobufCAllocator *a);
 
 enum cm_conn_event {
 	CM_CONN_UP,     /* handshake done, messages flow */
