@@ -13,8 +13,10 @@
 # With --peer ceph, after Cairn's runs (and with Cairn stopped) the same
 # four workloads against Ceph 16 on the same disk (../shared/peers/
 # ceph-up.sh: 1 mon, 3 BlueStore OSDs on files, pool size 3; `rados bench`
-# with the same sizes, depths and seconds), torn down again; the table gets
-# a Ceph column and Cairn/Ceph ratios, the JSON a "ceph" object.
+# with the same sizes, depths and seconds) and the same cold reads (the same
+# working sets, each ceph-osd restarted in a memory cgroup of the same
+# limit), torn down again; the table gets a Ceph column and Cairn/Ceph
+# ratios, the JSON a "ceph" object.
 #   bench/cluster/cluster_bench.sh BUILD [DIR] [SECONDS] [--peer ceph]
 set -euo pipefail
 build=${1:?usage: cluster_bench.sh BUILD [DIR] [SECONDS] [--peer ceph]}
@@ -225,19 +227,78 @@ if [ "$peer" = ceph ]; then
 	rb w4k write -b 4096 -t 32 --no-cleanup
 	rb r4k rand -t 32
 	rados -p bench cleanup >/dev/null 2>&1 || true
-	ceph_json=$("$py" - "$dir" <<'PY'
-import json, re, sys
+	# Cold reads the same way as Cairn's: the same working sets in pools of
+	# their own, each OSD restarted in a memory cgroup of the same limit,
+	# the page cache dropped. BlueStore's caches are fixed at a third of the
+	# limit (autotune off): osd_memory_target refuses anything below 896 MiB,
+	# more than the limit, and an OSD autotuning towards it is killed.
+	ceph_cold=0
+	if [ "${COLD:-1}" = 1 ]; then
+		for p in cold4k cold4m; do
+			ceph osd pool create "$p" 32 32 replicated >/dev/null 2>&1 &&
+				ceph osd pool set "$p" size 3 >/dev/null 2>&1 ||
+				{ echo "cluster_bench: ceph pool $p cannot be created" >&2; exit 1; }
+		done
+		rbp() { # name pool seconds args... (fails loudly)
+			local name=$1 pool=$2 s=$3
+			shift 3
+			timeout $((s + 300)) rados bench -p "$pool" "$s" "$@" >"$dir/rados.$name" 2>&1 ||
+				{ echo "cluster_bench: rados bench -p $pool $*: $(tail -3 "$dir/rados.$name")" >&2; exit 1; }
+		}
+		echo "Ceph cold: writing $ws4k MiB of 4 KiB objects ($n4k) and $ws4m MiB of 4 MiB objects ($n4m)"
+		rbp cw4k cold4k 900 write -b 4096 -O 4096 -t 32 --max-objects "$n4k" --no-cleanup --run-name c4k
+		rbp cw4m cold4m 900 write -b 4M -t 16 --max-objects "$n4m" --no-cleanup --run-name c4m
+		# (the mons' database: read by each OSD as it starts again below)
+		ceph config set osd bluestore_cache_autotune false >/dev/null 2>&1 &&
+			ceph config set osd bluestore_cache_size $((lim / 3 << 20)) >/dev/null 2>&1 ||
+			{ echo "cluster_bench: Ceph cold: BlueStore's cache size not set" >&2; exit 1; }
+		for i in 0 1 2; do
+			cg="$cgroot/cairn-bench-$$-ceph$i"
+			mkdir -p "$cg"
+			echo $((lim << 20)) >"$cg/$cgknob"
+			pid=$(cat "$cephdir/pids/osd.$i.pid")
+			kill "$pid"
+			for _ in $(seq 1 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+			# ceph-up.sh starts the OSD that is down, from a shell already in its cgroup.
+			sh -c "echo \$\$ >'$cg/cgroup.procs' && WITH_RGW=0 NUM_OSD=3 OSD_SIZE_GB=8 exec '$shared/ceph-up.sh' '$cephdir'" \
+				>"$dir/ceph-up.cold.$i" 2>&1 ||
+				{ echo "cluster_bench: Ceph cold restart: $(tail -3 "$dir/ceph-up.cold.$i")" >&2; exit 1; }
+		done
+		for _ in $(seq 1 240); do
+			ceph pg stat 2>/dev/null | grep -Eq "^([0-9]+) pgs: \1 active\+clean" && break
+			sleep 0.5
+		done
+		sync
+		echo 3 >/proc/sys/vm/drop_caches
+		echo "Ceph cold: OSDs restarted in memory cgroups of $lim MiB each, page cache dropped"
+		rbp cr4k cold4k "$secs" rand -t 32 --run-name c4k
+		rbp cr4m cold4m "$secs" seq -t 16 --run-name c4m
+		cpeak=0
+		for i in 0 1 2; do
+			v=$(cat "$cgroot/cairn-bench-$$-ceph$i/$cgpeak" 2>/dev/null || echo 0)
+			[ "$v" -gt "$cpeak" ] && cpeak=$v
+		done
+		ceph_cold=$((cpeak >> 20))
+	fi
+	ceph_json=$("$py" - "$dir" "$ceph_cold" <<'PY'
+import json, os, re, sys
 d = sys.argv[1]
 def get(name, key):
     m = re.search(key + r":\s+([\d.]+)", open(f"{d}/rados.{name}").read())
     return float(m.group(1)) if m else 0.0
-print(json.dumps({"write_4m_mib_s": get("w4m", r"Bandwidth \(MB/sec\)"),
-                  "read_4m_mib_s": get("r4m", r"Bandwidth \(MB/sec\)"),
-                  "write_4k_iops": get("w4k", "Average IOPS"),
-                  "read_4k_iops": get("r4k", "Average IOPS")}))
+out = {"write_4m_mib_s": get("w4m", r"Bandwidth \(MB/sec\)"),
+       "read_4m_mib_s": get("r4m", r"Bandwidth \(MB/sec\)"),
+       "write_4k_iops": get("w4k", "Average IOPS"),
+       "read_4k_iops": get("r4k", "Average IOPS")}
+if os.path.exists(f"{d}/rados.cr4k"):
+    out["cold"] = {"read_4k_iops": get("cr4k", "Average IOPS"),
+                   "read_4m_mib_s": get("cr4m", r"Bandwidth \(MB/sec\)"),
+                   "osd_peak_cgroup_mib": int(sys.argv[2])}
+print(json.dumps(out))
 PY
 )
 	"$shared/ceph-down.sh" "$cephdir" >/dev/null 2>&1 || true
+	for i in 0 1 2; do rmdir "$cgroot/cairn-bench-$$-ceph$i" 2>/dev/null || true; done
 fi
 "$py" - "$fio_w" "$fio_r" "$fio_ww" "$fio_rr" "$w4m" "$r4m" "$w4k" "$r4k" "$peak" "$up_ms" "$ceph_json" \
 	"$hit_r4m" "$hit_r4k" "$cold_json" <<'PY'
@@ -272,6 +333,13 @@ if cold:
           f"of fio, cache hit {cold['read_4k_cache_hit']:.2f}), 4 MiB seq {cold['read_4m_mib_s']:.1f} "
           f"MiB/s ({cold['read_4m_mib_s'] / fr if fr else 0:.2f} of fio, cache hit "
           f"{cold['read_4m_cache_hit']:.2f}); OSD cgroup peak {cold['osd_peak_cgroup_mib']} MiB")
+    cc = ceph.get("cold") if ceph else None
+    if cc:
+        print(f"  Ceph 16 cold reads (the same sets and limits): 4 KiB rand {cc['read_4k_iops']:.1f} IOPS, "
+              f"Cairn/Ceph {cold['read_4k_iops'] / cc['read_4k_iops'] if cc['read_4k_iops'] else 0:.2f}; "
+              f"4 MiB seq {cc['read_4m_mib_s']:.1f} MiB/s, Cairn/Ceph "
+              f"{cold['read_4m_mib_s'] / cc['read_4m_mib_s'] if cc['read_4m_mib_s'] else 0:.2f}; "
+              f"OSD cgroup peak {cc['osd_peak_cgroup_mib']} MiB")
 print(f"  OSD peak RSS {peak} MiB; up with 3 OSDs in {up_ms} ms")
 out = {
     "fio": {"write_mib_s": fw, "read_mib_s": fr, "randwrite_iops": fww, "randread_iops": frr},
@@ -286,5 +354,11 @@ if ceph:
     out["ceph"] = ceph
     vals = [out["write_4m_mib_s"], out["read_4m_mib_s"], out["write_4k_iops"], out["read_4k_iops"]]
     out["vs_ceph"] = {k: round(v / ceph[k], 3) if ceph.get(k) else 0 for k, v in zip(ckeys, vals)}
+    if cold and ceph.get("cold"):
+        cc = ceph["cold"]
+        out["vs_ceph"]["cold_read_4k_iops"] = round(cold["read_4k_iops"] / cc["read_4k_iops"], 3) \
+            if cc["read_4k_iops"] else 0
+        out["vs_ceph"]["cold_read_4m_mib_s"] = round(cold["read_4m_mib_s"] / cc["read_4m_mib_s"], 3) \
+            if cc["read_4m_mib_s"] else 0
 print(json.dumps(out))
 PY
