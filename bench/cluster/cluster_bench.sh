@@ -80,6 +80,19 @@ up_ms=$(( ($(date +%s%N) - t0) / 1000000 ))
 export CAIRN_CONF="$dir/cairn.conf"
 echo "clusterctl up with 3 OSDs: $up_ms ms"
 
+# Stop the daemon of pid file $2 and start it again in memory cgroup $1
+# (under $cgroot, limit $lim MiB) by running the rest, from a shell already
+# in the cgroup; its output in $3. \return the start's status.
+cg_restart() { # cgroup pidfile log command...
+	local cg="$cgroot/$1" pid log=$3
+	mkdir -p "$cg"
+	echo $((lim << 20)) >"$cg/$cgknob"
+	pid=$(cat "$2")
+	kill "$pid"
+	for _ in $(seq 1 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
+	shift 3
+	sh -c 'echo $$ >"$0/cgroup.procs" && exec "$@"' "$cg" "$@" >"$log" 2>&1
+}
 # Each OSD's peak RSS (VmHWM) so far.
 rss() {
 	local m=0 v
@@ -155,15 +168,10 @@ if [ "${COLD:-1}" = 1 ]; then
 	cw4k=$("$ctl" bench cold4k write --seconds 900 --size 4K --threads 32 --max-objects "$n4k" | tail -1)
 	cw4m=$("$ctl" bench cold4m write --seconds 900 --size 4M --threads 16 --max-objects "$n4m" | tail -1)
 	for i in 0 1 2; do
-		cg="$cgroot/cairn-bench-$$-osd$i"
-		mkdir -p "$cg"
-		echo $((lim << 20)) >"$cg/$cgknob"
-		pid=$(cat "$dir/osd.$i.pid")
-		kill "$pid"
-		for _ in $(seq 1 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-		# `up` starts the OSD that is down, from a shell already in its cgroup.
-		sh -c "echo \$\$ >'$cg/cgroup.procs' && exec '$ctl' up --dir '$dir' --mons 1 --osds 3 --osd-size '$osd_size'" \
-			>"$dir/up.cold.$i" 2>&1 || { echo "cluster_bench: cold restart: $(tail -2 "$dir/up.cold.$i")" >&2; exit 1; }
+		# (`up` starts the OSD that is down)
+		cg_restart "cairn-bench-$$-osd$i" "$dir/osd.$i.pid" "$dir/up.cold.$i" \
+			"$ctl" up --dir "$dir" --mons 1 --osds 3 --osd-size "$osd_size" ||
+			{ echo "cluster_bench: cold restart: $(tail -2 "$dir/up.cold.$i")" >&2; exit 1; }
 	done
 	for _ in $(seq 1 240); do
 		"$ctl" status 2>/dev/null | grep -Eq "pgs: +([0-9]+) pgs: \1 active\+clean$" && break
@@ -253,15 +261,9 @@ if [ "$peer" = ceph ]; then
 			ceph config set osd bluestore_cache_size $((lim / 3 << 20)) >/dev/null 2>&1 ||
 			{ echo "cluster_bench: Ceph cold: BlueStore's cache size not set" >&2; exit 1; }
 		for i in 0 1 2; do
-			cg="$cgroot/cairn-bench-$$-ceph$i"
-			mkdir -p "$cg"
-			echo $((lim << 20)) >"$cg/$cgknob"
-			pid=$(cat "$cephdir/pids/osd.$i.pid")
-			kill "$pid"
-			for _ in $(seq 1 300); do kill -0 "$pid" 2>/dev/null || break; sleep 0.1; done
-			# ceph-up.sh starts the OSD that is down, from a shell already in its cgroup.
-			sh -c "echo \$\$ >'$cg/cgroup.procs' && WITH_RGW=0 NUM_OSD=3 OSD_SIZE_GB=8 exec '$shared/ceph-up.sh' '$cephdir'" \
-				>"$dir/ceph-up.cold.$i" 2>&1 ||
+			# (ceph-up.sh starts the OSD that is down)
+			cg_restart "cairn-bench-$$-ceph$i" "$cephdir/pids/osd.$i.pid" "$dir/ceph-up.cold.$i" \
+				env WITH_RGW=0 NUM_OSD=3 OSD_SIZE_GB=8 "$shared/ceph-up.sh" "$cephdir" ||
 				{ echo "cluster_bench: Ceph cold restart: $(tail -3 "$dir/ceph-up.cold.$i")" >&2; exit 1; }
 		done
 		for _ in $(seq 1 240); do
