@@ -30,11 +30,11 @@ bool ctl_crush_is_offline(const char *verb);
 
 /*
  * A libcairn handle for c's cluster (its mon_host, key or identity, and the
- * messenger settings of its file), with connect and op timeouts of
- * timeout_ms. \return cairn_connect's.
+ * messenger settings of its file), with those connect and op timeouts
+ * (op_ms 0: ops wait). \return cairn_connect's.
  */
-int ctl_connect(const struct ctl_conf *c, unsigned timeout_ms, cairn_cluster_t **clp, char *err,
-		size_t errlen);
+int ctl_connect(const struct ctl_conf *c, unsigned connect_ms, unsigned op_ms,
+		cairn_cluster_t **clp, char *err, size_t errlen);
 
 /* Commands answered by the mons. \return the exit status. */
 int ctl_online(const struct ctl_conf *c, int argc, char **argv, bool json);

@@ -797,7 +797,7 @@ ctl_up(int argc, char **argv, bool json)
 
 		err[0] = 0;
 		while (!ready && cm_now_ms() < deadline) {
-			if (!cl && ctl_connect(&c, 3000, &cl, err, sizeof(err)))
+			if (!cl && ctl_connect(&c, 3000, 3000, &cl, err, sizeof(err)))
 				cl = NULL; /* (no mon answers yet, or none with a leader) */
 			if (cl && cairn_mon_command(cl, st, 1, true, &out, NULL) == 0)
 				ready = all_up(out, nmons);

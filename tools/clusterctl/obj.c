@@ -15,7 +15,6 @@
 static int
 connect_cluster(const struct ctl_conf *c, cairn_cluster_t **clp)
 {
-	struct cairn_opts o;
 	char err[256];
 	int rc;
 
@@ -24,17 +23,9 @@ connect_cluster(const struct ctl_conf *c, cairn_cluster_t **clp)
 				"CAIRN_CONF, or run 'clusterctl up' first\n");
 		return 2;
 	}
-	cairn_opts_init(&o, sizeof(o));
-	o.conf_file = c->conf_path; /* (tls, frame_mac, ...: the messenger's settings) */
-	o.mon_host = c->mon_host;
-	o.cluster_key = c->d.cluster_key;
-	/* (only what is set: the file's [client] section may name them) */
-	o.name = c->d.name && c->d.name[0] ? c->d.name : NULL;
-	o.keyring = c->d.keyring && c->d.keyring[0] ? c->d.keyring : NULL;
-	o.key = c->d.key && c->d.key[0] ? c->d.key : NULL;
-	o.op_timeout_ms = (unsigned)c->op_timeout_ms; /* 0: ops wait (Ctrl-C stops them) */
-	o.connect_timeout_ms = (unsigned)c->command_timeout_ms;
-	rc = cairn_connect(&o, clp, err, sizeof(err));
+	/* (op_timeout_ms 0: ops wait; Ctrl-C stops them) */
+	rc = ctl_connect(c, (unsigned)c->command_timeout_ms, (unsigned)c->op_timeout_ms, clp, err,
+			 sizeof(err));
 	if (rc) {
 		fprintf(stderr, "clusterctl: cannot connect: %s\n", err);
 		return 1;

@@ -12,8 +12,8 @@
 #include <string.h>
 
 int
-ctl_connect(const struct ctl_conf *c, unsigned timeout_ms, cairn_cluster_t **clp, char *err,
-	    size_t errlen)
+ctl_connect(const struct ctl_conf *c, unsigned connect_ms, unsigned op_ms, cairn_cluster_t **clp,
+	    char *err, size_t errlen)
 {
 	struct cairn_opts o;
 
@@ -25,8 +25,8 @@ ctl_connect(const struct ctl_conf *c, unsigned timeout_ms, cairn_cluster_t **clp
 	o.name = c->d.name && c->d.name[0] ? c->d.name : NULL;
 	o.keyring = c->d.keyring && c->d.keyring[0] ? c->d.keyring : NULL;
 	o.key = c->d.key && c->d.key[0] ? c->d.key : NULL;
-	o.connect_timeout_ms = timeout_ms;
-	o.op_timeout_ms = timeout_ms;
+	o.connect_timeout_ms = connect_ms;
+	o.op_timeout_ms = op_ms;
 	return cairn_connect(&o, clp, err, errlen);
 }
 
@@ -42,7 +42,8 @@ ctl_online(const struct ctl_conf *c, int argc, char **argv, bool json)
 				"CAIRN_CONF, or run 'clusterctl up' first\n");
 		return 2;
 	}
-	rc = ctl_connect(c, (unsigned)c->command_timeout_ms, &cl, err, sizeof(err));
+	rc = ctl_connect(c, (unsigned)c->command_timeout_ms, (unsigned)c->command_timeout_ms, &cl,
+			 err, sizeof(err));
 	if (rc) {
 		/* (err may say it already) */
 		if (strstr(err, "no monitor answered"))
