@@ -316,5 +316,6 @@ cm_caps_format(const struct cm_caps *c, char *out, size_t len)
 				  g->ns_prefix ? "*" : "");
 	}
 #undef SEP
-	return rc ? -ENOSPC : (int)off;
+	/* Canonical spacing may lengthen a text: what would not parse again is refused. */
+	return rc || off > CM_CAPS_MAX ? -ENOSPC : (int)off;
 }

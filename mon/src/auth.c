@@ -88,6 +88,8 @@ canon_caps(const char *caps, char *out, size_t len, char *err, size_t errlen)
 	if (rc)
 		return rc;
 	rc = cm_caps_format(&c, out, len) < 0 ? -EINVAL : 0;
+	if (rc)
+		snprintf(err, errlen, "caps: longer than %d bytes in canonical form", CM_CAPS_MAX);
 	cm_caps_fini(&c);
 	return rc;
 }

@@ -69,7 +69,8 @@ bool cm_caps_is_osd(const struct cm_caps *c);
 
 /*
  * The canonical text of c into out (grants in their order, single spaces,
- * "; " between). \return its length, or -ENOSPC.
+ * "; " between). \return its length, or -ENOSPC when it does not fit in
+ * len or is longer than CM_CAPS_MAX (so that it would not parse again).
  */
 int cm_caps_format(const struct cm_caps *c, char *out, size_t len);
 

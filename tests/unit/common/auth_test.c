@@ -238,6 +238,29 @@ START_TEST(test_caps_parse)
 	ck_assert_str_eq(out, "mon rw; osd rw");
 	cm_caps_fini(&c);
 
+	/* 1,024 bytes of grants whose canonical "; " spacing would not fit again. */
+	{
+		char longc[CM_CAPS_MAX + 1];
+		size_t off = 0;
+
+		while (off + 6 <= CM_CAPS_MAX) {
+			memcpy(longc + off, "mon r;", 6);
+			off += 6;
+		}
+		longc[off] = 0;
+		ck_assert_int_eq(cm_caps_parse(longc, &c, err, sizeof(err)), 0);
+		ck_assert_int_eq(cm_caps_format(&c, out, sizeof(out)), (int)strlen("mon r"));
+		cm_caps_fini(&c);
+		/* 74 grants: 962 bytes in, 1,034 canonical (fits out, not a caps string). */
+		off = 0;
+		for (int k = 0; k < 74; k++, off += 13)
+			memcpy(longc + off, "osd r pool=a;", 13);
+		longc[off] = 0;
+		ck_assert_int_eq(cm_caps_parse(longc, &c, err, sizeof(err)), 0);
+		ck_assert_int_eq(cm_caps_format(&c, out, sizeof(out)), -ENOSPC);
+		cm_caps_fini(&c);
+	}
+
 	/* Refused, with a reason. */
 	static const char *const bad[] = {
 		"mon x",
