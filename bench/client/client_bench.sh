@@ -10,7 +10,8 @@
 # 4,096 objects at 1,024 in flight for DEPTH_SECONDS (10) through a
 # completion queue (bench/depth_bench): ops/s, and the CPU per op of the
 # client process against the three OSDs' together (the issue's bar: the
-# client costs less than the OSDs that serve it). Last line JSON; nothing
+# client costs less than the OSDs that serve it), and the same reads on a
+# client of 2 io threads (its ops/s over one thread's). Last line JSON; nothing
 # here fails on a timing.
 #   bench/client/client_bench.sh BUILD [DIR] [GIB] [DEPTH]
 set -euo pipefail
@@ -48,6 +49,11 @@ st=$("$build/bench/stream_bench" "$conf" default "$gib" 16 $(( depth / 4 > 0 ? d
 pids=$(cat "$dir"/osd.*.pid | tr '\n' , | sed 's/,$//')
 dp=$("$build/bench/depth_bench" "$conf" default 4096 1024 "${DEPTH_SECONDS:-10}" "$pids" |
 	tail -1) || { echo "client_bench: depth_bench failed: $dp" >&2; exit 1; }
+# The same reads on a client of 2 io threads (the main thread still reaps
+# one completion queue): its ops/s and CPU per op against the one above.
+dp2=$(DEPTH_IO_THREADS=2 "$build/bench/depth_bench" "$conf" default 4096 1024 \
+	"${DEPTH_SECONDS:-10}" "$pids" | tail -1) ||
+	{ echo "client_bench: depth_bench (2 io threads) failed: $dp2" >&2; exit 1; }
 # Allocations per read (the client process: the library's and depth_bench's
 # own completion and op per read): two runs under bench/alloc_count, the
 # difference in allocations over the difference in reads.
@@ -67,11 +73,13 @@ print(f"{(al[1] - al[0]) / (ops[1] - ops[0]):.2f}" if ops[1] > ops[0] else -1)
 PY
 )
 fi
-/usr/bin/python3 - "$ow" "$or" "$st" "$gib" "$depth" "$dp" "$apr" <<'PY'
+/usr/bin/python3 - "$ow" "$or" "$st" "$gib" "$depth" "$dp" "$apr" "$dp2" <<'PY'
 import json, sys
 ow, orr, st = (json.loads(x) for x in sys.argv[1:4])
 dp = json.loads(sys.argv[6])
 apr = float(sys.argv[7])
+dp2 = json.loads(sys.argv[8])
+io2 = dp2["ops_s"] / dp["ops_s"] if dp["ops_s"] else 0
 gib, depth = sys.argv[4], int(sys.argv[5])
 rw = st["write_mib_s"] / ow["mib_s"] if ow["mib_s"] else 0
 rr = st["read_mib_s"] / orr["mib_s"] if orr["mib_s"] else 0
@@ -83,10 +91,17 @@ print(f"  4 KiB reads, 1024 in flight: {dp['ops_s']:.0f} ops/s; CPU per op: clie
       f"{dp['client_ns_per_op']:.0f} ns, 3 OSDs {dp['osd_ns_per_op']:.0f} ns "
       f"(client/OSDs {dp['client_over_osd']:.2f}); allocations per read "
       f"{apr:.2f} (3 of them the bench's own completion and op)")
+print(f"  the same on 2 io threads: {dp2['ops_s']:.0f} ops/s ({io2:.2f} of 1 thread); CPU per op: "
+      f"client {dp2['client_ns_per_op']:.0f} ns, 3 OSDs {dp2['osd_ns_per_op']:.0f} ns "
+      f"(client/OSDs {dp2['client_over_osd']:.2f})")
 print(json.dumps({"bench": "client", "gib": int(gib), "depth": depth,
                   "depth1024_ops_s": dp["ops_s"], "client_ns_per_op": dp["client_ns_per_op"],
                   "osd_ns_per_op": dp["osd_ns_per_op"], "client_over_osd": dp["client_over_osd"],
                   "allocs_per_read": apr,
+                  "io2_ops_s": dp2["ops_s"], "io2_over_io1": round(io2, 3),
+                  "io2_client_ns_per_op": dp2["client_ns_per_op"],
+                  "io2_client_over_osd": dp2["client_over_osd"],
+                  "io2_bad": dp2["bad"],
                   "objects_write_mib_s": ow["mib_s"], "objects_read_mib_s": orr["mib_s"],
                   "stream_write_mib_s": st["write_mib_s"], "stream_read_mib_s": st["read_mib_s"],
                   "ratio_write": round(rw, 3), "ratio_read": round(rr, 3), "stream_bad": st["bad"]}))

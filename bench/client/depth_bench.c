@@ -9,6 +9,8 @@
  * same interval) are divided by the reads done. Every read is checked
  * (length and the object's first bytes). Prints a line and a JSON line.
  *   depth_bench CONF POOL OBJECTS DEPTH SECONDS OSD_PID[,OSD_PID...]
+ * Environment: DEPTH_IO_THREADS=N (the client's io threads, default 1),
+ * DEPTH_SHARD_SESSIONS=1 (one session per PG shard).
  */
 #include "cairn/cairn.h"
 
@@ -153,6 +155,9 @@ main(int argc, char **argv)
 	/* (bench/client/sessions_bench.sh: one session per PG shard instead of per OSD) */
 	o.shard_sessions =
 		getenv("DEPTH_SHARD_SESSIONS") && !strcmp(getenv("DEPTH_SHARD_SESSIONS"), "1");
+	/* (client_bench.sh: the same reads on several io threads) */
+	o.io_threads =
+		getenv("DEPTH_IO_THREADS") ? strtoul(getenv("DEPTH_IO_THREADS"), NULL, 10) : 0;
 	if (cairn_connect(&o, &cl, err, sizeof(err))) {
 		fprintf(stderr, "depth_bench: connect: %s\n", err);
 		return 1;

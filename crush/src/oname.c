@@ -107,9 +107,21 @@ crush_oname_decode(const char *s, struct crush_oname *o)
 	return check_name(o->name, o->namelen);
 }
 
-/* Hash "ns\037hashed" or "hashed" as crush_object_to_pg does, from parts. */
 int
 crush_oname_to_pg(const struct crush_pool *p, const char *s, uint32_t *pg)
+{
+	uint32_t ps;
+	int rc = crush_oname_hash(s, &ps);
+
+	if (rc)
+		return rc;
+	*pg = crush_hash_to_pg(p, ps);
+	return 0;
+}
+
+/* Hash "ns\037hashed" or "hashed" as crush_object_hash does, from parts. */
+int
+crush_oname_hash(const char *s, uint32_t *ps)
 {
 	struct crush_oname o;
 	char stackbuf[512], *ns, *what;
@@ -119,7 +131,7 @@ crush_oname_to_pg(const struct crush_pool *p, const char *s, uint32_t *pg)
 	if (rc)
 		return rc;
 	if (!o.nslen && !o.keylen)
-		return crush_object_to_pg(p, NULL, s, pg);
+		return crush_object_hash(NULL, s, ps);
 	/* the key stands in for the name when there is one */
 	wl = o.keylen ? o.keylen : o.namelen;
 	if (o.nslen + wl + 2 <= sizeof(stackbuf)) {
@@ -132,7 +144,7 @@ crush_oname_to_pg(const struct crush_pool *p, const char *s, uint32_t *pg)
 	what = ns + o.nslen + 1;
 	memcpy(what, o.keylen ? o.key : o.name, wl);
 	what[wl] = 0;
-	rc = crush_object_to_pg(p, ns, what, pg);
+	rc = crush_object_hash(ns, what, ps);
 	if (ns != stackbuf)
 		free(ns);
 	return rc;

@@ -147,6 +147,24 @@ int
 crush_object_to_pg(const struct crush_pool *p, const char *nspace, const char *name, uint32_t *pg)
 {
 	uint32_t ps;
+	int rc = crush_object_hash(nspace, name, &ps);
+
+	if (rc)
+		return rc;
+	*pg = crush_hash_to_pg(p, ps);
+	return 0;
+}
+
+uint32_t
+crush_hash_to_pg(const struct crush_pool *p, uint32_t ps)
+{
+	return crush_stable_mod(ps, p->pg_num, crush_pg_mask(p->pg_num));
+}
+
+int
+crush_object_hash(const char *nspace, const char *name, uint32_t *out)
+{
+	uint32_t ps;
 
 	if (nspace && nspace[0]) {
 		size_t nl = strlen(nspace), ol = strlen(name);
@@ -164,7 +182,7 @@ crush_object_to_pg(const struct crush_pool *p, const char *nspace, const char *n
 	} else {
 		ps = crush_str_hash(name, strlen(name));
 	}
-	*pg = crush_stable_mod(ps, p->pg_num, crush_pg_mask(p->pg_num));
+	*out = ps;
 	return 0;
 }
 

@@ -1,8 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
- * libcairn: see cairn.h. One client thread runs a reactor with the
- * messenger, the monitor client and every op in flight; API calls post
- * requests to it and wait on completions.
+ * libcairn: see cairn.h. Io threads (cairn_opts.io_threads, default one)
+ * each run a reactor with a messenger, sessions with the OSDs, a copy of
+ * the map and the ops in flight that were routed to it: an op goes to
+ * thread (placement hash of its object) % n, so one object's ops stay in
+ * order on one thread, and for n a power of two no larger than pg_num that
+ * is the thread of its PG seed % n. Thread 0 also runs the monitor client
+ * (maps, tickets, admin calls) and posts each map to the others. API calls
+ * post requests to a thread and wait on completions
+ * (docs/design/libcairn-v1.md section 9).
  */
 #include "cairn/cairn.h"
 #include "client_int.h"
@@ -20,6 +26,10 @@
 #include <pthread.h>
 
 _Static_assert(CAIRN_MAX_IO == OSD_MAX_IO, "the public limit is the OSD's");
+_Static_assert(offsetof(struct cairn_opts, io_threads) >=
+		       ((offsetof(struct cairn_opts, shard_sessions) + sizeof(bool) + 7) &
+			~(size_t)7),
+	       "io_threads starts past the end of the struct that ended with shard_sessions");
 _Static_assert(CAIRN_NAME_MAX == CRUSH_ONAME_NAME_MAX && CAIRN_NS_MAX == CRUSH_ONAME_NS_MAX &&
 		       CAIRN_KEY_MAX == CRUSH_ONAME_KEY_MAX,
 	       "the public name limits are the codec's");
@@ -37,12 +47,15 @@ CM_LOG_SUBSYS(client);
 struct cl_conf {
 	struct cm_daemon_conf d;
 	char *mon_host;
+	uint64_t io_threads;
 };
 
 static const struct cm_opt g_cl_opts[] = {
 	CM_DAEMON_OPTS(struct cl_conf, d, "client"),
 	CM_OPT("mon_host", CM_OPT_STR, "", 0, 0, 0, struct cl_conf, mon_host,
 	       "the monitors: name=ip:port,..."),
+	CM_OPT("io_threads", CM_OPT_UINT, "1", 1, 64, 0, struct cl_conf, io_threads,
+	       "the client's io threads (cairn_opts.io_threads wins when set)"),
 	{ 0 },
 };
 
@@ -55,10 +68,14 @@ struct cairn_ioctx {
 
 enum { CREQ_OP, CREQ_LIST };
 
+struct cl_io;
+
 struct creq {
 	TAILQ_ENTRY(creq) link;
-	struct creq *hnext; /* in the cluster's tid table */
+	struct creq *hnext; /* in its io thread's tid table */
 	struct cairn_cluster *cl;
+	struct cl_io *iot;   /* the io thread it runs on */
+	uint32_t hash;       /* an op: its object's placement hash (the submitter's) */
 	unsigned timeout_ms; /* this op's own limit (0: the client's op_timeout_ms) */
 	unsigned hold_ms;    /* the OSD holds it this long (a notify): resend after that */
 	int kind;
@@ -89,7 +106,7 @@ struct creq {
 	bool more;
 };
 
-/* A request to the monitors' leader (admin calls), on the client thread. */
+/* A request to the monitors' leader (admin calls), on io thread 0. */
 struct mreq {
 	TAILQ_ENTRY(mreq) link;
 	struct cairn_cluster *cl;
@@ -102,58 +119,34 @@ struct mreq {
 	struct cm_reactor_msg post;
 };
 
-struct cairn_cluster {
-	struct cl_conf cfg;
-	struct cm_conf conf;
-	unsigned op_timeout_ms;
-	char entity[CM_HS_ENTITY_MAX]; /* <name>.<16 hex>: this client instance on the wire */
-	struct mon_creds creds;        /* client thread: our key and our ticket for the OSDs */
-	int ticket_rc;                 /* under mu: the last ticket reply's (1: none yet) */
-	bool auth_refused;             /* under mu: a monitor refused our proof */
-	char ticket_err[160];          /* under mu: its reason */
-	uint64_t barrier;    /* ops are sent with a map of at least this epoch (__atomic) */
-	bool fenced;         /* client thread: our name is on the map's blocklist */
-	bool shard_sessions; /* cairn_opts.shard_sessions: one session per PG shard */
-	bool revoked;        /* client thread: the mons give us no ticket (entity removed) */
-	bool down;           /* client thread: its loop ended (cairn_shutdown); map gone */
+/* A map shared by io threads 1..n-1 (thread 0 holds the monitor client's). */
+struct shared_map {
+	Cairn__Map__OsdMap *m;
+	unsigned refs; /* (atomic) */
+};
+
+/* One io thread: what it alone touches, but for the fields marked otherwise. */
+struct cl_io {
+	struct cairn_cluster *cl;
+	unsigned idx;
 	struct cm_reactor *r;
 	pthread_t th;
 	bool th_started;
-	int start_rc;
-	pthread_mutex_t mu;
-	pthread_cond_t cv;
-	bool started;
-	/* the throttle (under thr_mu): ops and bytes in flight, and the limits */
-	pthread_mutex_t thr_mu;
-	pthread_cond_t thr_cv;
-	unsigned thr_ops, thr_max_ops;
-	uint64_t thr_bytes, thr_max_bytes;
-	bool thr_closing;        /* shutting down: waiters give up */
-	struct creq *creq_cache; /* under thr_mu: freed requests (linked by hnext) */
-	unsigned ncreq_cache;
-	struct reply_arena *arena; /* client thread: op replies unpack here */
-	/* under mu: what API threads need from the map */
-	uint64_t epoch;
-
-	struct {
-		int64_t id;
-		char *name;
-		struct crush_pool cp;      /* its PG count, and for placing names (listing) */
-		struct cairn_pool_info pi; /* its settings (cairn_pool_info) */
-	} * pools;
-
-	size_t npools;
-	/* client thread */
 	struct cm_msgr *msgr;
-	struct mon_async *monc;
-	const Cairn__Map__OsdMap *map;
+	const Cairn__Map__OsdMap *map; /* 0: the monitor client's; others: smap's */
+	struct shared_map *smap;
+	uint64_t want_ms; /* others: when they last asked thread 0 for a map */
+	unsigned behind;  /* others: ticks in a row behind thread 0's map */
 	struct mon_placement pl;
 	bool pl_ok;
+	bool fenced;               /* our name is on the map's blocklist */
+	bool down;                 /* its loop ended (cairn_shutdown); map gone */
+	struct reply_arena *arena; /* op replies unpack here */
 
 	/*
-	 * Placements computed in this map (client thread): CRUSH per op was a
-	 * sixth of the client's CPU at 1,024 4 KiB reads in flight. Direct
-	 * mapped by (pool, PG); an entry of an older generation is stale.
+	 * Placements computed in this map: CRUSH per op was a sixth of the
+	 * client's CPU at 1,024 4 KiB reads in flight. Direct mapped by
+	 * (pool, PG); an entry of an older generation is stale.
 	 */
 	struct pgc_entry {
 		uint64_t gen; /* 0: empty */
@@ -171,16 +164,68 @@ struct cairn_cluster {
 		int64_t id;
 		struct crush_pool cp;
 	} pcache;
-	struct mon_osd_sessions sess; /* with the OSDs, one per PG shard of each */
+	struct mon_osd_sessions sess; /* with the OSDs */
 	TAILQ_HEAD(, creq) inflight;
 	struct creq **htab; /* inflight by tid: a power of two of chains */
 	size_t hcap, hn;
-	TAILQ_HEAD(, mreq) mons; /* admin calls in flight */
-	uint64_t tid;
+	uint64_t tid; /* tids are (tid << IO_BITS) | idx: unique in the client */
 	struct cm_timer tick;
-	struct cairn__wlist watches;
-	struct cairn__svcs svcs;
+	struct cairn__wlist watches;     /* the watches of objects routed here */
+	struct cm_reactor_msg stop_post; /* cairn_shutdown's stop, kept until its loop runs */
 };
+
+/* Io threads at most, and the tid bits that name one. */
+#define IO_BITS 6
+#define IO_MAX  (1u << IO_BITS)
+
+struct cairn_cluster {
+	struct cl_conf cfg;
+	struct cm_conf conf;
+	unsigned op_timeout_ms;
+	char entity[CM_HS_ENTITY_MAX]; /* <name>.<16 hex>: this client instance on the wire */
+	pthread_mutex_t creds_mu;      /* creds: io thread 0 writes, every messenger reads */
+	struct mon_creds creds;        /* our key and our ticket for the OSDs */
+	int ticket_rc;                 /* under mu: the last ticket reply's (1: none yet) */
+	bool auth_refused;             /* under mu: a monitor refused our proof */
+	char ticket_err[160];          /* under mu: its reason */
+	uint64_t barrier;    /* ops are sent with a map of at least this epoch (__atomic) */
+	uint64_t epoch0;     /* (atomic) the epoch io thread 0 holds */
+	bool shard_sessions; /* cairn_opts.shard_sessions: one session per PG shard */
+	bool revoked;        /* (atomic) the mons give us no ticket (entity removed) */
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	unsigned nstarted; /* under mu: io threads that started (or failed to) */
+	int start_rc;      /* under mu: the first failure */
+	/* the throttle (under thr_mu): ops and bytes in flight, and the limits */
+	pthread_mutex_t thr_mu;
+	pthread_cond_t thr_cv;
+	unsigned thr_ops, thr_max_ops;
+	uint64_t thr_bytes, thr_max_bytes;
+	bool thr_closing;        /* shutting down: waiters give up */
+	struct creq *creq_cache; /* under thr_mu: freed requests (linked by hnext) */
+	unsigned ncreq_cache;
+	/* under mu: what API threads need from the map */
+	uint64_t epoch;
+
+	struct {
+		int64_t id;
+		char *name;
+		struct crush_pool cp;      /* its PG count, and for placing names (listing) */
+		struct cairn_pool_info pi; /* its settings (cairn_pool_info) */
+	} * pools;
+
+	size_t npools;
+	/* io thread 0 */
+	struct mon_async *monc;
+	TAILQ_HEAD(, mreq) mons; /* admin calls in flight */
+	uint64_t watch_seq;      /* watch cookies (atomic) */
+	struct cairn__svcs svcs;
+	unsigned nio;
+	struct cl_io *io; /* nio of them */
+};
+
+/* The io thread this thread is (NULL: not one). */
+static __thread struct cl_io *tl_io;
 
 struct cairn__svcs *
 cairn__cl_svcs(struct cairn_cluster *cl)
@@ -189,15 +234,62 @@ cairn__cl_svcs(struct cairn_cluster *cl)
 }
 
 struct cm_reactor *
-cairn__cl_reactor(struct cairn_cluster *cl)
+cairn__io_reactor(struct cl_io *iot)
 {
-	return cl->r;
+	return iot->r;
 }
 
 struct cairn__wlist *
-cairn__cl_watches(struct cairn_cluster *cl)
+cairn__io_watches(struct cl_io *iot)
 {
-	return &cl->watches;
+	return &iot->watches;
+}
+
+uint64_t
+cairn__cl_watch_cookie(struct cairn_cluster *cl)
+{
+	return __atomic_add_fetch(&cl->watch_seq, 1, __ATOMIC_RELAXED);
+}
+
+/* The io thread of an object's placement hash. */
+static struct cl_io *
+io_of_hash(struct cairn_cluster *cl, uint32_t hash)
+{
+	return &cl->io[cl->nio == 1 ? 0 : hash % cl->nio];
+}
+
+/* The store name of (io's namespace and key, oid) in sname. \return its length, or -errno. */
+static int
+store_name(const cairn_ioctx_t *io, const char *oid, char *sname, size_t size)
+{
+	return crush_oname_encode(io->nspace, io->key, oid, sname, size);
+}
+
+int
+cairn__io_of(const cairn_ioctx_t *io, const char *oid, struct cl_io **iot)
+{
+	char sname[CRUSH_ONAME_MAX + 1];
+	uint32_t hash = 0;
+	int rc = store_name(io, oid, sname, sizeof(sname));
+
+	if (rc < 0)
+		return rc;
+	if (crush_oname_hash(sname, &hash))
+		return -ENOMEM;
+	*iot = io_of_hash(io->cl, hash);
+	return 0;
+}
+
+/* cairn_shutdown has begun: no new request may be posted (a reactor may be gone). */
+static bool
+closing(struct cairn_cluster *cl)
+{
+	bool c;
+
+	pthread_mutex_lock(&cl->thr_mu);
+	c = cl->thr_closing;
+	pthread_mutex_unlock(&cl->thr_mu);
+	return c;
 }
 
 struct cairn_cluster *
@@ -220,16 +312,23 @@ cairn__ioctx_dup(const cairn_ioctx_t *io)
 
 /* The tid table: a reply finds its request without a scan. */
 static size_t
-tid_slot(const struct cairn_cluster *cl, uint64_t tid)
+tid_slot(const struct cl_io *iot, uint64_t tid)
 {
-	return (size_t)(tid * 0x9e3779b97f4a7c15ull >> 20) & (cl->hcap - 1);
+	return (size_t)(tid * 0x9e3779b97f4a7c15ull >> 20) & (iot->hcap - 1);
+}
+
+/* A new tid of iot: unique in the client (its low bits name the thread). */
+static uint64_t
+io_tid(struct cl_io *iot)
+{
+	return (++iot->tid << IO_BITS) | iot->idx;
 }
 
 /* q (tid set) in flight: in the list and the table. \return 0, -ENOMEM. */
 static int
 creq_link(struct creq *q)
 {
-	struct cairn_cluster *cl = q->cl;
+	struct cl_io *cl = q->iot;
 
 	if (cl->hn >= cl->hcap) { /* grow (load at most 1): rehash what is in flight */
 		size_t cap = cl->hcap ? cl->hcap * 2 : 256;
@@ -258,7 +357,7 @@ creq_link(struct creq *q)
 static void
 creq_unlink(struct creq *q)
 {
-	struct cairn_cluster *cl = q->cl;
+	struct cl_io *cl = q->iot;
 	struct creq **pp = &cl->htab[tid_slot(cl, q->tid)];
 
 	while (*pp && *pp != q)
@@ -272,7 +371,7 @@ creq_unlink(struct creq *q)
 }
 
 static struct creq *
-creq_find(struct cairn_cluster *cl, uint64_t tid)
+creq_find(struct cl_io *cl, uint64_t tid)
 {
 	struct creq *q = cl->hcap ? cl->htab[tid_slot(cl, tid)] : NULL;
 
@@ -319,12 +418,14 @@ creq_set_oid(struct creq *q, const char *s, size_t len)
 static int
 throttle_get(struct cairn_cluster *cl, uint64_t bytes, bool nowait, struct creq **qp)
 {
-	bool own = cl->th_started && pthread_equal(pthread_self(), cl->th);
+	bool own = tl_io && tl_io->cl == cl; /* (an io thread completes ops: never waits) */
 	struct creq *q = NULL;
 	int rc = 0;
 
 	pthread_mutex_lock(&cl->thr_mu);
-	while (!own && cl->thr_ops &&
+	if (cl->thr_closing) /* (a callback run by cairn_shutdown: its reactor may be gone) */
+		rc = -ESHUTDOWN;
+	while (!rc && !own && cl->thr_ops &&
 	       (cl->thr_ops + 1 > cl->thr_max_ops || cl->thr_bytes + bytes > cl->thr_max_bytes)) {
 		if (nowait || cl->thr_closing) {
 			rc = cl->thr_closing ? -ESHUTDOWN : -EAGAIN;
@@ -414,7 +515,7 @@ creq_finish(struct creq *q, int rc, const struct cairn_version *v)
 static int
 creq_target(struct creq *q, int32_t *acting, int *nacting, int32_t *primary)
 {
-	struct cairn_cluster *cl = q->cl;
+	struct cl_io *cl = q->iot;
 	const Cairn__Map__Pool *p;
 	int32_t up[64];
 	int prim = -1, n, k = 0;
@@ -432,8 +533,7 @@ creq_target(struct creq *q, int32_t *acting, int *nacting, int32_t *primary)
 			cl->pcache.gen = cl->pgc_gen;
 			cl->pcache.id = q->pool;
 		}
-		if (crush_oname_to_pg(&cl->pcache.cp, q->oid, &q->seed))
-			return -ENOMEM; /* (the name was checked: only memory can fail) */
+		q->seed = crush_hash_to_pg(&cl->pcache.cp, q->hash);
 	} else if (q->seed >= p->pg_num || (q->pg_num && q->pg_num != p->pg_num)) {
 		return -ENOENT; /* the listing plans its PGs again */
 	}
@@ -539,7 +639,7 @@ build_msg(struct creq *q, struct cm_msg **mp)
 	req.pool = q->pool;
 	req.seed = q->seed;
 	req.oid = q->oid;
-	req.epoch = q->cl->map->epoch;
+	req.epoch = q->iot->map->epoch;
 	req.n_ops = op->n;
 	req.ops = sop;
 	req.flags = q->sent_once ? OSD_OPF_RESEND : 0;
@@ -570,7 +670,7 @@ build_list_msg(struct creq *q, struct cm_msg **mp)
 		return rc;
 	req.pool = q->pool;
 	req.seed = q->seed;
-	req.epoch = q->cl->map->epoch;
+	req.epoch = q->iot->map->epoch;
 	req.start_after = (char *)q->after;
 	req.nspace = (char *)(q->nspace ? q->nspace : "");
 	req.all_ns = !q->nspace;
@@ -586,10 +686,59 @@ build_list_msg(struct creq *q, struct cm_msg **mp)
 	return 0;
 }
 
+/*
+ * Io thread 0 hands io thread k a map newer than the one k holds (epoch
+ * have): its own when it has one (k missed it), else it asks the monitors.
+ */
+struct want_msg {
+	struct cm_reactor_msg post;
+	struct cairn_cluster *cl;
+	unsigned k;
+	uint64_t have;
+};
+
+static struct map_pending *map_share(struct cairn_cluster *cl, const Cairn__Map__OsdMap *m,
+				     unsigned k0, unsigned k1, bool self);
+
+static void
+want_fn(void *arg)
+{
+	struct want_msg *x = arg;
+	struct cl_io *io0 = &x->cl->io[0];
+
+	if (io0->map && io0->map->epoch > x->have)
+		(void)map_share(x->cl, io0->map, x->k, x->k + 1, false);
+	else if (x->cl->monc)
+		mon_async_want_map(x->cl->monc, x->have);
+	free(x);
+}
+
+/* A map newer than the one iot holds (epoch have, 0: none). Others than thread 0: once a second. */
+static void
+io_want_map(struct cl_io *iot, uint64_t have)
+{
+	struct want_msg *x;
+	uint64_t now = cm_now_ms();
+
+	if (iot->idx == 0) {
+		mon_async_want_map(iot->cl->monc, have);
+		return;
+	}
+	if ((iot->want_ms && now - iot->want_ms < 1000) || !(x = malloc(sizeof(*x))))
+		return; /* (a map thread 0 takes comes here anyway) */
+	iot->want_ms = now;
+	*x = (struct want_msg){ .post = { .fn = want_fn, .drop = free, .arg = x },
+				.cl = iot->cl,
+				.k = iot->idx,
+				.have = have };
+	cm_reactor_post(iot->cl->io[0].r, &x->post);
+}
+
 /* Send q to its primary when it is not already there (or force). */
 static void
 creq_send(struct creq *q, bool force)
 {
+	struct cl_io *iot = q->iot;
 	int32_t acting[16], primary;
 	int nacting = 0, rc;
 	unsigned shard = 0;
@@ -608,20 +757,20 @@ creq_send(struct creq *q, bool force)
 	if (!force && q->target == primary && q->nacting == nacting &&
 	    memcmp(q->acting, acting, sizeof(*acting) * (size_t)nacting) == 0)
 		return;
-	if (q->cl->map->epoch < __atomic_load_n(&q->cl->barrier, __ATOMIC_ACQUIRE)) {
+	if (iot->map->epoch < __atomic_load_n(&q->cl->barrier, __ATOMIC_ACQUIRE)) {
 		/* An epoch barrier (cairn_set_epoch_barrier): not before that map,
 		 * so the OSD knows what it says (a blocklist) before our op. */
-		mon_async_want_map(q->cl->monc, q->cl->map->epoch);
+		io_want_map(iot, iot->map->epoch);
 		q->target = -1;
 		return;
 	}
-	if (q->kind == CREQ_OP && (q->cl->map->flags & MON_FLAG_PAUSE)) {
+	if (q->kind == CREQ_OP && (iot->map->flags & MON_FLAG_PAUSE)) {
 		/* `osd set pause`: reads and writes wait (sent once it is unset: the
 		 * map that clears it resends every op not sent). */
 		q->target = -1;
 		return;
 	}
-	c = mon_osd_sessions_get(&q->cl->sess, q->cl->map, primary, q->seed, &shard);
+	c = mon_osd_sessions_get(&iot->sess, iot->map, primary, q->seed, &shard);
 	if (!c) {
 		q->target = -1;
 		return;
@@ -666,11 +815,11 @@ submit_fn(void *arg)
 {
 	struct creq *q = arg;
 	struct cairn_cluster *cl = q->cl;
-
+	struct cl_io *iot = q->iot;
 	unsigned limit = q->timeout_ms ? q->timeout_ms : cl->op_timeout_ms;
-	bool cancel;
+	bool cancel, revoked = __atomic_load_n(&cl->revoked, __ATOMIC_ACQUIRE);
 
-	q->tid = ++cl->tid;
+	q->tid = io_tid(iot);
 	q->target = -1;
 	q->deadline_ms = limit ? cm_now_ms() + limit : UINT64_MAX;
 	/* (the completion learns its op: cairn_completion_cancel finds it by tid) */
@@ -683,12 +832,12 @@ submit_fn(void *arg)
 	 * (down: taken while the messenger drains at shutdown, after the map
 	 * went with the monitor client: it ends like the ones in flight did.)
 	 */
-	if (cancel || cl->down || cl->fenced || cl->revoked || creq_link(q)) {
+	if (cancel || iot->down || iot->fenced || revoked || creq_link(q)) {
 		creq_finish(q,
 			    cancel        ? -ECANCELED
-			    : cl->down    ? -ESHUTDOWN
-			    : cl->fenced  ? -EKEYREVOKED
-			    : cl->revoked ? -EPERM
+			    : iot->down   ? -ESHUTDOWN
+			    : iot->fenced ? -EKEYREVOKED
+			    : revoked     ? -EPERM
 					  : -ENOMEM,
 			    NULL);
 		return;
@@ -888,7 +1037,7 @@ arena_free(void *d, void *p)
 
 /* The arena for one reply, or NULL (use malloc's). */
 static ProtobufCAllocator *
-arena_begin(struct cairn_cluster *cl)
+arena_begin(struct cl_io *cl)
 {
 #ifdef CAIRN_ASAN
 	(void)cl;
@@ -908,7 +1057,7 @@ arena_begin(struct cairn_cluster *cl)
 }
 
 static void
-arena_end(struct cairn_cluster *cl, ProtobufCAllocator *pa)
+arena_end(struct cl_io *cl, ProtobufCAllocator *pa)
 {
 	struct reply_arena *a = cl->arena;
 
@@ -925,7 +1074,7 @@ arena_end(struct cairn_cluster *cl, ProtobufCAllocator *pa)
 }
 
 static void
-on_op_reply(struct cairn_cluster *cl, struct cm_msg *m)
+on_op_reply(struct cl_io *cl, struct cm_msg *m)
 {
 	ProtobufCAllocator *pa = arena_begin(cl);
 	Cairn__Osd__OsdOpReply *r = (Cairn__Osd__OsdOpReply *)cm_msg_unpack_front_with(
@@ -941,7 +1090,7 @@ on_op_reply(struct cairn_cluster *cl, struct cm_msg *m)
 		bool busy = r->rc == -EAGAIN && r->epoch == cl->map->epoch;
 
 		if (r->epoch > cl->map->epoch)
-			mon_async_want_map(cl->monc, cl->map->epoch);
+			io_want_map(cl, cl->map->epoch);
 		q->target = -1;
 		q->retry_ms = cm_now_ms() + (busy ? BUSY_MS : RETRY_MS);
 		goto out;
@@ -960,7 +1109,7 @@ out:
 }
 
 static void
-on_list_reply(struct cairn_cluster *cl, struct cm_msg *m)
+on_list_reply(struct cl_io *cl, struct cm_msg *m)
 {
 	Cairn__Osd__PgListReply *r = (Cairn__Osd__PgListReply *)cm_msg_unpack_front(
 		m, &cairn__osd__pg_list_reply__descriptor);
@@ -971,7 +1120,7 @@ on_list_reply(struct cairn_cluster *cl, struct cm_msg *m)
 		goto out;
 	if (r->rc == -ESTALE || r->rc == -EAGAIN) {
 		if (r->epoch > cl->map->epoch)
-			mon_async_want_map(cl->monc, cl->map->epoch);
+			io_want_map(cl, cl->map->epoch);
 		q->target = -1;
 		q->retry_ms = cm_now_ms() + RETRY_MS;
 		goto out;
@@ -997,7 +1146,7 @@ out:
 }
 
 static void
-resend_all(struct cairn_cluster *cl, bool force_unsent)
+resend_all(struct cl_io *cl, bool force_unsent)
 {
 	struct creq *q, *tmp;
 	uint64_t now = cm_now_ms();
@@ -1009,21 +1158,17 @@ resend_all(struct cairn_cluster *cl, bool force_unsent)
 	}
 }
 
+/* The cluster's view of map m for API threads (pools, epoch), once every io thread holds it. */
 static void
-on_map(void *arg, const Cairn__Map__OsdMap *m)
+publish_map(struct cairn_cluster *cl, const Cairn__Map__OsdMap *m)
 {
-	struct cairn_cluster *cl = arg;
-	char err[MON_ERRLEN];
 	void *np;
 
-	cl->map = m;
-	if (cl->pl_ok)
-		mon_placement_free(&cl->pl);
-	cl->pl_ok = mon_placement_build(m, &cl->pl, err) == 0;
-	cl->pgc_gen++; /* every cached placement is of the old map */
-	if (!cl->pl_ok)
-		CM_ERR("map epoch %" PRIu64 ": %s", m->epoch, err);
 	pthread_mutex_lock(&cl->mu);
+	if (m->epoch <= cl->epoch) { /* (a later one was published first) */
+		pthread_mutex_unlock(&cl->mu);
+		return;
+	}
 	for (size_t i = 0; i < cl->npools; i++)
 		free(cl->pools[i].name);
 	cl->npools = 0;
@@ -1056,41 +1201,208 @@ on_map(void *arg, const Cairn__Map__OsdMap *m)
 	cl->epoch = m->epoch;
 	pthread_cond_broadcast(&cl->cv);
 	pthread_mutex_unlock(&cl->mu);
-	if (!cl->fenced && mon_blocklisted(m, cl->entity)) {
+}
+
+/* iot holds map m now (borrowed: the monitor client's on thread 0, its smap's on others). */
+static void
+io_take_map(struct cl_io *iot, const Cairn__Map__OsdMap *m)
+{
+	char err[MON_ERRLEN];
+
+	iot->map = m;
+	if (iot->pl_ok)
+		mon_placement_free(&iot->pl);
+	iot->pl_ok = mon_placement_build(m, &iot->pl, err) == 0;
+	iot->pgc_gen++; /* every cached placement is of the old map */
+	if (!iot->pl_ok && iot->idx == 0)
+		CM_ERR("map epoch %" PRIu64 ": %s", m->epoch, err);
+}
+
+/* After io_take_map (and publish): fence, then what was waiting for a map goes now. */
+static void
+io_map_kick(struct cl_io *iot)
+{
+	const Cairn__Map__OsdMap *m = iot->map;
+
+	if (!iot->fenced && mon_blocklisted(m, iot->cl->entity)) {
 		/* Fenced: someone took over what we did. Nothing of ours may
 		 * change anything now: every op ends, later ones too. */
 		struct creq *q, *tmp;
 
-		CM_ERR("%s is on the blocklist of map epoch %" PRIu64
-		       ": every op fails with -EKEYREVOKED (connect again for a new name)",
-		       cl->entity, m->epoch);
-		cl->fenced = true;
-		TAILQ_FOREACH_SAFE(q, &cl->inflight, link, tmp)
+		if (iot->idx == 0)
+			CM_ERR("%s is on the blocklist of map epoch %" PRIu64
+			       ": every op fails with -EKEYREVOKED (connect again for a new name)",
+			       iot->cl->entity, m->epoch);
+		iot->fenced = true;
+		TAILQ_FOREACH_SAFE(q, &iot->inflight, link, tmp)
 			creq_finish(q, -EKEYREVOKED, NULL);
 	}
+	resend_all(iot, true);
+	cairn__watch_kick(iot); /* bind the watches where the map puts them now */
+}
+
+static void
+smap_put(struct shared_map *sm)
+{
+	if (sm && __atomic_sub_fetch(&sm->refs, 1, __ATOMIC_ACQ_REL) == 0) {
+		cairn__map__osd_map__free_unpacked(sm->m, NULL);
+		free(sm);
+	}
+}
+
+/*
+ * The io threads yet to take a map: the last one publishes it, unless one
+ * of them never got it (out of memory: then a later map is the first that
+ * every thread holds, and cairn_map_epoch never says more than they do).
+ */
+struct map_pending {
+	unsigned n;  /* (atomic) */
+	bool missed; /* (atomic) */
+};
+
+/* One thread took the map (or missed it): the last one publishes m and frees p. */
+static void
+map_taken(struct cairn_cluster *cl, struct map_pending *p, const Cairn__Map__OsdMap *m, bool took)
+{
+	if (!took)
+		__atomic_store_n(&p->missed, true, __ATOMIC_RELEASE);
+	if (__atomic_sub_fetch(&p->n, 1, __ATOMIC_ACQ_REL) == 0) {
+		if (!__atomic_load_n(&p->missed, __ATOMIC_ACQUIRE))
+			publish_map(cl, m);
+		free(p);
+	}
+}
+
+/* A map on its way to io thread iot (1..n-1). */
+struct map_msg {
+	struct cm_reactor_msg post;
+	struct cl_io *iot;
+	struct shared_map *sm;
+	struct map_pending *pending;
+};
+
+static void
+map_msg_drop(void *arg)
+{
+	struct map_msg *x = arg;
+
+	map_taken(x->iot->cl, x->pending, x->sm->m, false);
+	smap_put(x->sm);
+	free(x);
+}
+
+static void
+map_msg_fn(void *arg)
+{
+	struct map_msg *x = arg;
+	struct cl_io *iot = x->iot;
+	struct shared_map *old = iot->smap;
+
+	if (!iot->down) {
+		iot->smap = x->sm;
+		io_take_map(iot, x->sm->m);
+		smap_put(old);
+		map_taken(iot->cl, x->pending, x->sm->m, true);
+		io_map_kick(iot);
+		free(x);
+		return;
+	}
+	map_msg_drop(x);
+}
+
+/*
+ * Map m (thread 0's) to io threads k0..k1-1, as one shared copy; *pending
+ * counts them, and thread 0 too with self. \return it, or NULL (no memory:
+ * none of them gets m).
+ */
+static struct map_pending *
+map_share(struct cairn_cluster *cl, const Cairn__Map__OsdMap *m, unsigned k0, unsigned k1,
+	  bool self)
+{
+	size_t len = cairn__map__osd_map__get_packed_size(m);
+	uint8_t *buf = malloc(len ? len : 1);
+	struct shared_map *sm = calloc(1, sizeof(*sm));
+	struct map_pending *pending = calloc(1, sizeof(*pending));
+
+	if (!buf || !sm || !pending)
+		goto fail;
+	cairn__map__osd_map__pack(m, buf);
+	sm->m = cairn__map__osd_map__unpack(NULL, len, buf);
+	if (!sm->m)
+		goto fail;
+	free(buf);
+	sm->refs = k1 - k0;
+	pending->n = k1 - k0 + (self ? 1 : 0);
+	for (unsigned k = k0; k < k1; k++) {
+		struct map_msg *x = malloc(sizeof(*x));
+
+		if (!x) { /* (that thread misses it: it asks for it again, io_want_map) */
+			map_taken(cl, pending, m, false);
+			smap_put(sm);
+			continue;
+		}
+		*x = (struct map_msg){ .post = { .fn = map_msg_fn, .drop = map_msg_drop, .arg = x },
+				       .iot = &cl->io[k],
+				       .sm = sm,
+				       .pending = pending };
+		cm_reactor_post(cl->io[k].r, &x->post);
+	}
+	return pending;
+fail:
+	CM_LOG_RL(CM_LOG_ERR, "map epoch %" PRIu64 ": no memory to share it with the io threads",
+		  m->epoch);
+	free(buf);
+	if (sm && sm->m)
+		cairn__map__osd_map__free_unpacked(sm->m, NULL);
+	free(sm);
+	free(pending);
+	return NULL;
+}
+
+/* The monitor client's new map (io thread 0). */
+static void
+on_map(void *arg, const Cairn__Map__OsdMap *m)
+{
+	struct cl_io *io0 = arg;
+	struct cairn_cluster *cl = io0->cl;
+	struct map_pending *pending = cl->nio > 1 ? map_share(cl, m, 1, cl->nio, true) : NULL;
+
+	io_take_map(io0, m);
+	__atomic_store_n(&cl->epoch0, m->epoch, __ATOMIC_RELEASE);
+	if (pending)
+		map_taken(cl, pending, m, true);
+	else if (cl->nio == 1)
+		publish_map(cl, m);
+	/* (else the others did not get it: published with a later one they all hold) */
 	/* A first ticket at once (and a new one when auth_epoch rose past ours). */
-	if (cl->monc)
-		(void)mon_creds_tick(&cl->creds, cl->monc, ++cl->tid, cm_now_ms(), m->auth_epoch);
-	resend_all(cl, true);
-	cairn__watch_kick(cl); /* bind the watches where the map puts them now */
+	if (cl->monc) {
+		pthread_mutex_lock(&cl->creds_mu);
+		(void)mon_creds_tick(&cl->creds, cl->monc, io_tid(io0), cm_now_ms(), m->auth_epoch);
+		pthread_mutex_unlock(&cl->creds_mu);
+	}
+	io_map_kick(io0);
 }
 
 /* The messenger's cred_fn: our key towards the mons, our ticket towards the OSDs. */
 static int
 cl_cred(void *arg, struct cm_conn *c, unsigned kind, struct cm_cred *out)
 {
-	struct cairn_cluster *cl = arg;
+	struct cl_io *iot = arg;
+	int rc;
 
 	(void)c;
-	return mon_creds_fill(&cl->creds, kind, out);
+	pthread_mutex_lock(&iot->cl->creds_mu);
+	rc = mon_creds_fill(&iot->cl->creds, kind, out);
+	pthread_mutex_unlock(&iot->cl->creds_mu);
+	return rc;
 }
 
 static void
 on_msg(void *arg, struct cm_conn *c, struct cm_msg *m)
 {
-	struct cairn_cluster *cl = arg;
+	struct cl_io *cl = arg;
 
-	if (mon_async_handle_msg(cl->monc, c, m))
+	if (cl->idx == 0 && mon_async_handle_msg(cl->cl->monc, c, m))
 		return;
 	if (m->type == OSD_MSG_OP_REPLY)
 		on_op_reply(cl, m);
@@ -1105,18 +1417,18 @@ on_msg(void *arg, struct cm_conn *c, struct cm_msg *m)
 static void
 on_event(void *arg, struct cm_conn *c, enum cm_conn_event ev, int rc)
 {
-	struct cairn_cluster *cl = arg;
+	struct cl_io *cl = arg;
 	int32_t id;
 	unsigned k;
 	struct creq *q;
 
 	if (ev == CM_CONN_FAILED && rc == -CM_EAUTH) {
-		pthread_mutex_lock(&cl->mu);
-		cl->auth_refused = true;
-		pthread_cond_broadcast(&cl->cv);
-		pthread_mutex_unlock(&cl->mu);
+		pthread_mutex_lock(&cl->cl->mu);
+		cl->cl->auth_refused = true;
+		pthread_cond_broadcast(&cl->cl->cv);
+		pthread_mutex_unlock(&cl->cl->mu);
 	}
-	if (mon_async_handle_event(cl->monc, c, ev, rc))
+	if (cl->idx == 0 && mon_async_handle_event(cl->cl->monc, c, ev, rc))
 		return;
 	/* The session is gone with whatever it carried: resend on a new one. */
 	if (ev == CM_CONN_UP || !mon_osd_sessions_drop(&cl->sess, c, &id, &k))
@@ -1176,44 +1488,61 @@ mreq_submit_fn(void *arg)
 	struct mreq *q = arg;
 	struct cairn_cluster *cl = q->cl;
 
-	if (cl->down) { /* (as submit_fn) */
+	if (cl->io[0].down) { /* (as submit_fn) */
 		mreq_finish(q, -ESHUTDOWN);
 		return;
 	}
-	q->tid = ++cl->tid;
+	q->tid = io_tid(&cl->io[0]);
 	TAILQ_INSERT_TAIL(&cl->mons, q, link);
 	q->linked = true;
 	mreq_send(q);
 }
 
 /* A mon's reply (mon_async's on_reply): the admin call it answers, if any. */
+/* Every op in flight on an io thread ends with rc. */
+static void
+io_fail_all(struct cl_io *iot, int rc)
+{
+	struct creq *q;
+
+	while ((q = TAILQ_FIRST(&iot->inflight)))
+		creq_finish(q, rc, NULL);
+}
+
 static void
 on_mon_reply(void *arg, struct cm_msg *m)
 {
-	struct cairn_cluster *cl = arg;
+	struct cl_io *io0 = arg;
+	struct cairn_cluster *cl = io0->cl;
 	struct mreq *q;
 
 	if (m->type == MON_MSG_AUTH_TICKET_REPLY) {
-		int rc = m->tid == cl->creds.tid ? mon_creds_take(&cl->creds, m) : 0;
+		char why[sizeof(cl->ticket_err)];
+		bool ours;
+		int rc = 0;
 
-		if (m->tid == cl->creds.tid) {
+		pthread_mutex_lock(&cl->creds_mu);
+		ours = m->tid == cl->creds.tid;
+		if (ours)
+			rc = mon_creds_take(&cl->creds, m);
+		snprintf(why, sizeof(why), "%s", cl->creds.last_err);
+		pthread_mutex_unlock(&cl->creds_mu);
+		if (ours) {
 			if (rc)
-				CM_LOG_RL(CM_LOG_ERR, "no ticket for the OSDs: %s",
-					  cl->creds.last_err);
-			if ((rc == -ENOENT || rc == -EPERM) && !cl->revoked) {
+				CM_LOG_RL(CM_LOG_ERR, "no ticket for the OSDs: %s", why);
+			if ((rc == -ENOENT || rc == -EPERM) &&
+			    !__atomic_load_n(&cl->revoked, __ATOMIC_ACQUIRE)) {
 				/* Removed (or refused) for good: nothing of ours may
-				 * reach an OSD now; ops end rather than wait. */
-				struct creq *cq, *tmp;
-
-				cl->revoked = true;
-				TAILQ_FOREACH_SAFE(cq, &cl->inflight, link, tmp)
-					creq_finish(cq, -EPERM, NULL);
+				 * reach an OSD now; ops end rather than wait (on the
+				 * other io threads at their next tick). */
+				__atomic_store_n(&cl->revoked, true, __ATOMIC_RELEASE);
+				io_fail_all(io0, -EPERM);
 			} else if (!rc) {
-				cl->revoked = false;
+				__atomic_store_n(&cl->revoked, false, __ATOMIC_RELEASE);
 			}
 			pthread_mutex_lock(&cl->mu);
 			cl->ticket_rc = rc;
-			snprintf(cl->ticket_err, sizeof(cl->ticket_err), "%s", cl->creds.last_err);
+			snprintf(cl->ticket_err, sizeof(cl->ticket_err), "%s", why);
 			pthread_cond_broadcast(&cl->cv);
 			pthread_mutex_unlock(&cl->mu);
 		}
@@ -1236,10 +1565,13 @@ static int
 mon_call_within(struct cairn_cluster *cl, uint16_t type, const ProtobufCMessage *req,
 		uint16_t reply_type, struct cm_msg **reply, unsigned timeout_ms)
 {
-	struct mreq *q = calloc(1, sizeof(*q));
+	struct mreq *q;
 	int rc;
 
 	*reply = NULL;
+	if (closing(cl))
+		return -ESHUTDOWN;
+	q = calloc(1, sizeof(*q));
 	if (!q || !(q->comp = cairn_completion_create(NULL, NULL))) {
 		free(q);
 		return -ENOMEM;
@@ -1250,7 +1582,7 @@ mon_call_within(struct cairn_cluster *cl, uint16_t type, const ProtobufCMessage 
 	q->req = req;
 	q->deadline_ms = cm_now_ms() + timeout_ms;
 	q->post = (struct cm_reactor_msg){ .fn = mreq_submit_fn, .drop = mreq_drop, .arg = q };
-	cm_reactor_post(cl->r, &q->post);
+	cm_reactor_post(cl->io[0].r, &q->post);
 	rc = cairn_completion_wait(q->comp);
 	cairn_completion_release(q->comp);
 	*reply = q->reply;
@@ -1269,11 +1601,12 @@ mon_call(struct cairn_cluster *cl, uint16_t type, const ProtobufCMessage *req, u
 static void
 on_tick(struct cm_timer *t)
 {
-	struct cairn_cluster *cl = t->arg;
+	struct cl_io *iot = t->arg;
+	struct cairn_cluster *cl = iot->cl;
 	struct creq *q, *tmp;
 	uint64_t now = cm_now_ms();
 
-	TAILQ_FOREACH_SAFE(q, &cl->inflight, link, tmp) {
+	TAILQ_FOREACH_SAFE(q, &iot->inflight, link, tmp) {
 		if (now >= q->deadline_ms) {
 			creq_finish(q, -ETIMEDOUT, NULL);
 			continue;
@@ -1281,64 +1614,91 @@ on_tick(struct cm_timer *t)
 		if (q->target >= 0 && now - q->sent_ms >= RESEND_MS + q->hold_ms)
 			creq_send(q, true);
 	}
-	resend_all(cl, false);
-	if (cl->map && cl->monc)
-		(void)mon_creds_tick(&cl->creds, cl->monc, ++cl->tid, now, cl->map->auth_epoch);
-	mreq_tick(cl, now);
-	cairn__watch_tick(cl, now);
-	cm_timer_arm(cl->r, &cl->tick, TICK_MS);
+	if (__atomic_load_n(&cl->revoked, __ATOMIC_ACQUIRE))
+		io_fail_all(iot, -EPERM); /* (thread 0 ended its own when it learned it) */
+	resend_all(iot, false);
+	if (iot->idx) {
+		/* A map thread 0 could not hand over (no memory): asked for after 1 s. */
+		uint64_t have = iot->map ? iot->map->epoch : 0;
+
+		if (have >= __atomic_load_n(&cl->epoch0, __ATOMIC_ACQUIRE))
+			iot->behind = 0;
+		else if (++iot->behind >= 1000 / TICK_MS)
+			io_want_map(iot, have);
+	}
+	if (iot->idx == 0) {
+		if (iot->map && cl->monc) {
+			pthread_mutex_lock(&cl->creds_mu);
+			(void)mon_creds_tick(&cl->creds, cl->monc, io_tid(iot), now,
+					     iot->map->auth_epoch);
+			pthread_mutex_unlock(&cl->creds_mu);
+		}
+		mreq_tick(cl, now);
+	}
+	cairn__watch_tick(iot, now);
+	cm_timer_arm(iot->r, &iot->tick, TICK_MS);
 }
 
 static void *
 client_thread(void *arg)
 {
-	struct cairn_cluster *cl = arg;
+	struct cl_io *iot = arg;
+	struct cairn_cluster *cl = iot->cl;
 	struct mon_async_opts mco = { 0 };
 	struct cm_msgr_opts mo;
 	char err[256];
-	struct creq *q;
 	int rc;
 
+	tl_io = iot;
 	cm_daemon_msgr_opts(&cl->cfg.d, &mo);
 	mo.entity = cl->entity;
 	mo.ops = (struct cm_msgr_ops){ .on_msg = on_msg, .on_event = on_event };
-	mo.ops_arg = cl;
+	mo.ops_arg = iot;
 	mo.auth.cred_fn = cl_cred;
 	mo.backoff_min_ms = 20;
 	mo.backoff_max_ms = 500;
-	rc = cm_msgr_create(cl->r, &mo, &cl->msgr);
+	rc = cm_msgr_create(iot->r, &mo, &iot->msgr);
 	if (!rc) {
-		mon_osd_sessions_init(&cl->sess, cl->msgr, false, true, false);
-		cl->sess.per_osd = !cl->shard_sessions;
+		mon_osd_sessions_init(&iot->sess, iot->msgr, false, true, false);
+		iot->sess.per_osd = !cl->shard_sessions;
+		iot->sess.home = iot->idx; /* (thread k at an OSD's shard k: its ops seldom hop) */
+	}
+	if (!rc && iot->idx == 0) {
 		mco.mon_host = cl->cfg.mon_host;
 		mco.subscribe = true;
 		mco.ops.on_map = on_map;
 		mco.ops.on_reply = on_mon_reply;
-		mco.arg = cl;
-		rc = mon_async_create(cl->r, cl->msgr, &mco, &cl->monc, err, sizeof(err));
+		mco.arg = iot;
+		rc = mon_async_create(iot->r, iot->msgr, &mco, &cl->monc, err, sizeof(err));
 	}
 	pthread_mutex_lock(&cl->mu);
-	cl->start_rc = rc;
-	cl->started = true;
+	if (rc && !cl->start_rc)
+		cl->start_rc = rc;
+	cl->nstarted++;
 	pthread_cond_broadcast(&cl->cv);
 	pthread_mutex_unlock(&cl->mu);
-	if (rc)
-		return NULL;
-	cm_timer_init(&cl->tick, on_tick, cl);
-	cm_timer_arm(cl->r, &cl->tick, TICK_MS);
-	cm_reactor_run(cl->r);
-	cl->down = true;
-	cm_timer_cancel(cl->r, &cl->tick);
-	while ((q = TAILQ_FIRST(&cl->inflight)))
-		creq_finish(q, -ESHUTDOWN, NULL);
-	while (!TAILQ_EMPTY(&cl->mons))
-		mreq_finish(TAILQ_FIRST(&cl->mons), -ESHUTDOWN);
-	mon_async_destroy(cl->monc);
-	cl->monc = NULL;
-	cl->map = NULL; /* (it was the monitor client's) */
-	mon_osd_sessions_fini(&cl->sess);
-	cm_msgr_destroy(cl->msgr);
-	cl->msgr = NULL;
+	if (!rc) {
+		cm_timer_init(&iot->tick, on_tick, iot);
+		cm_timer_arm(iot->r, &iot->tick, TICK_MS);
+		cm_reactor_run(iot->r);
+		cm_timer_cancel(iot->r, &iot->tick);
+	}
+	iot->down = true;
+	io_fail_all(iot, -ESHUTDOWN);
+	if (iot->idx == 0) {
+		while (!TAILQ_EMPTY(&cl->mons))
+			mreq_finish(TAILQ_FIRST(&cl->mons), -ESHUTDOWN);
+		if (cl->monc)
+			mon_async_destroy(cl->monc);
+		cl->monc = NULL;
+	}
+	iot->map = NULL; /* (thread 0's was the monitor client's; the others' go with smap) */
+	if (iot->msgr) {
+		mon_osd_sessions_fini(&iot->sess);
+		cm_msgr_destroy(iot->msgr);
+		iot->msgr = NULL;
+	}
+	tl_io = NULL;
 	return NULL;
 }
 
@@ -1354,24 +1714,36 @@ cairn_opts_init(struct cairn_opts *o, size_t size)
 static void
 cluster_free(struct cairn_cluster *cl)
 {
-	if (cl->pl_ok)
-		mon_placement_free(&cl->pl);
+	for (unsigned k = 0; k < cl->nio; k++) {
+		struct cl_io *iot = &cl->io[k];
+
+		if (iot->pl_ok)
+			mon_placement_free(&iot->pl);
+		free(iot->htab);
+		free(iot->pgc);
+	}
 	for (size_t i = 0; i < cl->npools; i++)
 		free(cl->pools[i].name);
 	free(cl->pools);
-	free(cl->htab);
-	free(cl->pgc);
-	cm_reactor_destroy(cl->r);
-	cairn__watch_fini(cl);   /* (after the reactor: its last drops may complete pings) */
-	while (cl->creq_cache) { /* (after the reactor: its drops free requests too) */
+	/* (every reactor before the watches and the request cache: their last
+	 * drops complete pings, free requests and post to other threads) */
+	for (unsigned k = 0; k < cl->nio; k++)
+		cm_reactor_destroy(cl->io[k].r);
+	for (unsigned k = 0; k < cl->nio; k++) {
+		cairn__watch_fini(&cl->io[k]);
+		smap_put(cl->io[k].smap);
+		free(cl->io[k].arena);
+	}
+	free(cl->io);
+	while (cl->creq_cache) {
 		struct creq *q = cl->creq_cache;
 
 		cl->creq_cache = q->hnext;
 		free(q);
 	}
-	free(cl->arena);
 	cm_conf_free(&cl->conf);
 	mon_creds_fini(&cl->creds);
+	pthread_mutex_destroy(&cl->creds_mu);
 	pthread_mutex_destroy(&cl->mu);
 	pthread_cond_destroy(&cl->cv);
 	pthread_mutex_destroy(&cl->thr_mu);
@@ -1386,7 +1758,7 @@ cairn_connect(const struct cairn_opts *o, cairn_cluster_t **clp, char *err, size
 	struct cairn_opts opts;
 	struct cm_reactor_opts ro;
 	uint8_t rnd[8];
-	uint64_t deadline;
+	uint64_t deadline, nio;
 	int rc;
 
 	if (!cl)
@@ -1397,14 +1769,13 @@ cairn_connect(const struct cairn_opts *o, cairn_cluster_t **clp, char *err, size
 	pthread_cond_init(&cl->cv, NULL);
 	pthread_mutex_init(&cl->thr_mu, NULL);
 	pthread_cond_init(&cl->thr_cv, NULL);
+	pthread_mutex_init(&cl->creds_mu, NULL);
 	cl->thr_max_ops = opts.max_ops_in_flight ? opts.max_ops_in_flight : 1024;
 	cl->shard_sessions = opts.opts_size >= offsetof(struct cairn_opts, shard_sessions) +
 						       sizeof(opts.shard_sessions) &&
 			     opts.shard_sessions;
 	cl->thr_max_bytes = opts.max_bytes_in_flight ? opts.max_bytes_in_flight : 256u << 20;
-	TAILQ_INIT(&cl->inflight);
 	TAILQ_INIT(&cl->mons);
-	TAILQ_INIT(&cl->watches.head);
 	cairn__svc_init(&cl->svcs);
 	cl->conf = (struct cm_conf){
 		.table = g_cl_opts, .base = &cl->cfg, .section = "client", .env_prefix = "CAIRN_"
@@ -1458,25 +1829,51 @@ cairn_connect(const struct cairn_opts *o, cairn_cluster_t **clp, char *err, size
 	snprintf(cl->entity, sizeof(cl->entity), "%.63s.%02x%02x%02x%02x%02x%02x%02x%02x",
 		 cl->creds.name, rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
 	cl->ticket_rc = 1; /* none yet */
+	nio = opts.opts_size >= offsetof(struct cairn_opts, io_threads) + sizeof(opts.io_threads)
+		      ? opts.io_threads
+		      : 0;
+	if (nio > IO_MAX) {
+		snprintf(err, errlen, "io_threads: at most %u", IO_MAX);
+		cluster_free(cl);
+		return -EINVAL;
+	}
+	/* (0: the config's io_threads, 1 by default) */
+	cl->nio = nio ? (unsigned)nio : (unsigned)cl->cfg.io_threads;
+	cl->io = calloc(cl->nio, sizeof(*cl->io));
+	if (!cl->io) {
+		cl->nio = 0;
+		cluster_free(cl);
+		return -ENOMEM;
+	}
+	for (unsigned k = 0; k < cl->nio; k++) {
+		cl->io[k].cl = cl;
+		cl->io[k].idx = k;
+		TAILQ_INIT(&cl->io[k].inflight);
+		TAILQ_INIT(&cl->io[k].watches.head);
+	}
 	cm_reactor_opts_init(&ro, sizeof(ro));
 	ro.name = "cairn-client";
 	cm_reactor_backend_parse(cl->cfg.d.reactor, &ro.backend);
-	rc = cm_reactor_create(&ro, &cl->r);
+	for (unsigned k = 0; k < cl->nio && !rc; k++)
+		if ((rc = cm_reactor_create(&ro, &cl->io[k].r)))
+			snprintf(err, errlen, "event loop: %s", cm_strerror(rc));
 	if (rc) {
-		snprintf(err, errlen, "event loop: %s", cm_strerror(rc));
 		cluster_free(cl);
 		return rc;
 	}
-	rc = pthread_create(&cl->th, NULL, client_thread, cl);
-	if (rc) {
-		snprintf(err, errlen, "thread: %s", strerror(rc));
-		cluster_free(cl);
-		return -rc;
+	for (unsigned k = 0; k < cl->nio; k++) {
+		int prc = pthread_create(&cl->io[k].th, NULL, client_thread, &cl->io[k]);
+
+		if (prc) {
+			snprintf(err, errlen, "thread: %s", strerror(prc));
+			cairn_shutdown(cl); /* (those started stop) */
+			return -prc;
+		}
+		cl->io[k].th_started = true;
 	}
-	cl->th_started = true;
 	deadline = cm_now_ms() + (opts.connect_timeout_ms ? opts.connect_timeout_ms : 10000);
 	pthread_mutex_lock(&cl->mu);
-	while (!cl->started)
+	while (cl->nstarted < cl->nio)
 		pthread_cond_wait(&cl->cv, &cl->mu);
 	rc = cl->start_rc;
 	/* The first map and an answer to our first ticket request. */
@@ -1521,6 +1918,18 @@ cairn_connect(const struct cairn_opts *o, cairn_cluster_t **clp, char *err, size
 	return 0;
 }
 
+static void
+stop_fn(void *arg)
+{
+	cm_reactor_stop(((struct cl_io *)arg)->r);
+}
+
+static void
+stop_drop(void *arg)
+{
+	(void)arg; /* (the thread's own: nothing to free) */
+}
+
 void
 cairn_shutdown(cairn_cluster_t *cl)
 {
@@ -1531,10 +1940,20 @@ cairn_shutdown(cairn_cluster_t *cl)
 	cl->thr_closing = true; /* (a submitter waiting for room gives up) */
 	pthread_cond_broadcast(&cl->thr_cv);
 	pthread_mutex_unlock(&cl->thr_mu);
-	if (cl->th_started) {
-		cm_reactor_stop(cl->r);
-		pthread_join(cl->th, NULL);
-	}
+	for (unsigned k = 0; k < cl->nio; k++)
+		if (cl->io[k].th_started) {
+			/* Stopped now, and again by a post once its loop runs: a
+			 * thread still starting (cm_reactor_run clears a stop
+			 * that came before it) would miss a stop alone. */
+			cl->io[k].stop_post = (struct cm_reactor_msg){ .fn = stop_fn,
+								       .drop = stop_drop,
+								       .arg = &cl->io[k] };
+			cm_reactor_stop(cl->io[k].r);
+			cm_reactor_post(cl->io[k].r, &cl->io[k].stop_post);
+		}
+	for (unsigned k = 0; k < cl->nio; k++)
+		if (cl->io[k].th_started)
+			pthread_join(cl->io[k].th, NULL);
 	cluster_free(cl);
 }
 
@@ -1620,7 +2039,8 @@ cairn_aio_operate_opts(cairn_ioctx_t *io, const char *oid, cairn_op_t *op, cairn
 	struct cairn_aio_opts opts = { 0 };
 	struct creq *q;
 	char sname[CRUSH_ONAME_MAX + 1];
-	int rc, len = crush_oname_encode(io->nspace, io->key, oid, sname, sizeof(sname));
+	uint32_t hash;
+	int rc, len = store_name(io, oid, sname, sizeof(sname));
 
 	if (len < 0)
 		return len;
@@ -1628,6 +2048,9 @@ cairn_aio_operate_opts(cairn_ioctx_t *io, const char *oid, cairn_op_t *op, cairn
 		return op->err;
 	if (!op->n)
 		return -EINVAL;
+	/* (the name was checked: only memory can fail) */
+	if (crush_oname_hash(sname, &hash))
+		return -ENOMEM;
 	if (o)
 		memcpy(&opts, o, CM_MIN(o->opts_size ? o->opts_size : sizeof(opts), sizeof(opts)));
 	rc = throttle_get(io->cl, op->wbytes + op->rbytes, opts.flags & CAIRN_AIO_NOWAIT, &q);
@@ -1635,6 +2058,8 @@ cairn_aio_operate_opts(cairn_ioctx_t *io, const char *oid, cairn_op_t *op, cairn
 		return rc;
 	q->kind = CREQ_OP;
 	q->pool = io->pool;
+	q->hash = hash;
+	q->iot = io_of_hash(io->cl, hash);
 	if (creq_set_oid(q, sname, (size_t)len)) {
 		creq_free(q);
 		return -ENOMEM;
@@ -1653,7 +2078,7 @@ cairn_aio_operate_opts(cairn_ioctx_t *io, const char *oid, cairn_op_t *op, cairn
 				q->timeout_ms = need;
 		}
 	q->post = (struct cm_reactor_msg){ .fn = submit_fn, .drop = submit_drop, .arg = q };
-	cm_reactor_post(io->cl->r, &q->post);
+	cm_reactor_post(q->iot->r, &q->post);
 	return 0;
 }
 
@@ -1669,7 +2094,7 @@ static void
 cancel_fn(void *arg)
 {
 	struct cancel_msg *x = arg;
-	struct creq *q = creq_find(x->cl, x->tid);
+	struct creq *q = creq_find(&x->cl->io[x->tid & (IO_MAX - 1)], x->tid);
 
 	if (q && q->comp == x->c)
 		creq_finish(q, -ECANCELED, NULL);
@@ -1680,7 +2105,13 @@ int
 cairn_completion_cancel(cairn_completion_t *c)
 {
 	struct cancel_msg *x;
+	struct cairn_cluster *cl;
 
+	pthread_mutex_lock(&c->mu);
+	cl = c->cl;
+	pthread_mutex_unlock(&c->mu);
+	if (cl && closing(cl)) /* (shutting down: it ends with -ESHUTDOWN anyway) */
+		return -ESHUTDOWN;
 	pthread_mutex_lock(&c->mu);
 	if (c->done) {
 		pthread_mutex_unlock(&c->mu);
@@ -1701,7 +2132,7 @@ cairn_completion_cancel(cairn_completion_t *c)
 	x->c = c;
 	pthread_mutex_unlock(&c->mu);
 	x->post = (struct cm_reactor_msg){ .fn = cancel_fn, .drop = free, .arg = x };
-	cm_reactor_post(x->cl->r, &x->post);
+	cm_reactor_post(x->cl->io[x->tid & (IO_MAX - 1)].r, &x->post); /* (its thread) */
 	return 0;
 }
 
@@ -1913,19 +2344,24 @@ static int
 list_pg(cairn_ioctx_t *io, uint32_t seed, uint32_t pg_num, const char *nspace, const char *after,
 	unsigned max, char ***names, size_t *n, bool *more, bool ns_only)
 {
-	cairn_completion_t *c = cairn_completion_create(NULL, NULL);
-	struct creq *q = calloc(1, sizeof(*q));
+	cairn_completion_t *c;
+	struct creq *q;
 	int rc;
 
 	*names = NULL;
 	*n = 0;
 	*more = false;
+	if (closing(io->cl))
+		return -ESHUTDOWN;
+	c = cairn_completion_create(NULL, NULL);
+	q = calloc(1, sizeof(*q));
 	if (!c || !q) {
 		cairn_completion_release(c);
 		free(q);
 		return -ENOMEM;
 	}
 	q->cl = io->cl;
+	q->iot = &io->cl->io[seed % io->cl->nio]; /* (thread k serves PGs k mod n, as ops) */
 	q->kind = CREQ_LIST;
 	q->pool = io->pool;
 	q->seed = seed;
@@ -1936,7 +2372,7 @@ list_pg(cairn_ioctx_t *io, uint32_t seed, uint32_t pg_num, const char *nspace, c
 	q->max = max;
 	q->comp = c;
 	q->post = (struct cm_reactor_msg){ .fn = submit_fn, .drop = submit_drop, .arg = q };
-	cm_reactor_post(io->cl->r, &q->post);
+	cm_reactor_post(q->iot->r, &q->post);
 	rc = cairn_completion_wait(c);
 	cairn_completion_release(c);
 	if (rc) {
@@ -2295,6 +2731,7 @@ cairn__reply_decode(const Cairn__Map__OsdMap *map, int64_t pool, const char *oid
 		    cairn_op_t *op, struct cm_msg *reply, char ***names, size_t *nnames, bool *more)
 {
 	struct cairn_cluster *cl = calloc(1, sizeof(*cl));
+	struct cl_io *iot = calloc(1, sizeof(*iot));
 	cairn_completion_t *c = cairn_completion_create(NULL, NULL);
 	struct creq *q = calloc(1, sizeof(*q));
 	int kind = reply->type == OSD_MSG_PG_LIST_REPLY ? CREQ_LIST : CREQ_OP;
@@ -2304,8 +2741,9 @@ cairn__reply_decode(const Cairn__Map__OsdMap *map, int64_t pool, const char *oid
 	*names = NULL;
 	*nnames = 0;
 	*more = false;
-	if (!cl || !c || !q) {
+	if (!cl || !iot || !c || !q) {
 		free(cl);
+		free(iot);
 		cairn_completion_release(c);
 		free(q);
 		cm_msg_destroy(reply);
@@ -2315,20 +2753,28 @@ cairn__reply_decode(const Cairn__Map__OsdMap *map, int64_t pool, const char *oid
 	pthread_cond_init(&cl->cv, NULL);
 	pthread_mutex_init(&cl->thr_mu, NULL);
 	pthread_cond_init(&cl->thr_cv, NULL);
-	TAILQ_INIT(&cl->inflight);
+	pthread_mutex_init(&cl->creds_mu, NULL);
+	cl->nio = 1;
+	cl->io = iot;
+	iot->cl = cl;
+	TAILQ_INIT(&iot->inflight);
+	TAILQ_INIT(&iot->watches.head);
 	TAILQ_INIT(&cl->mons);
 	cl->conf = (struct cm_conf){ .table = g_cl_opts, .base = &cl->cfg };
-	on_map(cl, map);
+	on_map(iot, map);
 	/* The request, as submit_fn and creq_send make it (but sent nowhere). */
 	q->cl = cl;
+	q->iot = iot;
 	q->kind = kind;
 	q->pool = pool;
 	q->seed = seed;
 	q->after = "";
 	q->op = kind == CREQ_OP ? op : NULL;
 	q->comp = c;
-	q->tid = ++cl->tid;
+	q->tid = 1; /* (what the fuzz target's replies answer) */
 	q->deadline_ms = UINT64_MAX;
+	if (kind == CREQ_OP && crush_oname_hash(oid, &q->hash))
+		q->hash = 0; /* (a bad name: the request is placed by hash 0) */
 	if (creq_set_oid(q, oid, strlen(oid)) || creq_link(q)) {
 		creq_free(q);
 		cairn_completion_release(c);
@@ -2339,14 +2785,14 @@ cairn__reply_decode(const Cairn__Map__OsdMap *map, int64_t pool, const char *oid
 	q->target = creq_target(q, acting, &nacting, &primary) ? -1 : primary;
 	/* As on_msg, without the monitor client (it takes no OSD replies). */
 	if (reply->type == OSD_MSG_OP_REPLY)
-		on_op_reply(cl, reply);
+		on_op_reply(iot, reply);
 	else if (reply->type == OSD_MSG_PG_LIST_REPLY)
-		on_list_reply(cl, reply);
+		on_list_reply(iot, reply);
 	else
 		cm_msg_destroy(reply);
 	/* Not completed by it (another tid, a map to wait for): as at shutdown. */
-	if (creq_find(cl, 1))
-		creq_finish(creq_find(cl, 1), -ESHUTDOWN, NULL);
+	if (creq_find(iot, 1))
+		creq_finish(creq_find(iot, 1), -ESHUTDOWN, NULL);
 	rc = cairn_completion_wait(c);
 	cairn_completion_release(c);
 	/* An op's request is freed by now; a listing's is ours (as in cairn_list). */

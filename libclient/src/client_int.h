@@ -87,20 +87,27 @@ int cairn__watchers_decode(const uint8_t *p, size_t len, struct cairn_watcher **
 /* watch.c, and what it needs of client.c */
 struct cairn_watch;
 
+/* An io thread of a cluster handle (client.c). */
+struct cl_io;
+
 struct cairn__wlist {
-	TAILQ_HEAD(, cairn_watch) head; /* client thread */
-	uint64_t seq;                   /* cookies (atomic) */
+	TAILQ_HEAD(, cairn_watch) head; /* its io thread's */
 };
-struct cm_reactor *cairn__cl_reactor(struct cairn_cluster *cl);
-struct cairn__wlist *cairn__cl_watches(struct cairn_cluster *cl);
+
+/* The io thread of oid in io's namespace and key: the one its ops run on. \return 0, -errno. */
+int cairn__io_of(const cairn_ioctx_t *io, const char *oid, struct cl_io **iot);
+struct cm_reactor *cairn__io_reactor(struct cl_io *iot);
+struct cairn__wlist *cairn__io_watches(struct cl_io *iot);
+/* A new watch cookie, unique in the client. */
+uint64_t cairn__cl_watch_cookie(struct cairn_cluster *cl);
 struct cairn_cluster *cairn__ioctx_cluster(const cairn_ioctx_t *io);
 cairn_ioctx_t *cairn__ioctx_dup(const cairn_ioctx_t *io);
-/* client thread: pings due; ping every watch now (a new map, a session lost); an event (m taken) */
-void cairn__watch_tick(struct cairn_cluster *cl, uint64_t now);
-void cairn__watch_kick(struct cairn_cluster *cl);
-void cairn__watch_event(struct cairn_cluster *cl, struct cm_msg *m);
+/* io thread iot: pings due; ping every watch now (a new map, a session lost); an event (m taken) */
+void cairn__watch_tick(struct cl_io *iot, uint64_t now);
+void cairn__watch_kick(struct cl_io *iot);
+void cairn__watch_event(struct cl_io *iot, struct cm_msg *m);
 /* cluster_free, once no thread runs: free the watches never unwatched */
-void cairn__watch_fini(struct cairn_cluster *cl);
+void cairn__watch_fini(struct cl_io *iot);
 
 /* service.c: registrations kept alive by a thread of the handle */
 struct svc;

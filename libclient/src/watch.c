@@ -1,18 +1,20 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * libcairn: watches (docs/design/watch-notify.md). A watch is a linger
- * record on the client thread: registered with a WATCH sub-op, renewed by a
+ * record on an io thread: registered with a WATCH sub-op, renewed by a
  * PING every timeout / 3 and at once on a new map (the ping also binds it to
  * the session the primary sees, so notifies reach it after a failover), made
  * again when the cluster dropped it (-ENOTCONN). Events come as
- * OSD_MSG_WATCH_EVENT on any OSD session and are matched by cookie; a
+ * OSD_MSG_WATCH_EVENT on a session of that thread (the one the watch's
+ * last ping bound) and are matched by cookie; a
  * notify seen again (resent to a new primary) that we acknowledged already
  * is acknowledged again by the library.
  *
- * Threads: the list of watches, pings and events are the client thread's;
- * cairn_watch and cairn_unwatch hand their list changes to it and wait, so
- * once cairn_unwatch's change ran no callback of the watch runs. The record
- * of recent notifies is under w->mu (cairn_notify_ack runs on any thread).
+ * Threads: a watch lives on the io thread its object's ops run on (so its
+ * pings, its events and its list are that thread's alone); cairn_watch and
+ * cairn_unwatch hand their list changes to it and wait, so once
+ * cairn_unwatch's change ran no callback of the watch runs. The record of
+ * recent notifies is under w->mu (cairn_notify_ack runs on any thread).
  */
 #include "client_int.h"
 #include "osd/proto.h"
@@ -29,6 +31,7 @@ CM_LOG_SUBSYS(client);
 struct cairn_watch {
 	TAILQ_ENTRY(cairn_watch) link;
 	struct cairn_cluster *cl;
+	struct cl_io *iot; /* the io thread of its object */
 	cairn_ioctx_t *io; /* our own copy */
 	char *oid;
 	uint64_t cookie;
@@ -37,7 +40,7 @@ struct cairn_watch {
 	cairn_watch_err_cb_t err_cb;
 	void *arg;
 	bool registered; /* (atomic) its first WATCH succeeded: pings may go */
-	/* client thread */
+	/* its io thread */
 	bool linked;
 	bool gone;      /* unwatched: no callbacks, no pings; freed once idle */
 	bool free_me;   /* free when the op in flight ends */
@@ -60,7 +63,7 @@ struct cairn_watch {
 	unsigned nseen;
 };
 
-/* ---------- running a function on the client thread and waiting ---------- */
+/* ---------- running a function on the watch's io thread and waiting ---------- */
 
 struct on_client {
 	struct cm_reactor_msg post;
@@ -103,7 +106,7 @@ run_on_client(cairn_watch_t *w, void (*fn)(cairn_watch_t *w))
 	pthread_mutex_init(&x.mu, NULL);
 	pthread_cond_init(&x.cv, NULL);
 	x.post = (struct cm_reactor_msg){ .fn = on_client_run, .drop = on_client_drop, .arg = &x };
-	cm_reactor_post(cairn__cl_reactor(w->cl), &x.post);
+	cm_reactor_post(cairn__io_reactor(w->iot), &x.post);
 	pthread_mutex_lock(&x.mu);
 	while (!x.done)
 		pthread_cond_wait(&x.cv, &x.mu);
@@ -128,7 +131,7 @@ watch_free(cairn_watch_t *w)
 static void
 watch_link(cairn_watch_t *w)
 {
-	TAILQ_INSERT_TAIL(&cairn__cl_watches(w->cl)->head, w, link);
+	TAILQ_INSERT_TAIL(&cairn__io_watches(w->iot)->head, w, link);
 	w->linked = true;
 	w->ping_ms = cm_now_ms();
 }
@@ -137,7 +140,7 @@ static void
 watch_unlink(cairn_watch_t *w)
 {
 	if (w->linked)
-		TAILQ_REMOVE(&cairn__cl_watches(w->cl)->head, w, link);
+		TAILQ_REMOVE(&cairn__io_watches(w->iot)->head, w, link);
 	w->linked = false;
 	w->gone = true;
 }
@@ -221,7 +224,7 @@ ping_send(cairn_watch_t *w)
 	cairn__op_watch(w->pop, w->rewatch ? OSD_OP_WATCH : OSD_OP_WATCH_PING, w->cookie,
 			w->timeout_ms);
 	o.timeout_ms = w->timeout_ms;
-	o.flags = CAIRN_AIO_NOWAIT; /* (never waits on the client thread anyway) */
+	o.flags = CAIRN_AIO_NOWAIT; /* (never waits on an io thread anyway) */
 	w->busy = true;
 	rc = cairn_aio_operate_opts(w->io, w->oid, w->pop, c, &o);
 	cairn_completion_release(c);
@@ -233,34 +236,34 @@ ping_send(cairn_watch_t *w)
 }
 
 void
-cairn__watch_tick(struct cairn_cluster *cl, uint64_t now)
+cairn__watch_tick(struct cl_io *iot, uint64_t now)
 {
 	cairn_watch_t *w;
 
-	TAILQ_FOREACH(w, &cairn__cl_watches(cl)->head, link)
+	TAILQ_FOREACH(w, &cairn__io_watches(iot)->head, link)
 		if (!w->busy && now - w->ping_ms >= w->timeout_ms / 3 &&
 		    __atomic_load_n(&w->registered, __ATOMIC_ACQUIRE))
 			ping_send(w);
 }
 
 void
-cairn__watch_kick(struct cairn_cluster *cl)
+cairn__watch_kick(struct cl_io *iot)
 {
 	cairn_watch_t *w;
 
 	/* (not before the first WATCH succeeded: a ping could overtake it and be told -ENOTCONN) */
-	TAILQ_FOREACH(w, &cairn__cl_watches(cl)->head, link)
+	TAILQ_FOREACH(w, &cairn__io_watches(iot)->head, link)
 		if (__atomic_load_n(&w->registered, __ATOMIC_ACQUIRE))
 			ping_send(w);
 }
 
 void
-cairn__watch_fini(struct cairn_cluster *cl)
+cairn__watch_fini(struct cl_io *iot)
 {
 	cairn_watch_t *w;
 
 	/* Watches the caller never unwatched: ours to free now (no op is in flight). */
-	while ((w = TAILQ_FIRST(&cairn__cl_watches(cl)->head))) {
+	while ((w = TAILQ_FIRST(&cairn__io_watches(iot)->head))) {
 		watch_unlink(w);
 		watch_free(w);
 	}
@@ -271,7 +274,7 @@ cairn__watch_fini(struct cairn_cluster *cl)
 static void ack_send(cairn_watch_t *w, uint64_t id, const void *reply, size_t len);
 
 void
-cairn__watch_event(struct cairn_cluster *cl, struct cm_msg *m)
+cairn__watch_event(struct cl_io *iot, struct cm_msg *m)
 {
 	Cairn__Osd__WatchEvent *ev = (Cairn__Osd__WatchEvent *)cm_msg_unpack_front(
 		m, &cairn__osd__watch_event__descriptor);
@@ -284,7 +287,7 @@ cairn__watch_event(struct cairn_cluster *cl, struct cm_msg *m)
 		cm_msg_destroy(m);
 		return;
 	}
-	TAILQ_FOREACH(w, &cairn__cl_watches(cl)->head, link)
+	TAILQ_FOREACH(w, &cairn__io_watches(iot)->head, link)
 		if (w->cookie == ev->cookie)
 			break;
 	if (w) {
@@ -425,7 +428,12 @@ cairn_watch(cairn_ioctx_t *io, const char *oid, unsigned timeout_ms, cairn_watch
 		watch_free(w);
 		return -ENOMEM;
 	}
-	w->cookie = __atomic_add_fetch(&cairn__cl_watches(w->cl)->seq, 1, __ATOMIC_RELAXED);
+	rc = cairn__io_of(io, oid, &w->iot);
+	if (rc) {
+		watch_free(w);
+		return rc;
+	}
+	w->cookie = cairn__cl_watch_cookie(w->cl);
 	w->timeout_ms = timeout_ms;
 	w->cb = cb;
 	w->err_cb = err_cb;

@@ -46,7 +46,10 @@ static bool
 shl_current(const struct mon_osd_sessions *s, const struct mon_osd_shl *l,
 	    const Cairn__Map__Osd *mo, unsigned k)
 {
-	const char *addr = k == 0 ? mo->addr : k < mo->n_shard_addrs ? mo->shard_addrs[k] : NULL;
+	const char *addr = s->per_osd              ? mon_osd_pg_addr(mo, s->home, NULL)
+			   : k == 0                ? mo->addr
+			   : k < mo->n_shard_addrs ? mo->shard_addrs[k]
+						   : NULL;
 
 	return mo->up && addr && strcmp(l->addr, addr) == 0 &&
 	       (!s->incarnation || l->up_since == mo->up_since);
@@ -91,7 +94,7 @@ mon_osd_sessions_get(struct mon_osd_sessions *s, const Cairn__Map__OsdMap *m, in
 
 	if (id < 0 || !m || !(mo = mon_osd_find(m, id)) || !mo->addr[0] || (s->up_only && !mo->up))
 		return NULL;
-	addr = s->per_osd ? mo->addr : mon_osd_pg_addr(mo, seed, &k);
+	addr = mon_osd_pg_addr(mo, s->per_osd ? s->home : seed, &k);
 	if (s->per_osd)
 		k = 0;
 	if (shard)

@@ -1341,6 +1341,8 @@ main(int argc, char **argv)
 	cairn_opts_init(&o, sizeof(o));
 	o.conf_file = g_conf;
 	o.op_timeout_ms = g_timeout;
+	if (getenv("CAIRN_TEST_IO_THREADS")) /* (tests run some loads on several io threads) */
+		o.io_threads = strtoul(getenv("CAIRN_TEST_IO_THREADS"), NULL, 10);
 	rc = cairn_connect(&o, &g_cl, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, "cairn_load: connect: %s\n", err);

@@ -317,6 +317,8 @@ main(int argc, char **argv)
 
 	cairn_opts_init(&o, sizeof(o));
 	o.conf_file = g_conf;
+	if (getenv("CAIRN_TEST_IO_THREADS"))
+		o.io_threads = strtoul(getenv("CAIRN_TEST_IO_THREADS"), NULL, 10);
 	rc = cairn_connect(&o, &g_cl, err, sizeof(err));
 	if (rc) {
 		fprintf(stderr, "cairn_watch_tool: connect: %s (%d)\n",

@@ -29,6 +29,8 @@ setup(void)
 	cairn_opts_init(&o, sizeof(o));
 	o.conf_file = getenv("CAIRN_CONF");
 	o.op_timeout_ms = 60000;
+	if (getenv("CAIRN_TEST_IO_THREADS")) /* (the stream's objects on several io threads) */
+		o.io_threads = strtoul(getenv("CAIRN_TEST_IO_THREADS"), NULL, 10);
 	ck_assert_ptr_nonnull(o.conf_file);
 	rc = cairn_connect(&o, &g_cl, err, sizeof(err));
 	ck_assert_msg(rc == 0, "connect: %s", err);

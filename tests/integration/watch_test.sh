@@ -9,7 +9,7 @@
 # a watcher stopped past its timeout is dropped, and when it runs again it
 # watches again and says so (err_cb -ENOTCONN);
 # watchers stopped with SIGTERM unwatch and exit 0, leaving none; a notify
-# on an absent object fails. The OSDs run 2 PG shards and the object is in
+# on an absent object fails. Watcher w2 runs 4 io threads. The OSDs run 2 PG shards and the object is in
 # a PG of the second: everything passes through the OSD's hand-over from
 # the client's one session to that shard.
 set -euo pipefail
@@ -118,7 +118,9 @@ echo "a. up with 3 OSDs of 2 PG shards; $obj (PG $pg, its second shard's) writte
 # b. Two watchers.
 start_watcher w1 --reply r1
 w1=$!
-start_watcher w2 --reply r2
+# (w2 runs 4 io threads: its watch lives on the io thread of the object's ops.)
+CAIRN_TEST_IO_THREADS=4 # (w2 runs 4 io threads: its watch lives on the io thread of the object's ops.)
+CAIRN_TEST_IO_THREADS=4 start_watcher w2 --reply r2
 w2=$!
 wait_watching w1 "$w1"
 wait_watching w2 "$w2"

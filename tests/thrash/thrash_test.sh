@@ -22,6 +22,8 @@
 # the other faults go on). THRASH_SHARDS=N (default 1)
 # starts every OSD with a random number of PG shards (osd_op_shards) from 1
 # to N, drawn again at each restart: PGs change shard under load.
+# THRASH_IO_THREADS (default 2, and 1 with THRASH_EC) sets the io threads of
+# the workload's client.
 # Network cuts (THRASH_CUT=1, the default; needs root, SKIPPED without it): the test runs in a
 # network namespace of its own (unshare -n, loopback only), every OSD listens
 # and connects from its own loopback address (clusterctl up --osd-addrs), and
@@ -90,7 +92,10 @@ if [ -n "${THRASH_EC:-}" ]; then
 	done
 	pool=(--pool ec --omap 0)
 fi
-"$load" thrash -c "$dir/cairn.conf" "${pool[@]}" --prefix t --count 200 --threads 4 \
+# The replicated run's client has 2 io threads (its ops on two event loops,
+# through pg_num changes), the EC run's one (THRASH_IO_THREADS overrides).
+iot=${THRASH_IO_THREADS:-$([ -n "${THRASH_EC:-}" ] && echo 1 || echo 2)}
+CAIRN_TEST_IO_THREADS=$iot "$load" thrash -c "$dir/cairn.conf" "${pool[@]}" --prefix t --count 200 --threads 4 \
 	--max-size 262144 --seconds "$secs" >"$dir/load.out" 2>"$dir/load.err" &
 lpid=$!
 # Faults until 15 s before the workload's final read-back.

@@ -74,6 +74,9 @@ int crush_oname_decode(const char *store_name, struct crush_oname *o);
 /* The PG seed of a store name in pool p (crush_object_to_pg on its parts). \return 0, -errno. */
 int crush_oname_to_pg(const struct crush_pool *p, const char *store_name, uint32_t *pg);
 
+/* A store name's placement hash (crush_object_hash on its parts). \return 0, -errno. */
+int crush_oname_hash(const char *store_name, uint32_t *ps);
+
 /*
  * Where a listing of namespace nspace ("": the default one; NULL: every
  * namespace) scans from, exclusively, to continue after store name `after`

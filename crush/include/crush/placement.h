@@ -68,6 +68,15 @@ size_t crush_pg_cover(uint32_t pg_num_then, uint32_t pg, uint32_t pg_num_now, ui
 int crush_object_to_pg(const struct crush_pool *p, const char *nspace, const char *name,
 		       uint32_t *pg);
 
+/*
+ * The two halves of crush_object_to_pg: the object's placement hash (the
+ * same in every pool, whatever its pg_num; \return 0 or -ENOMEM as above),
+ * and the PG seed of a hash in pool p. For n a power of two and a pg_num of
+ * at least n, hash % n == seed % n: libcairn's io threads rely on it.
+ */
+int crush_object_hash(const char *nspace, const char *name, uint32_t *ps);
+uint32_t crush_hash_to_pg(const struct crush_pool *p, uint32_t ps);
+
 /* The CRUSH in-weight vector for osds (0 for those that do not exist); once per map. */
 void crush_osd_weights(const struct crush_osd_state *osds, int max_osd, uint32_t *weights);
 

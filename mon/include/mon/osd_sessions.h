@@ -23,6 +23,8 @@ struct mon_osd_sessions {
 	bool incarnation; /* a new up_since replaces the session too (a peer OSD) */
 	bool per_osd;     /* one session per OSD, at its addr (set after init; a client):
 			   * the OSD hands each message to the shard serving its PG */
+	unsigned home;    /* per_osd: at the address of its shard home % shards instead
+			   * (set after init; libcairn's io thread home) */
 
 	struct mon_osd_sess {
 		struct mon_osd_shl {
@@ -46,10 +48,10 @@ void mon_osd_sessions_fini(struct mon_osd_sessions *s);
 
 /*
  * The session with OSD id's shard that serves PG seed in map m (seed 0: its
- * first shard; with per_osd, the OSD's one session, shard 0), connecting when there is none or the
- * map moved it. *shard (may be NULL): that shard's index. \return the session (borrowed: valid
- * until the table drops it), or NULL: the map has no address for it (or it is down, with up_only),
- * out of memory, or the connect failed.
+ * first shard; with per_osd, the OSD's one session, shard 0, at its shard home's address),
+ * connecting when there is none or the map moved it. *shard (may be NULL): that shard's index.
+ * \return the session (borrowed: valid until the table drops it), or NULL: the map has no address
+ * for it (or it is down, with up_only), out of memory, or the connect failed.
  */
 struct cm_conn *mon_osd_sessions_get(struct mon_osd_sessions *s, const Cairn__Map__OsdMap *m,
 				     int32_t id, uint32_t seed, unsigned *shard);
