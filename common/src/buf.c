@@ -1,10 +1,32 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "cm/buf.h"
 #include "cm/crc32c.h"
+#include "cm/tlcache.h"
 
 #include <pthread.h>
 
 #define CM_BUF_F_INLINE 1u /* data lives in the same allocation as the header */
+#define CM_BUF_F_SMALL  2u /* a block of SMALL_BUF bytes from the small cache */
+#define CM_BUF_F_HDR    4u /* a header from the header cache (cm_buf_wrap) */
+
+/*
+ * Small buffers (a message's front: an op is ~100 bytes packed) and the
+ * headers of wrapped ones (a write's payload, a pooled region) come from
+ * per-thread caches (cm/tlcache.h): one of each per op was the library's
+ * last malloc per 4 KiB read or write.
+ */
+#define SMALL_BUF 512u
+
+static void
+block_free(void *p)
+{
+	free(p);
+}
+
+static struct cm_tlc_kind g_small = CM_TLC_KIND(1024, 1024, block_free);
+static struct cm_tlc_kind g_hdr = CM_TLC_KIND(1024, 1024, block_free);
+static __thread struct cm_tlc t_small = { .kind = &g_small };
+static __thread struct cm_tlc t_hdr = { .kind = &g_hdr };
 
 /*
  * Large buffers (payloads of 4 MiB writes and reads) come from a cache of
@@ -125,11 +147,17 @@ cm_buf_alloc(size_t len, struct cm_buf **bp)
 		return rc;
 	if (len > SIZE_MAX - sizeof(*b))
 		return -ENOMEM;
-	b = malloc(sizeof(*b) + len);
+	if (len <= SMALL_BUF) {
+		b = cm_tlc_get(&t_small);
+		if (!b)
+			b = malloc(sizeof(*b) + SMALL_BUF);
+	} else {
+		b = malloc(sizeof(*b) + len);
+	}
 	if (!b)
 		return -ENOMEM;
 	atomic_init(&b->refs, 1);
-	b->flags = CM_BUF_F_INLINE;
+	b->flags = CM_BUF_F_INLINE | (len <= SMALL_BUF ? CM_BUF_F_SMALL : 0);
 	b->len = len;
 	b->data = (uint8_t *)(b + 1);
 	b->free_cb = NULL;
@@ -168,12 +196,12 @@ cm_buf_alloc_aligned(size_t len, size_t align, struct cm_buf **bp)
 int
 cm_buf_wrap(void *data, size_t len, cm_buf_free_cb free_cb, void *arg, struct cm_buf **bp)
 {
-	struct cm_buf *b = malloc(sizeof(*b));
+	struct cm_buf *b = cm_tlc_get(&t_hdr);
 
-	if (!b)
+	if (!b && !(b = malloc(sizeof(*b))))
 		return -ENOMEM;
 	atomic_init(&b->refs, 1);
-	b->flags = 0;
+	b->flags = CM_BUF_F_HDR;
 	b->len = len;
 	b->data = data;
 	b->free_cb = free_cb;
@@ -201,7 +229,12 @@ cm_buf_put(struct cm_buf *b)
 	if (!(b->flags & CM_BUF_F_INLINE) && b->free_cb)
 		b->free_cb(b->free_arg, b->data);
 	free(b->bcrc);
-	free(b);
+	if (b->flags & CM_BUF_F_SMALL)
+		cm_tlc_put(&t_small, b);
+	else if (b->flags & CM_BUF_F_HDR)
+		cm_tlc_put(&t_hdr, b);
+	else
+		free(b);
 }
 
 void

@@ -63,7 +63,7 @@ static void listener_accept(struct cm_listener *l);
 #ifdef CAIRN_ASAN
 #define MSG_CACHE_MAX 0
 #else
-#define MSG_CACHE_MAX 256
+#define MSG_CACHE_MAX 1024
 #endif
 
 struct msg_cache {

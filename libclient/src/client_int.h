@@ -128,6 +128,7 @@ void cairn__svc_init(struct cairn__svcs *ss);
 void cairn__svc_stop(struct cairn__svcs *ss);
 
 struct cairn_op {
+	void *cache_link; /* (op.c's cache of released ops links through it) */
 	struct csub *subs;
 	size_t n, cap;
 	int err;                 /* a build error, reported at submit */

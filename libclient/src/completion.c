@@ -6,9 +6,11 @@
  */
 #include "cairn/cairn.h"
 #include "client_int.h"
+#include "cm/tlcache.h"
 
 #include <errno.h>
 #include <stdlib.h>
+#include <string.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 
@@ -20,12 +22,28 @@ struct cairn_cq {
 	size_t live; /* its completions not freed yet */
 };
 
+/*
+ * Freed completions wait in caches (cm/tlcache.h) for the next create: a
+ * completion per op was a malloc per op of the caller (made on its thread,
+ * often freed on the library's: the shared list brings them back).
+ */
+static void
+comp_destroy(void *p)
+{
+	free(p);
+}
+
+static struct cm_tlc_kind g_comp_kind = CM_TLC_KIND(1024, 4096, comp_destroy);
+static __thread struct cm_tlc t_comps = { .kind = &g_comp_kind };
+
 static cairn_completion_t *
 completion_new(cairn_callback_t cb, struct cairn_cq *cq, void *arg)
 {
-	cairn_completion_t *c = calloc(1, sizeof(*c));
+	cairn_completion_t *c = cm_tlc_get(&t_comps);
 
-	if (!c)
+	if (c)
+		memset(c, 0, sizeof(*c));
+	else if (!(c = calloc(1, sizeof(*c))))
 		return NULL;
 	pthread_mutex_init(&c->mu, NULL);
 	pthread_cond_init(&c->cv, NULL);
@@ -66,7 +84,7 @@ completion_free(cairn_completion_t *c)
 		c->cq->live--;
 	pthread_mutex_destroy(&c->mu);
 	pthread_cond_destroy(&c->cv);
-	free(c);
+	cm_tlc_put(&t_comps, c);
 }
 
 /* The eventfd reads empty once nothing waits (cq->mu held). */

@@ -1,13 +1,33 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * libcairn: building compound ops (cairn_op_*, any thread) and freeing what
- * their outputs allocate. The client thread (client.c) turns an op into an
+ * their outputs allocate. An io thread (client.c) turns an op into an
  * OsdOp message and fills its outputs from the reply.
  */
 #include "cairn/cairn.h"
 #include "client_int.h"
 #include "osd/proto.h"
 #include "cm/err.h"
+#include "cm/tlcache.h"
+
+/*
+ * Released ops wait in caches (cm/tlcache.h) with their sub-op array, so
+ * an op per call allocates nothing in the steady state; an array grown
+ * past OP_KEEP_SUBS is freed instead of kept.
+ */
+#define OP_KEEP_SUBS 16
+
+static void
+op_destroy(void *p)
+{
+	cairn_op_t *op = p;
+
+	free(op->subs);
+	free(op);
+}
+
+static struct cm_tlc_kind g_op_kind = CM_TLC_KIND(1024, 4096, op_destroy);
+static __thread struct cm_tlc t_ops = { .kind = &g_op_kind };
 
 /* Count len more bytes written (or read) by op: -E2BIG past OSD_MAX_IO. */
 static bool
@@ -24,7 +44,15 @@ op_io_add(cairn_op_t *op, uint64_t *total, size_t len)
 cairn_op_t *
 cairn_op_create(void)
 {
-	return calloc(1, sizeof(struct cairn_op));
+	cairn_op_t *op = cm_tlc_get(&t_ops);
+
+	if (!op)
+		return calloc(1, sizeof(struct cairn_op));
+	/* (subs and cap were kept: the list linked through cache_link) */
+	op->n = 0;
+	op->err = 0;
+	op->wbytes = op->rbytes = 0;
+	return op;
 }
 
 static void
@@ -55,8 +83,12 @@ cairn_op_release(cairn_op_t *op)
 		free(s->keys);
 		free(s->vals);
 	}
-	free(op->subs);
-	free(op);
+	if (op->cap > OP_KEEP_SUBS) {
+		free(op->subs);
+		op->subs = NULL;
+		op->cap = 0;
+	}
+	cm_tlc_put(&t_ops, op);
 }
 
 static struct csub *

@@ -1,7 +1,10 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "cm/buf.h"
 #include "cm/crc32c.h"
+#include "cm/tlcache.h"
 #include "testlib.h"
+
+#include <pthread.h>
 
 static int g_freed;
 
@@ -104,6 +107,116 @@ START_TEST(test_sgl_append_copy_iov)
 
 END_TEST
 
+/* ---------- cm/tlcache.h ---------- */
+
+static atomic_int g_destroyed;
+
+static void
+obj_destroy(void *p)
+{
+	atomic_fetch_add(&g_destroyed, 1);
+	free(p);
+}
+
+/* 2 per thread, 2 shared. */
+static struct cm_tlc_kind g_tk = CM_TLC_KIND(2, 2, obj_destroy);
+static __thread struct cm_tlc t_tc = { .kind = &g_tk };
+
+#ifndef CAIRN_ASAN
+static void *
+put_three_and_exit(void *arg)
+{
+	void **objs = arg;
+
+	for (int i = 0; i < 3; i++)
+		cm_tlc_put(&t_tc, objs[i]);
+	return NULL; /* (what this thread kept is destroyed at its exit) */
+}
+#endif
+
+/*
+ * Freed objects come back to the thread that frees them (latest first);
+ * past its 2, 2 more wait in the shared list for any thread; past that they
+ * are destroyed; a thread's own list is destroyed when it exits. Under
+ * AddressSanitizer nothing is kept.
+ */
+START_TEST(test_tlcache)
+{
+	void *a = malloc(64), *b = malloc(64), *objs[3] = { malloc(64), malloc(64), malloc(64) };
+
+	atomic_store(&g_destroyed, 0);
+	ck_assert_ptr_null(cm_tlc_get(&t_tc));
+	cm_tlc_put(&t_tc, a);
+	cm_tlc_put(&t_tc, b);
+#ifdef CAIRN_ASAN
+	ck_assert_int_eq(atomic_load(&g_destroyed), 2);
+	ck_assert_ptr_null(cm_tlc_get(&t_tc));
+	for (int i = 0; i < 3; i++)
+		free(objs[i]);
+#else
+	ck_assert_ptr_eq(cm_tlc_get(&t_tc), b);
+	ck_assert_ptr_eq(cm_tlc_get(&t_tc), a);
+	ck_assert_ptr_null(cm_tlc_get(&t_tc));
+	/* Another thread frees three: it keeps two (destroyed when it exits), one goes shared. */
+	pthread_t th;
+
+	ck_assert_int_eq(pthread_create(&th, NULL, put_three_and_exit, objs), 0);
+	pthread_join(th, NULL);
+	ck_assert_int_eq(atomic_load(&g_destroyed), 2);
+	ck_assert_ptr_eq(cm_tlc_get(&t_tc), objs[2]); /* (from the shared list) */
+	ck_assert_ptr_null(cm_tlc_get(&t_tc));
+	/* Full everywhere: destroyed at once. */
+	cm_tlc_put(&t_tc, a);
+	cm_tlc_put(&t_tc, b);
+	cm_tlc_put(&t_tc, objs[2]);
+	ck_assert_int_eq(atomic_load(&g_destroyed), 2);
+	{
+		void *c = malloc(64), *d = malloc(64);
+
+		cm_tlc_put(&t_tc, c);
+		ck_assert_int_eq(atomic_load(&g_destroyed), 2);
+		cm_tlc_put(&t_tc, d); /* (mine: 2, shared: 2) */
+		ck_assert_int_eq(atomic_load(&g_destroyed), 3);
+	}
+	for (void *p; (p = cm_tlc_get(&t_tc));)
+		free(p);
+#endif
+}
+
+END_TEST
+
+/* Small buffers and wrapped headers come back from the caches, contents fresh. */
+START_TEST(test_small_buf_reuse)
+{
+	struct cm_buf *a, *b;
+	static char mem[8];
+
+	ck_assert_int_eq(cm_buf_alloc(100, &a), 0);
+	ck_assert_uint_eq(a->len, 100);
+	memset(a->data, 0xab, 100);
+	cm_buf_put(a);
+	ck_assert_int_eq(cm_buf_alloc(512, &b), 0);
+	ck_assert_uint_eq(b->len, 512);
+	ck_assert_uint_eq(atomic_load(&b->refs), 1);
+	ck_assert_ptr_null(b->bcrc);
+#ifndef CAIRN_ASAN
+	ck_assert_ptr_eq(b, a); /* (the same block) */
+#endif
+	memset(b->data, 0, 512); /* (all 512 bytes are its) */
+	cm_buf_put(b);
+	g_freed = 0;
+	ck_assert_int_eq(cm_buf_wrap(mem, sizeof(mem), count_free, (void *)1, &a), 0);
+	cm_buf_put(a);
+	ck_assert_int_eq(g_freed, 1);
+	ck_assert_int_eq(cm_buf_wrap(mem, 4, NULL, NULL, &b), 0);
+	ck_assert_uint_eq(b->len, 4);
+	ck_assert_ptr_eq(b->data, (uint8_t *)mem);
+	cm_buf_put(b);
+	ck_assert_int_eq(g_freed, 1); /* (no callback: none ran) */
+}
+
+END_TEST
+
 int
 main(void)
 {
@@ -113,6 +226,8 @@ main(void)
 	tcase_add_test(tc, test_buf_refcount);
 	tcase_add_test(tc, test_sgl_append_copy_iov);
 	tcase_add_test(tc, test_large_pool_reuse);
+	tcase_add_test(tc, test_tlcache);
+	tcase_add_test(tc, test_small_buf_reuse);
 	suite_add_tcase(s, tc);
 	return cm_test_main(s);
 }
