@@ -90,7 +90,7 @@ print(f"  {'read MiB/s, depth ' + str(depth):34} {orr['mib_s']:16.1f} {st['read_
 print(f"  4 KiB reads, 1024 in flight: {dp['ops_s']:.0f} ops/s; CPU per op: client "
       f"{dp['client_ns_per_op']:.0f} ns, 3 OSDs {dp['osd_ns_per_op']:.0f} ns "
       f"(client/OSDs {dp['client_over_osd']:.2f}); allocations per read "
-      f"{apr:.2f} (3 of them the bench's own completion and op)")
+      f"{apr:.2f} (the bench's own completion and op included)")
 print(f"  the same on 2 io threads: {dp2['ops_s']:.0f} ops/s ({io2:.2f} of 1 thread); CPU per op: "
       f"client {dp2['client_ns_per_op']:.0f} ns, 3 OSDs {dp2['osd_ns_per_op']:.0f} ns "
       f"(client/OSDs {dp2['client_over_osd']:.2f})")
