@@ -280,6 +280,16 @@ cairn__io_of(const cairn_ioctx_t *io, const char *oid, struct cl_io **iot)
 	return 0;
 }
 
+/* Io thread idx of cl (zeroed memory): empty, not started. */
+static void
+io_init(struct cl_io *iot, struct cairn_cluster *cl, unsigned idx)
+{
+	iot->cl = cl;
+	iot->idx = idx;
+	TAILQ_INIT(&iot->inflight);
+	TAILQ_INIT(&iot->watches.head);
+}
+
 /* cairn_shutdown has begun: no new request may be posted (a reactor may be gone). */
 static bool
 closing(struct cairn_cluster *cl)
@@ -1845,12 +1855,8 @@ cairn_connect(const struct cairn_opts *o, cairn_cluster_t **clp, char *err, size
 		cluster_free(cl);
 		return -ENOMEM;
 	}
-	for (unsigned k = 0; k < cl->nio; k++) {
-		cl->io[k].cl = cl;
-		cl->io[k].idx = k;
-		TAILQ_INIT(&cl->io[k].inflight);
-		TAILQ_INIT(&cl->io[k].watches.head);
-	}
+	for (unsigned k = 0; k < cl->nio; k++)
+		io_init(&cl->io[k], cl, k);
 	cm_reactor_opts_init(&ro, sizeof(ro));
 	ro.name = "cairn-client";
 	cm_reactor_backend_parse(cl->cfg.d.reactor, &ro.backend);
@@ -2756,9 +2762,7 @@ cairn__reply_decode(const Cairn__Map__OsdMap *map, int64_t pool, const char *oid
 	pthread_mutex_init(&cl->creds_mu, NULL);
 	cl->nio = 1;
 	cl->io = iot;
-	iot->cl = cl;
-	TAILQ_INIT(&iot->inflight);
-	TAILQ_INIT(&iot->watches.head);
+	io_init(iot, cl, 0);
 	TAILQ_INIT(&cl->mons);
 	cl->conf = (struct cm_conf){ .table = g_cl_opts, .base = &cl->cfg };
 	on_map(iot, map);
