@@ -597,6 +597,9 @@ main_usage(void)
 		"                  obj ns POOL   (the namespaces holding objects)\n"
 		"                  bench POOL write|seq|rand [--seconds S] [--size B] [--threads T]\n"
 		"                       [--max-objects N] [--prefix P] [--cleanup]\n"
+		"  S3 users:       s3 user create UID [--display-name N] | s3 user ls|info|rm UID\n"
+		"                  s3 user quota UID --max-bytes B --max-objects N | s3 key add UID\n"
+		"                  s3 key rm ACCESS_KEY   (in the gateway's metadata pool)\n"
 		"  offline CRUSH:  crush compile|decompile|test|map-pgs|map-object|balance -i MAP ...\n");
 	return 2;
 }
@@ -705,6 +708,8 @@ main(int argc, char **argv)
 		status = ctl_obj(&cfg, n, args, json);
 	else if (!strcmp(args[0], "bench"))
 		status = ctl_bench(&cfg, n, args, json);
+	else if (!strcmp(args[0], "s3"))
+		status = ctl_s3(&cfg, n, args, json);
 	else
 		status = ctl_online(&cfg, n, args, json);
 	free(args);

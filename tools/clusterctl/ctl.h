@@ -42,6 +42,8 @@ int ctl_online(const struct ctl_conf *c, int argc, char **argv, bool json);
 /* Objects through libcairn: obj put|get|stat|rm|ls, bench. \return the exit status. */
 int ctl_obj(const struct ctl_conf *c, int argc, char **argv, bool json);
 int ctl_bench(const struct ctl_conf *c, int argc, char **argv, bool json);
+/* S3 users and keys: s3 user|key ... \return the exit status. */
+int ctl_s3(const struct ctl_conf *c, int argc, char **argv, bool json);
 
 /* clusterctl up|down. \return the exit status. */
 int ctl_up(int argc, char **argv, bool json);

@@ -1,0 +1,66 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The gateway's records in the cluster (docs/design/rgw.md §3): an index
+ * entry (one object version: its instance, size, ETag, headers), its binary
+ * codec, and the bucket record (JSON).
+ */
+#ifndef RGW_META_H
+#define RGW_META_H
+
+#include "rgw/str.h"
+
+#define RGW_ENTRY_MAX_META 64
+
+enum {
+	RGW_ENTRY_DELETE_MARKER = 1,
+};
+
+struct rgw_meta_kv {
+	char *k; /* lower case: "x-amz-meta-foo", "cache-control", ... */
+	char *v;
+};
+
+struct rgw_entry {
+	uint8_t flags;
+	uint8_t inst[16]; /* the instance: its data is stream <hex(inst)> */
+	uint64_t size;
+	int64_t mtime_ns;
+	uint8_t md5[16]; /* the ETag: MD5 of the bytes, or of the parts' MD5s */
+	uint32_t parts;  /* multipart: the part count (ETag "...-N"); 0: none */
+	char *ctype;     /* Content-Type ("" if none) */
+	char *owner;
+	struct rgw_meta_kv meta[RGW_ENTRY_MAX_META];
+	size_t nmeta;
+	char *mem; /* decode's allocation */
+};
+
+/* Append e's encoding to out. */
+void rgw_entry_encode(const struct rgw_entry *e, struct rgw_str *out);
+/*
+ * Decode b into e (which then owns one allocation: rgw_entry_fini).
+ * \return 0, -EBADMSG (malformed), -ENOMEM.
+ */
+int rgw_entry_decode(const void *b, size_t n, struct rgw_entry *e);
+void rgw_entry_fini(struct rgw_entry *e);
+/* "\"<md5 hex>\"" or "\"<md5 hex>-N\"" into out (at least 48 bytes). */
+void rgw_entry_etag(const struct rgw_entry *e, char *out, size_t len);
+
+struct rgw_bucket {
+	char name[64];
+	char id[33]; /* 128 random bits, hex: the data's namespace and the index's names */
+	char owner[65];
+	char location[64];
+	int64_t created;     /* seconds */
+	char acl[32];        /* canned: private, public-read, ... */
+	char versioning[16]; /* "" (never), "Enabled", "Suspended" */
+};
+
+/* JSON text of b (malloc'd), or NULL. */
+char *rgw_bucket_encode(const struct rgw_bucket *b);
+/* \return 0, -EBADMSG. */
+int rgw_bucket_decode(const char *json, size_t n, struct rgw_bucket *b);
+
+/* S3's bucket naming rules (3-63 of a-z0-9.-, ...). */
+bool rgw_bucket_name_ok(const char *name);
+
+#endif

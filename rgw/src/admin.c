@@ -1,0 +1,471 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Users and keys in the metadata pool (docs/design/rgw.md §2): object
+ * "users" (omap: uid -> the user's JSON record, with its access keys) and
+ * object "keys" (omap: access key -> {"uid", "secret"}), which a gateway
+ * reads to check a signature. Changes are compare-and-swaps on the omap
+ * values, so two admins never lose each other's change.
+ */
+#include "rgw/rgw.h"
+#include "rgw/str.h"
+#include "cm/random.h"
+
+#include <openssl/crypto.h>
+
+#include <jansson.h>
+
+#define CAS_TRIES 16
+
+static bool
+uid_ok(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (!n || n > 64)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '.' || c == '_' || c == '-'))
+			return false;
+	}
+	return true;
+}
+
+static void
+new_keys(char access[21], char secret[41])
+{
+	static const char up[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZ234567";
+	static const char any[] =
+		"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+	uint8_t b[60];
+
+	cm_random_bytes(b, sizeof(b));
+	memcpy(access, "CRN", 3); /* (recognisable, as AWS keys start with AKIA) */
+	for (int i = 3; i < 20; i++)
+		access[i] = up[b[i] & 31];
+	access[20] = '\0';
+	for (int i = 0; i < 40; i++)
+		secret[i] = any[b[20 + i] & 63];
+	secret[40] = '\0';
+}
+
+/* The user's record (value of users[uid]). \return 0, -ENOENT, or an error. */
+static int
+user_get(cairn_ioctx_t *io, const char *uid, json_t **j, char **raw, size_t *rawlen)
+{
+	struct cairn_kv want = { .key = (void *)uid, .klen = strlen(uid) };
+	struct cairn_kv *kvs = NULL;
+	size_t n = 0;
+	int rval = 0, rc;
+	cairn_op_t *op = cairn_op_create();
+
+	if (!op)
+		return -ENOMEM;
+	cairn_op_omap_get(op, &want, 1, &kvs, &n, &rval);
+	rc = cairn_operate(io, "users", op, NULL);
+	cairn_op_release(op);
+	if (!rc)
+		rc = rval;
+	if (!rc && n != 1)
+		rc = -ENOENT;
+	if (!rc && !(*j = json_loadb(kvs[0].val, kvs[0].vlen, 0, NULL)))
+		rc = -EBADMSG;
+	if (!rc && raw) {
+		if ((*raw = malloc(kvs[0].vlen))) {
+			memcpy(*raw, kvs[0].val, kvs[0].vlen);
+			*rawlen = kvs[0].vlen;
+		} else {
+			json_decref(*j);
+			rc = -ENOMEM;
+		}
+	}
+	cairn_kvs_free(kvs, n);
+	return rc;
+}
+
+/* Replace users[uid] (raw: its value as read; NULL: it must be absent). */
+static int
+user_put(cairn_ioctx_t *io, const char *uid, const char *raw, size_t rawlen, json_t *j)
+{
+	char *s = json_dumps(j, JSON_COMPACT | JSON_SORT_KEYS);
+	cairn_op_t *op = cairn_op_create();
+	int rc;
+
+	if (!s || !op) {
+		free(s);
+		cairn_op_release(op);
+		return -ENOMEM;
+	}
+	if (raw)
+		cairn_op_omap_cmp(op, uid, strlen(uid), CAIRN_CMP_EQ, raw, rawlen);
+	else
+		cairn_op_omap_cmp(op, uid, strlen(uid), CAIRN_CMP_ABSENT, NULL, 0);
+	cairn_op_omap_set(op, uid, strlen(uid), s, strlen(s));
+	rc = cairn_operate(io, "users", op, NULL);
+	cairn_op_release(op);
+	free(s);
+	return rc;
+}
+
+static int
+key_put(cairn_ioctx_t *io, const char *uid, const char *access, const char *secret)
+{
+	json_t *j = json_pack("{s:s, s:s}", "uid", uid, "secret", secret);
+	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
+	cairn_op_t *op = cairn_op_create();
+	int rc;
+
+	json_decref(j);
+	if (!s || !op) {
+		free(s);
+		cairn_op_release(op);
+		return -ENOMEM;
+	}
+	cairn_op_omap_cmp(op, access, strlen(access), CAIRN_CMP_ABSENT, NULL, 0);
+	cairn_op_omap_set(op, access, strlen(access), s, strlen(s));
+	rc = cairn_operate(io, "keys", op, NULL);
+	cairn_op_release(op);
+	OPENSSL_cleanse(s, strlen(s));
+	free(s);
+	return rc == -ECANCELED ? -EEXIST : rc;
+}
+
+static int
+open_meta(cairn_cluster_t *cl, const char *pool, cairn_ioctx_t **io)
+{
+	return cairn_ioctx_create(cl, pool && *pool ? pool : RGW_DEFAULT_META_POOL, io);
+}
+
+/* Add (add true) or remove access from uid's record's key list. */
+static int
+user_keys_edit(cairn_ioctx_t *io, const char *uid, const char *access, bool add)
+{
+	for (int t = 0; t < CAS_TRIES; t++) {
+		json_t *j = NULL, *keys, *nk;
+		char *raw = NULL;
+		size_t rl = 0;
+		int rc = user_get(io, uid, &j, &raw, &rl);
+
+		if (rc)
+			return rc;
+		keys = json_object_get(j, "keys");
+		nk = json_array();
+		for (size_t i = 0; keys && i < json_array_size(keys); i++) {
+			const char *k = json_string_value(json_array_get(keys, i));
+
+			if (k && strcmp(k, access))
+				json_array_append_new(nk, json_string(k));
+		}
+		if (add)
+			json_array_append_new(nk, json_string(access));
+		json_object_set_new(j, "keys", nk);
+		rc = user_put(io, uid, raw, rl, j);
+		json_decref(j);
+		free(raw);
+		if (rc != -ECANCELED)
+			return rc;
+	}
+	return -EAGAIN;
+}
+
+int
+rgw_admin_user_create(cairn_cluster_t *cl, const char *pool, const char *uid, const char *display,
+		      char access[21], char secret[41])
+{
+	cairn_ioctx_t *io;
+	json_t *j;
+	int rc;
+
+	if (!uid_ok(uid) || (display && strlen(display) > 128))
+		return -EINVAL;
+	if ((rc = open_meta(cl, pool, &io)))
+		return rc;
+	new_keys(access, secret);
+	j = json_pack("{s:s, s:s, s:b, s:I, s:I, s:I, s:[s]}", "uid", uid, "display_name",
+		      display && *display ? display : uid, "suspended", 0, "created",
+		      (json_int_t)time(NULL), "quota_bytes", (json_int_t)0, "quota_objects",
+		      (json_int_t)0, "keys", access);
+	if (!j) {
+		cairn_ioctx_destroy(io);
+		return -ENOMEM;
+	}
+	rc = user_put(io, uid, NULL, 0, j);
+	json_decref(j);
+	if (rc == -ECANCELED)
+		rc = -EEXIST;
+	if (!rc)
+		rc = key_put(io, uid, access, secret);
+	cairn_ioctx_destroy(io);
+	return rc;
+}
+
+int
+rgw_admin_key_add(cairn_cluster_t *cl, const char *pool, const char *uid, char access[21],
+		  char secret[41])
+{
+	cairn_ioctx_t *io;
+	int rc;
+
+	if (!uid_ok(uid))
+		return -EINVAL;
+	if ((rc = open_meta(cl, pool, &io)))
+		return rc;
+	new_keys(access, secret);
+	/* The key first (a gateway may use it at once), then the user's list. */
+	if (!(rc = key_put(io, uid, access, secret)))
+		rc = user_keys_edit(io, uid, access, true);
+	cairn_ioctx_destroy(io);
+	return rc;
+}
+
+int
+rgw_admin_key_rm(cairn_cluster_t *cl, const char *pool, const char *access)
+{
+	struct cairn_kv want = { .key = (void *)access, .klen = strlen(access) };
+	struct cairn_kv *kvs = NULL;
+	size_t n = 0;
+	int rval = 0, rc;
+	cairn_ioctx_t *io;
+	cairn_op_t *op;
+	json_t *j = NULL;
+	char uid[65] = "";
+
+	if ((rc = open_meta(cl, pool, &io)))
+		return rc;
+	if (!(op = cairn_op_create())) {
+		cairn_ioctx_destroy(io);
+		return -ENOMEM;
+	}
+	cairn_op_omap_get(op, &want, 1, &kvs, &n, &rval);
+	rc = cairn_operate(io, "keys", op, NULL);
+	cairn_op_release(op);
+	if (!rc)
+		rc = rval;
+	if (!rc && n != 1)
+		rc = -ENOENT;
+	if (!rc && (j = json_loadb(kvs[0].val, kvs[0].vlen, 0, NULL)))
+		snprintf(uid, sizeof(uid), "%s",
+			 json_string_value(json_object_get(j, "uid")) ?: "");
+	json_decref(j);
+	cairn_kvs_free(kvs, n);
+	if (!rc && (op = cairn_op_create())) {
+		cairn_op_omap_rm(op, access, strlen(access));
+		rc = cairn_operate(io, "keys", op, NULL);
+		cairn_op_release(op);
+		if (!rc && uid[0]) {
+			int r = user_keys_edit(io, uid, access, false);
+
+			if (r && r != -ENOENT)
+				rc = r;
+		}
+	}
+	cairn_ioctx_destroy(io);
+	return rc;
+}
+
+int
+rgw_admin_user_list(cairn_cluster_t *cl, const char *pool, char ***uids, size_t *nuids)
+{
+	cairn_ioctx_t *io;
+	char **v = NULL, *after = NULL;
+	size_t n = 0, cap = 0, alen = 0;
+	bool more = true;
+	int rc;
+
+	*uids = NULL;
+	*nuids = 0;
+	if ((rc = open_meta(cl, pool, &io)))
+		return rc;
+	while (more && !rc) {
+		struct cairn_kv *kvs = NULL;
+		size_t k = 0;
+		int rval = 0;
+		cairn_op_t *op = cairn_op_create();
+
+		if (!op) {
+			rc = -ENOMEM;
+			break;
+		}
+		cairn_op_omap_list(op, after, alen, NULL, 0, 1000, &kvs, &k, &more, &rval);
+		rc = cairn_operate(io, "users", op, NULL);
+		cairn_op_release(op);
+		if (rc == -ENOENT) {
+			rc = 0;
+			break;
+		}
+		if (!rc)
+			rc = rval;
+		for (size_t i = 0; !rc && i < k; i++) {
+			if (n == cap) {
+				char **nv = realloc(v, (cap = cap ? 2 * cap : 64) * sizeof(*v));
+
+				if (!nv) {
+					rc = -ENOMEM;
+					break;
+				}
+				v = nv;
+			}
+			if (!(v[n] = strndup(kvs[i].key, kvs[i].klen))) {
+				rc = -ENOMEM;
+				break;
+			}
+			n++;
+		}
+		if (!rc && k) {
+			free(after);
+			alen = kvs[k - 1].klen;
+			if (!(after = malloc(alen)))
+				rc = -ENOMEM;
+			else
+				memcpy(after, kvs[k - 1].key, alen);
+		}
+		cairn_kvs_free(kvs, k);
+		if (!k)
+			break;
+	}
+	free(after);
+	cairn_ioctx_destroy(io);
+	if (rc) {
+		for (size_t i = 0; i < n; i++)
+			free(v[i]);
+		free(v);
+		return rc;
+	}
+	*uids = v;
+	*nuids = n;
+	return 0;
+}
+
+int
+rgw_admin_user_info(cairn_cluster_t *cl, const char *pool, const char *uid,
+		    struct rgw_user_info *ui)
+{
+	cairn_ioctx_t *io;
+	json_t *j = NULL, *keys;
+	int rc;
+
+	memset(ui, 0, sizeof(*ui));
+	if (!uid_ok(uid))
+		return -EINVAL;
+	if ((rc = open_meta(cl, pool, &io)))
+		return rc;
+	rc = user_get(io, uid, &j, NULL, NULL);
+	cairn_ioctx_destroy(io);
+	if (rc)
+		return rc;
+	snprintf(ui->uid, sizeof(ui->uid), "%s", uid);
+	snprintf(ui->display_name, sizeof(ui->display_name), "%s",
+		 json_string_value(json_object_get(j, "display_name")) ?: uid);
+	ui->suspended = json_is_true(json_object_get(j, "suspended"));
+	ui->created = (uint64_t)json_integer_value(json_object_get(j, "created"));
+	ui->quota_bytes = (uint64_t)json_integer_value(json_object_get(j, "quota_bytes"));
+	ui->quota_objects = (uint64_t)json_integer_value(json_object_get(j, "quota_objects"));
+	keys = json_object_get(j, "keys");
+	if (json_array_size(keys) &&
+	    (ui->keys = calloc(json_array_size(keys), sizeof(*ui->keys)))) {
+		for (size_t i = 0; i < json_array_size(keys); i++) {
+			const char *k = json_string_value(json_array_get(keys, i));
+
+			if (k)
+				snprintf(ui->keys[ui->nkeys++], sizeof(ui->keys[0]), "%s", k);
+		}
+	}
+	json_decref(j);
+	return 0;
+}
+
+void
+rgw_user_info_fini(struct rgw_user_info *ui)
+{
+	free(ui->keys);
+	memset(ui, 0, sizeof(*ui));
+}
+
+int
+rgw_admin_user_rm(cairn_cluster_t *cl, const char *pool, const char *uid)
+{
+	struct rgw_user_info ui;
+	struct cairn_kv *kvs = NULL;
+	size_t n = 0;
+	bool more = false;
+	int rval = 0, rc;
+	cairn_ioctx_t *io;
+	cairn_op_t *op;
+	char oid[96];
+
+	if ((rc = rgw_admin_user_info(cl, pool, uid, &ui)))
+		return rc;
+	if ((rc = open_meta(cl, pool, &io))) {
+		rgw_user_info_fini(&ui);
+		return rc;
+	}
+	snprintf(oid, sizeof(oid), "buckets.%s", uid);
+	if (!(op = cairn_op_create())) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	cairn_op_omap_list(op, NULL, 0, NULL, 0, 1, &kvs, &n, &more, &rval);
+	rc = cairn_operate(io, oid, op, NULL);
+	cairn_op_release(op);
+	cairn_kvs_free(kvs, n);
+	if (rc == -ENOENT)
+		rc = 0;
+	else if (!rc && (rval || n))
+		rc = rval ? rval : -ENOTEMPTY;
+	if (rc)
+		goto out;
+	for (size_t i = 0; i < ui.nkeys; i++) {
+		if (!(op = cairn_op_create())) {
+			rc = -ENOMEM;
+			goto out;
+		}
+		cairn_op_omap_rm(op, ui.keys[i], strlen(ui.keys[i]));
+		rc = cairn_operate(io, "keys", op, NULL);
+		cairn_op_release(op);
+		if (rc)
+			goto out;
+	}
+	if (!(op = cairn_op_create())) {
+		rc = -ENOMEM;
+		goto out;
+	}
+	cairn_op_omap_rm(op, uid, strlen(uid));
+	rc = cairn_operate(io, "users", op, NULL);
+	cairn_op_release(op);
+out:
+	cairn_ioctx_destroy(io);
+	rgw_user_info_fini(&ui);
+	return rc;
+}
+
+int
+rgw_admin_user_quota(cairn_cluster_t *cl, const char *pool, const char *uid, uint64_t max_bytes,
+		     uint64_t max_objects)
+{
+	cairn_ioctx_t *io;
+	int rc;
+
+	if (!uid_ok(uid) || max_bytes > INT64_MAX || max_objects > INT64_MAX)
+		return -EINVAL;
+	if ((rc = open_meta(cl, pool, &io)))
+		return rc;
+	for (int t = 0; t < CAS_TRIES; t++) {
+		json_t *j = NULL;
+		char *raw = NULL;
+		size_t rl = 0;
+
+		if ((rc = user_get(io, uid, &j, &raw, &rl)))
+			break;
+		json_object_set_new(j, "quota_bytes", json_integer((json_int_t)max_bytes));
+		json_object_set_new(j, "quota_objects", json_integer((json_int_t)max_objects));
+		rc = user_put(io, uid, raw, rl, j);
+		json_decref(j);
+		free(raw);
+		if (rc != -ECANCELED)
+			break;
+	}
+	cairn_ioctx_destroy(io);
+	return rc;
+}

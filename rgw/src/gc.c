@@ -1,0 +1,383 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The collector (docs/design/rgw.md §5): an overwritten or deleted
+ * instance's data goes rgw gc_delay seconds after its index entry changed
+ * (a GET that read the old entry just before still finds its data), then
+ * its dead marker in the shard. The queue is in memory; the markers are in
+ * the cluster, so a gateway that dies with a queue leaves markers that the
+ * sweep finds: every few minutes one gateway (the holder of lock rgw.gc on
+ * object "gc") reads every bucket's shard system region, queues the dead
+ * markers, and removes what pending markers older than the pending grace
+ * name (PUTs whose gateway died before their commit: never acknowledged).
+ * Runs on its own thread with synchronous calls: it is never on a
+ * request's path.
+ */
+#include "rgw_int.h"
+#include "cm/err.h"
+#include "cm/log.h"
+#include "cm/random.h"
+
+CM_LOG_SUBSYS(rgw);
+
+#define GC_RETRY_S    10
+#define GC_TRIES      10
+#define SWEEP_EVERY_S 300
+
+struct rgw_gc_item {
+	char bucket_id[33];
+	char shard[128];
+	char marker[64];
+	size_t mlen;
+	uint8_t inst[16];
+	uint64_t size;
+	int64_t due_ns;
+	int tries;
+	struct rgw_gc_item *next;
+};
+
+static void
+push(struct rgw *g, struct rgw_gc_item *it)
+{
+	pthread_mutex_lock(&g->gc_mu);
+	/* (items come in due order, but for retries: keep the list sorted) */
+	if (!g->gc_head || g->gc_tail->due_ns <= it->due_ns) {
+		it->next = NULL;
+		if (g->gc_tail)
+			g->gc_tail->next = it;
+		else
+			g->gc_head = it;
+		g->gc_tail = it;
+	} else {
+		struct rgw_gc_item **pp = &g->gc_head;
+
+		while (*pp && (*pp)->due_ns <= it->due_ns)
+			pp = &(*pp)->next;
+		it->next = *pp;
+		*pp = it;
+	}
+	g->gc_len++;
+	pthread_cond_signal(&g->gc_cv);
+	pthread_mutex_unlock(&g->gc_mu);
+}
+
+void
+rgw__gc_add(struct rgw *g, const char *bucket_id, const char *shard, const char *marker,
+	    size_t mlen, const uint8_t inst[16], uint64_t size)
+{
+	struct rgw_gc_item *it = calloc(1, sizeof(*it));
+
+	if (!it || mlen >= sizeof(it->marker)) {
+		free(it);
+		return; /* (the marker stays: the sweep finds it) */
+	}
+	snprintf(it->bucket_id, sizeof(it->bucket_id), "%s", bucket_id);
+	snprintf(it->shard, sizeof(it->shard), "%s", shard);
+	memcpy(it->marker, marker, mlen);
+	it->mlen = mlen;
+	memcpy(it->inst, inst, 16);
+	it->size = size;
+	it->due_ns = rgw__now_ns() + (int64_t)g->conf.gc_delay_s * 1000000000;
+	push(g, it);
+}
+
+/* Remove an instance's data objects (object 0, which names the stream, last). */
+static int
+remove_data(struct rgw *g, const char *bucket_id, const uint8_t inst[16], uint64_t size)
+{
+	uint64_t n = size ? (size + RGW_CHUNK - 1) / RGW_CHUNK : 1;
+	cairn_ioctx_t *io;
+	int rc;
+
+	if ((rc = cairn_ioctx_create(g->cl, g->data_pool, &io)))
+		return rc;
+	if ((rc = cairn_ioctx_set_namespace(io, bucket_id))) {
+		cairn_ioctx_destroy(io);
+		return rc;
+	}
+	for (uint64_t i = n; i-- > 0;) {
+		char oid[64];
+		int r;
+
+		s3_data_oid(inst, i, oid, sizeof(oid));
+		r = cairn_remove(io, oid);
+		if (r && r != -ENOENT) {
+			rc = r;
+			break;
+		}
+	}
+	cairn_ioctx_destroy(io);
+	return rc;
+}
+
+static void
+collect(struct rgw *g, struct rgw_gc_item *it)
+{
+	cairn_op_t *op;
+	int rc = remove_data(g, it->bucket_id, it->inst, it->size);
+
+	if (!rc && (op = cairn_op_create())) {
+		cairn_op_omap_rm(op, it->marker, it->mlen);
+		rc = cairn_operate(g->meta, it->shard, op, NULL);
+		cairn_op_release(op);
+		if (rc == -ENOENT)
+			rc = 0; /* (the bucket and its index are gone) */
+	}
+	if (rc && ++it->tries < GC_TRIES) {
+		CM_INFO("gc: %s: retrying in %d s: %s", it->shard, GC_RETRY_S, cm_strerror(rc));
+		it->due_ns = rgw__now_ns() + (int64_t)GC_RETRY_S * 1000000000;
+		push(g, it);
+		return;
+	}
+	if (rc)
+		CM_WARN_RC(rc, "gc: %s: giving up for now (the sweep retries)", it->shard);
+	free(it);
+}
+
+/* ---- the sweep ---- */
+
+static uint64_t
+le64(const uint8_t *b)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | b[i];
+	return v;
+}
+
+static int
+hex16(const char *s, uint8_t out[16])
+{
+	for (int i = 0; i < 16; i++) {
+		unsigned v;
+
+		if (sscanf(s + 2 * i, "%2x", &v) != 1)
+			return -EINVAL;
+		out[i] = (uint8_t)v;
+	}
+	return 0;
+}
+
+static void
+sweep_shard(struct rgw *g, const char *bucket_id, const char *shard, int64_t now)
+{
+	char after[80] = "";
+	size_t alen = 0;
+	bool more = true;
+
+	for (int round = 0; more && round < 1000; round++) {
+		struct cairn_kv *kvs = NULL;
+		size_t n = 0;
+		int rval = 0, rc;
+		cairn_op_t *op = cairn_op_create();
+
+		if (!op)
+			return;
+		cairn_op_omap_list(op, alen ? after : NULL, alen, "\xff", 1, 256, &kvs, &n, &more,
+				   &rval);
+		rc = cairn_operate(g->meta, shard, op, NULL);
+		cairn_op_release(op);
+		if (rc || rval) {
+			cairn_kvs_free(kvs, n);
+			return;
+		}
+		for (size_t i = 0; i < n; i++) {
+			const char *k = kvs[i].key;
+			size_t kl = kvs[i].klen;
+			const uint8_t *v = kvs[i].val;
+
+			if (kl >= 2 + 16 + 32 && !memcmp(k, RGW_SYS_DEAD, 2) && kvs[i].vlen == 24) {
+				/* dead: "\xffd" + 16 hex ns + instance hex; value inst + size */
+				struct rgw_gc_item *it = calloc(1, sizeof(*it));
+
+				if (!it || kl >= sizeof(it->marker)) {
+					free(it);
+					continue;
+				}
+				snprintf(it->bucket_id, sizeof(it->bucket_id), "%s", bucket_id);
+				snprintf(it->shard, sizeof(it->shard), "%s", shard);
+				memcpy(it->marker, k, kl);
+				it->mlen = kl;
+				memcpy(it->inst, v, 16);
+				it->size = le64(v + 16);
+				it->due_ns = now;
+				collect(g, it);
+			} else if (kl == 2 + 32 && !memcmp(k, RGW_SYS_PENDING, 2) &&
+				   kvs[i].vlen >= 16) {
+				/* pending: "\xffp" + instance hex; value time, size, key */
+				int64_t t = (int64_t)le64(v);
+				uint64_t size = le64(v + 8);
+				uint8_t inst[16];
+				char ih[33];
+
+				if (now - t < (int64_t)g->conf.pending_grace_s * 1000000000)
+					continue;
+				memcpy(ih, k + 2, 32);
+				ih[32] = '\0';
+				if (hex16(ih, inst))
+					continue;
+				CM_NOTICE("gc: %s: a PUT left pending %" PRId64
+					  " s ago (its gateway died "
+					  "before the commit): removing its %" PRIu64 " bytes",
+					  shard, (now - t) / 1000000000, size);
+				if (remove_data(g, bucket_id, inst, size) == 0 &&
+				    (op = cairn_op_create())) {
+					cairn_op_omap_rm(op, k, kl);
+					cairn_operate(g->meta, shard, op, NULL);
+					cairn_op_release(op);
+				}
+			}
+		}
+		if (n) {
+			alen = CM_MIN(kvs[n - 1].klen, sizeof(after));
+			memcpy(after, kvs[n - 1].key, alen);
+		}
+		cairn_kvs_free(kvs, n);
+	}
+}
+
+/* Every bucket of every user. \return the buckets swept. */
+static unsigned
+sweep(struct rgw *g)
+{
+	char **uids = NULL;
+	size_t nu = 0;
+	unsigned nb = 0;
+	int64_t now = rgw__now_ns();
+
+	if (rgw_admin_user_list(g->cl, g->meta_pool, &uids, &nu))
+		return 0;
+	for (size_t u = 0; u < nu && !g->gc_stop; u++) {
+		struct cairn_kv *kvs = NULL;
+		size_t n = 0;
+		bool more = false;
+		int rval = 0;
+		cairn_op_t *op = cairn_op_create();
+		char oid[96];
+
+		if (!op)
+			break;
+		snprintf(oid, sizeof(oid), "buckets.%s", uids[u]);
+		cairn_op_omap_list(op, NULL, 0, NULL, 0, 1000, &kvs, &n, &more, &rval);
+		if (cairn_operate(g->meta, oid, op, NULL) == 0 && !rval) {
+			for (size_t i = 0; i < n && !g->gc_stop; i++) {
+				char boid[128], buf[4096], shard[128];
+				size_t len = 0;
+				struct rgw_bucket b;
+				cairn_op_t *bop = cairn_op_create();
+
+				if (!bop)
+					break;
+				snprintf(boid, sizeof(boid), "bucket.%.*s", (int)kvs[i].klen,
+					 (char *)kvs[i].key);
+				cairn_op_getxattr(bop, "rgw.bucket", buf, sizeof(buf), &len, NULL);
+				if (cairn_operate(g->meta, boid, bop, NULL) == 0 &&
+				    rgw_bucket_decode(buf, len, &b) == 0) {
+					snprintf(shard, sizeof(shard), "idx.%s.0", b.id);
+					sweep_shard(g, b.id, shard, now);
+					nb++;
+				}
+				cairn_op_release(bop);
+			}
+		}
+		cairn_op_release(op);
+		cairn_kvs_free(kvs, n);
+	}
+	for (size_t u = 0; u < nu; u++)
+		free(uids[u]);
+	free(uids);
+	return nb;
+}
+
+static void *
+gc_main(void *arg)
+{
+	struct rgw *g = arg;
+	int64_t next_sweep = rgw__now_ns() + (int64_t)g->conf.sweep_first_s * 1000000000;
+	char cookie[40];
+	uint8_t rb[8];
+
+	cm_random_bytes(rb, sizeof(rb));
+	rgw_hex(rb, 8, cookie);
+	pthread_mutex_lock(&g->gc_mu);
+	while (!g->gc_stop) {
+		int64_t now = rgw__now_ns();
+		struct rgw_gc_item *it = g->gc_head;
+
+		if (now >= next_sweep) {
+			pthread_mutex_unlock(&g->gc_mu);
+			if (cairn_lock_exclusive(g->meta, "gc", "rgw.gc", cookie, g->name,
+						 (uint64_t)SWEEP_EVERY_S * 1000,
+						 CAIRN_LOCK_MAY_RENEW) == 0) {
+				unsigned nb = sweep(g);
+
+				CM_INFO("gc: swept %u buckets", nb);
+			}
+			next_sweep = rgw__now_ns() + (int64_t)SWEEP_EVERY_S * 1000000000;
+			pthread_mutex_lock(&g->gc_mu);
+			continue;
+		}
+		if (it && it->due_ns <= now) {
+			g->gc_head = it->next;
+			if (!g->gc_head)
+				g->gc_tail = NULL;
+			g->gc_len--;
+			pthread_mutex_unlock(&g->gc_mu);
+			collect(g, it);
+			pthread_mutex_lock(&g->gc_mu);
+			continue;
+		}
+		{
+			int64_t until = next_sweep;
+			struct timespec ts;
+
+			if (it && it->due_ns < until)
+				until = it->due_ns;
+			ts.tv_sec = (time_t)(until / 1000000000);
+			ts.tv_nsec = (long)(until % 1000000000);
+			pthread_cond_timedwait(&g->gc_cv, &g->gc_mu, &ts);
+		}
+	}
+	pthread_mutex_unlock(&g->gc_mu);
+	return NULL;
+}
+
+int
+rgw__gc_start(struct rgw *g)
+{
+	pthread_condattr_t ca;
+	int rc;
+
+	pthread_mutex_init(&g->gc_mu, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_REALTIME);
+	pthread_cond_init(&g->gc_cv, &ca);
+	pthread_condattr_destroy(&ca);
+	if ((rc = -pthread_create(&g->gc_tid, NULL, gc_main, g)))
+		return rc;
+	g->gc_started = true;
+	return 0;
+}
+
+void
+rgw__gc_stop(struct rgw *g)
+{
+	struct rgw_gc_item *it;
+
+	if (!g->gc_started)
+		return;
+	pthread_mutex_lock(&g->gc_mu);
+	g->gc_stop = true;
+	pthread_cond_signal(&g->gc_cv);
+	pthread_mutex_unlock(&g->gc_mu);
+	pthread_join(g->gc_tid, NULL);
+	g->gc_started = false;
+	/* (what is left has its markers in the cluster: the next sweep collects it) */
+	while ((it = g->gc_head)) {
+		g->gc_head = it->next;
+		free(it);
+	}
+	g->gc_tail = NULL;
+	pthread_cond_destroy(&g->gc_cv);
+	pthread_mutex_destroy(&g->gc_mu);
+}

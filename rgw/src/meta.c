@@ -1,0 +1,293 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Index entries: a magic byte and a version, then tag (1 byte), length
+ * (4 bytes LE), value; unknown tags are skipped (newer writers), a length
+ * past the end is refused. Bucket records: JSON (jansson).
+ */
+#include "rgw/meta.h"
+
+#include <jansson.h>
+
+#define ENTRY_MAGIC 0xe1
+#define ENTRY_V     1
+
+enum {
+	T_FLAGS = 1,
+	T_INST,
+	T_SIZE,
+	T_MTIME,
+	T_MD5,
+	T_PARTS,
+	T_CTYPE,
+	T_OWNER,
+	T_META,
+};
+
+static void
+tlv(struct rgw_str *out, uint8_t tag, const void *v, size_t n)
+{
+	uint8_t h[5] = { tag, (uint8_t)n, (uint8_t)(n >> 8), (uint8_t)(n >> 16),
+			 (uint8_t)(n >> 24) };
+
+	rgw_str_add(out, h, 5);
+	rgw_str_add(out, v, n);
+}
+
+static void
+tlv64(struct rgw_str *out, uint8_t tag, uint64_t v)
+{
+	uint8_t b[8];
+
+	for (int i = 0; i < 8; i++)
+		b[i] = (uint8_t)(v >> (8 * i));
+	tlv(out, tag, b, 8);
+}
+
+void
+rgw_entry_encode(const struct rgw_entry *e, struct rgw_str *out)
+{
+	uint8_t hd[2] = { ENTRY_MAGIC, ENTRY_V };
+	uint8_t p[4];
+
+	rgw_str_add(out, hd, 2);
+	tlv(out, T_FLAGS, &e->flags, 1);
+	tlv(out, T_INST, e->inst, 16);
+	tlv64(out, T_SIZE, e->size);
+	tlv64(out, T_MTIME, (uint64_t)e->mtime_ns);
+	tlv(out, T_MD5, e->md5, 16);
+	if (e->parts) {
+		for (int i = 0; i < 4; i++)
+			p[i] = (uint8_t)(e->parts >> (8 * i));
+		tlv(out, T_PARTS, p, 4);
+	}
+	if (e->ctype && *e->ctype)
+		tlv(out, T_CTYPE, e->ctype, strlen(e->ctype));
+	if (e->owner && *e->owner)
+		tlv(out, T_OWNER, e->owner, strlen(e->owner));
+	for (size_t i = 0; i < e->nmeta; i++) {
+		size_t kl = strlen(e->meta[i].k), vl = strlen(e->meta[i].v);
+		uint8_t h[5] = { T_META, (uint8_t)(kl + vl + 1), (uint8_t)((kl + vl + 1) >> 8),
+				 (uint8_t)((kl + vl + 1) >> 16), (uint8_t)((kl + vl + 1) >> 24) };
+
+		rgw_str_add(out, h, 5);
+		rgw_str_add(out, e->meta[i].k, kl);
+		rgw_str_addc(out, '\0');
+		rgw_str_add(out, e->meta[i].v, vl);
+	}
+}
+
+static uint64_t
+le64(const uint8_t *b)
+{
+	uint64_t v = 0;
+
+	for (int i = 7; i >= 0; i--)
+		v = v << 8 | b[i];
+	return v;
+}
+
+int
+rgw_entry_decode(const void *buf, size_t n, struct rgw_entry *e)
+{
+	const uint8_t *b = buf, *end = b + n;
+	char *m;
+
+	memset(e, 0, sizeof(*e));
+	if (n < 2 || b[0] != ENTRY_MAGIC || b[1] != ENTRY_V)
+		return -EBADMSG;
+	/* (every string fits in n bytes plus a NUL each: at most n / 5 fields) */
+	if (!(m = malloc(n + n / 5 + 8)))
+		return -ENOMEM;
+	e->mem = m;
+	e->ctype = e->owner = (char *)"";
+	b += 2;
+	while (b < end) {
+		uint8_t tag;
+		uint32_t len;
+
+		if (end - b < 5)
+			goto bad;
+		tag = b[0];
+		len = (uint32_t)b[1] | (uint32_t)b[2] << 8 | (uint32_t)b[3] << 16 |
+		      (uint32_t)b[4] << 24;
+		b += 5;
+		if (len > (size_t)(end - b))
+			goto bad;
+		switch (tag) {
+		case T_FLAGS:
+			if (len != 1)
+				goto bad;
+			e->flags = b[0];
+			break;
+		case T_INST:
+			if (len != 16)
+				goto bad;
+			memcpy(e->inst, b, 16);
+			break;
+		case T_SIZE:
+			if (len != 8)
+				goto bad;
+			e->size = le64(b);
+			break;
+		case T_MTIME:
+			if (len != 8)
+				goto bad;
+			e->mtime_ns = (int64_t)le64(b);
+			break;
+		case T_MD5:
+			if (len != 16)
+				goto bad;
+			memcpy(e->md5, b, 16);
+			break;
+		case T_PARTS:
+			if (len != 4)
+				goto bad;
+			e->parts = (uint32_t)b[0] | (uint32_t)b[1] << 8 | (uint32_t)b[2] << 16 |
+				   (uint32_t)b[3] << 24;
+			break;
+		case T_CTYPE:
+		case T_OWNER:
+			if (memchr(b, 0, len))
+				goto bad;
+			memcpy(m, b, len);
+			m[len] = '\0';
+			if (tag == T_CTYPE)
+				e->ctype = m;
+			else
+				e->owner = m;
+			m += len + 1;
+			break;
+		case T_META: {
+			const uint8_t *z = memchr(b, 0, len);
+
+			if (!z || z == b || memchr(z + 1, 0, len - (size_t)(z + 1 - b)))
+				goto bad;
+			if (e->nmeta == RGW_ENTRY_MAX_META)
+				goto bad;
+			memcpy(m, b, len);
+			m[len] = '\0';
+			e->meta[e->nmeta].k = m;
+			e->meta[e->nmeta].v = m + (z - b) + 1;
+			e->nmeta++;
+			m += len + 1;
+			break;
+		}
+		default:
+			break; /* (a newer writer's field) */
+		}
+		b += len;
+	}
+	return 0;
+bad:
+	rgw_entry_fini(e);
+	return -EBADMSG;
+}
+
+void
+rgw_entry_fini(struct rgw_entry *e)
+{
+	free(e->mem);
+	memset(e, 0, sizeof(*e));
+}
+
+void
+rgw_entry_etag(const struct rgw_entry *e, char *out, size_t len)
+{
+	char h[33];
+
+	for (int i = 0; i < 16; i++)
+		snprintf(h + 2 * i, 3, "%02x", e->md5[i]);
+	if (e->parts)
+		snprintf(out, len, "\"%s-%u\"", h, e->parts);
+	else
+		snprintf(out, len, "\"%s\"", h);
+}
+
+char *
+rgw_bucket_encode(const struct rgw_bucket *b)
+{
+	json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:I, s:s, s:s}", "name", b->name, "id", b->id,
+			      "owner", b->owner, "location", b->location, "created",
+			      (json_int_t)b->created, "acl", b->acl, "versioning", b->versioning);
+	char *s;
+
+	if (!j)
+		return NULL;
+	s = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	return s;
+}
+
+static int
+copy_str(json_t *j, const char *k, char *out, size_t len, bool need)
+{
+	json_t *v = json_object_get(j, k);
+	const char *s;
+
+	if (!v) {
+		out[0] = '\0';
+		return need ? -EBADMSG : 0;
+	}
+	if (!json_is_string(v) || strlen(s = json_string_value(v)) >= len)
+		return -EBADMSG;
+	snprintf(out, len, "%s", s);
+	return 0;
+}
+
+int
+rgw_bucket_decode(const char *text, size_t n, struct rgw_bucket *b)
+{
+	json_t *j = json_loadb(text, n, 0, NULL);
+	json_t *c;
+	int rc;
+
+	memset(b, 0, sizeof(*b));
+	if (!j)
+		return -EBADMSG;
+	if (!json_is_object(j) || (rc = copy_str(j, "name", b->name, sizeof(b->name), true)) ||
+	    (rc = copy_str(j, "id", b->id, sizeof(b->id), true)) ||
+	    (rc = copy_str(j, "owner", b->owner, sizeof(b->owner), true)) ||
+	    (rc = copy_str(j, "location", b->location, sizeof(b->location), false)) ||
+	    (rc = copy_str(j, "acl", b->acl, sizeof(b->acl), false)) ||
+	    (rc = copy_str(j, "versioning", b->versioning, sizeof(b->versioning), false))) {
+		json_decref(j);
+		return -EBADMSG;
+	}
+	c = json_object_get(j, "created");
+	b->created = json_is_integer(c) ? (int64_t)json_integer_value(c) : 0;
+	json_decref(j);
+	return strlen(b->id) == 32 ? 0 : -EBADMSG;
+}
+
+bool
+rgw_bucket_name_ok(const char *s)
+{
+	size_t n = strlen(s);
+	bool digits_dots = true;
+	int dots = 0;
+
+	if (n < 3 || n > 63)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '-'))
+			return false;
+		if (c == '.') {
+			dots++;
+			if (i && s[i - 1] == '.')
+				return false;
+		} else if (!(c >= '0' && c <= '9')) {
+			digits_dots = false;
+		}
+	}
+	if (!((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= '0' && s[0] <= '9')))
+		return false;
+	if (!((s[n - 1] >= 'a' && s[n - 1] <= 'z') || (s[n - 1] >= '0' && s[n - 1] <= '9')))
+		return false;
+	if (digits_dots && dots == 3)
+		return false; /* (an IP address) */
+	if (!strncmp(s, "xn--", 4) || (n > 8 && !strcmp(s + n - 8, "-s3alias")))
+		return false;
+	return true;
+}

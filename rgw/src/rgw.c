@@ -1,0 +1,1036 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The gateway: threads and their completion queues, a request's way from
+ * its head to an operation (addressing, auth), the caches of keys and
+ * buckets, errors and the access log.
+ *
+ * Every cluster op a request needs goes out asynchronously; its completion
+ * lands on the thread's cairn_cq, whose fd the thread's reactor polls, and
+ * the request's next step runs there. No step waits.
+ */
+#include "rgw_int.h"
+#include "cm/err.h"
+#include "cm/log.h"
+#include "cm/random.h"
+
+#include <jansson.h>
+#include <poll.h>
+
+CM_LOG_SUBSYS(rgw);
+
+/* ---- time ---- */
+
+int64_t
+rgw__now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void
+rgw__iso8601(int64_t ns, char *out, size_t len)
+{
+	time_t s = (time_t)(ns / 1000000000);
+	struct tm tm;
+
+	gmtime_r(&s, &tm);
+	snprintf(out, len, "%04d-%02d-%02dT%02d:%02d:%02d.%03dZ", tm.tm_year + 1900, tm.tm_mon + 1,
+		 tm.tm_mday, tm.tm_hour, tm.tm_min, tm.tm_sec, (int)(ns / 1000000 % 1000));
+}
+
+void
+rgw__http_date(int64_t ns, char *out, size_t len)
+{
+	time_t s = (time_t)(ns / 1000000000);
+	struct tm tm;
+
+	gmtime_r(&s, &tm);
+	strftime(out, len, "%a, %d %b %Y %H:%M:%S GMT", &tm);
+}
+
+/* ---- async ops on the thread's completion queue ---- */
+
+struct aio {
+	rgw_aio_cb cb;
+	void *arg;
+	cairn_op_t *op;
+};
+
+static void cq_poll(struct rgw_thr *t);
+
+static void
+cq_ready(struct cm_io *io, int res)
+{
+	struct rgw_thr *t = io->arg;
+	cairn_completion_t *cs[64];
+	size_t n;
+
+	t->polling = false;
+	(void)res;
+	while ((n = cairn_cq_reap(t->cq, cs, CM_ARRAY_SIZE(cs))) > 0) {
+		for (size_t i = 0; i < n; i++) {
+			struct aio *a = cairn_completion_arg(cs[i]);
+			int rc = cairn_completion_rc(cs[i]);
+
+			cairn_completion_release(cs[i]);
+			t->inflight--;
+			a->cb(a->arg, rc);
+			cairn_op_release(a->op);
+			free(a);
+		}
+	}
+	cq_poll(t);
+}
+
+static void
+cq_poll(struct rgw_thr *t)
+{
+	if (t->polling)
+		return;
+	t->cqio.cb = cq_ready;
+	t->cqio.arg = t;
+	if (cm_io_poll(t->r, &t->cqio, cairn_cq_fd(t->cq), POLLIN) == 0)
+		t->polling = true;
+	else
+		CM_ERR("rgw: cannot poll the completion queue");
+}
+
+int
+rgw__aio(struct rgw_thr *t, cairn_ioctx_t *io, const char *oid, cairn_op_t *op, rgw_aio_cb cb,
+	 void *arg)
+{
+	struct aio *a = malloc(sizeof(*a));
+	cairn_completion_t *c;
+	int rc;
+
+	if (!a) {
+		cairn_op_release(op);
+		return -ENOMEM;
+	}
+	a->cb = cb;
+	a->arg = arg;
+	a->op = op;
+	if (!(c = cairn_completion_create_cq(t->cq, a))) {
+		cairn_op_release(op);
+		free(a);
+		return -ENOMEM;
+	}
+	/* (never wait on the throttle on a reactor: -EAGAIN is a 503 SlowDown) */
+	{
+		struct cairn_aio_opts o = { .opts_size = sizeof(o), .flags = CAIRN_AIO_NOWAIT };
+
+		rc = cairn_aio_operate_opts(io, oid, op, c, &o);
+	}
+	if (rc) {
+		cairn_completion_release(c);
+		cairn_op_release(op);
+		free(a);
+		return rc;
+	}
+	t->inflight++;
+	return 0;
+}
+
+/* ---- caches (keys and buckets), a TTL each ---- */
+
+struct rgw_cache_ent {
+	char *name;
+	void *val;
+	size_t vlen;
+	int64_t expires_ns;
+	struct rgw_cache_ent *next;
+};
+
+static bool
+cache_get(struct rgw *g, struct rgw_cache_ent **head, const char *name, void *out, size_t len)
+{
+	int64_t now = rgw__now_ns();
+	bool hit = false;
+
+	pthread_mutex_lock(&g->mu);
+	for (struct rgw_cache_ent **pp = head, *e; (e = *pp);) {
+		if (e->expires_ns < now) {
+			*pp = e->next;
+			free(e->name);
+			free(e->val);
+			free(e);
+			continue;
+		}
+		if (!strcmp(e->name, name) && e->vlen == len) {
+			memcpy(out, e->val, len);
+			hit = true;
+			break;
+		}
+		pp = &e->next;
+	}
+	pthread_mutex_unlock(&g->mu);
+	return hit;
+}
+
+static void
+cache_drop(struct rgw *g, struct rgw_cache_ent **head, const char *name)
+{
+	pthread_mutex_lock(&g->mu);
+	for (struct rgw_cache_ent **pp = head, *e; (e = *pp);) {
+		if (!strcmp(e->name, name)) {
+			*pp = e->next;
+			free(e->name);
+			free(e->val);
+			free(e);
+			continue;
+		}
+		pp = &e->next;
+	}
+	pthread_mutex_unlock(&g->mu);
+}
+
+static void
+cache_put(struct rgw *g, struct rgw_cache_ent **head, const char *name, const void *val, size_t len)
+{
+	struct rgw_cache_ent *e = calloc(1, sizeof(*e));
+
+	cache_drop(g, head, name);
+	if (!e || !(e->name = strdup(name)) || !(e->val = malloc(len))) {
+		if (e)
+			free(e->name);
+		free(e);
+		return;
+	}
+	memcpy(e->val, val, len);
+	e->vlen = len;
+	e->expires_ns = rgw__now_ns() + (int64_t)g->conf.cache_ttl_ms * 1000000;
+	pthread_mutex_lock(&g->mu);
+	e->next = *head;
+	*head = e;
+	pthread_mutex_unlock(&g->mu);
+}
+
+static void
+cache_free(struct rgw_cache_ent *e)
+{
+	while (e) {
+		struct rgw_cache_ent *n = e->next;
+
+		free(e->name);
+		free(e->val);
+		free(e);
+		e = n;
+	}
+}
+
+void
+s3_bucket_forget(struct rgw *g, const char *name)
+{
+	cache_drop(g, &g->buckets, name);
+}
+
+/* ---- responses ---- */
+
+static void
+access_log(struct s3_req *q)
+{
+	struct rgw *g = q->g;
+	char when[40];
+
+	if (!g->alog)
+		return;
+	rgw__iso8601(rgw__now_ns(), when, sizeof(when));
+	pthread_mutex_lock(&g->mu);
+	fprintf(g->alog, "%s %s %s %s %s %s %d %" PRIu64 " %" PRIu64 " %.3f %s\n", when,
+		rgw_req_peer(q->r), rgw_req_id(q->r), q->anon ? "-" : (q->uid[0] ? q->uid : "-"),
+		q->h->method_name, q->h->target, q->status, q->bytes_in, q->bytes_out,
+		(double)(rgw__now_ns() - q->started_ns) / 1e6, q->op_name ? q->op_name : "-");
+	fflush(g->alog);
+	pthread_mutex_unlock(&g->mu);
+}
+
+static void
+req_free(struct s3_req *q)
+{
+	if (q->op_free)
+		q->op_free(q);
+	rgw_uri_fini(&q->u);
+	free(q->bucket);
+	free(q->key);
+	rgw_str_fini(&q->body);
+	if (q->md5)
+		EVP_MD_CTX_free(q->md5);
+	if (q->sha)
+		EVP_MD_CTX_free(q->sha);
+	cairn_ioctx_destroy(q->data);
+	OPENSSL_cleanse(q->secret, sizeof(q->secret));
+	OPENSSL_cleanse(q->sigkey, sizeof(q->sigkey));
+	free(q);
+}
+
+void
+s3_done(struct s3_req *q)
+{
+	access_log(q);
+	rgw_req_set_ctx(q->r, NULL);
+	rgw_req_end(q->r);
+	req_free(q);
+}
+
+static void
+xml_sent(struct rgw_req *r, int res, void *arg)
+{
+	struct s3_req *q = arg;
+
+	(void)r;
+	(void)res;
+	s3_done(q);
+}
+
+void
+s3_respond_xml(struct s3_req *q, int status, const char *hdrs, struct rgw_str *xml)
+{
+	struct rgw_str h;
+	size_t len = xml ? xml->len : 0;
+	struct iovec iov;
+
+	q->status = status;
+	rgw_str_init(&h);
+	if (hdrs)
+		rgw_str_adds(&h, hdrs);
+	if (len)
+		rgw_str_adds(&h, "Content-Type: application/xml\r\n");
+	if (h.oom || (xml && xml->oom) || rgw_req_send_head(q->r, status, rgw_str_cstr(&h), len)) {
+		rgw_str_fini(&h);
+		q->status = 500;
+		rgw_req_close_after(q->r);
+		s3_done(q);
+		return;
+	}
+	rgw_str_fini(&h);
+	q->bytes_out += len;
+	/* (the body lives in q->body's place until sent: keep it there) */
+	if (xml && xml != &q->body) {
+		rgw_str_fini(&q->body);
+		q->body = *xml;
+		rgw_str_init(xml);
+	}
+	iov.iov_base = q->body.p;
+	iov.iov_len = len;
+	if (rgw_req_send(q->r, &iov, len ? 1 : 0, xml_sent, q))
+		s3_done(q);
+}
+
+void
+s3_error(struct s3_req *q, int status, const char *code, const char *msg)
+{
+	struct rgw_str x;
+
+	rgw_str_init(&x);
+	rgw_str_adds(&x, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<Error><Code>");
+	rgw_str_adds(&x, code);
+	rgw_str_adds(&x, "</Code><Message>");
+	rgw_str_xml(&x, msg, strlen(msg));
+	rgw_str_adds(&x, "</Message>");
+	if (q->bucket) {
+		rgw_str_adds(&x, "<BucketName>");
+		rgw_str_xml(&x, q->bucket, strlen(q->bucket));
+		rgw_str_adds(&x, "</BucketName>");
+	}
+	if (q->key) {
+		rgw_str_adds(&x, "<Key>");
+		rgw_str_xml(&x, q->key, q->key_len);
+		rgw_str_adds(&x, "</Key>");
+	}
+	rgw_str_adds(&x, "<Resource>");
+	rgw_str_xml(&x, q->u.path ? q->u.path : "/", q->u.path ? q->u.path_len : 1);
+	rgw_str_addf(&x, "</Resource><RequestId>%s</RequestId></Error>", rgw_req_id(q->r));
+	CM_INFO("%s %s %s: %d %s: %s", rgw_req_id(q->r), q->h->method_name, q->h->target, status,
+		code, msg);
+	if (q->h->method == RGW_M_HEAD) {
+		rgw_str_fini(&x);
+		s3_respond_xml(q, status, NULL, NULL);
+		return;
+	}
+	s3_respond_xml(q, status, NULL, &x);
+}
+
+void
+s3_error_rc(struct s3_req *q, int rc, const char *what)
+{
+	char m[256];
+
+	snprintf(m, sizeof(m), "%s: %s", what, cm_strerror(rc));
+	switch (rc) {
+	case -EAGAIN:
+		s3_error(q, 503, "SlowDown", m);
+		return;
+	case -ENOSPC:
+	case -EDQUOT:
+		s3_error(q, 507, "InsufficientStorage", m);
+		return;
+	case -EPERM:
+	case -EACCES:
+		s3_error(q, 403, "AccessDenied", m);
+		return;
+	case -ETIMEDOUT:
+		s3_error(q, 503, "ServiceUnavailable", m);
+		return;
+	default:
+		CM_WARN_RC(rc, "%s %s: %s", rgw_req_id(q->r), q->h->target, what);
+		s3_error(q, 500, "InternalError", m);
+	}
+}
+
+/* ---- small bodies ---- */
+
+struct body_rd {
+	size_t max;
+	s3_step next;
+	bool failed;
+};
+
+static void
+body_chunk(struct rgw_req *r, const char *data, ssize_t len, void *arg)
+{
+	struct s3_req *q = arg;
+	struct body_rd *b = q->op;
+
+	(void)r;
+	if (b->failed)
+		return;
+	if (len < 0) {
+		b->failed = true;
+		q->status = 400;
+		rgw_req_close_after(q->r);
+		s3_done(q);
+		return;
+	}
+	if (len == 0) {
+		s3_step next = b->next;
+
+		free(b);
+		q->op = NULL;
+		next(q);
+		return;
+	}
+	q->bytes_in += (size_t)len;
+	if (q->body.len + (size_t)len > b->max) {
+		b->failed = true;
+		rgw_req_close_after(q->r);
+		free(b);
+		q->op = NULL;
+		s3_error(q, 400, "MaxMessageLengthExceeded", "the request body is too long");
+		return;
+	}
+	rgw_str_add(&q->body, data, (size_t)len);
+	if (q->sha)
+		EVP_DigestUpdate(q->sha, data, (size_t)len);
+	if (q->md5)
+		EVP_DigestUpdate(q->md5, data, (size_t)len);
+}
+
+void
+s3_read_body(struct s3_req *q, size_t max, s3_step next)
+{
+	struct body_rd *b = calloc(1, sizeof(*b));
+
+	if (!b) {
+		s3_error(q, 503, "SlowDown", "out of memory");
+		return;
+	}
+	if (q->h->has_length && q->h->content_length > max) {
+		free(b);
+		rgw_req_close_after(q->r);
+		s3_error(q, 400, "MaxMessageLengthExceeded", "the request body is too long");
+		return;
+	}
+	b->max = max;
+	b->next = next;
+	q->op = b;
+	rgw_str_reset(&q->body);
+	rgw_req_body_read(q->r, body_chunk, q);
+}
+
+/* ---- buckets ---- */
+
+struct bload {
+	s3_step next;
+	char buf[4096];
+	size_t len;
+	int rval;
+};
+
+static void
+bucket_loaded(void *arg, int rc)
+{
+	struct s3_req *q = arg;
+	struct bload *l = q->op;
+	s3_step next = l->next;
+
+	q->pending--;
+	if (!rc && l->rval)
+		rc = l->rval;
+	if (!rc && rgw_bucket_decode(l->buf, l->len, &q->b))
+		rc = -EBADMSG;
+	free(l);
+	q->op = NULL;
+	if (rc == -ENOENT || rc == -ENODATA) {
+		s3_error(q, 404, "NoSuchBucket", "the bucket does not exist");
+		return;
+	}
+	if (rc) {
+		s3_error_rc(q, rc, "reading the bucket record");
+		return;
+	}
+	q->have_b = true;
+	cache_put(q->g, &q->g->buckets, q->bucket, &q->b, sizeof(q->b));
+	next(q);
+}
+
+static void
+bucket_io(struct s3_req *q, s3_step next)
+{
+	int rc;
+
+	if (!q->data) {
+		if ((rc = cairn_ioctx_create(q->g->cl, q->g->data_pool, &q->data)) ||
+		    (rc = cairn_ioctx_set_namespace(q->data, q->b.id))) {
+			s3_error_rc(q, rc, "the data pool");
+			return;
+		}
+	}
+	next(q);
+}
+
+static void bucket_ready(struct s3_req *q);
+
+void
+s3_bucket_load(struct s3_req *q, s3_step next)
+{
+	struct bload *l;
+	cairn_op_t *op;
+	char oid[128];
+	int rc;
+
+	q->next = next;
+	if (cache_get(q->g, &q->g->buckets, q->bucket, &q->b, sizeof(q->b))) {
+		q->have_b = true;
+		bucket_ready(q);
+		return;
+	}
+	if (!(l = calloc(1, sizeof(*l))) || !(op = cairn_op_create())) {
+		free(l);
+		s3_error(q, 503, "SlowDown", "out of memory");
+		return;
+	}
+	l->next = bucket_ready;
+	q->op = l;
+	snprintf(oid, sizeof(oid), "bucket.%s", q->bucket);
+	cairn_op_getxattr(op, "rgw.bucket", l->buf, sizeof(l->buf), &l->len, &l->rval);
+	if ((rc = rgw__aio(q->t, q->g->meta, oid, op, bucket_loaded, q))) {
+		free(l);
+		q->op = NULL;
+		s3_error_rc(q, rc, "reading the bucket record");
+		return;
+	}
+	q->pending++;
+}
+
+static void
+bucket_ready(struct s3_req *q)
+{
+	bucket_io(q, q->next);
+}
+
+/* ---- the index's names ---- */
+
+void
+s3_shard_oid(const struct s3_req *q, const char *key, size_t klen, char *oid, size_t len)
+{
+	(void)key;
+	(void)klen;
+	snprintf(oid, len, "idx.%s.0", q->b.id);
+}
+
+void
+s3_shard_guard(const struct s3_req *q, cairn_op_t *op)
+{
+	(void)q;
+	/* The shard's range ["", end): one shard covers every key. */
+	cairn_op_cmpxattr(op, "rgw.range", CAIRN_CMP_EQ, "\0", 1);
+}
+
+void
+s3_entry_key(const char *key, size_t klen, struct rgw_str *out)
+{
+	rgw_str_add(out, key, klen);
+	rgw_str_addc(out, '\0');
+}
+
+void
+s3_data_oid(const uint8_t inst[16], uint64_t n, char *oid, size_t len)
+{
+	char h[33];
+
+	rgw_hex(inst, 16, h);
+	snprintf(oid, len, "%s.%016" PRIx64, h, n);
+}
+
+/* ---- auth ---- */
+
+struct kload {
+	struct cairn_kv want;
+	struct cairn_kv *kvs;
+	size_t n;
+	int rval;
+	s3_step next;
+};
+
+struct cached_key {
+	char uid[65];
+	char secret[64];
+};
+
+static void auth_check(struct s3_req *q);
+
+static void
+key_loaded(void *arg, int rc)
+{
+	struct s3_req *q = arg;
+	struct kload *l = q->op;
+	s3_step next = l->next;
+	struct cached_key ck;
+	json_t *j = NULL;
+
+	q->pending--;
+	q->op = NULL;
+	if (!rc && l->rval)
+		rc = l->rval;
+	if (!rc && l->n == 1)
+		j = json_loadb(l->kvs[0].val, l->kvs[0].vlen, 0, NULL);
+	cairn_kvs_free(l->kvs, l->n);
+	free(l->want.key);
+	free(l);
+	if (rc && rc != -ENOENT) {
+		json_decref(j);
+		s3_error_rc(q, rc, "reading the access key");
+		return;
+	}
+	{
+		const char *uid = j ? json_string_value(json_object_get(j, "uid")) : NULL;
+		const char *sec = j ? json_string_value(json_object_get(j, "secret")) : NULL;
+
+		if (!uid || !sec || strlen(uid) >= sizeof(ck.uid) ||
+		    strlen(sec) >= sizeof(ck.secret)) {
+			json_decref(j);
+			s3_error(q, 403, "InvalidAccessKeyId",
+				 "the access key does not exist in our records");
+			return;
+		}
+		memset(&ck, 0, sizeof(ck));
+		snprintf(ck.uid, sizeof(ck.uid), "%s", uid);
+		snprintf(ck.secret, sizeof(ck.secret), "%s", sec);
+	}
+	json_decref(j);
+	cache_put(q->g, &q->g->keys, q->sig.access_key, &ck, sizeof(ck));
+	memcpy(q->uid, ck.uid, sizeof(q->uid));
+	memcpy(q->secret, ck.secret, sizeof(q->secret));
+	OPENSSL_cleanse(&ck, sizeof(ck));
+	(void)next;
+	auth_check(q);
+}
+
+static void route(struct s3_req *q);
+
+static void
+auth_check(struct s3_req *q)
+{
+	int rc = rgw_sigv4_verify(q->h, &q->sig, q->secret, q->seed);
+
+	if (rc == -EPERM) {
+		s3_error(q, 403, "SignatureDoesNotMatch",
+			 "the request signature we calculated does not match the signature you "
+			 "provided; check your key and signing method");
+		return;
+	}
+	if (rc) {
+		s3_error(q, 400, "AuthorizationHeaderMalformed", "a signed header is missing");
+		return;
+	}
+	rgw_sigv4_key(q->secret, &q->sig, q->sigkey);
+	route(q);
+}
+
+static void
+auth_start(struct s3_req *q)
+{
+	char err[160];
+	struct cached_key ck;
+	struct kload *l;
+	cairn_op_t *op;
+	int rc = rgw_sigv4_parse(q->h, &q->sig, err, sizeof(err));
+
+	if (rc == -ENOENT) {
+		q->anon = true;
+		route(q);
+		return;
+	}
+	if (rc == -EPROTONOSUPPORT) {
+		s3_error(q, 400, "InvalidRequest", err);
+		return;
+	}
+	if (rc) {
+		s3_error(q, 400,
+			 q->sig.presigned ? "AuthorizationQueryParametersError"
+					  : "AuthorizationHeaderMalformed",
+			 err);
+		return;
+	}
+	rc = rgw_sigv4_check_time(&q->sig, rgw__now_ns() / 1000000000);
+	if (rc == -ETIMEDOUT) {
+		s3_error(q, 403, "RequestTimeTooSkewed",
+			 "the difference between the request time and the server's time is too "
+			 "large");
+		return;
+	}
+	if (rc == -EKEYEXPIRED) {
+		s3_error(q, 403, "AccessDenied", "Request has expired");
+		return;
+	}
+	if (cache_get(q->g, &q->g->keys, q->sig.access_key, &ck, sizeof(ck))) {
+		memcpy(q->uid, ck.uid, sizeof(q->uid));
+		memcpy(q->secret, ck.secret, sizeof(q->secret));
+		OPENSSL_cleanse(&ck, sizeof(ck));
+		auth_check(q);
+		return;
+	}
+	if (!(l = calloc(1, sizeof(*l))) || !(l->want.key = strdup(q->sig.access_key)) ||
+	    !(op = cairn_op_create())) {
+		if (l)
+			free(l->want.key);
+		free(l);
+		s3_error(q, 503, "SlowDown", "out of memory");
+		return;
+	}
+	l->want.klen = strlen(q->sig.access_key);
+	q->op = l;
+	cairn_op_omap_get(op, &l->want, 1, &l->kvs, &l->n, &l->rval);
+	if ((rc = rgw__aio(q->t, q->g->meta, "keys", op, key_loaded, q))) {
+		free(l->want.key);
+		free(l);
+		q->op = NULL;
+		s3_error_rc(q, rc, "reading the access key");
+		return;
+	}
+	q->pending++;
+}
+
+/* ---- routing ---- */
+
+static void
+route(struct s3_req *q)
+{
+	const struct rgw_http_head *h = q->h;
+
+	if (!q->bucket) {
+		if (h->method == RGW_M_GET) {
+			s3_list_buckets(q);
+			return;
+		}
+		s3_error(q, 405, "MethodNotAllowed", "the method is not allowed on the service");
+		return;
+	}
+	if (q->anon) {
+		/* Canned ACLs and policies that open a bucket come with their issue steps. */
+		s3_error(q, 403, "AccessDenied", "anonymous access is not allowed here");
+		return;
+	}
+	if (!q->key)
+		s3_bucket_op(q);
+	else
+		s3_object_op(q);
+}
+
+/* Bucket and key from the Host header (virtual-hosted) or the path. */
+static int
+address(struct s3_req *q)
+{
+	const char *host = rgw_http_hdr(q->h, "host");
+	const char *p = q->u.path + 1;
+	const char *slash;
+	size_t dl = strlen(q->g->dns_name);
+
+	if (host && dl) {
+		const char *colon = strrchr(host, ':');
+		size_t hl = colon && !strchr(colon, ']') ? (size_t)(colon - host) : strlen(host);
+
+		if (hl > dl + 1 && host[hl - dl - 1] == '.' &&
+		    !strncasecmp(host + hl - dl, q->g->dns_name, dl)) {
+			if (!(q->bucket = strndup(host, hl - dl - 1)))
+				return -ENOMEM;
+			if (*p) {
+				q->key_len = q->u.path_len - 1;
+				if (!(q->key = strndup(p, q->key_len)))
+					return -ENOMEM;
+			}
+			return 0;
+		}
+	}
+	if (!*p)
+		return 0;
+	slash = strchr(p, '/');
+	if (!slash) {
+		q->bucket = strdup(p);
+		return q->bucket ? 0 : -ENOMEM;
+	}
+	if (!(q->bucket = strndup(p, (size_t)(slash - p))))
+		return -ENOMEM;
+	if (slash[1]) {
+		q->key_len = q->u.path_len - (size_t)(slash + 1 - q->u.path);
+		if (!(q->key = strndup(slash + 1, q->key_len)))
+			return -ENOMEM;
+	}
+	return 0;
+}
+
+static void
+on_request(struct rgw_req *r, void *arg)
+{
+	struct rgw *g = arg;
+	struct s3_req *q = calloc(1, sizeof(*q));
+	int rc;
+
+	if (!q) {
+		rgw_req_close_after(r);
+		rgw_req_respond(r, 503, NULL, NULL, 0);
+		return;
+	}
+	q->g = g;
+	q->r = r;
+	q->h = rgw_req_head(r);
+	q->t = rgw_http_thread_ctx(rgw_req_thread(r));
+	q->started_ns = rgw__now_ns();
+	rgw_str_init(&q->body);
+	rgw_req_set_ctx(r, q);
+	rc = rgw_uri_parse(q->h->target, q->h->target_len, &q->u);
+	if (rc) {
+		s3_error(q, 400, "InvalidURI", "the request target is not a valid URI");
+		return;
+	}
+	if ((rc = address(q))) {
+		s3_error(q, 503, "SlowDown", "out of memory");
+		return;
+	}
+	if (q->key && q->key_len > RGW_KEY_MAX) {
+		s3_error(q, 400, "KeyTooLongError", "your key is too long");
+		return;
+	}
+	if (q->bucket && (strlen(q->bucket) > 63 || !*q->bucket)) {
+		s3_error(q, 400, "InvalidBucketName", "the bucket name is not valid");
+		return;
+	}
+	auth_start(q);
+}
+
+/* ---- threads ---- */
+
+static int
+thr_init(struct rgw_http_thread *ht, void *arg)
+{
+	struct rgw_thr *t = calloc(1, sizeof(*t));
+	int rc;
+
+	if (!t)
+		return -ENOMEM;
+	t->g = arg;
+	t->ht = ht;
+	t->r = rgw_http_thread_reactor(ht);
+	if ((rc = cairn_cq_create(&t->cq))) {
+		free(t);
+		return rc;
+	}
+	rgw_http_thread_set_ctx(ht, t);
+	cq_poll(t);
+	return 0;
+}
+
+static void
+thr_fini(struct rgw_http_thread *ht, void *arg)
+{
+	struct rgw_thr *t = rgw_http_thread_ctx(ht);
+
+	(void)arg;
+	if (!t)
+		return;
+	/* Ops still in flight end before the queue goes. */
+	for (int i = 0; i < 3000 && t->inflight; i++)
+		cm_reactor_run_once(t->r, 10);
+	if (t->polling)
+		cm_io_cancel(t->r, &t->cqio);
+	for (int i = 0; i < 100 && t->polling; i++)
+		cm_reactor_run_once(t->r, 10);
+	if (cairn_cq_destroy(t->cq))
+		CM_WARN("rgw thread %u: completions still in flight at exit",
+			rgw_http_thread_index(ht));
+	free(t);
+}
+
+static int
+check_pool(struct rgw *g, const char *pool, bool need_omap, char *err, size_t errlen)
+{
+	struct cairn_pool_info pi;
+	int rc = cairn_pool_info(g->cl, pool, &pi);
+
+	if (rc) {
+		snprintf(err, errlen, "pool %s: %s (make it with clusterctl pool create)", pool,
+			 cm_strerror(rc));
+		return rc;
+	}
+	if (need_omap && pi.erasure) {
+		snprintf(err, errlen,
+			 "pool %s is erasure-coded: the metadata pool must be replicated", pool);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int
+rgw_start(cairn_cluster_t *cl, const struct rgw_conf *c, struct rgw **gp, char *err, size_t errlen)
+{
+	struct rgw_http_server_opts ho = { 0 };
+	struct rgw *g = calloc(1, sizeof(*g));
+	char addr[64], meta[320];
+	int rc;
+
+	*gp = NULL;
+	if (!g)
+		return -ENOMEM;
+	g->cl = cl;
+	g->conf = *c;
+	snprintf(g->meta_pool, sizeof(g->meta_pool), "%s",
+		 c->meta_pool && *c->meta_pool ? c->meta_pool : RGW_DEFAULT_META_POOL);
+	snprintf(g->data_pool, sizeof(g->data_pool), "%s",
+		 c->data_pool && *c->data_pool ? c->data_pool : RGW_DEFAULT_DATA_POOL);
+	snprintf(g->dns_name, sizeof(g->dns_name), "%s", c->dns_name ? c->dns_name : "");
+	snprintf(g->region, sizeof(g->region), "%s",
+		 c->region && *c->region ? c->region : "us-east-1");
+	if (!g->conf.cache_ttl_ms)
+		g->conf.cache_ttl_ms = 2000;
+	if (!g->conf.gc_delay_s)
+		g->conf.gc_delay_s = 60;
+	if (!g->conf.pending_grace_s)
+		g->conf.pending_grace_s = 3600;
+	if (!g->conf.sweep_first_s)
+		g->conf.sweep_first_s = 30;
+	pthread_mutex_init(&g->mu, NULL);
+	if ((rc = check_pool(g, g->meta_pool, true, err, errlen)) ||
+	    (rc = check_pool(g, g->data_pool, false, err, errlen)))
+		goto err;
+	if ((rc = cairn_ioctx_create(cl, g->meta_pool, &g->meta))) {
+		snprintf(err, errlen, "pool %s: %s", g->meta_pool, cm_strerror(rc));
+		goto err;
+	}
+	if (c->access_log && *c->access_log && !(g->alog = fopen(c->access_log, "a"))) {
+		rc = -errno;
+		snprintf(err, errlen, "access log %s: %s", c->access_log, cm_strerror(rc));
+		goto err;
+	}
+	if (c->name && *c->name)
+		snprintf(g->name, sizeof(g->name), "%s", c->name);
+	else
+		snprintf(g->name, sizeof(g->name), "rgw.%d", getpid());
+	if ((rc = rgw__gc_start(g))) {
+		snprintf(err, errlen, "the collector thread: %s", cm_strerror(rc));
+		goto err;
+	}
+	ho.listen = c->listen && *c->listen ? c->listen : "127.0.0.1:7480";
+	ho.threads = c->threads ? c->threads : 2;
+	ho.backend = c->backend;
+	ho.handler = on_request;
+	ho.arg = g;
+	ho.thread_init = thr_init;
+	ho.thread_fini = thr_fini;
+	if ((rc = rgw_http_server_start(&ho, &g->http))) {
+		snprintf(err, errlen, "listen on %s: %s", ho.listen, cm_strerror(rc));
+		goto err;
+	}
+	{
+		const char *l = ho.listen;
+		const char *colon = strrchr(l, ':');
+		size_t hl = colon ? (size_t)(colon - l) : strlen(l);
+
+		snprintf(addr, sizeof(addr), "%.*s:%u", (int)hl, l, rgw_http_server_port(g->http));
+	}
+	snprintf(meta, sizeof(meta), "endpoint=http://%s meta_pool=%s data_pool=%s", addr,
+		 g->meta_pool, g->data_pool);
+	if ((rc = cairn_service_register(cl, "rgw", g->name, addr, meta, 10))) {
+		snprintf(err, errlen, "service registration as %s: %s", g->name, cm_strerror(rc));
+		goto err;
+	}
+	g->registered = true;
+	*gp = g;
+	return 0;
+err:
+	rgw_stop(g);
+	return rc;
+}
+
+uint16_t
+rgw_port(const struct rgw *g)
+{
+	return rgw_http_server_port(g->http);
+}
+
+void
+rgw_stop(struct rgw *g)
+{
+	if (!g)
+		return;
+	if (g->registered)
+		cairn_service_unregister(g->cl, "rgw", g->name);
+	rgw_http_server_stop(g->http);
+	rgw__gc_stop(g);
+	cairn_ioctx_destroy(g->meta);
+	cache_free(g->keys);
+	cache_free(g->buckets);
+	if (g->alog)
+		fclose(g->alog);
+	pthread_mutex_destroy(&g->mu);
+	free(g);
+}
+
+int
+rgw_pools_ensure(cairn_cluster_t *cl, const char *meta_pool, const char *data_pool, char *err,
+		 size_t errlen)
+{
+	const char *pools[2] = { meta_pool, data_pool };
+
+	for (int i = 0; i < 2; i++) {
+		struct cairn_pool_info pi;
+		const char *argv[] = { "pool", "create", pools[i], "--pg-num", i ? "32" : "16" };
+		char *out = NULL, *e = NULL;
+		int rc;
+
+		if (cairn_pool_info(cl, pools[i], &pi) == 0)
+			continue;
+		rc = cairn_mon_command(cl, argv, CM_ARRAY_SIZE(argv), false, &out, &e);
+		if (rc && rc != -EEXIST) {
+			snprintf(err, errlen, "pool create %s: %s", pools[i],
+				 e ? e : cm_strerror(rc));
+			free(out);
+			free(e);
+			return rc;
+		}
+		free(out);
+		free(e);
+	}
+	/* (the new pools reach this client's map before ops use them) */
+	for (int i = 0; i < 100; i++) {
+		struct cairn_pool_info pi;
+
+		if (cairn_pool_info(cl, meta_pool, &pi) == 0 &&
+		    cairn_pool_info(cl, data_pool, &pi) == 0)
+			return 0;
+		usleep(100000);
+	}
+	snprintf(err, errlen, "the pools did not appear in the map within 10 s");
+	return -ETIMEDOUT;
+}

@@ -1,0 +1,150 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* cairn-rgw's internals: the gateway, its threads, a request's context. */
+#ifndef RGW_INT_H
+#define RGW_INT_H
+
+#include "rgw/http.h"
+#include "rgw/rgw.h"
+#include "rgw/sigv4.h"
+#include "rgw/str.h"
+#include "rgw/uri.h"
+#include "rgw/meta.h"
+
+#include <openssl/evp.h>
+#include <pthread.h>
+
+#define RGW_CHUNK        (4u << 20) /* data object size (the striper's default layout) */
+#define RGW_PUT_INFLIGHT 4          /* data objects of one PUT in flight */
+#define RGW_GET_AHEAD    2          /* data objects of one GET read ahead */
+#define RGW_KEY_MAX      1024
+#define RGW_META_MAX     2048 /* user metadata, in all */
+#define RGW_XML_MAX      (1u << 20)
+#define RGW_MAX_PUT      (5ull << 30) /* one PUT (S3's limit) */
+
+/* Keys of an index shard's system region (after every UTF-8 key). */
+#define RGW_SYS_PENDING \
+	"\xff"          \
+	"p" /* + instance hex: a PUT in progress */
+#define RGW_SYS_DEAD \
+	"\xff"       \
+	"d" /* + 16 hex ns + instance hex: data to collect */
+
+struct rgw_cache_ent;
+
+struct rgw {
+	cairn_cluster_t *cl;
+	struct rgw_conf conf;
+	char meta_pool[64], data_pool[64], dns_name[256], region[64], name[80];
+	cairn_ioctx_t *meta;
+	struct rgw_http_server *http;
+	pthread_mutex_t mu; /* the caches, the log */
+	struct rgw_cache_ent *keys, *buckets;
+	FILE *alog;
+	bool registered;
+	/* the collector of dead instances */
+	pthread_t gc_tid;
+	bool gc_started, gc_stop;
+	pthread_cond_t gc_cv;
+	pthread_mutex_t gc_mu;
+	struct rgw_gc_item *gc_head, *gc_tail;
+	size_t gc_len;
+};
+
+/* One HTTP thread's state: its completion queue, polled by its reactor. */
+struct rgw_thr {
+	struct rgw *g;
+	struct rgw_http_thread *ht;
+	struct cm_reactor *r;
+	cairn_cq_t *cq;
+	struct cm_io cqio;
+	bool polling;
+	unsigned inflight;
+};
+
+/* Run op on oid; cb(arg, rc) on the request's thread, then op is released. */
+typedef void (*rgw_aio_cb)(void *arg, int rc);
+int rgw__aio(struct rgw_thr *t, cairn_ioctx_t *io, const char *oid, cairn_op_t *op, rgw_aio_cb cb,
+	     void *arg);
+
+struct s3_req;
+typedef void (*s3_step)(struct s3_req *q);
+
+/* A request in progress. */
+struct s3_req {
+	struct rgw *g;
+	struct rgw_thr *t;
+	struct rgw_req *r;
+	const struct rgw_http_head *h;
+	struct rgw_uri u;
+	char *bucket; /* NULL: the service (ListBuckets) */
+	char *key;    /* NULL: the bucket itself */
+	size_t key_len;
+	/* auth */
+	struct rgw_sigv4 sig;
+	bool anon;
+	char uid[65];
+	char secret[64];
+	char seed[65];
+	uint8_t sigkey[32];
+	/* the bucket */
+	struct rgw_bucket b;
+	bool have_b;
+	cairn_ioctx_t *data; /* the data pool, in the bucket's namespace */
+	int pending;         /* ops in flight */
+	s3_step next;
+	int status;
+	/* body collection (small XML bodies) */
+	struct rgw_str body;
+	/* payload checks */
+	EVP_MD_CTX *md5, *sha;
+	bool check_sha;
+	int64_t started_ns;
+	uint64_t bytes_in, bytes_out;
+	char *op_name;
+	void *op; /* the operation's own state */
+	void (*op_free)(struct s3_req *q);
+};
+
+/* Errors in S3's XML form; then the request ends. */
+void s3_error(struct s3_req *q, int status, const char *code, const char *msg);
+/* The error for a libcairn errno. */
+void s3_error_rc(struct s3_req *q, int rc, const char *what);
+/* Respond with status, extra headers and an XML body; then end. */
+void s3_respond_xml(struct s3_req *q, int status, const char *hdrs, struct rgw_str *xml);
+void s3_done(struct s3_req *q);
+
+/* The index shard object of q's bucket for key (one shard for now: docs/design/rgw.md §3.1). */
+void s3_shard_oid(const struct s3_req *q, const char *key, size_t klen, char *oid, size_t len);
+/* Guard an index write on the shard's range (a split changes it). */
+void s3_shard_guard(const struct s3_req *q, cairn_op_t *op);
+/* The index entry's omap key of object key. */
+void s3_entry_key(const char *key, size_t klen, struct rgw_str *out);
+/* An instance's data object n. */
+void s3_data_oid(const uint8_t inst[16], uint64_t n, char *oid, size_t len);
+
+/* Operations (s3_*.c). */
+void s3_list_buckets(struct s3_req *q);
+void s3_bucket_op(struct s3_req *q);
+void s3_object_op(struct s3_req *q);
+void s3_list_objects(struct s3_req *q);
+
+/* Load q's bucket (cache or cluster), then next; NoSuchBucket otherwise. */
+void s3_bucket_load(struct s3_req *q, s3_step next);
+void s3_bucket_forget(struct rgw *g, const char *name);
+
+/* Read the whole (small) body into q->body (at most max bytes), then next. */
+void s3_read_body(struct s3_req *q, size_t max, s3_step next);
+
+/* The garbage collector: delete inst's data after the gc delay, then its dead marker. */
+void rgw__gc_add(struct rgw *g, const char *bucket_id, const char *shard_oid, const char *marker,
+		 size_t mlen, const uint8_t inst[16], uint64_t size);
+int rgw__gc_start(struct rgw *g);
+void rgw__gc_stop(struct rgw *g);
+
+int64_t rgw__now_ns(void);
+/* "2026-12-02T07:30:00.000Z" */
+void rgw__iso8601(int64_t ns, char *out, size_t len);
+/* "Wed, 02 Dec 2026 07:30:00 GMT" */
+void rgw__http_date(int64_t ns, char *out, size_t len);
+
+#endif

@@ -1,0 +1,655 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Service and bucket operations: ListBuckets, CreateBucket, HeadBucket,
+ * DeleteBucket, and the bucket's sub-resources we answer (location,
+ * versioning, acl, ...).
+ *
+ * CreateBucket: the index shard is made first, then the bucket record
+ * (exclusive create: the commit point; a name is taken once), then the
+ * owner's list. A crash in between leaves at worst an index shard nothing
+ * points at, or a bucket missing from its owner's list (a second create by
+ * the owner puts it back).
+ * DeleteBucket: the shard's range guard is changed and its emptiness read
+ * in one op, so a PUT racing the delete fails its guard instead of landing
+ * in an index that is about to go.
+ */
+#include "rgw_int.h"
+#include "rgw/xml.h"
+#include "cm/err.h"
+#include "cm/log.h"
+#include "cm/random.h"
+
+CM_LOG_SUBSYS(rgw);
+
+#define XMLNS "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\""
+#define XMLHD "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+
+struct bop {
+	struct cairn_kv *kvs;
+	size_t n;
+	bool more;
+	int rval, rval2;
+	char buf[4096];
+	size_t len;
+	char *json;
+	char shard[128];
+};
+
+static void
+bop_free(struct s3_req *q)
+{
+	struct bop *b = q->op;
+
+	if (!b)
+		return;
+	cairn_kvs_free(b->kvs, b->n);
+	free(b->json);
+	free(b);
+	q->op = NULL;
+}
+
+static struct bop *
+bop_new(struct s3_req *q)
+{
+	struct bop *b = calloc(1, sizeof(*b));
+
+	if (!b) {
+		s3_error(q, 503, "SlowDown", "out of memory");
+		return NULL;
+	}
+	q->op = b;
+	q->op_free = bop_free;
+	return b;
+}
+
+static int
+submit(struct s3_req *q, cairn_ioctx_t *io, const char *oid, cairn_op_t *op, rgw_aio_cb cb)
+{
+	int rc = rgw__aio(q->t, io, oid, op, cb, q);
+
+	if (rc) {
+		s3_error_rc(q, rc, "submitting an op");
+		return rc;
+	}
+	q->pending++;
+	return 0;
+}
+
+static void
+owner_xml(struct rgw_str *x, const char *uid)
+{
+	rgw_str_adds(x, "<Owner><ID>");
+	rgw_str_xml(x, uid, strlen(uid));
+	rgw_str_adds(x, "</ID><DisplayName>");
+	rgw_str_xml(x, uid, strlen(uid));
+	rgw_str_adds(x, "</DisplayName></Owner>");
+}
+
+/* ---- ListBuckets ---- */
+
+static void
+lb_done(void *arg, int rc)
+{
+	struct s3_req *q = arg;
+	struct bop *b = q->op;
+	struct rgw_str x;
+
+	q->pending--;
+	if (!rc && b->rval)
+		rc = b->rval;
+	if (rc && rc != -ENOENT) {
+		s3_error_rc(q, rc, "listing the buckets");
+		return;
+	}
+	rgw_str_init(&x);
+	rgw_str_adds(&x, XMLHD "<ListAllMyBucketsResult " XMLNS ">");
+	owner_xml(&x, q->uid);
+	rgw_str_adds(&x, "<Buckets>");
+	for (size_t i = 0; !rc && i < b->n; i++) {
+		int64_t t = 0;
+		char when[40];
+
+		if (b->kvs[i].vlen == 8)
+			for (int k = 7; k >= 0; k--)
+				t = t << 8 | ((uint8_t *)b->kvs[i].val)[k];
+		rgw__iso8601(t * 1000000000, when, sizeof(when));
+		rgw_str_adds(&x, "<Bucket><Name>");
+		rgw_str_xml(&x, b->kvs[i].key, b->kvs[i].klen);
+		rgw_str_addf(&x, "</Name><CreationDate>%s</CreationDate></Bucket>", when);
+	}
+	rgw_str_adds(&x, "</Buckets></ListAllMyBucketsResult>");
+	s3_respond_xml(q, 200, NULL, &x);
+	rgw_str_fini(&x);
+}
+
+void
+s3_list_buckets(struct s3_req *q)
+{
+	struct bop *b;
+	cairn_op_t *op;
+	char oid[96];
+
+	q->op_name = "ListBuckets";
+	if (q->anon) {
+		s3_error(q, 403, "AccessDenied", "anonymous users own no buckets");
+		return;
+	}
+	if (!(b = bop_new(q)))
+		return;
+	if (!(op = cairn_op_create())) {
+		s3_error(q, 503, "SlowDown", "out of memory");
+		return;
+	}
+	snprintf(oid, sizeof(oid), "buckets.%s", q->uid);
+	cairn_op_omap_list(op, NULL, 0, NULL, 0, 1000, &b->kvs, &b->n, &b->more, &b->rval);
+	submit(q, q->g->meta, oid, op, lb_done);
+}
+
+/* ---- CreateBucket ---- */
+
+static void cb_record_done(void *arg, int rc);
+
+static void
+cb_list_done(void *arg, int rc)
+{
+	struct s3_req *q = arg;
+	char hd[128];
+
+	q->pending--;
+	if (rc) {
+		s3_error_rc(q, rc, "adding the bucket to its owner's list");
+		return;
+	}
+	snprintf(hd, sizeof(hd), "Location: /%s\r\n", q->bucket);
+	s3_respond_xml(q, 200, hd, NULL);
+}
+
+static void
+cb_add_to_owner(struct s3_req *q)
+{
+	cairn_op_t *op = cairn_op_create();
+	uint8_t t[8];
+	char oid[96];
+
+	if (!op) {
+		s3_error(q, 503, "SlowDown", "out of memory");
+		return;
+	}
+	for (int i = 0; i < 8; i++)
+		t[i] = (uint8_t)((uint64_t)q->b.created >> (8 * i));
+	snprintf(oid, sizeof(oid), "buckets.%s", q->uid);
+	cairn_op_omap_set(op, q->bucket, strlen(q->bucket), t, 8);
+	submit(q, q->g->meta, oid, op, cb_list_done);
+}
+
+static void
+cb_owned_done(void *arg, int rc)
+{
+	struct s3_req *q = arg;
+
+	q->pending--;
+	if (rc) {
+		s3_error_rc(q, rc, "adding the bucket to its owner's list");
+		return;
+	}
+	s3_error(q, 409, "BucketAlreadyOwnedByYou",
+		 "the bucket you tried to create already exists, and you own it");
+}
+
+static void
+cb_existing_done(void *arg, int rc)
+{
+	struct s3_req *q = arg;
+	struct bop *b = q->op;
+	struct rgw_bucket old;
+
+	q->pending--;
+	if (!rc && b->rval)
+		rc = b->rval;
+	if (rc || rgw_bucket_decode(b->buf, b->len, &old)) {
+		s3_error(q, 409, "BucketAlreadyExists",
+			 "the requested bucket name is not available: select another name");
+		return;
+	}
+	if (strcmp(old.owner, q->uid)) {
+		s3_error(q, 409, "BucketAlreadyExists",
+			 "the requested bucket name is not available: select another name");
+		return;
+	}
+	/* Ours already: put it back in our list (a crash may have left it out), then say so. */
+	q->b = old;
+	{
+		cairn_op_t *op = cairn_op_create();
+		uint8_t t[8];
+		char oid[96];
+
+		if (!op) {
+			s3_error(q, 503, "SlowDown", "out of memory");
+			return;
+		}
+		for (int i = 0; i < 8; i++)
+			t[i] = (uint8_t)((uint64_t)old.created >> (8 * i));
+		snprintf(oid, sizeof(oid), "buckets.%s", q->uid);
+		cairn_op_omap_set(op, q->bucket, strlen(q->bucket), t, 8);
+		submit(q, q->g->meta, oid, op, cb_owned_done);
+	}
+}
+
+static void
+cb_ignore(void *arg, int rc)
+{
+	(void)arg;
+	(void)rc;
+}
+
+static void
+cb_record_done(void *arg, int rc)
+{
+	struct s3_req *q = arg;
+	struct bop *b = q->op;
+	cairn_op_t *op;
+	char oid[128];
+
+	q->pending--;
+	if (rc == -EEXIST) {
+		/* Drop the shard we made for nothing, and look at who has the name. */
+		if ((op = cairn_op_create())) {
+			cairn_op_remove(op);
+			rgw__aio(q->t, q->g->meta, b->shard, op, cb_ignore, NULL);
+		}
+		if (!(op = cairn_op_create())) {
+			s3_error(q, 503, "SlowDown", "out of memory");
+			return;
+		}
+		snprintf(oid, sizeof(oid), "bucket.%s", q->bucket);
+		cairn_op_getxattr(op, "rgw.bucket", b->buf, sizeof(b->buf), &b->len, &b->rval);
+		submit(q, q->g->meta, oid, op, cb_existing_done);
+		return;
+	}
+	if (rc) {
+		s3_error_rc(q, rc, "writing the bucket record");
+		return;
+	}
+	s3_bucket_forget(q->g, q->bucket);
+	cb_add_to_owner(q);
+}
+
+static void
+cb_shard_done(void *arg, int rc)
+{
+	struct s3_req *q = arg;
+	struct bop *b = q->op;
+	cairn_op_t *op;
+	char oid[128];
+
+	q->pending--;
+	if (rc) {
+		s3_error_rc(q, rc, "making the bucket index");
+		return;
+	}
+	if (!(b->json = rgw_bucket_encode(&q->b)) || !(op = cairn_op_create())) {
+		s3_error(q, 503, "SlowDown", "out of memory");
+		return;
+	}
+	snprintf(oid, sizeof(oid), "bucket.%s", q->bucket);
+	cairn_op_create_object(op, true);
+	cairn_op_setxattr(op, "rgw.bucket", b->json, strlen(b->json));
+	cairn_op_setxattr(op, "rgw.id", q->b.id, 32);
+	submit(q, q->g->meta, oid, op, cb_record_done);
+}
+
+static bool
+canned_ok(const char *a)
+{
+	static const char *const ok[] = { "private",           "public-read",
+					  "public-read-write", "authenticated-read",
+					  "bucket-owner-read", "bucket-owner-full-control" };
+
+	for (size_t i = 0; i < CM_ARRAY_SIZE(ok); i++)
+		if (!strcmp(a, ok[i]))
+			return true;
+	return false;
+}
+
+static void
+cb_body_read(struct s3_req *q)
+{
+	struct bop *b;
+	cairn_op_t *op;
+	uint8_t id[16];
+	const char *acl = rgw_http_hdr(q->h, "x-amz-acl");
+
+	if (q->body.len) {
+		struct rgw_xml *x = NULL;
+		char err[128];
+		const char *loc;
+
+		if (rgw_xml_parse(q->body.p, q->body.len, &x, err, sizeof(err))) {
+			s3_error(q, 400, "MalformedXML", err);
+			return;
+		}
+		loc = rgw_xml_child_text(x, "LocationConstraint");
+		if (strcmp(x->name, "CreateBucketConfiguration")) {
+			rgw_xml_free(x);
+			s3_error(q, 400, "MalformedXML", "expected CreateBucketConfiguration");
+			return;
+		}
+		if (loc && *loc && strcmp(loc, q->g->region)) {
+			rgw_xml_free(x);
+			s3_error(q, 400, "InvalidLocationConstraint",
+				 "the location constraint is not this gateway's region");
+			return;
+		}
+		rgw_xml_free(x);
+	}
+	if (acl && !canned_ok(acl)) {
+		s3_error(q, 400, "InvalidArgument", "unknown canned ACL in x-amz-acl");
+		return;
+	}
+	if (!(b = bop_new(q)))
+		return;
+	memset(&q->b, 0, sizeof(q->b));
+	snprintf(q->b.name, sizeof(q->b.name), "%s", q->bucket);
+	snprintf(q->b.owner, sizeof(q->b.owner), "%s", q->uid);
+	snprintf(q->b.location, sizeof(q->b.location), "%s", q->g->region);
+	snprintf(q->b.acl, sizeof(q->b.acl), "%s", acl ? acl : "private");
+	q->b.created = rgw__now_ns() / 1000000000;
+	cm_random_bytes(id, sizeof(id));
+	rgw_hex(id, 16, q->b.id);
+	snprintf(b->shard, sizeof(b->shard), "idx.%s.0", q->b.id);
+	if (!(op = cairn_op_create())) {
+		s3_error(q, 503, "SlowDown", "out of memory");
+		return;
+	}
+	cairn_op_create_object(op, true);
+	cairn_op_setxattr(op, "rgw.range", "\0", 1);
+	cairn_op_setxattr(op, "rgw.bucket", q->bucket, strlen(q->bucket));
+	submit(q, q->g->meta, b->shard, op, cb_shard_done);
+}
+
+static void
+create_bucket(struct s3_req *q)
+{
+	q->op_name = "CreateBucket";
+	if (!rgw_bucket_name_ok(q->bucket)) {
+		s3_error(q, 400, "InvalidBucketName", "the bucket name is not valid");
+		return;
+	}
+	s3_read_body(q, 64 << 10, cb_body_read);
+}
+
+/* ---- DeleteBucket ---- */
+
+static void
+db_list_done(void *arg, int rc)
+{
+	struct s3_req *q = arg;
+
+	q->pending--;
+	if (rc)
+		CM_WARN_RC(rc, "bucket %s: removing it from %s's list", q->bucket, q->uid);
+	s3_respond_xml(q, 204, NULL, NULL);
+}
+
+static void
+db_record_done(void *arg, int rc)
+{
+	struct s3_req *q = arg;
+	struct bop *b = q->op;
+	cairn_op_t *op;
+	char oid[96];
+
+	q->pending--;
+	if (rc == -ECANCELED || rc == -ENOENT) {
+		s3_error(q, 404, "NoSuchBucket", "the bucket does not exist");
+		return;
+	}
+	if (rc) {
+		s3_error_rc(q, rc, "removing the bucket record");
+		return;
+	}
+	s3_bucket_forget(q->g, q->bucket);
+	/* The index shard goes (its objects are gone: the bucket was empty). */
+	if ((op = cairn_op_create())) {
+		cairn_op_remove(op);
+		rgw__aio(q->t, q->g->meta, b->shard, op, cb_ignore, NULL);
+	}
+	if (!(op = cairn_op_create())) {
+		s3_respond_xml(q, 204, NULL, NULL);
+		return;
+	}
+	snprintf(oid, sizeof(oid), "buckets.%s", q->b.owner);
+	cairn_op_omap_rm(op, q->bucket, strlen(q->bucket));
+	submit(q, q->g->meta, oid, op, db_list_done);
+}
+
+static void
+db_reopen_done(void *arg, int rc)
+{
+	struct s3_req *q = arg;
+
+	q->pending--;
+	if (rc)
+		CM_ERR_RC(rc, "bucket %s: reopening its index after a refused delete", q->bucket);
+	s3_error(q, 409, "BucketNotEmpty", "the bucket you tried to delete is not empty");
+}
+
+static void
+db_close_done(void *arg, int rc)
+{
+	struct s3_req *q = arg;
+	struct bop *b = q->op;
+	cairn_op_t *op;
+	bool empty = true;
+	char oid[96];
+
+	q->pending--;
+	if (rc == -ECANCELED || rc == -ENOENT) {
+		s3_bucket_forget(q->g, q->bucket);
+		s3_error(q, 409, "OperationAborted",
+			 "a conflicting operation on this bucket is in progress: try again");
+		return;
+	}
+	if (rc) {
+		s3_error_rc(q, rc, "closing the bucket index");
+		return;
+	}
+	for (size_t i = 0; i < b->n; i++)
+		if (b->kvs[i].klen && ((uint8_t *)b->kvs[i].key)[0] != 0xff)
+			empty = false;
+		else if (b->kvs[i].klen >= 2 && !memcmp(b->kvs[i].key, RGW_SYS_PENDING, 2))
+			empty = false; /* (a PUT in progress) */
+	if (!empty) {
+		if (!(op = cairn_op_create())) {
+			s3_error(q, 503, "SlowDown", "out of memory");
+			return;
+		}
+		cairn_op_setxattr(op, "rgw.range", "\0", 1);
+		submit(q, q->g->meta, b->shard, op, db_reopen_done);
+		return;
+	}
+	if (!(op = cairn_op_create())) {
+		s3_error(q, 503, "SlowDown", "out of memory");
+		return;
+	}
+	snprintf(oid, sizeof(oid), "bucket.%s", q->bucket);
+	cairn_op_cmpxattr(op, "rgw.id", CAIRN_CMP_EQ, q->b.id, 32);
+	cairn_op_remove(op);
+	submit(q, q->g->meta, oid, op, db_record_done);
+}
+
+static void
+delete_bucket(struct s3_req *q)
+{
+	struct bop *b;
+	cairn_op_t *op;
+
+	if (!(b = bop_new(q)))
+		return;
+	snprintf(b->shard, sizeof(b->shard), "idx.%s.0", q->b.id);
+	if (!(op = cairn_op_create())) {
+		s3_error(q, 503, "SlowDown", "out of memory");
+		return;
+	}
+	/* Close the shard to writers and read whether it is empty, in one op. */
+	s3_shard_guard(q, op);
+	cairn_op_setxattr(op, "rgw.range",
+			  "\x01"
+			  "closed",
+			  7);
+	cairn_op_omap_list(op, NULL, 0, NULL, 0, 16, &b->kvs, &b->n, &b->more, &b->rval);
+	submit(q, q->g->meta, b->shard, op, db_close_done);
+}
+
+/* ---- the bucket's own requests ---- */
+
+static void
+get_location(struct s3_req *q)
+{
+	struct rgw_str x;
+
+	rgw_str_init(&x);
+	rgw_str_adds(&x, XMLHD "<LocationConstraint " XMLNS ">");
+	if (strcmp(q->b.location, "us-east-1"))
+		rgw_str_xml(&x, q->b.location, strlen(q->b.location));
+	rgw_str_adds(&x, "</LocationConstraint>");
+	s3_respond_xml(q, 200, NULL, &x);
+	rgw_str_fini(&x);
+}
+
+static void
+get_versioning(struct s3_req *q)
+{
+	struct rgw_str x;
+
+	rgw_str_init(&x);
+	rgw_str_adds(&x, XMLHD "<VersioningConfiguration " XMLNS ">");
+	if (q->b.versioning[0])
+		rgw_str_addf(&x, "<Status>%s</Status>", q->b.versioning);
+	rgw_str_adds(&x, "</VersioningConfiguration>");
+	s3_respond_xml(q, 200, NULL, &x);
+	rgw_str_fini(&x);
+}
+
+static void
+get_acl(struct s3_req *q)
+{
+	struct rgw_str x;
+
+	rgw_str_init(&x);
+	rgw_str_adds(&x, XMLHD "<AccessControlPolicy " XMLNS ">");
+	owner_xml(&x, q->b.owner);
+	rgw_str_adds(&x, "<AccessControlList><Grant><Grantee "
+			 "xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
+			 "xsi:type=\"CanonicalUser\"><ID>");
+	rgw_str_xml(&x, q->b.owner, strlen(q->b.owner));
+	rgw_str_adds(&x, "</ID><DisplayName>");
+	rgw_str_xml(&x, q->b.owner, strlen(q->b.owner));
+	rgw_str_adds(&x, "</DisplayName></Grantee><Permission>FULL_CONTROL</Permission></Grant>"
+			 "</AccessControlList></AccessControlPolicy>");
+	s3_respond_xml(q, 200, NULL, &x);
+	rgw_str_fini(&x);
+}
+
+static void
+list_uploads_empty(struct s3_req *q)
+{
+	struct rgw_str x;
+
+	rgw_str_init(&x);
+	rgw_str_adds(&x, XMLHD "<ListMultipartUploadsResult " XMLNS "><Bucket>");
+	rgw_str_xml(&x, q->bucket, strlen(q->bucket));
+	rgw_str_adds(&x, "</Bucket><KeyMarker></KeyMarker><UploadIdMarker></UploadIdMarker>"
+			 "<MaxUploads>1000</MaxUploads><IsTruncated>false</IsTruncated>"
+			 "</ListMultipartUploadsResult>");
+	s3_respond_xml(q, 200, NULL, &x);
+	rgw_str_fini(&x);
+}
+
+static void
+bucket_loaded(struct s3_req *q)
+{
+	const struct rgw_http_head *h = q->h;
+	char hd[128];
+
+	if (strcmp(q->b.owner, q->uid)) {
+		s3_error(q, 403, "AccessDenied", "the bucket is not yours");
+		return;
+	}
+	switch (h->method) {
+	case RGW_M_HEAD:
+		q->op_name = "HeadBucket";
+		snprintf(hd, sizeof(hd), "x-amz-bucket-region: %s\r\n", q->b.location);
+		s3_respond_xml(q, 200, hd, NULL);
+		return;
+	case RGW_M_DELETE:
+		q->op_name = "DeleteBucket";
+		if (q->u.nq) {
+			s3_error(q, 501, "NotImplemented",
+				 "this bucket sub-resource is not implemented");
+			return;
+		}
+		delete_bucket(q);
+		return;
+	case RGW_M_GET:
+		if (rgw_uri_q(&q->u, "location")) {
+			q->op_name = "GetBucketLocation";
+			get_location(q);
+		} else if (rgw_uri_q(&q->u, "versioning")) {
+			q->op_name = "GetBucketVersioning";
+			get_versioning(q);
+		} else if (rgw_uri_q(&q->u, "acl")) {
+			q->op_name = "GetBucketAcl";
+			get_acl(q);
+		} else if (rgw_uri_q(&q->u, "uploads")) {
+			q->op_name = "ListMultipartUploads";
+			list_uploads_empty(q);
+		} else if (rgw_uri_q(&q->u, "tagging")) {
+			s3_error(q, 404, "NoSuchTagSet", "the tag set does not exist");
+		} else if (rgw_uri_q(&q->u, "cors")) {
+			s3_error(q, 404, "NoSuchCORSConfiguration",
+				 "the CORS configuration does not exist");
+		} else if (rgw_uri_q(&q->u, "policy")) {
+			s3_error(q, 404, "NoSuchBucketPolicy", "the bucket policy does not exist");
+		} else if (rgw_uri_q(&q->u, "lifecycle")) {
+			s3_error(q, 404, "NoSuchLifecycleConfiguration",
+				 "the lifecycle configuration does not exist");
+		} else if (rgw_uri_q(&q->u, "encryption")) {
+			s3_error(q, 404, "ServerSideEncryptionConfigurationNotFoundError",
+				 "the server side encryption configuration was not found");
+		} else if (rgw_uri_q(&q->u, "object-lock") || rgw_uri_q(&q->u, "replication") ||
+			   rgw_uri_q(&q->u, "website") || rgw_uri_q(&q->u, "logging") ||
+			   rgw_uri_q(&q->u, "notification") || rgw_uri_q(&q->u, "requestPayment") ||
+			   rgw_uri_q(&q->u, "accelerate") ||
+			   rgw_uri_q(&q->u, "ownershipControls")) {
+			s3_error(q, 501, "NotImplemented",
+				 "this bucket sub-resource is not implemented");
+		} else {
+			s3_list_objects(q);
+		}
+		return;
+	case RGW_M_POST:
+		if (rgw_uri_q(&q->u, "delete")) {
+			s3_object_op(q);
+			return;
+		}
+		s3_error(q, 501, "NotImplemented", "this POST is not implemented");
+		return;
+	case RGW_M_PUT:
+		s3_error(q, 501, "NotImplemented", "this bucket sub-resource is not implemented");
+		return;
+	default:
+		s3_error(q, 405, "MethodNotAllowed", "the method is not allowed on a bucket");
+		return;
+	}
+}
+
+void
+s3_bucket_op(struct s3_req *q)
+{
+	if (q->h->method == RGW_M_PUT && !q->u.nq) {
+		create_bucket(q);
+		return;
+	}
+	s3_bucket_load(q, bucket_loaded);
+}

@@ -1,0 +1,1460 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Object operations: PUT, GET, HEAD, DELETE, DeleteObjects
+ * (docs/design/rgw.md §3, §4).
+ *
+ * An object version is an instance (128 random bits): its bytes are a
+ * stream in the striper's format in the data pool (objects
+ * "<instance hex>.<16 hex>", 4 MiB each; object 0 holds the layout and
+ * size xattrs libcairn's streams use, and a copy of the index entry), in
+ * the bucket's namespace. The index entry (key "<key>\0" in the shard)
+ * names the current instance.
+ *
+ * PUT: (1) a pending marker in the shard's system region, with the
+ * current entry read in the same op; (2) the data, up to 4 objects in
+ * flight, MD5 (the ETag) and SHA-256 (a signed payload) computed as it
+ * streams; (3) the commit: a compare-and-swap of the entry against what
+ * (1) read, the pending marker removed and, for an overwrite, a dead
+ * marker for the old instance, in one op. Only then is the PUT
+ * acknowledged. A crash before (3) leaves data only a pending marker
+ * names (swept later), never an entry without its data.
+ */
+#include "rgw_int.h"
+#include "rgw/cond.h"
+#include "rgw/xml.h"
+#include "cm/err.h"
+#include "cm/log.h"
+#include "cm/random.h"
+
+#include <openssl/crypto.h>
+#include <openssl/evp.h>
+
+CM_LOG_SUBSYS(rgw);
+
+#define XMLNS     "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\""
+#define XMLHD     "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+#define CAS_TRIES 16
+
+static void
+ignore_cb(void *arg, int rc)
+{
+	(void)arg;
+	(void)rc;
+}
+
+/* Fire-and-forget removal of an instance's first n data objects. */
+static void
+drop_data(struct s3_req *q, const uint8_t inst[16], uint64_t n)
+{
+	for (uint64_t i = 0; i < n; i++) {
+		cairn_op_t *op = cairn_op_create();
+		char oid[64];
+
+		if (!op)
+			return;
+		s3_data_oid(inst, i, oid, sizeof(oid));
+		cairn_op_remove(op);
+		rgw__aio(q->t, q->data, oid, op, ignore_cb, NULL);
+	}
+}
+
+static void
+drop_marker(struct s3_req *q, const char *shard, const void *k, size_t kl)
+{
+	cairn_op_t *op = cairn_op_create();
+
+	if (!op)
+		return;
+	cairn_op_omap_rm(op, k, kl);
+	rgw__aio(q->t, q->g->meta, shard, op, ignore_cb, NULL);
+}
+
+/* ---- the shard's current entry of a key, read and swapped ---- */
+
+struct cur {
+	struct cairn_kv want;
+	struct cairn_kv *kvs;
+	size_t n;
+	int rval;
+	char range[16];
+	size_t rlen;
+	int rrval;
+};
+
+static void
+cur_reset(struct cur *c)
+{
+	cairn_kvs_free(c->kvs, c->n);
+	c->kvs = NULL;
+	c->n = 0;
+	c->rval = 0;
+}
+
+static bool
+cur_found(const struct cur *c)
+{
+	return !c->rval && c->n == 1;
+}
+
+/* ---- PUT ---- */
+
+struct chunk {
+	uint8_t *buf;
+	size_t len;
+	uint64_t n;
+	struct s3_req *q;
+	bool busy;
+};
+
+struct put {
+	struct cur c;
+	struct rgw_entry e;
+	struct rgw_str ekey, enc, pval;
+	char shard[128];
+	char pkey[40];
+	char dkey[64];
+	uint64_t expect;
+	uint64_t got;
+	struct chunk ch[RGW_PUT_INFLIGHT + 1];
+	struct chunk *fill;
+	unsigned inflight;
+	uint64_t nobj;
+	int err;
+	bool body_done, committing, finished, single, head_written, cleanup, answered;
+	bool if_none;
+	int tries;
+	uint8_t want_md5[16];
+	bool have_md5;
+	uint8_t want_sha[32];
+	bool check_sha;
+	char layout[16];
+	struct rgw_entry old;
+	bool have_old;
+};
+
+static void
+put_free(struct s3_req *q)
+{
+	struct put *p = q->op;
+
+	if (!p)
+		return;
+	cur_reset(&p->c);
+	free(p->c.want.key);
+	rgw_str_fini(&p->ekey);
+	rgw_str_fini(&p->enc);
+	rgw_str_fini(&p->pval);
+	for (size_t i = 0; i < CM_ARRAY_SIZE(p->ch); i++)
+		free(p->ch[i].buf);
+	for (size_t i = 0; i < p->e.nmeta; i++) {
+		free(p->e.meta[i].k);
+		free(p->e.meta[i].v);
+	}
+	free(p->e.ctype);
+	rgw_entry_fini(&p->old);
+	free(p);
+	q->op = NULL;
+}
+
+/*
+ * A PUT failed: undo what it wrote (data, pending marker) and keep the
+ * answer for put_maybe_finish, which gives it once no data op is in flight
+ * (their buffers are ours until then).
+ */
+static void
+put_fail(struct s3_req *q, int status, const char *code, const char *msg)
+{
+	struct put *p = q->op;
+
+	if (p->finished)
+		return;
+	p->finished = true;
+	if (!p->body_done)
+		rgw_req_close_after(q->r);
+	p->cleanup = true;
+	q->status = status;
+	rgw_str_reset(&q->body);
+	rgw_str_adds(&q->body, code);
+	rgw_str_addc(&q->body, '\n');
+	rgw_str_adds(&q->body, msg);
+}
+
+static void put_commit(struct s3_req *q);
+static void put_maybe_finish(struct s3_req *q);
+
+static void
+put_abort(struct s3_req *q, int status, const char *code, const char *msg)
+{
+	put_fail(q, status, code, msg);
+	put_maybe_finish(q);
+}
+
+static void commit_done(void *arg, int rc);
+
+static void
+recheck_done(void *arg, int rc)
+{
+	struct s3_req *q = arg;
+	struct put *p = q->op;
+
+	q->pending--;
+	if (!rc && p->c.rrval)
+		rc = p->c.rrval;
+	if (rc == -ENOENT || rc == -ENODATA || (!rc && (p->c.rlen != 1 || p->c.range[0] != 0))) {
+		s3_bucket_forget(q->g, q->bucket);
+		put_abort(q, 404, "NoSuchBucket", "the bucket was deleted during the upload");
+		return;
+	}
+	if (rc) {
+		put_abort(q, 500, "InternalError", "reading the index entry again failed");
+		return;
+	}
+	if (p->if_none && cur_found(&p->c)) {
+		put_abort(q, 412, "PreconditionFailed",
+			  "an object exists under this key (If-None-Match)");
+		return;
+	}
+	put_commit(q);
+}
+
+static void
+commit_done(void *arg, int rc)
+{
+	struct s3_req *q = arg;
+	struct put *p = q->op;
+	char etag[64], hd[160];
+	cairn_op_t *op;
+
+	q->pending--;
+	if (rc == -ECANCELED && ++p->tries < CAS_TRIES) {
+		/* Another writer went first (or the shard changed): read again and retry. */
+		cur_reset(&p->c);
+		if (!(op = cairn_op_create())) {
+			put_abort(q, 503, "SlowDown", "out of memory");
+			return;
+		}
+		cairn_op_getxattr(op, "rgw.range", p->c.range, sizeof(p->c.range), &p->c.rlen,
+				  &p->c.rrval);
+		cairn_op_omap_get(op, &p->c.want, 1, &p->c.kvs, &p->c.n, &p->c.rval);
+		if (rgw__aio(q->t, q->g->meta, p->shard, op, recheck_done, q)) {
+			put_abort(q, 503, "SlowDown", "cannot submit");
+			return;
+		}
+		q->pending++;
+		return;
+	}
+	if (rc) {
+		put_abort(q, rc == -ECANCELED ? 503 : 500,
+			  rc == -ECANCELED ? "SlowDown" : "InternalError",
+			  "committing the index entry failed");
+		return;
+	}
+	p->finished = true;
+	if (p->have_old)
+		rgw__gc_add(q->g, q->b.id, p->shard, p->dkey, strlen(p->dkey) + 0, p->old.inst,
+			    p->old.size);
+	rgw_entry_etag(&p->e, etag, sizeof(etag));
+	snprintf(hd, sizeof(hd), "ETag: %s\r\n", etag);
+	s3_respond_xml(q, 200, hd, NULL);
+}
+
+static void
+put_commit(struct s3_req *q)
+{
+	struct put *p = q->op;
+	cairn_op_t *op = cairn_op_create();
+	uint8_t dval[24];
+
+	if (!op) {
+		put_abort(q, 503, "SlowDown", "out of memory");
+		return;
+	}
+	rgw_entry_fini(&p->old);
+	p->have_old = false;
+	if (cur_found(&p->c) && rgw_entry_decode(p->c.kvs[0].val, p->c.kvs[0].vlen, &p->old) == 0)
+		p->have_old = true;
+	s3_shard_guard(q, op);
+	if (cur_found(&p->c))
+		cairn_op_omap_cmp(op, p->ekey.p, p->ekey.len, CAIRN_CMP_EQ, p->c.kvs[0].val,
+				  p->c.kvs[0].vlen);
+	else
+		cairn_op_omap_cmp(op, p->ekey.p, p->ekey.len, CAIRN_CMP_ABSENT, NULL, 0);
+	cairn_op_omap_set(op, p->ekey.p, p->ekey.len, p->enc.p, p->enc.len);
+	if (p->have_old) {
+		char ih[33];
+
+		rgw_hex(p->old.inst, 16, ih);
+		snprintf(p->dkey, sizeof(p->dkey), RGW_SYS_DEAD "%016" PRIx64 "%s",
+			 (uint64_t)rgw__now_ns(), ih);
+		memcpy(dval, p->old.inst, 16);
+		for (int i = 0; i < 8; i++)
+			dval[16 + i] = (uint8_t)(p->old.size >> (8 * i));
+		cairn_op_omap_set(op, p->dkey, strlen(p->dkey), dval, sizeof(dval));
+	}
+	cairn_op_omap_rm(op, p->pkey, strlen(p->pkey));
+	if (rgw__aio(q->t, q->g->meta, p->shard, op, commit_done, q)) {
+		put_abort(q, 503, "SlowDown", "cannot submit");
+		return;
+	}
+	q->pending++;
+}
+
+static void put_body(struct rgw_req *r, const char *data, ssize_t len, void *arg);
+
+static void
+head_done(void *arg, int rc)
+{
+	struct s3_req *q = arg;
+	struct put *p = q->op;
+
+	q->pending--;
+	p->inflight--;
+	if (rc && !p->err)
+		p->err = rc;
+	put_maybe_finish(q);
+}
+
+/* After the last data op: object 0's size and entry copy (several objects), then the commit. */
+static void
+put_maybe_finish(struct s3_req *q)
+{
+	struct put *p = q->op;
+	cairn_op_t *op;
+	char oid[64];
+
+	if (p->inflight)
+		return;
+	if (p->finished) {
+		/* (a failure waited for the data ops in flight: answer it now) */
+		const char *nl = q->body.p ? memchr(q->body.p, '\n', q->body.len) : NULL;
+		char code[64] = "InternalError", msg[256] = "the upload failed";
+
+		if (p->answered)
+			return;
+		p->answered = true;
+		if (p->nobj)
+			drop_data(q, p->e.inst, p->nobj);
+		drop_marker(q, p->shard, p->pkey, strlen(p->pkey));
+		if (nl) {
+			snprintf(code, sizeof(code), "%.*s", (int)(nl - q->body.p), q->body.p);
+			snprintf(msg, sizeof(msg), "%.*s",
+				 (int)(q->body.len - (size_t)(nl + 1 - q->body.p)), nl + 1);
+		}
+		s3_error(q, q->status ? q->status : 500, code, msg);
+		return;
+	}
+	if (!p->body_done || p->committing)
+		return;
+	if (p->err) {
+		put_fail(q, 500, "InternalError", "writing the data failed");
+		put_maybe_finish(q);
+		return;
+	}
+	if (!p->single && !p->head_written) {
+		p->head_written = true;
+		if (!(op = cairn_op_create())) {
+			put_fail(q, 503, "SlowDown", "out of memory");
+			put_maybe_finish(q);
+			return;
+		}
+		s3_data_oid(p->e.inst, 0, oid, sizeof(oid));
+		cairn_op_xattr_num(op, "cairn.size", CAIRN_NUM_MAX, (int64_t)p->e.size, NULL, NULL);
+		cairn_op_setxattr(op, "rgw.entry", p->enc.p, p->enc.len);
+		if (rgw__aio(q->t, q->data, oid, op, head_done, q)) {
+			put_fail(q, 503, "SlowDown", "cannot submit");
+			put_maybe_finish(q);
+			return;
+		}
+		q->pending++;
+		p->inflight++;
+		return;
+	}
+	p->committing = true;
+	put_commit(q);
+}
+
+static void
+chunk_done(void *arg, int rc)
+{
+	struct chunk *ch = arg;
+	struct s3_req *q = ch->q;
+	struct put *p = q->op;
+
+	q->pending--;
+	p->inflight--;
+	ch->busy = false;
+	ch->len = 0;
+	if (rc && !p->err)
+		p->err = rc;
+	if (!p->body_done && !p->finished && p->inflight < RGW_PUT_INFLIGHT)
+		rgw_req_body_read(q->r, put_body, q); /* (resume) */
+	put_maybe_finish(q);
+}
+
+/* Encode the entry, as known at the end of the body. */
+static int
+put_seal(struct s3_req *q)
+{
+	struct put *p = q->op;
+	unsigned l = 16;
+	uint8_t sha[32];
+
+	EVP_DigestFinal_ex(q->md5, p->e.md5, &l);
+	if (p->have_md5 && memcmp(p->want_md5, p->e.md5, 16)) {
+		put_fail(q, 400, "BadDigest",
+			 "the Content-MD5 you specified did not match what we received");
+		return -EINVAL;
+	}
+	if (p->check_sha) {
+		l = 32;
+		EVP_DigestFinal_ex(q->sha, sha, &l);
+		if (memcmp(sha, p->want_sha, 32)) {
+			put_fail(
+				q, 400, "XAmzContentSHA256Mismatch",
+				"the provided x-amz-content-sha256 does not match what was computed");
+			return -EINVAL;
+		}
+	}
+	p->e.size = p->got;
+	p->e.mtime_ns = rgw__now_ns();
+	rgw_str_reset(&p->enc);
+	rgw_entry_encode(&p->e, &p->enc);
+	if (p->enc.oom) {
+		put_fail(q, 503, "SlowDown", "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Write chunk ch as data object ch->n (object 0 alone: everything in this one op). */
+static int
+chunk_send(struct s3_req *q, struct chunk *ch, bool last)
+{
+	struct put *p = q->op;
+	cairn_op_t *op = cairn_op_create();
+	char oid[64];
+	int rc;
+
+	if (!op)
+		return -ENOMEM;
+	s3_data_oid(p->e.inst, ch->n, oid, sizeof(oid));
+	cairn_op_write_full(op, ch->buf, ch->len);
+	if (ch->n == 0) {
+		cairn_op_setxattr(op, "cairn.layout", p->layout, 16);
+		if (last) {
+			cairn_op_xattr_num(op, "cairn.size", CAIRN_NUM_MAX, (int64_t)p->got, NULL,
+					   NULL);
+			cairn_op_setxattr(op, "rgw.entry", p->enc.p, p->enc.len);
+		}
+	}
+	ch->busy = true;
+	ch->q = q;
+	if ((rc = rgw__aio(q->t, q->data, oid, op, chunk_done, ch))) {
+		ch->busy = false;
+		return rc;
+	}
+	q->pending++;
+	p->inflight++;
+	p->nobj = CM_MAX(p->nobj, ch->n + 1);
+	return 0;
+}
+
+static struct chunk *
+chunk_get(struct put *p)
+{
+	for (size_t i = 0; i < CM_ARRAY_SIZE(p->ch); i++) {
+		struct chunk *ch = &p->ch[i];
+
+		if (ch->busy || ch == p->fill)
+			continue;
+		if (!ch->buf && !(ch->buf = malloc(RGW_CHUNK)))
+			return NULL;
+		ch->len = 0;
+		return ch;
+	}
+	return NULL;
+}
+
+static void
+put_body(struct rgw_req *r, const char *data, ssize_t len, void *arg)
+{
+	struct s3_req *q = arg;
+	struct put *p = q->op;
+
+	(void)r;
+	if (p->body_done || p->finished)
+		return;
+	if (len < 0) {
+		p->body_done = true;
+		put_fail(q, 400, "IncompleteBody", "the body ended early or was malformed");
+		put_maybe_finish(q);
+		return;
+	}
+	if (len == 0) {
+		p->body_done = true;
+		if (p->got != p->expect) {
+			put_fail(
+				q, 400, "IncompleteBody",
+				"you did not provide the number of bytes specified by Content-Length");
+			put_maybe_finish(q);
+			return;
+		}
+		if (put_seal(q)) {
+			put_maybe_finish(q);
+			return;
+		}
+		if (!p->nobj) {
+			/* One object holds it all: data, layout, size and entry in one op. */
+			if (!p->fill && !(p->fill = chunk_get(p))) {
+				put_fail(q, 503, "SlowDown", "out of memory");
+				put_maybe_finish(q);
+				return;
+			}
+			p->fill->n = 0;
+			p->single = true;
+		}
+		if (p->fill && (p->fill->len || p->single)) {
+			if (chunk_send(q, p->fill, p->single)) {
+				put_fail(q, 503, "SlowDown", "cannot submit");
+				put_maybe_finish(q);
+				return;
+			}
+		}
+		p->fill = NULL;
+		put_maybe_finish(q);
+		return;
+	}
+	if (p->got + (uint64_t)len > p->expect) {
+		p->body_done = true;
+		put_fail(q, 400, "IncompleteBody", "the body is longer than its Content-Length");
+		put_maybe_finish(q);
+		return;
+	}
+	q->bytes_in += (uint64_t)len;
+	EVP_DigestUpdate(q->md5, data, (size_t)len);
+	if (p->check_sha)
+		EVP_DigestUpdate(q->sha, data, (size_t)len);
+	while (len > 0) {
+		size_t n;
+
+		if (!p->fill) {
+			if (!(p->fill = chunk_get(p))) {
+				p->body_done = true;
+				put_fail(q, 503, "SlowDown", "no upload buffer");
+				put_maybe_finish(q);
+				return;
+			}
+			p->fill->n = p->got / RGW_CHUNK;
+		}
+		n = CM_MIN((size_t)len, RGW_CHUNK - p->fill->len);
+		memcpy(p->fill->buf + p->fill->len, data, n);
+		p->fill->len += n;
+		p->got += n;
+		data += n;
+		len -= (ssize_t)n;
+		if (p->fill->len == RGW_CHUNK && p->got < p->expect) {
+			if (chunk_send(q, p->fill, false)) {
+				p->body_done = true;
+				put_fail(q, 503, "SlowDown", "cannot submit");
+				put_maybe_finish(q);
+				return;
+			}
+			p->fill = NULL;
+			if (p->inflight >= RGW_PUT_INFLIGHT)
+				rgw_req_body_pause(q->r);
+		}
+	}
+}
+
+static void
+prepare_done(void *arg, int rc)
+{
+	struct s3_req *q = arg;
+	struct put *p = q->op;
+
+	q->pending--;
+	if (rc == -ECANCELED || rc == -ENOENT) {
+		s3_bucket_forget(q->g, q->bucket);
+		rgw_req_close_after(q->r);
+		s3_error(q, 404, "NoSuchBucket", "the bucket does not exist");
+		return;
+	}
+	if (rc) {
+		rgw_req_close_after(q->r);
+		s3_error_rc(q, rc, "preparing the index entry");
+		return;
+	}
+	if (p->if_none && cur_found(&p->c)) {
+		put_abort(q, 412, "PreconditionFailed",
+			  "an object exists under this key (If-None-Match)");
+		return;
+	}
+	rgw_req_body_read(q->r, put_body, q);
+}
+
+static int
+b64_decode16(const char *s, uint8_t out[16])
+{
+	uint8_t b[24];
+	size_t n = strlen(s);
+	int l;
+
+	if (n != 24)
+		return -EINVAL;
+	l = EVP_DecodeBlock(b, (const unsigned char *)s, 24);
+	if (l != 18)
+		return -EINVAL;
+	memcpy(out, b, 16);
+	return 0;
+}
+
+static int
+hex_decode(const char *s, uint8_t *out, size_t n)
+{
+	if (strlen(s) != 2 * n)
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		unsigned v;
+
+		if (sscanf(s + 2 * i, "%2x", &v) != 1)
+			return -EINVAL;
+		out[i] = (uint8_t)v;
+	}
+	return 0;
+}
+
+/* Content-Type, the x-amz-meta-* and other headers kept with the object. */
+static int
+put_meta(struct s3_req *q, struct put *p)
+{
+	static const char *const keep[] = { "cache-control",    "content-disposition",
+					    "content-encoding", "content-language",
+					    "expires",          "x-amz-website-redirect-location" };
+	const char *ct = rgw_http_hdr(q->h, "content-type");
+	size_t total = 0;
+
+	if (!(p->e.ctype = strdup(ct ? ct : "binary/octet-stream")))
+		return -ENOMEM;
+	for (unsigned i = 0; i < q->h->nhdrs; i++) {
+		const struct rgw_http_hdr *hd = &q->h->hdrs[i];
+		bool k = !strncmp(hd->name, "x-amz-meta-", 11);
+
+		for (size_t j = 0; !k && j < CM_ARRAY_SIZE(keep); j++)
+			k = !strcmp(hd->name, keep[j]);
+		if (!k)
+			continue;
+		total += strlen(hd->name) + hd->vlen;
+		if (total > RGW_META_MAX || p->e.nmeta == RGW_ENTRY_MAX_META)
+			return -E2BIG;
+		if (!(p->e.meta[p->e.nmeta].k = strdup(hd->name)) ||
+		    !(p->e.meta[p->e.nmeta].v = strdup(hd->value))) {
+			free(p->e.meta[p->e.nmeta].k);
+			return -ENOMEM;
+		}
+		p->e.nmeta++;
+	}
+	return 0;
+}
+
+static void
+put_loaded(struct s3_req *q)
+{
+	struct put *p = calloc(1, sizeof(*p));
+	const char *cmd5 = rgw_http_hdr(q->h, "content-md5");
+	const char *inm = rgw_http_hdr(q->h, "if-none-match");
+	cairn_op_t *op;
+	char ih[33];
+	int rc;
+
+	q->op_name = "PutObject";
+	if (!p) {
+		s3_error(q, 503, "SlowDown", "out of memory");
+		return;
+	}
+	q->op = p;
+	q->op_free = put_free;
+	rgw_str_init(&p->ekey);
+	rgw_str_init(&p->enc);
+	rgw_str_init(&p->pval);
+	if (strcmp(q->b.owner, q->uid)) {
+		s3_error(q, 403, "AccessDenied", "the bucket is not yours");
+		return;
+	}
+	if (!strncmp(q->sig.payload ? q->sig.payload : "", "STREAMING-", 10)) {
+		s3_error(q, 501, "NotImplemented", "aws-chunked uploads are not implemented yet");
+		return;
+	}
+	if (!q->h->has_length) {
+		rgw_req_close_after(q->r);
+		s3_error(q, 411, "MissingContentLength",
+			 "you must provide the Content-Length header");
+		return;
+	}
+	p->expect = q->h->content_length;
+	if (p->expect > RGW_MAX_PUT) {
+		rgw_req_close_after(q->r);
+		s3_error(q, 400, "EntityTooLarge",
+			 "your proposed upload exceeds the maximum allowed size (5 GiB)");
+		return;
+	}
+	if (cmd5 && b64_decode16(cmd5, p->want_md5)) {
+		s3_error(q, 400, "InvalidDigest", "the Content-MD5 you specified is not valid");
+		return;
+	}
+	p->have_md5 = cmd5 != NULL;
+	if (q->sig.payload && strcmp(q->sig.payload, "UNSIGNED-PAYLOAD")) {
+		if (hex_decode(q->sig.payload, p->want_sha, 32)) {
+			s3_error(q, 400, "InvalidArgument",
+				 "x-amz-content-sha256 is not a SHA-256");
+			return;
+		}
+		p->check_sha = true;
+	}
+	if (inm) {
+		if (strcmp(inm, "*")) {
+			s3_error(q, 501, "NotImplemented", "If-None-Match on PUT takes only *");
+			return;
+		}
+		p->if_none = true;
+	}
+	if ((rc = put_meta(q, p))) {
+		s3_error(q, 400, rc == -E2BIG ? "MetadataTooLarge" : "InternalError",
+			 rc == -E2BIG ? "your metadata headers exceed the maximum allowed size"
+				      : "out of memory");
+		return;
+	}
+	if (!(q->md5 = EVP_MD_CTX_new()) || !EVP_DigestInit_ex(q->md5, EVP_md5(), NULL) ||
+	    (p->check_sha &&
+	     (!(q->sha = EVP_MD_CTX_new()) || !EVP_DigestInit_ex(q->sha, EVP_sha256(), NULL)))) {
+		s3_error(q, 503, "SlowDown", "out of memory");
+		return;
+	}
+	cm_random_bytes(p->e.inst, 16);
+	p->e.owner = q->uid;
+	{
+		/* the striper's default layout: 4 MiB units, 1 object, 4 MiB objects */
+		uint32_t su = RGW_CHUNK, sc = 1;
+		uint64_t os = RGW_CHUNK;
+
+		for (int i = 0; i < 4; i++) {
+			p->layout[i] = (char)(su >> (8 * i));
+			p->layout[4 + i] = (char)(sc >> (8 * i));
+		}
+		for (int i = 0; i < 8; i++)
+			p->layout[8 + i] = (char)(os >> (8 * i));
+	}
+	s3_entry_key(q->key, q->key_len, &p->ekey);
+	s3_shard_oid(q, q->key, q->key_len, p->shard, sizeof(p->shard));
+	rgw_hex(p->e.inst, 16, ih);
+	snprintf(p->pkey, sizeof(p->pkey), RGW_SYS_PENDING "%s", ih);
+	{
+		uint8_t t[8];
+		int64_t now = rgw__now_ns();
+
+		for (int i = 0; i < 8; i++)
+			t[i] = (uint8_t)((uint64_t)now >> (8 * i));
+		rgw_str_add(&p->pval, t, 8);
+		for (int i = 0; i < 8; i++)
+			t[i] = (uint8_t)(p->expect >> (8 * i));
+		rgw_str_add(&p->pval, t, 8);
+		rgw_str_add(&p->pval, q->key, q->key_len);
+	}
+	if (p->ekey.oom || p->pval.oom || !(p->c.want.key = malloc(p->ekey.len))) {
+		s3_error(q, 503, "SlowDown", "out of memory");
+		return;
+	}
+	memcpy(p->c.want.key, p->ekey.p, p->ekey.len);
+	p->c.want.klen = p->ekey.len;
+	if (!(op = cairn_op_create())) {
+		s3_error(q, 503, "SlowDown", "out of memory");
+		return;
+	}
+	s3_shard_guard(q, op);
+	cairn_op_omap_get(op, &p->c.want, 1, &p->c.kvs, &p->c.n, &p->c.rval);
+	cairn_op_omap_set(op, p->pkey, strlen(p->pkey), p->pval.p, p->pval.len);
+	if ((rc = rgw__aio(q->t, q->g->meta, p->shard, op, prepare_done, q))) {
+		rgw_req_close_after(q->r);
+		s3_error_rc(q, rc, "preparing the index entry");
+		return;
+	}
+	q->pending++;
+}
+
+/* ---- GET / HEAD ---- */
+
+enum { SL_FREE, SL_READING, SL_READY, SL_SENDING };
+
+struct slot {
+	uint8_t *buf;
+	size_t len, got;
+	uint64_t start; /* the object's byte this slot holds from */
+	uint64_t objno;
+	int rc;
+	int st;
+	struct s3_req *q;
+};
+
+struct get {
+	struct cur c;
+	struct rgw_entry e;
+	char shard[128];
+	uint64_t end;       /* [next_send, end) is still to send */
+	uint64_t next_read; /* the next byte to read */
+	uint64_t next_send; /* the next byte to send */
+	struct slot s[RGW_GET_AHEAD];
+	bool sending, failed;
+};
+
+static void
+get_free(struct s3_req *q)
+{
+	struct get *g = q->op;
+
+	if (!g)
+		return;
+	cur_reset(&g->c);
+	free(g->c.want.key);
+	rgw_entry_fini(&g->e);
+	for (int i = 0; i < RGW_GET_AHEAD; i++)
+		free(g->s[i].buf);
+	free(g);
+	q->op = NULL;
+}
+
+static void get_pump(struct s3_req *q);
+
+static void
+slot_done(void *arg, int rc)
+{
+	struct slot *s = arg;
+	struct s3_req *q = s->q;
+
+	q->pending--;
+	s->rc = rc;
+	s->st = SL_READY;
+	get_pump(q);
+}
+
+static void
+get_sent(struct rgw_req *r, int res, void *arg)
+{
+	struct s3_req *q = arg;
+	struct get *g = q->op;
+
+	(void)r;
+	g->sending = false;
+	for (int i = 0; i < RGW_GET_AHEAD; i++)
+		if (g->s[i].st == SL_SENDING)
+			g->s[i].st = SL_FREE;
+	if (res < 0)
+		g->failed = true;
+	get_pump(q);
+}
+
+/* Keep reads ahead of the socket, and send what came back, in order. */
+static void
+get_pump(struct s3_req *q)
+{
+	struct get *g = q->op;
+
+	if (!g->failed && !g->sending) {
+		for (int i = 0; i < RGW_GET_AHEAD; i++) {
+			struct slot *s = &g->s[i];
+			struct iovec iov;
+
+			if (s->st != SL_READY || s->start != g->next_send)
+				continue;
+			if (s->rc || s->got != s->len) {
+				CM_ERR("%s %s: data object %" PRIu64 ": read %zu of %zu bytes: %s",
+				       rgw_req_id(q->r), q->h->target, s->objno, s->got, s->len,
+				       s->rc ? cm_strerror(s->rc) : "short");
+				g->failed = true;
+				break;
+			}
+			iov.iov_base = s->buf;
+			iov.iov_len = s->len;
+			s->st = SL_SENDING;
+			g->sending = true;
+			if (rgw_req_send(q->r, &iov, 1, get_sent, q)) {
+				s->st = SL_FREE;
+				g->sending = false;
+				g->failed = true;
+				break;
+			}
+			g->next_send += s->len;
+			q->bytes_out += s->len;
+			break;
+		}
+	}
+	for (int i = 0; i < RGW_GET_AHEAD && !g->failed && g->next_read < g->end; i++) {
+		struct slot *s = &g->s[i];
+		uint64_t in = g->next_read % RGW_CHUNK;
+		size_t n = (size_t)CM_MIN((uint64_t)RGW_CHUNK - in, g->end - g->next_read);
+		cairn_op_t *op;
+		char oid[64];
+
+		if (s->st != SL_FREE)
+			continue;
+		if ((!s->buf && !(s->buf = malloc(RGW_CHUNK))) || !(op = cairn_op_create())) {
+			g->failed = true;
+			break;
+		}
+		s->q = q;
+		s->objno = g->next_read / RGW_CHUNK;
+		s->start = g->next_read;
+		s->len = n;
+		s->got = 0;
+		s->rc = 0;
+		s->st = SL_READING;
+		s3_data_oid(g->e.inst, s->objno, oid, sizeof(oid));
+		cairn_op_read(op, in, n, s->buf, &s->got, NULL);
+		if (rgw__aio(q->t, q->data, oid, op, slot_done, s)) {
+			s->st = SL_FREE;
+			g->failed = true;
+			break;
+		}
+		q->pending++;
+		g->next_read += n;
+	}
+	if (q->pending || g->sending)
+		return;
+	if (g->failed) {
+		/* (the head went out: a short body, and the connection closes) */
+		q->status = 500;
+		rgw_req_close_after(q->r);
+	}
+	if (g->failed || g->next_send >= g->end)
+		s3_done(q);
+}
+
+static void
+add_hdr(struct rgw_str *h, const char *name, const char *v)
+{
+	rgw_str_adds(h, name);
+	rgw_str_adds(h, ": ");
+	rgw_str_adds(h, v);
+	rgw_str_adds(h, "\r\n");
+}
+
+static void
+entry_headers(struct rgw_str *h, const struct rgw_entry *e)
+{
+	char etag[64], date[48];
+
+	rgw_entry_etag(e, etag, sizeof(etag));
+	rgw__http_date(e->mtime_ns, date, sizeof(date));
+	add_hdr(h, "ETag", etag);
+	add_hdr(h, "Last-Modified", date);
+	add_hdr(h, "Accept-Ranges", "bytes");
+	if (e->ctype && *e->ctype)
+		add_hdr(h, "Content-Type", e->ctype);
+	for (size_t i = 0; i < e->nmeta; i++)
+		add_hdr(h, e->meta[i].k, e->meta[i].v);
+}
+
+static void
+lookup_done(void *arg, int rc)
+{
+	struct s3_req *q = arg;
+	struct get *g = q->op;
+	const char *range = rgw_http_hdr(q->h, "range");
+	char etag[64];
+	struct rgw_str h;
+	enum rgw_cond_result cr;
+	uint64_t off = 0, len;
+	int status = 200;
+
+	q->pending--;
+	if (rc == -ENOENT) {
+		s3_error(q, 404, "NoSuchBucket", "the bucket does not exist");
+		return;
+	}
+	if (rc) {
+		s3_error_rc(q, rc, "reading the index entry");
+		return;
+	}
+	if (!cur_found(&g->c)) {
+		s3_error(q, 404, "NoSuchKey", "the specified key does not exist");
+		return;
+	}
+	if (rgw_entry_decode(g->c.kvs[0].val, g->c.kvs[0].vlen, &g->e)) {
+		CM_ERR("%s: bucket %s key %.*s: the index entry does not decode", rgw_req_id(q->r),
+		       q->bucket, (int)q->key_len, q->key);
+		s3_error(q, 500, "InternalError", "the index entry is damaged");
+		return;
+	}
+	rgw_entry_etag(&g->e, etag, sizeof(etag));
+	cr = rgw_cond_eval(
+		rgw_http_hdr(q->h, "if-match"), rgw_http_hdr(q->h, "if-unmodified-since"),
+		rgw_http_hdr(q->h, "if-none-match"), rgw_http_hdr(q->h, "if-modified-since"), etag,
+		g->e.mtime_ns / 1000000000, true);
+	if (cr == RGW_COND_FAILED) {
+		s3_error(q, 412, "PreconditionFailed",
+			 "at least one of the preconditions you specified did not hold");
+		return;
+	}
+	rgw_str_init(&h);
+	if (cr == RGW_COND_NOT_MODIFIED) {
+		entry_headers(&h, &g->e);
+		q->status = 304;
+		if (rgw_req_send_head(q->r, 304, rgw_str_cstr(&h), 0) == 0) {
+			rgw_str_fini(&h);
+			s3_done(q);
+			return;
+		}
+		rgw_str_fini(&h);
+		s3_error(q, 500, "InternalError", "out of memory");
+		return;
+	}
+	len = g->e.size;
+	if (range) {
+		int r = rgw_range_parse(range, g->e.size, &off, &len);
+
+		if (r == -ERANGE) {
+			char cr2[64];
+
+			rgw_str_fini(&h);
+			snprintf(cr2, sizeof(cr2), "Content-Range: bytes */%" PRIu64 "\r\n",
+				 g->e.size);
+			(void)cr2;
+			s3_error(q, 416, "InvalidRange", "the requested range is not satisfiable");
+			return;
+		}
+		if (r == 0) {
+			status = 206;
+			rgw_str_addf(&h,
+				     "Content-Range: bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64 "\r\n",
+				     off, off + len - 1, g->e.size);
+		} else {
+			off = 0;
+			len = g->e.size;
+		}
+	}
+	entry_headers(&h, &g->e);
+	q->status = status;
+	if (h.oom || rgw_req_send_head(q->r, status, rgw_str_cstr(&h), len)) {
+		rgw_str_fini(&h);
+		s3_error(q, 500, "InternalError", "out of memory");
+		return;
+	}
+	rgw_str_fini(&h);
+	if (q->h->method == RGW_M_HEAD || len == 0) {
+		s3_done(q);
+		return;
+	}
+	g->next_read = g->next_send = off;
+	g->end = off + len;
+	get_pump(q);
+}
+
+static void
+get_loaded(struct s3_req *q)
+{
+	struct get *g = calloc(1, sizeof(*g));
+	struct rgw_str k;
+	cairn_op_t *op;
+	int rc;
+
+	q->op_name = q->h->method == RGW_M_HEAD ? "HeadObject" : "GetObject";
+	if (!g) {
+		s3_error(q, 503, "SlowDown", "out of memory");
+		return;
+	}
+	q->op = g;
+	q->op_free = get_free;
+	if (strcmp(q->b.owner, q->uid)) {
+		s3_error(q, 403, "AccessDenied", "the bucket is not yours");
+		return;
+	}
+	rgw_str_init(&k);
+	s3_entry_key(q->key, q->key_len, &k);
+	g->c.want.key = rgw_str_take(&k, &g->c.want.klen);
+	if (!g->c.want.key || !(op = cairn_op_create())) {
+		s3_error(q, 503, "SlowDown", "out of memory");
+		return;
+	}
+	s3_shard_oid(q, q->key, q->key_len, g->shard, sizeof(g->shard));
+	cairn_op_omap_get(op, &g->c.want, 1, &g->c.kvs, &g->c.n, &g->c.rval);
+	if ((rc = rgw__aio(q->t, q->g->meta, g->shard, op, lookup_done, q))) {
+		s3_error_rc(q, rc, "reading the index entry");
+		return;
+	}
+	q->pending++;
+}
+
+/* ---- DELETE (one key; also DeleteObjects' worker) ---- */
+
+struct del;
+typedef void (*del_cb)(struct del *d, int rc);
+
+struct del {
+	struct s3_req *q;
+	struct cur c;
+	char shard[128];
+	char dkey[64];
+	struct rgw_entry old;
+	int tries;
+	del_cb cb;
+	void *arg;
+	char *key;
+	size_t klen;
+};
+
+static void del_step(struct del *d);
+
+static void
+del_fini(struct del *d)
+{
+	cur_reset(&d->c);
+	free(d->c.want.key);
+	rgw_entry_fini(&d->old);
+	memset(&d->c, 0, sizeof(d->c));
+}
+
+static void
+del_swapped(void *arg, int rc)
+{
+	struct del *d = arg;
+	struct s3_req *q = d->q;
+
+	q->pending--;
+	if (rc == -ECANCELED && ++d->tries < CAS_TRIES) {
+		cur_reset(&d->c);
+		del_step(d);
+		return;
+	}
+	if (!rc)
+		rgw__gc_add(q->g, q->b.id, d->shard, d->dkey, strlen(d->dkey), d->old.inst,
+			    d->old.size);
+	d->cb(d, rc);
+}
+
+static void
+del_read(void *arg, int rc)
+{
+	struct del *d = arg;
+	struct s3_req *q = d->q;
+	cairn_op_t *op;
+	uint8_t dval[24];
+	char ih[33];
+
+	q->pending--;
+	if (rc) {
+		d->cb(d, rc);
+		return;
+	}
+	if (!cur_found(&d->c)) {
+		d->cb(d, 0); /* (S3: deleting what is not there succeeds) */
+		return;
+	}
+	rgw_entry_fini(&d->old);
+	if (rgw_entry_decode(d->c.kvs[0].val, d->c.kvs[0].vlen, &d->old)) {
+		d->cb(d, -EBADMSG);
+		return;
+	}
+	if (!(op = cairn_op_create())) {
+		d->cb(d, -ENOMEM);
+		return;
+	}
+	rgw_hex(d->old.inst, 16, ih);
+	snprintf(d->dkey, sizeof(d->dkey), RGW_SYS_DEAD "%016" PRIx64 "%s", (uint64_t)rgw__now_ns(),
+		 ih);
+	memcpy(dval, d->old.inst, 16);
+	for (int i = 0; i < 8; i++)
+		dval[16 + i] = (uint8_t)(d->old.size >> (8 * i));
+	s3_shard_guard(q, op);
+	cairn_op_omap_cmp(op, d->c.want.key, d->c.want.klen, CAIRN_CMP_EQ, d->c.kvs[0].val,
+			  d->c.kvs[0].vlen);
+	cairn_op_omap_rm(op, d->c.want.key, d->c.want.klen);
+	cairn_op_omap_set(op, d->dkey, strlen(d->dkey), dval, sizeof(dval));
+	if ((rc = rgw__aio(q->t, q->g->meta, d->shard, op, del_swapped, d))) {
+		d->cb(d, rc);
+		return;
+	}
+	q->pending++;
+}
+
+static void
+del_step(struct del *d)
+{
+	struct s3_req *q = d->q;
+	cairn_op_t *op = cairn_op_create();
+	int rc;
+
+	if (!op) {
+		d->cb(d, -ENOMEM);
+		return;
+	}
+	cairn_op_omap_get(op, &d->c.want, 1, &d->c.kvs, &d->c.n, &d->c.rval);
+	if ((rc = rgw__aio(q->t, q->g->meta, d->shard, op, del_read, d))) {
+		d->cb(d, rc);
+		return;
+	}
+	q->pending++;
+}
+
+static int
+del_start(struct s3_req *q, struct del *d, const char *key, size_t klen, del_cb cb)
+{
+	struct rgw_str k;
+
+	memset(&d->c, 0, sizeof(d->c));
+	d->q = q;
+	d->cb = cb;
+	d->tries = 0;
+	rgw_str_init(&k);
+	s3_entry_key(key, klen, &k);
+	if (!(d->c.want.key = rgw_str_take(&k, &d->c.want.klen)))
+		return -ENOMEM;
+	s3_shard_oid(q, key, klen, d->shard, sizeof(d->shard));
+	del_step(d);
+	return 0;
+}
+
+static void
+del_one_free(struct s3_req *q)
+{
+	struct del *d = q->op;
+
+	if (!d)
+		return;
+	del_fini(d);
+	free(d);
+	q->op = NULL;
+}
+
+static void
+del_one_done(struct del *d, int rc)
+{
+	struct s3_req *q = d->q;
+
+	if (rc == -ENOENT || rc == -ECANCELED) {
+		s3_bucket_forget(q->g, q->bucket);
+		s3_error(q, rc == -ENOENT ? 404 : 503, rc == -ENOENT ? "NoSuchBucket" : "SlowDown",
+			 rc == -ENOENT ? "the bucket does not exist"
+				       : "too many concurrent writers");
+		return;
+	}
+	if (rc) {
+		s3_error_rc(q, rc, "deleting the object");
+		return;
+	}
+	s3_respond_xml(q, 204, NULL, NULL);
+}
+
+static void
+delete_loaded(struct s3_req *q)
+{
+	struct del *d = calloc(1, sizeof(*d));
+
+	q->op_name = "DeleteObject";
+	if (!d) {
+		s3_error(q, 503, "SlowDown", "out of memory");
+		return;
+	}
+	q->op = d;
+	q->op_free = del_one_free;
+	if (strcmp(q->b.owner, q->uid)) {
+		s3_error(q, 403, "AccessDenied", "the bucket is not yours");
+		return;
+	}
+	if (del_start(q, d, q->key, q->key_len, del_one_done))
+		s3_error(q, 503, "SlowDown", "out of memory");
+}
+
+/* ---- DeleteObjects ---- */
+
+#define MULTI_PAR 8
+
+struct mdel {
+	struct rgw_xml *x;
+	const struct rgw_xml **objs;
+	size_t nobj, next, done;
+	bool quiet;
+	struct del d[MULTI_PAR];
+	int *rcs;
+	bool busy[MULTI_PAR];
+};
+
+static void
+mdel_free(struct s3_req *q)
+{
+	struct mdel *m = q->op;
+
+	if (!m)
+		return;
+	for (int i = 0; i < MULTI_PAR; i++)
+		del_fini(&m->d[i]);
+	rgw_xml_free(m->x);
+	free(m->objs);
+	free(m->rcs);
+	free(m);
+	q->op = NULL;
+}
+
+static void mdel_pump(struct s3_req *q);
+
+static void
+mdel_one(struct del *d, int rc)
+{
+	struct s3_req *q = d->q;
+	struct mdel *m = q->op;
+	size_t idx = (size_t)(uintptr_t)d->arg;
+
+	m->rcs[idx] = rc;
+	m->busy[d - m->d] = false;
+	m->done++;
+	del_fini(d);
+	mdel_pump(q);
+}
+
+static void
+mdel_pump(struct s3_req *q)
+{
+	struct mdel *m = q->op;
+	struct rgw_str x;
+
+	for (int i = 0; i < MULTI_PAR && m->next < m->nobj; i++) {
+		const char *key;
+
+		if (m->busy[i])
+			continue;
+		key = rgw_xml_child_text(m->objs[m->next], "Key");
+		m->d[i].arg = (void *)(uintptr_t)m->next;
+		m->busy[i] = true;
+		m->next++;
+		if (!key || !*key || strlen(key) > RGW_KEY_MAX ||
+		    del_start(q, &m->d[i], key, strlen(key), mdel_one)) {
+			m->rcs[m->next - 1] = -EINVAL;
+			m->busy[i] = false;
+			m->done++;
+			i--;
+			continue;
+		}
+	}
+	if (m->done < m->nobj)
+		return;
+	rgw_str_init(&x);
+	rgw_str_adds(&x, XMLHD "<DeleteResult " XMLNS ">");
+	for (size_t i = 0; i < m->nobj; i++) {
+		const char *key = rgw_xml_child_text(m->objs[i], "Key");
+
+		if (!key)
+			key = "";
+		if (!m->rcs[i]) {
+			if (m->quiet)
+				continue;
+			rgw_str_adds(&x, "<Deleted><Key>");
+			rgw_str_xml(&x, key, strlen(key));
+			rgw_str_adds(&x, "</Key></Deleted>");
+		} else {
+			rgw_str_adds(&x, "<Error><Key>");
+			rgw_str_xml(&x, key, strlen(key));
+			rgw_str_addf(&x, "</Key><Code>%s</Code><Message>%s</Message></Error>",
+				     m->rcs[i] == -EINVAL ? "InvalidArgument" : "InternalError",
+				     m->rcs[i] == -EINVAL ? "bad key" : cm_strerror(m->rcs[i]));
+		}
+	}
+	rgw_str_adds(&x, "</DeleteResult>");
+	s3_respond_xml(q, 200, NULL, &x);
+	rgw_str_fini(&x);
+}
+
+static void
+mdel_body(struct s3_req *q)
+{
+	struct mdel *m = calloc(1, sizeof(*m));
+	char err[128];
+	size_t n = 0;
+	const char *quiet;
+
+	if (!m) {
+		s3_error(q, 503, "SlowDown", "out of memory");
+		return;
+	}
+	q->op = m;
+	q->op_free = mdel_free;
+	if (rgw_xml_parse(q->body.p ? q->body.p : "", q->body.len, &m->x, err, sizeof(err)) ||
+	    strcmp(m->x->name, "Delete")) {
+		s3_error(q, 400, "MalformedXML", "the XML you provided was not well-formed");
+		return;
+	}
+	for (const struct rgw_xml *c = m->x->child; c; c = c->next)
+		if (!strcmp(c->name, "Object"))
+			n++;
+	if (n == 0 || n > 1000) {
+		s3_error(q, 400, "MalformedXML", "a Delete takes 1 to 1,000 objects");
+		return;
+	}
+	quiet = rgw_xml_child_text(m->x, "Quiet");
+	m->quiet = quiet && !strcasecmp(quiet, "true");
+	if (!(m->objs = calloc(n, sizeof(*m->objs))) || !(m->rcs = calloc(n, sizeof(int)))) {
+		s3_error(q, 503, "SlowDown", "out of memory");
+		return;
+	}
+	for (const struct rgw_xml *c = m->x->child; c; c = c->next)
+		if (!strcmp(c->name, "Object"))
+			m->objs[m->nobj++] = c;
+	mdel_pump(q);
+}
+
+static void
+mdel_loaded(struct s3_req *q)
+{
+	q->op_name = "DeleteObjects";
+	if (strcmp(q->b.owner, q->uid)) {
+		s3_error(q, 403, "AccessDenied", "the bucket is not yours");
+		return;
+	}
+	s3_read_body(q, RGW_XML_MAX, mdel_body);
+}
+
+void
+s3_object_op(struct s3_req *q)
+{
+	if (!q->key) {
+		/* POST /bucket?delete */
+		s3_bucket_load(q, mdel_loaded);
+		return;
+	}
+	switch (q->h->method) {
+	case RGW_M_PUT:
+		if (q->u.nq) {
+			s3_error(q, 501, "NotImplemented",
+				 "this object sub-resource is not implemented");
+			return;
+		}
+		s3_bucket_load(q, put_loaded);
+		return;
+	case RGW_M_GET:
+	case RGW_M_HEAD:
+		if (q->u.nq && !rgw_uri_q(&q->u, "X-Amz-Signature") &&
+		    !rgw_uri_q(&q->u, "partNumber") && !rgw_uri_q(&q->u, "response-content-type")) {
+			bool only_sig = true;
+
+			for (size_t i = 0; i < q->u.nq; i++)
+				if (strncmp(q->u.q[i].key, "X-Amz-", 6) &&
+				    strncmp(q->u.q[i].key, "response-", 9) &&
+				    strcmp(q->u.q[i].key, "versionId"))
+					only_sig = false;
+			if (!only_sig) {
+				s3_error(q, 501, "NotImplemented",
+					 "this object sub-resource is not implemented");
+				return;
+			}
+		}
+		s3_bucket_load(q, get_loaded);
+		return;
+	case RGW_M_DELETE:
+		if (q->u.nq && !rgw_uri_q(&q->u, "X-Amz-Signature")) {
+			s3_error(q, 501, "NotImplemented",
+				 "this object sub-resource is not implemented");
+			return;
+		}
+		s3_bucket_load(q, delete_loaded);
+		return;
+	default:
+		s3_error(q, 405, "MethodNotAllowed", "the method is not allowed on an object");
+		return;
+	}
+}
