@@ -22,6 +22,8 @@ CM_LOG_SUBSYS(rgw);
 #define GC_RETRY_S    10
 #define GC_TRIES      10
 #define SWEEP_EVERY_S 300
+#define SWEEP_LOCK_S  60 /* a dead sweeper holds the others off this long at most */
+#define SWEEP_BUSY_S  10 /* another gateway sweeps: look again after this */
 
 struct rgw_gc_item {
 	char bucket_id[33];
@@ -238,7 +240,7 @@ sweep_shard(struct rgw *g, const char *bucket_id, const char *shard, int64_t now
 
 /* Every bucket of every user. \return the buckets swept. */
 static unsigned
-sweep(struct rgw *g)
+sweep(struct rgw *g, const char *cookie)
 {
 	char **uids = NULL;
 	size_t nu = 0;
@@ -276,6 +278,10 @@ sweep(struct rgw *g)
 					snprintf(shard, sizeof(shard), "idx.%s.0", b.id);
 					sweep_shard(g, b.id, shard, now);
 					nb++;
+					/* (still ours while we sweep) */
+					cairn_lock_exclusive(g->meta, "gc", "rgw.gc", cookie,
+							     g->name, (uint64_t)SWEEP_LOCK_S * 1000,
+							     CAIRN_LOCK_MAY_RENEW);
 				}
 				cairn_op_release(bop);
 			}
@@ -306,14 +312,20 @@ gc_main(void *arg)
 
 		if (now >= next_sweep) {
 			pthread_mutex_unlock(&g->gc_mu);
-			if (cairn_lock_exclusive(g->meta, "gc", "rgw.gc", cookie, g->name,
-						 (uint64_t)SWEEP_EVERY_S * 1000,
-						 CAIRN_LOCK_MAY_RENEW) == 0) {
-				unsigned nb = sweep(g);
+			int64_t wait_s = SWEEP_EVERY_S;
 
+			if (cairn_lock_exclusive(g->meta, "gc", "rgw.gc", cookie, g->name,
+						 (uint64_t)SWEEP_LOCK_S * 1000,
+						 CAIRN_LOCK_MAY_RENEW) == 0) {
+				unsigned nb = sweep(g, cookie);
+
+				cairn_unlock(g->meta, "gc", "rgw.gc", cookie);
 				CM_INFO("gc: swept %u buckets", nb);
+			} else {
+				wait_s = SWEEP_BUSY_S; /* (another gateway sweeps, or died doing it)
+							*/
 			}
-			next_sweep = rgw__now_ns() + (int64_t)SWEEP_EVERY_S * 1000000000;
+			next_sweep = rgw__now_ns() + wait_s * 1000000000;
 			pthread_mutex_lock(&g->gc_mu);
 			continue;
 		}

@@ -108,6 +108,7 @@ struct rgw_conn {
 	struct cm_timer idle;
 	enum conn_state st;
 	bool req_active;
+	int nest;        /* our callbacks running on the stack: no free until they return */
 	bool head_ready; /* the parser stopped at a head: run the handler */
 	bool at_end;     /* the parser stopped at a request's end */
 	struct rgw_req req;
@@ -118,6 +119,7 @@ static void conn_kick(struct rgw_conn *c);
 static void conn_maybe_free(struct rgw_conn *c);
 static void send_next(struct rgw_conn *c);
 static void send_done(struct cm_io *io, int res);
+static void send_done_in(struct cm_io *io, int res);
 
 static const char *
 date_now(struct rgw_http_thread *t)
@@ -248,7 +250,7 @@ conn_maybe_free(struct rgw_conn *c)
 {
 	struct rgw_http_thread *t = c->t;
 
-	if (!c->closing || c->req_active || c->reading || c->sending || c->nop_pending)
+	if (!c->closing || c->req_active || c->reading || c->sending || c->nop_pending || c->nest)
 		return;
 	cm_timer_cancel(t->r, &c->idle);
 	TAILQ_REMOVE(&t->conns, c, link);
@@ -273,7 +275,7 @@ body_fail(struct rgw_conn *c, int err)
 }
 
 static void
-recv_done(struct cm_io *io, int res)
+recv_done_in(struct cm_io *io, int res)
 {
 	struct rgw_conn *c = io->arg;
 
@@ -293,6 +295,17 @@ recv_done(struct cm_io *io, int res)
 	c->rlen += (size_t)res;
 	cm_timer_arm(c->t->r, &c->idle, c->t->s->o.idle_ms);
 	conn_kick(c);
+}
+
+static void
+recv_done(struct cm_io *io, int res)
+{
+	struct rgw_conn *c = io->arg;
+
+	c->nest++;
+	recv_done_in(io, res);
+	c->nest--;
+	conn_maybe_free(c);
 }
 
 static void
@@ -407,7 +420,7 @@ conn_kick(struct rgw_conn *c)
 }
 
 static void
-idle_fired(struct cm_timer *tm)
+idle_fired_in(struct cm_timer *tm)
 {
 	struct rgw_conn *c = tm->arg;
 
@@ -424,7 +437,18 @@ idle_fired(struct cm_timer *tm)
 }
 
 static void
-nop_done(struct cm_io *io, int res)
+idle_fired(struct cm_timer *tm)
+{
+	struct rgw_conn *c = tm->arg;
+
+	c->nest++;
+	idle_fired_in(tm);
+	c->nest--;
+	conn_maybe_free(c);
+}
+
+static void
+nop_done_in(struct cm_io *io, int res)
 {
 	struct rgw_conn *c = io->arg;
 
@@ -435,6 +459,17 @@ nop_done(struct cm_io *io, int res)
 		return;
 	}
 	conn_kick(c);
+}
+
+static void
+nop_done(struct cm_io *io, int res)
+{
+	struct rgw_conn *c = io->arg;
+
+	c->nest++;
+	nop_done_in(io, res);
+	c->nest--;
+	conn_maybe_free(c);
 }
 
 /* Run conn_kick from the loop (never inside the handler's own call). */
@@ -563,8 +598,10 @@ rgw_req_body_read(struct rgw_req *r, rgw_body_cb cb, void *arg)
 {
 	struct rgw_conn *c = r->c;
 
-	r->bcb = cb;
-	r->barg = arg;
+	if (cb) {
+		r->bcb = cb;
+		r->barg = arg;
+	}
 	r->body_paused = false;
 	if (c->dead) {
 		r->body_err_told = false;
@@ -653,7 +690,7 @@ submit_send(struct rgw_conn *c)
 }
 
 static void
-send_done(struct cm_io *io, int res)
+send_done_in(struct cm_io *io, int res)
 {
 	struct rgw_conn *c = io->arg;
 	struct rgw_req *r = &c->req;
@@ -695,6 +732,17 @@ send_done(struct cm_io *io, int res)
 		finish_req(c);
 	else if (!c->sending)
 		send_next(c);
+}
+
+static void
+send_done(struct cm_io *io, int res)
+{
+	struct rgw_conn *c = io->arg;
+
+	c->nest++;
+	send_done_in(io, res);
+	c->nest--;
+	conn_maybe_free(c);
 }
 
 /* Send the 100 Continue if one is due and nothing else goes. */
@@ -784,7 +832,9 @@ finish_req(struct rgw_conn *c)
 	if (!r->body_done) {
 		uint64_t left = c->head.has_length ? c->head.content_length - r->body_seen : 0;
 
-		if (r->continue_pending || !c->head.has_length || left > DISCARD_MAX) {
+		/* (a client waiting for 100 Continue never sends the body: close) */
+		if ((c->head.expect_continue && !r->continue_sent) || !c->head.has_length ||
+		    left > DISCARD_MAX) {
 			conn_close(c);
 			return;
 		}

@@ -1409,6 +1409,20 @@ mdel_loaded(struct s3_req *q)
 	s3_read_body(q, RGW_XML_MAX, mdel_body);
 }
 
+/* Whether q names a sub-resource (not only presigning parameters, x-id, response-*). */
+static bool
+subresource(const struct s3_req *q)
+{
+	for (size_t i = 0; i < q->u.nq; i++) {
+		const char *k = q->u.q[i].key;
+
+		if (strncmp(k, "X-Amz-", 6) && strncmp(k, "response-", 9) && strcmp(k, "x-id") &&
+		    !(strcmp(k, "versionId") == 0 && !strcmp(q->u.q[i].val, "null")))
+			return true;
+	}
+	return false;
+}
+
 void
 s3_object_op(struct s3_req *q)
 {
@@ -1417,40 +1431,19 @@ s3_object_op(struct s3_req *q)
 		s3_bucket_load(q, mdel_loaded);
 		return;
 	}
+	if (subresource(q)) {
+		s3_error(q, 501, "NotImplemented", "this object sub-resource is not implemented");
+		return;
+	}
 	switch (q->h->method) {
 	case RGW_M_PUT:
-		if (q->u.nq) {
-			s3_error(q, 501, "NotImplemented",
-				 "this object sub-resource is not implemented");
-			return;
-		}
 		s3_bucket_load(q, put_loaded);
 		return;
 	case RGW_M_GET:
 	case RGW_M_HEAD:
-		if (q->u.nq && !rgw_uri_q(&q->u, "X-Amz-Signature") &&
-		    !rgw_uri_q(&q->u, "partNumber") && !rgw_uri_q(&q->u, "response-content-type")) {
-			bool only_sig = true;
-
-			for (size_t i = 0; i < q->u.nq; i++)
-				if (strncmp(q->u.q[i].key, "X-Amz-", 6) &&
-				    strncmp(q->u.q[i].key, "response-", 9) &&
-				    strcmp(q->u.q[i].key, "versionId"))
-					only_sig = false;
-			if (!only_sig) {
-				s3_error(q, 501, "NotImplemented",
-					 "this object sub-resource is not implemented");
-				return;
-			}
-		}
 		s3_bucket_load(q, get_loaded);
 		return;
 	case RGW_M_DELETE:
-		if (q->u.nq && !rgw_uri_q(&q->u, "X-Amz-Signature")) {
-			s3_error(q, 501, "NotImplemented",
-				 "this object sub-resource is not implemented");
-			return;
-		}
 		s3_bucket_load(q, delete_loaded);
 		return;
 	default:

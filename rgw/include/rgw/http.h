@@ -153,7 +153,8 @@ const char *rgw_req_id(const struct rgw_req *r);
 
 /*
  * Body reading: cb gets the body's bytes as they are decoded (any number of
- * calls), then len 0 at its end; never from inside rgw_req_body_read.
+ * calls), then len 0 at its end; never from inside rgw_req_body_read. A
+ * cb of NULL resumes a paused read with the callback given before.
  * The first call sends "100 Continue" when the client asked for it. A
  * negative len is an error (-ECONNRESET: the peer went away; -EBADMSG:
  * malformed framing; -ETIMEDOUT).

@@ -1,0 +1,350 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: Apache-2.0
+"""cairn-rgw against boto3 (Debian's python3-boto3): what a data pipeline's
+S3 calls need, each judged by what the client gets back.
+
+usage: rgw_test.py ENDPOINT KEYS_JSON OTHER_KEYS_JSON PHASE
+PHASE: api (the S3 calls), load OUT (write until killed, logging each
+acknowledged PUT to OUT), verify IN (every acknowledged PUT of IN reads back
+whole; every listed key reads).
+"""
+import hashlib
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import urllib.request
+
+import boto3
+import botocore
+from botocore.config import Config
+
+endpoint, keys_file, other_file, phase = sys.argv[1:5]
+keys = json.load(open(keys_file))
+other = json.load(open(other_file))
+
+
+def client(k, secret=None):
+    return boto3.client(
+        "s3", endpoint_url=endpoint, aws_access_key_id=k["access_key"],
+        aws_secret_access_key=secret or k["secret_key"], region_name="us-east-1",
+        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1},
+                      signature_version="s3v4",
+                      connect_timeout=10, read_timeout=60))
+
+
+s3 = client(keys)
+failures = []
+
+
+def check(cond, what):
+    if not cond:
+        failures.append(what)
+        print("FAIL:", what, flush=True)
+
+
+def code_of(fn):
+    try:
+        fn()
+    except botocore.exceptions.ClientError as e:
+        return e.response["Error"]["Code"]
+    return None
+
+
+def api():
+    # Buckets: naming, ownership, listing.
+    check(code_of(lambda: s3.create_bucket(Bucket="ab")) == "InvalidBucketName", "short name")
+    check(code_of(lambda: s3.create_bucket(Bucket="Upper")) == "InvalidBucketName", "upper case")
+    s3.create_bucket(Bucket="data")
+    check(code_of(lambda: s3.create_bucket(Bucket="data")) == "BucketAlreadyOwnedByYou",
+          "second create by the owner")
+    check(code_of(lambda: client(other).create_bucket(Bucket="data")) == "BucketAlreadyExists",
+          "create of a taken name")
+    s3.create_bucket(Bucket="other-bucket",
+                     CreateBucketConfiguration={"LocationConstraint": "us-east-1"})
+    check(code_of(lambda: s3.create_bucket(
+        Bucket="nowhere", CreateBucketConfiguration={"LocationConstraint": "mars-1"}))
+        == "InvalidLocationConstraint", "location constraint")
+    names = [b["Name"] for b in s3.list_buckets()["Buckets"]]
+    check(names == ["data", "other-bucket"], "list buckets: %s" % names)
+    check(s3.head_bucket(Bucket="data")["ResponseMetadata"]["HTTPStatusCode"] == 200, "head bucket")
+    check(code_of(lambda: s3.head_bucket(Bucket="missing-bucket")) in ("404", "NoSuchBucket"),
+          "head of a missing bucket")
+    check(s3.get_bucket_location(Bucket="data").get("LocationConstraint") in (None, ""),
+          "location")
+    # Auth: a wrong secret, an unknown key, someone else's bucket.
+    check(code_of(lambda: client(keys, "x" * 40).list_objects_v2(Bucket="data"))
+          == "SignatureDoesNotMatch", "wrong secret")
+    check(code_of(lambda: client({"access_key": "CRNNOSUCHKEY00000000", "secret_key": "y" * 40})
+                  .list_buckets()) == "InvalidAccessKeyId", "unknown key")
+    check(code_of(lambda: client(other).get_object(Bucket="data", Key="x")) == "AccessDenied",
+          "another user's bucket")
+    check(code_of(lambda: client(keys, "x" * 40).put_object(Bucket="data", Key="evil",
+                                                            Body=b"x")) ==
+          "SignatureDoesNotMatch", "a PUT with a wrong signature")
+    check(code_of(lambda: s3.head_object(Bucket="data", Key="evil")) in ("404", "NoSuchKey"),
+          "a refused PUT wrote nothing")
+
+    # Objects: small, empty, several data objects; metadata; digests.
+    small = b"hello, cairn"
+    r = s3.put_object(Bucket="data", Key="small.txt", Body=small, ContentType="text/plain",
+                      Metadata={"color": "blue"}, CacheControl="no-cache")
+    check(r["ETag"] == '"%s"' % hashlib.md5(small).hexdigest(), "ETag is the MD5")
+    g = s3.get_object(Bucket="data", Key="small.txt")
+    check(g["Body"].read() == small, "small read back")
+    check(g["ContentType"] == "text/plain", "content type")
+    check(g["Metadata"] == {"color": "blue"}, "user metadata: %s" % g["Metadata"])
+    check(g.get("CacheControl") == "no-cache", "cache-control")
+    s3.put_object(Bucket="data", Key="empty", Body=b"")
+    check(s3.get_object(Bucket="data", Key="empty")["Body"].read() == b"", "empty object")
+    big = os.urandom(13 * 1024 * 1024 + 7)
+    s3.put_object(Bucket="data", Key="big/bin", Body=big)
+    check(s3.get_object(Bucket="data", Key="big/bin")["Body"].read() == big, "13 MiB read back")
+    h = s3.head_object(Bucket="data", Key="big/bin")
+    check(h["ContentLength"] == len(big), "head size")
+    check(code_of(lambda: s3.put_object(Bucket="data", Key="bad-md5", Body=b"abc",
+                                        ContentMD5="AAAAAAAAAAAAAAAAAAAAAA==")) == "BadDigest",
+          "Content-MD5 mismatch")
+    check(code_of(lambda: s3.head_object(Bucket="data", Key="bad-md5")) in ("404", "NoSuchKey"),
+          "a PUT with a bad digest wrote nothing")
+    # Overwrite: the new bytes, whole.
+    s3.put_object(Bucket="data", Key="small.txt", Body=b"second version")
+    check(s3.get_object(Bucket="data", Key="small.txt")["Body"].read() == b"second version",
+          "overwrite")
+
+    # Ranges.
+    def rng(r):
+        return s3.get_object(Bucket="data", Key="big/bin", Range=r)
+    g = rng("bytes=4194300-4194310")
+    check(g["Body"].read() == big[4194300:4194311], "range across data objects")
+    check(g["ContentRange"] == "bytes 4194300-4194310/%d" % len(big), "content-range")
+    check(rng("bytes=-100")["Body"].read() == big[-100:], "suffix range")
+    check(rng("bytes=%d-" % (len(big) - 5))["Body"].read() == big[-5:], "open-ended range")
+    check(code_of(lambda: rng("bytes=%d-" % len(big))) == "InvalidRange", "unsatisfiable range")
+
+    # Conditions.
+    etag = s3.head_object(Bucket="data", Key="big/bin")["ETag"]
+    check(code_of(lambda: s3.get_object(Bucket="data", Key="big/bin", IfMatch='"nope"'))
+          == "PreconditionFailed", "If-Match")
+    check(code_of(lambda: s3.get_object(Bucket="data", Key="big/bin", IfNoneMatch=etag))
+          == "304", "If-None-Match")
+    check(s3.get_object(Bucket="data", Key="big/bin", IfMatch=etag, Range="bytes=0-0")
+          ["Body"].read() == big[:1], "If-Match holds")
+
+    def add_inm(request, **kw):
+        request.headers["If-None-Match"] = "*"
+    s3.meta.events.register("before-sign.s3.PutObject", add_inm)
+    try:
+        check(code_of(lambda: s3.put_object(Bucket="data", Key="small.txt", Body=b"x"))
+              == "PreconditionFailed", "If-None-Match: * on an existing key")
+        s3.put_object(Bucket="data", Key="fresh", Body=b"first")
+    finally:
+        s3.meta.events.unregister("before-sign.s3.PutObject", add_inm)
+    check(s3.get_object(Bucket="data", Key="small.txt")["Body"].read() == b"second version",
+          "a refused conditional PUT changed nothing")
+
+    # Listing: 2 levels of prefixes, pages, markers, url encoding, byte order.
+    s3.create_bucket(Bucket="listing")
+    want = []
+    for d in range(5):
+        for f in range(60):
+            want.append("dir%d/f%03d" % (d, f))
+    want += ["top1", "top2", "with space", "zz\u00e9t\u00e9", "zz\u00ff"]
+    def put(k):
+        s3.put_object(Bucket="listing", Key=k, Body=k.encode())
+    ts = [threading.Thread(target=lambda ks=want[i::8]: [put(k) for k in ks]) for i in range(8)]
+    [t.start() for t in ts]
+    [t.join() for t in ts]
+    want.sort(key=lambda k: k.encode())
+    got = []
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket="listing",
+                                                             PaginationConfig={"PageSize": 37}):
+        got += [o["Key"] for o in page.get("Contents", [])]
+    check(got == want, "v2 pages of 37: %d of %d keys, in order: %s" % (len(got), len(want),
+                                                                         got == sorted(got)))
+    got = []
+    for page in s3.get_paginator("list_objects").paginate(Bucket="listing",
+                                                          PaginationConfig={"PageSize": 50}):
+        got += [o["Key"] for o in page.get("Contents", [])]
+    check(got == want, "v1 pages of 50")
+    r = s3.list_objects_v2(Bucket="listing", Delimiter="/")
+    check([p["Prefix"] for p in r.get("CommonPrefixes", [])] ==
+          ["dir%d/" % d for d in range(5)], "common prefixes")
+    check([o["Key"] for o in r.get("Contents", [])] == [k for k in want if "/" not in k],
+          "keys beside the prefixes")
+    r = s3.list_objects_v2(Bucket="listing", Delimiter="/", MaxKeys=3)
+    check(r["IsTruncated"] and r["KeyCount"] == 3, "a truncated page of prefixes")
+    r2 = s3.list_objects_v2(Bucket="listing", Delimiter="/", MaxKeys=3,
+                            ContinuationToken=r["NextContinuationToken"])
+    check([p["Prefix"] for p in r2.get("CommonPrefixes", [])] == ["dir3/", "dir4/"],
+          "the next page goes on after the prefix: %s" % r2.get("CommonPrefixes"))
+    r = s3.list_objects_v2(Bucket="listing", Prefix="dir2/f05")
+    check([o["Key"] for o in r["Contents"]] == ["dir2/f05%d" % i for i in range(10)], "prefix")
+    r = s3.list_objects_v2(Bucket="listing", StartAfter="top1")
+    check([o["Key"] for o in r["Contents"]] == [k for k in want if k.encode() > b"top1"],
+          "start-after")
+    r = s3.list_objects(Bucket="listing", Delimiter="/", Marker="dir1/")
+    check([p["Prefix"] for p in r.get("CommonPrefixes", [])] == ["dir2/", "dir3/", "dir4/"],
+          "v1 marker at a prefix")
+    r = s3.list_objects_v2(Bucket="listing", Prefix="with")
+    check(r["Contents"][0]["Key"] == "with space" and r["Contents"][0]["Size"] == 10,
+          "url-encoded key decoded by the client")
+    check(s3.list_objects_v2(Bucket="listing", MaxKeys=0)["KeyCount"] == 0, "max-keys 0")
+    v = s3.list_object_versions(Bucket="listing", Prefix="top")
+    check([x["Key"] for x in v["Versions"]] == ["top1", "top2"] and
+          v["Versions"][0]["VersionId"] == "null", "versions of an unversioned bucket")
+
+    # DeleteObjects, then an empty bucket goes.
+    dirs = [k for k in want if k.startswith("dir")]
+    r = s3.delete_objects(Bucket="listing", Delete={"Objects": [{"Key": k} for k in dirs]})
+    check(len(r.get("Deleted", [])) == len(dirs) and not r.get("Errors"), "delete objects")
+    r = s3.delete_objects(Bucket="listing", Delete={"Objects": [{"Key": "top1"}, {"Key": "nope"}],
+                                                    "Quiet": True})
+    check(not r.get("Deleted") and not r.get("Errors"), "quiet delete")
+    left = [o["Key"] for o in s3.list_objects_v2(Bucket="listing")["Contents"]]
+    check(left == [k for k in want if not k.startswith("dir") and k != "top1"],
+          "what is left: %s" % left)
+    check(code_of(lambda: s3.delete_bucket(Bucket="listing")) == "BucketNotEmpty",
+          "a bucket with keys stays")
+    for k in left:
+        s3.delete_object(Bucket="listing", Key=k)
+    s3.delete_object(Bucket="listing", Key="never-there")
+    s3.delete_bucket(Bucket="listing")
+    check(code_of(lambda: s3.list_objects_v2(Bucket="listing")) == "NoSuchBucket",
+          "the deleted bucket is gone")
+    s3.create_bucket(Bucket="listing")
+    check(s3.list_objects_v2(Bucket="listing")["KeyCount"] == 0,
+          "a re-created bucket starts empty")
+    s3.delete_bucket(Bucket="listing")
+
+    # Presigned URLs with a plain HTTP client.
+    url = s3.generate_presigned_url("get_object", Params={"Bucket": "data", "Key": "big/bin"},
+                                    ExpiresIn=300)
+    out = subprocess.run(["curl", "-sS", "-f", url], capture_output=True)
+    check(out.returncode == 0 and out.stdout == big, "presigned GET with curl")
+    bad = url.replace("X-Amz-Signature=", "X-Amz-Signature=0")
+    out = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", bad[:-1]],
+                         capture_output=True, text=True)
+    check(out.stdout == "403", "a tampered presigned URL: %s" % out.stdout)
+    url = s3.generate_presigned_url("get_object", Params={"Bucket": "data", "Key": "small.txt"},
+                                    ExpiresIn=1)
+    time.sleep(2)
+    out = subprocess.run(["curl", "-s", url], capture_output=True, text=True)
+    check("Request has expired" in out.stdout, "an expired presigned URL")
+    url = s3.generate_presigned_url("put_object", Params={"Bucket": "data", "Key": "via-curl"},
+                                    ExpiresIn=300)
+    out = subprocess.run(["curl", "-sS", "-X", "PUT", "--data-binary", "from curl", url],
+                         capture_output=True)
+    check(out.returncode == 0 and code_of(lambda: s3.head_object(Bucket="data", Key="via-curl"))
+          is None and s3.get_object(Bucket="data", Key="via-curl")["Body"].read()
+          == b"from curl", "presigned PUT with curl: %s %s" % (out.stdout, out.stderr))
+    # Anonymous: refused.
+    out = subprocess.run(["curl", "-s", "-o", "/dev/null", "-w", "%{http_code}",
+                          endpoint + "/data/small.txt"], capture_output=True, text=True)
+    check(out.stdout == "403", "anonymous GET")
+
+
+def load(out_path):
+    """Write objects from 8 threads until killed (or 2,000 written), logging acks."""
+    s3.create_bucket(Bucket="load")
+    lock = threading.Lock()
+    log = open(out_path, "a")
+    stop = time.time() + 60
+    count = [0]
+
+    def worker(w):
+        c = client(keys)
+        i = 0
+        while time.time() < stop and count[0] < 2000:
+            k = "w%d/obj%05d" % (w, i)
+            body = hashlib.sha256(k.encode()).digest() * (1 + (i % 7) * 3000)
+            try:
+                c.put_object(Bucket="load", Key=k, Body=body)
+            except Exception:
+                return  # the gateway died: stop here
+            with lock:
+                log.write("%s %d %s\n" % (k, len(body), hashlib.md5(body).hexdigest()))
+                log.flush()
+                count[0] += 1
+            i += 1
+    ts = [threading.Thread(target=worker, args=(w,)) for w in range(8)]
+    [t.start() for t in ts]
+    [t.join() for t in ts]
+
+
+def partial():
+    """A PUT of 9 MiB that sends 8.5 MiB and stops (held open until the gateway dies): two
+    data objects written, never committed."""
+    import socket
+    from urllib.parse import urlparse
+    from botocore.auth import S3SigV4Auth
+    from botocore.awsrequest import AWSRequest
+    from botocore.credentials import Credentials
+    s3.create_bucket(Bucket="partial")
+    url = endpoint + "/partial/never-finished"
+    req = AWSRequest(method="PUT", url=url, headers={"x-amz-content-sha256": "UNSIGNED-PAYLOAD",
+                                                      "Content-Length": str(9 << 20)})
+    S3SigV4Auth(Credentials(keys["access_key"], keys["secret_key"]), "s3", "us-east-1") \
+        .add_auth(req)
+    u = urlparse(url)
+    sock = socket.create_connection((u.hostname, u.port))
+    head = "PUT %s HTTP/1.1\r\nHost: %s\r\n" % (u.path, u.netloc)
+    for k, v in req.headers.items():
+        if k.lower() != "host":
+            head += "%s: %s\r\n" % (k, v)
+    sock.sendall((head + "\r\n").encode())
+    sock.sendall(os.urandom((17 << 20) // 2))
+    print("partial: sent", flush=True)
+    sock.settimeout(120)
+    try:
+        sock.recv(1)
+    except Exception:
+        pass
+
+
+def verify(in_path):
+    acked = {}
+    for line in open(in_path):
+        k, n, md5 = line.split()
+        acked[k] = (int(n), md5)
+    lost = 0
+    for k, (n, md5) in acked.items():
+        try:
+            b = s3.get_object(Bucket="load", Key=k)["Body"].read()
+            if len(b) != n or hashlib.md5(b).hexdigest() != md5:
+                lost += 1
+                print("WRONG:", k, flush=True)
+        except botocore.exceptions.ClientError:
+            lost += 1
+            print("LOST:", k, flush=True)
+    listed = []
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket="load"):
+        listed += [o["Key"] for o in page.get("Contents", [])]
+    unreadable = 0
+    for k in listed:
+        try:
+            s3.get_object(Bucket="load", Key=k)["Body"].read()
+        except botocore.exceptions.ClientError:
+            unreadable += 1
+            print("LISTED BUT UNREADABLE:", k, flush=True)
+    print("verify: %d acknowledged, %d lost or wrong, %d listed, %d listed but unreadable"
+          % (len(acked), lost, len(listed), unreadable), flush=True)
+    check(lost == 0, "acknowledged objects lost")
+    check(unreadable == 0, "listed objects unreadable")
+    check(set(acked) <= set(listed), "every acknowledged object is listed")
+
+
+if phase == "api":
+    api()
+elif phase == "load":
+    load(sys.argv[5])
+elif phase == "partial":
+    partial()
+elif phase == "verify":
+    verify(sys.argv[5])
+if failures:
+    print("%d failures" % len(failures))
+    sys.exit(1)
+print("rgw_test.py %s: ok" % phase)

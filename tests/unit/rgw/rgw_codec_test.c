@@ -1,0 +1,248 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/* The gateway's small parsers and codecs: URIs, ranges and conditions, index entries, bucket
+ * records, XML bodies, escaping. */
+#include "rgw/cond.h"
+#include "rgw/meta.h"
+#include "rgw/str.h"
+#include "rgw/uri.h"
+#include "rgw/xml.h"
+#include "testlib.h"
+
+START_TEST(test_uri)
+{
+	struct rgw_uri u;
+	const char t[] = "/bkt/a%20b%2Fc?prefix=x%2By&delimiter=%2F&list-type=2&uploads";
+
+	ck_assert_int_eq(rgw_uri_parse(t, strlen(t), &u), 0);
+	ck_assert_str_eq(u.path, "/bkt/a b/c");
+	ck_assert_uint_eq(u.raw_path_len, strlen("/bkt/a%20b%2Fc"));
+	ck_assert_str_eq(rgw_uri_q(&u, "prefix"), "x+y");
+	ck_assert_str_eq(rgw_uri_q(&u, "delimiter"), "/");
+	ck_assert_str_eq(rgw_uri_q(&u, "uploads"), "");
+	ck_assert_ptr_null(rgw_uri_q(&u, "marker"));
+	rgw_uri_fini(&u);
+	ck_assert_int_eq(rgw_uri_parse("/a%2", 4, &u), -EINVAL);
+	ck_assert_int_eq(rgw_uri_parse("/a%00b", 6, &u), -EINVAL); /* (no NUL in a key) */
+	ck_assert_int_eq(rgw_uri_parse("a", 1, &u), -EINVAL);
+	ck_assert_int_eq(rgw_uri_parse("http://h/b/k?x", 14, &u), 0);
+	ck_assert_str_eq(u.path, "/b/k");
+	rgw_uri_fini(&u);
+}
+
+END_TEST
+
+START_TEST(test_range)
+{
+	uint64_t off, len;
+
+	ck_assert_int_eq(rgw_range_parse("bytes=0-9", 100, &off, &len), 0);
+	ck_assert_uint_eq(off, 0);
+	ck_assert_uint_eq(len, 10);
+	ck_assert_int_eq(rgw_range_parse("bytes=90-", 100, &off, &len), 0);
+	ck_assert_uint_eq(off, 90);
+	ck_assert_uint_eq(len, 10);
+	ck_assert_int_eq(rgw_range_parse("bytes=-30", 100, &off, &len), 0);
+	ck_assert_uint_eq(off, 70);
+	ck_assert_uint_eq(len, 30);
+	ck_assert_int_eq(rgw_range_parse("bytes=-300", 100, &off, &len), 0);
+	ck_assert_uint_eq(off, 0);
+	ck_assert_uint_eq(len, 100);
+	ck_assert_int_eq(rgw_range_parse("bytes=50-1000", 100, &off, &len), 0);
+	ck_assert_uint_eq(len, 50);
+	ck_assert_int_eq(rgw_range_parse("bytes=100-", 100, &off, &len), -ERANGE);
+	ck_assert_int_eq(rgw_range_parse("bytes=-0", 100, &off, &len), -ERANGE);
+	ck_assert_int_eq(rgw_range_parse("bytes=0-1,5-6", 100, &off, &len), 1);
+	ck_assert_int_eq(rgw_range_parse("items=0-1", 100, &off, &len), 1);
+	ck_assert_int_eq(rgw_range_parse("bytes=9-1", 100, &off, &len), 1);
+	ck_assert_int_eq(rgw_range_parse("bytes=99999999999999999999999-", 100, &off, &len), 1);
+}
+
+END_TEST
+
+START_TEST(test_conditions)
+{
+	int64_t t;
+
+	ck_assert_int_eq(rgw_http_date_parse("Wed, 02 Dec 2026 07:30:00 GMT", &t), 0);
+	ck_assert_int_eq(t, 1796196600);
+	ck_assert_int_eq(rgw_http_date_parse("yesterday", &t), -EINVAL);
+	ck_assert(rgw_etag_match("\"abc\"", "\"abc\""));
+	ck_assert(rgw_etag_match("\"x\", \"abc\"", "\"abc\""));
+	ck_assert(rgw_etag_match("abc", "\"abc\""));
+	ck_assert(rgw_etag_match("*", "\"abc\""));
+	ck_assert(!rgw_etag_match("\"abd\"", "\"abc\""));
+	/* If-Match wins over If-Unmodified-Since; If-None-Match over If-Modified-Since. */
+	ck_assert_int_eq(rgw_cond_eval("\"e\"", "Wed, 02 Dec 2020 07:30:00 GMT", NULL, NULL,
+				       "\"e\"", t, true),
+			 RGW_COND_OK);
+	ck_assert_int_eq(
+		rgw_cond_eval(NULL, "Wed, 02 Dec 2020 07:30:00 GMT", NULL, NULL, "\"e\"", t, true),
+		RGW_COND_FAILED);
+	ck_assert_int_eq(rgw_cond_eval(NULL, NULL, "\"e\"", NULL, "\"e\"", t, true),
+			 RGW_COND_NOT_MODIFIED);
+	ck_assert_int_eq(rgw_cond_eval(NULL, NULL, "\"e\"", NULL, "\"e\"", t, false),
+			 RGW_COND_FAILED);
+	ck_assert_int_eq(rgw_cond_eval(NULL, NULL, "\"f\"", "Wed, 02 Dec 2030 07:30:00 GMT",
+				       "\"e\"", t, true),
+			 RGW_COND_OK);
+	ck_assert_int_eq(
+		rgw_cond_eval(NULL, NULL, NULL, "Wed, 02 Dec 2030 07:30:00 GMT", "\"e\"", t, true),
+		RGW_COND_NOT_MODIFIED);
+}
+
+END_TEST
+
+START_TEST(test_entry_codec)
+{
+	struct rgw_entry e = { 0 }, d;
+	struct rgw_str s;
+	char etag[64];
+
+	e.flags = 0;
+	memset(e.inst, 0xab, 16);
+	e.size = 123456789;
+	e.mtime_ns = 1796196600123456789;
+	memset(e.md5, 0x11, 16);
+	e.parts = 3;
+	e.ctype = "text/plain";
+	e.owner = "alice";
+	e.meta[0].k = "x-amz-meta-color";
+	e.meta[0].v = "blue";
+	e.meta[1].k = "cache-control";
+	e.meta[1].v = "no-cache";
+	e.nmeta = 2;
+	rgw_str_init(&s);
+	rgw_entry_encode(&e, &s);
+	ck_assert(!s.oom);
+	ck_assert_int_eq(rgw_entry_decode(s.p, s.len, &d), 0);
+	ck_assert_uint_eq(d.size, e.size);
+	ck_assert_int_eq(d.mtime_ns, e.mtime_ns);
+	ck_assert(!memcmp(d.inst, e.inst, 16));
+	ck_assert_uint_eq(d.parts, 3);
+	ck_assert_str_eq(d.ctype, "text/plain");
+	ck_assert_str_eq(d.owner, "alice");
+	ck_assert_uint_eq(d.nmeta, 2);
+	ck_assert_str_eq(d.meta[1].v, "no-cache");
+	rgw_entry_etag(&d, etag, sizeof(etag));
+	ck_assert_str_eq(etag, "\"11111111111111111111111111111111-3\"");
+	rgw_entry_fini(&d);
+	/* Every truncation is refused or decodes (never reads past the end). */
+	for (size_t n = 0; n < s.len; n++) {
+		int rc = rgw_entry_decode(s.p, n, &d);
+
+		ck_assert(rc == 0 || rc == -EBADMSG);
+		if (!rc)
+			rgw_entry_fini(&d);
+	}
+	/* A length past the end. */
+	s.p[2 + 1] = 0x7f;
+	ck_assert_int_eq(rgw_entry_decode(s.p, s.len, &d), -EBADMSG);
+	rgw_str_fini(&s);
+}
+
+END_TEST
+
+START_TEST(test_bucket_codec)
+{
+	struct rgw_bucket b = { 0 }, d;
+	char *j;
+
+	snprintf(b.name, sizeof(b.name), "my-bucket");
+	snprintf(b.id, sizeof(b.id), "0123456789abcdef0123456789abcdef");
+	snprintf(b.owner, sizeof(b.owner), "alice");
+	snprintf(b.location, sizeof(b.location), "us-east-1");
+	snprintf(b.acl, sizeof(b.acl), "private");
+	b.created = 1796196600;
+	j = rgw_bucket_encode(&b);
+	ck_assert_ptr_nonnull(j);
+	ck_assert_int_eq(rgw_bucket_decode(j, strlen(j), &d), 0);
+	ck_assert_str_eq(d.id, b.id);
+	ck_assert_int_eq(d.created, b.created);
+	free(j);
+	ck_assert_int_eq(rgw_bucket_decode("{\"name\":1}", 10, &d), -EBADMSG);
+	ck_assert_int_eq(rgw_bucket_decode("[", 1, &d), -EBADMSG);
+	ck_assert(rgw_bucket_name_ok("my-bucket.1"));
+	ck_assert(!rgw_bucket_name_ok("ab"));
+	ck_assert(!rgw_bucket_name_ok("My-Bucket"));
+	ck_assert(!rgw_bucket_name_ok("a..b"));
+	ck_assert(!rgw_bucket_name_ok("-abc"));
+	ck_assert(!rgw_bucket_name_ok("192.168.1.1"));
+	ck_assert(!rgw_bucket_name_ok("xn--abc"));
+}
+
+END_TEST
+
+START_TEST(test_xml)
+{
+	static const char del[] =
+		"<?xml version=\"1.0\"?><Delete xmlns=\"http://s3.amazonaws.com/doc/"
+		"2006-03-01/\"><Quiet>true</Quiet><Object><Key>a&amp;b</Key>"
+		"</Object><Object><Key>c</Key></Object></Delete>";
+	struct rgw_xml *x;
+	char err[128], *deep;
+	size_t n = 0;
+
+	ck_assert_int_eq(rgw_xml_parse(del, strlen(del), &x, err, sizeof(err)), 0);
+	ck_assert_str_eq(x->name, "Delete");
+	ck_assert_str_eq(rgw_xml_child_text(x, "Quiet"), "true");
+	ck_assert_str_eq(rgw_xml_child_text(rgw_xml_child(x, "Object"), "Key"), "a&b");
+	for (const struct rgw_xml *c = x->child; c; c = c->next)
+		n += !strcmp(c->name, "Object");
+	ck_assert_uint_eq(n, 2);
+	rgw_xml_free(x);
+	ck_assert_int_eq(rgw_xml_parse("<a><b></a>", 10, &x, err, sizeof(err)), -EBADMSG);
+	ck_assert_int_eq(rgw_xml_parse("<!DOCTYPE a [<!ENTITY e \"x\">]><a>&e;</a>", 40, &x, err,
+				       sizeof(err)),
+			 -EBADMSG);
+	deep = malloc(2000);
+	n = 0;
+	for (int i = 0; i < 40; i++)
+		n += (size_t)sprintf(deep + n, "<a>");
+	for (int i = 0; i < 40; i++)
+		n += (size_t)sprintf(deep + n, "</a>");
+	ck_assert_int_eq(rgw_xml_parse(deep, n, &x, err, sizeof(err)), -EBADMSG);
+	ck_assert_ptr_nonnull(strstr(err, "deep"));
+	free(deep);
+}
+
+END_TEST
+
+START_TEST(test_escaping)
+{
+	struct rgw_str s;
+
+	rgw_str_init(&s);
+	rgw_str_xml(&s, "a<b>&\"'\x01", 8);
+	ck_assert_str_eq(rgw_str_cstr(&s), "a&lt;b&gt;&amp;&quot;&apos;&#x1;");
+	rgw_str_reset(&s);
+	rgw_str_uri(&s, "a b/c+~é", 9, true);
+	ck_assert_str_eq(rgw_str_cstr(&s), "a%20b/c%2B~%C3%A9");
+	rgw_str_reset(&s);
+	rgw_str_uri(&s, "a/b", 3, false);
+	ck_assert_str_eq(rgw_str_cstr(&s), "a%2Fb");
+	rgw_str_reset(&s);
+	ck_assert_int_eq(rgw_str_unescape(&s, "a%2fb%4", 7), -EINVAL);
+	rgw_str_reset(&s);
+	ck_assert_int_eq(rgw_str_unescape(&s, "a%2fb", 5), 0);
+	ck_assert_str_eq(rgw_str_cstr(&s), "a/b");
+	rgw_str_fini(&s);
+}
+
+END_TEST
+
+int
+main(void)
+{
+	Suite *s = suite_create("rgw_codec");
+	TCase *tc = tcase_create("rgw_codec");
+
+	tcase_add_test(tc, test_uri);
+	tcase_add_test(tc, test_range);
+	tcase_add_test(tc, test_conditions);
+	tcase_add_test(tc, test_entry_codec);
+	tcase_add_test(tc, test_bucket_codec);
+	tcase_add_test(tc, test_xml);
+	tcase_add_test(tc, test_escaping);
+	suite_add_tcase(s, tc);
+	return cm_test_main(s);
+}
