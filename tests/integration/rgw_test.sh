@@ -39,11 +39,11 @@ start_rgw() {
 	local n=$1
 	"$rgwbin" -c "$dir/cairn.conf" --id "t$n" --rgw-listen 127.0.0.1:0 --create-pools true \
 		--rgw-gc-delay 1s --rgw-pending-grace 3s --rgw-sweep-first 4s \
-		--log-file "$dir/rgw$n.log" --rgw-access-log "$dir/access$n.log" >"$dir/rgw$n.out" 2>&1 &
+		--log-file "$dir/rgw$n.log" --rgw-access-log "$dir/access$n.log" >"$dir/rgw$n.out" 2>"$dir/rgw$n.stderr.log" &
 	rgw_pid=$!
 	for _ in $(seq 1 100); do
 		grep -q "serving S3 on port" "$dir/rgw$n.out" 2>/dev/null && break
-		proc_gone "$rgw_pid" && fail "cairn-rgw exited: $(cat "$dir/rgw$n.out")"
+		proc_gone "$rgw_pid" && fail "cairn-rgw exited: $(cat "$dir/rgw$n.stderr.log")"
 		sleep 0.1
 	done
 	port=$(sed -n 's/^cairn-rgw: serving S3 on port \([0-9]*\)$/\1/p' "$dir/rgw$n.out")

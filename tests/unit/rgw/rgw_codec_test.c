@@ -197,9 +197,9 @@ START_TEST(test_xml)
 	deep = malloc(2000);
 	n = 0;
 	for (int i = 0; i < 40; i++)
-		n += (size_t)sprintf(deep + n, "<a>");
+		n += (size_t)snprintf(deep + n, 2000 - n, "<a>");
 	for (int i = 0; i < 40; i++)
-		n += (size_t)sprintf(deep + n, "</a>");
+		n += (size_t)snprintf(deep + n, 2000 - n, "</a>");
 	ck_assert_int_eq(rgw_xml_parse(deep, n, &x, err, sizeof(err)), -EBADMSG);
 	ck_assert_ptr_nonnull(strstr(err, "deep"));
 	free(deep);
