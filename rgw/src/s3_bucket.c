@@ -164,8 +164,9 @@ cb_list_done(void *arg, int rc)
 	s3_respond_xml(q, 200, hd, NULL);
 }
 
+/* Put q's bucket in its owner's list (created: its creation time), then cb. */
 static void
-cb_add_to_owner(struct s3_req *q)
+add_to_owner(struct s3_req *q, rgw_aio_cb cb)
 {
 	cairn_op_t *op = cairn_op_create();
 	uint8_t t[8];
@@ -179,7 +180,7 @@ cb_add_to_owner(struct s3_req *q)
 		t[i] = (uint8_t)((uint64_t)q->b.created >> (8 * i));
 	snprintf(oid, sizeof(oid), "buckets.%s", q->uid);
 	cairn_op_omap_set(op, q->bucket, strlen(q->bucket), t, 8);
-	submit(q, q->g->meta, oid, op, cb_list_done);
+	submit(q, q->g->meta, oid, op, cb);
 }
 
 static void
@@ -218,21 +219,7 @@ cb_existing_done(void *arg, int rc)
 	}
 	/* Ours already: put it back in our list (a crash may have left it out), then say so. */
 	q->b = old;
-	{
-		cairn_op_t *op = cairn_op_create();
-		uint8_t t[8];
-		char oid[96];
-
-		if (!op) {
-			s3_error(q, 503, "SlowDown", "out of memory");
-			return;
-		}
-		for (int i = 0; i < 8; i++)
-			t[i] = (uint8_t)((uint64_t)old.created >> (8 * i));
-		snprintf(oid, sizeof(oid), "buckets.%s", q->uid);
-		cairn_op_omap_set(op, q->bucket, strlen(q->bucket), t, 8);
-		submit(q, q->g->meta, oid, op, cb_owned_done);
-	}
+	add_to_owner(q, cb_owned_done);
 }
 
 static void
@@ -271,7 +258,7 @@ cb_record_done(void *arg, int rc)
 		return;
 	}
 	s3_bucket_forget(q->g, q->bucket);
-	cb_add_to_owner(q);
+	add_to_owner(q, cb_list_done);
 }
 
 static void
