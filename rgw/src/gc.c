@@ -32,6 +32,7 @@ struct rgw_gc_item {
 	size_t mlen;
 	uint8_t inst[16];
 	uint64_t size;
+	bool manifest;
 	int64_t due_ns;
 	int tries;
 	struct rgw_gc_item *next;
@@ -64,7 +65,7 @@ push(struct rgw *g, struct rgw_gc_item *it)
 
 void
 rgw__gc_add(struct rgw *g, const char *bucket_id, const char *shard, const char *marker,
-	    size_t mlen, const uint8_t inst[16], uint64_t size)
+	    size_t mlen, const uint8_t inst[16], uint64_t size, bool manifest)
 {
 	struct rgw_gc_item *it = calloc(1, sizeof(*it));
 
@@ -78,15 +79,70 @@ rgw__gc_add(struct rgw *g, const char *bucket_id, const char *shard, const char 
 	it->mlen = mlen;
 	memcpy(it->inst, inst, 16);
 	it->size = size;
+	it->manifest = manifest;
 	it->due_ns = rgw__now_ns() + (int64_t)g->conf.gc_delay_s * 1000000000;
 	push(g, it);
 }
 
 /* Remove an instance's data objects (object 0, which names the stream, last). */
 static int
-remove_data(struct rgw *g, const char *bucket_id, const uint8_t inst[16], uint64_t size)
+remove_objs(cairn_ioctx_t *io, const uint8_t inst[16], uint64_t size)
 {
 	uint64_t n = size ? (size + RGW_CHUNK - 1) / RGW_CHUNK : 1;
+
+	for (uint64_t i = n; i-- > 0;) {
+		char oid[64];
+		int r;
+
+		s3_data_oid(inst, i, oid, sizeof(oid));
+		r = cairn_remove(io, oid);
+		if (r && r != -ENOENT)
+			return r;
+	}
+	return 0;
+}
+
+/* A manifest's parts, then the manifest (object 0 of its instance). */
+static int
+remove_manifest(cairn_ioctx_t *io, const uint8_t inst[16])
+{
+	size_t len = RGW_MANIFEST_HDR + (size_t)RGW_PARTS_MAX * 24, got = 0, np = 0;
+	uint8_t *buf = malloc(len);
+	struct rgw_mpart *parts = NULL;
+	char oid[64];
+	int64_t r;
+	int rc = 0;
+
+	if (!buf)
+		return -ENOMEM;
+	s3_data_oid(inst, 0, oid, sizeof(oid));
+	r = cairn_read(io, oid, buf, len, 0);
+	if (r < 0)
+		rc = (int)r;
+	else
+		got = (size_t)r;
+	if (rc == -ENOENT) {
+		free(buf);
+		return 0; /* (already gone) */
+	}
+	if (!rc && (rc = rgw_manifest_decode(buf, got, &parts, &np)) == -EBADMSG) {
+		CM_ERR("gc: %s: not a manifest: left in place", oid);
+		free(buf);
+		return 0;
+	}
+	free(buf);
+	for (size_t i = 0; !rc && i < np; i++)
+		rc = remove_objs(io, parts[i].inst, parts[i].size);
+	free(parts);
+	if (!rc && (rc = cairn_remove(io, oid)) == -ENOENT)
+		rc = 0;
+	return rc;
+}
+
+static int
+remove_data(struct rgw *g, const char *bucket_id, const uint8_t inst[16], uint64_t size,
+	    bool manifest)
+{
 	cairn_ioctx_t *io;
 	int rc;
 
@@ -96,17 +152,7 @@ remove_data(struct rgw *g, const char *bucket_id, const uint8_t inst[16], uint64
 		cairn_ioctx_destroy(io);
 		return rc;
 	}
-	for (uint64_t i = n; i-- > 0;) {
-		char oid[64];
-		int r;
-
-		s3_data_oid(inst, i, oid, sizeof(oid));
-		r = cairn_remove(io, oid);
-		if (r && r != -ENOENT) {
-			rc = r;
-			break;
-		}
-	}
+	rc = manifest ? remove_manifest(io, inst) : remove_objs(io, inst, size);
 	cairn_ioctx_destroy(io);
 	return rc;
 }
@@ -115,7 +161,7 @@ static void
 collect(struct rgw *g, struct rgw_gc_item *it)
 {
 	cairn_op_t *op;
-	int rc = remove_data(g, it->bucket_id, it->inst, it->size);
+	int rc = remove_data(g, it->bucket_id, it->inst, it->size, it->manifest);
 
 	if (!rc && (op = cairn_op_create())) {
 		cairn_op_omap_rm(op, it->marker, it->mlen);
@@ -188,7 +234,8 @@ sweep_shard(struct rgw *g, const char *bucket_id, const char *shard, int64_t now
 			size_t kl = kvs[i].klen;
 			const uint8_t *v = kvs[i].val;
 
-			if (kl >= 2 + 16 + 32 && !memcmp(k, RGW_SYS_DEAD, 2) && kvs[i].vlen == 24) {
+			if (kl >= 2 + 16 + 32 && !memcmp(k, RGW_SYS_DEAD, 2) &&
+			    (kvs[i].vlen == 24 || kvs[i].vlen == RGW_DEAD_VLEN)) {
 				/* dead: "\xffd" + 16 hex ns + instance hex; value inst + size */
 				struct rgw_gc_item *it = calloc(1, sizeof(*it));
 
@@ -202,6 +249,7 @@ sweep_shard(struct rgw *g, const char *bucket_id, const char *shard, int64_t now
 				it->mlen = kl;
 				memcpy(it->inst, v, 16);
 				it->size = le64(v + 16);
+				it->manifest = kvs[i].vlen > 24 && (v[24] & RGW_DEAD_MP);
 				it->due_ns = now;
 				collect(g, it);
 			} else if (kl == 2 + 32 && !memcmp(k, RGW_SYS_PENDING, 2) &&
@@ -222,7 +270,7 @@ sweep_shard(struct rgw *g, const char *bucket_id, const char *shard, int64_t now
 					  " s ago (its gateway died "
 					  "before the commit): removing its %" PRIu64 " bytes",
 					  shard, (now - t) / 1000000000, size);
-				if (remove_data(g, bucket_id, inst, size) == 0 &&
+				if (remove_data(g, bucket_id, inst, size, false) == 0 &&
 				    (op = cairn_op_create())) {
 					cairn_op_omap_rm(op, k, kl);
 					cairn_operate(g->meta, shard, op, NULL);

@@ -291,3 +291,126 @@ rgw_bucket_name_ok(const char *s)
 		return false;
 	return true;
 }
+
+/* ---- multipart: manifests and part records ---- */
+
+#define MANIFEST_MAGIC "RGWM"
+#define PART_V         1
+#define MAX_PARTS      10000
+
+static void
+put64(uint8_t *b, uint64_t v)
+{
+	for (int i = 0; i < 8; i++)
+		b[i] = (uint8_t)(v >> (8 * i));
+}
+
+void
+rgw_manifest_encode(const struct rgw_mpart *p, size_t n, struct rgw_str *out)
+{
+	uint8_t h[RGW_MANIFEST_HDR] = { 'R',
+					'G',
+					'W',
+					'M',
+					1,
+					(uint8_t)n,
+					(uint8_t)(n >> 8),
+					(uint8_t)(n >> 16),
+					(uint8_t)(n >> 24) };
+
+	rgw_str_add(out, h, sizeof(h));
+	for (size_t i = 0; i < n; i++) {
+		uint8_t b[24];
+
+		memcpy(b, p[i].inst, 16);
+		put64(b + 16, p[i].size);
+		rgw_str_add(out, b, sizeof(b));
+	}
+}
+
+int
+rgw_manifest_decode(const void *buf, size_t len, struct rgw_mpart **parts, size_t *n)
+{
+	const uint8_t *b = buf;
+	uint32_t cnt;
+	struct rgw_mpart *p;
+
+	*parts = NULL;
+	*n = 0;
+	if (len < RGW_MANIFEST_HDR || memcmp(b, MANIFEST_MAGIC, 4) || b[4] != 1)
+		return -EBADMSG;
+	cnt = (uint32_t)b[5] | (uint32_t)b[6] << 8 | (uint32_t)b[7] << 16 | (uint32_t)b[8] << 24;
+	if (cnt == 0 || cnt > MAX_PARTS || len != RGW_MANIFEST_HDR + (size_t)cnt * 24)
+		return -EBADMSG;
+	if (!(p = calloc(cnt, sizeof(*p))))
+		return -ENOMEM;
+	b += RGW_MANIFEST_HDR;
+	for (uint32_t i = 0; i < cnt; i++, b += 24) {
+		memcpy(p[i].inst, b, 16);
+		p[i].size = le64(b + 16);
+	}
+	*parts = p;
+	*n = cnt;
+	return 0;
+}
+
+void
+rgw_part_key(uint32_t num, const uint8_t inst[16], char out[RGW_PART_KEY_LEN + 1])
+{
+	snprintf(out, 6, "%05u", num);
+	rgw_hex(inst, 16, out + 5);
+}
+
+void
+rgw_part_encode(const struct rgw_part *p, struct rgw_str *out)
+{
+	uint8_t b[1 + 16 + 8 + 8];
+
+	b[0] = PART_V;
+	memcpy(b + 1, p->md5, 16);
+	put64(b + 17, p->size);
+	put64(b + 25, (uint64_t)p->mtime_ns);
+	rgw_str_add(out, b, sizeof(b));
+}
+
+static int
+unhex(char c)
+{
+	if (c >= '0' && c <= '9')
+		return c - '0';
+	if (c >= 'a' && c <= 'f')
+		return c - 'a' + 10;
+	return -1;
+}
+
+int
+rgw_part_decode(const void *key, size_t klen, const void *val, size_t vlen, struct rgw_part *p)
+{
+	const char *k = key;
+	const uint8_t *v = val;
+	uint32_t num = 0;
+
+	memset(p, 0, sizeof(*p));
+	/* (a newer writer may append fields to the value: they are skipped) */
+	if (klen != RGW_PART_KEY_LEN || vlen < 33 || v[0] != PART_V)
+		return -EBADMSG;
+	for (int i = 0; i < 5; i++) {
+		if (k[i] < '0' || k[i] > '9')
+			return -EBADMSG;
+		num = num * 10 + (uint32_t)(k[i] - '0');
+	}
+	if (num < 1 || num > MAX_PARTS)
+		return -EBADMSG;
+	for (int i = 0; i < 16; i++) {
+		int hi = unhex(k[5 + 2 * i]), lo = unhex(k[6 + 2 * i]);
+
+		if (hi < 0 || lo < 0)
+			return -EBADMSG;
+		p->inst[i] = (uint8_t)(hi << 4 | lo);
+	}
+	p->num = num;
+	memcpy(p->md5, v + 1, 16);
+	p->size = le64(v + 17);
+	p->mtime_ns = (int64_t)le64(v + 25);
+	return 0;
+}

@@ -260,6 +260,7 @@ req_free(struct s3_req *q)
 	if (q->sha)
 		EVP_MD_CTX_free(q->sha);
 	cairn_ioctx_destroy(q->data);
+	cairn_ioctx_destroy(q->mpio);
 	OPENSSL_cleanse(q->secret, sizeof(q->secret));
 	OPENSSL_cleanse(q->sigkey, sizeof(q->sigkey));
 	free(q);
@@ -572,6 +573,56 @@ s3_data_oid(const uint8_t inst[16], uint64_t n, char *oid, size_t len)
 
 	rgw_hex(inst, 16, h);
 	snprintf(oid, len, "%s.%016" PRIx64, h, n);
+}
+
+void
+s3_dead_marker(const uint8_t inst[16], uint64_t size, bool manifest, char key[64],
+	       uint8_t val[RGW_DEAD_VLEN])
+{
+	char ih[33];
+
+	rgw_hex(inst, 16, ih);
+	snprintf(key, 64, RGW_SYS_DEAD "%016" PRIx64 "%s", (uint64_t)rgw__now_ns(), ih);
+	memcpy(val, inst, 16);
+	for (int i = 0; i < 8; i++)
+		val[16 + i] = (uint8_t)(size >> (8 * i));
+	val[24] = manifest ? RGW_DEAD_MP : 0;
+}
+
+int
+s3_mp_io(struct s3_req *q)
+{
+	int rc;
+
+	if (q->mpio)
+		return 0;
+	if ((rc = cairn_ioctx_create(q->g->cl, q->g->meta_pool, &q->mpio)))
+		return rc;
+	if ((rc = cairn_ioctx_set_namespace(q->mpio, q->b.id))) {
+		cairn_ioctx_destroy(q->mpio);
+		q->mpio = NULL;
+	}
+	return rc;
+}
+
+bool
+s3_upload_id_ok(const char *s)
+{
+	size_t i;
+
+	for (i = 0; s[i]; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return i == RGW_UPLOAD_LEN;
+}
+
+void
+s3_upload_marker(const char *key, size_t klen, const char *upid, struct rgw_str *out)
+{
+	rgw_str_adds(out, RGW_SYS_UPLOAD);
+	rgw_str_add(out, key, klen);
+	rgw_str_addc(out, '\0');
+	rgw_str_adds(out, upid);
 }
 
 /* ---- auth ---- */

@@ -28,6 +28,15 @@
 #define RGW_SYS_DEAD \
 	"\xff"       \
 	"d" /* + 16 hex ns + instance hex: data to collect */
+#define RGW_SYS_UPLOAD \
+	"\xff"         \
+	"u"              /* + key + "\0" + upload id: a multipart upload in progress */
+#define RGW_DEAD_VLEN 25 /* a dead marker's value: instance, size, flags */
+#define RGW_DEAD_MP   1  /* flags: the instance is a manifest (its parts go with it) */
+
+#define RGW_PART_MIN   (5ull << 20) /* every part but the last */
+#define RGW_PARTS_MAX  10000
+#define RGW_UPLOAD_LEN 32 /* an upload id: 16 hex of its start (ns), 16 random */
 
 struct rgw_cache_ent;
 
@@ -90,6 +99,7 @@ struct s3_req {
 	struct rgw_bucket b;
 	bool have_b;
 	cairn_ioctx_t *data; /* the data pool, in the bucket's namespace */
+	cairn_ioctx_t *mpio; /* the metadata pool in the bucket's namespace (uploads) */
 	int pending;         /* ops in flight */
 	s3_step next;
 	int status;
@@ -122,11 +132,37 @@ void s3_entry_key(const char *key, size_t klen, struct rgw_str *out);
 /* An instance's data object n. */
 void s3_data_oid(const uint8_t inst[16], uint64_t n, char *oid, size_t len);
 
+/* A dead marker (key NUL-terminated, at most 64 bytes; value RGW_DEAD_VLEN) for an instance. */
+void s3_dead_marker(const uint8_t inst[16], uint64_t size, bool manifest, char key[64],
+		    uint8_t val[RGW_DEAD_VLEN]);
+/* q->mpio, made when first needed. \return 0 or an errno. */
+int s3_mp_io(struct s3_req *q);
+/* Whether s is an upload id (RGW_UPLOAD_LEN lower-case hex digits). */
+bool s3_upload_id_ok(const char *s);
+/* The shard's marker of an upload: RGW_SYS_UPLOAD + key + NUL + id. */
+void s3_upload_marker(const char *key, size_t klen, const char *upid, struct rgw_str *out);
+
+/* An object's kept headers (Content-Type, x-amz-meta-*, ...) into e (strdup'd). \return 0, -E2BIG,
+ * -ENOMEM. */
+int s3_put_meta(struct s3_req *q, struct rgw_entry *e);
+/* Free what s3_put_meta put in e. */
+void s3_meta_free(struct rgw_entry *e);
+
+/* <Owner><ID>uid</ID><DisplayName>uid</DisplayName></Owner> */
+void s3_owner_xml(struct rgw_str *x, const char *uid);
+
 /* Operations (s3_*.c). */
 void s3_list_buckets(struct s3_req *q);
 void s3_bucket_op(struct s3_req *q);
 void s3_object_op(struct s3_req *q);
 void s3_list_objects(struct s3_req *q);
+/* Multipart (s3_multipart.c): POST ?uploads, POST ?uploadId, GET ?uploadId, DELETE ?uploadId. */
+void s3_mp_initiate(struct s3_req *q);
+void s3_mp_complete(struct s3_req *q);
+void s3_mp_list_parts(struct s3_req *q);
+void s3_mp_abort(struct s3_req *q);
+/* GET /bucket?uploads */
+void s3_mp_list_uploads(struct s3_req *q);
 
 /* Load q's bucket (cache or cluster), then next; NoSuchBucket otherwise. */
 void s3_bucket_load(struct s3_req *q, s3_step next);
@@ -137,7 +173,7 @@ void s3_read_body(struct s3_req *q, size_t max, s3_step next);
 
 /* The garbage collector: delete inst's data after the gc delay, then its dead marker. */
 void rgw__gc_add(struct rgw *g, const char *bucket_id, const char *shard_oid, const char *marker,
-		 size_t mlen, const uint8_t inst[16], uint64_t size);
+		 size_t mlen, const uint8_t inst[16], uint64_t size, bool manifest);
 int rgw__gc_start(struct rgw *g);
 void rgw__gc_stop(struct rgw *g);
 

@@ -25,10 +25,10 @@ CM_LOG_SUBSYS(rgw);
 #define XMLHD "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
 
 struct bop {
-	struct cairn_kv *kvs;
-	size_t n;
-	bool more;
-	int rval, rval2;
+	struct cairn_kv *kvs, *pkvs, *ukvs;
+	size_t n, pn, un;
+	bool more, pmore, umore;
+	int rval, rval2, prval, urval;
 	char buf[4096];
 	size_t len;
 	char *json;
@@ -43,6 +43,8 @@ bop_free(struct s3_req *q)
 	if (!b)
 		return;
 	cairn_kvs_free(b->kvs, b->n);
+	cairn_kvs_free(b->pkvs, b->pn);
+	cairn_kvs_free(b->ukvs, b->un);
 	free(b->json);
 	free(b);
 	q->op = NULL;
@@ -75,8 +77,8 @@ submit(struct s3_req *q, cairn_ioctx_t *io, const char *oid, cairn_op_t *op, rgw
 	return 0;
 }
 
-static void
-owner_xml(struct rgw_str *x, const char *uid)
+void
+s3_owner_xml(struct rgw_str *x, const char *uid)
 {
 	rgw_str_adds(x, "<Owner><ID>");
 	rgw_str_xml(x, uid, strlen(uid));
@@ -103,7 +105,7 @@ lb_done(void *arg, int rc)
 	}
 	rgw_str_init(&x);
 	rgw_str_adds(&x, XMLHD "<ListAllMyBucketsResult " XMLNS ">");
-	owner_xml(&x, q->uid);
+	s3_owner_xml(&x, q->uid);
 	rgw_str_adds(&x, "<Buckets>");
 	for (size_t i = 0; !rc && i < b->n; i++) {
 		int64_t t = 0;
@@ -418,7 +420,9 @@ db_reopen_done(void *arg, int rc)
 	q->pending--;
 	if (rc)
 		CM_ERR_RC(rc, "bucket %s: reopening its index after a refused delete", q->bucket);
-	s3_error(q, 409, "BucketNotEmpty", "the bucket you tried to delete is not empty");
+	s3_error(q, 409, "BucketNotEmpty",
+		 "the bucket you tried to delete is not empty (objects, or multipart uploads "
+		 "in progress: abort them first)");
 }
 
 static void
@@ -444,8 +448,8 @@ db_close_done(void *arg, int rc)
 	for (size_t i = 0; i < b->n; i++)
 		if (b->kvs[i].klen && ((uint8_t *)b->kvs[i].key)[0] != 0xff)
 			empty = false;
-		else if (b->kvs[i].klen >= 2 && !memcmp(b->kvs[i].key, RGW_SYS_PENDING, 2))
-			empty = false; /* (a PUT in progress) */
+	if (b->prval || b->urval || b->pn || b->un)
+		empty = false; /* (a PUT or a multipart upload in progress) */
 	if (!empty) {
 		if (!(op = cairn_op_create())) {
 			s3_error(q, 503, "SlowDown", "out of memory");
@@ -484,7 +488,11 @@ delete_bucket(struct s3_req *q)
 			  "\x01"
 			  "closed",
 			  7);
-	cairn_op_omap_list(op, NULL, 0, NULL, 0, 16, &b->kvs, &b->n, &b->more, &b->rval);
+	cairn_op_omap_list(op, NULL, 0, NULL, 0, 1, &b->kvs, &b->n, &b->more, &b->rval);
+	cairn_op_omap_list(op, NULL, 0, RGW_SYS_PENDING, 2, 1, &b->pkvs, &b->pn, &b->pmore,
+			   &b->prval);
+	cairn_op_omap_list(op, NULL, 0, RGW_SYS_UPLOAD, 2, 1, &b->ukvs, &b->un, &b->umore,
+			   &b->urval);
 	submit(q, q->g->meta, b->shard, op, db_close_done);
 }
 
@@ -525,7 +533,7 @@ get_acl(struct s3_req *q)
 
 	rgw_str_init(&x);
 	rgw_str_adds(&x, XMLHD "<AccessControlPolicy " XMLNS ">");
-	owner_xml(&x, q->b.owner);
+	s3_owner_xml(&x, q->b.owner);
 	rgw_str_adds(&x, "<AccessControlList><Grant><Grantee "
 			 "xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
 			 "xsi:type=\"CanonicalUser\"><ID>");
@@ -534,21 +542,6 @@ get_acl(struct s3_req *q)
 	rgw_str_xml(&x, q->b.owner, strlen(q->b.owner));
 	rgw_str_adds(&x, "</DisplayName></Grantee><Permission>FULL_CONTROL</Permission></Grant>"
 			 "</AccessControlList></AccessControlPolicy>");
-	s3_respond_xml(q, 200, NULL, &x);
-	rgw_str_fini(&x);
-}
-
-static void
-list_uploads_empty(struct s3_req *q)
-{
-	struct rgw_str x;
-
-	rgw_str_init(&x);
-	rgw_str_adds(&x, XMLHD "<ListMultipartUploadsResult " XMLNS "><Bucket>");
-	rgw_str_xml(&x, q->bucket, strlen(q->bucket));
-	rgw_str_adds(&x, "</Bucket><KeyMarker></KeyMarker><UploadIdMarker></UploadIdMarker>"
-			 "<MaxUploads>1000</MaxUploads><IsTruncated>false</IsTruncated>"
-			 "</ListMultipartUploadsResult>");
 	s3_respond_xml(q, 200, NULL, &x);
 	rgw_str_fini(&x);
 }
@@ -589,8 +582,7 @@ bucket_loaded(struct s3_req *q)
 			q->op_name = "GetBucketAcl";
 			get_acl(q);
 		} else if (rgw_uri_q(&q->u, "uploads")) {
-			q->op_name = "ListMultipartUploads";
-			list_uploads_empty(q);
+			s3_mp_list_uploads(q);
 		} else if (rgw_uri_q(&q->u, "tagging")) {
 			s3_error(q, 404, "NoSuchTagSet", "the tag set does not exist");
 		} else if (rgw_uri_q(&q->u, "cors")) {

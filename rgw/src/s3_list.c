@@ -83,16 +83,6 @@ elem(struct lst *l, struct rgw_str *x, const char *name, const char *v, bool enc
 }
 
 static void
-owner(struct rgw_str *x, const char *uid)
-{
-	rgw_str_adds(x, "<Owner><ID>");
-	rgw_str_xml(x, uid, strlen(uid));
-	rgw_str_adds(x, "</ID><DisplayName>");
-	rgw_str_xml(x, uid, strlen(uid));
-	rgw_str_adds(x, "</DisplayName></Owner>");
-}
-
-static void
 add_entry(struct s3_req *q, struct lst *l, const char *key, size_t klen, const struct rgw_entry *e)
 {
 	struct rgw_str *x = &l->contents;
@@ -109,7 +99,7 @@ add_entry(struct s3_req *q, struct lst *l, const char *key, size_t klen, const s
 	rgw_str_xml(x, etag, strlen(etag));
 	rgw_str_addf(x, "</ETag><Size>%" PRIu64 "</Size>", e->size);
 	if (l->kind != L_V2 || l->owner)
-		owner(x, e->owner && *e->owner ? e->owner : q->b.owner);
+		s3_owner_xml(x, e->owner && *e->owner ? e->owner : q->b.owner);
 	rgw_str_adds(x, "<StorageClass>STANDARD</StorageClass>");
 	rgw_str_adds(x, l->kind == L_VERSIONS ? "</Version>" : "</Contents>");
 }

@@ -59,14 +59,14 @@ drop_data(struct s3_req *q, const uint8_t inst[16], uint64_t n)
 }
 
 static void
-drop_marker(struct s3_req *q, const char *shard, const void *k, size_t kl)
+drop_marker(struct s3_req *q, cairn_ioctx_t *io, const char *oid, const void *k, size_t kl)
 {
 	cairn_op_t *op = cairn_op_create();
 
 	if (!op)
 		return;
 	cairn_op_omap_rm(op, k, kl);
-	rgw__aio(q->t, q->g->meta, shard, op, ignore_cb, NULL);
+	rgw__aio(q->t, io, oid, op, ignore_cb, NULL);
 }
 
 /* ---- the shard's current entry of a key, read and swapped ---- */
@@ -130,7 +130,24 @@ struct put {
 	char layout[16];
 	struct rgw_entry old;
 	bool have_old;
+	/* UploadPart: the pending marker and the record go to the upload object */
+	bool part;
+	unsigned partno;
+	cairn_ioctx_t *mio; /* the pending marker's object: the shard, or the upload */
+	char moid[128];
 };
+
+void
+s3_meta_free(struct rgw_entry *e)
+{
+	for (size_t i = 0; i < e->nmeta; i++) {
+		free(e->meta[i].k);
+		free(e->meta[i].v);
+	}
+	free(e->ctype);
+	e->nmeta = 0;
+	e->ctype = NULL;
+}
 
 static void
 put_free(struct s3_req *q)
@@ -146,11 +163,7 @@ put_free(struct s3_req *q)
 	rgw_str_fini(&p->pval);
 	for (size_t i = 0; i < CM_ARRAY_SIZE(p->ch); i++)
 		free(p->ch[i].buf);
-	for (size_t i = 0; i < p->e.nmeta; i++) {
-		free(p->e.meta[i].k);
-		free(p->e.meta[i].v);
-	}
-	free(p->e.ctype);
+	s3_meta_free(&p->e);
 	rgw_entry_fini(&p->old);
 	free(p);
 	q->op = NULL;
@@ -251,21 +264,80 @@ commit_done(void *arg, int rc)
 	}
 	p->finished = true;
 	if (p->have_old)
-		rgw__gc_add(q->g, q->b.id, p->shard, p->dkey, strlen(p->dkey) + 0, p->old.inst,
-			    p->old.size);
+		rgw__gc_add(q->g, q->b.id, p->shard, p->dkey, strlen(p->dkey), p->old.inst,
+			    p->old.size, p->old.flags & RGW_ENTRY_MULTIPART);
 	rgw_entry_etag(&p->e, etag, sizeof(etag));
 	snprintf(hd, sizeof(hd), "ETag: %s\r\n", etag);
 	s3_respond_xml(q, 200, hd, NULL);
 }
 
 static void
+part_commit_done(void *arg, int rc)
+{
+	struct s3_req *q = arg;
+	struct put *p = q->op;
+	char etag[64], hd[160];
+
+	q->pending--;
+	if (rc == -ENOENT || rc == -ECANCELED) {
+		put_abort(q, 404, "NoSuchUpload",
+			  "the upload was completed or aborted during this part's upload");
+		return;
+	}
+	if (rc) {
+		put_abort(q, 500, "InternalError", "recording the part failed");
+		return;
+	}
+	p->finished = true;
+	p->e.parts = 0;
+	rgw_entry_etag(&p->e, etag, sizeof(etag));
+	snprintf(hd, sizeof(hd), "ETag: %s\r\n", etag);
+	s3_respond_xml(q, 200, hd, NULL);
+}
+
+/* The part's record in the upload object, while the upload is open. */
+static void
+part_commit(struct s3_req *q)
+{
+	struct put *p = q->op;
+	struct rgw_part pt = { .num = p->partno, .size = p->e.size, .mtime_ns = p->e.mtime_ns };
+	char key[RGW_PART_KEY_LEN + 1];
+	struct rgw_str v;
+	cairn_op_t *op;
+
+	memcpy(pt.inst, p->e.inst, 16);
+	memcpy(pt.md5, p->e.md5, 16);
+	rgw_part_key(p->partno, p->e.inst, key);
+	rgw_str_init(&v);
+	rgw_part_encode(&pt, &v);
+	if (v.oom || !(op = cairn_op_create())) {
+		rgw_str_fini(&v);
+		put_abort(q, 503, "SlowDown", "out of memory");
+		return;
+	}
+	cairn_op_cmpxattr(op, "rgw.state", CAIRN_CMP_EQ, "open", 4);
+	cairn_op_omap_set(op, key, RGW_PART_KEY_LEN, v.p, v.len);
+	cairn_op_omap_rm(op, p->pkey, strlen(p->pkey));
+	rgw_str_fini(&v);
+	if (rgw__aio(q->t, p->mio, p->moid, op, part_commit_done, q)) {
+		put_abort(q, 503, "SlowDown", "cannot submit");
+		return;
+	}
+	q->pending++;
+}
+
+static void
 put_commit(struct s3_req *q)
 {
 	struct put *p = q->op;
-	cairn_op_t *op = cairn_op_create();
-	uint8_t dval[24];
+	cairn_op_t *op;
+	uint8_t dval[RGW_DEAD_VLEN];
 
-	if (!op) {
+	if (p->part) {
+		part_commit(q);
+		return;
+	}
+	if (!(op = cairn_op_create())) {
 		put_abort(q, 503, "SlowDown", "out of memory");
 		return;
 	}
@@ -281,14 +353,8 @@ put_commit(struct s3_req *q)
 		cairn_op_omap_cmp(op, p->ekey.p, p->ekey.len, CAIRN_CMP_ABSENT, NULL, 0);
 	cairn_op_omap_set(op, p->ekey.p, p->ekey.len, p->enc.p, p->enc.len);
 	if (p->have_old) {
-		char ih[33];
-
-		rgw_hex(p->old.inst, 16, ih);
-		snprintf(p->dkey, sizeof(p->dkey), RGW_SYS_DEAD "%016" PRIx64 "%s",
-			 (uint64_t)rgw__now_ns(), ih);
-		memcpy(dval, p->old.inst, 16);
-		for (int i = 0; i < 8; i++)
-			dval[16 + i] = (uint8_t)(p->old.size >> (8 * i));
+		s3_dead_marker(p->old.inst, p->old.size, p->old.flags & RGW_ENTRY_MULTIPART,
+			       p->dkey, dval);
 		cairn_op_omap_set(op, p->dkey, strlen(p->dkey), dval, sizeof(dval));
 	}
 	cairn_op_omap_rm(op, p->pkey, strlen(p->pkey));
@@ -334,7 +400,7 @@ put_maybe_finish(struct s3_req *q)
 		p->answered = true;
 		if (p->nobj)
 			drop_data(q, p->e.inst, p->nobj);
-		drop_marker(q, p->shard, p->pkey, strlen(p->pkey));
+		drop_marker(q, p->mio, p->moid, p->pkey, strlen(p->pkey));
 		if (nl) {
 			snprintf(code, sizeof(code), "%.*s", (int)(nl - q->body.p), q->body.p);
 			snprintf(msg, sizeof(msg), "%.*s",
@@ -359,7 +425,8 @@ put_maybe_finish(struct s3_req *q)
 		}
 		s3_data_oid(p->e.inst, 0, oid, sizeof(oid));
 		cairn_op_xattr_num(op, "cairn.size", CAIRN_NUM_MAX, (int64_t)p->e.size, NULL, NULL);
-		cairn_op_setxattr(op, "rgw.entry", p->enc.p, p->enc.len);
+		if (!p->part)
+			cairn_op_setxattr(op, "rgw.entry", p->enc.p, p->enc.len);
 		if (rgw__aio(q->t, q->data, oid, op, head_done, q)) {
 			put_fail(q, 503, "SlowDown", "cannot submit");
 			put_maybe_finish(q);
@@ -444,7 +511,8 @@ chunk_send(struct s3_req *q, struct chunk *ch, bool last)
 		if (last) {
 			cairn_op_xattr_num(op, "cairn.size", CAIRN_NUM_MAX, (int64_t)p->got, NULL,
 					   NULL);
-			cairn_op_setxattr(op, "rgw.entry", p->enc.p, p->enc.len);
+			if (!p->part)
+				cairn_op_setxattr(op, "rgw.entry", p->enc.p, p->enc.len);
 		}
 	}
 	ch->busy = true;
@@ -573,6 +641,13 @@ prepare_done(void *arg, int rc)
 	struct put *p = q->op;
 
 	q->pending--;
+	if (p->part && (rc == -ECANCELED || rc == -ENOENT)) {
+		rgw_req_close_after(q->r);
+		s3_error(q, 404, "NoSuchUpload",
+			 "the specified upload does not exist: it may have been completed or "
+			 "aborted");
+		return;
+	}
 	if (rc == -ECANCELED || rc == -ENOENT) {
 		s3_bucket_forget(q->g, q->bucket);
 		rgw_req_close_after(q->r);
@@ -624,8 +699,8 @@ hex_decode(const char *s, uint8_t *out, size_t n)
 }
 
 /* Content-Type, the x-amz-meta-* and other headers kept with the object. */
-static int
-put_meta(struct s3_req *q, struct put *p)
+int
+s3_put_meta(struct s3_req *q, struct rgw_entry *e)
 {
 	static const char *const keep[] = { "cache-control",    "content-disposition",
 					    "content-encoding", "content-language",
@@ -633,7 +708,7 @@ put_meta(struct s3_req *q, struct put *p)
 	const char *ct = rgw_http_hdr(q->h, "content-type");
 	size_t total = 0;
 
-	if (!(p->e.ctype = strdup(ct ? ct : "binary/octet-stream")))
+	if (!(e->ctype = strdup(ct ? ct : "binary/octet-stream")))
 		return -ENOMEM;
 	for (unsigned i = 0; i < q->h->nhdrs; i++) {
 		const struct rgw_http_hdr *hd = &q->h->hdrs[i];
@@ -644,14 +719,14 @@ put_meta(struct s3_req *q, struct put *p)
 		if (!k)
 			continue;
 		total += strlen(hd->name) + hd->vlen;
-		if (total > RGW_META_MAX || p->e.nmeta == RGW_ENTRY_MAX_META)
+		if (total > RGW_META_MAX || e->nmeta == RGW_ENTRY_MAX_META)
 			return -E2BIG;
-		if (!(p->e.meta[p->e.nmeta].k = strdup(hd->name)) ||
-		    !(p->e.meta[p->e.nmeta].v = strdup(hd->value))) {
-			free(p->e.meta[p->e.nmeta].k);
+		if (!(e->meta[e->nmeta].k = strdup(hd->name)) ||
+		    !(e->meta[e->nmeta].v = strdup(hd->value))) {
+			free(e->meta[e->nmeta].k);
 			return -ENOMEM;
 		}
-		p->e.nmeta++;
+		e->nmeta++;
 	}
 	return 0;
 }
@@ -666,7 +741,9 @@ put_loaded(struct s3_req *q)
 	char ih[33];
 	int rc;
 
-	q->op_name = "PutObject";
+	const char *upid = rgw_uri_q(&q->u, "uploadId");
+
+	q->op_name = upid ? "UploadPart" : "PutObject";
 	if (!p) {
 		s3_error(q, 503, "SlowDown", "out of memory");
 		return;
@@ -710,6 +787,30 @@ put_loaded(struct s3_req *q)
 		}
 		p->check_sha = true;
 	}
+	if (upid) {
+		const char *pn = rgw_uri_q(&q->u, "partNumber");
+		char *end = NULL;
+		unsigned long n = pn ? strtoul(pn, &end, 10) : 0;
+
+		if (!pn || !*pn || *end || n < 1 || n > RGW_PARTS_MAX) {
+			s3_error(q, 400, "InvalidArgument",
+				 "partNumber must be an integer from 1 to 10000");
+			return;
+		}
+		if (!s3_upload_id_ok(upid)) {
+			s3_error(q, 404, "NoSuchUpload", "the specified upload does not exist");
+			return;
+		}
+		if ((rc = s3_mp_io(q))) {
+			s3_error_rc(q, rc, "the upload's pool");
+			return;
+		}
+		p->part = true;
+		p->partno = (unsigned)n;
+		p->mio = q->mpio;
+		snprintf(p->moid, sizeof(p->moid), "mp.%s", upid);
+		inm = NULL;
+	}
 	if (inm) {
 		if (strcmp(inm, "*")) {
 			s3_error(q, 501, "NotImplemented", "If-None-Match on PUT takes only *");
@@ -717,7 +818,7 @@ put_loaded(struct s3_req *q)
 		}
 		p->if_none = true;
 	}
-	if ((rc = put_meta(q, p))) {
+	if (!p->part && (rc = s3_put_meta(q, &p->e))) {
 		s3_error(q, 400, rc == -E2BIG ? "MetadataTooLarge" : "InternalError",
 			 rc == -E2BIG ? "your metadata headers exceed the maximum allowed size"
 				      : "out of memory");
@@ -745,6 +846,10 @@ put_loaded(struct s3_req *q)
 	}
 	s3_entry_key(q->key, q->key_len, &p->ekey);
 	s3_shard_oid(q, q->key, q->key_len, p->shard, sizeof(p->shard));
+	if (!p->part) {
+		p->mio = q->g->meta;
+		snprintf(p->moid, sizeof(p->moid), "%s", p->shard);
+	}
 	rgw_hex(p->e.inst, 16, ih);
 	snprintf(p->pkey, sizeof(p->pkey), RGW_SYS_PENDING "%s", ih);
 	{
@@ -769,10 +874,15 @@ put_loaded(struct s3_req *q)
 		s3_error(q, 503, "SlowDown", "out of memory");
 		return;
 	}
-	s3_shard_guard(q, op);
-	cairn_op_omap_get(op, &p->c.want, 1, &p->c.kvs, &p->c.n, &p->c.rval);
+	if (p->part) {
+		/* (the upload is open: not completing, not aborted) */
+		cairn_op_cmpxattr(op, "rgw.state", CAIRN_CMP_EQ, "open", 4);
+	} else {
+		s3_shard_guard(q, op);
+		cairn_op_omap_get(op, &p->c.want, 1, &p->c.kvs, &p->c.n, &p->c.rval);
+	}
 	cairn_op_omap_set(op, p->pkey, strlen(p->pkey), p->pval.p, p->pval.len);
-	if ((rc = rgw__aio(q->t, q->g->meta, p->shard, op, prepare_done, q))) {
+	if ((rc = rgw__aio(q->t, p->mio, p->moid, op, prepare_done, q))) {
 		rgw_req_close_after(q->r);
 		s3_error_rc(q, rc, "preparing the index entry");
 		return;
@@ -794,6 +904,13 @@ struct slot {
 	struct s3_req *q;
 };
 
+/* The instances an object's bytes are in: itself, or a manifest's parts. */
+struct layout {
+	struct rgw_mpart one, *parts;
+	uint64_t start0, *starts; /* starts[i]: the object's offset of part i */
+	size_t np;
+};
+
 struct get {
 	struct cur c;
 	struct rgw_entry e;
@@ -803,7 +920,77 @@ struct get {
 	uint64_t next_send; /* the next byte to send */
 	struct slot s[RGW_GET_AHEAD];
 	bool sending, failed;
+	struct layout l;
+	bool have_l;
+	uint8_t *mbuf; /* the manifest, as read */
+	size_t mlen;
+	int mrval;
 };
+
+static void
+layout_fini(struct layout *l)
+{
+	if (l->parts != &l->one)
+		free(l->parts);
+	if (l->starts != &l->start0)
+		free(l->starts);
+	memset(l, 0, sizeof(*l));
+}
+
+/* A plain object: one instance. */
+static void
+layout_single(struct layout *l, const struct rgw_entry *e)
+{
+	memcpy(l->one.inst, e->inst, 16);
+	l->one.size = e->size;
+	l->parts = &l->one;
+	l->starts = &l->start0;
+	l->start0 = 0;
+	l->np = 1;
+}
+
+/* A manifest's parts; their sizes must add up to size. \return 0, -EBADMSG, -ENOMEM. */
+static int
+layout_manifest(struct layout *l, const void *b, size_t n, uint64_t size)
+{
+	uint64_t off = 0;
+	int rc;
+
+	memset(l, 0, sizeof(*l));
+	if ((rc = rgw_manifest_decode(b, n, &l->parts, &l->np)))
+		return rc;
+	if (!(l->starts = calloc(l->np, sizeof(*l->starts)))) {
+		free(l->parts);
+		l->parts = NULL;
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < l->np; i++) {
+		l->starts[i] = off;
+		off += l->parts[i].size;
+	}
+	if (off != size) {
+		layout_fini(l);
+		return -EBADMSG;
+	}
+	return 0;
+}
+
+/* The part holding the object's byte off (< its size). */
+static size_t
+layout_find(const struct layout *l, uint64_t off)
+{
+	size_t lo = 0, hi = l->np;
+
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (l->starts[mid] <= off)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
 
 static void
 get_free(struct s3_req *q)
@@ -817,6 +1004,8 @@ get_free(struct s3_req *q)
 	rgw_entry_fini(&g->e);
 	for (int i = 0; i < RGW_GET_AHEAD; i++)
 		free(g->s[i].buf);
+	layout_fini(&g->l);
+	free(g->mbuf);
 	free(g);
 	q->op = NULL;
 }
@@ -888,8 +1077,12 @@ get_pump(struct s3_req *q)
 	}
 	for (int i = 0; i < RGW_GET_AHEAD && !g->failed && g->next_read < g->end; i++) {
 		struct slot *s = &g->s[i];
-		uint64_t in = g->next_read % RGW_CHUNK;
-		size_t n = (size_t)CM_MIN((uint64_t)RGW_CHUNK - in, g->end - g->next_read);
+		size_t pi = layout_find(&g->l, g->next_read);
+		uint64_t po = g->next_read - g->l.starts[pi];
+		uint64_t in = po % RGW_CHUNK;
+		size_t n =
+			(size_t)CM_MIN(CM_MIN((uint64_t)RGW_CHUNK - in, g->l.parts[pi].size - po),
+				       g->end - g->next_read);
 		cairn_op_t *op;
 		char oid[64];
 
@@ -900,13 +1093,13 @@ get_pump(struct s3_req *q)
 			break;
 		}
 		s->q = q;
-		s->objno = g->next_read / RGW_CHUNK;
+		s->objno = po / RGW_CHUNK;
 		s->start = g->next_read;
 		s->len = n;
 		s->got = 0;
 		s->rc = 0;
 		s->st = SL_READING;
-		s3_data_oid(g->e.inst, s->objno, oid, sizeof(oid));
+		s3_data_oid(g->l.parts[pi].inst, s->objno, oid, sizeof(oid));
 		cairn_op_read(op, in, n, s->buf, &s->got, NULL);
 		if (rgw__aio(q->t, q->data, oid, op, slot_done, s)) {
 			s->st = SL_FREE;
@@ -952,17 +1145,34 @@ entry_headers(struct rgw_str *h, const struct rgw_entry *e)
 		add_hdr(h, e->meta[i].k, e->meta[i].v);
 }
 
+static void get_respond(struct s3_req *q);
+
+static void
+manifest_done(void *arg, int rc)
+{
+	struct s3_req *q = arg;
+	struct get *g = q->op;
+
+	q->pending--;
+	if (!rc)
+		rc = g->mrval;
+	if (!rc)
+		rc = layout_manifest(&g->l, g->mbuf, g->mlen, g->e.size);
+	if (rc) {
+		CM_ERR("%s: bucket %s key %.*s: its manifest: %s", rgw_req_id(q->r), q->bucket,
+		       (int)q->key_len, q->key, cm_strerror(rc));
+		s3_error(q, 500, "InternalError", "the object's manifest cannot be read");
+		return;
+	}
+	g->have_l = true;
+	get_respond(q);
+}
+
 static void
 lookup_done(void *arg, int rc)
 {
 	struct s3_req *q = arg;
 	struct get *g = q->op;
-	const char *range = rgw_http_hdr(q->h, "range");
-	char etag[64];
-	struct rgw_str h;
-	enum rgw_cond_result cr;
-	uint64_t off = 0, len;
-	int status = 200;
 
 	q->pending--;
 	if (rc == -ENOENT) {
@@ -983,6 +1193,25 @@ lookup_done(void *arg, int rc)
 		s3_error(q, 500, "InternalError", "the index entry is damaged");
 		return;
 	}
+	if (!(g->e.flags & RGW_ENTRY_MULTIPART)) {
+		layout_single(&g->l, &g->e);
+		g->have_l = true;
+	}
+	get_respond(q);
+}
+
+/* Conditions, range, the head, then the bytes (a manifest is read first). */
+static void
+get_respond(struct s3_req *q)
+{
+	struct get *g = q->op;
+	const char *range = rgw_http_hdr(q->h, "range");
+	char etag[64];
+	struct rgw_str h;
+	enum rgw_cond_result cr;
+	uint64_t off = 0, len;
+	int status = 200, rc;
+
 	rgw_entry_etag(&g->e, etag, sizeof(etag));
 	cr = rgw_cond_eval(
 		rgw_http_hdr(q->h, "if-match"), rgw_http_hdr(q->h, "if-unmodified-since"),
@@ -1029,6 +1258,30 @@ lookup_done(void *arg, int rc)
 			off = 0;
 			len = g->e.size;
 		}
+	}
+	if (!g->have_l && q->h->method != RGW_M_HEAD && len) {
+		/* (the manifest names the parts: read it before anything is sent) */
+		cairn_op_t *op = cairn_op_create();
+		char oid[64];
+
+		rgw_str_fini(&h);
+		g->mlen = 0;
+		if (g->e.parts < 1 || g->e.parts > RGW_PARTS_MAX ||
+		    !(g->mbuf = malloc(RGW_MANIFEST_HDR + (size_t)g->e.parts * 24)) || !op) {
+			cairn_op_release(op);
+			s3_error(q, g->mbuf ? 503 : 500, g->mbuf ? "SlowDown" : "InternalError",
+				 "reading the manifest");
+			return;
+		}
+		s3_data_oid(g->e.inst, 0, oid, sizeof(oid));
+		cairn_op_read(op, 0, RGW_MANIFEST_HDR + (size_t)g->e.parts * 24, g->mbuf, &g->mlen,
+			      &g->mrval);
+		if ((rc = rgw__aio(q->t, q->data, oid, op, manifest_done, q))) {
+			s3_error_rc(q, rc, "reading the manifest");
+			return;
+		}
+		q->pending++;
+		return;
 	}
 	entry_headers(&h, &g->e);
 	q->status = status;
@@ -1125,7 +1378,7 @@ del_swapped(void *arg, int rc)
 	}
 	if (!rc)
 		rgw__gc_add(q->g, q->b.id, d->shard, d->dkey, strlen(d->dkey), d->old.inst,
-			    d->old.size);
+			    d->old.size, d->old.flags & RGW_ENTRY_MULTIPART);
 	d->cb(d, rc);
 }
 
@@ -1135,8 +1388,7 @@ del_read(void *arg, int rc)
 	struct del *d = arg;
 	struct s3_req *q = d->q;
 	cairn_op_t *op;
-	uint8_t dval[24];
-	char ih[33];
+	uint8_t dval[RGW_DEAD_VLEN];
 
 	q->pending--;
 	if (rc) {
@@ -1156,12 +1408,7 @@ del_read(void *arg, int rc)
 		d->cb(d, -ENOMEM);
 		return;
 	}
-	rgw_hex(d->old.inst, 16, ih);
-	snprintf(d->dkey, sizeof(d->dkey), RGW_SYS_DEAD "%016" PRIx64 "%s", (uint64_t)rgw__now_ns(),
-		 ih);
-	memcpy(dval, d->old.inst, 16);
-	for (int i = 0; i < 8; i++)
-		dval[16 + i] = (uint8_t)(d->old.size >> (8 * i));
+	s3_dead_marker(d->old.inst, d->old.size, d->old.flags & RGW_ENTRY_MULTIPART, d->dkey, dval);
 	s3_shard_guard(q, op);
 	cairn_op_omap_cmp(op, d->c.want.key, d->c.want.klen, CAIRN_CMP_EQ, d->c.kvs[0].val,
 			  d->c.kvs[0].vlen);
@@ -1417,7 +1664,9 @@ subresource(const struct s3_req *q)
 		const char *k = q->u.q[i].key;
 
 		if (strncmp(k, "X-Amz-", 6) && strncmp(k, "response-", 9) && strcmp(k, "x-id") &&
-		    !(strcmp(k, "versionId") == 0 && !strcmp(q->u.q[i].val, "null")))
+		    !(strcmp(k, "versionId") == 0 && !strcmp(q->u.q[i].val, "null")) &&
+		    strcmp(k, "uploadId") && strcmp(k, "partNumber") && strcmp(k, "uploads") &&
+		    strcmp(k, "max-parts") && strcmp(k, "part-number-marker"))
 			return true;
 	}
 	return false;
@@ -1432,6 +1681,38 @@ s3_object_op(struct s3_req *q)
 		return;
 	}
 	if (subresource(q)) {
+		s3_error(q, 501, "NotImplemented", "this object sub-resource is not implemented");
+		return;
+	}
+	if (rgw_http_hdr(q->h, "x-amz-copy-source")) {
+		s3_error(q, 501, "NotImplemented",
+			 "CopyObject and UploadPartCopy are not implemented yet");
+		return;
+	}
+	if (q->h->method == RGW_M_POST) {
+		if (rgw_uri_q(&q->u, "uploads"))
+			s3_mp_initiate(q);
+		else if (rgw_uri_q(&q->u, "uploadId"))
+			s3_mp_complete(q);
+		else
+			s3_error(q, 405, "MethodNotAllowed",
+				 "this POST is not allowed on an object");
+		return;
+	}
+	if (rgw_uri_q(&q->u, "uploadId") && q->h->method == RGW_M_GET) {
+		s3_mp_list_parts(q);
+		return;
+	}
+	if (rgw_uri_q(&q->u, "uploadId") && q->h->method == RGW_M_DELETE) {
+		s3_mp_abort(q);
+		return;
+	}
+	if (rgw_uri_q(&q->u, "uploadId") && q->h->method != RGW_M_PUT) {
+		s3_error(q, 405, "MethodNotAllowed", "the method is not allowed on an upload");
+		return;
+	}
+	if (rgw_uri_q(&q->u, "uploads") ||
+	    (rgw_uri_q(&q->u, "partNumber") && !rgw_uri_q(&q->u, "uploadId"))) {
 		s3_error(q, 501, "NotImplemented", "this object sub-resource is not implemented");
 		return;
 	}

@@ -227,3 +227,16 @@ rgw_str_hex(struct rgw_str *s, const uint8_t *b, size_t n)
 		rgw_str_addc(s, hx[b[i] & 15]);
 	}
 }
+
+int
+rgw_unhex(const char *s, uint8_t *out, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		int hi = hexval(s[2 * i]), lo;
+
+		if (hi < 0 || (lo = hexval(s[2 * i + 1])) < 0)
+			return -EINVAL;
+		out[i] = (uint8_t)(hi << 4 | lo);
+	}
+	return 0;
+}

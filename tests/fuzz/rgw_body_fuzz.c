@@ -3,7 +3,7 @@
  * The gateway's other parsers of outside input, chosen by the first byte:
  * XML bodies (expat), bucket records (JSON), index entries (our codec,
  * with a re-encode round trip), Range and condition headers, request
- * targets.
+ * targets, multipart manifests and part records.
  */
 #include "rgw/cond.h"
 #include "rgw/meta.h"
@@ -27,7 +27,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(s, b, n);
 	s[n] = '\0';
-	switch (data[0] % 6) {
+	switch (data[0] % 7) {
 	case 0: {
 		struct rgw_xml *x;
 		char err[128];
@@ -86,6 +86,27 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		(void)rgw_http_date_parse(s, &t);
 		(void)rgw_etag_match(s, nl ? nl + 1 : "\"x\"");
 		(void)rgw_cond_eval(s, s, nl ? nl + 1 : NULL, s, "\"abc\"", 1000, n & 1);
+		break;
+	}
+	case 5: {
+		/* a manifest, or a part record (key: the first 37 bytes) */
+		struct rgw_mpart *parts;
+		struct rgw_part p;
+		size_t np;
+
+		if (rgw_manifest_decode(b, n, &parts, &np) == 0) {
+			struct rgw_str out;
+
+			rgw_str_init(&out);
+			rgw_manifest_encode(parts, np, &out);
+			if (!out.oom && (out.len != n || memcmp(out.p, b, n)))
+				__builtin_trap();
+			rgw_str_fini(&out);
+			free(parts);
+		}
+		if (n >= RGW_PART_KEY_LEN)
+			(void)rgw_part_decode(b, RGW_PART_KEY_LEN, b + RGW_PART_KEY_LEN,
+					      n - RGW_PART_KEY_LEN, &p);
 		break;
 	}
 	default: {

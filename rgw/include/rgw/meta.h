@@ -13,6 +13,7 @@
 
 enum {
 	RGW_ENTRY_DELETE_MARKER = 1,
+	RGW_ENTRY_MULTIPART = 2, /* inst's object 0 holds a manifest of part instances */
 };
 
 struct rgw_meta_kv {
@@ -44,6 +45,38 @@ int rgw_entry_decode(const void *b, size_t n, struct rgw_entry *e);
 void rgw_entry_fini(struct rgw_entry *e);
 /* "\"<md5 hex>\"" or "\"<md5 hex>-N\"" into out (at least 48 bytes). */
 void rgw_entry_etag(const struct rgw_entry *e, char *out, size_t len);
+
+/*
+ * A completed multipart upload's manifest: the part instances in order (the
+ * bytes of object 0 of the upload's own instance: docs/design/rgw.md §4).
+ */
+struct rgw_mpart {
+	uint8_t inst[16];
+	uint64_t size;
+};
+
+#define RGW_MANIFEST_HDR 9 /* bytes before the parts; each part is 24 */
+
+void rgw_manifest_encode(const struct rgw_mpart *p, size_t n, struct rgw_str *out);
+/* \return 0 (*parts malloc'd, *n of them), -EBADMSG, -ENOMEM. */
+int rgw_manifest_decode(const void *b, size_t len, struct rgw_mpart **parts, size_t *n);
+
+/* One uploaded part: its record in the upload object's omap. */
+struct rgw_part {
+	uint32_t num; /* 1..10000 */
+	uint8_t inst[16];
+	uint8_t md5[16];
+	uint64_t size;
+	int64_t mtime_ns;
+};
+
+#define RGW_PART_KEY_LEN 37 /* "%05u" + the instance in hex */
+
+/* The record's omap key (RGW_PART_KEY_LEN bytes and a NUL) and value. */
+void rgw_part_key(uint32_t num, const uint8_t inst[16], char out[RGW_PART_KEY_LEN + 1]);
+void rgw_part_encode(const struct rgw_part *p, struct rgw_str *out);
+/* \return 0, -EBADMSG. */
+int rgw_part_decode(const void *key, size_t klen, const void *val, size_t vlen, struct rgw_part *p);
 
 struct rgw_bucket {
 	char name[64];

@@ -39,5 +39,7 @@ void rgw_str_hex(struct rgw_str *s, const uint8_t *b, size_t n);
 
 /* Lower-case hex of n bytes into out (2n + 1 bytes). */
 void rgw_hex(const uint8_t *b, size_t n, char *out);
+/* n bytes from 2n hex digits at s (either case). \return 0, -EINVAL. */
+int rgw_unhex(const char *s, uint8_t *out, size_t n);
 
 #endif

@@ -142,6 +142,59 @@ START_TEST(test_entry_codec)
 
 END_TEST
 
+START_TEST(test_multipart_codecs)
+{
+	struct rgw_mpart in[3] = { { .size = 5u << 20 }, { .size = 6u << 20 }, { .size = 1234 } };
+	struct rgw_mpart *out = NULL;
+	struct rgw_part p = { .num = 42, .size = 99, .mtime_ns = 123456789 }, d;
+	char key[RGW_PART_KEY_LEN + 1];
+	struct rgw_str s;
+	size_t n = 0;
+	uint8_t b[4];
+
+	for (int i = 0; i < 3; i++)
+		memset(in[i].inst, 0x10 + i, 16);
+	rgw_str_init(&s);
+	rgw_manifest_encode(in, 3, &s);
+	ck_assert_uint_eq(s.len, RGW_MANIFEST_HDR + 3 * 24);
+	ck_assert_int_eq(rgw_manifest_decode(s.p, s.len, &out, &n), 0);
+	ck_assert_uint_eq(n, 3);
+	ck_assert(!memcmp(out, in, sizeof(in)));
+	free(out);
+	/* a short, a long, a zero-count and a bad-magic manifest are refused */
+	ck_assert_int_eq(rgw_manifest_decode(s.p, s.len - 1, &out, &n), -EBADMSG);
+	ck_assert_int_eq(rgw_manifest_decode(s.p, RGW_MANIFEST_HDR, &out, &n), -EBADMSG);
+	s.p[5] = 0;
+	s.p[6] = s.p[7] = s.p[8] = 0;
+	ck_assert_int_eq(rgw_manifest_decode(s.p, RGW_MANIFEST_HDR, &out, &n), -EBADMSG);
+	s.p[0] = 'X';
+	ck_assert_int_eq(rgw_manifest_decode(s.p, s.len, &out, &n), -EBADMSG);
+	rgw_str_fini(&s);
+
+	memset(p.inst, 0xab, 16);
+	memset(p.md5, 0xcd, 16);
+	rgw_part_key(42, p.inst, key);
+	ck_assert_str_eq(key, "00042abababababababababababababababab");
+	rgw_str_init(&s);
+	rgw_part_encode(&p, &s);
+	ck_assert_int_eq(rgw_part_decode(key, strlen(key), s.p, s.len, &d), 0);
+	ck_assert_uint_eq(d.num, 42);
+	ck_assert_uint_eq(d.size, 99);
+	ck_assert_int_eq(d.mtime_ns, 123456789);
+	ck_assert(!memcmp(d.inst, p.inst, 16) && !memcmp(d.md5, p.md5, 16));
+	ck_assert_int_eq(rgw_part_decode(key, strlen(key), s.p, s.len - 1, &d), -EBADMSG);
+	key[0] = 'x';
+	ck_assert_int_eq(rgw_part_decode(key, strlen(key), s.p, s.len, &d), -EBADMSG);
+	memcpy(key, "00000", 5); /* part 0 does not exist */
+	ck_assert_int_eq(rgw_part_decode(key, strlen(key), s.p, s.len, &d), -EBADMSG);
+	rgw_str_fini(&s);
+	ck_assert_int_eq(rgw_unhex("0aFf", b, 2), 0);
+	ck_assert(b[0] == 0x0a && b[1] == 0xff);
+	ck_assert_int_eq(rgw_unhex("0g", b, 1), -EINVAL);
+}
+
+END_TEST
+
 START_TEST(test_bucket_codec)
 {
 	struct rgw_bucket b = { 0 }, d;
@@ -241,6 +294,7 @@ main(void)
 	tcase_add_test(tc, test_conditions);
 	tcase_add_test(tc, test_entry_codec);
 	tcase_add_test(tc, test_bucket_codec);
+	tcase_add_test(tc, test_multipart_codecs);
 	tcase_add_test(tc, test_xml);
 	tcase_add_test(tc, test_escaping);
 	suite_add_tcase(s, tc);

@@ -1,0 +1,1225 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Multipart uploads (docs/design/rgw.md §4, §11).
+ *
+ * An upload is a marker in its key's index shard (RGW_SYS_UPLOAD + key +
+ * NUL + upload id; value: the object's record as initiated: owner,
+ * headers) and an object "mp.<upload id>" in the metadata pool, in the
+ * bucket's namespace: xattr rgw.state ("open" or "closed"), omap of part
+ * records (RGW_PART_KEY_LEN keys: part number, instance) and pending
+ * markers of parts being written. A part is an instance of its own; a
+ * part uploaded twice has two records (the later wins), so no record is
+ * ever overwritten and every instance stays named until it is collected.
+ *
+ * Complete: close the upload (parts arriving now fail), read every record,
+ * match the request's list, write the manifest as object 0 of a new
+ * instance, then one op on the shard: the entry swapped in (compare-and-
+ * swap), the upload marker out, dead markers for the replaced entry and
+ * for every part record the manifest does not use. Abort: close, read,
+ * one op on the shard: the marker out and dead markers for every part.
+ * The upload object goes last (a crash leaves only that metadata).
+ */
+#include "rgw_int.h"
+#include "rgw/xml.h"
+#include "cm/err.h"
+#include "cm/log.h"
+#include "cm/random.h"
+
+#include <openssl/evp.h>
+
+CM_LOG_SUBSYS(rgw);
+
+#define XMLNS     "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\""
+#define XMLHD     "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+#define CAS_TRIES 16
+#define PAGE      1000
+
+struct inst {
+	uint8_t inst[16];
+	uint64_t size;
+};
+
+struct mp {
+	char upid[RGW_UPLOAD_LEN + 1];
+	char moid[48];
+	char shard[128];
+	struct rgw_str ukey, ekey, enc, man;
+	struct rgw_entry e; /* initiate: the record; complete: the new entry */
+	/* shard reads: the upload marker, the key's current entry */
+	struct cairn_kv want[2];
+	struct cairn_kv *kvs;
+	size_t n;
+	int rval;
+	/* the upload object's records, all pages */
+	struct cairn_kv *lkvs;
+	size_t ln;
+	bool lmore;
+	int lrval;
+	char after[64];
+	size_t alen;
+	struct rgw_part *recs;
+	size_t nrec, rcap;
+	struct inst *pend;
+	size_t npend, pcap;
+	void (*loaded)(struct s3_req *q);
+	/* complete */
+	struct rgw_xml *x;
+	uint32_t *want_num;
+	uint8_t (*want_md5)[16];
+	size_t nwant;
+	size_t *use; /* recs index per wanted part */
+	struct rgw_entry old;
+	bool have_old;
+	char okey[64]; /* the replaced entry's dead marker */
+	char (*dkeys)[64];
+	struct inst *dead;
+	size_t ndead;
+	int tries;
+};
+
+static void
+ignore_cb(void *arg, int rc)
+{
+	(void)arg;
+	(void)rc;
+}
+
+static void
+mp_free(struct s3_req *q)
+{
+	struct mp *m = q->op;
+
+	if (!m)
+		return;
+	rgw_str_fini(&m->ukey);
+	rgw_str_fini(&m->ekey);
+	rgw_str_fini(&m->enc);
+	rgw_str_fini(&m->man);
+	s3_meta_free(&m->e);
+	cairn_kvs_free(m->kvs, m->n);
+	cairn_kvs_free(m->lkvs, m->ln);
+	free(m->want[0].key);
+	free(m->want[1].key);
+	free(m->recs);
+	free(m->pend);
+	rgw_xml_free(m->x);
+	free(m->want_num);
+	free(m->want_md5);
+	free(m->use);
+	rgw_entry_fini(&m->old);
+	free(m->dkeys);
+	free(m->dead);
+	free(m);
+	q->op = NULL;
+}
+
+static struct mp *
+mp_new(struct s3_req *q, const char *name)
+{
+	struct mp *m;
+
+	q->op_name = (char *)name;
+	if (!(m = calloc(1, sizeof(*m)))) {
+		s3_error(q, 503, "SlowDown", "out of memory");
+		return NULL;
+	}
+	q->op = m;
+	q->op_free = mp_free;
+	rgw_str_init(&m->ukey);
+	rgw_str_init(&m->ekey);
+	rgw_str_init(&m->enc);
+	rgw_str_init(&m->man);
+	return m;
+}
+
+static int
+submit(struct s3_req *q, cairn_ioctx_t *io, const char *oid, cairn_op_t *op, rgw_aio_cb cb)
+{
+	int rc = rgw__aio(q->t, io, oid, op, cb, q);
+
+	if (rc) {
+		s3_error_rc(q, rc, "submitting an op");
+		return rc;
+	}
+	q->pending++;
+	return 0;
+}
+
+/* Owner check, the upload id, the pool, the names. \return 0, or the request was answered. */
+static int
+mp_names(struct s3_req *q, struct mp *m, const char *upid)
+{
+	int rc;
+
+	if (strcmp(q->b.owner, q->uid)) {
+		s3_error(q, 403, "AccessDenied", "the bucket is not yours");
+		return -EACCES;
+	}
+	if (!upid || !s3_upload_id_ok(upid)) {
+		s3_error(q, 404, "NoSuchUpload", "the specified upload does not exist");
+		return -ENOENT;
+	}
+	if ((rc = s3_mp_io(q))) {
+		s3_error_rc(q, rc, "the upload's pool");
+		return rc;
+	}
+	snprintf(m->upid, sizeof(m->upid), "%s", upid);
+	snprintf(m->moid, sizeof(m->moid), "mp.%s", upid);
+	s3_shard_oid(q, q->key, q->key_len, m->shard, sizeof(m->shard));
+	s3_upload_marker(q->key, q->key_len, upid, &m->ukey);
+	s3_entry_key(q->key, q->key_len, &m->ekey);
+	if (m->ukey.oom || m->ekey.oom) {
+		s3_error(q, 503, "SlowDown", "out of memory");
+		return -ENOMEM;
+	}
+	return 0;
+}
+
+/* Read the upload marker and the key's entry from the shard, then cb. */
+static int
+read_marker(struct s3_req *q, struct mp *m, rgw_aio_cb cb)
+{
+	cairn_op_t *op;
+
+	cairn_kvs_free(m->kvs, m->n);
+	m->kvs = NULL;
+	m->n = 0;
+	m->rval = 0;
+	if (!m->want[0].key) {
+		if (!(m->want[0].key = malloc(m->ukey.len)) ||
+		    !(m->want[1].key = malloc(m->ekey.len))) {
+			s3_error(q, 503, "SlowDown", "out of memory");
+			return -ENOMEM;
+		}
+		memcpy(m->want[0].key, m->ukey.p, m->ukey.len);
+		m->want[0].klen = m->ukey.len;
+		memcpy(m->want[1].key, m->ekey.p, m->ekey.len);
+		m->want[1].klen = m->ekey.len;
+	}
+	if (!(op = cairn_op_create())) {
+		s3_error(q, 503, "SlowDown", "out of memory");
+		return -ENOMEM;
+	}
+	cairn_op_omap_get(op, m->want, 2, &m->kvs, &m->n, &m->rval);
+	return submit(q, q->g->meta, m->shard, op, cb);
+}
+
+static const struct cairn_kv *
+found(const struct mp *m, const struct rgw_str *k)
+{
+	for (size_t i = 0; i < m->n; i++)
+		if (m->kvs[i].klen == k->len && !memcmp(m->kvs[i].key, k->p, k->len))
+			return &m->kvs[i];
+	return NULL;
+}
+
+/* ---- the upload object's records ---- */
+
+static void load_page(struct s3_req *q, bool close);
+
+static void
+page_done(void *arg, int rc)
+{
+	struct s3_req *q = arg;
+	struct mp *m = q->op;
+
+	q->pending--;
+	if (!rc)
+		rc = m->lrval;
+	if (rc == -ENOENT) {
+		s3_error(q, 404, "NoSuchUpload", "the specified upload does not exist");
+		return;
+	}
+	if (rc) {
+		s3_error_rc(q, rc, "reading the upload's parts");
+		return;
+	}
+	for (size_t i = 0; i < m->ln; i++) {
+		const struct cairn_kv *kv = &m->lkvs[i];
+
+		if (kv->klen >= 2 && !memcmp(kv->key, RGW_SYS_PENDING, 2)) {
+			const uint8_t *v = kv->val;
+			struct inst *pi;
+			char ih[33];
+
+			if (kv->klen != 2 + 32 || kv->vlen < 16)
+				continue;
+			if (m->npend == m->pcap) {
+				size_t nc = m->pcap ? 2 * m->pcap : 16;
+				struct inst *np = realloc(m->pend, nc * sizeof(*np));
+
+				if (!np) {
+					s3_error(q, 503, "SlowDown", "out of memory");
+					return;
+				}
+				m->pend = np;
+				m->pcap = nc;
+			}
+			pi = &m->pend[m->npend];
+			memcpy(ih, (const char *)kv->key + 2, 32);
+			ih[32] = '\0';
+			if (rgw_unhex(ih, pi->inst, 16))
+				continue;
+			pi->size = 0;
+			for (int b = 7; b >= 0; b--)
+				pi->size = pi->size << 8 | v[8 + b];
+			m->npend++;
+			continue;
+		}
+		if (m->nrec == m->rcap) {
+			size_t nc = m->rcap ? 2 * m->rcap : 64;
+			struct rgw_part *np = realloc(m->recs, nc * sizeof(*np));
+
+			if (!np) {
+				s3_error(q, 503, "SlowDown", "out of memory");
+				return;
+			}
+			m->recs = np;
+			m->rcap = nc;
+		}
+		if (rgw_part_decode(kv->key, kv->klen, kv->val, kv->vlen, &m->recs[m->nrec]) == 0)
+			m->nrec++;
+	}
+	if (m->ln) {
+		m->alen = CM_MIN(m->lkvs[m->ln - 1].klen, sizeof(m->after));
+		memcpy(m->after, m->lkvs[m->ln - 1].key, m->alen);
+	}
+	cairn_kvs_free(m->lkvs, m->ln);
+	m->lkvs = NULL;
+	m->ln = 0;
+	if (m->lmore && m->nrec + m->npend < 20 * RGW_PARTS_MAX) {
+		load_page(q, false);
+		return;
+	}
+	m->loaded(q);
+}
+
+/* Every record and pending marker of the upload (close: first close it to new parts). */
+static void
+load_page(struct s3_req *q, bool close)
+{
+	struct mp *m = q->op;
+	cairn_op_t *op = cairn_op_create();
+
+	if (!op) {
+		s3_error(q, 503, "SlowDown", "out of memory");
+		return;
+	}
+	m->lrval = 0;
+	if (!m->alen)
+		cairn_op_assert_exists(op);
+	if (close && !m->alen)
+		cairn_op_setxattr(op, "rgw.state", "closed", 6);
+	cairn_op_omap_list(op, m->alen ? m->after : NULL, m->alen, NULL, 0, PAGE, &m->lkvs, &m->ln,
+			   &m->lmore, &m->lrval);
+	submit(q, q->mpio, m->moid, op, page_done);
+}
+
+static void
+reopen(struct s3_req *q, struct mp *m)
+{
+	cairn_op_t *op = cairn_op_create();
+
+	if (!op)
+		return;
+	cairn_op_cmpxattr(op, "rgw.state", CAIRN_CMP_EQ, "closed", 6);
+	cairn_op_setxattr(op, "rgw.state", "open", 4);
+	rgw__aio(q->t, q->mpio, m->moid, op, ignore_cb, NULL);
+}
+
+static void
+drop_upload_object(struct s3_req *q, struct mp *m)
+{
+	cairn_op_t *op = cairn_op_create();
+
+	if (!op)
+		return;
+	cairn_op_remove(op);
+	rgw__aio(q->t, q->mpio, m->moid, op, ignore_cb, NULL);
+}
+
+/* ---- CreateMultipartUpload ---- */
+
+static void
+init_created(void *arg, int rc)
+{
+	struct s3_req *q = arg;
+	struct mp *m = q->op;
+	struct rgw_str x;
+	cairn_op_t *op;
+
+	q->pending--;
+	if (rc) {
+		if ((op = cairn_op_create())) {
+			cairn_op_omap_rm(op, m->ukey.p, m->ukey.len);
+			rgw__aio(q->t, q->g->meta, m->shard, op, ignore_cb, NULL);
+		}
+		s3_error_rc(q, rc, "creating the upload");
+		return;
+	}
+	rgw_str_init(&x);
+	rgw_str_adds(&x, XMLHD "<InitiateMultipartUploadResult " XMLNS "><Bucket>");
+	rgw_str_xml(&x, q->bucket, strlen(q->bucket));
+	rgw_str_adds(&x, "</Bucket><Key>");
+	rgw_str_xml(&x, q->key, q->key_len);
+	rgw_str_adds(&x, "</Key><UploadId>");
+	rgw_str_adds(&x, m->upid);
+	rgw_str_adds(&x, "</UploadId></InitiateMultipartUploadResult>");
+	s3_respond_xml(q, 200, NULL, &x);
+	rgw_str_fini(&x);
+}
+
+static void
+init_marked(void *arg, int rc)
+{
+	struct s3_req *q = arg;
+	struct mp *m = q->op;
+	cairn_op_t *op;
+
+	q->pending--;
+	if (rc == -ECANCELED || rc == -ENOENT) {
+		s3_bucket_forget(q->g, q->bucket);
+		s3_error(q, 404, "NoSuchBucket", "the bucket does not exist");
+		return;
+	}
+	if (rc) {
+		s3_error_rc(q, rc, "recording the upload");
+		return;
+	}
+	if (!(op = cairn_op_create())) {
+		s3_error(q, 503, "SlowDown", "out of memory");
+		return;
+	}
+	cairn_op_create_object(op, true);
+	cairn_op_setxattr(op, "rgw.state", "open", 4);
+	cairn_op_setxattr(op, "rgw.key", q->key, q->key_len);
+	submit(q, q->mpio, m->moid, op, init_created);
+}
+
+static void
+init_loaded(struct s3_req *q)
+{
+	struct mp *m = mp_new(q, "CreateMultipartUpload");
+	char upid[RGW_UPLOAD_LEN + 1];
+	uint8_t rnd[8];
+	cairn_op_t *op;
+	int rc;
+
+	if (!m)
+		return;
+	m->e.mtime_ns = rgw__now_ns();
+	cm_random_bytes(rnd, sizeof(rnd));
+	snprintf(upid, 17, "%016" PRIx64, (uint64_t)m->e.mtime_ns);
+	rgw_hex(rnd, 8, upid + 16);
+	if (mp_names(q, m, upid))
+		return;
+	if ((rc = s3_put_meta(q, &m->e))) {
+		s3_error(q, 400, rc == -E2BIG ? "MetadataTooLarge" : "InternalError",
+			 rc == -E2BIG ? "your metadata headers exceed the maximum allowed size"
+				      : "out of memory");
+		return;
+	}
+	m->e.owner = q->uid;
+	rgw_entry_encode(&m->e, &m->enc);
+	if (m->enc.oom || !(op = cairn_op_create())) {
+		s3_error(q, 503, "SlowDown", "out of memory");
+		return;
+	}
+	/* The marker first: an upload object always has one (or had, and is swept). */
+	s3_shard_guard(q, op);
+	cairn_op_omap_set(op, m->ukey.p, m->ukey.len, m->enc.p, m->enc.len);
+	submit(q, q->g->meta, m->shard, op, init_marked);
+}
+
+void
+s3_mp_initiate(struct s3_req *q)
+{
+	s3_bucket_load(q, init_loaded);
+}
+
+/* ---- ListParts ---- */
+
+/* The newest record of each part number, in order (recs are in key order). */
+static size_t
+latest(struct mp *m)
+{
+	size_t out = 0;
+
+	for (size_t i = 0; i < m->nrec; i++) {
+		if (out && m->recs[out - 1].num == m->recs[i].num) {
+			if (m->recs[i].mtime_ns >= m->recs[out - 1].mtime_ns)
+				m->recs[out - 1] = m->recs[i];
+			continue;
+		}
+		m->recs[out++] = m->recs[i];
+	}
+	return out;
+}
+
+static void
+lp_loaded(struct s3_req *q)
+{
+	struct mp *m = q->op;
+	const char *pm = rgw_uri_q(&q->u, "part-number-marker");
+	const char *mx = rgw_uri_q(&q->u, "max-parts");
+	unsigned long marker = pm ? strtoul(pm, NULL, 10) : 0;
+	unsigned long max = mx ? strtoul(mx, NULL, 10) : 1000;
+	size_t n = latest(m), shown = 0;
+	uint32_t last = 0;
+	bool trunc = false;
+	struct rgw_str x;
+
+	if (max > 1000 || (mx && !*mx))
+		max = 1000;
+	rgw_str_init(&x);
+	rgw_str_adds(&x, XMLHD "<ListPartsResult " XMLNS "><Bucket>");
+	rgw_str_xml(&x, q->bucket, strlen(q->bucket));
+	rgw_str_adds(&x, "</Bucket><Key>");
+	rgw_str_xml(&x, q->key, q->key_len);
+	rgw_str_addf(&x, "</Key><UploadId>%s</UploadId><Initiator><ID>", m->upid);
+	rgw_str_xml(&x, q->b.owner, strlen(q->b.owner));
+	rgw_str_adds(&x, "</ID><DisplayName>");
+	rgw_str_xml(&x, q->b.owner, strlen(q->b.owner));
+	rgw_str_adds(&x, "</DisplayName></Initiator>");
+	s3_owner_xml(&x, q->b.owner);
+	rgw_str_addf(&x,
+		     "<StorageClass>STANDARD</StorageClass><PartNumberMarker>%lu"
+		     "</PartNumberMarker>",
+		     marker);
+	for (size_t i = 0; i < n; i++) {
+		const struct rgw_part *p = &m->recs[i];
+		char date[40], h[33];
+
+		if (p->num <= marker)
+			continue;
+		if (shown == max) {
+			trunc = true;
+			break;
+		}
+		rgw__iso8601(p->mtime_ns, date, sizeof(date));
+		rgw_hex(p->md5, 16, h);
+		rgw_str_addf(&x,
+			     "<Part><PartNumber>%u</PartNumber><LastModified>%s</LastModified>"
+			     "<ETag>&quot;%s&quot;</ETag><Size>%" PRIu64 "</Size></Part>",
+			     p->num, date, h, p->size);
+		last = p->num;
+		shown++;
+	}
+	rgw_str_addf(&x,
+		     "<NextPartNumberMarker>%u</NextPartNumberMarker><MaxParts>%lu</MaxParts>"
+		     "<IsTruncated>%s</IsTruncated></ListPartsResult>",
+		     last, max, trunc ? "true" : "false");
+	s3_respond_xml(q, 200, NULL, &x);
+	rgw_str_fini(&x);
+}
+
+static void
+lp_marker(void *arg, int rc)
+{
+	struct s3_req *q = arg;
+	struct mp *m = q->op;
+
+	q->pending--;
+	if (!rc)
+		rc = m->rval;
+	if (rc && rc != -ENOENT) {
+		s3_error_rc(q, rc, "reading the upload");
+		return;
+	}
+	if (rc || !found(m, &m->ukey)) {
+		s3_error(q, 404, "NoSuchUpload", "the specified upload does not exist");
+		return;
+	}
+	m->loaded = lp_loaded;
+	load_page(q, false);
+}
+
+static void
+lp_bucket(struct s3_req *q)
+{
+	struct mp *m = mp_new(q, "ListParts");
+
+	if (m && !mp_names(q, m, rgw_uri_q(&q->u, "uploadId")))
+		read_marker(q, m, lp_marker);
+}
+
+void
+s3_mp_list_parts(struct s3_req *q)
+{
+	s3_bucket_load(q, lp_bucket);
+}
+
+/* ---- the shard's commit of Complete and Abort ---- */
+
+static int
+add_dead(struct mp *m, const uint8_t inst[16], uint64_t size)
+{
+	if (!(m->ndead & 63)) {
+		struct inst *nd = realloc(m->dead, (m->ndead + 64) * sizeof(*nd));
+		char(*nk)[64];
+
+		if (!nd)
+			return -ENOMEM;
+		m->dead = nd;
+		if (!(nk = realloc(m->dkeys, (m->ndead + 64) * sizeof(*nk))))
+			return -ENOMEM;
+		m->dkeys = nk;
+	}
+	memcpy(m->dead[m->ndead].inst, inst, 16);
+	m->dead[m->ndead].size = size;
+	m->ndead++;
+	return 0;
+}
+
+/* Dead markers for m->dead into op (keys kept for the collector's queue). */
+static void
+dead_into(struct mp *m, cairn_op_t *op)
+{
+	for (size_t i = 0; i < m->ndead; i++) {
+		uint8_t v[RGW_DEAD_VLEN];
+
+		s3_dead_marker(m->dead[i].inst, m->dead[i].size, false, m->dkeys[i], v);
+		cairn_op_omap_set(op, m->dkeys[i], strlen(m->dkeys[i]), v, sizeof(v));
+	}
+}
+
+static void
+dead_queue(struct s3_req *q, struct mp *m)
+{
+	for (size_t i = 0; i < m->ndead; i++)
+		rgw__gc_add(q->g, q->b.id, m->shard, m->dkeys[i], strlen(m->dkeys[i]),
+			    m->dead[i].inst, m->dead[i].size, false);
+}
+
+/* ---- AbortMultipartUpload ---- */
+
+static void
+ab_committed(void *arg, int rc)
+{
+	struct s3_req *q = arg;
+	struct mp *m = q->op;
+
+	q->pending--;
+	if (rc == -ECANCELED) {
+		s3_error(q, 404, "NoSuchUpload",
+			 "the upload was completed or aborted by another request");
+		return;
+	}
+	if (rc) {
+		s3_error_rc(q, rc, "aborting the upload");
+		return;
+	}
+	dead_queue(q, m);
+	drop_upload_object(q, m);
+	s3_respond_xml(q, 204, NULL, NULL);
+}
+
+static void
+ab_loaded(struct s3_req *q)
+{
+	struct mp *m = q->op;
+	const struct cairn_kv *u = found(m, &m->ukey);
+	cairn_op_t *op;
+
+	for (size_t i = 0; i < m->nrec; i++)
+		if (add_dead(m, m->recs[i].inst, m->recs[i].size))
+			goto oom;
+	for (size_t i = 0; i < m->npend; i++)
+		if (add_dead(m, m->pend[i].inst, m->pend[i].size))
+			goto oom;
+	if (!u || !(op = cairn_op_create()))
+		goto oom;
+	s3_shard_guard(q, op);
+	cairn_op_omap_cmp(op, u->key, u->klen, CAIRN_CMP_EQ, u->val, u->vlen);
+	cairn_op_omap_rm(op, u->key, u->klen);
+	dead_into(m, op);
+	submit(q, q->g->meta, m->shard, op, ab_committed);
+	return;
+oom:
+	s3_error(q, 503, "SlowDown", "out of memory");
+}
+
+static void
+ab_marker(void *arg, int rc)
+{
+	struct s3_req *q = arg;
+	struct mp *m = q->op;
+
+	q->pending--;
+	if (!rc)
+		rc = m->rval;
+	if (rc && rc != -ENOENT) {
+		s3_error_rc(q, rc, "reading the upload");
+		return;
+	}
+	if (rc || !found(m, &m->ukey)) {
+		/* (an upload object left by a completed upload's crash: its parts are the object's)
+		 */
+		drop_upload_object(q, m);
+		s3_error(q, 404, "NoSuchUpload", "the specified upload does not exist");
+		return;
+	}
+	m->loaded = ab_loaded;
+	load_page(q, true);
+}
+
+static void
+ab_bucket(struct s3_req *q)
+{
+	struct mp *m = mp_new(q, "AbortMultipartUpload");
+
+	if (m && !mp_names(q, m, rgw_uri_q(&q->u, "uploadId")))
+		read_marker(q, m, ab_marker);
+}
+
+void
+s3_mp_abort(struct s3_req *q)
+{
+	s3_bucket_load(q, ab_bucket);
+}
+
+/* ---- CompleteMultipartUpload ---- */
+
+static void cm_commit(struct s3_req *q);
+
+static void
+cm_fail(struct s3_req *q, int status, const char *code, const char *msg)
+{
+	struct mp *m = q->op;
+
+	reopen(q, m);
+	s3_error(q, status, code, msg);
+}
+
+static void
+drop_manifest(struct s3_req *q, struct mp *m)
+{
+	cairn_op_t *op = cairn_op_create();
+	char oid[64];
+
+	if (!op)
+		return;
+	s3_data_oid(m->e.inst, 0, oid, sizeof(oid));
+	cairn_op_remove(op);
+	rgw__aio(q->t, q->data, oid, op, ignore_cb, NULL);
+}
+
+static void
+cm_reread(void *arg, int rc)
+{
+	struct s3_req *q = arg;
+	struct mp *m = q->op;
+
+	q->pending--;
+	if (!rc)
+		rc = m->rval;
+	if (rc || !found(m, &m->ukey)) {
+		drop_manifest(q, m);
+		if (rc && rc != -ENOENT)
+			cm_fail(q, 500, "InternalError", "reading the index again failed");
+		else
+			s3_error(q, 404, "NoSuchUpload",
+				 "the upload was completed or aborted by another request");
+		return;
+	}
+	cm_commit(q);
+}
+
+static void
+cm_committed(void *arg, int rc)
+{
+	struct s3_req *q = arg;
+	struct mp *m = q->op;
+	struct rgw_str x;
+	char etag[64];
+
+	q->pending--;
+	if (rc == -ECANCELED && ++m->tries < CAS_TRIES) {
+		read_marker(q, m, cm_reread);
+		return;
+	}
+	if (rc) {
+		drop_manifest(q, m);
+		cm_fail(q, rc == -ECANCELED ? 503 : 500,
+			rc == -ECANCELED ? "SlowDown" : "InternalError",
+			"committing the index entry failed");
+		return;
+	}
+	if (m->have_old)
+		rgw__gc_add(q->g, q->b.id, m->shard, m->okey, strlen(m->okey), m->old.inst,
+			    m->old.size, m->old.flags & RGW_ENTRY_MULTIPART);
+	dead_queue(q, m);
+	drop_upload_object(q, m);
+	rgw_entry_etag(&m->e, etag, sizeof(etag));
+	rgw_str_init(&x);
+	rgw_str_adds(&x, XMLHD "<CompleteMultipartUploadResult " XMLNS "><Location>/");
+	rgw_str_xml(&x, q->bucket, strlen(q->bucket));
+	rgw_str_addc(&x, '/');
+	rgw_str_xml(&x, q->key, q->key_len);
+	rgw_str_adds(&x, "</Location><Bucket>");
+	rgw_str_xml(&x, q->bucket, strlen(q->bucket));
+	rgw_str_adds(&x, "</Bucket><Key>");
+	rgw_str_xml(&x, q->key, q->key_len);
+	rgw_str_adds(&x, "</Key><ETag>");
+	rgw_str_xml(&x, etag, strlen(etag));
+	rgw_str_adds(&x, "</ETag></CompleteMultipartUploadResult>");
+	s3_respond_xml(q, 200, NULL, &x);
+	rgw_str_fini(&x);
+}
+
+/* One op on the shard: the upload as read, the entry swapped, the markers. */
+static void
+cm_commit(struct s3_req *q)
+{
+	struct mp *m = q->op;
+	const struct cairn_kv *u = found(m, &m->ukey), *cur = found(m, &m->ekey);
+	cairn_op_t *op;
+	uint8_t dv[RGW_DEAD_VLEN];
+
+	rgw_entry_fini(&m->old);
+	m->have_old = cur && rgw_entry_decode(cur->val, cur->vlen, &m->old) == 0;
+	if (!(op = cairn_op_create())) {
+		drop_manifest(q, m);
+		cm_fail(q, 503, "SlowDown", "out of memory");
+		return;
+	}
+	s3_shard_guard(q, op);
+	cairn_op_omap_cmp(op, u->key, u->klen, CAIRN_CMP_EQ, u->val, u->vlen);
+	if (cur)
+		cairn_op_omap_cmp(op, m->ekey.p, m->ekey.len, CAIRN_CMP_EQ, cur->val, cur->vlen);
+	else
+		cairn_op_omap_cmp(op, m->ekey.p, m->ekey.len, CAIRN_CMP_ABSENT, NULL, 0);
+	cairn_op_omap_set(op, m->ekey.p, m->ekey.len, m->enc.p, m->enc.len);
+	dead_into(m, op);
+	if (m->have_old) {
+		s3_dead_marker(m->old.inst, m->old.size, m->old.flags & RGW_ENTRY_MULTIPART,
+			       m->okey, dv);
+		cairn_op_omap_set(op, m->okey, strlen(m->okey), dv, sizeof(dv));
+	}
+	cairn_op_omap_rm(op, u->key, u->klen);
+	submit(q, q->g->meta, m->shard, op, cm_committed);
+}
+
+static void
+cm_manifest_done(void *arg, int rc)
+{
+	struct s3_req *q = arg;
+
+	q->pending--;
+	if (rc) {
+		drop_manifest(q, q->op);
+		cm_fail(q, 500, "InternalError", "writing the manifest failed");
+		return;
+	}
+	cm_commit(q);
+}
+
+static int
+etag_md5(const char *s, uint8_t out[16])
+{
+	size_t n;
+
+	while (*s == '"' || *s == ' ')
+		s++;
+	n = strlen(s);
+	while (n && (s[n - 1] == '"' || s[n - 1] == ' '))
+		n--;
+	if (n != 32)
+		return -EINVAL;
+	for (int i = 0; i < 16; i++) {
+		char h[3] = { s[2 * i], s[2 * i + 1], 0 };
+		uint8_t b[1];
+
+		if (rgw_unhex(h, b, 1))
+			return -EINVAL;
+		out[i] = b[0];
+	}
+	return 0;
+}
+
+static void
+cm_loaded(struct s3_req *q)
+{
+	struct mp *m = q->op;
+	const struct cairn_kv *u = found(m, &m->ukey);
+	struct rgw_entry rec;
+	struct rgw_mpart *mp;
+	EVP_MD_CTX *md;
+	unsigned l = 16;
+	uint64_t total = 0;
+	bool *used;
+	cairn_op_t *op;
+	char oid[64];
+
+	if (!(m->use = calloc(m->nwant, sizeof(*m->use))) ||
+	    !(used = calloc(m->nrec + 1, sizeof(*used)))) {
+		cm_fail(q, 503, "SlowDown", "out of memory");
+		return;
+	}
+	for (size_t w = 0; w < m->nwant; w++) {
+		size_t best = SIZE_MAX;
+
+		for (size_t i = 0; i < m->nrec; i++)
+			if (m->recs[i].num == m->want_num[w] &&
+			    !memcmp(m->recs[i].md5, m->want_md5[w], 16) &&
+			    (best == SIZE_MAX || m->recs[i].mtime_ns > m->recs[best].mtime_ns))
+				best = i;
+		if (best == SIZE_MAX) {
+			free(used);
+			cm_fail(q, 400, "InvalidPart",
+				"one or more of the specified parts could not be found, or its "
+				"ETag did not match");
+			return;
+		}
+		if (w + 1 < m->nwant && m->recs[best].size < RGW_PART_MIN) {
+			free(used);
+			cm_fail(q, 400, "EntityTooSmall",
+				"your proposed upload is smaller than the minimum allowed size "
+				"(5 MiB for every part but the last)");
+			return;
+		}
+		m->use[w] = best;
+		used[best] = true;
+		total += m->recs[best].size;
+	}
+	if (total > (5ull << 40)) {
+		free(used);
+		cm_fail(q, 400, "EntityTooLarge", "the object would exceed 5 TiB");
+		return;
+	}
+	for (size_t i = 0; i < m->nrec; i++)
+		if (!used[i] && add_dead(m, m->recs[i].inst, m->recs[i].size)) {
+			free(used);
+			cm_fail(q, 503, "SlowDown", "out of memory");
+			return;
+		}
+	free(used);
+	for (size_t i = 0; i < m->npend; i++)
+		if (add_dead(m, m->pend[i].inst, m->pend[i].size)) {
+			cm_fail(q, 503, "SlowDown", "out of memory");
+			return;
+		}
+	/* The new entry: the upload's record, the parts' sizes and MD5s. */
+	if (rgw_entry_decode(u->val, u->vlen, &rec)) {
+		cm_fail(q, 500, "InternalError", "the upload's record is damaged");
+		return;
+	}
+	s3_meta_free(&m->e);
+	m->e.ctype = strdup(rec.ctype);
+	for (size_t i = 0; i < rec.nmeta; i++) {
+		m->e.meta[i].k = strdup(rec.meta[i].k);
+		m->e.meta[i].v = strdup(rec.meta[i].v);
+		m->e.nmeta++;
+	}
+	rgw_entry_fini(&rec);
+	cm_random_bytes(m->e.inst, 16);
+	m->e.flags = RGW_ENTRY_MULTIPART;
+	m->e.parts = (uint32_t)m->nwant;
+	m->e.size = total;
+	m->e.mtime_ns = rgw__now_ns();
+	m->e.owner = q->uid;
+	if (!(mp = calloc(m->nwant, sizeof(*mp))) || !(md = EVP_MD_CTX_new())) {
+		free(mp);
+		cm_fail(q, 503, "SlowDown", "out of memory");
+		return;
+	}
+	EVP_DigestInit_ex(md, EVP_md5(), NULL);
+	for (size_t w = 0; w < m->nwant; w++) {
+		const struct rgw_part *p = &m->recs[m->use[w]];
+
+		EVP_DigestUpdate(md, p->md5, 16);
+		memcpy(mp[w].inst, p->inst, 16);
+		mp[w].size = p->size;
+	}
+	EVP_DigestFinal_ex(md, m->e.md5, &l);
+	EVP_MD_CTX_free(md);
+	rgw_manifest_encode(mp, m->nwant, &m->man);
+	free(mp);
+	rgw_entry_encode(&m->e, &m->enc);
+	if (m->man.oom || m->enc.oom || !m->e.ctype || !(op = cairn_op_create())) {
+		cm_fail(q, 503, "SlowDown", "out of memory");
+		return;
+	}
+	for (size_t i = 0; i < m->e.nmeta; i++)
+		if (!m->e.meta[i].k || !m->e.meta[i].v) {
+			cairn_op_release(op);
+			cm_fail(q, 503, "SlowDown", "out of memory");
+			return;
+		}
+	/* The manifest is object 0 of the new instance (with the entry's copy, as a PUT's). */
+	s3_data_oid(m->e.inst, 0, oid, sizeof(oid));
+	cairn_op_write_full(op, m->man.p, m->man.len);
+	cairn_op_setxattr(op, "rgw.entry", m->enc.p, m->enc.len);
+	submit(q, q->data, oid, op, cm_manifest_done);
+}
+
+static void
+cm_marker(void *arg, int rc)
+{
+	struct s3_req *q = arg;
+	struct mp *m = q->op;
+
+	q->pending--;
+	if (!rc)
+		rc = m->rval;
+	if (rc && rc != -ENOENT) {
+		s3_error_rc(q, rc, "reading the upload");
+		return;
+	}
+	if (rc || !found(m, &m->ukey)) {
+		s3_error(q, 404, "NoSuchUpload", "the specified upload does not exist");
+		return;
+	}
+	m->loaded = cm_loaded;
+	load_page(q, true);
+}
+
+static void
+cm_body(struct s3_req *q)
+{
+	struct mp *m = mp_new(q, "CompleteMultipartUpload");
+	char err[128];
+	size_t n = 0;
+
+	if (!m || mp_names(q, m, rgw_uri_q(&q->u, "uploadId")))
+		return;
+	if (rgw_xml_parse(q->body.p ? q->body.p : "", q->body.len, &m->x, err, sizeof(err)) ||
+	    strcmp(m->x->name, "CompleteMultipartUpload")) {
+		s3_error(q, 400, "MalformedXML", "the XML you provided was not well-formed");
+		return;
+	}
+	for (const struct rgw_xml *c = m->x->child; c; c = c->next)
+		if (!strcmp(c->name, "Part"))
+			n++;
+	if (n == 0 || n > RGW_PARTS_MAX) {
+		s3_error(q, 400, "MalformedXML", "a completion lists 1 to 10,000 parts");
+		return;
+	}
+	if (!(m->want_num = calloc(n, sizeof(*m->want_num))) ||
+	    !(m->want_md5 = calloc(n, sizeof(*m->want_md5)))) {
+		s3_error(q, 503, "SlowDown", "out of memory");
+		return;
+	}
+	for (const struct rgw_xml *c = m->x->child; c; c = c->next) {
+		const char *pn, *et;
+		char *end = NULL;
+		unsigned long num;
+
+		if (strcmp(c->name, "Part"))
+			continue;
+		pn = rgw_xml_child_text(c, "PartNumber");
+		et = rgw_xml_child_text(c, "ETag");
+		num = pn ? strtoul(pn, &end, 10) : 0;
+		if (!pn || !*pn || *end || num < 1 || num > RGW_PARTS_MAX) {
+			s3_error(q, 400, "InvalidArgument", "PartNumber must be from 1 to 10000");
+			return;
+		}
+		if (!et || etag_md5(et, m->want_md5[m->nwant])) {
+			s3_error(q, 400, "InvalidPart", "a part's ETag is missing or malformed");
+			return;
+		}
+		if (m->nwant && num <= m->want_num[m->nwant - 1]) {
+			s3_error(q, 400, "InvalidPartOrder",
+				 "the list of parts was not in ascending order");
+			return;
+		}
+		m->want_num[m->nwant++] = (uint32_t)num;
+	}
+	read_marker(q, m, cm_marker);
+}
+
+static void
+cm_bucket(struct s3_req *q)
+{
+	q->op_name = "CompleteMultipartUpload";
+	if (strcmp(q->b.owner, q->uid)) {
+		s3_error(q, 403, "AccessDenied", "the bucket is not yours");
+		return;
+	}
+	/* (s3_read_body keeps its state in q->op until it calls cm_body) */
+	s3_read_body(q, RGW_XML_MAX, cm_body);
+}
+
+void
+s3_mp_complete(struct s3_req *q)
+{
+	s3_bucket_load(q, cm_bucket);
+}
+
+/* ---- ListMultipartUploads ---- */
+
+struct lu {
+	struct cairn_kv *kvs;
+	size_t n;
+	bool more;
+	int rval;
+	struct rgw_str after;
+};
+
+static void
+lu_free(struct s3_req *q)
+{
+	struct lu *l = q->op;
+
+	if (!l)
+		return;
+	cairn_kvs_free(l->kvs, l->n);
+	rgw_str_fini(&l->after);
+	free(l);
+	q->op = NULL;
+}
+
+static void
+lu_done(void *arg, int rc)
+{
+	struct s3_req *q = arg;
+	struct lu *l = q->op;
+	const char *prefix = rgw_uri_q(&q->u, "prefix");
+	const char *km = rgw_uri_q(&q->u, "key-marker");
+	const char *um = rgw_uri_q(&q->u, "upload-id-marker");
+	const char *mx = rgw_uri_q(&q->u, "max-uploads");
+	unsigned long max = mx ? strtoul(mx, NULL, 10) : 1000;
+	struct rgw_str x;
+	size_t shown = 0;
+	bool trunc = false;
+	const char *nk = NULL, *nu = NULL;
+	size_t nkl = 0;
+
+	q->pending--;
+	if (!rc)
+		rc = l->rval;
+	if (rc) {
+		s3_error_rc(q, rc, "listing the uploads");
+		return;
+	}
+	if (max > 1000 || (mx && !*mx))
+		max = 1000;
+	rgw_str_init(&x);
+	rgw_str_adds(&x, XMLHD "<ListMultipartUploadsResult " XMLNS "><Bucket>");
+	rgw_str_xml(&x, q->bucket, strlen(q->bucket));
+	rgw_str_adds(&x, "</Bucket><KeyMarker>");
+	if (km)
+		rgw_str_xml(&x, km, strlen(km));
+	rgw_str_adds(&x, "</KeyMarker><UploadIdMarker>");
+	if (um)
+		rgw_str_xml(&x, um, strlen(um));
+	rgw_str_adds(&x, "</UploadIdMarker>");
+	if (prefix) {
+		rgw_str_adds(&x, "<Prefix>");
+		rgw_str_xml(&x, prefix, strlen(prefix));
+		rgw_str_adds(&x, "</Prefix>");
+	}
+	{
+		struct rgw_str ups;
+
+		rgw_str_init(&ups);
+		for (size_t i = 0; i < l->n; i++) {
+			const char *k = (const char *)l->kvs[i].key + 2;
+			size_t kl = l->kvs[i].klen - 2;
+			const char *z = memchr(k, 0, kl);
+			struct rgw_entry e;
+			char date[40];
+
+			if (!z || (size_t)(k + kl - (z + 1)) != RGW_UPLOAD_LEN)
+				continue;
+			if (shown == max) {
+				trunc = true;
+				break;
+			}
+			if (rgw_entry_decode(l->kvs[i].val, l->kvs[i].vlen, &e))
+				continue;
+			rgw__iso8601(e.mtime_ns, date, sizeof(date));
+			rgw_str_adds(&ups, "<Upload><Key>");
+			rgw_str_xml(&ups, k, (size_t)(z - k));
+			rgw_str_adds(&ups, "</Key><UploadId>");
+			rgw_str_add(&ups, z + 1, RGW_UPLOAD_LEN);
+			rgw_str_adds(&ups, "</UploadId><Initiator><ID>");
+			rgw_str_xml(&ups, e.owner, strlen(e.owner));
+			rgw_str_adds(&ups, "</ID><DisplayName>");
+			rgw_str_xml(&ups, e.owner, strlen(e.owner));
+			rgw_str_adds(&ups, "</DisplayName></Initiator>");
+			s3_owner_xml(&ups, e.owner);
+			rgw_str_addf(
+				&ups,
+				"<StorageClass>STANDARD</StorageClass><Initiated>%s</Initiated>"
+				"</Upload>",
+				date);
+			rgw_entry_fini(&e);
+			nk = k;
+			nkl = (size_t)(z - k);
+			nu = z + 1;
+			shown++;
+		}
+		if (l->more && shown == max)
+			trunc = true;
+		if (trunc && nk) {
+			rgw_str_adds(&x, "<NextKeyMarker>");
+			rgw_str_xml(&x, nk, nkl);
+			rgw_str_adds(&x, "</NextKeyMarker><NextUploadIdMarker>");
+			rgw_str_add(&x, nu, RGW_UPLOAD_LEN);
+			rgw_str_adds(&x, "</NextUploadIdMarker>");
+		}
+		rgw_str_addf(&x, "<MaxUploads>%lu</MaxUploads><IsTruncated>%s</IsTruncated>", max,
+			     trunc ? "true" : "false");
+		rgw_str_add(&x, ups.p ? ups.p : "", ups.len);
+		rgw_str_fini(&ups);
+	}
+	rgw_str_adds(&x, "</ListMultipartUploadsResult>");
+	s3_respond_xml(q, 200, NULL, &x);
+	rgw_str_fini(&x);
+}
+
+static void
+lu_loaded(struct s3_req *q)
+{
+	const char *prefix = rgw_uri_q(&q->u, "prefix");
+	const char *km = rgw_uri_q(&q->u, "key-marker");
+	const char *um = rgw_uri_q(&q->u, "upload-id-marker");
+	struct rgw_str pfx;
+	struct lu *l;
+	cairn_op_t *op;
+	char shard[128];
+
+	q->op_name = "ListMultipartUploads";
+	if (strcmp(q->b.owner, q->uid)) {
+		s3_error(q, 403, "AccessDenied", "the bucket is not yours");
+		return;
+	}
+	if (!(l = calloc(1, sizeof(*l)))) {
+		s3_error(q, 503, "SlowDown", "out of memory");
+		return;
+	}
+	q->op = l;
+	q->op_free = lu_free;
+	rgw_str_init(&l->after);
+	rgw_str_init(&pfx);
+	rgw_str_adds(&pfx, RGW_SYS_UPLOAD);
+	if (prefix)
+		rgw_str_adds(&pfx, prefix);
+	if (km && *km) {
+		rgw_str_adds(&l->after, RGW_SYS_UPLOAD);
+		rgw_str_adds(&l->after, km);
+		if (um && *um) {
+			rgw_str_addc(&l->after, '\0');
+			rgw_str_adds(&l->after, um);
+		} else {
+			rgw_str_addc(&l->after, '\x01'); /* (past every upload of the key) */
+		}
+	}
+	if (pfx.oom || l->after.oom || !(op = cairn_op_create())) {
+		rgw_str_fini(&pfx);
+		s3_error(q, 503, "SlowDown", "out of memory");
+		return;
+	}
+	s3_shard_oid(q, "", 0, shard, sizeof(shard));
+	cairn_op_omap_list(op, l->after.len ? l->after.p : NULL, l->after.len, pfx.p, pfx.len, 1001,
+			   &l->kvs, &l->n, &l->more, &l->rval);
+	rgw_str_fini(&pfx);
+	submit(q, q->g->meta, shard, op, lu_done);
+}
+
+void
+s3_mp_list_uploads(struct s3_req *q)
+{
+	lu_loaded(q);
+}
