@@ -206,13 +206,138 @@ hex16(const char *s, uint8_t out[16])
 	return 0;
 }
 
+/* An open upload's parts whose gateway died before recording them (pending too long). */
+static void
+sweep_upload(struct rgw *g, cairn_ioctx_t *mio, const char *bucket_id, const char *upid,
+	     int64_t now)
+{
+	struct cairn_kv *kvs = NULL;
+	size_t n = 0;
+	bool more = false;
+	int rval = 0;
+	char moid[48];
+	cairn_op_t *op = cairn_op_create();
+
+	if (!op)
+		return;
+	snprintf(moid, sizeof(moid), "mp.%s", upid);
+	cairn_op_omap_list(op, NULL, 0, RGW_SYS_PENDING, 2, 1000, &kvs, &n, &more, &rval);
+	if (cairn_operate(mio, moid, op, NULL) == 0 && !rval) {
+		for (size_t i = 0; i < n; i++) {
+			const uint8_t *v = kvs[i].val;
+			uint8_t inst[16];
+
+			if (kvs[i].klen != 2 + 32 || kvs[i].vlen < 16 ||
+			    now - (int64_t)le64(v) <
+				    (int64_t)g->conf.pending_grace_s * 1000000000 ||
+			    rgw_unhex((const char *)kvs[i].key + 2, inst, 16))
+				continue;
+			CM_NOTICE("gc: upload %s: a part left pending (its gateway died before "
+				  "recording it): removing its %" PRIu64 " bytes",
+				  upid, le64(v + 8));
+			if (remove_data(g, bucket_id, inst, le64(v + 8), false) == 0) {
+				cairn_op_t *rm = cairn_op_create();
+
+				if (rm) {
+					cairn_op_omap_rm(rm, kvs[i].key, kvs[i].klen);
+					cairn_operate(mio, moid, rm, NULL);
+					cairn_op_release(rm);
+				}
+			}
+		}
+	}
+	cairn_op_release(op);
+	cairn_kvs_free(kvs, n);
+}
+
+/*
+ * Upload objects no upload marker names (a gateway died between a
+ * completion's or an abort's commit and the object's removal: the parts are
+ * the object's or dead-marked by then, so only the record goes).
+ */
+static void
+sweep_orphans(struct rgw *g, cairn_ioctx_t *mio, const char *shard, int64_t now)
+{
+	struct cairn_list_cursor cur;
+
+	memset(&cur, 0, sizeof(cur));
+	for (int round = 0; !cur.done && round < 1000; round++) {
+		char **names = NULL;
+		size_t n = 0;
+
+		if (cairn_list(mio, &cur, 256, &names, &n))
+			break;
+		for (size_t i = 0; i < n; i++) {
+			const char *upid = names[i] + 3;
+			char key[RGW_KEY_MAX + 1];
+			uint8_t t[8];
+			size_t klen = 0;
+			int rval = 0;
+			cairn_op_t *op;
+			struct rgw_str mk;
+			struct cairn_kv want, *kvs = NULL;
+			size_t nk = 0;
+
+			if (strncmp(names[i], "mp.", 3) || strlen(upid) != RGW_UPLOAD_LEN ||
+			    rgw_unhex(upid, t, 8))
+				continue;
+			{
+				uint64_t started = 0;
+
+				for (int b = 0; b < 8; b++)
+					started = started << 8 | t[b];
+				if (now - (int64_t)started <
+				    (int64_t)g->conf.pending_grace_s * 1000000000)
+					continue; /* (young: its initiate may still be writing) */
+			}
+			if (!(op = cairn_op_create()))
+				continue;
+			cairn_op_getxattr(op, "rgw.key", key, sizeof(key) - 1, &klen, &rval);
+			if (cairn_operate(mio, names[i], op, NULL) || rval) {
+				cairn_op_release(op);
+				continue;
+			}
+			cairn_op_release(op);
+			rgw_str_init(&mk);
+			rgw_str_adds(&mk, RGW_SYS_UPLOAD);
+			rgw_str_add(&mk, key, klen);
+			rgw_str_addc(&mk, '\0');
+			rgw_str_adds(&mk, upid);
+			want.key = mk.p;
+			want.klen = mk.len;
+			rval = 0;
+			if (!mk.oom && (op = cairn_op_create())) {
+				cairn_op_omap_get(op, &want, 1, &kvs, &nk, &rval);
+				if (cairn_operate(g->meta, shard, op, NULL) == 0 && !rval &&
+				    nk == 0) {
+					CM_NOTICE("gc: upload %s: its object outlived the upload: "
+						  "removing it",
+						  upid);
+					cairn_remove(mio, names[i]);
+				}
+				cairn_op_release(op);
+				cairn_kvs_free(kvs, nk);
+			}
+			rgw_str_fini(&mk);
+		}
+		cairn_names_free(names, n);
+	}
+	cairn_list_cursor_fini(&cur);
+}
+
 static void
 sweep_shard(struct rgw *g, const char *bucket_id, const char *shard, int64_t now)
 {
-	char after[80] = "";
+	char after[2 + RGW_KEY_MAX + 1 + RGW_UPLOAD_LEN];
 	size_t alen = 0;
 	bool more = true;
+	cairn_ioctx_t *mio = NULL;
 
+	if (cairn_ioctx_create(g->cl, g->meta_pool, &mio) ||
+	    cairn_ioctx_set_namespace(mio, bucket_id)) {
+		cairn_ioctx_destroy(mio);
+		mio = NULL;
+	}
 	for (int round = 0; more && round < 1000; round++) {
 		struct cairn_kv *kvs = NULL;
 		size_t n = 0;
@@ -220,14 +345,14 @@ sweep_shard(struct rgw *g, const char *bucket_id, const char *shard, int64_t now
 		cairn_op_t *op = cairn_op_create();
 
 		if (!op)
-			return;
+			break;
 		cairn_op_omap_list(op, alen ? after : NULL, alen, "\xff", 1, 256, &kvs, &n, &more,
 				   &rval);
 		rc = cairn_operate(g->meta, shard, op, NULL);
 		cairn_op_release(op);
 		if (rc || rval) {
 			cairn_kvs_free(kvs, n);
-			return;
+			break;
 		}
 		for (size_t i = 0; i < n; i++) {
 			const char *k = kvs[i].key;
@@ -252,6 +377,13 @@ sweep_shard(struct rgw *g, const char *bucket_id, const char *shard, int64_t now
 				it->manifest = kvs[i].vlen > 24 && (v[24] & RGW_DEAD_MP);
 				it->due_ns = now;
 				collect(g, it);
+			} else if (!memcmp(k, RGW_SYS_UPLOAD, 2) && kl > 2 + 1 + RGW_UPLOAD_LEN &&
+				   k[kl - RGW_UPLOAD_LEN - 1] == '\0' && mio) {
+				char upid[RGW_UPLOAD_LEN + 1];
+
+				memcpy(upid, k + kl - RGW_UPLOAD_LEN, RGW_UPLOAD_LEN);
+				upid[RGW_UPLOAD_LEN] = '\0';
+				sweep_upload(g, mio, bucket_id, upid, now);
 			} else if (kl == 2 + 32 && !memcmp(k, RGW_SYS_PENDING, 2) &&
 				   kvs[i].vlen >= 16) {
 				/* pending: "\xffp" + instance hex; value time, size, key */
@@ -283,6 +415,10 @@ sweep_shard(struct rgw *g, const char *bucket_id, const char *shard, int64_t now
 			memcpy(after, kvs[n - 1].key, alen);
 		}
 		cairn_kvs_free(kvs, n);
+	}
+	if (mio) {
+		sweep_orphans(g, mio, shard, now);
+		cairn_ioctx_destroy(mio);
 	}
 }
 

@@ -358,23 +358,30 @@ def partial():
     from botocore.awsrequest import AWSRequest
     from botocore.credentials import Credentials
     s3.create_bucket(Bucket="partial")
-    url = endpoint + "/partial/never-finished"
-    req = AWSRequest(method="PUT", url=url, headers={"x-amz-content-sha256": "UNSIGNED-PAYLOAD",
-                                                      "Content-Length": str(9 << 20)})
-    S3SigV4Auth(Credentials(keys["access_key"], keys["secret_key"]), "s3", "us-east-1") \
-        .add_auth(req)
-    u = urlparse(url)
-    sock = socket.create_connection((u.hostname, u.port))
-    head = "PUT %s HTTP/1.1\r\nHost: %s\r\n" % (u.path, u.netloc)
-    for k, v in req.headers.items():
-        if k.lower() != "host":
-            head += "%s: %s\r\n" % (k, v)
-    sock.sendall((head + "\r\n").encode())
-    sock.sendall(os.urandom((17 << 20) // 2))
+    up = s3.create_multipart_upload(Bucket="partial", Key="part-never-finished")["UploadId"]
+    socks = []
+    # (the same for one part of an open upload: the sweep finds it in the upload)
+    for path in ("/partial/never-finished",
+                 "/partial/part-never-finished?partNumber=1&uploadId=" + up):
+        url = endpoint + path
+        req = AWSRequest(method="PUT", url=url,
+                         headers={"x-amz-content-sha256": "UNSIGNED-PAYLOAD",
+                                  "Content-Length": str(9 << 20)})
+        S3SigV4Auth(Credentials(keys["access_key"], keys["secret_key"]), "s3", "us-east-1") \
+            .add_auth(req)
+        u = urlparse(url)
+        sock = socket.create_connection((u.hostname, u.port))
+        head = "PUT %s HTTP/1.1\r\nHost: %s\r\n" % (path, u.netloc)
+        for k, v in req.headers.items():
+            if k.lower() != "host":
+                head += "%s: %s\r\n" % (k, v)
+        sock.sendall((head + "\r\n").encode())
+        sock.sendall(os.urandom((17 << 20) // 2))
+        socks.append(sock)
     print("partial: sent", flush=True)
-    sock.settimeout(120)
+    socks[0].settimeout(120)
     try:
-        sock.recv(1)
+        socks[0].recv(1)
     except Exception:
         pass
 

@@ -188,5 +188,7 @@ done
 [ "$heads" = "$keys" ] || fail "the data pool holds $heads instances for $keys listed objects"
 grep -q "a PUT left pending.*9437184 bytes" "$dir/rgw2.log" ||
 	fail "the sweep did not report the unfinished 9 MiB PUT"
+grep -q "a part left pending.*9437184 bytes" "$dir/rgw2.log" ||
+	fail "the sweep did not report the unfinished 9 MiB part"
 echo "d. collector: $heads instances in the data pool for $keys listed objects"
 echo "PASS"
