@@ -21,6 +21,7 @@ enum {
 	T_CTYPE,
 	T_OWNER,
 	T_META,
+	T_CKSUM, /* alg byte, then the base64 value */
 };
 
 static void
@@ -64,6 +65,14 @@ rgw_entry_encode(const struct rgw_entry *e, struct rgw_str *out)
 		tlv(out, T_CTYPE, e->ctype, strlen(e->ctype));
 	if (e->owner && *e->owner)
 		tlv(out, T_OWNER, e->owner, strlen(e->owner));
+	if (e->ck_alg && e->ck[0]) {
+		uint8_t b[1 + sizeof(e->ck)];
+		size_t n = strnlen(e->ck, sizeof(e->ck) - 1);
+
+		b[0] = e->ck_alg;
+		memcpy(b + 1, e->ck, n);
+		tlv(out, T_CKSUM, b, 1 + n);
+	}
 	for (size_t i = 0; i < e->nmeta; i++) {
 		size_t kl = strlen(e->meta[i].k), vl = strlen(e->meta[i].v);
 		uint8_t h[5] = { T_META, (uint8_t)(kl + vl + 1), (uint8_t)((kl + vl + 1) >> 8),
@@ -172,6 +181,13 @@ rgw_entry_decode(const void *buf, size_t n, struct rgw_entry *e)
 			m += len + 1;
 			break;
 		}
+		case T_CKSUM:
+			if (len < 2 || len > sizeof(e->ck) || memchr(b + 1, 0, len - 1))
+				goto bad;
+			e->ck_alg = b[0];
+			memcpy(e->ck, b + 1, len - 1);
+			e->ck[len - 1] = '\0';
+			break;
 		default:
 			break; /* (a newer writer's field) */
 		}

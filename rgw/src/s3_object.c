@@ -20,6 +20,7 @@
  * names (swept later), never an entry without its data.
  */
 #include "rgw_int.h"
+#include "rgw/chunked.h"
 #include "rgw/cond.h"
 #include "rgw/xml.h"
 #include "cm/err.h"
@@ -135,6 +136,12 @@ struct put {
 	unsigned partno;
 	cairn_ioctx_t *mio; /* the pending marker's object: the shard, or the upload */
 	char moid[128];
+	/* aws-chunked bodies, x-amz-checksum-* */
+	bool chunked;
+	struct rgw_awschunk ac;
+	struct rgw_cksum ck;
+	bool ck_trailer;  /* the value comes in the trailer */
+	char ck_want[64]; /* (from the header) */
 };
 
 void
@@ -165,6 +172,9 @@ put_free(struct s3_req *q)
 		free(p->ch[i].buf);
 	s3_meta_free(&p->e);
 	rgw_entry_fini(&p->old);
+	if (p->chunked)
+		rgw_awschunk_fini(&p->ac);
+	rgw_cksum_fini(&p->ck);
 	free(p);
 	q->op = NULL;
 }
@@ -194,6 +204,7 @@ put_fail(struct s3_req *q, int status, const char *code, const char *msg)
 
 static void put_commit(struct s3_req *q);
 static void put_maybe_finish(struct s3_req *q);
+static void put_answer_hdrs(const struct put *p, const char *etag, char *hd, size_t len);
 
 static void
 put_abort(struct s3_req *q, int status, const char *code, const char *msg)
@@ -267,8 +278,19 @@ commit_done(void *arg, int rc)
 		rgw__gc_add(q->g, q->b.id, p->shard, p->dkey, strlen(p->dkey), p->old.inst,
 			    p->old.size, p->old.flags & RGW_ENTRY_MULTIPART);
 	rgw_entry_etag(&p->e, etag, sizeof(etag));
-	snprintf(hd, sizeof(hd), "ETag: %s\r\n", etag);
+	put_answer_hdrs(p, etag, hd, sizeof(hd));
 	s3_respond_xml(q, 200, hd, NULL);
+}
+
+/* A PUT's answer: its ETag, and its checksum when one was given. */
+static void
+put_answer_hdrs(const struct put *p, const char *etag, char *hd, size_t len)
+{
+	if (p->e.ck_alg)
+		snprintf(hd, len, "ETag: %s\r\n%s: %s\r\n", etag,
+			 rgw_cksum_header((enum rgw_cksum_alg)p->e.ck_alg), p->e.ck);
+	else
+		snprintf(hd, len, "ETag: %s\r\n", etag);
 }
 
 static void
@@ -291,7 +313,7 @@ part_commit_done(void *arg, int rc)
 	p->finished = true;
 	p->e.parts = 0;
 	rgw_entry_etag(&p->e, etag, sizeof(etag));
-	snprintf(hd, sizeof(hd), "ETag: %s\r\n", etag);
+	put_answer_hdrs(p, etag, hd, sizeof(hd));
 	s3_respond_xml(q, 200, hd, NULL);
 }
 
@@ -482,6 +504,26 @@ put_seal(struct s3_req *q)
 			return -EINVAL;
 		}
 	}
+	if (p->ck.alg) {
+		char got[64];
+
+		if (p->ck_trailer && rgw_awschunk_trailer(&p->ac, rgw_cksum_header(p->ck.alg),
+							  p->ck_want, sizeof(p->ck_want))) {
+			put_fail(q, 400, "InvalidRequest",
+				 "the checksum announced in x-amz-trailer was not in the trailer");
+			return -EINVAL;
+		}
+		rgw_cksum_final(&p->ck, got, sizeof(got));
+		if (strcmp(got, p->ck_want)) {
+			put_fail(
+				q, 400, "BadDigest",
+				"the checksum you specified did not match the calculated checksum");
+			return -EINVAL;
+		}
+		p->e.ck_alg = (uint8_t)p->ck.alg;
+		memcpy(p->e.ck, got, CM_MIN(strlen(got) + 1, sizeof(p->e.ck)));
+		p->e.ck[sizeof(p->e.ck) - 1] = '\0';
+	}
 	p->e.size = p->got;
 	p->e.mtime_ns = rgw__now_ns();
 	rgw_str_reset(&p->enc);
@@ -543,15 +585,43 @@ chunk_get(struct put *p)
 	return NULL;
 }
 
+static void put_data(void *arg, const char *data, size_t n);
+
 static void
 put_body(struct rgw_req *r, const char *data, ssize_t len, void *arg)
 {
 	struct s3_req *q = arg;
 	struct put *p = q->op;
+	int rc;
 
 	(void)r;
 	if (p->body_done || p->finished)
 		return;
+	if (len > 0 && p->chunked) {
+		q->bytes_in += (uint64_t)len;
+		if ((rc = rgw_awschunk_feed(&p->ac, data, (size_t)len, put_data, q))) {
+			if (p->body_done || p->finished)
+				return;
+			p->body_done = true;
+			if (rc == -EPERM)
+				put_fail(q, 403, "SignatureDoesNotMatch", p->ac.err);
+			else
+				put_fail(q, 400, "IncompleteBody", p->ac.err);
+			put_maybe_finish(q);
+		}
+		return;
+	}
+	if (len > 0) {
+		q->bytes_in += (uint64_t)len;
+		put_data(q, data, (size_t)len);
+		return;
+	}
+	if (len == 0 && p->chunked && !rgw_awschunk_done(&p->ac)) {
+		p->body_done = true;
+		put_fail(q, 400, "IncompleteBody", "the aws-chunked body ended early");
+		put_maybe_finish(q);
+		return;
+	}
 	if (len < 0) {
 		p->body_done = true;
 		put_fail(q, 400, "IncompleteBody", "the body ended early or was malformed");
@@ -592,16 +662,29 @@ put_body(struct rgw_req *r, const char *data, ssize_t len, void *arg)
 		put_maybe_finish(q);
 		return;
 	}
+}
+
+/* Payload bytes (as sent, or decoded from aws-chunked framing). */
+static void
+put_data(void *arg, const char *data, size_t dlen)
+{
+	struct s3_req *q = arg;
+	struct put *p = q->op;
+	ssize_t len = (ssize_t)dlen;
+
+	if (p->body_done || p->finished || !dlen)
+		return;
 	if (p->got + (uint64_t)len > p->expect) {
 		p->body_done = true;
 		put_fail(q, 400, "IncompleteBody", "the body is longer than its Content-Length");
 		put_maybe_finish(q);
 		return;
 	}
-	q->bytes_in += (uint64_t)len;
 	EVP_DigestUpdate(q->md5, data, (size_t)len);
 	if (p->check_sha)
 		EVP_DigestUpdate(q->sha, data, (size_t)len);
+	if (p->ck.alg)
+		rgw_cksum_update(&p->ck, data, (size_t)len);
 	while (len > 0) {
 		size_t n;
 
@@ -713,16 +796,25 @@ s3_put_meta(struct s3_req *q, struct rgw_entry *e)
 	for (unsigned i = 0; i < q->h->nhdrs; i++) {
 		const struct rgw_http_hdr *hd = &q->h->hdrs[i];
 		bool k = !strncmp(hd->name, "x-amz-meta-", 11);
+		const char *v = hd->value;
 
 		for (size_t j = 0; !k && j < CM_ARRAY_SIZE(keep); j++)
 			k = !strcmp(hd->name, keep[j]);
 		if (!k)
 			continue;
-		total += strlen(hd->name) + hd->vlen;
+		if (!strcmp(hd->name, "content-encoding") && !strncasecmp(v, "aws-chunked", 11)) {
+			/* (the upload's framing, not the object's encoding) */
+			v += 11;
+			while (*v == ',' || *v == ' ')
+				v++;
+			if (!*v)
+				continue;
+		}
+		total += strlen(hd->name) + strlen(v);
 		if (total > RGW_META_MAX || e->nmeta == RGW_ENTRY_MAX_META)
 			return -E2BIG;
 		if (!(e->meta[e->nmeta].k = strdup(hd->name)) ||
-		    !(e->meta[e->nmeta].v = strdup(hd->value))) {
+		    !(e->meta[e->nmeta].v = strdup(v))) {
 			free(e->meta[e->nmeta].k);
 			return -ENOMEM;
 		}
@@ -758,16 +850,77 @@ put_loaded(struct s3_req *q)
 		return;
 	}
 	if (!strncmp(q->sig.payload ? q->sig.payload : "", "STREAMING-", 10)) {
-		s3_error(q, 501, "NotImplemented", "aws-chunked uploads are not implemented yet");
-		return;
-	}
-	if (!q->h->has_length) {
+		const char *dl = rgw_http_hdr(q->h, "x-amz-decoded-content-length");
+		const char *pl = q->sig.payload;
+		unsigned fl;
+		char *end = NULL;
+
+		if (!strcmp(pl, "STREAMING-AWS4-HMAC-SHA256-PAYLOAD"))
+			fl = RGW_AWSCHUNK_SIGNED;
+		else if (!strcmp(pl, "STREAMING-AWS4-HMAC-SHA256-PAYLOAD-TRAILER"))
+			fl = RGW_AWSCHUNK_SIGNED | RGW_AWSCHUNK_TRAILER;
+		else if (!strcmp(pl, "STREAMING-UNSIGNED-PAYLOAD-TRAILER"))
+			fl = RGW_AWSCHUNK_TRAILER;
+		else {
+			rgw_req_close_after(q->r);
+			s3_error(q, 400, "InvalidArgument",
+				 "unknown x-amz-content-sha256 streaming form");
+			return;
+		}
+		if ((fl & RGW_AWSCHUNK_SIGNED) && (q->anon || q->sig.presigned)) {
+			rgw_req_close_after(q->r);
+			s3_error(q, 400, "InvalidArgument",
+				 "a signed streaming body needs a signed header");
+			return;
+		}
+		if (!dl || !*dl || (p->expect = strtoull(dl, &end, 10), *end)) {
+			rgw_req_close_after(q->r);
+			s3_error(q, 411, "MissingContentLength",
+				 "a streaming upload needs x-amz-decoded-content-length");
+			return;
+		}
+		if (rgw_awschunk_init(&p->ac, fl, q->sigkey, &q->sig, q->seed)) {
+			s3_error(q, 503, "SlowDown", "out of memory");
+			return;
+		}
+		p->chunked = true;
+	} else if (!q->h->has_length) {
 		rgw_req_close_after(q->r);
 		s3_error(q, 411, "MissingContentLength",
 			 "you must provide the Content-Length header");
 		return;
+	} else {
+		p->expect = q->h->content_length;
 	}
-	p->expect = q->h->content_length;
+	{
+		/* x-amz-checksum-<alg> in a header, or announced for the trailer */
+		const char *tr = rgw_http_hdr(q->h, "x-amz-trailer");
+		enum rgw_cksum_alg alg = RGW_CK_NONE;
+
+		for (int a = RGW_CK_CRC32; a <= RGW_CK_SHA256 && !alg; a++) {
+			const char *v = rgw_http_hdr(q->h, rgw_cksum_header((enum rgw_cksum_alg)a));
+
+			if (v) {
+				alg = (enum rgw_cksum_alg)a;
+				snprintf(p->ck_want, sizeof(p->ck_want), "%s", v);
+			}
+		}
+		if (!alg && tr) {
+			if (strncasecmp(tr, "x-amz-checksum-", 15) ||
+			    !(alg = rgw_cksum_alg_of(tr + 15)) || !p->chunked ||
+			    !(p->ac.flags & RGW_AWSCHUNK_TRAILER)) {
+				rgw_req_close_after(q->r);
+				s3_error(q, 400, "InvalidRequest",
+					 "x-amz-trailer names no checksum this upload can carry");
+				return;
+			}
+			p->ck_trailer = true;
+		}
+		if (alg && rgw_cksum_init(&p->ck, alg)) {
+			s3_error(q, 503, "SlowDown", "out of memory");
+			return;
+		}
+	}
 	if (p->expect > RGW_MAX_PUT) {
 		rgw_req_close_after(q->r);
 		s3_error(q, 400, "EntityTooLarge",
@@ -779,7 +932,7 @@ put_loaded(struct s3_req *q)
 		return;
 	}
 	p->have_md5 = cmd5 != NULL;
-	if (q->sig.payload && strcmp(q->sig.payload, "UNSIGNED-PAYLOAD")) {
+	if (q->sig.payload && strcmp(q->sig.payload, "UNSIGNED-PAYLOAD") && !p->chunked) {
 		if (hex_decode(q->sig.payload, p->want_sha, 32)) {
 			s3_error(q, 400, "InvalidArgument",
 				 "x-amz-content-sha256 is not a SHA-256");
@@ -1130,8 +1283,10 @@ add_hdr(struct rgw_str *h, const char *name, const char *v)
 }
 
 static void
-entry_headers(struct rgw_str *h, const struct rgw_entry *e)
+entry_headers(struct rgw_str *h, const struct rgw_entry *e, const struct s3_req *q)
 {
+	const char *mode = rgw_http_hdr(q->h, "x-amz-checksum-mode");
+
 	char etag[64], date[48];
 
 	rgw_entry_etag(e, etag, sizeof(etag));
@@ -1143,6 +1298,8 @@ entry_headers(struct rgw_str *h, const struct rgw_entry *e)
 		add_hdr(h, "Content-Type", e->ctype);
 	for (size_t i = 0; i < e->nmeta; i++)
 		add_hdr(h, e->meta[i].k, e->meta[i].v);
+	if (e->ck_alg && mode && !strcasecmp(mode, "ENABLED"))
+		add_hdr(h, rgw_cksum_header((enum rgw_cksum_alg)e->ck_alg), e->ck);
 }
 
 static void get_respond(struct s3_req *q);
@@ -1224,7 +1381,7 @@ get_respond(struct s3_req *q)
 	}
 	rgw_str_init(&h);
 	if (cr == RGW_COND_NOT_MODIFIED) {
-		entry_headers(&h, &g->e);
+		entry_headers(&h, &g->e, q);
 		q->status = 304;
 		if (rgw_req_send_head(q->r, 304, rgw_str_cstr(&h), 0) == 0) {
 			rgw_str_fini(&h);
@@ -1283,7 +1440,7 @@ get_respond(struct s3_req *q)
 		q->pending++;
 		return;
 	}
-	entry_headers(&h, &g->e);
+	entry_headers(&h, &g->e, q);
 	q->status = status;
 	if (h.oom || rgw_req_send_head(q->r, status, rgw_str_cstr(&h), len)) {
 		rgw_str_fini(&h);

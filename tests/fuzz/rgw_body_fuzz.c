@@ -3,14 +3,24 @@
  * The gateway's other parsers of outside input, chosen by the first byte:
  * XML bodies (expat), bucket records (JSON), index entries (our codec,
  * with a re-encode round trip), Range and condition headers, request
- * targets, multipart manifests and part records.
+ * targets, multipart manifests and part records, aws-chunked framing
+ * (unsigned and signed, with trailers).
  */
+#include "rgw/chunked.h"
 #include "rgw/cond.h"
 #include "rgw/meta.h"
 #include "rgw/uri.h"
 #include "rgw/xml.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static void
+sink(void *arg, const char *b, size_t n)
+{
+	(void)arg;
+	if (n && !b)
+		__builtin_trap();
+}
 
 int
 LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -27,7 +37,7 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		return 0;
 	memcpy(s, b, n);
 	s[n] = '\0';
-	switch (data[0] % 7) {
+	switch (data[0] % 8) {
 	case 0: {
 		struct rgw_xml *x;
 		char err[128];
@@ -107,6 +117,34 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		if (n >= RGW_PART_KEY_LEN)
 			(void)rgw_part_decode(b, RGW_PART_KEY_LEN, b + RGW_PART_KEY_LEN,
 					      n - RGW_PART_KEY_LEN, &p);
+		break;
+	}
+	case 6: {
+		/* aws-chunked framing, fed in two pieces split where the input says */
+		static const uint8_t key[32] = { 1 };
+		struct rgw_sigv4 a;
+		struct rgw_awschunk d;
+		/* (two bytes: the flags and the cut; then the body) */
+		unsigned flags = n > 2 ? (unsigned)b[0] & 3 : 0;
+		size_t cut = n > 2 ? (size_t)(uint8_t)b[1] % (n - 2) : 0;
+		const char *body = n > 2 ? b + 2 : b;
+		size_t bl = n > 2 ? n - 2 : 0;
+
+		memset(&a, 0, sizeof(a));
+		snprintf(a.amz_date, sizeof(a.amz_date), "20260101T000000Z");
+		snprintf(a.scope_date, sizeof(a.scope_date), "20260101");
+		snprintf(a.region, sizeof(a.region), "us-east-1");
+		snprintf(a.service, sizeof(a.service), "s3");
+		if (rgw_awschunk_init(&d, flags, key, &a, "00") == 0) {
+			char v[64];
+
+			if (rgw_awschunk_feed(&d, body, cut, sink, NULL) == 0 &&
+			    rgw_awschunk_feed(&d, body + cut, bl - cut, sink, NULL) == 0 &&
+			    rgw_awschunk_done(&d))
+				(void)rgw_awschunk_trailer(&d, "x-amz-checksum-crc32", v,
+							   sizeof(v));
+			rgw_awschunk_fini(&d);
+		}
 		break;
 	}
 	default: {

@@ -30,6 +30,8 @@ struct rgw_entry {
 	uint32_t parts;  /* multipart: the part count (ETag "...-N"); 0: none */
 	char *ctype;     /* Content-Type ("" if none) */
 	char *owner;
+	uint8_t ck_alg; /* x-amz-checksum-*: enum rgw_cksum_alg (0: none) */
+	char ck[48];    /* its value, as S3 shows it (base64) */
 	struct rgw_meta_kv meta[RGW_ENTRY_MAX_META];
 	size_t nmeta;
 	char *mem; /* decode's allocation */

@@ -1,6 +1,7 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /* The gateway's small parsers and codecs: URIs, ranges and conditions, index entries, bucket
  * records, XML bodies, escaping. */
+#include "rgw/chunked.h"
 #include "rgw/cond.h"
 #include "rgw/meta.h"
 #include "rgw/str.h"
@@ -195,6 +196,138 @@ START_TEST(test_multipart_codecs)
 
 END_TEST
 
+static void
+collect(void *arg, const char *b, size_t n)
+{
+	rgw_str_add(arg, b, n);
+}
+
+START_TEST(test_checksums)
+{
+	static const struct {
+		const char *alg, *want;
+	} cases[] = { { "crc32", "y/Q5Jg==" },
+		      { "CRC32C", "4waSgw==" },
+		      { "crc64nvme", "rosUhgp5mIg=" },
+		      { "sha1", "98O8HYCOBHMq32eZZczDTKeuNEE=" },
+		      { "sha256", "FeKw08M4keuw8e9gnsQZQgwg4yDOlMZfvIwzEkSOsiU=" } };
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		struct rgw_cksum c;
+		char out[64];
+
+		ck_assert_int_eq(rgw_cksum_init(&c, rgw_cksum_alg_of(cases[i].alg)), 0);
+		/* (in two pieces: the sums chain) */
+		rgw_cksum_update(&c, "1234", 4);
+		rgw_cksum_update(&c, "56789", 5);
+		rgw_cksum_final(&c, out, sizeof(out));
+		rgw_cksum_fini(&c);
+		ck_assert_str_eq(out, cases[i].want);
+	}
+	ck_assert_int_eq(rgw_cksum_alg_of("md5"), RGW_CK_NONE);
+	ck_assert_str_eq(rgw_cksum_header(RGW_CK_CRC64NVME), "x-amz-checksum-crc64nvme");
+}
+
+END_TEST
+
+/* The unsigned-trailer form, fed one byte at a time, and malformed bodies. */
+START_TEST(test_awschunk_unsigned)
+{
+	static const char body[] = "4\r\n1234\r\n5\r\n56789\r\n0\r\n"
+				   "x-amz-checksum-crc32:y/Q5Jg==\r\n\r\n";
+	static const char *const bad[] = {
+		"g\r\n",                 /* not hex */
+		"4\r\n1234XY",           /* no CRLF after the data */
+		"0\r\nno-colon\r\n",     /* a trailer without a colon */
+		"0\r\n\r\nmore",         /* bytes past the end */
+		"80000000\r\n",          /* a 2 GiB chunk */
+		"11111111111111111\r\n", /* 17 hex digits */
+	};
+	struct rgw_awschunk d;
+	struct rgw_str got;
+	char v[64];
+
+	rgw_str_init(&got);
+	ck_assert_int_eq(rgw_awschunk_init(&d, RGW_AWSCHUNK_TRAILER, NULL, NULL, NULL), 0);
+	for (size_t i = 0; i < sizeof(body) - 1; i++) {
+		ck_assert(!rgw_awschunk_done(&d));
+		ck_assert_int_eq(rgw_awschunk_feed(&d, body + i, 1, collect, &got), 0);
+	}
+	ck_assert(rgw_awschunk_done(&d));
+	ck_assert_uint_eq(got.len, 9);
+	ck_assert(!memcmp(got.p, "123456789", 9));
+	ck_assert_int_eq(rgw_awschunk_trailer(&d, "x-amz-checksum-crc32", v, sizeof(v)), 0);
+	ck_assert_str_eq(v, "y/Q5Jg==");
+	ck_assert_int_eq(rgw_awschunk_trailer(&d, "x-amz-checksum-sha1", v, sizeof(v)), -ENOENT);
+	rgw_awschunk_fini(&d);
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		ck_assert_int_eq(rgw_awschunk_init(&d, RGW_AWSCHUNK_TRAILER, NULL, NULL, NULL), 0);
+		ck_assert_int_eq(rgw_awschunk_feed(&d, bad[i], strlen(bad[i]), collect, &got),
+				 -EBADMSG);
+		ck_assert_ptr_nonnull(d.err);
+		rgw_awschunk_fini(&d);
+	}
+	/* a trailer where none was announced */
+	ck_assert_int_eq(rgw_awschunk_init(&d, 0, NULL, NULL, NULL), 0);
+	ck_assert_int_eq(rgw_awschunk_feed(&d, "0\r\nx:y\r\n", 8, collect, &got), -EBADMSG);
+	rgw_awschunk_fini(&d);
+	rgw_str_fini(&got);
+}
+
+END_TEST
+
+/* AWS's example of STREAMING-AWS4-HMAC-SHA256-PAYLOAD (S3 API reference, sigv4-streaming). */
+START_TEST(test_awschunk_signed)
+{
+	struct rgw_sigv4 a;
+	struct rgw_awschunk d;
+	struct rgw_str body, got;
+	uint8_t key[32];
+	char *a64 = malloc(65536);
+
+	memset(&a, 0, sizeof(a));
+	snprintf(a.amz_date, sizeof(a.amz_date), "20130524T000000Z");
+	snprintf(a.scope_date, sizeof(a.scope_date), "20130524");
+	snprintf(a.region, sizeof(a.region), "us-east-1");
+	snprintf(a.service, sizeof(a.service), "s3");
+	rgw_sigv4_key("wJalrXUtnFEMI/K7MDENG/bPxRfiCYEXAMPLEKEY", &a, key);
+	memset(a64, 'a', 65536);
+	rgw_str_init(&body);
+	rgw_str_adds(&body, "10000;chunk-signature="
+			    "ad80c730a21e5b8d04586a2213dd63b9a0e99e0e2307b0ade35a65485a288648\r\n");
+	rgw_str_add(&body, a64, 65536);
+	rgw_str_adds(&body, "\r\n400;chunk-signature="
+			    "0055627c9e194cb4542bae2aa5492e3c1575bbb81b612b7d234b86a503ef5497\r\n");
+	rgw_str_add(&body, a64, 1024);
+	rgw_str_adds(&body,
+		     "\r\n0;chunk-signature="
+		     "b6c6ea8a5354eaf15b3cb7646744f4275b71ea724fed81ceb9323e279d449df9\r\n\r\n");
+	rgw_str_init(&got);
+	ck_assert_int_eq(
+		rgw_awschunk_init(
+			&d, RGW_AWSCHUNK_SIGNED, key, &a,
+			"4f232c4386841ef735655705268965c44a0e4690baa4adea153f7db9fa80a0a9"),
+		0);
+	ck_assert_int_eq(rgw_awschunk_feed(&d, body.p, body.len, collect, &got), 0);
+	ck_assert(rgw_awschunk_done(&d));
+	ck_assert_uint_eq(got.len, 65536 + 1024);
+	rgw_awschunk_fini(&d);
+	/* one byte changed in the second chunk: its signature fails */
+	body.p[body.len - 100] ^= 1;
+	ck_assert_int_eq(
+		rgw_awschunk_init(
+			&d, RGW_AWSCHUNK_SIGNED, key, &a,
+			"4f232c4386841ef735655705268965c44a0e4690baa4adea153f7db9fa80a0a9"),
+		0);
+	ck_assert_int_eq(rgw_awschunk_feed(&d, body.p, body.len, collect, &got), -EPERM);
+	rgw_awschunk_fini(&d);
+	rgw_str_fini(&body);
+	rgw_str_fini(&got);
+	free(a64);
+}
+
+END_TEST
+
 START_TEST(test_bucket_codec)
 {
 	struct rgw_bucket b = { 0 }, d;
@@ -295,6 +428,9 @@ main(void)
 	tcase_add_test(tc, test_entry_codec);
 	tcase_add_test(tc, test_bucket_codec);
 	tcase_add_test(tc, test_multipart_codecs);
+	tcase_add_test(tc, test_checksums);
+	tcase_add_test(tc, test_awschunk_unsigned);
+	tcase_add_test(tc, test_awschunk_signed);
 	tcase_add_test(tc, test_xml);
 	tcase_add_test(tc, test_escaping);
 	suite_add_tcase(s, tc);
