@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: Apache-2.0
 # cairn-rgw on a real local cluster, judged by what real S3 clients get:
 # a. boto3 (rgw_test.py api): buckets, objects, ranges, conditions, listings,
-#    DeleteObjects, auth failures, presigned URLs with curl;
+#    DeleteObjects, auth failures, presigned URLs with curl, multipart,
+#    aws-chunked bodies and checksums; the AWS SDK for JavaScript
+#    (rgw_js_test.mjs) at its defaults (CRC32 trailers);
 # b. s3cmd, awscli (/usr/bin/aws) and rclone: their usual put/get/ls/sync
 #    commands on a directory tree, compared byte for byte;
 # c. the gateway killed with -9 under 8 writers: a new one starts, every
@@ -73,7 +75,11 @@ start_rgw 1
 "$ctl" status | grep -q "rgw: 1 daemon" || fail "status lists no gateway: $("$ctl" status)"
 timeout 300 $py "$here/rgw_test.py" "$ep" "$dir/alice.json" "$dir/bob.json" api ||
 	fail "boto3 api checks"
-echo "a. boto3: buckets, objects, ranges, conditions, listings, deletes, auth, presigned: ok"
+echo "a. boto3: buckets, objects, ranges, conditions, listings, deletes, auth, presigned," \
+	"multipart, aws-chunked and checksums: ok"
+timeout 120 node "$here/rgw_js_test.mjs" "$ep" "$dir/alice.json" >"$dir/js.out" 2>"$dir/js.err" ||
+	fail "the JS SDK: $(cat "$dir/js.out")"
+echo "a. $(tail -1 "$dir/js.out") (the AWS SDK for JavaScript v3 at its defaults)"
 
 # b. Other clients on one tree: 40 files of 0-300 KiB in 3 levels.
 ak=$($py -c 'import json,sys; print(json.load(open(sys.argv[1]))["access_key"])' "$dir/alice.json")
