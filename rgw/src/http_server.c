@@ -825,6 +825,9 @@ finish_req(struct rgw_conn *c)
 		c->dead = true;
 	}
 	c->req_active = false;
+	/* (the handler is done with the request: no body callback may reach it now) */
+	r->bcb = NULL;
+	r->barg = NULL;
 	if (c->dead || r->close_after || r->failed) {
 		conn_close(c);
 		return;

@@ -395,10 +395,11 @@ body_chunk(struct rgw_req *r, const char *data, ssize_t len, void *arg)
 	struct body_rd *b = q->op;
 
 	(void)r;
-	if (b->failed)
-		return;
+	if (!b || b->failed)
+		return; /* (answered already: the rest of the body is not ours) */
 	if (len < 0) {
-		b->failed = true;
+		free(b);
+		q->op = NULL;
 		q->status = 400;
 		rgw_req_close_after(q->r);
 		s3_done(q);

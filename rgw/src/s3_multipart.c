@@ -216,6 +216,7 @@ found(const struct mp *m, const struct rgw_str *k)
 /* ---- the upload object's records ---- */
 
 static void load_page(struct s3_req *q, bool close);
+static void ab_loaded(struct s3_req *q);
 
 static void
 page_done(void *arg, int rc)
@@ -226,6 +227,11 @@ page_done(void *arg, int rc)
 	q->pending--;
 	if (!rc)
 		rc = m->lrval;
+	if (rc == -ENOENT && m->loaded == ab_loaded && !m->alen) {
+		/* (a marker whose upload object was never made: Abort takes the marker away) */
+		m->loaded(q);
+		return;
+	}
 	if (rc == -ENOENT) {
 		s3_error(q, 404, "NoSuchUpload", "the specified upload does not exist");
 		return;
@@ -393,7 +399,11 @@ init_marked(void *arg, int rc)
 	cairn_op_create_object(op, true);
 	cairn_op_setxattr(op, "rgw.state", "open", 4);
 	cairn_op_setxattr(op, "rgw.key", q->key, q->key_len);
-	submit(q, q->mpio, m->moid, op, init_created);
+	if (submit(q, q->mpio, m->moid, op, init_created) && (op = cairn_op_create())) {
+		/* (answered: the marker must not outlive this failure) */
+		cairn_op_omap_rm(op, m->ukey.p, m->ukey.len);
+		rgw__aio(q->t, q->g->meta, m->shard, op, ignore_cb, NULL);
+	}
 }
 
 static void
@@ -653,9 +663,8 @@ ab_marker(void *arg, int rc)
 		return;
 	}
 	if (rc || !found(m, &m->ukey)) {
-		/* (an upload object left by a completed upload's crash: its parts are the object's)
+		/* (an upload object without its marker is the sweep's: it checks the object's key)
 		 */
-		drop_upload_object(q, m);
 		s3_error(q, 404, "NoSuchUpload", "the specified upload does not exist");
 		return;
 	}

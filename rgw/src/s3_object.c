@@ -192,8 +192,8 @@ put_fail(struct s3_req *q, int status, const char *code, const char *msg)
 	if (p->finished)
 		return;
 	p->finished = true;
-	if (!p->body_done)
-		rgw_req_close_after(q->r);
+	if (!rgw_req_body_done(q->r))
+		rgw_req_close_after(q->r); /* (the rest of the body is not read) */
 	p->cleanup = true;
 	q->status = status;
 	rgw_str_reset(&q->body);
@@ -1028,8 +1028,9 @@ put_loaded(struct s3_req *q)
 		return;
 	}
 	if (p->part) {
-		/* (the upload is open: not completing, not aborted) */
+		/* (the upload is open: not completing, not aborted; and it is this key's) */
 		cairn_op_cmpxattr(op, "rgw.state", CAIRN_CMP_EQ, "open", 4);
+		cairn_op_cmpxattr(op, "rgw.key", CAIRN_CMP_EQ, q->key, q->key_len);
 	} else {
 		s3_shard_guard(q, op);
 		cairn_op_omap_get(op, &p->c.want, 1, &p->c.kvs, &p->c.n, &p->c.rval);
@@ -1283,7 +1284,7 @@ add_hdr(struct rgw_str *h, const char *name, const char *v)
 }
 
 static void
-entry_headers(struct rgw_str *h, const struct rgw_entry *e, const struct s3_req *q)
+entry_headers(struct rgw_str *h, const struct rgw_entry *e, const struct s3_req *q, bool whole)
 {
 	const char *mode = rgw_http_hdr(q->h, "x-amz-checksum-mode");
 
@@ -1298,7 +1299,8 @@ entry_headers(struct rgw_str *h, const struct rgw_entry *e, const struct s3_req 
 		add_hdr(h, "Content-Type", e->ctype);
 	for (size_t i = 0; i < e->nmeta; i++)
 		add_hdr(h, e->meta[i].k, e->meta[i].v);
-	if (e->ck_alg && mode && !strcasecmp(mode, "ENABLED"))
+	/* (a checksum covers the whole object: none on a range, as S3) */
+	if (whole && e->ck_alg && mode && !strcasecmp(mode, "ENABLED"))
 		add_hdr(h, rgw_cksum_header((enum rgw_cksum_alg)e->ck_alg), e->ck);
 }
 
@@ -1381,7 +1383,7 @@ get_respond(struct s3_req *q)
 	}
 	rgw_str_init(&h);
 	if (cr == RGW_COND_NOT_MODIFIED) {
-		entry_headers(&h, &g->e, q);
+		entry_headers(&h, &g->e, q, true);
 		q->status = 304;
 		if (rgw_req_send_head(q->r, 304, rgw_str_cstr(&h), 0) == 0) {
 			rgw_str_fini(&h);
@@ -1425,9 +1427,11 @@ get_respond(struct s3_req *q)
 		g->mlen = 0;
 		if (g->e.parts < 1 || g->e.parts > RGW_PARTS_MAX ||
 		    !(g->mbuf = malloc(RGW_MANIFEST_HDR + (size_t)g->e.parts * 24)) || !op) {
+			bool bad = g->e.parts < 1 || g->e.parts > RGW_PARTS_MAX;
+
 			cairn_op_release(op);
-			s3_error(q, g->mbuf ? 503 : 500, g->mbuf ? "SlowDown" : "InternalError",
-				 "reading the manifest");
+			s3_error(q, bad ? 500 : 503, bad ? "InternalError" : "SlowDown",
+				 bad ? "the object's manifest is damaged" : "reading the manifest");
 			return;
 		}
 		s3_data_oid(g->e.inst, 0, oid, sizeof(oid));
@@ -1440,7 +1444,7 @@ get_respond(struct s3_req *q)
 		q->pending++;
 		return;
 	}
-	entry_headers(&h, &g->e, q);
+	entry_headers(&h, &g->e, q, status == 200);
 	q->status = status;
 	if (h.oom || rgw_req_send_head(q->r, status, rgw_str_cstr(&h), len)) {
 		rgw_str_fini(&h);

@@ -270,6 +270,9 @@ def multipart():
     page = s3.list_parts(Bucket="mpu", Key="ckpt/a.bin", UploadId=up, MaxParts=2)
     check(page["IsTruncated"] and [p["PartNumber"] for p in page["Parts"]] == [1, 2] and
           page["NextPartNumberMarker"] == 2, "ListParts paged")
+    check(code_of(lambda: s3.upload_part(Bucket="mpu", Key="ckpt/other", UploadId=up,
+                                         PartNumber=1, Body=b"x")) == "NoSuchUpload",
+          "a part for another key's upload")
     check(code_of(lambda: s3.delete_bucket(Bucket="mpu")) == "BucketNotEmpty",
           "a bucket with an upload in progress is not deleted")
     whole = [{"PartNumber": i + 1, "ETag": e} for i, e in enumerate(etags)]
@@ -380,6 +383,10 @@ def streaming():
     check(o["Body"].read() == data and o.get("ChecksumCRC32") == crc and
           o.get("ContentEncoding") is None, "GET of an aws-chunked upload: %s" %
           {k: v for k, v in o.items() if k != "Body"})
+    o = s3.get_object(Bucket="data", Key="chunked-unsigned", ChecksumMode="ENABLED",
+                      Range="bytes=10-20")
+    check(o["Body"].read() == data[10:21] and "ChecksumCRC32" not in o,
+          "a range answers without the whole object's checksum")
     bad = base64.b64encode((zlib.crc32(data) ^ 1).to_bytes(4, "big")).decode()
     st, text, _ = raw_put("/data/chunked-badsum", dict(hd, **{"Content-Length": str(body_len)}),
                           unsigned(bad))
