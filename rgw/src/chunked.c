@@ -209,7 +209,8 @@ rgw_awschunk_feed(struct rgw_awschunk *d, const char *b, size_t n, rgw_awschunk_
 			if (d->sha)
 				EVP_DigestUpdate(d->sha, b, k);
 			d->decoded += k;
-			data(arg, b, k);
+			if (data(arg, b, k))
+				return -ECANCELED; /* (d may be gone: touch nothing) */
 			b += k;
 			n -= k;
 			if (!(d->left -= k)) {

@@ -585,7 +585,7 @@ chunk_get(struct put *p)
 	return NULL;
 }
 
-static void put_data(void *arg, const char *data, size_t n);
+static int put_data(void *arg, const char *data, size_t n);
 
 static void
 put_body(struct rgw_req *r, const char *data, ssize_t len, void *arg)
@@ -600,8 +600,10 @@ put_body(struct rgw_req *r, const char *data, ssize_t len, void *arg)
 	if (len > 0 && p->chunked) {
 		q->bytes_in += (uint64_t)len;
 		if ((rc = rgw_awschunk_feed(&p->ac, data, (size_t)len, put_data, q))) {
-			if (p->body_done || p->finished)
+			if (rc == -ECANCELED) {
+				put_maybe_finish(q); /* (put_data failed it) */
 				return;
+			}
 			p->body_done = true;
 			if (rc == -EPERM)
 				put_fail(q, 403, "SignatureDoesNotMatch", p->ac.err);
@@ -613,7 +615,8 @@ put_body(struct rgw_req *r, const char *data, ssize_t len, void *arg)
 	}
 	if (len > 0) {
 		q->bytes_in += (uint64_t)len;
-		put_data(q, data, (size_t)len);
+		if (put_data(q, data, (size_t)len))
+			put_maybe_finish(q);
 		return;
 	}
 	if (len == 0 && p->chunked && !rgw_awschunk_done(&p->ac)) {
@@ -664,21 +667,26 @@ put_body(struct rgw_req *r, const char *data, ssize_t len, void *arg)
 	}
 }
 
-/* Payload bytes (as sent, or decoded from aws-chunked framing). */
-static void
+/*
+ * Payload bytes (as sent, or decoded from aws-chunked framing). \return 0,
+ * or -1: the upload failed (put_fail); the caller answers with
+ * put_maybe_finish once it no longer needs q (it may be freed then).
+ */
+static int
 put_data(void *arg, const char *data, size_t dlen)
 {
 	struct s3_req *q = arg;
 	struct put *p = q->op;
 	ssize_t len = (ssize_t)dlen;
 
-	if (p->body_done || p->finished || !dlen)
-		return;
+	if (p->body_done || p->finished)
+		return -1;
+	if (!dlen)
+		return 0;
 	if (p->got + (uint64_t)len > p->expect) {
 		p->body_done = true;
 		put_fail(q, 400, "IncompleteBody", "the body is longer than its Content-Length");
-		put_maybe_finish(q);
-		return;
+		return -1;
 	}
 	EVP_DigestUpdate(q->md5, data, (size_t)len);
 	if (p->check_sha)
@@ -692,8 +700,7 @@ put_data(void *arg, const char *data, size_t dlen)
 			if (!(p->fill = chunk_get(p))) {
 				p->body_done = true;
 				put_fail(q, 503, "SlowDown", "no upload buffer");
-				put_maybe_finish(q);
-				return;
+				return -1;
 			}
 			p->fill->n = p->got / RGW_CHUNK;
 		}
@@ -707,14 +714,14 @@ put_data(void *arg, const char *data, size_t dlen)
 			if (chunk_send(q, p->fill, false)) {
 				p->body_done = true;
 				put_fail(q, 503, "SlowDown", "cannot submit");
-				put_maybe_finish(q);
-				return;
+				return -1;
 			}
 			p->fill = NULL;
 			if (p->inflight >= RGW_PUT_INFLIGHT)
 				rgw_req_body_pause(q->r);
 		}
 	}
+	return 0;
 }
 
 static void

@@ -14,12 +14,13 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
-static void
+static int
 sink(void *arg, const char *b, size_t n)
 {
 	(void)arg;
 	if (n && !b)
 		__builtin_trap();
+	return 0;
 }
 
 int

@@ -46,7 +46,8 @@ struct rgw_awschunk {
 	const char *err; /* why a feed failed */
 };
 
-typedef void (*rgw_awschunk_data)(void *arg, const char *b, size_t n);
+/* 0, or non-zero to stop: the feed then returns -ECANCELED at once, touching d no more. */
+typedef int (*rgw_awschunk_data)(void *arg, const char *b, size_t n);
 
 /* \return 0, -ENOMEM. key, a and seed: the request's (signed chunks only). */
 int rgw_awschunk_init(struct rgw_awschunk *d, unsigned flags, const uint8_t key[32],
@@ -55,7 +56,8 @@ void rgw_awschunk_fini(struct rgw_awschunk *d);
 /*
  * Decode n more bytes; data(arg, ...) gets the payload as it is found.
  * \return 0; -EBADMSG (malformed: d->err), -EPERM (a signature does not
- * match); bytes past the end are -EBADMSG. After an error, stop feeding.
+ * match); bytes past the end are -EBADMSG; -ECANCELED (data stopped it).
+ * After an error, stop feeding.
  */
 int rgw_awschunk_feed(struct rgw_awschunk *d, const char *b, size_t n, rgw_awschunk_data data,
 		      void *arg);

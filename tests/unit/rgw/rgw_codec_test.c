@@ -196,10 +196,20 @@ START_TEST(test_multipart_codecs)
 
 END_TEST
 
-static void
+static int
 collect(void *arg, const char *b, size_t n)
 {
 	rgw_str_add(arg, b, n);
+	return 0;
+}
+
+static int
+stop_at_once(void *arg, const char *b, size_t n)
+{
+	(void)arg;
+	(void)b;
+	(void)n;
+	return 1;
 }
 
 START_TEST(test_checksums)
@@ -267,6 +277,11 @@ START_TEST(test_awschunk_unsigned)
 		ck_assert_ptr_nonnull(d.err);
 		rgw_awschunk_fini(&d);
 	}
+	/* a callback that stops the feed: -ECANCELED at once */
+	ck_assert_int_eq(rgw_awschunk_init(&d, RGW_AWSCHUNK_TRAILER, NULL, NULL, NULL), 0);
+	ck_assert_int_eq(rgw_awschunk_feed(&d, body, sizeof(body) - 1, stop_at_once, NULL),
+			 -ECANCELED);
+	rgw_awschunk_fini(&d);
 	/* a trailer where none was announced */
 	ck_assert_int_eq(rgw_awschunk_init(&d, 0, NULL, NULL, NULL), 0);
 	ck_assert_int_eq(rgw_awschunk_feed(&d, "0\r\nx:y\r\n", 8, collect, &got), -EBADMSG);
