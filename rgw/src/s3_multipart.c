@@ -70,7 +70,8 @@ struct mp {
 	size_t *use; /* recs index per wanted part */
 	struct rgw_entry old;
 	bool have_old;
-	char okey[64]; /* the replaced entry's dead marker */
+	char okey[64];  /* the replaced entry's dead marker */
+	bool have_inst; /* m->e.inst is the completion's manifest */
 	char (*dkeys)[64];
 	struct inst *dead;
 	size_t ndead;
@@ -264,8 +265,9 @@ page_done(void *arg, int rc)
 			pi = &m->pend[m->npend];
 			memcpy(ih, (const char *)kv->key + 2, 32);
 			ih[32] = '\0';
-			if (rgw_unhex(ih, pi->inst, 16))
-				continue;
+			if (rgw_unhex(ih, pi->inst, 16) ||
+			    (m->have_inst && !memcmp(pi->inst, m->e.inst, 16)))
+				continue; /* (the completion's own manifest is no part) */
 			pi->size = 0;
 			for (int b = 7; b >= 0; b--)
 				pi->size = pi->size << 8 | v[8 + b];
@@ -316,6 +318,20 @@ load_page(struct s3_req *q, bool close)
 		cairn_op_assert_exists(op);
 	if (close && !m->alen)
 		cairn_op_setxattr(op, "rgw.state", "closed", 6);
+	if (close && !m->alen && m->have_inst) {
+		/* The manifest Complete will write, named before it exists: a crash before the
+		 * commit leaves it to the sweep (a pending "part" of the open upload, 0 bytes:
+		 * object 0 only). The commit's removal of the upload object takes the marker. */
+		uint8_t v[16] = { 0 };
+		int64_t now = rgw__now_ns();
+		char k[2 + 33];
+
+		for (int i = 0; i < 8; i++)
+			v[i] = (uint8_t)((uint64_t)now >> (8 * i));
+		memcpy(k, RGW_SYS_PENDING, 2);
+		rgw_hex(m->e.inst, 16, k + 2);
+		cairn_op_omap_set(op, k, 2 + 32, v, sizeof(v));
+	}
 	cairn_op_omap_list(op, m->alen ? m->after : NULL, m->alen, NULL, 0, PAGE, &m->lkvs, &m->ln,
 			   &m->lmore, &m->lrval);
 	submit(q, q->mpio, m->moid, op, page_done);
@@ -921,7 +937,6 @@ cm_loaded(struct s3_req *q)
 		m->e.nmeta++;
 	}
 	rgw_entry_fini(&rec);
-	cm_random_bytes(m->e.inst, 16);
 	m->e.flags = RGW_ENTRY_MULTIPART;
 	m->e.parts = (uint32_t)m->nwant;
 	m->e.size = total;
@@ -980,6 +995,8 @@ cm_marker(void *arg, int rc)
 		return;
 	}
 	m->loaded = cm_loaded;
+	cm_random_bytes(m->e.inst, 16); /* (the manifest's instance, named in the close) */
+	m->have_inst = true;
 	load_page(q, true);
 }
 
