@@ -206,48 +206,72 @@ hex16(const char *s, uint8_t out[16])
 	return 0;
 }
 
+static void sweep_pending(struct rgw *g, cairn_ioctx_t *mio, const char *moid,
+			  const char *bucket_id, const char *upid, struct cairn_kv *kvs, size_t n,
+			  int64_t now);
+
 /* An open upload's parts whose gateway died before recording them (pending too long). */
 static void
 sweep_upload(struct rgw *g, cairn_ioctx_t *mio, const char *bucket_id, const char *upid,
 	     int64_t now)
 {
-	struct cairn_kv *kvs = NULL;
-	size_t n = 0;
-	bool more = false;
-	int rval = 0;
-	char moid[48];
-	cairn_op_t *op = cairn_op_create();
+	char moid[48], after[2 + 32];
+	size_t alen = 0;
+	bool more = true;
 
-	if (!op)
-		return;
 	snprintf(moid, sizeof(moid), "mp.%s", upid);
-	cairn_op_omap_list(op, NULL, 0, RGW_SYS_PENDING, 2, 1000, &kvs, &n, &more, &rval);
-	if (cairn_operate(mio, moid, op, NULL) == 0 && !rval) {
-		for (size_t i = 0; i < n; i++) {
-			const uint8_t *v = kvs[i].val;
-			uint8_t inst[16];
+	for (int round = 0; more && round < 1000; round++) {
+		struct cairn_kv *kvs = NULL;
+		size_t n = 0;
+		int rval = 0;
+		cairn_op_t *op = cairn_op_create();
 
-			if (kvs[i].klen != 2 + 32 || kvs[i].vlen < 16 ||
-			    now - (int64_t)le64(v) <
-				    (int64_t)g->conf.pending_grace_s * 1000000000 ||
-			    rgw_unhex((const char *)kvs[i].key + 2, inst, 16))
-				continue;
-			CM_NOTICE("gc: upload %s: a part left pending (its gateway died before "
-				  "recording it): removing its %" PRIu64 " bytes",
-				  upid, le64(v + 8));
-			if (remove_data(g, bucket_id, inst, le64(v + 8), false) == 0) {
-				cairn_op_t *rm = cairn_op_create();
+		if (!op)
+			return;
+		more = false;
+		cairn_op_omap_list(op, alen ? after : NULL, alen, RGW_SYS_PENDING, 2, 1000, &kvs,
+				   &n, &more, &rval);
+		if (cairn_operate(mio, moid, op, NULL) || rval)
+			more = false;
+		else
+			sweep_pending(g, mio, moid, bucket_id, upid, kvs, n, now);
+		if (n && kvs[n - 1].klen == sizeof(after)) {
+			memcpy(after, kvs[n - 1].key, sizeof(after));
+			alen = sizeof(after);
+		} else {
+			more = false;
+		}
+		cairn_op_release(op);
+		cairn_kvs_free(kvs, n);
+	}
+}
 
-				if (rm) {
-					cairn_op_omap_rm(rm, kvs[i].key, kvs[i].klen);
-					cairn_operate(mio, moid, rm, NULL);
-					cairn_op_release(rm);
-				}
+/* One page of an upload's pending markers: those older than the grace are removed. */
+static void
+sweep_pending(struct rgw *g, cairn_ioctx_t *mio, const char *moid, const char *bucket_id,
+	      const char *upid, struct cairn_kv *kvs, size_t n, int64_t now)
+{
+	for (size_t i = 0; i < n; i++) {
+		const uint8_t *v = kvs[i].val;
+		uint8_t inst[16];
+
+		if (kvs[i].klen != 2 + 32 || kvs[i].vlen < 16 ||
+		    now - (int64_t)le64(v) < (int64_t)g->conf.pending_grace_s * 1000000000 ||
+		    rgw_unhex((const char *)kvs[i].key + 2, inst, 16))
+			continue;
+		CM_NOTICE("gc: upload %s: a part left pending (its gateway died before "
+			  "recording it): removing its %" PRIu64 " bytes",
+			  upid, le64(v + 8));
+		if (remove_data(g, bucket_id, inst, le64(v + 8), false) == 0) {
+			cairn_op_t *rm = cairn_op_create();
+
+			if (rm) {
+				cairn_op_omap_rm(rm, kvs[i].key, kvs[i].klen);
+				cairn_operate(mio, moid, rm, NULL);
+				cairn_op_release(rm);
 			}
 		}
 	}
-	cairn_op_release(op);
-	cairn_kvs_free(kvs, n);
 }
 
 /*

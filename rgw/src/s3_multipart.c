@@ -218,6 +218,8 @@ found(const struct mp *m, const struct rgw_str *k)
 
 static void load_page(struct s3_req *q, bool close);
 static void ab_loaded(struct s3_req *q);
+static void cm_loaded(struct s3_req *q);
+static void reopen(struct s3_req *q, struct mp *m);
 
 static void
 page_done(void *arg, int rc)
@@ -295,7 +297,15 @@ page_done(void *arg, int rc)
 	cairn_kvs_free(m->lkvs, m->ln);
 	m->lkvs = NULL;
 	m->ln = 0;
-	if (m->lmore && m->nrec + m->npend < 20 * RGW_PARTS_MAX) {
+	if (m->lmore && m->nrec + m->npend >= 20 * RGW_PARTS_MAX) {
+		/* (refused, never acted on in part: a partial list would leak or misjudge parts) */
+		if (m->loaded == cm_loaded)
+			reopen(q, m);
+		s3_error(q, 503, "SlowDown",
+			 "the upload holds more part records than one pass reads");
+		return;
+	}
+	if (m->lmore) {
 		load_page(q, false);
 		return;
 	}
