@@ -67,18 +67,6 @@ check_chunk(struct rgw_awschunk *d)
 	return 0;
 }
 
-static int
-hexv(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* "<hex>[;chunk-signature=<64 hex>]" (the line without its CRLF). */
 static int
 size_line(struct rgw_awschunk *d)
@@ -91,7 +79,7 @@ size_line(struct rgw_awschunk *d)
 	d->line[d->ll] = '\0';
 	semi = strchr(s, ';');
 	for (i = 0; s + i != semi && s[i]; i++) {
-		int x = hexv(s[i]);
+		int x = rgw_hexval(s[i]);
 
 		if (x < 0 || i >= 16)
 			return bad(d, "a chunk size is not hexadecimal");

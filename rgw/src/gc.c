@@ -193,19 +193,6 @@ le64(const uint8_t *b)
 	return v;
 }
 
-static int
-hex16(const char *s, uint8_t out[16])
-{
-	for (int i = 0; i < 16; i++) {
-		unsigned v;
-
-		if (sscanf(s + 2 * i, "%2x", &v) != 1)
-			return -EINVAL;
-		out[i] = (uint8_t)v;
-	}
-	return 0;
-}
-
 static void sweep_pending(struct rgw *g, cairn_ioctx_t *mio, const char *moid,
 			  const char *bucket_id, const char *upid, struct cairn_kv *kvs, size_t n,
 			  int64_t now);
@@ -420,7 +407,7 @@ sweep_shard(struct rgw *g, const char *bucket_id, const char *shard, int64_t now
 					continue;
 				memcpy(ih, k + 2, 32);
 				ih[32] = '\0';
-				if (hex16(ih, inst))
+				if (rgw_unhex(ih, inst, 16))
 					continue;
 				CM_NOTICE("gc: %s: a PUT left pending %" PRId64
 					  " s ago (its gateway died "

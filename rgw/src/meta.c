@@ -389,16 +389,6 @@ rgw_part_encode(const struct rgw_part *p, struct rgw_str *out)
 	rgw_str_add(out, b, sizeof(b));
 }
 
-static int
-unhex(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	return -1;
-}
-
 int
 rgw_part_decode(const void *key, size_t klen, const void *val, size_t vlen, struct rgw_part *p)
 {
@@ -417,13 +407,8 @@ rgw_part_decode(const void *key, size_t klen, const void *val, size_t vlen, stru
 	}
 	if (num < 1 || num > MAX_PARTS)
 		return -EBADMSG;
-	for (int i = 0; i < 16; i++) {
-		int hi = unhex(k[5 + 2 * i]), lo = unhex(k[6 + 2 * i]);
-
-		if (hi < 0 || lo < 0)
-			return -EBADMSG;
-		p->inst[i] = (uint8_t)(hi << 4 | lo);
-	}
+	if (rgw_unhex(k + 5, p->inst, 16))
+		return -EBADMSG;
 	p->num = num;
 	memcpy(p->md5, v + 1, 16);
 	p->size = le64(v + 17);

@@ -576,6 +576,19 @@ s3_data_oid(const uint8_t inst[16], uint64_t n, char *oid, size_t len)
 	snprintf(oid, len, "%s.%016" PRIx64, h, n);
 }
 
+int
+s3_submit(struct s3_req *q, cairn_ioctx_t *io, const char *oid, cairn_op_t *op, rgw_aio_cb cb)
+{
+	int rc = rgw__aio(q->t, io, oid, op, cb, q);
+
+	if (rc) {
+		s3_error_rc(q, rc, "submitting an op");
+		return rc;
+	}
+	q->pending++;
+	return 0;
+}
+
 void
 s3_dead_marker(const uint8_t inst[16], uint64_t size, bool manifest, char key[64],
 	       uint8_t val[RGW_DEAD_VLEN])

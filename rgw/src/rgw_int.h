@@ -132,6 +132,8 @@ void s3_entry_key(const char *key, size_t klen, struct rgw_str *out);
 /* An instance's data object n. */
 void s3_data_oid(const uint8_t inst[16], uint64_t n, char *oid, size_t len);
 
+/* rgw__aio with q as the argument, q->pending counted; a failure is answered. \return 0 or it. */
+int s3_submit(struct s3_req *q, cairn_ioctx_t *io, const char *oid, cairn_op_t *op, rgw_aio_cb cb);
 /* A dead marker (key NUL-terminated, at most 64 bytes; value RGW_DEAD_VLEN) for an instance. */
 void s3_dead_marker(const uint8_t inst[16], uint64_t size, bool manifest, char key[64],
 		    uint8_t val[RGW_DEAD_VLEN]);

@@ -64,19 +64,6 @@ bop_new(struct s3_req *q)
 	return b;
 }
 
-static int
-submit(struct s3_req *q, cairn_ioctx_t *io, const char *oid, cairn_op_t *op, rgw_aio_cb cb)
-{
-	int rc = rgw__aio(q->t, io, oid, op, cb, q);
-
-	if (rc) {
-		s3_error_rc(q, rc, "submitting an op");
-		return rc;
-	}
-	q->pending++;
-	return 0;
-}
-
 void
 s3_owner_xml(struct rgw_str *x, const char *uid)
 {
@@ -144,7 +131,7 @@ s3_list_buckets(struct s3_req *q)
 	}
 	snprintf(oid, sizeof(oid), "buckets.%s", q->uid);
 	cairn_op_omap_list(op, NULL, 0, NULL, 0, 1000, &b->kvs, &b->n, &b->more, &b->rval);
-	submit(q, q->g->meta, oid, op, lb_done);
+	s3_submit(q, q->g->meta, oid, op, lb_done);
 }
 
 /* ---- CreateBucket ---- */
@@ -182,7 +169,7 @@ add_to_owner(struct s3_req *q, rgw_aio_cb cb)
 		t[i] = (uint8_t)((uint64_t)q->b.created >> (8 * i));
 	snprintf(oid, sizeof(oid), "buckets.%s", q->uid);
 	cairn_op_omap_set(op, q->bucket, strlen(q->bucket), t, 8);
-	submit(q, q->g->meta, oid, op, cb);
+	s3_submit(q, q->g->meta, oid, op, cb);
 }
 
 static void
@@ -252,7 +239,7 @@ cb_record_done(void *arg, int rc)
 		}
 		snprintf(oid, sizeof(oid), "bucket.%s", q->bucket);
 		cairn_op_getxattr(op, "rgw.bucket", b->buf, sizeof(b->buf), &b->len, &b->rval);
-		submit(q, q->g->meta, oid, op, cb_existing_done);
+		s3_submit(q, q->g->meta, oid, op, cb_existing_done);
 		return;
 	}
 	if (rc) {
@@ -284,7 +271,7 @@ cb_shard_done(void *arg, int rc)
 	cairn_op_create_object(op, true);
 	cairn_op_setxattr(op, "rgw.bucket", b->json, strlen(b->json));
 	cairn_op_setxattr(op, "rgw.id", q->b.id, 32);
-	submit(q, q->g->meta, oid, op, cb_record_done);
+	s3_submit(q, q->g->meta, oid, op, cb_record_done);
 }
 
 static bool
@@ -353,7 +340,7 @@ cb_body_read(struct s3_req *q)
 	cairn_op_create_object(op, true);
 	cairn_op_setxattr(op, "rgw.range", "\0", 1);
 	cairn_op_setxattr(op, "rgw.bucket", q->bucket, strlen(q->bucket));
-	submit(q, q->g->meta, b->shard, op, cb_shard_done);
+	s3_submit(q, q->g->meta, b->shard, op, cb_shard_done);
 }
 
 static void
@@ -409,7 +396,7 @@ db_record_done(void *arg, int rc)
 	}
 	snprintf(oid, sizeof(oid), "buckets.%s", q->b.owner);
 	cairn_op_omap_rm(op, q->bucket, strlen(q->bucket));
-	submit(q, q->g->meta, oid, op, db_list_done);
+	s3_submit(q, q->g->meta, oid, op, db_list_done);
 }
 
 static void
@@ -456,7 +443,7 @@ db_close_done(void *arg, int rc)
 			return;
 		}
 		cairn_op_setxattr(op, "rgw.range", "\0", 1);
-		submit(q, q->g->meta, b->shard, op, db_reopen_done);
+		s3_submit(q, q->g->meta, b->shard, op, db_reopen_done);
 		return;
 	}
 	if (!(op = cairn_op_create())) {
@@ -466,7 +453,7 @@ db_close_done(void *arg, int rc)
 	snprintf(oid, sizeof(oid), "bucket.%s", q->bucket);
 	cairn_op_cmpxattr(op, "rgw.id", CAIRN_CMP_EQ, q->b.id, 32);
 	cairn_op_remove(op);
-	submit(q, q->g->meta, oid, op, db_record_done);
+	s3_submit(q, q->g->meta, oid, op, db_record_done);
 }
 
 static void
@@ -493,7 +480,7 @@ delete_bucket(struct s3_req *q)
 			   &b->prval);
 	cairn_op_omap_list(op, NULL, 0, RGW_SYS_UPLOAD, 2, 1, &b->ukvs, &b->un, &b->umore,
 			   &b->urval);
-	submit(q, q->g->meta, b->shard, op, db_close_done);
+	s3_submit(q, q->g->meta, b->shard, op, db_close_done);
 }
 
 /* ---- the bucket's own requests ---- */

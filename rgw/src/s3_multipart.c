@@ -133,19 +133,6 @@ mp_new(struct s3_req *q, const char *name)
 	return m;
 }
 
-static int
-submit(struct s3_req *q, cairn_ioctx_t *io, const char *oid, cairn_op_t *op, rgw_aio_cb cb)
-{
-	int rc = rgw__aio(q->t, io, oid, op, cb, q);
-
-	if (rc) {
-		s3_error_rc(q, rc, "submitting an op");
-		return rc;
-	}
-	q->pending++;
-	return 0;
-}
-
 /* Owner check, the upload id, the pool, the names. \return 0, or the request was answered. */
 static int
 mp_names(struct s3_req *q, struct mp *m, const char *upid)
@@ -202,7 +189,7 @@ read_marker(struct s3_req *q, struct mp *m, rgw_aio_cb cb)
 		return -ENOMEM;
 	}
 	cairn_op_omap_get(op, m->want, 2, &m->kvs, &m->n, &m->rval);
-	return submit(q, q->g->meta, m->shard, op, cb);
+	return s3_submit(q, q->g->meta, m->shard, op, cb);
 }
 
 static const struct cairn_kv *
@@ -212,6 +199,28 @@ found(const struct mp *m, const struct rgw_str *k)
 		if (m->kvs[i].klen == k->len && !memcmp(m->kvs[i].key, k->p, k->len))
 			return &m->kvs[i];
 	return NULL;
+}
+
+/*
+ * read_marker's answer: whether the upload's marker is there (else the
+ * request was answered: NoSuchUpload, or the error). An upload object
+ * without its marker is the sweep's (it checks the object's key).
+ */
+static bool
+marker_read(struct s3_req *q, struct mp *m, int rc)
+{
+	q->pending--;
+	if (!rc)
+		rc = m->rval;
+	if (rc && rc != -ENOENT) {
+		s3_error_rc(q, rc, "reading the upload");
+		return false;
+	}
+	if (rc || !found(m, &m->ukey)) {
+		s3_error(q, 404, "NoSuchUpload", "the specified upload does not exist");
+		return false;
+	}
+	return true;
 }
 
 /* ---- the upload object's records ---- */
@@ -344,7 +353,7 @@ load_page(struct s3_req *q, bool close)
 	}
 	cairn_op_omap_list(op, m->alen ? m->after : NULL, m->alen, NULL, 0, PAGE, &m->lkvs, &m->ln,
 			   &m->lmore, &m->lrval);
-	submit(q, q->mpio, m->moid, op, page_done);
+	s3_submit(q, q->mpio, m->moid, op, page_done);
 }
 
 static void
@@ -425,7 +434,7 @@ init_marked(void *arg, int rc)
 	cairn_op_create_object(op, true);
 	cairn_op_setxattr(op, "rgw.state", "open", 4);
 	cairn_op_setxattr(op, "rgw.key", q->key, q->key_len);
-	if (submit(q, q->mpio, m->moid, op, init_created) && (op = cairn_op_create())) {
+	if (s3_submit(q, q->mpio, m->moid, op, init_created) && (op = cairn_op_create())) {
 		/* (answered: the marker must not outlive this failure) */
 		cairn_op_omap_rm(op, m->ukey.p, m->ukey.len);
 		rgw__aio(q->t, q->g->meta, m->shard, op, ignore_cb, NULL);
@@ -464,7 +473,7 @@ init_loaded(struct s3_req *q)
 	/* The marker first: an upload object always has one (or had, and is swept). */
 	s3_shard_guard(q, op);
 	cairn_op_omap_set(op, m->ukey.p, m->ukey.len, m->enc.p, m->enc.len);
-	submit(q, q->g->meta, m->shard, op, init_marked);
+	s3_submit(q, q->g->meta, m->shard, op, init_marked);
 }
 
 void
@@ -555,17 +564,8 @@ lp_marker(void *arg, int rc)
 	struct s3_req *q = arg;
 	struct mp *m = q->op;
 
-	q->pending--;
-	if (!rc)
-		rc = m->rval;
-	if (rc && rc != -ENOENT) {
-		s3_error_rc(q, rc, "reading the upload");
+	if (!marker_read(q, m, rc))
 		return;
-	}
-	if (rc || !found(m, &m->ukey)) {
-		s3_error(q, 404, "NoSuchUpload", "the specified upload does not exist");
-		return;
-	}
 	m->loaded = lp_loaded;
 	load_page(q, false);
 }
@@ -669,7 +669,7 @@ ab_loaded(struct s3_req *q)
 	cairn_op_omap_cmp(op, u->key, u->klen, CAIRN_CMP_EQ, u->val, u->vlen);
 	cairn_op_omap_rm(op, u->key, u->klen);
 	dead_into(m, op);
-	submit(q, q->g->meta, m->shard, op, ab_committed);
+	s3_submit(q, q->g->meta, m->shard, op, ab_committed);
 	return;
 oom:
 	s3_error(q, 503, "SlowDown", "out of memory");
@@ -681,19 +681,8 @@ ab_marker(void *arg, int rc)
 	struct s3_req *q = arg;
 	struct mp *m = q->op;
 
-	q->pending--;
-	if (!rc)
-		rc = m->rval;
-	if (rc && rc != -ENOENT) {
-		s3_error_rc(q, rc, "reading the upload");
+	if (!marker_read(q, m, rc))
 		return;
-	}
-	if (rc || !found(m, &m->ukey)) {
-		/* (an upload object without its marker is the sweep's: it checks the object's key)
-		 */
-		s3_error(q, 404, "NoSuchUpload", "the specified upload does not exist");
-		return;
-	}
 	m->loaded = ab_loaded;
 	load_page(q, true);
 }
@@ -832,7 +821,7 @@ cm_commit(struct s3_req *q)
 		cairn_op_omap_set(op, m->okey, strlen(m->okey), dv, sizeof(dv));
 	}
 	cairn_op_omap_rm(op, u->key, u->klen);
-	submit(q, q->g->meta, m->shard, op, cm_committed);
+	s3_submit(q, q->g->meta, m->shard, op, cm_committed);
 }
 
 static void
@@ -859,17 +848,7 @@ etag_md5(const char *s, uint8_t out[16])
 	n = strlen(s);
 	while (n && (s[n - 1] == '"' || s[n - 1] == ' '))
 		n--;
-	if (n != 32)
-		return -EINVAL;
-	for (int i = 0; i < 16; i++) {
-		char h[3] = { s[2 * i], s[2 * i + 1], 0 };
-		uint8_t b[1];
-
-		if (rgw_unhex(h, b, 1))
-			return -EINVAL;
-		out[i] = b[0];
-	}
-	return 0;
+	return n == 32 ? rgw_unhex(s, out, 16) : -EINVAL;
 }
 
 static void
@@ -984,7 +963,7 @@ cm_loaded(struct s3_req *q)
 	s3_data_oid(m->e.inst, 0, oid, sizeof(oid));
 	cairn_op_write_full(op, m->man.p, m->man.len);
 	cairn_op_setxattr(op, "rgw.entry", m->enc.p, m->enc.len);
-	submit(q, q->data, oid, op, cm_manifest_done);
+	s3_submit(q, q->data, oid, op, cm_manifest_done);
 }
 
 static void
@@ -993,17 +972,8 @@ cm_marker(void *arg, int rc)
 	struct s3_req *q = arg;
 	struct mp *m = q->op;
 
-	q->pending--;
-	if (!rc)
-		rc = m->rval;
-	if (rc && rc != -ENOENT) {
-		s3_error_rc(q, rc, "reading the upload");
+	if (!marker_read(q, m, rc))
 		return;
-	}
-	if (rc || !found(m, &m->ukey)) {
-		s3_error(q, 404, "NoSuchUpload", "the specified upload does not exist");
-		return;
-	}
 	m->loaded = cm_loaded;
 	cm_random_bytes(m->e.inst, 16); /* (the manifest's instance, named in the close) */
 	m->have_inst = true;
@@ -1251,7 +1221,7 @@ lu_loaded(struct s3_req *q)
 	cairn_op_omap_list(op, l->after.len ? l->after.p : NULL, l->after.len, pfx.p, pfx.len, 1001,
 			   &l->kvs, &l->n, &l->more, &l->rval);
 	rgw_str_fini(&pfx);
-	submit(q, q->g->meta, shard, op, lu_done);
+	s3_submit(q, q->g->meta, shard, op, lu_done);
 }
 
 void

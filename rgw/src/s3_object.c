@@ -773,21 +773,6 @@ b64_decode16(const char *s, uint8_t out[16])
 	return 0;
 }
 
-static int
-hex_decode(const char *s, uint8_t *out, size_t n)
-{
-	if (strlen(s) != 2 * n)
-		return -EINVAL;
-	for (size_t i = 0; i < n; i++) {
-		unsigned v;
-
-		if (sscanf(s + 2 * i, "%2x", &v) != 1)
-			return -EINVAL;
-		out[i] = (uint8_t)v;
-	}
-	return 0;
-}
-
 /* Content-Type, the x-amz-meta-* and other headers kept with the object. */
 int
 s3_put_meta(struct s3_req *q, struct rgw_entry *e)
@@ -940,7 +925,7 @@ put_loaded(struct s3_req *q)
 	}
 	p->have_md5 = cmd5 != NULL;
 	if (q->sig.payload && strcmp(q->sig.payload, "UNSIGNED-PAYLOAD") && !p->chunked) {
-		if (hex_decode(q->sig.payload, p->want_sha, 32)) {
+		if (strlen(q->sig.payload) != 64 || rgw_unhex(q->sig.payload, p->want_sha, 32)) {
 			s3_error(q, 400, "InvalidArgument",
 				 "x-amz-content-sha256 is not a SHA-256");
 			return;

@@ -174,8 +174,8 @@ rgw_str_uri(struct rgw_str *s, const char *b, size_t n, bool keep_slash)
 	}
 }
 
-static int
-hexval(char c)
+int
+rgw_hexval(char c)
 {
 	if (c >= '0' && c <= '9')
 		return c - '0';
@@ -193,8 +193,8 @@ rgw_str_unescape(struct rgw_str *s, const char *b, size_t n)
 		if (b[i] == '%') {
 			int hi, lo;
 
-			if (i + 2 >= n || (hi = hexval(b[i + 1])) < 0 ||
-			    (lo = hexval(b[i + 2])) < 0)
+			if (i + 2 >= n || (hi = rgw_hexval(b[i + 1])) < 0 ||
+			    (lo = rgw_hexval(b[i + 2])) < 0)
 				return -EINVAL;
 			rgw_str_addc(s, (char)(hi << 4 | lo));
 			i += 2;
@@ -232,9 +232,9 @@ int
 rgw_unhex(const char *s, uint8_t *out, size_t n)
 {
 	for (size_t i = 0; i < n; i++) {
-		int hi = hexval(s[2 * i]), lo;
+		int hi = rgw_hexval(s[2 * i]), lo;
 
-		if (hi < 0 || (lo = hexval(s[2 * i + 1])) < 0)
+		if (hi < 0 || (lo = rgw_hexval(s[2 * i + 1])) < 0)
 			return -EINVAL;
 		out[i] = (uint8_t)(hi << 4 | lo);
 	}

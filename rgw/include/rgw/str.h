@@ -39,6 +39,8 @@ void rgw_str_hex(struct rgw_str *s, const uint8_t *b, size_t n);
 
 /* Lower-case hex of n bytes into out (2n + 1 bytes). */
 void rgw_hex(const uint8_t *b, size_t n, char *out);
+/* A hex digit's value (either case), or -1. */
+int rgw_hexval(char c);
 /* n bytes from 2n hex digits at s (either case). \return 0, -EINVAL. */
 int rgw_unhex(const char *s, uint8_t *out, size_t n);
 
