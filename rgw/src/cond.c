@@ -67,6 +67,24 @@ rgw_range_parse(const char *h, uint64_t size, uint64_t *off, uint64_t *len)
 }
 
 int
+rgw_copy_range_parse(const char *h, uint64_t size, uint64_t *off, uint64_t *len)
+{
+	const char *p = h;
+	uint64_t a, b;
+
+	if (strncmp(p, "bytes=", 6))
+		return -EINVAL;
+	p += 6;
+	if (!num(&p, &a) || *p++ != '-' || !num(&p, &b) || *p || b < a)
+		return -EINVAL;
+	if (b >= size)
+		return -ERANGE;
+	*off = a;
+	*len = b - a + 1;
+	return 0;
+}
+
+int
 rgw_http_date_parse(const char *s, int64_t *t)
 {
 	static const char *const fmts[] = { "%a, %d %b %Y %H:%M:%S GMT",

@@ -22,6 +22,7 @@ enum {
 	T_OWNER,
 	T_META,
 	T_CKSUM, /* alg byte, then the base64 value */
+	T_TAGS,  /* the packed tag set */
 };
 
 static void
@@ -73,6 +74,8 @@ rgw_entry_encode(const struct rgw_entry *e, struct rgw_str *out)
 		memcpy(b + 1, e->ck, n);
 		tlv(out, T_CKSUM, b, 1 + n);
 	}
+	if (e->tags && e->tags_len)
+		tlv(out, T_TAGS, e->tags, e->tags_len);
 	for (size_t i = 0; i < e->nmeta; i++) {
 		size_t kl = strlen(e->meta[i].k), vl = strlen(e->meta[i].v);
 		uint8_t h[5] = { T_META, (uint8_t)(kl + vl + 1), (uint8_t)((kl + vl + 1) >> 8),
@@ -187,6 +190,14 @@ rgw_entry_decode(const void *buf, size_t n, struct rgw_entry *e)
 			e->ck_alg = b[0];
 			memcpy(e->ck, b + 1, len - 1);
 			e->ck[len - 1] = '\0';
+			break;
+		case T_TAGS:
+			if (rgw_tags_check((const char *)b, len) < 0)
+				goto bad;
+			memcpy(m, b, len);
+			e->tags = m;
+			e->tags_len = len;
+			m += len + 1;
 			break;
 		default:
 			break; /* (a newer writer's field) */
@@ -368,6 +379,139 @@ rgw_manifest_decode(const void *buf, size_t len, struct rgw_mpart **parts, size_
 	*parts = p;
 	*n = cnt;
 	return 0;
+}
+
+/* UTF-8 characters in [s, s+n) with no control character, or -1. */
+static ssize_t
+utf8_chars(const char *s, size_t n)
+{
+	ssize_t c = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		unsigned char b = (unsigned char)s[i];
+
+		if (b < 0x20 || b == 0x7f)
+			return -1;
+		if ((b & 0xc0) != 0x80)
+			c++;
+	}
+	return c;
+}
+
+bool
+rgw_tags_next(const char *p, size_t len, size_t *pos, const char **k, const char **v)
+{
+	const char *z1, *z2;
+
+	if (*pos >= len || !(z1 = memchr(p + *pos, 0, len - *pos)) ||
+	    !(z2 = memchr(z1 + 1, 0, len - (size_t)(z1 + 1 - p))))
+		return false;
+	*k = p + *pos;
+	*v = z1 + 1;
+	*pos = (size_t)(z2 + 1 - p);
+	return true;
+}
+
+int
+rgw_tags_check(const char *p, size_t len)
+{
+	size_t pos = 0;
+	const char *k, *v;
+	int n = 0;
+
+	while (rgw_tags_next(p, len, &pos, &k, &v)) {
+		ssize_t kc = utf8_chars(k, strlen(k)), vc = utf8_chars(v, strlen(v));
+
+		if (kc < 1 || kc > 128 || vc < 0 || vc > 256 || ++n > RGW_TAGS_MAX)
+			return -EBADMSG;
+	}
+	return pos == len ? n : -EBADMSG;
+}
+
+int
+rgw_tags_add(struct rgw_str *packed, const char *k, size_t kl, const char *v, size_t vl)
+{
+	ssize_t kc = utf8_chars(k, kl), vc = utf8_chars(v, vl);
+	size_t pos = 0;
+	const char *ok, *ov;
+	int n = 0;
+
+	if (kc < 1 || kc > 128 || vc < 0 || vc > 256 || memchr(k, 0, kl) || memchr(v, 0, vl))
+		return -EINVAL;
+	while (packed->p && rgw_tags_next(packed->p, packed->len, &pos, &ok, &ov)) {
+		if (strlen(ok) == kl && !memcmp(ok, k, kl))
+			return -EEXIST;
+		n++;
+	}
+	if (n == RGW_TAGS_MAX)
+		return -E2BIG;
+	rgw_str_add(packed, k, kl);
+	rgw_str_addc(packed, '\0');
+	rgw_str_add(packed, v, vl);
+	rgw_str_addc(packed, '\0');
+	return packed->oom ? -ENOMEM : 0;
+}
+
+void
+rgw_layout_single(struct rgw_layout *l, const uint8_t inst[16], uint64_t size)
+{
+	memset(l, 0, sizeof(*l));
+	memcpy(l->one.inst, inst, 16);
+	l->one.size = size;
+	l->parts = &l->one;
+	l->starts = &l->start0;
+	l->np = 1;
+}
+
+int
+rgw_layout_manifest(struct rgw_layout *l, const void *b, size_t n, uint64_t size)
+{
+	uint64_t off = 0;
+	int rc;
+
+	memset(l, 0, sizeof(*l));
+	if ((rc = rgw_manifest_decode(b, n, &l->parts, &l->np)))
+		return rc;
+	if (!(l->starts = calloc(l->np, sizeof(*l->starts)))) {
+		free(l->parts);
+		memset(l, 0, sizeof(*l));
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < l->np; i++) {
+		l->starts[i] = off;
+		off += l->parts[i].size;
+	}
+	if (off != size) {
+		rgw_layout_fini(l);
+		return -EBADMSG;
+	}
+	return 0;
+}
+
+size_t
+rgw_layout_find(const struct rgw_layout *l, uint64_t off)
+{
+	size_t lo = 0, hi = l->np;
+
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (l->starts[mid] <= off)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+void
+rgw_layout_fini(struct rgw_layout *l)
+{
+	if (l->parts != &l->one)
+		free(l->parts);
+	if (l->starts != &l->start0)
+		free(l->starts);
+	memset(l, 0, sizeof(*l));
 }
 
 void

@@ -454,7 +454,11 @@ s3_read_body(struct s3_req *q, size_t max, s3_step next)
 /* ---- buckets ---- */
 
 struct bload {
-	s3_step next;
+	struct s3_req *q;
+	struct rgw_bucket *b;
+	s3_bucket_cb cb;
+	void *arg;
+	char name[64];
 	char buf[4096];
 	size_t len;
 	int rval;
@@ -463,28 +467,58 @@ struct bload {
 static void
 bucket_loaded(void *arg, int rc)
 {
-	struct s3_req *q = arg;
-	struct bload *l = q->op;
-	s3_step next = l->next;
+	struct bload *l = arg;
+	struct s3_req *q = l->q;
+	s3_bucket_cb cb = l->cb;
+	void *cb_arg = l->arg;
 
 	q->pending--;
 	if (!rc && l->rval)
 		rc = l->rval;
-	if (!rc && rgw_bucket_decode(l->buf, l->len, &q->b))
+	if (!rc && rgw_bucket_decode(l->buf, l->len, l->b))
 		rc = -EBADMSG;
+	if (rc == -ENODATA)
+		rc = -ENOENT;
+	if (!rc)
+		cache_put(q->g, &q->g->buckets, l->name, l->b, sizeof(*l->b));
 	free(l);
-	q->op = NULL;
-	if (rc == -ENOENT || rc == -ENODATA) {
-		s3_error(q, 404, "NoSuchBucket", "the bucket does not exist");
+	cb(q, cb_arg, rc);
+}
+
+void
+s3_bucket_get(struct s3_req *q, const char *name, struct rgw_bucket *b, s3_bucket_cb cb, void *arg)
+{
+	struct bload *l;
+	cairn_op_t *op;
+	char oid[128];
+	int rc;
+
+	if (strlen(name) >= sizeof(l->name)) {
+		cb(q, arg, -ENOENT);
 		return;
 	}
-	if (rc) {
-		s3_error_rc(q, rc, "reading the bucket record");
+	if (cache_get(q->g, &q->g->buckets, name, b, sizeof(*b))) {
+		cb(q, arg, 0);
 		return;
 	}
-	q->have_b = true;
-	cache_put(q->g, &q->g->buckets, q->bucket, &q->b, sizeof(q->b));
-	next(q);
+	if (!(l = calloc(1, sizeof(*l))) || !(op = cairn_op_create())) {
+		free(l);
+		cb(q, arg, -ENOMEM);
+		return;
+	}
+	l->q = q;
+	l->b = b;
+	l->cb = cb;
+	l->arg = arg;
+	snprintf(l->name, sizeof(l->name), "%s", name);
+	snprintf(oid, sizeof(oid), "bucket.%s", name);
+	cairn_op_getxattr(op, "rgw.bucket", l->buf, sizeof(l->buf), &l->len, &l->rval);
+	if ((rc = rgw__aio(q->t, q->g->meta, oid, op, bucket_loaded, l))) {
+		free(l);
+		cb(q, arg, rc);
+		return;
+	}
+	q->pending++;
 }
 
 static void
@@ -502,54 +536,41 @@ bucket_io(struct s3_req *q, s3_step next)
 	next(q);
 }
 
-static void bucket_ready(struct s3_req *q);
+static void
+bucket_ready(struct s3_req *q, void *arg, int rc)
+{
+	(void)arg;
+	if (rc == -ENOENT) {
+		s3_error(q, 404, "NoSuchBucket", "the bucket does not exist");
+		return;
+	}
+	if (rc == -ENOMEM) {
+		s3_error(q, 503, "SlowDown", "out of memory");
+		return;
+	}
+	if (rc) {
+		s3_error_rc(q, rc, "reading the bucket record");
+		return;
+	}
+	q->have_b = true;
+	bucket_io(q, q->next);
+}
 
 void
 s3_bucket_load(struct s3_req *q, s3_step next)
 {
-	struct bload *l;
-	cairn_op_t *op;
-	char oid[128];
-	int rc;
-
 	q->next = next;
-	if (cache_get(q->g, &q->g->buckets, q->bucket, &q->b, sizeof(q->b))) {
-		q->have_b = true;
-		bucket_ready(q);
-		return;
-	}
-	if (!(l = calloc(1, sizeof(*l))) || !(op = cairn_op_create())) {
-		free(l);
-		s3_error(q, 503, "SlowDown", "out of memory");
-		return;
-	}
-	l->next = bucket_ready;
-	q->op = l;
-	snprintf(oid, sizeof(oid), "bucket.%s", q->bucket);
-	cairn_op_getxattr(op, "rgw.bucket", l->buf, sizeof(l->buf), &l->len, &l->rval);
-	if ((rc = rgw__aio(q->t, q->g->meta, oid, op, bucket_loaded, q))) {
-		free(l);
-		q->op = NULL;
-		s3_error_rc(q, rc, "reading the bucket record");
-		return;
-	}
-	q->pending++;
-}
-
-static void
-bucket_ready(struct s3_req *q)
-{
-	bucket_io(q, q->next);
+	s3_bucket_get(q, q->bucket, &q->b, bucket_ready, NULL);
 }
 
 /* ---- the index's names ---- */
 
 void
-s3_shard_oid(const struct s3_req *q, const char *key, size_t klen, char *oid, size_t len)
+s3_shard_oid(const struct rgw_bucket *b, const char *key, size_t klen, char *oid, size_t len)
 {
 	(void)key;
 	(void)klen;
-	snprintf(oid, len, "idx.%s.0", q->b.id);
+	snprintf(oid, len, "idx.%s.0", b->id);
 }
 
 void
@@ -574,6 +595,25 @@ s3_data_oid(const uint8_t inst[16], uint64_t n, char *oid, size_t len)
 
 	rgw_hex(inst, 16, h);
 	snprintf(oid, len, "%s.%016" PRIx64, h, n);
+}
+
+int
+s3_manifest_op(const struct rgw_entry *e, cairn_op_t **op, uint8_t **buf, size_t *len, int *rval)
+{
+	size_t n = RGW_MANIFEST_HDR + (size_t)e->parts * 24;
+
+	*op = NULL;
+	*buf = NULL;
+	*len = 0;
+	if (e->parts < 1 || e->parts > RGW_PARTS_MAX)
+		return -EBADMSG;
+	if (!(*buf = malloc(n)) || !(*op = cairn_op_create())) {
+		free(*buf);
+		*buf = NULL;
+		return -ENOMEM;
+	}
+	cairn_op_read(*op, 0, n, *buf, len, rval);
+	return 0;
 }
 
 int

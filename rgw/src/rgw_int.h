@@ -123,8 +123,8 @@ void s3_error_rc(struct s3_req *q, int rc, const char *what);
 void s3_respond_xml(struct s3_req *q, int status, const char *hdrs, struct rgw_str *xml);
 void s3_done(struct s3_req *q);
 
-/* The index shard object of q's bucket for key (one shard for now: docs/design/rgw.md §3.1). */
-void s3_shard_oid(const struct s3_req *q, const char *key, size_t klen, char *oid, size_t len);
+/* The index shard object of bucket b for key (one shard for now: docs/design/rgw.md §3.1). */
+void s3_shard_oid(const struct rgw_bucket *b, const char *key, size_t klen, char *oid, size_t len);
 /* Guard an index write on the shard's range (a split changes it). */
 void s3_shard_guard(const struct s3_req *q, cairn_op_t *op);
 /* The index entry's omap key of object key. */
@@ -147,8 +147,69 @@ void s3_upload_marker(const char *key, size_t klen, const char *upid, struct rgw
 /* An object's kept headers (Content-Type, x-amz-meta-*, ...) into e (strdup'd). \return 0, -E2BIG,
  * -ENOMEM. */
 int s3_put_meta(struct s3_req *q, struct rgw_entry *e);
-/* Free what s3_put_meta put in e. */
+/* Free what s3_put_meta (or s3_meta_dup, s3_put_tags) put in e. */
 void s3_meta_free(struct rgw_entry *e);
+/* src's headers (and its tags when tags) into dst (strdup'd). \return 0, -ENOMEM. */
+int s3_meta_dup(struct rgw_entry *dst, const struct rgw_entry *src, bool tags);
+/* x-amz-tagging into e. \return 0, or -EINVAL: answered. */
+int s3_put_tags(struct s3_req *q, struct rgw_entry *e);
+/* The answer for a tag set rgw_tags_add or rgw_tags_from_query refused. */
+void s3_tags_error(struct s3_req *q, int rc);
+/* GET, PUT, DELETE /bucket/key?tagging (s3_tagging.c). */
+void s3_obj_tagging(struct s3_req *q);
+
+/*
+ * An op reading e's manifest (object 0 of its instance) into a new *buf.
+ * \return 0, -EBADMSG (e's part count is out of bounds), -ENOMEM.
+ */
+int s3_manifest_op(const struct rgw_entry *e, cairn_op_t **op, uint8_t **buf, size_t *len,
+		   int *rval);
+
+/* ---- the source of CopyObject and UploadPartCopy (s3_copy.c) ---- */
+
+typedef void (*s3_copy_data_cb)(struct s3_req *q, const uint8_t *data, size_t n, int rc);
+
+struct s3_copy {
+	struct s3_req *q;
+	struct rgw_copy_src cs;
+	struct rgw_bucket sb; /* the source's bucket */
+	cairn_ioctx_t *io;    /* its data (q->data for the same bucket) */
+	bool own_io, part;
+	bool same; /* the source is the destination (bucket and key) */
+	struct cairn_kv want;
+	struct cairn_kv *kvs;
+	size_t n;
+	int rval;
+	struct rgw_entry e; /* the source's entry */
+	bool have_e;
+	struct rgw_layout l;
+	uint8_t *mbuf;
+	size_t mlen;
+	int mrval;
+	uint64_t off, len; /* the bytes copied: [off, off + len) of the source */
+	bool whole;        /* the whole source */
+	uint64_t pos;      /* the next byte to read */
+	/* the read in flight */
+	uint8_t *buf;
+	size_t want_n, got;
+	int rrval;
+	bool reading;
+	s3_step next;
+	s3_copy_data_cb dcb;
+};
+
+/*
+ * Open q's x-amz-copy-source (part: UploadPartCopy, which may take
+ * x-amz-copy-source-range): the source's bucket (yours), its entry, the
+ * x-amz-copy-source-if-* conditions, its layout; then next(q). Any
+ * failure is answered (q ends). *cp is set at once (the caller frees it).
+ */
+void s3_copy_open(struct s3_req *q, bool part, struct s3_copy **cp, s3_step next);
+/* Read the next piece (at most RGW_CHUNK bytes); cb(q, data, n, rc) with c->buf. \return 0 or an
+ * errno (nothing in flight then). */
+int s3_copy_read(struct s3_copy *c, s3_copy_data_cb cb);
+bool s3_copy_eof(const struct s3_copy *c);
+void s3_copy_free(struct s3_copy *c);
 
 /* <Owner><ID>uid</ID><DisplayName>uid</DisplayName></Owner> */
 void s3_owner_xml(struct rgw_str *x, const char *uid);
@@ -166,6 +227,11 @@ void s3_mp_abort(struct s3_req *q);
 /* GET /bucket?uploads */
 void s3_mp_list_uploads(struct s3_req *q);
 
+/* Load bucket name's record into *b (cache or cluster), then cb(q, arg, rc): 0, -ENOENT, an errno.
+ */
+typedef void (*s3_bucket_cb)(struct s3_req *q, void *arg, int rc);
+void s3_bucket_get(struct s3_req *q, const char *name, struct rgw_bucket *b, s3_bucket_cb cb,
+		   void *arg);
 /* Load q's bucket (cache or cluster), then next; NoSuchBucket otherwise. */
 void s3_bucket_load(struct s3_req *q, s3_step next);
 void s3_bucket_forget(struct rgw *g, const char *name);

@@ -429,7 +429,7 @@ s3_list_objects(struct s3_req *q)
 			rgw_str_addc(&l->start, '\0');
 	}
 	/* (a start below the prefix: start at the prefix itself) */
-	s3_shard_oid(q, l->prefix ? l->prefix : "", l->plen, l->shard, sizeof(l->shard));
+	s3_shard_oid(&q->b, l->prefix ? l->prefix : "", l->plen, l->shard, sizeof(l->shard));
 	if (l->start.oom) {
 		s3_error(q, 503, "SlowDown", "out of memory");
 		return;

@@ -153,7 +153,7 @@ mp_names(struct s3_req *q, struct mp *m, const char *upid)
 	}
 	snprintf(m->upid, sizeof(m->upid), "%s", upid);
 	snprintf(m->moid, sizeof(m->moid), "mp.%s", upid);
-	s3_shard_oid(q, q->key, q->key_len, m->shard, sizeof(m->shard));
+	s3_shard_oid(&q->b, q->key, q->key_len, m->shard, sizeof(m->shard));
 	s3_upload_marker(q->key, q->key_len, upid, &m->ukey);
 	s3_entry_key(q->key, q->key_len, &m->ekey);
 	if (m->ukey.oom || m->ekey.oom) {
@@ -464,6 +464,8 @@ init_loaded(struct s3_req *q)
 				      : "out of memory");
 		return;
 	}
+	if (s3_put_tags(q, &m->e))
+		return;
 	m->e.owner = q->uid;
 	rgw_entry_encode(&m->e, &m->enc);
 	if (m->enc.oom || !(op = cairn_op_create())) {
@@ -919,11 +921,10 @@ cm_loaded(struct s3_req *q)
 		return;
 	}
 	s3_meta_free(&m->e);
-	m->e.ctype = strdup(rec.ctype);
-	for (size_t i = 0; i < rec.nmeta; i++) {
-		m->e.meta[i].k = strdup(rec.meta[i].k);
-		m->e.meta[i].v = strdup(rec.meta[i].v);
-		m->e.nmeta++;
+	if (s3_meta_dup(&m->e, &rec, true)) {
+		rgw_entry_fini(&rec);
+		cm_fail(q, 503, "SlowDown", "out of memory");
+		return;
 	}
 	rgw_entry_fini(&rec);
 	m->e.flags = RGW_ENTRY_MULTIPART;
@@ -949,16 +950,10 @@ cm_loaded(struct s3_req *q)
 	rgw_manifest_encode(mp, m->nwant, &m->man);
 	free(mp);
 	rgw_entry_encode(&m->e, &m->enc);
-	if (m->man.oom || m->enc.oom || !m->e.ctype || !(op = cairn_op_create())) {
+	if (m->man.oom || m->enc.oom || !(op = cairn_op_create())) {
 		cm_fail(q, 503, "SlowDown", "out of memory");
 		return;
 	}
-	for (size_t i = 0; i < m->e.nmeta; i++)
-		if (!m->e.meta[i].k || !m->e.meta[i].v) {
-			cairn_op_release(op);
-			cm_fail(q, 503, "SlowDown", "out of memory");
-			return;
-		}
 	/* The manifest is object 0 of the new instance (with the entry's copy, as a PUT's). */
 	s3_data_oid(m->e.inst, 0, oid, sizeof(oid));
 	cairn_op_write_full(op, m->man.p, m->man.len);
@@ -1217,7 +1212,7 @@ lu_loaded(struct s3_req *q)
 		s3_error(q, 503, "SlowDown", "out of memory");
 		return;
 	}
-	s3_shard_oid(q, "", 0, shard, sizeof(shard));
+	s3_shard_oid(&q->b, "", 0, shard, sizeof(shard));
 	cairn_op_omap_list(op, l->after.len ? l->after.p : NULL, l->after.len, pfx.p, pfx.len, 1001,
 			   &l->kvs, &l->n, &l->more, &l->rval);
 	rgw_str_fini(&pfx);

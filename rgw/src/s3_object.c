@@ -27,6 +27,7 @@
 #include "cm/log.h"
 #include "cm/random.h"
 
+#include <ctype.h>
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 
@@ -142,6 +143,9 @@ struct put {
 	struct rgw_cksum ck;
 	bool ck_trailer;  /* the value comes in the trailer */
 	char ck_want[64]; /* (from the header) */
+	/* CopyObject, UploadPartCopy: the bytes come from the source, not the body */
+	struct s3_copy *cp;
+	bool ck_store; /* a checksum computed for the copy, with nothing to compare it to */
 };
 
 void
@@ -152,8 +156,67 @@ s3_meta_free(struct rgw_entry *e)
 		free(e->meta[i].v);
 	}
 	free(e->ctype);
+	free(e->tags);
 	e->nmeta = 0;
 	e->ctype = NULL;
+	e->tags = NULL;
+	e->tags_len = 0;
+}
+
+int
+s3_meta_dup(struct rgw_entry *dst, const struct rgw_entry *src, bool tags)
+{
+	if (!(dst->ctype = strdup(src->ctype ? src->ctype : "")))
+		return -ENOMEM;
+	for (size_t i = 0; i < src->nmeta; i++) {
+		if (!(dst->meta[i].k = strdup(src->meta[i].k)) ||
+		    !(dst->meta[i].v = strdup(src->meta[i].v))) {
+			free(dst->meta[i].k);
+			return -ENOMEM;
+		}
+		dst->nmeta++;
+	}
+	if (tags && src->tags_len) {
+		if (!(dst->tags = malloc(src->tags_len)))
+			return -ENOMEM;
+		memcpy(dst->tags, src->tags, src->tags_len);
+		dst->tags_len = src->tags_len;
+	}
+	return 0;
+}
+
+/* x-amz-tagging into e. \return 0, or -EINVAL (answered: InvalidTag). */
+int
+s3_put_tags(struct s3_req *q, struct rgw_entry *e)
+{
+	const char *t = rgw_http_hdr(q->h, "x-amz-tagging");
+	struct rgw_str pk;
+	int rc;
+
+	if (!t)
+		return 0;
+	rgw_str_init(&pk);
+	if ((rc = rgw_tags_from_query(t, &pk))) {
+		rgw_str_fini(&pk);
+		s3_tags_error(q, rc);
+		return -EINVAL;
+	}
+	free(e->tags);
+	e->tags = rgw_str_take(&pk, &e->tags_len);
+	return 0;
+}
+
+void
+s3_tags_error(struct s3_req *q, int rc)
+{
+	if (rc == -ENOMEM)
+		s3_error(q, 503, "SlowDown", "out of memory");
+	else
+		s3_error(q, 400, rc == -E2BIG ? "BadRequest" : "InvalidTag",
+			 rc == -E2BIG ? "object tags cannot be greater than 10"
+			 : rc == -EEXIST
+				 ? "cannot provide multiple tags with the same key"
+				 : "a tag's key (1-128 characters) or value (0-256) is not valid");
 }
 
 static void
@@ -175,6 +238,7 @@ put_free(struct s3_req *q)
 	if (p->chunked)
 		rgw_awschunk_fini(&p->ac);
 	rgw_cksum_fini(&p->ck);
+	s3_copy_free(p->cp);
 	free(p);
 	q->op = NULL;
 }
@@ -205,6 +269,7 @@ put_fail(struct s3_req *q, int status, const char *code, const char *msg)
 static void put_commit(struct s3_req *q);
 static void put_maybe_finish(struct s3_req *q);
 static void put_answer_hdrs(const struct put *p, const char *etag, char *hd, size_t len);
+static void copy_answer(struct s3_req *q, const char *el, const char *etag);
 
 static void
 put_abort(struct s3_req *q, int status, const char *code, const char *msg)
@@ -278,8 +343,39 @@ commit_done(void *arg, int rc)
 		rgw__gc_add(q->g, q->b.id, p->shard, p->dkey, strlen(p->dkey), p->old.inst,
 			    p->old.size, p->old.flags & RGW_ENTRY_MULTIPART);
 	rgw_entry_etag(&p->e, etag, sizeof(etag));
+	if (p->cp) {
+		copy_answer(q, "CopyObjectResult", etag);
+		return;
+	}
 	put_answer_hdrs(p, etag, hd, sizeof(hd));
 	s3_respond_xml(q, 200, hd, NULL);
+}
+
+/* A copy's answer: <CopyObjectResult> or <CopyPartResult>, the new ETag, time and checksum. */
+static void
+copy_answer(struct s3_req *q, const char *el, const char *etag)
+{
+	struct put *p = q->op;
+	struct rgw_str x;
+	char when[40], ckel[32];
+
+	rgw__iso8601(p->e.mtime_ns, when, sizeof(when));
+	rgw_str_init(&x);
+	rgw_str_addf(&x, XMLHD "<%s " XMLNS "><LastModified>%s</LastModified><ETag>", el, when);
+	rgw_str_xml(&x, etag, strlen(etag));
+	rgw_str_adds(&x, "</ETag>");
+	if (p->e.ck_alg) {
+		const char *n = rgw_cksum_header((enum rgw_cksum_alg)p->e.ck_alg) + 15;
+		size_t i;
+
+		for (i = 0; n[i] && i < sizeof(ckel) - 1; i++)
+			ckel[i] = (char)toupper((unsigned char)n[i]);
+		ckel[i] = '\0';
+		rgw_str_addf(&x, "<Checksum%s>%s</Checksum%s>", ckel, p->e.ck, ckel);
+	}
+	rgw_str_addf(&x, "</%s>", el);
+	s3_respond_xml(q, 200, NULL, &x);
+	rgw_str_fini(&x);
 }
 
 /* A PUT's answer: its ETag, and its checksum when one was given. */
@@ -313,6 +409,10 @@ part_commit_done(void *arg, int rc)
 	p->finished = true;
 	p->e.parts = 0;
 	rgw_entry_etag(&p->e, etag, sizeof(etag));
+	if (p->cp) {
+		copy_answer(q, "CopyPartResult", etag);
+		return;
+	}
 	put_answer_hdrs(p, etag, hd, sizeof(hd));
 	s3_respond_xml(q, 200, hd, NULL);
 }
@@ -388,6 +488,7 @@ put_commit(struct s3_req *q)
 }
 
 static void put_body(struct rgw_req *r, const char *data, ssize_t len, void *arg);
+static void put_end(struct s3_req *q);
 
 static void
 head_done(void *arg, int rc)
@@ -462,6 +563,8 @@ put_maybe_finish(struct s3_req *q)
 	put_commit(q);
 }
 
+static void copy_pump(struct s3_req *q);
+
 static void
 chunk_done(void *arg, int rc)
 {
@@ -475,6 +578,10 @@ chunk_done(void *arg, int rc)
 	ch->len = 0;
 	if (rc && !p->err)
 		p->err = rc;
+	if (p->cp) {
+		copy_pump(q);
+		return;
+	}
 	if (!p->body_done && !p->finished && p->inflight < RGW_PUT_INFLIGHT)
 		rgw_req_body_read(q->r, put_body, q); /* (resume) */
 	put_maybe_finish(q);
@@ -490,8 +597,16 @@ put_seal(struct s3_req *q)
 
 	EVP_DigestFinal_ex(q->md5, p->e.md5, &l);
 	if (p->have_md5 && memcmp(p->want_md5, p->e.md5, 16)) {
-		put_fail(q, 400, "BadDigest",
-			 "the Content-MD5 you specified did not match what we received");
+		if (p->cp) {
+			CM_ERR("%s: copy source %s/%.*s: its bytes do not match its ETag",
+			       rgw_req_id(q->r), p->cp->cs.bucket, (int)p->cp->cs.key_len,
+			       p->cp->cs.key);
+			put_fail(q, 500, "InternalError",
+				 "the copy source's bytes do not match its ETag (damaged)");
+		} else {
+			put_fail(q, 400, "BadDigest",
+				 "the Content-MD5 you specified did not match what we received");
+		}
 		return -EINVAL;
 	}
 	if (p->check_sha) {
@@ -514,7 +629,15 @@ put_seal(struct s3_req *q)
 			return -EINVAL;
 		}
 		rgw_cksum_final(&p->ck, got, sizeof(got));
-		if (strcmp(got, p->ck_want)) {
+		if (!p->ck_store && strcmp(got, p->ck_want) && p->cp) {
+			CM_ERR("%s: copy source %s/%.*s: its bytes do not match its checksum",
+			       rgw_req_id(q->r), p->cp->cs.bucket, (int)p->cp->cs.key_len,
+			       p->cp->cs.key);
+			put_fail(q, 500, "InternalError",
+				 "the copy source's bytes do not match its checksum (damaged)");
+			return -EINVAL;
+		}
+		if (!p->ck_store && strcmp(got, p->ck_want)) {
 			put_fail(
 				q, 400, "BadDigest",
 				"the checksum you specified did not match the calculated checksum");
@@ -631,40 +754,46 @@ put_body(struct rgw_req *r, const char *data, ssize_t len, void *arg)
 		put_maybe_finish(q);
 		return;
 	}
-	if (len == 0) {
-		p->body_done = true;
-		if (p->got != p->expect) {
-			put_fail(
-				q, 400, "IncompleteBody",
-				"you did not provide the number of bytes specified by Content-Length");
-			put_maybe_finish(q);
-			return;
-		}
-		if (put_seal(q)) {
-			put_maybe_finish(q);
-			return;
-		}
-		if (!p->nobj) {
-			/* One object holds it all: data, layout, size and entry in one op. */
-			if (!p->fill && !(p->fill = chunk_get(p))) {
-				put_fail(q, 503, "SlowDown", "out of memory");
-				put_maybe_finish(q);
-				return;
-			}
-			p->fill->n = 0;
-			p->single = true;
-		}
-		if (p->fill && (p->fill->len || p->single)) {
-			if (chunk_send(q, p->fill, p->single)) {
-				put_fail(q, 503, "SlowDown", "cannot submit");
-				put_maybe_finish(q);
-				return;
-			}
-		}
-		p->fill = NULL;
+	if (len == 0)
+		put_end(q);
+}
+
+/* The last byte came: seal the entry, write what is left, then (put_maybe_finish) commit. */
+static void
+put_end(struct s3_req *q)
+{
+	struct put *p = q->op;
+
+	p->body_done = true;
+	if (p->got != p->expect) {
+		put_fail(q, 400, "IncompleteBody",
+			 "you did not provide the number of bytes specified by Content-Length");
 		put_maybe_finish(q);
 		return;
 	}
+	if (put_seal(q)) {
+		put_maybe_finish(q);
+		return;
+	}
+	if (!p->nobj) {
+		/* One object holds it all: data, layout, size and entry in one op. */
+		if (!p->fill && !(p->fill = chunk_get(p))) {
+			put_fail(q, 503, "SlowDown", "out of memory");
+			put_maybe_finish(q);
+			return;
+		}
+		p->fill->n = 0;
+		p->single = true;
+	}
+	if (p->fill && (p->fill->len || p->single)) {
+		if (chunk_send(q, p->fill, p->single)) {
+			put_fail(q, 503, "SlowDown", "cannot submit");
+			put_maybe_finish(q);
+			return;
+		}
+	}
+	p->fill = NULL;
+	put_maybe_finish(q);
 }
 
 /*
@@ -717,7 +846,7 @@ put_data(void *arg, const char *data, size_t dlen)
 				return -1;
 			}
 			p->fill = NULL;
-			if (p->inflight >= RGW_PUT_INFLIGHT)
+			if (p->inflight >= RGW_PUT_INFLIGHT && !p->cp)
 				rgw_req_body_pause(q->r);
 		}
 	}
@@ -754,7 +883,149 @@ prepare_done(void *arg, int rc)
 			  "an object exists under this key (If-None-Match)");
 		return;
 	}
+	if (p->cp) {
+		copy_pump(q);
+		return;
+	}
 	rgw_req_body_read(q->r, put_body, q);
+}
+
+/* ---- CopyObject, UploadPartCopy: the PUT path fed from the source ---- */
+
+static void
+copy_got(struct s3_req *q, const uint8_t *data, size_t n, int rc)
+{
+	struct put *p = q->op;
+
+	p->inflight--;
+	if (p->finished) {
+		put_maybe_finish(q);
+		return;
+	}
+	if (rc) {
+		put_fail(q, rc == -EAGAIN ? 503 : 500, rc == -EAGAIN ? "SlowDown" : "InternalError",
+			 "reading the copy source failed");
+		put_maybe_finish(q);
+		return;
+	}
+	if (put_data(q, (const char *)data, n)) {
+		put_maybe_finish(q);
+		return;
+	}
+	copy_pump(q);
+}
+
+/* One source read at a time, while fewer than RGW_PUT_INFLIGHT writes are in flight. */
+static void
+copy_pump(struct s3_req *q)
+{
+	struct put *p = q->op;
+
+	if (!p->finished && !p->body_done && !p->cp->reading && p->inflight < RGW_PUT_INFLIGHT) {
+		if (s3_copy_eof(p->cp)) {
+			put_end(q);
+			return;
+		}
+		if (s3_copy_read(p->cp, copy_got))
+			put_fail(q, 503, "SlowDown", "cannot read the copy source");
+		else
+			p->inflight++;
+	}
+	put_maybe_finish(q);
+}
+
+static void put_prepare(struct s3_req *q);
+
+/* The source is known: the size, the metadata (directive), the checks on what is read. */
+static void
+copy_opened(struct s3_req *q)
+{
+	struct put *p = q->op;
+	const struct s3_copy *c = p->cp;
+	const char *dir = rgw_http_hdr(q->h, "x-amz-metadata-directive");
+	const char *tdir = rgw_http_hdr(q->h, "x-amz-tagging-directive");
+	const char *ca = rgw_http_hdr(q->h, "x-amz-checksum-algorithm");
+	enum rgw_cksum_alg alg = RGW_CK_NONE;
+	bool replace = false, treplace = false;
+	int rc;
+
+	p->expect = c->len;
+	if (dir && strcmp(dir, "COPY") && !(replace = !strcmp(dir, "REPLACE"))) {
+		s3_error(q, 400, "InvalidArgument", "unknown metadata directive");
+		return;
+	}
+	if (tdir && strcmp(tdir, "COPY") && !(treplace = !strcmp(tdir, "REPLACE"))) {
+		s3_error(q, 400, "InvalidArgument", "unknown tagging directive");
+		return;
+	}
+	if (ca && !(alg = rgw_cksum_alg_of(ca))) {
+		s3_error(q, 400, "InvalidRequest", "unknown x-amz-checksum-algorithm");
+		return;
+	}
+	if (c->same && !replace && !treplace && !alg) {
+		s3_error(q, 400, "InvalidRequest",
+			 "this copy request is illegal because it is trying to copy an object to "
+			 "itself without changing the object's metadata");
+		return;
+	}
+	if (!p->part) {
+		if (replace)
+			rc = s3_put_meta(q, &p->e);
+		else
+			rc = s3_meta_dup(&p->e, &c->e, !treplace);
+		if (rc) {
+			s3_error(q, 400, rc == -E2BIG ? "MetadataTooLarge" : "InternalError",
+				 rc == -E2BIG
+					 ? "your metadata headers exceed the maximum allowed size"
+					 : "out of memory");
+			return;
+		}
+		if (replace && !treplace && c->e.tags_len) {
+			if (!(p->e.tags = malloc(c->e.tags_len))) {
+				s3_error(q, 503, "SlowDown", "out of memory");
+				return;
+			}
+			memcpy(p->e.tags, c->e.tags, c->e.tags_len);
+			p->e.tags_len = c->e.tags_len;
+		}
+		if (treplace && s3_put_tags(q, &p->e))
+			return;
+	}
+	/* What is read must match what the source says it holds (a damaged source is not
+	 * copied): its MD5 (a plain object, whole) and its checksum, recomputed. */
+	if (c->whole && !(c->e.flags & RGW_ENTRY_MULTIPART)) {
+		memcpy(p->want_md5, c->e.md5, 16);
+		p->have_md5 = true;
+	}
+	if (!alg && c->whole && !p->part)
+		alg = (enum rgw_cksum_alg)c->e.ck_alg;
+	if (alg) {
+		if (rgw_cksum_init(&p->ck, alg)) {
+			s3_error(q, 503, "SlowDown", "out of memory");
+			return;
+		}
+		if (c->whole && c->e.ck_alg == alg)
+			snprintf(p->ck_want, sizeof(p->ck_want), "%s", c->e.ck);
+		else
+			p->ck_store = true;
+	}
+	put_prepare(q);
+}
+
+/* A copy request's own checks: no body, and the arguments only a copy takes. */
+static int
+copy_check(struct s3_req *q)
+{
+	const char *pl = q->sig.payload;
+
+	if ((q->h->has_length && q->h->content_length) || q->h->chunked ||
+	    (pl && strcmp(pl, "UNSIGNED-PAYLOAD") &&
+	     strcmp(pl, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"))) {
+		rgw_req_close_after(q->r);
+		s3_error(q, 400, "InvalidRequest", "a copy request has no body");
+		return -EINVAL;
+	}
+	return 0;
 }
 
 static int
@@ -821,8 +1092,6 @@ put_loaded(struct s3_req *q)
 	struct put *p = calloc(1, sizeof(*p));
 	const char *cmd5 = rgw_http_hdr(q->h, "content-md5");
 	const char *inm = rgw_http_hdr(q->h, "if-none-match");
-	cairn_op_t *op;
-	char ih[33];
 	int rc;
 
 	const char *upid = rgw_uri_q(&q->u, "uploadId");
@@ -839,6 +1108,44 @@ put_loaded(struct s3_req *q)
 	rgw_str_init(&p->pval);
 	if (strcmp(q->b.owner, q->uid)) {
 		s3_error(q, 403, "AccessDenied", "the bucket is not yours");
+		return;
+	}
+	if (upid) {
+		const char *pn = rgw_uri_q(&q->u, "partNumber");
+		char *end = NULL;
+		unsigned long n = pn ? strtoul(pn, &end, 10) : 0;
+
+		if (!pn || !*pn || *end || n < 1 || n > RGW_PARTS_MAX) {
+			s3_error(q, 400, "InvalidArgument",
+				 "partNumber must be an integer from 1 to 10000");
+			return;
+		}
+		if (!s3_upload_id_ok(upid)) {
+			s3_error(q, 404, "NoSuchUpload", "the specified upload does not exist");
+			return;
+		}
+		if ((rc = s3_mp_io(q))) {
+			s3_error_rc(q, rc, "the upload's pool");
+			return;
+		}
+		p->part = true;
+		p->partno = (unsigned)n;
+		p->mio = q->mpio;
+		snprintf(p->moid, sizeof(p->moid), "mp.%s", upid);
+		inm = NULL;
+	}
+	if (inm) {
+		if (strcmp(inm, "*")) {
+			s3_error(q, 501, "NotImplemented", "If-None-Match on PUT takes only *");
+			return;
+		}
+		p->if_none = true;
+	}
+	if (rgw_http_hdr(q->h, "x-amz-copy-source")) {
+		q->op_name = p->part ? "UploadPartCopy" : "CopyObject";
+		if (copy_check(q))
+			return;
+		s3_copy_open(q, p->part, &p->cp, copy_opened);
 		return;
 	}
 	if (!strncmp(q->sig.payload ? q->sig.payload : "", "STREAMING-", 10)) {
@@ -932,43 +1239,26 @@ put_loaded(struct s3_req *q)
 		}
 		p->check_sha = true;
 	}
-	if (upid) {
-		const char *pn = rgw_uri_q(&q->u, "partNumber");
-		char *end = NULL;
-		unsigned long n = pn ? strtoul(pn, &end, 10) : 0;
+	put_prepare(q);
+}
 
-		if (!pn || !*pn || *end || n < 1 || n > RGW_PARTS_MAX) {
-			s3_error(q, 400, "InvalidArgument",
-				 "partNumber must be an integer from 1 to 10000");
-			return;
-		}
-		if (!s3_upload_id_ok(upid)) {
-			s3_error(q, 404, "NoSuchUpload", "the specified upload does not exist");
-			return;
-		}
-		if ((rc = s3_mp_io(q))) {
-			s3_error_rc(q, rc, "the upload's pool");
-			return;
-		}
-		p->part = true;
-		p->partno = (unsigned)n;
-		p->mio = q->mpio;
-		snprintf(p->moid, sizeof(p->moid), "mp.%s", upid);
-		inm = NULL;
-	}
-	if (inm) {
-		if (strcmp(inm, "*")) {
-			s3_error(q, 501, "NotImplemented", "If-None-Match on PUT takes only *");
-			return;
-		}
-		p->if_none = true;
-	}
-	if (!p->part && (rc = s3_put_meta(q, &p->e))) {
+/* The pending marker (with the current entry read), then the data. */
+static void
+put_prepare(struct s3_req *q)
+{
+	struct put *p = q->op;
+	cairn_op_t *op;
+	char ih[33];
+	int rc;
+
+	if (!p->part && !p->cp && (rc = s3_put_meta(q, &p->e))) {
 		s3_error(q, 400, rc == -E2BIG ? "MetadataTooLarge" : "InternalError",
 			 rc == -E2BIG ? "your metadata headers exceed the maximum allowed size"
 				      : "out of memory");
 		return;
 	}
+	if (!p->part && !p->cp && s3_put_tags(q, &p->e))
+		return;
 	if (!(q->md5 = EVP_MD_CTX_new()) || !EVP_DigestInit_ex(q->md5, EVP_md5(), NULL) ||
 	    (p->check_sha &&
 	     (!(q->sha = EVP_MD_CTX_new()) || !EVP_DigestInit_ex(q->sha, EVP_sha256(), NULL)))) {
@@ -990,7 +1280,7 @@ put_loaded(struct s3_req *q)
 			p->layout[8 + i] = (char)(os >> (8 * i));
 	}
 	s3_entry_key(q->key, q->key_len, &p->ekey);
-	s3_shard_oid(q, q->key, q->key_len, p->shard, sizeof(p->shard));
+	s3_shard_oid(&q->b, q->key, q->key_len, p->shard, sizeof(p->shard));
 	if (!p->part) {
 		p->mio = q->g->meta;
 		snprintf(p->moid, sizeof(p->moid), "%s", p->shard);
@@ -1050,13 +1340,6 @@ struct slot {
 	struct s3_req *q;
 };
 
-/* The instances an object's bytes are in: itself, or a manifest's parts. */
-struct layout {
-	struct rgw_mpart one, *parts;
-	uint64_t start0, *starts; /* starts[i]: the object's offset of part i */
-	size_t np;
-};
-
 struct get {
 	struct cur c;
 	struct rgw_entry e;
@@ -1066,77 +1349,12 @@ struct get {
 	uint64_t next_send; /* the next byte to send */
 	struct slot s[RGW_GET_AHEAD];
 	bool sending, failed;
-	struct layout l;
+	struct rgw_layout l;
 	bool have_l;
 	uint8_t *mbuf; /* the manifest, as read */
 	size_t mlen;
 	int mrval;
 };
-
-static void
-layout_fini(struct layout *l)
-{
-	if (l->parts != &l->one)
-		free(l->parts);
-	if (l->starts != &l->start0)
-		free(l->starts);
-	memset(l, 0, sizeof(*l));
-}
-
-/* A plain object: one instance. */
-static void
-layout_single(struct layout *l, const struct rgw_entry *e)
-{
-	memcpy(l->one.inst, e->inst, 16);
-	l->one.size = e->size;
-	l->parts = &l->one;
-	l->starts = &l->start0;
-	l->start0 = 0;
-	l->np = 1;
-}
-
-/* A manifest's parts; their sizes must add up to size. \return 0, -EBADMSG, -ENOMEM. */
-static int
-layout_manifest(struct layout *l, const void *b, size_t n, uint64_t size)
-{
-	uint64_t off = 0;
-	int rc;
-
-	memset(l, 0, sizeof(*l));
-	if ((rc = rgw_manifest_decode(b, n, &l->parts, &l->np)))
-		return rc;
-	if (!(l->starts = calloc(l->np, sizeof(*l->starts)))) {
-		free(l->parts);
-		l->parts = NULL;
-		return -ENOMEM;
-	}
-	for (size_t i = 0; i < l->np; i++) {
-		l->starts[i] = off;
-		off += l->parts[i].size;
-	}
-	if (off != size) {
-		layout_fini(l);
-		return -EBADMSG;
-	}
-	return 0;
-}
-
-/* The part holding the object's byte off (< its size). */
-static size_t
-layout_find(const struct layout *l, uint64_t off)
-{
-	size_t lo = 0, hi = l->np;
-
-	while (hi - lo > 1) {
-		size_t mid = lo + (hi - lo) / 2;
-
-		if (l->starts[mid] <= off)
-			lo = mid;
-		else
-			hi = mid;
-	}
-	return lo;
-}
 
 static void
 get_free(struct s3_req *q)
@@ -1150,7 +1368,7 @@ get_free(struct s3_req *q)
 	rgw_entry_fini(&g->e);
 	for (int i = 0; i < RGW_GET_AHEAD; i++)
 		free(g->s[i].buf);
-	layout_fini(&g->l);
+	rgw_layout_fini(&g->l);
 	free(g->mbuf);
 	free(g);
 	q->op = NULL;
@@ -1223,7 +1441,7 @@ get_pump(struct s3_req *q)
 	}
 	for (int i = 0; i < RGW_GET_AHEAD && !g->failed && g->next_read < g->end; i++) {
 		struct slot *s = &g->s[i];
-		size_t pi = layout_find(&g->l, g->next_read);
+		size_t pi = rgw_layout_find(&g->l, g->next_read);
 		uint64_t po = g->next_read - g->l.starts[pi];
 		uint64_t in = po % RGW_CHUNK;
 		size_t n =
@@ -1291,6 +1509,12 @@ entry_headers(struct rgw_str *h, const struct rgw_entry *e, const struct s3_req 
 		add_hdr(h, "Content-Type", e->ctype);
 	for (size_t i = 0; i < e->nmeta; i++)
 		add_hdr(h, e->meta[i].k, e->meta[i].v);
+	if (e->tags_len) {
+		int n = rgw_tags_check(e->tags, e->tags_len);
+
+		if (n > 0)
+			rgw_str_addf(h, "x-amz-tagging-count: %d\r\n", n);
+	}
 	/* (a checksum covers the whole object: none on a range, as S3) */
 	if (whole && e->ck_alg && mode && !strcasecmp(mode, "ENABLED"))
 		add_hdr(h, rgw_cksum_header((enum rgw_cksum_alg)e->ck_alg), e->ck);
@@ -1308,7 +1532,7 @@ manifest_done(void *arg, int rc)
 	if (!rc)
 		rc = g->mrval;
 	if (!rc)
-		rc = layout_manifest(&g->l, g->mbuf, g->mlen, g->e.size);
+		rc = rgw_layout_manifest(&g->l, g->mbuf, g->mlen, g->e.size);
 	if (rc) {
 		CM_ERR("%s: bucket %s key %.*s: its manifest: %s", rgw_req_id(q->r), q->bucket,
 		       (int)q->key_len, q->key, cm_strerror(rc));
@@ -1345,7 +1569,7 @@ lookup_done(void *arg, int rc)
 		return;
 	}
 	if (!(g->e.flags & RGW_ENTRY_MULTIPART)) {
-		layout_single(&g->l, &g->e);
+		rgw_layout_single(&g->l, g->e.inst, g->e.size);
 		g->have_l = true;
 	}
 	get_respond(q);
@@ -1412,23 +1636,18 @@ get_respond(struct s3_req *q)
 	}
 	if (!g->have_l && q->h->method != RGW_M_HEAD && len) {
 		/* (the manifest names the parts: read it before anything is sent) */
-		cairn_op_t *op = cairn_op_create();
+		cairn_op_t *op;
 		char oid[64];
 
 		rgw_str_fini(&h);
-		g->mlen = 0;
-		if (g->e.parts < 1 || g->e.parts > RGW_PARTS_MAX ||
-		    !(g->mbuf = malloc(RGW_MANIFEST_HDR + (size_t)g->e.parts * 24)) || !op) {
-			bool bad = g->e.parts < 1 || g->e.parts > RGW_PARTS_MAX;
+		if ((rc = s3_manifest_op(&g->e, &op, &g->mbuf, &g->mlen, &g->mrval))) {
+			bool bad = rc == -EBADMSG;
 
-			cairn_op_release(op);
 			s3_error(q, bad ? 500 : 503, bad ? "InternalError" : "SlowDown",
 				 bad ? "the object's manifest is damaged" : "reading the manifest");
 			return;
 		}
 		s3_data_oid(g->e.inst, 0, oid, sizeof(oid));
-		cairn_op_read(op, 0, RGW_MANIFEST_HDR + (size_t)g->e.parts * 24, g->mbuf, &g->mlen,
-			      &g->mrval);
 		if ((rc = rgw__aio(q->t, q->data, oid, op, manifest_done, q))) {
 			s3_error_rc(q, rc, "reading the manifest");
 			return;
@@ -1479,7 +1698,7 @@ get_loaded(struct s3_req *q)
 		s3_error(q, 503, "SlowDown", "out of memory");
 		return;
 	}
-	s3_shard_oid(q, q->key, q->key_len, g->shard, sizeof(g->shard));
+	s3_shard_oid(&q->b, q->key, q->key_len, g->shard, sizeof(g->shard));
 	cairn_op_omap_get(op, &g->c.want, 1, &g->c.kvs, &g->c.n, &g->c.rval);
 	if ((rc = rgw__aio(q->t, q->g->meta, g->shard, op, lookup_done, q))) {
 		s3_error_rc(q, rc, "reading the index entry");
@@ -1606,7 +1825,7 @@ del_start(struct s3_req *q, struct del *d, const char *key, size_t klen, del_cb 
 	s3_entry_key(key, klen, &k);
 	if (!(d->c.want.key = rgw_str_take(&k, &d->c.want.klen)))
 		return -ENOMEM;
-	s3_shard_oid(q, key, klen, d->shard, sizeof(d->shard));
+	s3_shard_oid(&q->b, key, klen, d->shard, sizeof(d->shard));
 	del_step(d);
 	return 0;
 }
@@ -1833,13 +2052,12 @@ s3_object_op(struct s3_req *q)
 		s3_bucket_load(q, mdel_loaded);
 		return;
 	}
-	if (subresource(q)) {
-		s3_error(q, 501, "NotImplemented", "this object sub-resource is not implemented");
+	if (rgw_uri_q(&q->u, "tagging") && q->u.nq >= 1) {
+		s3_obj_tagging(q);
 		return;
 	}
-	if (rgw_http_hdr(q->h, "x-amz-copy-source")) {
-		s3_error(q, 501, "NotImplemented",
-			 "CopyObject and UploadPartCopy are not implemented yet");
+	if (subresource(q)) {
+		s3_error(q, 501, "NotImplemented", "this object sub-resource is not implemented");
 		return;
 	}
 	if (q->h->method == RGW_M_POST) {

@@ -1,5 +1,6 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 #include "rgw/uri.h"
+#include "rgw/meta.h"
 #include "rgw/str.h"
 
 /* Decode [b, b+n) into dst (at least n + 1 bytes). \return its length, or -EINVAL. */
@@ -123,6 +124,94 @@ rgw_uri_fini(struct rgw_uri *u)
 {
 	free(u->mem);
 	memset(u, 0, sizeof(*u));
+}
+
+int
+rgw_copy_source_parse(const char *v, struct rgw_copy_src *cs)
+{
+	const char *q = strchr(v, '?'), *end = v + strlen(v), *slash;
+	size_t plen;
+	ssize_t n;
+	char *m;
+
+	memset(cs, 0, sizeof(*cs));
+	if (*v == '/')
+		v++;
+	plen = (size_t)((q ? q : end) - v);
+	if (!(m = malloc(2 * (size_t)(end - v) + 3)))
+		return -ENOMEM;
+	cs->mem = m;
+	/* (a bucket name holds no '/' and no escapes that matter: split before decoding) */
+	slash = memchr(v, '/', plen);
+	if (!slash || slash == v || slash + 1 == v + plen)
+		goto bad;
+	if ((n = decode(v, (size_t)(slash - v), m, false)) <= 0 || strchr(m, '/'))
+		goto bad;
+	cs->bucket = m;
+	m += n + 1;
+	if ((n = decode(slash + 1, (size_t)(v + plen - slash - 1), m, false)) <= 0)
+		goto bad;
+	cs->key = m;
+	cs->key_len = (size_t)n;
+	m += n + 1;
+	if (q) {
+		q++;
+		if (strncmp(q, "versionId=", 10))
+			goto bad;
+		q += 10;
+		if (memchr(q, '&', (size_t)(end - q)) ||
+		    (n = decode(q, (size_t)(end - q), m, false)) <= 0)
+			goto bad;
+		cs->version = m;
+	}
+	return 0;
+bad:
+	rgw_copy_source_fini(cs);
+	return -EINVAL;
+}
+
+void
+rgw_copy_source_fini(struct rgw_copy_src *cs)
+{
+	free(cs->mem);
+	memset(cs, 0, sizeof(*cs));
+}
+
+int
+rgw_tags_from_query(const char *s, struct rgw_str *packed)
+{
+	size_t n = strlen(s);
+	char *m = malloc(2 * n + 3), *c;
+	const char *end;
+	int rc = 0;
+
+	if (!m)
+		return -ENOMEM;
+	/* ('+' is a space in this form: a copy with them replaced is decoded) */
+	c = m + n + 2;
+	for (size_t i = 0; i <= n; i++)
+		c[i] = s[i] == '+' ? ' ' : s[i];
+	s = c;
+	end = s + n;
+	while (s < end && !rc) {
+		const char *amp = memchr(s, '&', (size_t)(end - s)), *eq;
+		ssize_t kl, vl;
+
+		if (!amp)
+			amp = end;
+		eq = memchr(s, '=', (size_t)(amp - s));
+		if (!eq)
+			eq = amp;
+		if ((kl = decode(s, (size_t)(eq - s), m, false)) < 0 ||
+		    (vl = decode(eq < amp ? eq + 1 : amp, (size_t)(amp - (eq < amp ? eq + 1 : amp)),
+				 m + kl + 1, false)) < 0)
+			rc = -EINVAL;
+		else
+			rc = rgw_tags_add(packed, m, (size_t)kl, m + kl + 1, (size_t)vl);
+		s = amp < end ? amp + 1 : end;
+	}
+	free(m);
+	return rc;
 }
 
 const char *

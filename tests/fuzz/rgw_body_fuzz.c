@@ -2,7 +2,7 @@
 /*
  * The gateway's other parsers of outside input, chosen by the first byte:
  * XML bodies (expat), bucket records (JSON), index entries (our codec,
- * with a re-encode round trip), Range and condition headers, request
+ * with a re-encode round trip), Range, copy-source and condition headers, request
  * targets, multipart manifests and part records, aws-chunked framing
  * (unsigned and signed, with trailers).
  */
@@ -86,8 +86,25 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	case 3: {
 		uint64_t off, len, sz = n ? (uint64_t)(unsigned char)b[0] * 1000003u : 0;
 
+		struct rgw_copy_src cs;
+
 		if (rgw_range_parse(s, sz, &off, &len) == 0 && (len == 0 || off + len > sz))
 			__builtin_trap();
+		if (rgw_copy_range_parse(s, sz, &off, &len) == 0 && (len == 0 || off + len > sz))
+			__builtin_trap();
+		{
+			struct rgw_str pk;
+
+			rgw_str_init(&pk);
+			if (rgw_tags_from_query(s, &pk) == 0 && rgw_tags_check(pk.p, pk.len) < 0)
+				__builtin_trap();
+			rgw_str_fini(&pk);
+		}
+		if (rgw_copy_source_parse(s, &cs) == 0) {
+			if (!*cs.bucket || !cs.key_len || strlen(cs.key) != cs.key_len)
+				__builtin_trap();
+			rgw_copy_source_fini(&cs);
+		}
 		break;
 	}
 	case 4: {

@@ -246,6 +246,8 @@ def api():
     check(out.stdout == "403", "anonymous GET")
     multipart()
     streaming()
+    copy()
+    tagging()
 
 
 def multipart():
@@ -323,6 +325,163 @@ def multipart():
           "a plain PUT over a multipart object")
     s3.delete_object(Bucket="mpu", Key="ckpt/a.bin")
     s3.delete_bucket(Bucket="mpu")
+
+
+def copy():
+    """CopyObject (directives, conditions, across buckets, from a multipart source) and
+    UploadPartCopy (ranges), each copy read back."""
+    MiB = 1 << 20
+    s3.create_bucket(Bucket="cp-a")
+    s3.create_bucket(Bucket="cp-b")
+    small = b"copy me " * 1000
+    put = s3.put_object(Bucket="cp-a", Key="src", Body=small, ContentType="text/x-src",
+                        Metadata={"origin": "a"}, ChecksumAlgorithm="SHA256")
+    r = s3.copy_object(Bucket="cp-a", Key="dst", CopySource={"Bucket": "cp-a", "Key": "src"})
+    check(r["CopyObjectResult"]["ETag"] == put["ETag"], "a copy keeps the ETag")
+    o = s3.get_object(Bucket="cp-a", Key="dst", ChecksumMode="ENABLED")
+    check(o["Body"].read() == small and o["ContentType"] == "text/x-src" and
+          o["Metadata"] == {"origin": "a"} and o.get("ChecksumSHA256") == put["ChecksumSHA256"],
+          "COPY: bytes, metadata and checksum: %s" % o["ResponseMetadata"]["HTTPHeaders"])
+    s3.copy_object(Bucket="cp-b", Key="d/x y+z", CopySource="cp-a/src",
+                   MetadataDirective="REPLACE", Metadata={"origin": "b"},
+                   ContentType="text/x-dst")
+    o = s3.get_object(Bucket="cp-b", Key="d/x y+z")
+    check(o["Body"].read() == small and o["Metadata"] == {"origin": "b"} and
+          o["ContentType"] == "text/x-dst", "REPLACE across buckets, to an odd key")
+    s3.copy_object(Bucket="cp-a", Key="src2", CopySource={"Bucket": "cp-b", "Key": "d/x y+z"})
+    check(s3.get_object(Bucket="cp-a", Key="src2")["Body"].read() == small,
+          "a copy from an odd key (URL-encoded source)")
+    check(code_of(lambda: s3.copy_object(Bucket="cp-a", Key="src", CopySource="cp-a/src"))
+          == "InvalidRequest", "a copy onto itself without REPLACE")
+    s3.copy_object(Bucket="cp-a", Key="src", CopySource="cp-a/src",
+                   MetadataDirective="REPLACE", Metadata={"origin": "again"})
+    check(s3.head_object(Bucket="cp-a", Key="src")["Metadata"] == {"origin": "again"},
+          "a copy onto itself with REPLACE changes the metadata")
+    old = "Mon, 01 Jan 2001 00:00:00 GMT"
+    future = "Fri, 01 Jan 2100 00:00:00 GMT"
+    for what, kw in (("if-match", {"CopySourceIfMatch": '"0123"'}),
+                     ("if-none-match", {"CopySourceIfNoneMatch": put["ETag"]}),
+                     ("if-modified-since", {"CopySourceIfModifiedSince": future}),
+                     ("if-unmodified-since", {"CopySourceIfUnmodifiedSince": old})):
+        check(code_of(lambda: s3.copy_object(Bucket="cp-a", Key="cond", CopySource="cp-a/src",
+                                             **kw)) == "PreconditionFailed",
+              "x-amz-copy-source-%s failing" % what)
+    check(code_of(lambda: s3.head_object(Bucket="cp-a", Key="cond")) == "404",
+          "a failed copy condition writes nothing")
+    s3.copy_object(Bucket="cp-a", Key="cond", CopySource="cp-a/src",
+                   CopySourceIfMatch=put["ETag"], CopySourceIfUnmodifiedSince=old)
+    check(s3.get_object(Bucket="cp-a", Key="cond")["Body"].read() == small,
+          "if-match holding (if-unmodified-since then ignored, as S3)")
+    check(code_of(lambda: s3.copy_object(Bucket="cp-a", Key="n", CopySource="cp-a/none"))
+          == "NoSuchKey", "a missing source key")
+    check(code_of(lambda: s3.copy_object(Bucket="cp-a", Key="n", CopySource="cp-none/x"))
+          == "NoSuchBucket", "a missing source bucket")
+    check(code_of(lambda: s3.copy_object(Bucket="cp-a", Key="n", CopySource={
+        "Bucket": "cp-a", "Key": "src", "VersionId": "nope"})) == "InvalidArgument",
+        "a version id on an unversioned source")
+    bob = client(other)
+    bob.create_bucket(Bucket="cp-bob")
+    bob.put_object(Bucket="cp-bob", Key="secret", Body=b"bob's")
+    check(code_of(lambda: s3.copy_object(Bucket="cp-a", Key="n", CopySource="cp-bob/secret"))
+          == "AccessDenied", "a copy from another user's bucket")
+    check(code_of(lambda: bob.copy_object(Bucket="cp-bob", Key="n", CopySource="cp-a/src"))
+          == "AccessDenied", "a copy from another user's bucket into ones own")
+    # Large sources: a plain 9 MiB object and a multipart one (5 MiB + 7, 3 MiB).
+    plain = os.urandom(9 * MiB + 11)
+    s3.put_object(Bucket="cp-a", Key="plain", Body=plain)
+    up = s3.create_multipart_upload(Bucket="cp-a", Key="mp")["UploadId"]
+    mps = [os.urandom(5 * MiB + 7), os.urandom(3 * MiB)]
+    tags = [s3.upload_part(Bucket="cp-a", Key="mp", UploadId=up, PartNumber=i + 1,
+                           Body=b)["ETag"] for i, b in enumerate(mps)]
+    s3.complete_multipart_upload(Bucket="cp-a", Key="mp", UploadId=up, MultipartUpload={
+        "Parts": [{"PartNumber": i + 1, "ETag": t} for i, t in enumerate(tags)]})
+    mpdata = b"".join(mps)
+    r = s3.copy_object(Bucket="cp-b", Key="mp-copy", CopySource="cp-a/mp")
+    check(s3.get_object(Bucket="cp-b", Key="mp-copy")["Body"].read() == mpdata and
+          r["CopyObjectResult"]["ETag"] == '"%s"' % hashlib.md5(mpdata).hexdigest(),
+          "a copy of a multipart object (a plain object, ETag its MD5)")
+    s3.copy_object(Bucket="cp-b", Key="plain-copy", CopySource="cp-a/plain")
+    check(s3.get_object(Bucket="cp-b", Key="plain-copy")["Body"].read() == plain,
+          "a 9 MiB copy")
+    # UploadPartCopy: ranges of both, across the multipart source's part boundary.
+    up = s3.create_multipart_upload(Bucket="cp-b", Key="joined")["UploadId"]
+    r1 = s3.upload_part_copy(Bucket="cp-b", Key="joined", UploadId=up, PartNumber=1,
+                             CopySource="cp-a/plain", CopySourceRange="bytes=7-%d" % (6 * MiB))
+    lo, hi = 2 * MiB + 3, 8 * MiB + 5  # (within part 1, then across into part 2)
+    r2 = s3.upload_part_copy(Bucket="cp-b", Key="joined", UploadId=up, PartNumber=2,
+                             CopySource="cp-a/mp", CopySourceRange="bytes=%d-%d" % (lo, hi))
+    r3 = s3.upload_part_copy(Bucket="cp-b", Key="joined", UploadId=up, PartNumber=3,
+                             CopySource="cp-a/src")
+    want = [plain[7:6 * MiB + 1], mpdata[lo:hi + 1], small]
+    got = [r["CopyPartResult"]["ETag"] for r in (r1, r2, r3)]
+    check(got == ['"%s"' % hashlib.md5(w).hexdigest() for w in want],
+          "UploadPartCopy ETags: %s" % got)
+    check(code_of(lambda: s3.upload_part_copy(
+        Bucket="cp-b", Key="joined", UploadId=up, PartNumber=4, CopySource="cp-a/src",
+        CopySourceRange="bytes=0-%d" % len(small))) == "InvalidArgument",
+        "UploadPartCopy past the source's end")
+    check(code_of(lambda: s3.upload_part_copy(
+        Bucket="cp-b", Key="other", UploadId=up, PartNumber=4, CopySource="cp-a/src"))
+        == "NoSuchUpload", "UploadPartCopy to another key's upload")
+    s3.complete_multipart_upload(Bucket="cp-b", Key="joined", UploadId=up, MultipartUpload={
+        "Parts": [{"PartNumber": i + 1, "ETag": t} for i, t in enumerate(got)]})
+    check(s3.get_object(Bucket="cp-b", Key="joined")["Body"].read() == b"".join(want),
+          "an object joined from copied parts")
+    for b in ("cp-a", "cp-b"):
+        for o in s3.list_objects_v2(Bucket=b).get("Contents", []):
+            s3.delete_object(Bucket=b, Key=o["Key"])
+        s3.delete_bucket(Bucket=b)
+    bob.delete_object(Bucket="cp-bob", Key="secret")
+    bob.delete_bucket(Bucket="cp-bob")
+
+
+def tagging():
+    """Object tags: on PUT, Get/Put/DeleteObjectTagging, the count on GET, through copies
+    and multipart uploads; S3's limits."""
+    s3.create_bucket(Bucket="tags")
+    s3.put_object(Bucket="tags", Key="t", Body=b"x", Tagging="team=vision&note=a%20b+c")
+    ts = s3.get_object_tagging(Bucket="tags", Key="t")["TagSet"]
+    check(ts == [{"Key": "team", "Value": "vision"}, {"Key": "note", "Value": "a b c"}],
+          "tags from x-amz-tagging: %s" % ts)
+    check(s3.get_object(Bucket="tags", Key="t").get("TagCount") == 2, "x-amz-tagging-count")
+    s3.put_object_tagging(Bucket="tags", Key="t", Tagging={"TagSet": [
+        {"Key": "k<&>", "Value": "v\u00e9"}]})
+    ts = s3.get_object_tagging(Bucket="tags", Key="t")["TagSet"]
+    check(ts == [{"Key": "k<&>", "Value": "v\u00e9"}], "PutObjectTagging replaces: %s" % ts)
+    check(s3.get_object(Bucket="tags", Key="t")["Body"].read() == b"x",
+          "tagging leaves the bytes")
+    many = [{"Key": "k%d" % i, "Value": "v"} for i in range(11)]
+    check(code_of(lambda: s3.put_object_tagging(Bucket="tags", Key="t",
+                                                Tagging={"TagSet": many})) == "BadRequest",
+          "11 tags refused")
+    check(code_of(lambda: s3.put_object_tagging(Bucket="tags", Key="t", Tagging={"TagSet": [
+        {"Key": "a", "Value": "1"}, {"Key": "a", "Value": "2"}]})) == "InvalidTag",
+        "a key twice refused")
+    check(code_of(lambda: s3.put_object(Bucket="tags", Key="u", Body=b"",
+                                        Tagging="k=" + "v" * 257)) == "InvalidTag",
+          "a 257-character value refused")
+    check(code_of(lambda: s3.head_object(Bucket="tags", Key="u")) == "404",
+          "a refused tag set writes nothing")
+    check(code_of(lambda: s3.get_object_tagging(Bucket="tags", Key="none")) == "NoSuchKey",
+          "tags of a missing key")
+    s3.copy_object(Bucket="tags", Key="c1", CopySource="tags/t")
+    check(s3.get_object_tagging(Bucket="tags", Key="c1")["TagSet"] == ts, "a copy keeps tags")
+    s3.copy_object(Bucket="tags", Key="c2", CopySource="tags/t", TaggingDirective="REPLACE",
+                   Tagging="new=1")
+    check(s3.get_object_tagging(Bucket="tags", Key="c2")["TagSet"] ==
+          [{"Key": "new", "Value": "1"}], "TaggingDirective REPLACE")
+    s3.delete_object_tagging(Bucket="tags", Key="t")
+    check(s3.get_object_tagging(Bucket="tags", Key="t")["TagSet"] == [] and
+          "TagCount" not in s3.get_object(Bucket="tags", Key="t"), "DeleteObjectTagging")
+    up = s3.create_multipart_upload(Bucket="tags", Key="m", Tagging="ckpt=yes")["UploadId"]
+    e = s3.upload_part(Bucket="tags", Key="m", UploadId=up, PartNumber=1, Body=b"p")["ETag"]
+    s3.complete_multipart_upload(Bucket="tags", Key="m", UploadId=up, MultipartUpload={
+        "Parts": [{"PartNumber": 1, "ETag": e}]})
+    check(s3.get_object_tagging(Bucket="tags", Key="m")["TagSet"] ==
+          [{"Key": "ckpt", "Value": "yes"}], "tags given at CreateMultipartUpload")
+    for k in ("t", "c1", "c2", "m"):
+        s3.delete_object(Bucket="tags", Key=k)
+    s3.delete_bucket(Bucket="tags")
 
 
 def raw_put(path, headers, body):

@@ -106,8 +106,11 @@ s3c sync s3://s3cmd-bkt/tree/ "$dir/s3cmd-down/" >>"$dir/s3cmd.err" 2>&1 || fail
 diff -r "$dir/tree" "$dir/s3cmd-down" || fail "s3cmd: the tree came back different"
 s3c get s3://s3cmd-bkt/tree/c/file1 "$dir/one" >/dev/null 2>&1 && cmp "$dir/one" "$dir/tree/c/file1" ||
 	fail "s3cmd get"
+s3c cp s3://s3cmd-bkt/tree/c/file1 s3://s3cmd-bkt/copied >/dev/null 2>&1 || fail "s3cmd cp"
+s3c get s3://s3cmd-bkt/copied "$dir/one.cp" >/dev/null 2>&1 && cmp "$dir/one.cp" "$dir/tree/c/file1" ||
+	fail "s3cmd: the server-side copy differs"
 s3c del s3://s3cmd-bkt/tree/c/file1 >/dev/null || fail "s3cmd del"
-echo "b. s3cmd: mb, sync up and down, ls, get, del: ok"
+echo "b. s3cmd: mb, sync up and down, ls, get, cp (server side), del: ok"
 
 export AWS_ACCESS_KEY_ID=$ak AWS_SECRET_ACCESS_KEY=$sk AWS_DEFAULT_REGION=us-east-1
 export AWS_CONFIG_FILE=/dev/null # (its defaults: multipart past 8 MiB, 10 parts at once)
@@ -118,6 +121,18 @@ aws s3 sync s3://aws-bkt/t "$dir/aws-down" >>"$dir/aws.err" 2>&1 || fail "aws s3
 diff -r "$dir/tree" "$dir/aws-down" || fail "aws: the tree came back different"
 aws s3 ls s3://aws-bkt/t/a/ | grep -q "PRE b/" || fail "aws s3 ls with a delimiter"
 aws s3api head-object --bucket aws-bkt --key t/c/file1 >/dev/null || fail "aws s3api head-object"
+# Server-side copies: CopyObject for the tree, UploadPartCopy (8 MiB ranges) for 40 MiB.
+aws s3 cp --recursive s3://aws-bkt/t s3://aws-bkt/t2 >>"$dir/aws.err" 2>&1 || fail "aws s3 cp s3 to s3"
+head -c $((40 << 20)) /dev/urandom >"$dir/mid"
+aws s3 cp "$dir/mid" s3://aws-bkt/mid >>"$dir/aws.err" 2>&1 || fail "aws s3 cp of 40 MiB up"
+aws s3 cp s3://aws-bkt/mid s3://aws-bkt/mid2 >>"$dir/aws.err" 2>&1 || fail "aws s3 cp: a multipart copy"
+aws s3 sync s3://aws-bkt/t2 "$dir/aws-down2" >>"$dir/aws.err" 2>&1 || fail "aws s3 sync down (copies)"
+aws s3 cp s3://aws-bkt/mid2 "$dir/mid.down" >>"$dir/aws.err" 2>&1 || fail "aws s3 cp down (a copy)"
+diff -r "$dir/tree" "$dir/aws-down2" && cmp "$dir/mid" "$dir/mid.down" || fail "aws: the copies differ"
+etag=$(aws s3api head-object --bucket aws-bkt --key mid2 --query ETag --output text)
+[[ "$etag" == *-5'"' ]] || fail "aws: the multipart copy's ETag is $etag"
+aws s3 rm s3://aws-bkt/mid >/dev/null && aws s3 rm s3://aws-bkt/mid2 >/dev/null || fail "aws s3 rm"
+rm -f "$dir/mid" "$dir/mid.down" # (d counts instances per listed object: no parts then)
 # A checkpoint-sized file through aws's multipart upload and download (1 GiB; 256 MiB
 # under the sanitizers, which slow every byte).
 big_mb=1024
@@ -133,7 +148,8 @@ etag=$(aws s3api head-object --bucket aws-bkt --key big --query ETag --output te
 [[ "$etag" == *-$(( (big_mb + 7) / 8 ))'"' ]] || fail "aws: the multipart ETag is $etag"
 aws s3 rm s3://aws-bkt/big >/dev/null || fail "aws s3 rm"
 rm -f "$dir/big" "$dir/big.down"
-echo "b. awscli: mb, sync up and down, ls, head-object, $big_mb MiB multipart up" \
+echo "b. awscli: mb, sync up and down, ls, head-object, server-side copies (tree, 40 MiB" \
+	"by parts), $big_mb MiB multipart up" \
 	"($(awk "BEGIN { print $t1 - $t0 }") s) and down ($(awk "BEGIN { print $t2 - $t1 }") s): ok"
 
 export RCLONE_CONFIG_C_TYPE=s3 RCLONE_CONFIG_C_PROVIDER=Other RCLONE_CONFIG_C_ENDPOINT=$ep
@@ -146,7 +162,9 @@ rcl copy "$dir/tree" c:rclone-bkt/t >"$dir/rclone.err" 2>&1 || fail "rclone copy
 rcl copy c:rclone-bkt/t "$dir/rclone-down" >>"$dir/rclone.err" 2>&1 || fail "rclone copy down"
 diff -r "$dir/tree" "$dir/rclone-down" || fail "rclone: the tree came back different"
 rcl check "$dir/tree" c:rclone-bkt/t >>"$dir/rclone.err" 2>&1 || fail "rclone check"
-echo "b. rclone: mkdir, copy up and down, check: ok"
+rcl copyto c:rclone-bkt/t/c/file1 c:rclone-bkt/copied >>"$dir/rclone.err" 2>&1 || fail "rclone copyto"
+rcl cat c:rclone-bkt/copied | cmp - "$dir/tree/c/file1" || fail "rclone: the server-side copy differs"
+echo "b. rclone: mkdir, copy up and down, check, copyto (server side): ok"
 
 # c. kill -9 under load, with one PUT of 9 MiB stopped after 8.5 MiB (its two
 # data objects written, never committed: the sweep must find them).

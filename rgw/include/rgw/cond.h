@@ -13,6 +13,13 @@
  */
 int rgw_range_parse(const char *h, uint64_t size, uint64_t *off, uint64_t *len);
 
+/*
+ * x-amz-copy-source-range: "bytes=first-last" (both given, first <= last)
+ * against a source of size bytes. \return 0 (*off, *len), -EINVAL
+ * (malformed), -ERANGE (past the source's end).
+ */
+int rgw_copy_range_parse(const char *h, uint64_t size, uint64_t *off, uint64_t *len);
+
 /* An HTTP date (IMF-fixdate, RFC 850 or asctime). \return 0 (*t seconds) or -EINVAL. */
 int rgw_http_date_parse(const char *s, int64_t *t);
 

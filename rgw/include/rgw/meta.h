@@ -34,8 +34,24 @@ struct rgw_entry {
 	char ck[48];    /* its value, as S3 shows it (base64) */
 	struct rgw_meta_kv meta[RGW_ENTRY_MAX_META];
 	size_t nmeta;
+	char *tags; /* the tag set, packed (rgw_tags_add), or NULL */
+	size_t tags_len;
 	char *mem; /* decode's allocation */
 };
+
+/*
+ * Tag sets (object tagging), packed as "key\0value\0" pairs. S3's rules:
+ * at most RGW_TAGS_MAX tags, keys of 1-128 characters and values of 0-256
+ * (UTF-8, no control characters), keys unique.
+ */
+#define RGW_TAGS_MAX 10
+/* Append a tag. \return 0, -EINVAL (a bad key or value), -EEXIST (a key again), -E2BIG (too
+ * many), -ENOMEM. */
+int rgw_tags_add(struct rgw_str *packed, const char *k, size_t kl, const char *v, size_t vl);
+/* Walk a packed set: the tag at *pos (then past it). \return false at the end. */
+bool rgw_tags_next(const char *p, size_t len, size_t *pos, const char **k, const char **v);
+/* Whether p is a well-formed set. \return its tag count, or -EBADMSG. */
+int rgw_tags_check(const char *p, size_t len);
 
 /* Append e's encoding to out. */
 void rgw_entry_encode(const struct rgw_entry *e, struct rgw_str *out);
@@ -62,6 +78,25 @@ struct rgw_mpart {
 void rgw_manifest_encode(const struct rgw_mpart *p, size_t n, struct rgw_str *out);
 /* \return 0 (*parts malloc'd, *n of them), -EBADMSG, -ENOMEM. */
 int rgw_manifest_decode(const void *b, size_t len, struct rgw_mpart **parts, size_t *n);
+
+/*
+ * The instances an object's bytes are in: its own (a plain object), or a
+ * manifest's parts, each starting at starts[i] of the object.
+ */
+struct rgw_layout {
+	struct rgw_mpart one, *parts;
+	uint64_t start0, *starts;
+	size_t np;
+};
+
+/* A plain object of size bytes in inst. */
+void rgw_layout_single(struct rgw_layout *l, const uint8_t inst[16], uint64_t size);
+/* A manifest's parts (b, n: its bytes); their sizes must add up to size. \return 0, -EBADMSG,
+ * -ENOMEM. */
+int rgw_layout_manifest(struct rgw_layout *l, const void *b, size_t n, uint64_t size);
+/* The part holding the object's byte off (< the object's size). */
+size_t rgw_layout_find(const struct rgw_layout *l, uint64_t off);
+void rgw_layout_fini(struct rgw_layout *l);
 
 /* One uploaded part: its record in the upload object's omap. */
 struct rgw_part {

@@ -60,6 +60,121 @@ START_TEST(test_range)
 
 END_TEST
 
+START_TEST(test_copy_source)
+{
+	struct rgw_copy_src cs;
+	struct rgw_layout l;
+	uint8_t inst[16] = { 1 };
+	uint64_t off, len;
+
+	ck_assert_int_eq(rgw_copy_source_parse("/bkt/a%20b/c%3Fd", &cs), 0);
+	ck_assert_str_eq(cs.bucket, "bkt");
+	ck_assert_uint_eq(cs.key_len, 7);
+	ck_assert_str_eq(cs.key, "a b/c?d");
+	ck_assert_ptr_null(cs.version);
+	rgw_copy_source_fini(&cs);
+	ck_assert_int_eq(rgw_copy_source_parse("bkt/k?versionId=null", &cs), 0);
+	ck_assert_str_eq(cs.key, "k");
+	ck_assert_str_eq(cs.version, "null");
+	rgw_copy_source_fini(&cs);
+	ck_assert_int_eq(rgw_copy_source_parse("bkt", &cs), -EINVAL);
+	ck_assert_int_eq(rgw_copy_source_parse("bkt/", &cs), -EINVAL);
+	ck_assert_int_eq(rgw_copy_source_parse("/k", &cs), -EINVAL);
+	ck_assert_int_eq(rgw_copy_source_parse("bkt/%00", &cs), -EINVAL);
+	ck_assert_int_eq(rgw_copy_source_parse("bkt/%zz", &cs), -EINVAL);
+	ck_assert_int_eq(rgw_copy_source_parse("bkt/k?acl", &cs), -EINVAL);
+	ck_assert_int_eq(rgw_copy_source_parse("bkt/k?versionId=", &cs), -EINVAL);
+	ck_assert_int_eq(rgw_copy_source_parse("b%2Fx/k", &cs), -EINVAL);
+
+	ck_assert_int_eq(rgw_copy_range_parse("bytes=0-9", 10, &off, &len), 0);
+	ck_assert(off == 0 && len == 10);
+	ck_assert_int_eq(rgw_copy_range_parse("bytes=5-5", 10, &off, &len), 0);
+	ck_assert(off == 5 && len == 1);
+	ck_assert_int_eq(rgw_copy_range_parse("bytes=0-10", 10, &off, &len), -ERANGE);
+	ck_assert_int_eq(rgw_copy_range_parse("bytes=5-", 10, &off, &len), -EINVAL);
+	ck_assert_int_eq(rgw_copy_range_parse("bytes=-5", 10, &off, &len), -EINVAL);
+	ck_assert_int_eq(rgw_copy_range_parse("bytes=6-5", 10, &off, &len), -EINVAL);
+	ck_assert_int_eq(rgw_copy_range_parse("bytes=0-1 ", 10, &off, &len), -EINVAL);
+
+	/* layouts: a plain object, and a manifest's parts found by offset */
+	rgw_layout_single(&l, inst, 100);
+	ck_assert_uint_eq(l.np, 1);
+	ck_assert_uint_eq(rgw_layout_find(&l, 99), 0);
+	rgw_layout_fini(&l);
+	{
+		struct rgw_mpart p[3] = { { .size = 10 }, { .size = 20 }, { .size = 5 } };
+		struct rgw_str m;
+
+		rgw_str_init(&m);
+		rgw_manifest_encode(p, 3, &m);
+		ck_assert_int_eq(rgw_layout_manifest(&l, m.p, m.len, 36), -EBADMSG);
+		ck_assert_int_eq(rgw_layout_manifest(&l, m.p, m.len, 35), 0);
+		ck_assert_uint_eq(rgw_layout_find(&l, 9), 0);
+		ck_assert_uint_eq(rgw_layout_find(&l, 10), 1);
+		ck_assert_uint_eq(rgw_layout_find(&l, 29), 1);
+		ck_assert_uint_eq(rgw_layout_find(&l, 34), 2);
+		ck_assert_uint_eq(l.starts[2], 30);
+		rgw_layout_fini(&l);
+		rgw_str_fini(&m);
+	}
+}
+
+END_TEST
+
+START_TEST(test_tags)
+{
+	struct rgw_str pk;
+	struct rgw_entry e = { 0 }, d;
+	struct rgw_str enc;
+	size_t pos = 0;
+	const char *k, *v;
+	char big[300];
+
+	rgw_str_init(&pk);
+	ck_assert_int_eq(rgw_tags_from_query("a=1&b=x+y%21&c=", &pk), 0);
+	ck_assert_int_eq(rgw_tags_check(pk.p, pk.len), 3);
+	ck_assert(rgw_tags_next(pk.p, pk.len, &pos, &k, &v));
+	ck_assert(!strcmp(k, "a") && !strcmp(v, "1"));
+	ck_assert(rgw_tags_next(pk.p, pk.len, &pos, &k, &v));
+	ck_assert(!strcmp(k, "b") && !strcmp(v, "x y!"));
+	ck_assert(rgw_tags_next(pk.p, pk.len, &pos, &k, &v));
+	ck_assert(!strcmp(k, "c") && !strcmp(v, ""));
+	ck_assert(!rgw_tags_next(pk.p, pk.len, &pos, &k, &v));
+	ck_assert_int_eq(rgw_tags_add(&pk, "a", 1, "2", 1), -EEXIST);
+	ck_assert_int_eq(rgw_tags_add(&pk, "", 0, "2", 1), -EINVAL);
+	ck_assert_int_eq(rgw_tags_add(&pk, "t\n", 2, "2", 1), -EINVAL);
+	memset(big, 'v', sizeof(big));
+	ck_assert_int_eq(rgw_tags_add(&pk, "d", 1, big, 257), -EINVAL);
+	ck_assert_int_eq(rgw_tags_add(&pk, "d", 1, big, 256), 0);
+	ck_assert_int_eq(rgw_tags_add(&pk, big, 129, "x", 1), -EINVAL);
+	for (int i = 0; i < 6; i++) {
+		char key[8];
+
+		snprintf(key, sizeof(key), "k%d", i);
+		ck_assert_int_eq(rgw_tags_add(&pk, key, strlen(key), "v", 1), 0);
+	}
+	ck_assert_int_eq(rgw_tags_add(&pk, "z", 1, "v", 1), -E2BIG);
+	ck_assert_int_eq(rgw_tags_check(pk.p, pk.len), 10);
+	ck_assert_int_eq(rgw_tags_check(pk.p, pk.len - 1), -EBADMSG);
+	/* in the entry, round trip */
+	e.tags = pk.p;
+	e.tags_len = pk.len;
+	rgw_str_init(&enc);
+	rgw_entry_encode(&e, &enc);
+	ck_assert_int_eq(rgw_entry_decode(enc.p, enc.len, &d), 0);
+	ck_assert_uint_eq(d.tags_len, pk.len);
+	ck_assert(!memcmp(d.tags, pk.p, pk.len));
+	rgw_entry_fini(&d);
+	rgw_str_fini(&enc);
+	rgw_str_fini(&pk);
+	rgw_str_init(&pk);
+	ck_assert_int_eq(rgw_tags_from_query("a=%zz", &pk), -EINVAL);
+	ck_assert_int_eq(rgw_tags_from_query("a=1&a=2", &pk), -EEXIST);
+	rgw_str_fini(&pk);
+}
+
+END_TEST
+
 START_TEST(test_conditions)
 {
 	int64_t t;
@@ -439,6 +554,8 @@ main(void)
 
 	tcase_add_test(tc, test_uri);
 	tcase_add_test(tc, test_range);
+	tcase_add_test(tc, test_copy_source);
+	tcase_add_test(tc, test_tags);
 	tcase_add_test(tc, test_conditions);
 	tcase_add_test(tc, test_entry_codec);
 	tcase_add_test(tc, test_bucket_codec);

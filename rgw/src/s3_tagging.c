@@ -1,0 +1,267 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Object tagging: GET, PUT, DELETE /bucket/key?tagging (docs/design/rgw.md
+ * §11.3). The tag set lives in the index entry (tag T_TAGS), so a change
+ * is a compare-and-swap of the entry like a PUT's commit: a PUT of the
+ * object racing it wins or loses whole, never mixes. (Object 0's copy of
+ * the entry keeps the tags the PUT wrote.)
+ */
+#include "rgw_int.h"
+#include "rgw/xml.h"
+#include "cm/log.h"
+
+CM_LOG_SUBSYS(rgw);
+
+#define XMLNS        "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\""
+#define XMLHD        "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+#define CAS_TRIES    16
+#define TAGS_XML_MAX (64u << 10)
+
+struct tg {
+	struct cairn_kv want;
+	struct cairn_kv *kvs;
+	size_t n;
+	int rval;
+	char shard[128];
+	struct rgw_entry e;
+	bool have_e;
+	bool put; /* PUT (the new set in tags) or DELETE */
+	struct rgw_str tags, enc;
+	int tries;
+};
+
+static void
+tg_free(struct s3_req *q)
+{
+	struct tg *t = q->op;
+
+	if (!t)
+		return;
+	free(t->want.key);
+	cairn_kvs_free(t->kvs, t->n);
+	if (t->have_e)
+		rgw_entry_fini(&t->e);
+	rgw_str_fini(&t->tags);
+	rgw_str_fini(&t->enc);
+	free(t);
+	q->op = NULL;
+}
+
+static void tg_read(struct s3_req *q);
+
+static void
+tg_swapped(void *arg, int rc)
+{
+	struct s3_req *q = arg;
+	struct tg *t = q->op;
+
+	q->pending--;
+	if (rc == -ECANCELED && ++t->tries < CAS_TRIES) {
+		tg_read(q);
+		return;
+	}
+	if (rc == -ENOENT || rc == -ECANCELED) {
+		s3_bucket_forget(q->g, q->bucket);
+		s3_error(q, rc == -ENOENT ? 404 : 503, rc == -ENOENT ? "NoSuchBucket" : "SlowDown",
+			 rc == -ENOENT ? "the bucket does not exist"
+				       : "too many concurrent writers");
+		return;
+	}
+	if (rc) {
+		s3_error_rc(q, rc, "updating the index entry");
+		return;
+	}
+	s3_respond_xml(q, t->put ? 200 : 204, NULL, NULL);
+}
+
+static void
+tg_answer_get(struct s3_req *q)
+{
+	struct tg *t = q->op;
+	struct rgw_str x;
+	size_t pos = 0;
+	const char *k, *v;
+
+	rgw_str_init(&x);
+	rgw_str_adds(&x, XMLHD "<Tagging " XMLNS "><TagSet>");
+	while (t->e.tags && rgw_tags_next(t->e.tags, t->e.tags_len, &pos, &k, &v)) {
+		rgw_str_adds(&x, "<Tag><Key>");
+		rgw_str_xml(&x, k, strlen(k));
+		rgw_str_adds(&x, "</Key><Value>");
+		rgw_str_xml(&x, v, strlen(v));
+		rgw_str_adds(&x, "</Value></Tag>");
+	}
+	rgw_str_adds(&x, "</TagSet></Tagging>");
+	s3_respond_xml(q, 200, NULL, &x);
+	rgw_str_fini(&x);
+}
+
+static void
+tg_read_done(void *arg, int rc)
+{
+	struct s3_req *q = arg;
+	struct tg *t = q->op;
+	cairn_op_t *op;
+
+	q->pending--;
+	if (rc == -ENOENT) {
+		s3_bucket_forget(q->g, q->bucket);
+		s3_error(q, 404, "NoSuchBucket", "the bucket does not exist");
+		return;
+	}
+	if (!rc)
+		rc = t->rval;
+	if (rc) {
+		s3_error_rc(q, rc, "reading the index entry");
+		return;
+	}
+	if (t->n != 1) {
+		s3_error(q, 404, "NoSuchKey", "the specified key does not exist");
+		return;
+	}
+	if (t->have_e)
+		rgw_entry_fini(&t->e);
+	t->have_e = false;
+	if (rgw_entry_decode(t->kvs[0].val, t->kvs[0].vlen, &t->e)) {
+		CM_ERR("%s: bucket %s key %.*s: the index entry does not decode", rgw_req_id(q->r),
+		       q->bucket, (int)q->key_len, q->key);
+		s3_error(q, 500, "InternalError", "the index entry is damaged");
+		return;
+	}
+	t->have_e = true;
+	if (q->h->method == RGW_M_GET) {
+		tg_answer_get(q);
+		return;
+	}
+	/* (the decoded entry points into its own memory: only the tag pointers change) */
+	t->e.tags = t->put ? t->tags.p : NULL;
+	t->e.tags_len = t->put ? t->tags.len : 0;
+	rgw_str_reset(&t->enc);
+	rgw_entry_encode(&t->e, &t->enc);
+	if (t->enc.oom || !(op = cairn_op_create())) {
+		s3_error(q, 503, "SlowDown", "out of memory");
+		return;
+	}
+	s3_shard_guard(q, op);
+	cairn_op_omap_cmp(op, t->want.key, t->want.klen, CAIRN_CMP_EQ, t->kvs[0].val,
+			  t->kvs[0].vlen);
+	cairn_op_omap_set(op, t->want.key, t->want.klen, t->enc.p, t->enc.len);
+	s3_submit(q, q->g->meta, t->shard, op, tg_swapped);
+}
+
+static void
+tg_read(struct s3_req *q)
+{
+	struct tg *t = q->op;
+	cairn_op_t *op = cairn_op_create();
+
+	cairn_kvs_free(t->kvs, t->n);
+	t->kvs = NULL;
+	t->n = 0;
+	t->rval = 0;
+	if (!op) {
+		s3_error(q, 503, "SlowDown", "out of memory");
+		return;
+	}
+	cairn_op_omap_get(op, &t->want, 1, &t->kvs, &t->n, &t->rval);
+	s3_submit(q, q->g->meta, t->shard, op, tg_read_done);
+}
+
+static struct tg *
+tg_new(struct s3_req *q)
+{
+	struct tg *t = calloc(1, sizeof(*t));
+	struct rgw_str k;
+
+	if (!t) {
+		s3_error(q, 503, "SlowDown", "out of memory");
+		return NULL;
+	}
+	q->op = t;
+	q->op_free = tg_free;
+	rgw_str_init(&t->tags);
+	rgw_str_init(&t->enc);
+	rgw_str_init(&k);
+	s3_entry_key(q->key, q->key_len, &k);
+	if (!(t->want.key = rgw_str_take(&k, &t->want.klen))) {
+		s3_error(q, 503, "SlowDown", "out of memory");
+		return NULL;
+	}
+	s3_shard_oid(&q->b, q->key, q->key_len, t->shard, sizeof(t->shard));
+	return t;
+}
+
+/* <Tagging><TagSet><Tag><Key/><Value/></Tag>...</TagSet></Tagging> */
+static void
+tg_body(struct s3_req *q)
+{
+	struct rgw_xml *x = NULL;
+	const struct rgw_xml *set;
+	char err[128];
+	struct tg *t;
+	int rc = 0;
+
+	if (rgw_xml_parse(q->body.p ? q->body.p : "", q->body.len, &x, err, sizeof(err)) ||
+	    strcmp(x->name, "Tagging") || !(set = rgw_xml_child(x, "TagSet"))) {
+		rgw_xml_free(x);
+		s3_error(q, 400, "MalformedXML", "the XML you provided was not well-formed");
+		return;
+	}
+	if (!(t = tg_new(q))) {
+		rgw_xml_free(x);
+		return;
+	}
+	t->put = true;
+	for (const struct rgw_xml *c = set->child; c && !rc; c = c->next) {
+		const char *k, *v;
+
+		if (strcmp(c->name, "Tag"))
+			continue;
+		k = rgw_xml_child_text(c, "Key");
+		v = rgw_xml_child_text(c, "Value");
+		if (!k) {
+			rc = -EINVAL;
+			break;
+		}
+		rc = rgw_tags_add(&t->tags, k, strlen(k), v ? v : "", v ? strlen(v) : 0);
+	}
+	rgw_xml_free(x);
+	if (rc) {
+		s3_tags_error(q, rc);
+		return;
+	}
+	tg_read(q);
+}
+
+static void
+tg_loaded(struct s3_req *q)
+{
+	if (strcmp(q->b.owner, q->uid)) {
+		s3_error(q, 403, "AccessDenied", "the bucket is not yours");
+		return;
+	}
+	switch (q->h->method) {
+	case RGW_M_GET:
+		q->op_name = "GetObjectTagging";
+		if (tg_new(q))
+			tg_read(q);
+		return;
+	case RGW_M_PUT:
+		q->op_name = "PutObjectTagging";
+		s3_read_body(q, TAGS_XML_MAX, tg_body);
+		return;
+	case RGW_M_DELETE:
+		q->op_name = "DeleteObjectTagging";
+		if (tg_new(q))
+			tg_read(q);
+		return;
+	default:
+		s3_error(q, 405, "MethodNotAllowed", "the method is not allowed on ?tagging");
+	}
+}
+
+void
+s3_obj_tagging(struct s3_req *q)
+{
+	s3_bucket_load(q, tg_loaded);
+}
