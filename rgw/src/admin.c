@@ -7,6 +7,7 @@
  * values, so two admins never lose each other's change.
  */
 #include "rgw/rgw.h"
+#include "rgw/meta.h"
 #include "rgw/str.h"
 #include "cm/random.h"
 
@@ -110,9 +111,11 @@ user_put(cairn_ioctx_t *io, const char *uid, const char *raw, size_t rawlen, jso
 }
 
 static int
-key_put(cairn_ioctx_t *io, const char *uid, const char *access, const char *secret)
+key_put(cairn_ioctx_t *io, const char *uid, const char *access, const char *secret, int64_t qbytes,
+	int64_t qobjs)
 {
-	json_t *j = json_pack("{s:s, s:s}", "uid", uid, "secret", secret);
+	json_t *j = json_pack("{s:s, s:s, s:I, s:I}", "uid", uid, "secret", secret, "quota_bytes",
+			      (json_int_t)qbytes, "quota_objects", (json_int_t)qobjs);
 	char *s = j ? json_dumps(j, JSON_COMPACT) : NULL;
 	cairn_op_t *op = cairn_op_create();
 	int rc;
@@ -196,7 +199,7 @@ rgw_admin_user_create(cairn_cluster_t *cl, const char *pool, const char *uid, co
 	if (rc == -ECANCELED)
 		rc = -EEXIST;
 	if (!rc)
-		rc = key_put(io, uid, access, secret);
+		rc = key_put(io, uid, access, secret, 0, 0);
 	cairn_ioctx_destroy(io);
 	return rc;
 }
@@ -206,6 +209,7 @@ rgw_admin_key_add(cairn_cluster_t *cl, const char *pool, const char *uid, char a
 		  char secret[41])
 {
 	cairn_ioctx_t *io;
+	int64_t qb, qo;
 	int rc;
 
 	if (!uid_ok(uid))
@@ -213,8 +217,23 @@ rgw_admin_key_add(cairn_cluster_t *cl, const char *pool, const char *uid, char a
 	if ((rc = open_meta(cl, pool, &io)))
 		return rc;
 	new_keys(access, secret);
+	{
+		/* (the key carries the user's quota: a gateway learns both in one read) */
+		json_t *j = NULL;
+		char *raw = NULL;
+		size_t rl = 0;
+
+		if ((rc = user_get(io, uid, &j, &raw, &rl))) {
+			cairn_ioctx_destroy(io);
+			return rc;
+		}
+		qb = (int64_t)json_integer_value(json_object_get(j, "quota_bytes"));
+		qo = (int64_t)json_integer_value(json_object_get(j, "quota_objects"));
+		json_decref(j);
+		free(raw);
+	}
 	/* The key first (a gateway may use it at once), then the user's list. */
-	if (!(rc = key_put(io, uid, access, secret)))
+	if (!(rc = key_put(io, uid, access, secret, qb, qo)))
 		rc = user_keys_edit(io, uid, access, true);
 	cairn_ioctx_destroy(io);
 	return rc;
@@ -440,11 +459,63 @@ out:
 	return rc;
 }
 
+/* keys[access]'s record with the quota set (CAS). */
+static int
+key_quota(cairn_ioctx_t *io, const char *access, int64_t qb, int64_t qo)
+{
+	for (int t = 0; t < CAS_TRIES; t++) {
+		struct cairn_kv want = { .key = (void *)access, .klen = strlen(access) };
+		struct cairn_kv *kvs = NULL;
+		size_t n = 0;
+		int rval = 0, rc;
+		cairn_op_t *op = cairn_op_create();
+		json_t *j = NULL;
+		char *s = NULL;
+
+		if (!op)
+			return -ENOMEM;
+		cairn_op_omap_get(op, &want, 1, &kvs, &n, &rval);
+		rc = cairn_operate(io, "keys", op, NULL);
+		cairn_op_release(op);
+		if (!rc)
+			rc = rval;
+		if (!rc && n != 1)
+			rc = -ENOENT;
+		if (!rc && !(j = json_loadb(kvs[0].val, kvs[0].vlen, 0, NULL)))
+			rc = -EBADMSG;
+		if (!rc) {
+			json_object_set_new(j, "quota_bytes", json_integer((json_int_t)qb));
+			json_object_set_new(j, "quota_objects", json_integer((json_int_t)qo));
+			if (!(s = json_dumps(j, JSON_COMPACT)) || !(op = cairn_op_create())) {
+				rc = -ENOMEM;
+			} else {
+				cairn_op_omap_cmp(op, access, strlen(access), CAIRN_CMP_EQ,
+						  kvs[0].val, kvs[0].vlen);
+				cairn_op_omap_set(op, access, strlen(access), s, strlen(s));
+				rc = cairn_operate(io, "keys", op, NULL);
+				cairn_op_release(op);
+			}
+		}
+		if (s)
+			OPENSSL_cleanse(s, strlen(s));
+		free(s);
+		json_decref(j);
+		if (n == 1)
+			OPENSSL_cleanse(kvs[0].val, kvs[0].vlen);
+		cairn_kvs_free(kvs, n);
+		if (rc != -ECANCELED)
+			return rc;
+	}
+	return -ECANCELED;
+}
+
 int
 rgw_admin_user_quota(cairn_cluster_t *cl, const char *pool, const char *uid, uint64_t max_bytes,
 		     uint64_t max_objects)
 {
+	struct rgw_user_info ui;
 	cairn_ioctx_t *io;
+	int64_t b, o;
 	int rc;
 
 	if (!uid_ok(uid) || max_bytes > INT64_MAX || max_objects > INT64_MAX)
@@ -465,6 +536,239 @@ rgw_admin_user_quota(cairn_cluster_t *cl, const char *pool, const char *uid, uin
 		free(raw);
 		if (rc != -ECANCELED)
 			break;
+	}
+	cairn_ioctx_destroy(io);
+	if (rc)
+		return rc;
+	/* The usage counter the gateways bound starts from what the buckets hold now. */
+	if ((rc = rgw_admin_user_usage(cl, pool, uid, true, &b, &o)))
+		return rc;
+	/* Then every key carries the quota (the gateways read it with the key). */
+	if ((rc = rgw_admin_user_info(cl, pool, uid, &ui)))
+		return rc;
+	if ((rc = open_meta(cl, pool, &io)) == 0) {
+		for (size_t i = 0; i < ui.nkeys && !rc; i++)
+			rc = key_quota(io, ui.keys[i], (int64_t)max_bytes, (int64_t)max_objects);
+		cairn_ioctx_destroy(io);
+	}
+	rgw_user_info_fini(&ui);
+	return rc;
+}
+
+/* The bucket record (raw JSON, malloc'd) of name. */
+static int
+bucket_get(cairn_ioctx_t *io, const char *name, char **raw, size_t *len, struct rgw_bucket *b)
+{
+	char oid[128], *buf = malloc(4096);
+	cairn_op_t *op = cairn_op_create();
+	int rval = 0, rc;
+
+	*raw = NULL;
+	if (!buf || !op) {
+		free(buf);
+		cairn_op_release(op);
+		return -ENOMEM;
+	}
+	snprintf(oid, sizeof(oid), "bucket.%s", name);
+	cairn_op_getxattr(op, "rgw.bucket", buf, 4096, len, &rval);
+	rc = cairn_operate(io, oid, op, NULL);
+	cairn_op_release(op);
+	if (!rc)
+		rc = rval;
+	if (rc == -ENODATA)
+		rc = -ENOENT;
+	if (!rc && rgw_bucket_decode(buf, *len, b))
+		rc = -EBADMSG;
+	if (rc) {
+		free(buf);
+		return rc;
+	}
+	*raw = buf;
+	return 0;
+}
+
+/* The usage counters of a bucket's index shard (one shard: docs/design/rgw.md §3.1). */
+static int
+bucket_usage(cairn_ioctx_t *io, const struct rgw_bucket *b, int64_t *bytes, int64_t *objs)
+{
+	char oid[128];
+	cairn_op_t *op = cairn_op_create();
+	struct cairn_kv *kvs = NULL;
+	size_t n = 0;
+	int rval = 0, rc;
+
+	if (!op)
+		return -ENOMEM;
+	snprintf(oid, sizeof(oid), "idx.%s.0", b->id);
+	cairn_op_getxattrs(op, &kvs, &n, &rval);
+	rc = cairn_operate(io, oid, op, NULL);
+	cairn_op_release(op);
+	if (!rc)
+		rc = rval;
+	*bytes = *objs = 0; /* (a counter never moved is absent: 0) */
+	for (size_t i = 0; !rc && i < n; i++) {
+		int64_t *out = kvs[i].klen == strlen(RGW_USAGE_BYTES) &&
+					       !memcmp(kvs[i].key, RGW_USAGE_BYTES, kvs[i].klen)
+				       ? bytes
+			       : kvs[i].klen == strlen(RGW_USAGE_OBJS) &&
+					       !memcmp(kvs[i].key, RGW_USAGE_OBJS, kvs[i].klen)
+				       ? objs
+				       : NULL;
+		uint64_t x = 0;
+
+		if (!out || kvs[i].vlen != 8)
+			continue;
+		for (int k = 7; k >= 0; k--)
+			x = x << 8 | ((const uint8_t *)kvs[i].val)[k];
+		*out = (int64_t)x;
+	}
+	cairn_kvs_free(kvs, n);
+	return rc;
+}
+
+int
+rgw_admin_bucket_stats(cairn_cluster_t *cl, const char *pool, const char *name,
+		       struct rgw_bucket_stats *st)
+{
+	struct rgw_bucket b;
+	cairn_ioctx_t *io;
+	char *raw = NULL;
+	size_t len = 0;
+	int rc;
+
+	memset(st, 0, sizeof(*st));
+	if ((rc = open_meta(cl, pool, &io)))
+		return rc;
+	if (!(rc = bucket_get(io, name, &raw, &len, &b)) &&
+	    !(rc = bucket_usage(io, &b, &st->bytes, &st->objects))) {
+		snprintf(st->owner, sizeof(st->owner), "%s", b.owner);
+		snprintf(st->id, sizeof(st->id), "%s", b.id);
+		st->quota_bytes = b.quota_bytes;
+		st->quota_objects = b.quota_objects;
+	}
+	free(raw);
+	cairn_ioctx_destroy(io);
+	return rc;
+}
+
+int
+rgw_admin_bucket_quota(cairn_cluster_t *cl, const char *pool, const char *name, uint64_t max_bytes,
+		       uint64_t max_objects)
+{
+	cairn_ioctx_t *io;
+	int rc;
+
+	if (max_bytes > INT64_MAX || max_objects > INT64_MAX)
+		return -EINVAL;
+	if ((rc = open_meta(cl, pool, &io)))
+		return rc;
+	for (int t = 0; t < CAS_TRIES; t++) {
+		struct rgw_bucket b;
+		char *raw = NULL, *s = NULL, oid[128];
+		size_t len = 0;
+		cairn_op_t *op;
+
+		if ((rc = bucket_get(io, name, &raw, &len, &b)))
+			break;
+		b.quota_bytes = (int64_t)max_bytes;
+		b.quota_objects = (int64_t)max_objects;
+		if (!(s = rgw_bucket_encode(&b)) || !(op = cairn_op_create())) {
+			free(s);
+			free(raw);
+			rc = -ENOMEM;
+			break;
+		}
+		snprintf(oid, sizeof(oid), "bucket.%s", name);
+		cairn_op_cmpxattr(op, "rgw.bucket", CAIRN_CMP_EQ, raw, len);
+		cairn_op_setxattr(op, "rgw.bucket", s, strlen(s));
+		rc = cairn_operate(io, oid, op, NULL);
+		cairn_op_release(op);
+		free(s);
+		free(raw);
+		if (rc != -ECANCELED)
+			break;
+	}
+	cairn_ioctx_destroy(io);
+	return rc;
+}
+
+int
+rgw_admin_user_usage(cairn_cluster_t *cl, const char *pool, const char *uid, bool sync,
+		     int64_t *bytes, int64_t *objects)
+{
+	cairn_ioctx_t *io;
+	struct cairn_kv *kvs = NULL;
+	size_t n = 0;
+	char oid[128];
+	int rc;
+
+	*bytes = *objects = 0;
+	if (!uid_ok(uid))
+		return -EINVAL;
+	if ((rc = open_meta(cl, pool, &io)))
+		return rc;
+	snprintf(oid, sizeof(oid), "buckets.%s", uid);
+	for (bool more = true; more && !rc;) {
+		cairn_op_t *op = cairn_op_create();
+		char after[128] = "";
+		int rval = 0;
+
+		if (!op) {
+			rc = -ENOMEM;
+			break;
+		}
+		if (n)
+			snprintf(after, sizeof(after), "%.*s", (int)kvs[n - 1].klen,
+				 (const char *)kvs[n - 1].key);
+		cairn_kvs_free(kvs, n);
+		kvs = NULL;
+		n = 0;
+		cairn_op_omap_list(op, after, strlen(after), NULL, 0, 1000, &kvs, &n, &more, &rval);
+		rc = cairn_operate(io, oid, op, NULL);
+		cairn_op_release(op);
+		if (rc == -ENOENT) {
+			rc = 0;
+			break;
+		}
+		if (!rc)
+			rc = rval;
+		for (size_t i = 0; i < n && !rc; i++) {
+			struct rgw_bucket b;
+			char name[64], *raw = NULL;
+			size_t len = 0;
+			int64_t bb = 0, bo = 0;
+
+			snprintf(name, sizeof(name), "%.*s", (int)kvs[i].klen,
+				 (const char *)kvs[i].key);
+			rc = bucket_get(io, name, &raw, &len, &b);
+			free(raw);
+			if (rc == -ENOENT) {
+				rc = 0; /* (being created or removed) */
+				continue;
+			}
+			if (!rc && !(rc = bucket_usage(io, &b, &bb, &bo))) {
+				*bytes += bb;
+				*objects += bo;
+			}
+			if (rc == -ENOENT)
+				rc = 0;
+		}
+		if (!n)
+			more = false;
+	}
+	cairn_kvs_free(kvs, n);
+	if (!rc && sync) {
+		cairn_op_t *op = cairn_op_create();
+
+		if (!op) {
+			rc = -ENOMEM;
+		} else {
+			snprintf(oid, sizeof(oid), "usage.%s", uid);
+			cairn_op_xattr_num(op, RGW_USAGE_BYTES, CAIRN_NUM_SET, *bytes, NULL, NULL);
+			cairn_op_xattr_num(op, RGW_USAGE_OBJS, CAIRN_NUM_SET, *objects, NULL, NULL);
+			rc = cairn_operate(io, oid, op, NULL);
+			cairn_op_release(op);
+		}
 	}
 	cairn_ioctx_destroy(io);
 	return rc;

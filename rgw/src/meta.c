@@ -233,9 +233,11 @@ rgw_entry_etag(const struct rgw_entry *e, char *out, size_t len)
 char *
 rgw_bucket_encode(const struct rgw_bucket *b)
 {
-	json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:I, s:s, s:s}", "name", b->name, "id", b->id,
-			      "owner", b->owner, "location", b->location, "created",
-			      (json_int_t)b->created, "acl", b->acl, "versioning", b->versioning);
+	json_t *j = json_pack("{s:s, s:s, s:s, s:s, s:I, s:s, s:s, s:I, s:I}", "name", b->name,
+			      "id", b->id, "owner", b->owner, "location", b->location, "created",
+			      (json_int_t)b->created, "acl", b->acl, "versioning", b->versioning,
+			      "quota_bytes", (json_int_t)b->quota_bytes, "quota_objects",
+			      (json_int_t)b->quota_objects);
 	char *s;
 
 	if (!j)
@@ -282,7 +284,13 @@ rgw_bucket_decode(const char *text, size_t n, struct rgw_bucket *b)
 	}
 	c = json_object_get(j, "created");
 	b->created = json_is_integer(c) ? (int64_t)json_integer_value(c) : 0;
+	c = json_object_get(j, "quota_bytes");
+	b->quota_bytes = json_is_integer(c) ? (int64_t)json_integer_value(c) : 0;
+	c = json_object_get(j, "quota_objects");
+	b->quota_objects = json_is_integer(c) ? (int64_t)json_integer_value(c) : 0;
 	json_decref(j);
+	if (b->quota_bytes < 0 || b->quota_objects < 0)
+		return -EBADMSG;
 	return strlen(b->id) == 32 ? 0 : -EBADMSG;
 }
 

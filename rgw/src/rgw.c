@@ -616,6 +616,47 @@ s3_manifest_op(const struct rgw_entry *e, cairn_op_t **op, uint8_t **buf, size_t
 	return 0;
 }
 
+void
+s3_usage_op(const struct s3_req *q, cairn_op_t *op, int64_t dbytes, int64_t dobjs)
+{
+	cairn_op_xattr_num(op, RGW_USAGE_BYTES, CAIRN_NUM_ADD, dbytes, NULL, NULL);
+	if (q->b.quota_bytes && dbytes > 0)
+		cairn_op_num_bounds(op, INT64_MIN, q->b.quota_bytes);
+	cairn_op_xattr_num(op, RGW_USAGE_OBJS, CAIRN_NUM_ADD, dobjs, NULL, NULL);
+	if (q->b.quota_objects && dobjs > 0)
+		cairn_op_num_bounds(op, INT64_MIN, q->b.quota_objects);
+}
+
+static void
+usage_ignore(void *arg, int rc)
+{
+	(void)arg;
+	(void)rc;
+}
+
+int
+s3_user_usage(struct s3_req *q, int64_t dbytes, int64_t dobjs, rgw_aio_cb cb)
+{
+	cairn_op_t *op = cairn_op_create();
+	char oid[96];
+
+	if (!op) {
+		if (cb)
+			s3_error(q, 503, "SlowDown", "out of memory");
+		return -ENOMEM;
+	}
+	snprintf(oid, sizeof(oid), "usage.%s", q->uid);
+	cairn_op_xattr_num(op, RGW_USAGE_BYTES, CAIRN_NUM_ADD, dbytes, NULL, NULL);
+	if (cb && q->uq_bytes && dbytes > 0)
+		cairn_op_num_bounds(op, INT64_MIN, q->uq_bytes);
+	cairn_op_xattr_num(op, RGW_USAGE_OBJS, CAIRN_NUM_ADD, dobjs, NULL, NULL);
+	if (cb && q->uq_objects && dobjs > 0)
+		cairn_op_num_bounds(op, INT64_MIN, q->uq_objects);
+	if (cb)
+		return s3_submit(q, q->g->meta, oid, op, cb);
+	return rgw__aio(q->t, q->g->meta, oid, op, usage_ignore, NULL);
+}
+
 int
 s3_submit(struct s3_req *q, cairn_ioctx_t *io, const char *oid, cairn_op_t *op, rgw_aio_cb cb)
 {
@@ -692,6 +733,7 @@ struct kload {
 struct cached_key {
 	char uid[65];
 	char secret[64];
+	int64_t qb, qo; /* the user's quota, carried by its keys */
 };
 
 static void auth_check(struct s3_req *q);
@@ -733,11 +775,17 @@ key_loaded(void *arg, int rc)
 		memset(&ck, 0, sizeof(ck));
 		snprintf(ck.uid, sizeof(ck.uid), "%s", uid);
 		snprintf(ck.secret, sizeof(ck.secret), "%s", sec);
+		ck.qb = (int64_t)json_integer_value(json_object_get(j, "quota_bytes"));
+		ck.qo = (int64_t)json_integer_value(json_object_get(j, "quota_objects"));
+		if (ck.qb < 0 || ck.qo < 0)
+			ck.qb = ck.qo = 0;
 	}
 	json_decref(j);
 	cache_put(q->g, &q->g->keys, q->sig.access_key, &ck, sizeof(ck));
 	memcpy(q->uid, ck.uid, sizeof(q->uid));
 	memcpy(q->secret, ck.secret, sizeof(q->secret));
+	q->uq_bytes = ck.qb;
+	q->uq_objects = ck.qo;
 	OPENSSL_cleanse(&ck, sizeof(ck));
 	(void)next;
 	auth_check(q);
@@ -803,6 +851,8 @@ auth_start(struct s3_req *q)
 	if (cache_get(q->g, &q->g->keys, q->sig.access_key, &ck, sizeof(ck))) {
 		memcpy(q->uid, ck.uid, sizeof(q->uid));
 		memcpy(q->secret, ck.secret, sizeof(q->secret));
+		q->uq_bytes = ck.qb;
+		q->uq_objects = ck.qo;
 		OPENSSL_cleanse(&ck, sizeof(ck));
 		auth_check(q);
 		return;

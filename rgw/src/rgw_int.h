@@ -93,6 +93,7 @@ struct s3_req {
 	bool anon;
 	char uid[65];
 	char secret[64];
+	int64_t uq_bytes, uq_objects; /* the user's quota (0: none) */
 	char seed[65];
 	uint8_t sigkey[32];
 	/* the bucket */
@@ -134,6 +135,22 @@ void s3_data_oid(const uint8_t inst[16], uint64_t n, char *oid, size_t len);
 
 /* rgw__aio with q as the argument, q->pending counted; a failure is answered. \return 0 or it. */
 int s3_submit(struct s3_req *q, cairn_ioctx_t *io, const char *oid, cairn_op_t *op, rgw_aio_cb cb);
+/*
+ * The shard's usage counters moved by dbytes and dobjs in op (an index
+ * change); a growth past the bucket's quota fails the op with -EOVERFLOW,
+ * nothing written (exact: the counters move with the entries, in one op).
+ */
+void s3_usage_op(const struct s3_req *q, cairn_op_t *op, int64_t dbytes, int64_t dobjs);
+/*
+ * Move the usage counter of q's user (object usage.<uid>) by dbytes and
+ * dobjs: with cb, bounded by the user's quota (-EOVERFLOW: nothing taken;
+ * q->pending counted, a submit failure answered); without, fire and forget
+ * (a give-back). \return 0 or an errno.
+ */
+int s3_user_usage(struct s3_req *q, int64_t dbytes, int64_t dobjs, rgw_aio_cb cb);
+/* The answer to a commit refused by a quota (-EOVERFLOW). */
+#define S3_QUOTA_MSG "the bucket's or its owner's quota would be exceeded"
+
 /* A dead marker (key NUL-terminated, at most 64 bytes; value RGW_DEAD_VLEN) for an instance. */
 void s3_dead_marker(const uint8_t inst[16], uint64_t size, bool manifest, char key[64],
 		    uint8_t val[RGW_DEAD_VLEN]);

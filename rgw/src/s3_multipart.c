@@ -70,8 +70,9 @@ struct mp {
 	size_t *use; /* recs index per wanted part */
 	struct rgw_entry old;
 	bool have_old;
-	char okey[64];  /* the replaced entry's dead marker */
-	bool have_inst; /* m->e.inst is the completion's manifest */
+	bool reserved, committed; /* the user's quota: the object taken from its usage counter */
+	char okey[64];            /* the replaced entry's dead marker */
+	bool have_inst;           /* m->e.inst is the completion's manifest */
 	char (*dkeys)[64];
 	struct inst *dead;
 	size_t ndead;
@@ -92,6 +93,8 @@ mp_free(struct s3_req *q)
 
 	if (!m)
 		return;
+	if (m->reserved && !m->committed)
+		s3_user_usage(q, -(int64_t)m->e.size, -1, NULL); /* (not completed: give back) */
 	rgw_str_fini(&m->ukey);
 	rgw_str_fini(&m->ekey);
 	rgw_str_fini(&m->enc);
@@ -764,6 +767,11 @@ cm_committed(void *arg, int rc)
 		read_marker(q, m, cm_reread);
 		return;
 	}
+	if (rc == -EOVERFLOW) {
+		drop_manifest(q, m);
+		cm_fail(q, 403, "QuotaExceeded", S3_QUOTA_MSG);
+		return;
+	}
 	if (rc) {
 		drop_manifest(q, m);
 		cm_fail(q, rc == -ECANCELED ? 503 : 500,
@@ -771,6 +779,9 @@ cm_committed(void *arg, int rc)
 			"committing the index entry failed");
 		return;
 	}
+	m->committed = true;
+	if (m->reserved && m->have_old)
+		s3_user_usage(q, -(int64_t)m->old.size, -1, NULL); /* (what the overwrite freed) */
 	if (m->have_old)
 		rgw__gc_add(q->g, q->b.id, m->shard, m->okey, strlen(m->okey), m->old.inst,
 			    m->old.size, m->old.flags & RGW_ENTRY_MULTIPART);
@@ -793,6 +804,27 @@ cm_committed(void *arg, int rc)
 	rgw_str_fini(&x);
 }
 
+static void cm_commit(struct s3_req *q);
+
+static void
+cm_reserved(void *arg, int rc)
+{
+	struct s3_req *q = arg;
+	struct mp *m = q->op;
+
+	q->pending--;
+	if (rc) {
+		drop_manifest(q, m);
+		if (rc == -EOVERFLOW)
+			cm_fail(q, 403, "QuotaExceeded", S3_QUOTA_MSG);
+		else
+			cm_fail(q, 500, "InternalError", "reserving the user's quota failed");
+		return;
+	}
+	m->reserved = true;
+	cm_commit(q);
+}
+
 /* One op on the shard: the upload as read, the entry swapped, the markers. */
 static void
 cm_commit(struct s3_req *q)
@@ -801,6 +833,13 @@ cm_commit(struct s3_req *q)
 	const struct cairn_kv *u = found(m, &m->ukey), *cur = found(m, &m->ekey);
 	cairn_op_t *op;
 	uint8_t dv[RGW_DEAD_VLEN];
+
+	if (!m->reserved && (q->uq_bytes || q->uq_objects)) {
+		/* (the user's quota takes the object first, bounded) */
+		if (s3_user_usage(q, (int64_t)m->e.size, 1, cm_reserved))
+			drop_manifest(q, m);
+		return;
+	}
 
 	rgw_entry_fini(&m->old);
 	m->have_old = cur && rgw_entry_decode(cur->val, cur->vlen, &m->old) == 0;
@@ -822,6 +861,8 @@ cm_commit(struct s3_req *q)
 			       m->okey, dv);
 		cairn_op_omap_set(op, m->okey, strlen(m->okey), dv, sizeof(dv));
 	}
+	s3_usage_op(q, op, (int64_t)m->e.size - (m->have_old ? (int64_t)m->old.size : 0),
+		    m->have_old ? 0 : 1);
 	cairn_op_omap_rm(op, u->key, u->klen);
 	s3_submit(q, q->g->meta, m->shard, op, cm_committed);
 }

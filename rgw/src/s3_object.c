@@ -146,6 +146,8 @@ struct put {
 	/* CopyObject, UploadPartCopy: the bytes come from the source, not the body */
 	struct s3_copy *cp;
 	bool ck_store; /* a checksum computed for the copy, with nothing to compare it to */
+	/* the user's quota: expect bytes and an object taken from its usage counter */
+	bool reserving, reserved, committed;
 };
 
 void
@@ -226,6 +228,9 @@ put_free(struct s3_req *q)
 
 	if (!p)
 		return;
+	if (p->reserved && !p->committed)
+		s3_user_usage(q, -(int64_t)p->expect, -1,
+			      NULL); /* (the upload failed: give back) */
 	cur_reset(&p->c);
 	free(p->c.want.key);
 	rgw_str_fini(&p->ekey);
@@ -332,6 +337,10 @@ commit_done(void *arg, int rc)
 		q->pending++;
 		return;
 	}
+	if (rc == -EOVERFLOW) {
+		put_abort(q, 403, "QuotaExceeded", S3_QUOTA_MSG);
+		return;
+	}
 	if (rc) {
 		put_abort(q, rc == -ECANCELED ? 503 : 500,
 			  rc == -ECANCELED ? "SlowDown" : "InternalError",
@@ -339,6 +348,9 @@ commit_done(void *arg, int rc)
 		return;
 	}
 	p->finished = true;
+	p->committed = true;
+	if (p->reserved && p->have_old)
+		s3_user_usage(q, -(int64_t)p->old.size, -1, NULL); /* (what the overwrite freed) */
 	if (p->have_old)
 		rgw__gc_add(q->g, q->b.id, p->shard, p->dkey, strlen(p->dkey), p->old.inst,
 			    p->old.size, p->old.flags & RGW_ENTRY_MULTIPART);
@@ -479,6 +491,8 @@ put_commit(struct s3_req *q)
 			       p->dkey, dval);
 		cairn_op_omap_set(op, p->dkey, strlen(p->dkey), dval, sizeof(dval));
 	}
+	s3_usage_op(q, op, (int64_t)p->e.size - (p->have_old ? (int64_t)p->old.size : 0),
+		    p->have_old ? 0 : 1);
 	cairn_op_omap_rm(op, p->pkey, strlen(p->pkey));
 	if (rgw__aio(q->t, q->g->meta, p->shard, op, commit_done, q)) {
 		put_abort(q, 503, "SlowDown", "cannot submit");
@@ -935,6 +949,8 @@ copy_pump(struct s3_req *q)
 }
 
 static void put_prepare(struct s3_req *q);
+static void put_prepare_op(struct s3_req *q);
+static void reserve_done(void *arg, int rc);
 
 /* The source is known: the size, the metadata (directive), the checks on what is read. */
 static void
@@ -1242,12 +1258,11 @@ put_loaded(struct s3_req *q)
 	put_prepare(q);
 }
 
-/* The pending marker (with the current entry read), then the data. */
+/* The entry to be, the names; the user's quota taken; then the pending marker. */
 static void
 put_prepare(struct s3_req *q)
 {
 	struct put *p = q->op;
-	cairn_op_t *op;
 	char ih[33];
 	int rc;
 
@@ -1305,6 +1320,44 @@ put_prepare(struct s3_req *q)
 	}
 	memcpy(p->c.want.key, p->ekey.p, p->ekey.len);
 	p->c.want.klen = p->ekey.len;
+	if (!p->part && (q->uq_bytes || q->uq_objects)) {
+		/* The user's quota: its usage counter takes the upload first (bounded). */
+		if (!s3_user_usage(q, (int64_t)p->expect, 1, reserve_done))
+			p->reserving = true;
+		return;
+	}
+	put_prepare_op(q);
+}
+
+static void
+reserve_done(void *arg, int rc)
+{
+	struct s3_req *q = arg;
+	struct put *p = q->op;
+
+	q->pending--;
+	if (rc == -EOVERFLOW) {
+		rgw_req_close_after(q->r);
+		s3_error(q, 403, "QuotaExceeded", S3_QUOTA_MSG);
+		return;
+	}
+	if (rc) {
+		rgw_req_close_after(q->r);
+		s3_error_rc(q, rc, "reserving the user's quota");
+		return;
+	}
+	p->reserved = true;
+	put_prepare_op(q);
+}
+
+/* The pending marker (with the current entry read), then the data. */
+static void
+put_prepare_op(struct s3_req *q)
+{
+	struct put *p = q->op;
+	cairn_op_t *op;
+	int rc;
+
 	if (!(op = cairn_op_create())) {
 		s3_error(q, 503, "SlowDown", "out of memory");
 		return;
@@ -1748,9 +1801,12 @@ del_swapped(void *arg, int rc)
 		del_step(d);
 		return;
 	}
-	if (!rc)
+	if (!rc) {
 		rgw__gc_add(q->g, q->b.id, d->shard, d->dkey, strlen(d->dkey), d->old.inst,
 			    d->old.size, d->old.flags & RGW_ENTRY_MULTIPART);
+		if (q->uq_bytes || q->uq_objects)
+			s3_user_usage(q, -(int64_t)d->old.size, -1, NULL);
+	}
 	d->cb(d, rc);
 }
 
@@ -1786,6 +1842,7 @@ del_read(void *arg, int rc)
 			  d->c.kvs[0].vlen);
 	cairn_op_omap_rm(op, d->c.want.key, d->c.want.klen);
 	cairn_op_omap_set(op, d->dkey, strlen(d->dkey), dval, sizeof(dval));
+	s3_usage_op(q, op, -(int64_t)d->old.size, -1);
 	if ((rc = rgw__aio(q->t, q->g->meta, d->shard, op, del_swapped, d))) {
 		d->cb(d, rc);
 		return;

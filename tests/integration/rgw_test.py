@@ -248,6 +248,7 @@ def api():
     streaming()
     copy()
     tagging()
+    quotas()
 
 
 def multipart():
@@ -482,6 +483,74 @@ def tagging():
     for k in ("t", "c1", "c2", "m"):
         s3.delete_object(Bucket="tags", Key=k)
     s3.delete_bucket(Bucket="tags")
+
+
+def ctl(*args):
+    """clusterctl (rgw_test.sh exports CAIRN_CTL and CAIRN_CONF)."""
+    out = subprocess.run([os.environ["CAIRN_CTL"], "--format", "json", *args], check=True,
+                         capture_output=True, text=True).stdout
+    return json.loads(out) if out.strip() else None
+
+
+def quotas():
+    """Bucket quotas (exact: the index's counters move with the entries) and user quotas
+    (reserved on the user's usage counter), objects and bytes, as clients see them."""
+    s3.create_bucket(Bucket="quota-b")
+    ctl("s3", "bucket", "quota", "quota-b", "--max-bytes", "10000", "--max-objects", "3")
+    time.sleep(2.5)  # (the gateway's bucket cache)
+    for i in range(3):
+        s3.put_object(Bucket="quota-b", Key="k%d" % i, Body=b"x" * 100)
+    check(code_of(lambda: s3.put_object(Bucket="quota-b", Key="k3", Body=b"x"))
+          == "QuotaExceeded", "a 4th object past a 3-object bucket quota")
+    s3.put_object(Bucket="quota-b", Key="k0", Body=b"y" * 9000)  # (an overwrite: 9200 bytes)
+    check(code_of(lambda: s3.put_object(Bucket="quota-b", Key="k1", Body=b"z" * 1000))
+          == "QuotaExceeded", "an overwrite past the byte quota")
+    check(s3.get_object(Bucket="quota-b", Key="k1")["Body"].read() == b"x" * 100,
+          "a refused overwrite leaves the old object")
+    check(code_of(lambda: s3.copy_object(Bucket="quota-b", Key="k9", CopySource="quota-b/k2"))
+          == "QuotaExceeded", "a copy past the quota")
+    s3.delete_object(Bucket="quota-b", Key="k2")
+    s3.put_object(Bucket="quota-b", Key="k3", Body=b"x" * 100)
+    st = ctl("s3", "bucket", "stats", "quota-b")
+    listed = s3.list_objects_v2(Bucket="quota-b")["Contents"]
+    check((st["objects"], st["bytes"]) == (len(listed), sum(o["Size"] for o in listed)),
+          "bucket stats match the listing: %s" % st)
+    # The user's quota, across its buckets and through multipart uploads.
+    bob = client(other)
+    for b in ("quota-u1", "quota-u2"):
+        bob.create_bucket(Bucket=b)
+    bob.put_object(Bucket="quota-u1", Key="before", Body=b"1" * 10)
+    ctl("s3", "user", "quota", "bob", "--max-objects", "3", "--max-bytes", "1M")
+    time.sleep(2.5)  # (the gateway's key cache)
+    check(ctl("s3", "user", "stats", "bob")["objects"] == 1, "user stats counts what was there")
+    bob.put_object(Bucket="quota-u2", Key="a", Body=b"2" * 10)
+    check(code_of(lambda: bob.put_object(Bucket="quota-u1", Key="big", Body=b"3" * (1 << 20)))
+          == "QuotaExceeded", "a PUT past the user's byte quota")
+    up = bob.create_multipart_upload(Bucket="quota-u2", Key="mp")["UploadId"]
+    e = bob.upload_part(Bucket="quota-u2", Key="mp", UploadId=up, PartNumber=1,
+                        Body=b"4" * 100)["ETag"]
+    bob.put_object(Bucket="quota-u1", Key="third", Body=b"5")
+    check(code_of(lambda: bob.complete_multipart_upload(
+        Bucket="quota-u2", Key="mp", UploadId=up,
+        MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": e}]})) == "QuotaExceeded",
+        "a completion past the user's object quota")
+    bob.delete_object(Bucket="quota-u1", Key="third")
+    bob.complete_multipart_upload(Bucket="quota-u2", Key="mp", UploadId=up,
+                                  MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": e}]})
+    check(code_of(lambda: bob.put_object(Bucket="quota-u2", Key="b", Body=b"6"))
+          == "QuotaExceeded", "a 4th object of the user")
+    check(ctl("s3", "user", "stats", "bob")["objects"] == 3, "user stats after the refusals")
+    ctl("s3", "user", "quota", "bob")
+    time.sleep(2.5)
+    bob.put_object(Bucket="quota-u2", Key="b", Body=b"6")
+    for b, k in (("quota-u1", "before"), ("quota-u2", "a"), ("quota-u2", "mp"),
+                 ("quota-u2", "b")):
+        bob.delete_object(Bucket=b, Key=k)
+    for b in ("quota-u1", "quota-u2"):
+        bob.delete_bucket(Bucket=b)
+    for o in s3.list_objects_v2(Bucket="quota-b")["Contents"]:
+        s3.delete_object(Bucket="quota-b", Key=o["Key"])
+    s3.delete_bucket(Bucket="quota-b")
 
 
 def raw_put(path, headers, body):

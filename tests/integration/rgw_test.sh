@@ -55,7 +55,7 @@ start_rgw() {
 
 "$ctl" up --dir "$dir" --mons 1 --osds 3 --osd-size 3G >"$dir/up.out" 2>&1 ||
 	fail "up: $(cat "$dir/up.out")"
-export CAIRN_CONF="$dir/cairn.conf"
+export CAIRN_CONF="$dir/cairn.conf" CAIRN_CTL="$ctl"
 wait_clean "start"
 "$ctl" pool create rgw.meta --size 3 --pg-num 8 >/dev/null
 "$ctl" pool create rgw.data --size 3 --pg-num 16 >/dev/null

@@ -600,6 +600,8 @@ main_usage(void)
 		"  S3 users:       s3 user create UID [--display-name N] | s3 user ls|info|rm UID\n"
 		"                  s3 user quota UID --max-bytes B --max-objects N | s3 key add UID\n"
 		"                  s3 key rm ACCESS_KEY   (in the gateway's metadata pool)\n"
+		"                  s3 user stats UID [--sync] | s3 bucket quota NAME --max-bytes B\n"
+		"                       --max-objects N | s3 bucket stats NAME\n"
 		"  offline CRUSH:  crush compile|decompile|test|map-pgs|map-object|balance -i MAP ...\n");
 	return 2;
 }

@@ -4,7 +4,8 @@
  * metadata pool (rgw/rgw.h admin calls): no gateway needs to run.
  *   s3 user create UID [--display-name NAME]   (prints the first key pair)
  *   s3 user ls | info UID | rm UID
- *   s3 user quota UID [--max-bytes SIZE] [--max-objects N]
+ *   s3 user quota UID [--max-bytes SIZE] [--max-objects N] | stats UID [--sync]
+ *   s3 bucket quota NAME [--max-bytes SIZE] [--max-objects N] | stats NAME
  *   s3 key add UID | rm ACCESS_KEY
  * --meta-pool POOL (default rgw.meta) on any of them.
  */
@@ -18,11 +19,15 @@
 static int
 s3_usage(void)
 {
-	fprintf(stderr, "usage: clusterctl s3 user create UID [--display-name NAME]\n"
-			"       clusterctl s3 user ls | info UID | rm UID\n"
-			"       clusterctl s3 user quota UID [--max-bytes SIZE] [--max-objects N]\n"
-			"       clusterctl s3 key add UID | key rm ACCESS_KEY\n"
-			"OPTIONS: --meta-pool POOL (default " RGW_DEFAULT_META_POOL ")\n");
+	fprintf(stderr,
+		"usage: clusterctl s3 user create UID [--display-name NAME]\n"
+		"       clusterctl s3 user ls | info UID | rm UID\n"
+		"       clusterctl s3 user quota UID [--max-bytes SIZE] [--max-objects N]\n"
+		"       clusterctl s3 user stats UID [--sync]\n"
+		"       clusterctl s3 bucket quota NAME [--max-bytes SIZE] [--max-objects N]\n"
+		"       clusterctl s3 bucket stats NAME\n"
+		"       clusterctl s3 key add UID | key rm ACCESS_KEY\n"
+		"OPTIONS: --meta-pool POOL (default " RGW_DEFAULT_META_POOL ")\n");
 	return 2;
 }
 
@@ -61,6 +66,7 @@ ctl_s3(const struct ctl_conf *c, int argc, char **argv, bool json)
 {
 	const char *pos[4] = { NULL }, *pool = RGW_DEFAULT_META_POOL, *display = NULL;
 	const char *maxb = NULL, *maxo = NULL;
+	bool sync = false;
 	cairn_cluster_t *cl;
 	char err[256], access[21], secret[41];
 	int npos = 0, rc, status = 0;
@@ -80,6 +86,8 @@ ctl_s3(const struct ctl_conf *c, int argc, char **argv, bool json)
 			maxb = argv[++i];
 		else if (!strcmp(argv[i], "--max-objects"))
 			maxo = argv[++i];
+		else if (!strcmp(argv[i], "--sync"))
+			sync = true;
 		else if (argv[i][0] == '-' && argv[i][1] == '-')
 			return s3_usage();
 		else if (npos < 4)
@@ -170,6 +178,45 @@ ctl_s3(const struct ctl_conf *c, int argc, char **argv, bool json)
 		} else if ((rc = rgw_admin_user_quota(cl, pool, pos[2], b, o))) {
 			status = fail("user quota", rc);
 		}
+	} else if (!strcmp(pos[0], "bucket") && !strcmp(pos[1], "quota") && npos == 3) {
+		uint64_t b = 0, o = 0;
+
+		if ((maxb && cm_parse_size(maxb, &b)) || (maxo && cm_parse_size(maxo, &o))) {
+			fprintf(stderr,
+				"clusterctl: s3 bucket quota: bad --max-bytes or --max-objects\n");
+			status = 2;
+		} else if ((rc = rgw_admin_bucket_quota(cl, pool, pos[2], b, o))) {
+			status = fail("bucket quota", rc);
+		}
+	} else if (!strcmp(pos[0], "bucket") && !strcmp(pos[1], "stats") && npos == 3) {
+		struct rgw_bucket_stats st;
+
+		if ((rc = rgw_admin_bucket_stats(cl, pool, pos[2], &st)))
+			status = fail("bucket stats", rc);
+		else if (json)
+			printf("{\"bucket\": \"%s\", \"id\": \"%s\", \"owner\": \"%s\", "
+			       "\"bytes\": %" PRId64 ", \"objects\": %" PRId64
+			       ", \"quota_bytes\": %" PRId64 ", \"quota_objects\": %" PRId64 "}\n",
+			       pos[2], st.id, st.owner, st.bytes, st.objects, st.quota_bytes,
+			       st.quota_objects);
+		else
+			printf("bucket:  %s (id %s, owner %s)\nholds:   %" PRId64 " bytes, %" PRId64
+			       " objects\nquota:   %" PRId64 " bytes, %" PRId64
+			       " objects (0: none)\n",
+			       pos[2], st.id, st.owner, st.bytes, st.objects, st.quota_bytes,
+			       st.quota_objects);
+	} else if (!strcmp(pos[0], "user") && !strcmp(pos[1], "stats") && npos == 3) {
+		int64_t b = 0, o = 0;
+
+		if ((rc = rgw_admin_user_usage(cl, pool, pos[2], sync, &b, &o)))
+			status = fail("user stats", rc);
+		else if (json)
+			printf("{\"uid\": \"%s\", \"bytes\": %" PRId64 ", \"objects\": %" PRId64
+			       ", \"synced\": %s}\n",
+			       pos[2], b, o, sync ? "true" : "false");
+		else
+			printf("%s holds %" PRId64 " bytes in %" PRId64 " objects%s\n", pos[2], b,
+			       o, sync ? " (usage counter set)" : "");
 	} else if (!strcmp(pos[0], "key") && !strcmp(pos[1], "add") && npos == 3) {
 		if ((rc = rgw_admin_key_add(cl, pool, pos[2], access, secret)))
 			status = fail("key add", rc);

@@ -120,10 +120,15 @@ struct rgw_bucket {
 	char id[33]; /* 128 random bits, hex: the data's namespace and the index's names */
 	char owner[65];
 	char location[64];
-	int64_t created;     /* seconds */
-	char acl[32];        /* canned: private, public-read, ... */
-	char versioning[16]; /* "" (never), "Enabled", "Suspended" */
+	int64_t created;                    /* seconds */
+	char acl[32];                       /* canned: private, public-read, ... */
+	char versioning[16];                /* "" (never), "Enabled", "Suspended" */
+	int64_t quota_bytes, quota_objects; /* 0: none */
 };
+
+/* An index shard's usage counters (xattrs, int64): moved in the op of every index change. */
+#define RGW_USAGE_BYTES "rgw.bytes"
+#define RGW_USAGE_OBJS  "rgw.objects"
 
 /* JSON text of b (malloc'd), or NULL. */
 char *rgw_bucket_encode(const struct rgw_bucket *b);

@@ -81,8 +81,33 @@ int rgw_admin_user_info(cairn_cluster_t *cl, const char *meta_pool, const char *
 void rgw_user_info_fini(struct rgw_user_info *ui);
 /* Remove uid and its keys. \return 0, -ENOENT, -ENOTEMPTY (it owns buckets). */
 int rgw_admin_user_rm(cairn_cluster_t *cl, const char *meta_pool, const char *uid);
-/* Set uid's quota (0: none). */
+/*
+ * Set uid's quota (0: none): its record, then its usage counter (usage.<uid>)
+ * from what its buckets hold now, then every key's record (gateways read
+ * the quota with the key, within their cache time).
+ */
 int rgw_admin_user_quota(cairn_cluster_t *cl, const char *meta_pool, const char *uid,
 			 uint64_t max_bytes, uint64_t max_objects);
+/*
+ * What uid's buckets hold (the sum of their index counters); with sync,
+ * also written to the usage counter the gateways bound by the user's
+ * quota (which moves by reservations: a gateway killed mid-upload leaves
+ * it high until a sync).
+ */
+int rgw_admin_user_usage(cairn_cluster_t *cl, const char *meta_pool, const char *uid, bool sync,
+			 int64_t *bytes, int64_t *objects);
+
+struct rgw_bucket_stats {
+	char owner[65], id[33];
+	int64_t bytes, objects;             /* the index's counters */
+	int64_t quota_bytes, quota_objects; /* 0: none */
+};
+
+/* \return 0, -ENOENT. */
+int rgw_admin_bucket_stats(cairn_cluster_t *cl, const char *meta_pool, const char *name,
+			   struct rgw_bucket_stats *st);
+/* Set a bucket's quota (0: none), exact from the gateways' next bucket cache refresh. */
+int rgw_admin_bucket_quota(cairn_cluster_t *cl, const char *meta_pool, const char *name,
+			   uint64_t max_bytes, uint64_t max_objects);
 
 #endif

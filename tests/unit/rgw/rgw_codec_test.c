@@ -469,12 +469,27 @@ START_TEST(test_bucket_codec)
 	snprintf(b.location, sizeof(b.location), "us-east-1");
 	snprintf(b.acl, sizeof(b.acl), "private");
 	b.created = 1796196600;
+	b.quota_bytes = 1ll << 40;
+	b.quota_objects = 1000000;
 	j = rgw_bucket_encode(&b);
 	ck_assert_ptr_nonnull(j);
 	ck_assert_int_eq(rgw_bucket_decode(j, strlen(j), &d), 0);
 	ck_assert_str_eq(d.id, b.id);
 	ck_assert_int_eq(d.created, b.created);
+	ck_assert_int_eq(d.quota_bytes, 1ll << 40);
+	ck_assert_int_eq(d.quota_objects, 1000000);
 	free(j);
+	{
+		/* (records written before quotas have none; a negative one is refused) */
+		const char *old = "{\"name\":\"abc\",\"id\":\"0123456789abcdef0123456789abcdef\","
+				  "\"owner\":\"a\"}";
+		const char *neg = "{\"name\":\"abc\",\"id\":\"0123456789abcdef0123456789abcdef\","
+				  "\"owner\":\"a\",\"quota_bytes\":-1}";
+
+		ck_assert_int_eq(rgw_bucket_decode(old, strlen(old), &d), 0);
+		ck_assert_int_eq(d.quota_bytes, 0);
+		ck_assert_int_eq(rgw_bucket_decode(neg, strlen(neg), &d), -EBADMSG);
+	}
 	ck_assert_int_eq(rgw_bucket_decode("{\"name\":1}", 10, &d), -EBADMSG);
 	ck_assert_int_eq(rgw_bucket_decode("[", 1, &d), -EBADMSG);
 	ck_assert(rgw_bucket_name_ok("my-bucket.1"));
