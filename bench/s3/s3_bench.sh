@@ -87,6 +87,7 @@ kill "$rgw_pid"
 wait "$rgw_pid" 2>/dev/null || true
 rgw_pid=''
 "$ctl" down --dir "$dir/cairn" >/dev/null 2>&1 || true
+rm -rf "$dir/cairn" # (its OSD files: the peer needs the room)
 unset CAIRN_CONF
 
 # ---- radosgw

@@ -492,12 +492,15 @@ def ctl(*args):
     return json.loads(out) if out.strip() else None
 
 
+cache_ttl = float(os.environ.get("RGW_CACHE_TTL", "2")) + 0.3  # (the gateway's caches)
+
+
 def quotas():
     """Bucket quotas (exact: the index's counters move with the entries) and user quotas
     (reserved on the user's usage counter), objects and bytes, as clients see them."""
     s3.create_bucket(Bucket="quota-b")
     ctl("s3", "bucket", "quota", "quota-b", "--max-bytes", "10000", "--max-objects", "3")
-    time.sleep(2.5)  # (the gateway's bucket cache)
+    time.sleep(cache_ttl)
     for i in range(3):
         s3.put_object(Bucket="quota-b", Key="k%d" % i, Body=b"x" * 100)
     check(code_of(lambda: s3.put_object(Bucket="quota-b", Key="k3", Body=b"x"))
@@ -521,7 +524,7 @@ def quotas():
         bob.create_bucket(Bucket=b)
     bob.put_object(Bucket="quota-u1", Key="before", Body=b"1" * 10)
     ctl("s3", "user", "quota", "bob", "--max-objects", "3", "--max-bytes", "1M")
-    time.sleep(2.5)  # (the gateway's key cache)
+    time.sleep(cache_ttl)
     check(ctl("s3", "user", "stats", "bob")["objects"] == 1, "user stats counts what was there")
     bob.put_object(Bucket="quota-u2", Key="a", Body=b"2" * 10)
     check(code_of(lambda: bob.put_object(Bucket="quota-u1", Key="big", Body=b"3" * (1 << 20)))
@@ -541,7 +544,7 @@ def quotas():
           == "QuotaExceeded", "a 4th object of the user")
     check(ctl("s3", "user", "stats", "bob")["objects"] == 3, "user stats after the refusals")
     ctl("s3", "user", "quota", "bob")
-    time.sleep(2.5)
+    time.sleep(cache_ttl)
     bob.put_object(Bucket="quota-u2", Key="b", Body=b"6")
     for b, k in (("quota-u1", "before"), ("quota-u2", "a"), ("quota-u2", "mp"),
                  ("quota-u2", "b")):
