@@ -987,6 +987,25 @@ on_request(struct rgw_req *r, void *arg)
 
 /* ---- threads ---- */
 
+void *
+rgw__buf_get(struct rgw_thr *t)
+{
+	if (t->nbufs)
+		return t->bufs[--t->nbufs];
+	return malloc(RGW_CHUNK);
+}
+
+void
+rgw__buf_put(struct rgw_thr *t, void *b)
+{
+	if (!b)
+		return;
+	if (t->nbufs < RGW_BUF_POOL)
+		t->bufs[t->nbufs++] = b;
+	else
+		free(b);
+}
+
 static int
 thr_init(struct rgw_http_thread *ht, void *arg)
 {
@@ -1025,6 +1044,8 @@ thr_fini(struct rgw_http_thread *ht, void *arg)
 	if (cairn_cq_destroy(t->cq))
 		CM_WARN("rgw thread %u: completions still in flight at exit",
 			rgw_http_thread_index(ht));
+	while (t->nbufs)
+		free(t->bufs[--t->nbufs]);
 	free(t);
 }
 

@@ -15,7 +15,8 @@
 
 #define RGW_CHUNK        (4u << 20) /* data object size (the striper's default layout) */
 #define RGW_PUT_INFLIGHT 4          /* data objects of one PUT in flight */
-#define RGW_GET_AHEAD    2          /* data objects of one GET read ahead */
+#define RGW_GET_AHEAD    4          /* data objects of one GET read ahead (16 MiB of buffers) */
+#define RGW_BUF_POOL     16         /* RGW_CHUNK buffers each thread keeps for reuse */
 #define RGW_KEY_MAX      1024
 #define RGW_META_MAX     2048 /* user metadata, in all */
 #define RGW_XML_MAX      (1u << 20)
@@ -68,7 +69,15 @@ struct rgw_thr {
 	struct cm_io cqio;
 	bool polling;
 	unsigned inflight;
+	/* RGW_CHUNK buffers given back by ended requests, for the next ones */
+	void *bufs[RGW_BUF_POOL];
+	unsigned nbufs;
 };
+
+/* A RGW_CHUNK buffer (from t's pool: no page faults on a fresh mapping), or NULL. */
+void *rgw__buf_get(struct rgw_thr *t);
+/* Give b (from rgw__buf_get, may be NULL) back; only once nothing reads or writes it. */
+void rgw__buf_put(struct rgw_thr *t, void *b);
 
 /* Run op on oid; cb(arg, rc) on the request's thread, then op is released. */
 typedef void (*rgw_aio_cb)(void *arg, int rc);

@@ -25,7 +25,7 @@ s3_copy_free(struct s3_copy *c)
 	rgw_entry_fini(&c->e);
 	rgw_layout_fini(&c->l);
 	free(c->mbuf);
-	free(c->buf);
+	rgw__buf_put(c->q->t, c->buf);
 	if (c->own_io)
 		cairn_ioctx_destroy(c->io);
 	free(c);
@@ -272,7 +272,7 @@ s3_copy_read(struct s3_copy *c, s3_copy_data_cb cb)
 	char oid[64];
 	int rc;
 
-	if (!c->buf && !(c->buf = malloc(RGW_CHUNK)))
+	if (!c->buf && !(c->buf = rgw__buf_get(q->t)))
 		return -ENOMEM;
 	if (!(op = cairn_op_create()))
 		return -ENOMEM;

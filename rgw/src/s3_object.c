@@ -237,7 +237,7 @@ put_free(struct s3_req *q)
 	rgw_str_fini(&p->enc);
 	rgw_str_fini(&p->pval);
 	for (size_t i = 0; i < CM_ARRAY_SIZE(p->ch); i++)
-		free(p->ch[i].buf);
+		rgw__buf_put(q->t, p->ch[i].buf);
 	s3_meta_free(&p->e);
 	rgw_entry_fini(&p->old);
 	if (p->chunked)
@@ -707,14 +707,16 @@ chunk_send(struct s3_req *q, struct chunk *ch, bool last)
 }
 
 static struct chunk *
-chunk_get(struct put *p)
+chunk_get(struct s3_req *q)
 {
+	struct put *p = q->op;
+
 	for (size_t i = 0; i < CM_ARRAY_SIZE(p->ch); i++) {
 		struct chunk *ch = &p->ch[i];
 
 		if (ch->busy || ch == p->fill)
 			continue;
-		if (!ch->buf && !(ch->buf = malloc(RGW_CHUNK)))
+		if (!ch->buf && !(ch->buf = rgw__buf_get(q->t)))
 			return NULL;
 		ch->len = 0;
 		return ch;
@@ -791,7 +793,7 @@ put_end(struct s3_req *q)
 	}
 	if (!p->nobj) {
 		/* One object holds it all: data, layout, size and entry in one op. */
-		if (!p->fill && !(p->fill = chunk_get(p))) {
+		if (!p->fill && !(p->fill = chunk_get(q))) {
 			put_fail(q, 503, "SlowDown", "out of memory");
 			put_maybe_finish(q);
 			return;
@@ -840,7 +842,7 @@ put_data(void *arg, const char *data, size_t dlen)
 		size_t n;
 
 		if (!p->fill) {
-			if (!(p->fill = chunk_get(p))) {
+			if (!(p->fill = chunk_get(q))) {
 				p->body_done = true;
 				put_fail(q, 503, "SlowDown", "no upload buffer");
 				return -1;
@@ -1420,7 +1422,7 @@ get_free(struct s3_req *q)
 	free(g->c.want.key);
 	rgw_entry_fini(&g->e);
 	for (int i = 0; i < RGW_GET_AHEAD; i++)
-		free(g->s[i].buf);
+		rgw__buf_put(q->t, g->s[i].buf);
 	rgw_layout_fini(&g->l);
 	free(g->mbuf);
 	free(g);
@@ -1505,7 +1507,7 @@ get_pump(struct s3_req *q)
 
 		if (s->st != SL_FREE)
 			continue;
-		if ((!s->buf && !(s->buf = malloc(RGW_CHUNK))) || !(op = cairn_op_create())) {
+		if ((!s->buf && !(s->buf = rgw__buf_get(q->t))) || !(op = cairn_op_create())) {
 			g->failed = true;
 			break;
 		}
