@@ -23,6 +23,7 @@ enum {
 	T_META,
 	T_CKSUM, /* alg byte, then the base64 value */
 	T_TAGS,  /* the packed tag set */
+	T_ACL,   /* the canned ACL */
 };
 
 static void
@@ -76,6 +77,8 @@ rgw_entry_encode(const struct rgw_entry *e, struct rgw_str *out)
 	}
 	if (e->tags && e->tags_len)
 		tlv(out, T_TAGS, e->tags, e->tags_len);
+	if (e->acl && *e->acl)
+		tlv(out, T_ACL, e->acl, strlen(e->acl));
 	for (size_t i = 0; i < e->nmeta; i++) {
 		size_t kl = strlen(e->meta[i].k), vl = strlen(e->meta[i].v);
 		uint8_t h[5] = { T_META, (uint8_t)(kl + vl + 1), (uint8_t)((kl + vl + 1) >> 8),
@@ -111,7 +114,7 @@ rgw_entry_decode(const void *buf, size_t n, struct rgw_entry *e)
 	if (!(m = malloc(n + n / 5 + 8)))
 		return -ENOMEM;
 	e->mem = m;
-	e->ctype = e->owner = (char *)"";
+	e->ctype = e->owner = e->acl = (char *)"";
 	b += 2;
 	while (b < end) {
 		uint8_t tag;
@@ -159,14 +162,17 @@ rgw_entry_decode(const void *buf, size_t n, struct rgw_entry *e)
 			break;
 		case T_CTYPE:
 		case T_OWNER:
+		case T_ACL:
 			if (memchr(b, 0, len))
 				goto bad;
 			memcpy(m, b, len);
 			m[len] = '\0';
 			if (tag == T_CTYPE)
 				e->ctype = m;
-			else
+			else if (tag == T_OWNER)
 				e->owner = m;
+			else
+				e->acl = m;
 			m += len + 1;
 			break;
 		case T_META: {

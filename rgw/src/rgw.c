@@ -657,6 +657,100 @@ s3_user_usage(struct s3_req *q, int64_t dbytes, int64_t dobjs, rgw_aio_cb cb)
 	return rgw__aio(q->t, q->g->meta, oid, op, usage_ignore, NULL);
 }
 
+bool
+s3_canned_ok(const char *a)
+{
+	static const char *const ok[] = { "private",           "public-read",
+					  "public-read-write", "authenticated-read",
+					  "bucket-owner-read", "bucket-owner-full-control" };
+
+	for (size_t i = 0; i < CM_ARRAY_SIZE(ok); i++)
+		if (!strcmp(a, ok[i]))
+			return true;
+	return false;
+}
+
+/* What a canned ACL grants someone other than the owner. */
+static bool
+canned_grants(const char *acl, bool anon, enum s3_perm perm, bool bucket)
+{
+	if (!acl || perm == S3_P_OWNER)
+		return false;
+	if (!strcmp(acl, "public-read-write"))
+		return perm == S3_P_READ || (bucket && perm == S3_P_WRITE);
+	if (!strcmp(acl, "public-read"))
+		return perm == S3_P_READ;
+	if (!strcmp(acl, "authenticated-read"))
+		return !anon && perm == S3_P_READ;
+	return false;
+}
+
+bool
+s3_allow_bucket(const struct s3_req *q, const struct rgw_bucket *b, enum s3_perm perm)
+{
+	if (!q->anon && q->uid[0] && !strcmp(b->owner, q->uid))
+		return true;
+	return canned_grants(b->acl, q->anon, perm, true);
+}
+
+bool
+s3_allow_object(const struct s3_req *q, const struct rgw_bucket *b, const struct rgw_entry *e,
+		enum s3_perm perm)
+{
+	if (!q->anon && q->uid[0] &&
+	    (!strcmp(b->owner, q->uid) || (e->owner && !strcmp(e->owner, q->uid))))
+		return true;
+	return canned_grants(e->acl, q->anon, perm, false);
+}
+
+static void
+grant(struct rgw_str *x, const char *uid, const char *group, const char *perm)
+{
+	rgw_str_adds(x, "<Grant><Grantee xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" ");
+	if (uid) {
+		rgw_str_adds(x, "xsi:type=\"CanonicalUser\"><ID>");
+		rgw_str_xml(x, uid, strlen(uid));
+		rgw_str_adds(x, "</ID><DisplayName>");
+		rgw_str_xml(x, uid, strlen(uid));
+		rgw_str_adds(x, "</DisplayName>");
+	} else {
+		rgw_str_addf(
+			x,
+			"xsi:type=\"Group\"><URI>http://acs.amazonaws.com/groups/global/%s</URI>",
+			group);
+	}
+	rgw_str_addf(x, "</Grantee><Permission>%s</Permission></Grant>", perm);
+}
+
+void
+s3_acl_xml(struct rgw_str *x, const char *owner, const char *acl, const char *bucket_owner)
+{
+	const char *a = acl && *acl ? acl : "private";
+
+	rgw_str_adds(x, "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<AccessControlPolicy "
+			"xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">");
+	s3_owner_xml(x, owner);
+	rgw_str_adds(x, "<AccessControlList>");
+	grant(x, owner, NULL, "FULL_CONTROL");
+	if (!strcmp(a, "public-read") || !strcmp(a, "public-read-write"))
+		grant(x, NULL, "AllUsers", "READ");
+	if (!strcmp(a, "public-read-write") && !bucket_owner)
+		grant(x, NULL, "AllUsers", "WRITE");
+	if (!strcmp(a, "authenticated-read"))
+		grant(x, NULL, "AuthenticatedUsers", "READ");
+	if (bucket_owner && strcmp(bucket_owner, owner) &&
+	    (!strcmp(a, "bucket-owner-read") || !strcmp(a, "bucket-owner-full-control")))
+		grant(x, bucket_owner, NULL,
+		      !strcmp(a, "bucket-owner-read") ? "READ" : "FULL_CONTROL");
+	rgw_str_adds(x, "</AccessControlList></AccessControlPolicy>");
+}
+
+void
+s3_deny(struct s3_req *q)
+{
+	s3_error(q, 403, "AccessDenied", "Access Denied");
+}
+
 int
 s3_submit(struct s3_req *q, cairn_ioctx_t *io, const char *oid, cairn_op_t *op, rgw_aio_cb cb)
 {
@@ -893,11 +987,7 @@ route(struct s3_req *q)
 		s3_error(q, 405, "MethodNotAllowed", "the method is not allowed on the service");
 		return;
 	}
-	if (q->anon) {
-		/* Canned ACLs and policies that open a bucket come with their issue steps. */
-		s3_error(q, 403, "AccessDenied", "anonymous access is not allowed here");
-		return;
-	}
+	/* (anonymous requests go on: each operation checks what the ACLs grant) */
 	if (!q->key)
 		s3_bucket_op(q);
 	else

@@ -175,14 +175,16 @@ void s3_upload_marker(const char *key, size_t klen, const char *upid, struct rgw
 int s3_put_meta(struct s3_req *q, struct rgw_entry *e);
 /* Free what s3_put_meta (or s3_meta_dup, s3_put_tags) put in e. */
 void s3_meta_free(struct rgw_entry *e);
-/* src's headers (and its tags when tags) into dst (strdup'd). \return 0, -ENOMEM. */
-int s3_meta_dup(struct rgw_entry *dst, const struct rgw_entry *src, bool tags);
+/* src's headers (and its tags, its ACL when asked) into dst (strdup'd). \return 0, -ENOMEM. */
+int s3_meta_dup(struct rgw_entry *dst, const struct rgw_entry *src, bool tags, bool acl);
 /* x-amz-tagging into e. \return 0, or -EINVAL: answered. */
 int s3_put_tags(struct s3_req *q, struct rgw_entry *e);
 /* The answer for a tag set rgw_tags_add or rgw_tags_from_query refused. */
 void s3_tags_error(struct s3_req *q, int rc);
 /* GET, PUT, DELETE /bucket/key?tagging (s3_tagging.c). */
 void s3_obj_tagging(struct s3_req *q);
+/* GET, PUT /bucket/key?acl (canned ACLs; s3_tagging.c). */
+void s3_obj_acl(struct s3_req *q);
 
 /*
  * An op reading e's manifest (object 0 of its instance) into a new *buf.
@@ -236,6 +238,27 @@ void s3_copy_open(struct s3_req *q, bool part, struct s3_copy **cp, s3_step next
 int s3_copy_read(struct s3_copy *c, s3_copy_data_cb cb);
 bool s3_copy_eof(const struct s3_copy *c);
 void s3_copy_free(struct s3_copy *c);
+
+/*
+ * Access (canned ACLs, docs/design/rgw.md §2.1). A bucket's owner may do
+ * anything in it; others what the bucket's canned ACL grants (READ: list;
+ * WRITE: put and delete objects) and, on an object, what its own canned
+ * ACL grants (READ: get, head) or its writer (OWNER of it).
+ */
+enum s3_perm { S3_P_READ = 1, S3_P_WRITE = 2, S3_P_OWNER = 3 };
+
+bool s3_allow_bucket(const struct s3_req *q, const struct rgw_bucket *b, enum s3_perm perm);
+bool s3_allow_object(const struct s3_req *q, const struct rgw_bucket *b, const struct rgw_entry *e,
+		     enum s3_perm perm);
+/* <AccessControlPolicy> of a canned ACL: the owner's FULL_CONTROL and the ACL's grants
+ * (bucket_owner: an object's bucket's owner, for bucket-owner-*; NULL for a bucket). */
+void s3_acl_xml(struct rgw_str *x, const char *owner, const char *acl, const char *bucket_owner);
+/* 403 AccessDenied. */
+void s3_deny(struct s3_req *q);
+/* A canned ACL's name S3 knows. */
+bool s3_canned_ok(const char *acl);
+/* x-amz-acl into e (strdup'd). \return 0, or -EINVAL: answered. */
+int s3_put_acl(struct s3_req *q, struct rgw_entry *e);
 
 /* <Owner><ID>uid</ID><DisplayName>uid</DisplayName></Owner> */
 void s3_owner_xml(struct rgw_str *x, const char *uid);

@@ -274,19 +274,6 @@ cb_shard_done(void *arg, int rc)
 	s3_submit(q, q->g->meta, oid, op, cb_record_done);
 }
 
-static bool
-canned_ok(const char *a)
-{
-	static const char *const ok[] = { "private",           "public-read",
-					  "public-read-write", "authenticated-read",
-					  "bucket-owner-read", "bucket-owner-full-control" };
-
-	for (size_t i = 0; i < CM_ARRAY_SIZE(ok); i++)
-		if (!strcmp(a, ok[i]))
-			return true;
-	return false;
-}
-
 static void
 cb_body_read(struct s3_req *q)
 {
@@ -318,7 +305,7 @@ cb_body_read(struct s3_req *q)
 		}
 		rgw_xml_free(x);
 	}
-	if (acl && !canned_ok(acl)) {
+	if (acl && !s3_canned_ok(acl)) {
 		s3_error(q, 400, "InvalidArgument", "unknown canned ACL in x-amz-acl");
 		return;
 	}
@@ -347,6 +334,10 @@ static void
 create_bucket(struct s3_req *q)
 {
 	q->op_name = "CreateBucket";
+	if (q->anon) {
+		s3_error(q, 403, "AccessDenied", "anonymous users cannot create buckets");
+		return;
+	}
 	if (!rgw_bucket_name_ok(q->bucket)) {
 		s3_error(q, 400, "InvalidBucketName", "the bucket name is not valid");
 		return;
@@ -519,18 +510,64 @@ get_acl(struct s3_req *q)
 	struct rgw_str x;
 
 	rgw_str_init(&x);
-	rgw_str_adds(&x, XMLHD "<AccessControlPolicy " XMLNS ">");
-	s3_owner_xml(&x, q->b.owner);
-	rgw_str_adds(&x, "<AccessControlList><Grant><Grantee "
-			 "xmlns:xsi=\"http://www.w3.org/2001/XMLSchema-instance\" "
-			 "xsi:type=\"CanonicalUser\"><ID>");
-	rgw_str_xml(&x, q->b.owner, strlen(q->b.owner));
-	rgw_str_adds(&x, "</ID><DisplayName>");
-	rgw_str_xml(&x, q->b.owner, strlen(q->b.owner));
-	rgw_str_adds(&x, "</DisplayName></Grantee><Permission>FULL_CONTROL</Permission></Grant>"
-			 "</AccessControlList></AccessControlPolicy>");
+	s3_acl_xml(&x, q->b.owner, q->b.acl, NULL);
 	s3_respond_xml(q, 200, NULL, &x);
 	rgw_str_fini(&x);
+}
+
+static void
+pba_done(void *arg, int rc)
+{
+	struct s3_req *q = arg;
+
+	q->pending--;
+	s3_bucket_forget(q->g, q->bucket);
+	if (rc == -ECANCELED) {
+		s3_error(q, 409, "OperationAborted",
+			 "the bucket was changed at the same time: try again");
+		return;
+	}
+	if (rc) {
+		s3_error_rc(q, rc, "writing the bucket record");
+		return;
+	}
+	s3_respond_xml(q, 200, NULL, NULL);
+}
+
+/* PUT ?acl: a canned ACL (x-amz-acl); the bucket record swapped against what was loaded. */
+static void
+put_bucket_acl(struct s3_req *q)
+{
+	const char *a = rgw_http_hdr(q->h, "x-amz-acl");
+	struct rgw_bucket nb = q->b;
+	char *old, *neu, oid[128];
+	cairn_op_t *op;
+
+	if (!a) {
+		s3_error(q, 501, "NotImplemented",
+			 "only canned ACLs (x-amz-acl) are supported, not grant lists");
+		return;
+	}
+	if (!s3_canned_ok(a)) {
+		s3_error(q, 400, "InvalidArgument", "unknown canned ACL in x-amz-acl");
+		return;
+	}
+	snprintf(nb.acl, sizeof(nb.acl), "%s", a);
+	old = rgw_bucket_encode(&q->b);
+	neu = rgw_bucket_encode(&nb);
+	if (!old || !neu || !(op = cairn_op_create())) {
+		free(old);
+		free(neu);
+		s3_error(q, 503, "SlowDown", "out of memory");
+		return;
+	}
+	/* (the record as this gateway knows it: a concurrent change is not overwritten) */
+	snprintf(oid, sizeof(oid), "bucket.%s", q->bucket);
+	cairn_op_cmpxattr(op, "rgw.bucket", CAIRN_CMP_EQ, old, strlen(old));
+	cairn_op_setxattr(op, "rgw.bucket", neu, strlen(neu));
+	free(old);
+	free(neu);
+	s3_submit(q, q->g->meta, oid, op, pba_done);
 }
 
 static void
@@ -538,9 +575,19 @@ bucket_loaded(struct s3_req *q)
 {
 	const struct rgw_http_head *h = q->h;
 	char hd[128];
+	/* (listing, HEAD and the location are READ; the rest is the owner's) */
+	bool read = h->method == RGW_M_HEAD ||
+		    (h->method == RGW_M_GET &&
+		     (!q->u.nq || rgw_uri_q(&q->u, "location") || rgw_uri_q(&q->u, "uploads") ||
+		      rgw_uri_q(&q->u, "list-type") || rgw_uri_q(&q->u, "prefix") ||
+		      rgw_uri_q(&q->u, "delimiter") || rgw_uri_q(&q->u, "marker") ||
+		      rgw_uri_q(&q->u, "max-keys") || rgw_uri_q(&q->u, "versions") ||
+		      rgw_uri_q(&q->u, "encoding-type") || rgw_uri_q(&q->u, "continuation-token") ||
+		      rgw_uri_q(&q->u, "start-after") || rgw_uri_q(&q->u, "fetch-owner")));
+	bool write = h->method == RGW_M_POST && rgw_uri_q(&q->u, "delete");
 
-	if (strcmp(q->b.owner, q->uid)) {
-		s3_error(q, 403, "AccessDenied", "the bucket is not yours");
+	if (!s3_allow_bucket(q, &q->b, read ? S3_P_READ : write ? S3_P_WRITE : S3_P_OWNER)) {
+		s3_deny(q);
 		return;
 	}
 	switch (h->method) {
@@ -602,6 +649,11 @@ bucket_loaded(struct s3_req *q)
 		s3_error(q, 501, "NotImplemented", "this POST is not implemented");
 		return;
 	case RGW_M_PUT:
+		if (rgw_uri_q(&q->u, "acl")) {
+			q->op_name = "PutBucketAcl";
+			put_bucket_acl(q);
+			return;
+		}
 		s3_error(q, 501, "NotImplemented", "this bucket sub-resource is not implemented");
 		return;
 	default:

@@ -121,7 +121,10 @@ entry_done(void *arg, int rc)
 		return;
 	}
 	if (c->n != 1) {
-		s3_error(q, 404, "NoSuchKey", "the copy source does not exist");
+		if (!s3_allow_bucket(q, &c->sb, S3_P_READ))
+			s3_deny(q);
+		else
+			s3_error(q, 404, "NoSuchKey", "the copy source does not exist");
 		return;
 	}
 	if (rgw_entry_decode(c->kvs[0].val, c->kvs[0].vlen, &c->e)) {
@@ -131,6 +134,10 @@ entry_done(void *arg, int rc)
 		return;
 	}
 	c->have_e = true;
+	if (!s3_allow_object(q, &c->sb, &c->e, S3_P_READ)) {
+		s3_deny(q);
+		return;
+	}
 	rgw_entry_etag(&c->e, etag, sizeof(etag));
 	/* (S3: a copy condition that is "not modified" fails the copy: 412, never 304) */
 	cr = rgw_cond_eval(rgw_http_hdr(q->h, "x-amz-copy-source-if-match"),
@@ -161,10 +168,6 @@ bucket_done(struct s3_req *q, void *arg, int rc)
 	}
 	if (rc) {
 		s3_error_rc(q, rc, "reading the copy source's bucket");
-		return;
-	}
-	if (strcmp(c->sb.owner, q->uid)) {
-		s3_error(q, 403, "AccessDenied", "the copy source's bucket is not yours");
 		return;
 	}
 	if (!strcmp(c->sb.id, q->b.id)) {

@@ -142,8 +142,8 @@ mp_names(struct s3_req *q, struct mp *m, const char *upid)
 {
 	int rc;
 
-	if (strcmp(q->b.owner, q->uid)) {
-		s3_error(q, 403, "AccessDenied", "the bucket is not yours");
+	if (!s3_allow_bucket(q, &q->b, S3_P_WRITE)) {
+		s3_deny(q);
 		return -EACCES;
 	}
 	if (!upid || !s3_upload_id_ok(upid)) {
@@ -467,7 +467,7 @@ init_loaded(struct s3_req *q)
 				      : "out of memory");
 		return;
 	}
-	if (s3_put_tags(q, &m->e))
+	if (s3_put_tags(q, &m->e) || s3_put_acl(q, &m->e))
 		return;
 	m->e.owner = q->uid;
 	rgw_entry_encode(&m->e, &m->enc);
@@ -962,7 +962,7 @@ cm_loaded(struct s3_req *q)
 		return;
 	}
 	s3_meta_free(&m->e);
-	if (s3_meta_dup(&m->e, &rec, true)) {
+	if (s3_meta_dup(&m->e, &rec, true, true)) {
 		rgw_entry_fini(&rec);
 		cm_fail(q, 503, "SlowDown", "out of memory");
 		return;
@@ -1074,8 +1074,8 @@ static void
 cm_bucket(struct s3_req *q)
 {
 	q->op_name = "CompleteMultipartUpload";
-	if (strcmp(q->b.owner, q->uid)) {
-		s3_error(q, 403, "AccessDenied", "the bucket is not yours");
+	if (!s3_allow_bucket(q, &q->b, S3_P_WRITE)) {
+		s3_deny(q);
 		return;
 	}
 	/* (s3_read_body keeps its state in q->op until it calls cm_body) */
@@ -1223,8 +1223,8 @@ lu_loaded(struct s3_req *q)
 	char shard[128];
 
 	q->op_name = "ListMultipartUploads";
-	if (strcmp(q->b.owner, q->uid)) {
-		s3_error(q, 403, "AccessDenied", "the bucket is not yours");
+	if (!s3_allow_bucket(q, &q->b, S3_P_READ)) {
+		s3_deny(q);
 		return;
 	}
 	if (!(l = calloc(1, sizeof(*l)))) {

@@ -159,15 +159,38 @@ s3_meta_free(struct rgw_entry *e)
 	}
 	free(e->ctype);
 	free(e->tags);
+	free(e->acl);
 	e->nmeta = 0;
 	e->ctype = NULL;
+	e->acl = NULL;
 	e->tags = NULL;
 	e->tags_len = 0;
 }
 
 int
-s3_meta_dup(struct rgw_entry *dst, const struct rgw_entry *src, bool tags)
+s3_put_acl(struct s3_req *q, struct rgw_entry *e)
 {
+	const char *a = rgw_http_hdr(q->h, "x-amz-acl");
+
+	if (!a)
+		return 0;
+	if (!s3_canned_ok(a)) {
+		s3_error(q, 400, "InvalidArgument", "unknown canned ACL in x-amz-acl");
+		return -EINVAL;
+	}
+	free(e->acl);
+	if (!(e->acl = strdup(a))) {
+		s3_error(q, 503, "SlowDown", "out of memory");
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int
+s3_meta_dup(struct rgw_entry *dst, const struct rgw_entry *src, bool tags, bool acl)
+{
+	if (acl && src->acl && *src->acl && !(dst->acl = strdup(src->acl)))
+		return -ENOMEM;
 	if (!(dst->ctype = strdup(src->ctype ? src->ctype : "")))
 		return -ENOMEM;
 	for (size_t i = 0; i < src->nmeta; i++) {
@@ -990,7 +1013,7 @@ copy_opened(struct s3_req *q)
 		if (replace)
 			rc = s3_put_meta(q, &p->e);
 		else
-			rc = s3_meta_dup(&p->e, &c->e, !treplace);
+			rc = s3_meta_dup(&p->e, &c->e, !treplace, false);
 		if (rc) {
 			s3_error(q, 400, rc == -E2BIG ? "MetadataTooLarge" : "InternalError",
 				 rc == -E2BIG
@@ -1006,7 +1029,7 @@ copy_opened(struct s3_req *q)
 			memcpy(p->e.tags, c->e.tags, c->e.tags_len);
 			p->e.tags_len = c->e.tags_len;
 		}
-		if (treplace && s3_put_tags(q, &p->e))
+		if ((treplace && s3_put_tags(q, &p->e)) || s3_put_acl(q, &p->e))
 			return;
 	}
 	/* What is read must match what the source says it holds (a damaged source is not
@@ -1124,8 +1147,8 @@ put_loaded(struct s3_req *q)
 	rgw_str_init(&p->ekey);
 	rgw_str_init(&p->enc);
 	rgw_str_init(&p->pval);
-	if (strcmp(q->b.owner, q->uid)) {
-		s3_error(q, 403, "AccessDenied", "the bucket is not yours");
+	if (!s3_allow_bucket(q, &q->b, S3_P_WRITE)) {
+		s3_deny(q);
 		return;
 	}
 	if (upid) {
@@ -1274,7 +1297,7 @@ put_prepare(struct s3_req *q)
 				      : "out of memory");
 		return;
 	}
-	if (!p->part && !p->cp && s3_put_tags(q, &p->e))
+	if (!p->part && !p->cp && (s3_put_tags(q, &p->e) || s3_put_acl(q, &p->e)))
 		return;
 	if (!(q->md5 = EVP_MD_CTX_new()) || !EVP_DigestInit_ex(q->md5, EVP_md5(), NULL) ||
 	    (p->check_sha &&
@@ -1614,13 +1637,21 @@ lookup_done(void *arg, int rc)
 		return;
 	}
 	if (!cur_found(&g->c)) {
-		s3_error(q, 404, "NoSuchKey", "the specified key does not exist");
+		/* (S3: who may not list the bucket learns nothing about its keys) */
+		if (!s3_allow_bucket(q, &q->b, S3_P_READ))
+			s3_deny(q);
+		else
+			s3_error(q, 404, "NoSuchKey", "the specified key does not exist");
 		return;
 	}
 	if (rgw_entry_decode(g->c.kvs[0].val, g->c.kvs[0].vlen, &g->e)) {
 		CM_ERR("%s: bucket %s key %.*s: the index entry does not decode", rgw_req_id(q->r),
 		       q->bucket, (int)q->key_len, q->key);
 		s3_error(q, 500, "InternalError", "the index entry is damaged");
+		return;
+	}
+	if (!s3_allow_object(q, &q->b, &g->e, S3_P_READ)) {
+		s3_deny(q);
 		return;
 	}
 	if (!(g->e.flags & RGW_ENTRY_MULTIPART)) {
@@ -1742,10 +1773,7 @@ get_loaded(struct s3_req *q)
 	}
 	q->op = g;
 	q->op_free = get_free;
-	if (strcmp(q->b.owner, q->uid)) {
-		s3_error(q, 403, "AccessDenied", "the bucket is not yours");
-		return;
-	}
+	/* (access is the object's ACL's: checked once the entry is read) */
 	rgw_str_init(&k);
 	s3_entry_key(q->key, q->key_len, &k);
 	g->c.want.key = rgw_str_take(&k, &g->c.want.klen);
@@ -1932,8 +1960,8 @@ delete_loaded(struct s3_req *q)
 	}
 	q->op = d;
 	q->op_free = del_one_free;
-	if (strcmp(q->b.owner, q->uid)) {
-		s3_error(q, 403, "AccessDenied", "the bucket is not yours");
+	if (!s3_allow_bucket(q, &q->b, S3_P_WRITE)) {
+		s3_deny(q);
 		return;
 	}
 	if (del_start(q, d, q->key, q->key_len, del_one_done))
@@ -2080,8 +2108,8 @@ static void
 mdel_loaded(struct s3_req *q)
 {
 	q->op_name = "DeleteObjects";
-	if (strcmp(q->b.owner, q->uid)) {
-		s3_error(q, 403, "AccessDenied", "the bucket is not yours");
+	if (!s3_allow_bucket(q, &q->b, S3_P_WRITE)) {
+		s3_deny(q);
 		return;
 	}
 	s3_read_body(q, RGW_XML_MAX, mdel_body);
@@ -2111,8 +2139,12 @@ s3_object_op(struct s3_req *q)
 		s3_bucket_load(q, mdel_loaded);
 		return;
 	}
-	if (rgw_uri_q(&q->u, "tagging") && q->u.nq >= 1) {
+	if (rgw_uri_q(&q->u, "tagging")) {
 		s3_obj_tagging(q);
+		return;
+	}
+	if (rgw_uri_q(&q->u, "acl")) {
+		s3_obj_acl(q);
 		return;
 	}
 	if (subresource(q)) {

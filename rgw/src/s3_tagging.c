@@ -26,6 +26,8 @@ struct tg {
 	struct rgw_entry e;
 	bool have_e;
 	bool put; /* PUT (the new set in tags) or DELETE */
+	bool acl; /* ?acl: the canned ACL (GET, PUT), not the tags */
+	char newacl[32];
 	struct rgw_str tags, enc;
 	int tries;
 };
@@ -116,7 +118,10 @@ tg_read_done(void *arg, int rc)
 		return;
 	}
 	if (t->n != 1) {
-		s3_error(q, 404, "NoSuchKey", "the specified key does not exist");
+		if (!s3_allow_bucket(q, &q->b, S3_P_READ))
+			s3_deny(q);
+		else
+			s3_error(q, 404, "NoSuchKey", "the specified key does not exist");
 		return;
 	}
 	if (t->have_e)
@@ -129,13 +134,30 @@ tg_read_done(void *arg, int rc)
 		return;
 	}
 	t->have_e = true;
+	if (!s3_allow_object(q, &q->b, &t->e, S3_P_OWNER)) {
+		s3_deny(q);
+		return;
+	}
+	if (q->h->method == RGW_M_GET && t->acl) {
+		struct rgw_str x;
+
+		rgw_str_init(&x);
+		s3_acl_xml(&x, *t->e.owner ? t->e.owner : q->b.owner, t->e.acl, q->b.owner);
+		s3_respond_xml(q, 200, NULL, &x);
+		rgw_str_fini(&x);
+		return;
+	}
 	if (q->h->method == RGW_M_GET) {
 		tg_answer_get(q);
 		return;
 	}
-	/* (the decoded entry points into its own memory: only the tag pointers change) */
-	t->e.tags = t->put ? t->tags.p : NULL;
-	t->e.tags_len = t->put ? t->tags.len : 0;
+	/* (the decoded entry points into its own memory: only these pointers change) */
+	if (t->acl) {
+		t->e.acl = t->newacl;
+	} else {
+		t->e.tags = t->put ? t->tags.p : NULL;
+		t->e.tags_len = t->put ? t->tags.len : 0;
+	}
 	rgw_str_reset(&t->enc);
 	rgw_entry_encode(&t->e, &t->enc);
 	if (t->enc.oom || !(op = cairn_op_create())) {
@@ -234,12 +256,43 @@ tg_body(struct s3_req *q)
 }
 
 static void
-tg_loaded(struct s3_req *q)
+acl_loaded(struct s3_req *q)
 {
-	if (strcmp(q->b.owner, q->uid)) {
-		s3_error(q, 403, "AccessDenied", "the bucket is not yours");
+	const char *a = rgw_http_hdr(q->h, "x-amz-acl");
+	struct tg *t;
+
+	if (q->h->method != RGW_M_GET && q->h->method != RGW_M_PUT) {
+		s3_error(q, 405, "MethodNotAllowed", "the method is not allowed on ?acl");
 		return;
 	}
+	q->op_name = q->h->method == RGW_M_GET ? "GetObjectAcl" : "PutObjectAcl";
+	if (q->h->method == RGW_M_PUT && !a) {
+		s3_error(q, 501, "NotImplemented",
+			 "only canned ACLs (x-amz-acl) are supported, not grant lists");
+		return;
+	}
+	if (a && q->h->method == RGW_M_PUT && !s3_canned_ok(a)) {
+		s3_error(q, 400, "InvalidArgument", "unknown canned ACL in x-amz-acl");
+		return;
+	}
+	if (!(t = tg_new(q)))
+		return;
+	t->acl = true;
+	t->put = q->h->method == RGW_M_PUT;
+	if (a)
+		snprintf(t->newacl, sizeof(t->newacl), "%s", a);
+	tg_read(q);
+}
+
+void
+s3_obj_acl(struct s3_req *q)
+{
+	s3_bucket_load(q, acl_loaded);
+}
+
+static void
+tg_loaded(struct s3_req *q)
+{
 	switch (q->h->method) {
 	case RGW_M_GET:
 		q->op_name = "GetObjectTagging";

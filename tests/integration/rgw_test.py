@@ -249,6 +249,7 @@ def api():
     copy()
     tagging()
     quotas()
+    acls()
 
 
 def multipart():
@@ -554,6 +555,71 @@ def quotas():
     for o in s3.list_objects_v2(Bucket="quota-b")["Contents"]:
         s3.delete_object(Bucket="quota-b", Key=o["Key"])
     s3.delete_bucket(Bucket="quota-b")
+
+
+def acls():
+    """Canned ACLs on buckets and objects; anonymous and other users get what they grant."""
+    anon = boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
+                        config=Config(signature_version=botocore.UNSIGNED,
+                                      s3={"addressing_style": "path"},
+                                      retries={"max_attempts": 1}))
+    bob = client(other)
+    s3.create_bucket(Bucket="acl-pub", ACL="public-read")
+    s3.put_object(Bucket="acl-pub", Key="private", Body=b"mine")
+    s3.put_object(Bucket="acl-pub", Key="public", Body=b"everyone's", ACL="public-read")
+    keys = [o["Key"] for o in anon.list_objects_v2(Bucket="acl-pub")["Contents"]]
+    check(keys == ["private", "public"], "anonymous listing of a public-read bucket: %s" % keys)
+    check(anon.get_object(Bucket="acl-pub", Key="public")["Body"].read() == b"everyone's",
+          "anonymous GET of a public-read object")
+    check(code_of(lambda: anon.get_object(Bucket="acl-pub", Key="private")) == "AccessDenied",
+          "anonymous GET of a private object in a public-read bucket")
+    check(code_of(lambda: anon.get_object(Bucket="acl-pub", Key="none")) == "NoSuchKey",
+          "anonymous GET of a missing key where listing is allowed")
+    check(code_of(lambda: anon.put_object(Bucket="acl-pub", Key="x", Body=b"x"))
+          == "AccessDenied", "anonymous PUT into a public-read bucket")
+    out = subprocess.run(["curl", "-s", "-o", "-", "-w", " %{http_code}",
+                          "%s/acl-pub/public" % endpoint], capture_output=True, text=True).stdout
+    check(out == "everyone's 200", "curl GET of a public-read object: %r" % out)
+    s3.create_bucket(Bucket="acl-priv")
+    check(code_of(lambda: anon.list_objects_v2(Bucket="acl-priv")) == "AccessDenied",
+          "anonymous listing of a private bucket")
+    check(code_of(lambda: anon.get_object(Bucket="acl-priv", Key="none")) == "AccessDenied",
+          "a missing key in a private bucket: AccessDenied, not NoSuchKey")
+    check(code_of(lambda: bob.put_bucket_acl(Bucket="acl-priv", ACL="public-read-write"))
+          == "AccessDenied", "another user's PutBucketAcl")
+    s3.put_bucket_acl(Bucket="acl-priv", ACL="public-read-write")
+    time.sleep(cache_ttl)  # (the gateway's bucket cache)
+    grants = s3.get_bucket_acl(Bucket="acl-priv")["Grants"]
+    perms = sorted((g["Grantee"].get("URI", g["Grantee"].get("ID", "")).split("/")[-1],
+                    g["Permission"]) for g in grants)
+    check(("AllUsers", "READ") in perms and ("AllUsers", "WRITE") in perms,
+          "GetBucketAcl of public-read-write: %s" % perms)
+    anon.put_object(Bucket="acl-priv", Key="dropped", Body=b"from anyone")
+    check(s3.get_object(Bucket="acl-priv", Key="dropped")["Body"].read() == b"from anyone",
+          "the bucket owner reads an anonymous upload")
+    anon.delete_object(Bucket="acl-priv", Key="dropped")
+    check(code_of(lambda: s3.head_object(Bucket="acl-priv", Key="dropped")) == "404",
+          "anonymous DELETE in a public-read-write bucket")
+    # Object ACLs: PutObjectAcl, GetObjectAcl, authenticated-read.
+    s3.put_object_acl(Bucket="acl-pub", Key="private", ACL="authenticated-read")
+    check(bob.get_object(Bucket="acl-pub", Key="private")["Body"].read() == b"mine",
+          "another user reads an authenticated-read object")
+    check(code_of(lambda: anon.get_object(Bucket="acl-pub", Key="private")) == "AccessDenied",
+          "anonymous GET of an authenticated-read object")
+    g = s3.get_object_acl(Bucket="acl-pub", Key="private")["Grants"]
+    check(any(x["Grantee"].get("URI", "").endswith("AuthenticatedUsers") for x in g),
+          "GetObjectAcl: %s" % g)
+    check(code_of(lambda: bob.put_object_acl(Bucket="acl-pub", Key="private", ACL="public-read"))
+          == "AccessDenied", "another user's PutObjectAcl")
+    s3.put_object_acl(Bucket="acl-pub", Key="public", ACL="private")
+    check(code_of(lambda: anon.get_object(Bucket="acl-pub", Key="public")) == "AccessDenied",
+          "an object made private again")
+    check(code_of(lambda: s3.put_object(Bucket="acl-pub", Key="y", Body=b"", ACL="no-such"))
+          == "InvalidArgument", "an unknown canned ACL")
+    for b in ("acl-pub", "acl-priv"):
+        for o in s3.list_objects_v2(Bucket=b).get("Contents", []):
+            s3.delete_object(Bucket=b, Key=o["Key"])
+        s3.delete_bucket(Bucket=b)
 
 
 def raw_put(path, headers, body):

@@ -36,6 +36,7 @@ struct rgw_entry {
 	size_t nmeta;
 	char *tags; /* the tag set, packed (rgw_tags_add), or NULL */
 	size_t tags_len;
+	char *acl; /* the canned ACL ("" or NULL: private) */
 	char *mem; /* decode's allocation */
 };
 

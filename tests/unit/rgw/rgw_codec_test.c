@@ -156,14 +156,16 @@ START_TEST(test_tags)
 	ck_assert_int_eq(rgw_tags_add(&pk, "z", 1, "v", 1), -E2BIG);
 	ck_assert_int_eq(rgw_tags_check(pk.p, pk.len), 10);
 	ck_assert_int_eq(rgw_tags_check(pk.p, pk.len - 1), -EBADMSG);
-	/* in the entry, round trip */
+	/* in the entry, round trip (with a canned ACL) */
 	e.tags = pk.p;
 	e.tags_len = pk.len;
+	e.acl = (char *)"public-read";
 	rgw_str_init(&enc);
 	rgw_entry_encode(&e, &enc);
 	ck_assert_int_eq(rgw_entry_decode(enc.p, enc.len, &d), 0);
 	ck_assert_uint_eq(d.tags_len, pk.len);
 	ck_assert(!memcmp(d.tags, pk.p, pk.len));
+	ck_assert_str_eq(d.acl, "public-read");
 	rgw_entry_fini(&d);
 	rgw_str_fini(&enc);
 	rgw_str_fini(&pk);
