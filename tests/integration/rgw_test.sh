@@ -3,10 +3,12 @@
 # cairn-rgw on a real local cluster, judged by what real S3 clients get:
 # a. boto3 (rgw_test.py api): buckets, objects, ranges, conditions, listings,
 #    DeleteObjects, auth failures, presigned URLs with curl, multipart,
-#    aws-chunked bodies and checksums; the AWS SDK for JavaScript
-#    (rgw_js_test.mjs) at its defaults (CRC32 trailers);
-# b. s3cmd, awscli (/usr/bin/aws) and rclone: their usual put/get/ls/sync
-#    commands on a directory tree, compared byte for byte;
+#    aws-chunked bodies and checksums, copies, tags, quotas, canned ACLs and
+#    anonymous access; the AWS SDK for JavaScript (rgw_js_test.mjs) at its
+#    defaults (CRC32 trailers);
+# b. s3cmd, awscli (/usr/bin/aws), rclone and s3fs (a FUSE mount): their
+#    usual put/get/ls/sync/copy commands on a directory tree, compared byte
+#    for byte;
 # c. the gateway killed with -9 under 8 writers: a new one starts, every
 #    acknowledged object reads back whole and every listed object reads;
 # d. the collector: once the gc delay and the sweep passed, the data pool
@@ -76,7 +78,7 @@ start_rgw 1
 timeout 300 $py "$here/rgw_test.py" "$ep" "$dir/alice.json" "$dir/bob.json" api ||
 	fail "boto3 api checks"
 echo "a. boto3: buckets, objects, ranges, conditions, listings, deletes, auth, presigned," \
-	"multipart, aws-chunked and checksums: ok"
+	"multipart, aws-chunked and checksums, copies, tags, quotas, ACLs: ok"
 timeout 120 node "$here/rgw_js_test.mjs" "$ep" "$dir/alice.json" >"$dir/js.out" 2>"$dir/js.err" ||
 	fail "the JS SDK: $(cat "$dir/js.out")"
 echo "a. $(tail -1 "$dir/js.out") (the AWS SDK for JavaScript v3 at its defaults)"
