@@ -1136,6 +1136,7 @@ thr_fini(struct rgw_http_thread *ht, void *arg)
 			rgw_http_thread_index(ht));
 	while (t->nbufs)
 		free(t->bufs[--t->nbufs]);
+	rgw__batch_fini(t);
 	free(t);
 }
 

@@ -40,6 +40,31 @@
 #define RGW_UPLOAD_LEN 32 /* an upload id: 16 hex of its start (ns), 16 random */
 
 struct rgw_cache_ent;
+struct shardq;
+
+/*
+ * An index op that may share one compound op with others on the same
+ * shard (batch.c, docs/design/rgw.md §3.2). build adds the item's sub-ops
+ * (alone: also the shard guard and its counters; else the batch adds the
+ * guard once, with guard, and the counters summed); done gets the op's
+ * result (alone, if its batch failed). Items with the same key never
+ * share an op (guards see the object as it was before the op).
+ */
+struct rgw_batch_item {
+	cairn_ioctx_t *io;
+	const char *oid;
+	const void *key; /* the entry key it touches */
+	size_t klen;
+	void (*build)(void *arg, cairn_op_t *op, bool alone);
+	void (*guard)(void *arg, cairn_op_t *op);
+	void (*done)(void *arg, int rc);
+	void *arg;
+	bool usage; /* the shard's counters move by dbytes, dobjs (bounded by the quotas) */
+	int64_t dbytes, dobjs, quota_bytes, quota_objects;
+	struct rgw_batch_item *next;
+};
+
+#define RGW_BATCH_MAX 8 /* items in one op (xattr counters: at most 16 per op) */
 
 struct rgw {
 	cairn_cluster_t *cl;
@@ -69,6 +94,7 @@ struct rgw_thr {
 	struct cm_io cqio;
 	bool polling;
 	unsigned inflight;
+	struct shardq *shards; /* index ops waiting for their shard's op in flight */
 	/* RGW_CHUNK buffers given back by ended requests, for the next ones */
 	void *bufs[RGW_BUF_POOL];
 	unsigned nbufs;
@@ -78,6 +104,10 @@ struct rgw_thr {
 void *rgw__buf_get(struct rgw_thr *t);
 /* Give b (from rgw__buf_get, may be NULL) back; only once nothing reads or writes it. */
 void rgw__buf_put(struct rgw_thr *t, void *b);
+
+/* Queue it for its shard (batch.c): sent now if the shard has no op in flight. */
+void rgw__batch(struct rgw_thr *t, struct rgw_batch_item *it);
+void rgw__batch_fini(struct rgw_thr *t);
 
 /* Run op on oid; cb(arg, rc) on the request's thread, then op is released. */
 typedef void (*rgw_aio_cb)(void *arg, int rc);

@@ -148,6 +148,9 @@ struct put {
 	bool ck_store; /* a checksum computed for the copy, with nothing to compare it to */
 	/* the user's quota: expect bytes and an object taken from its usage counter */
 	bool reserving, reserved, committed;
+	/* the shard ops (prepare, commit), batched with other requests' (batch.c) */
+	struct rgw_batch_item bi;
+	uint8_t dval[RGW_DEAD_VLEN];
 };
 
 void
@@ -484,44 +487,73 @@ part_commit(struct s3_req *q)
 }
 
 static void
-put_commit(struct s3_req *q)
+shard_guard_cb(void *arg, cairn_op_t *op)
 {
-	struct put *p = q->op;
-	cairn_op_t *op;
-	uint8_t dval[RGW_DEAD_VLEN];
+	s3_shard_guard(arg, op);
+}
 
-	if (p->part) {
-		part_commit(q);
-		return;
-	}
-	if (!(op = cairn_op_create())) {
-		put_abort(q, 503, "SlowDown", "out of memory");
-		return;
-	}
-	rgw_entry_fini(&p->old);
-	p->have_old = false;
-	if (cur_found(&p->c) && rgw_entry_decode(p->c.kvs[0].val, p->c.kvs[0].vlen, &p->old) == 0)
-		p->have_old = true;
-	s3_shard_guard(q, op);
+/* The commit's sub-ops: the entry swapped against what was read, the markers. */
+static void
+commit_build(void *arg, cairn_op_t *op, bool alone)
+{
+	struct s3_req *q = arg;
+	struct put *p = q->op;
+
+	if (alone)
+		s3_shard_guard(q, op);
 	if (cur_found(&p->c))
 		cairn_op_omap_cmp(op, p->ekey.p, p->ekey.len, CAIRN_CMP_EQ, p->c.kvs[0].val,
 				  p->c.kvs[0].vlen);
 	else
 		cairn_op_omap_cmp(op, p->ekey.p, p->ekey.len, CAIRN_CMP_ABSENT, NULL, 0);
 	cairn_op_omap_set(op, p->ekey.p, p->ekey.len, p->enc.p, p->enc.len);
-	if (p->have_old) {
-		s3_dead_marker(p->old.inst, p->old.size, p->old.flags & RGW_ENTRY_MULTIPART,
-			       p->dkey, dval);
-		cairn_op_omap_set(op, p->dkey, strlen(p->dkey), dval, sizeof(dval));
-	}
-	s3_usage_op(q, op, (int64_t)p->e.size - (p->have_old ? (int64_t)p->old.size : 0),
-		    p->have_old ? 0 : 1);
+	if (p->have_old)
+		cairn_op_omap_set(op, p->dkey, strlen(p->dkey), p->dval, sizeof(p->dval));
+	if (alone)
+		s3_usage_op(q, op, p->bi.dbytes, p->bi.dobjs);
 	cairn_op_omap_rm(op, p->pkey, strlen(p->pkey));
-	if (rgw__aio(q->t, q->g->meta, p->shard, op, commit_done, q)) {
-		put_abort(q, 503, "SlowDown", "cannot submit");
+}
+
+/* A shard item of q's (prepare or commit), batched with other requests'. */
+static void
+put_item(struct s3_req *q, void (*build)(void *, cairn_op_t *, bool), void (*done)(void *, int))
+{
+	struct put *p = q->op;
+
+	p->bi.io = q->g->meta;
+	p->bi.oid = p->shard;
+	p->bi.key = p->ekey.p;
+	p->bi.klen = p->ekey.len;
+	p->bi.build = build;
+	p->bi.guard = shard_guard_cb;
+	p->bi.done = done;
+	p->bi.arg = q;
+	p->bi.quota_bytes = q->b.quota_bytes;
+	p->bi.quota_objects = q->b.quota_objects;
+	q->pending++;
+	rgw__batch(q->t, &p->bi);
+}
+
+static void
+put_commit(struct s3_req *q)
+{
+	struct put *p = q->op;
+
+	if (p->part) {
+		part_commit(q);
 		return;
 	}
-	q->pending++;
+	rgw_entry_fini(&p->old);
+	p->have_old = false;
+	if (cur_found(&p->c) && rgw_entry_decode(p->c.kvs[0].val, p->c.kvs[0].vlen, &p->old) == 0)
+		p->have_old = true;
+	if (p->have_old)
+		s3_dead_marker(p->old.inst, p->old.size, p->old.flags & RGW_ENTRY_MULTIPART,
+			       p->dkey, p->dval);
+	p->bi.usage = true;
+	p->bi.dbytes = (int64_t)p->e.size - (p->have_old ? (int64_t)p->old.size : 0);
+	p->bi.dobjs = p->have_old ? 0 : 1;
+	put_item(q, commit_build, commit_done);
 }
 
 static void put_body(struct rgw_req *r, const char *data, ssize_t len, void *arg);
@@ -1375,6 +1407,20 @@ reserve_done(void *arg, int rc)
 	put_prepare_op(q);
 }
 
+/* The prepare's sub-ops: the current entry read, the pending marker. */
+static void
+prepare_build(void *arg, cairn_op_t *op, bool alone)
+{
+	struct s3_req *q = arg;
+	struct put *p = q->op;
+
+	if (alone)
+		s3_shard_guard(q, op);
+	cur_reset(&p->c); /* (a batch that failed may have filled it) */
+	cairn_op_omap_get(op, &p->c.want, 1, &p->c.kvs, &p->c.n, &p->c.rval);
+	cairn_op_omap_set(op, p->pkey, strlen(p->pkey), p->pval.p, p->pval.len);
+}
+
 /* The pending marker (with the current entry read), then the data. */
 static void
 put_prepare_op(struct s3_req *q)
@@ -1387,14 +1433,15 @@ put_prepare_op(struct s3_req *q)
 		s3_error(q, 503, "SlowDown", "out of memory");
 		return;
 	}
-	if (p->part) {
-		/* (the upload is open: not completing, not aborted; and it is this key's) */
-		cairn_op_cmpxattr(op, "rgw.state", CAIRN_CMP_EQ, "open", 4);
-		cairn_op_cmpxattr(op, "rgw.key", CAIRN_CMP_EQ, q->key, q->key_len);
-	} else {
-		s3_shard_guard(q, op);
-		cairn_op_omap_get(op, &p->c.want, 1, &p->c.kvs, &p->c.n, &p->c.rval);
+	if (!p->part) {
+		cairn_op_release(op);
+		p->bi.usage = false;
+		put_item(q, prepare_build, prepare_done);
+		return;
 	}
+	/* (the upload is open: not completing, not aborted; and it is this key's) */
+	cairn_op_cmpxattr(op, "rgw.state", CAIRN_CMP_EQ, "open", 4);
+	cairn_op_cmpxattr(op, "rgw.key", CAIRN_CMP_EQ, q->key, q->key_len);
 	cairn_op_omap_set(op, p->pkey, strlen(p->pkey), p->pval.p, p->pval.len);
 	if ((rc = rgw__aio(q->t, p->mio, p->moid, op, prepare_done, q))) {
 		rgw_req_close_after(q->r);
@@ -1806,6 +1853,8 @@ struct del {
 	void *arg;
 	char *key;
 	size_t klen;
+	struct rgw_batch_item bi;
+	uint8_t dval[RGW_DEAD_VLEN];
 };
 
 static void del_step(struct del *d);
@@ -1841,12 +1890,34 @@ del_swapped(void *arg, int rc)
 }
 
 static void
+del_guard(void *arg, cairn_op_t *op)
+{
+	struct del *d = arg;
+
+	s3_shard_guard(d->q, op);
+}
+
+/* The delete's sub-ops: the entry removed if unchanged, a dead marker for its data. */
+static void
+del_build(void *arg, cairn_op_t *op, bool alone)
+{
+	struct del *d = arg;
+
+	if (alone)
+		s3_shard_guard(d->q, op);
+	cairn_op_omap_cmp(op, d->c.want.key, d->c.want.klen, CAIRN_CMP_EQ, d->c.kvs[0].val,
+			  d->c.kvs[0].vlen);
+	cairn_op_omap_rm(op, d->c.want.key, d->c.want.klen);
+	cairn_op_omap_set(op, d->dkey, strlen(d->dkey), d->dval, sizeof(d->dval));
+	if (alone)
+		s3_usage_op(d->q, op, d->bi.dbytes, d->bi.dobjs);
+}
+
+static void
 del_read(void *arg, int rc)
 {
 	struct del *d = arg;
 	struct s3_req *q = d->q;
-	cairn_op_t *op;
-	uint8_t dval[RGW_DEAD_VLEN];
 
 	q->pending--;
 	if (rc) {
@@ -1862,22 +1933,23 @@ del_read(void *arg, int rc)
 		d->cb(d, -EBADMSG);
 		return;
 	}
-	if (!(op = cairn_op_create())) {
-		d->cb(d, -ENOMEM);
-		return;
-	}
-	s3_dead_marker(d->old.inst, d->old.size, d->old.flags & RGW_ENTRY_MULTIPART, d->dkey, dval);
-	s3_shard_guard(q, op);
-	cairn_op_omap_cmp(op, d->c.want.key, d->c.want.klen, CAIRN_CMP_EQ, d->c.kvs[0].val,
-			  d->c.kvs[0].vlen);
-	cairn_op_omap_rm(op, d->c.want.key, d->c.want.klen);
-	cairn_op_omap_set(op, d->dkey, strlen(d->dkey), dval, sizeof(dval));
-	s3_usage_op(q, op, -(int64_t)d->old.size, -1);
-	if ((rc = rgw__aio(q->t, q->g->meta, d->shard, op, del_swapped, d))) {
-		d->cb(d, rc);
-		return;
-	}
+	s3_dead_marker(d->old.inst, d->old.size, d->old.flags & RGW_ENTRY_MULTIPART, d->dkey,
+		       d->dval);
+	d->bi = (struct rgw_batch_item){ .io = q->g->meta,
+					 .oid = d->shard,
+					 .key = d->c.want.key,
+					 .klen = d->c.want.klen,
+					 .build = del_build,
+					 .guard = del_guard,
+					 .done = del_swapped,
+					 .arg = d,
+					 .usage = true,
+					 .dbytes = -(int64_t)d->old.size,
+					 .dobjs = -1,
+					 .quota_bytes = q->b.quota_bytes,
+					 .quota_objects = q->b.quota_objects };
 	q->pending++;
+	rgw__batch(q->t, &d->bi);
 }
 
 static void
