@@ -20,7 +20,7 @@ struct shardq {
 	bool busy;
 	struct rgw_batch_item *head, *tail;
 	struct shardq *next;
-	unsigned idle; /* completions seen with nothing queued (freed after a few) */
+	bool seen; /* used since the last trim */
 };
 
 /* The items of one op in flight. */
@@ -119,8 +119,10 @@ batch_done(void *arg, int rc)
 	} else {
 		sq->busy = false;
 	}
-	if (rc && n > 1) {
-		/* (which item failed is not known: each goes again alone) */
+	if (n > 1 && (rc == -ECANCELED || rc == -EOVERFLOW || rc == -ENOENT)) {
+		/* (a guard, a compare or a bound failed: nothing was written, and which item
+		 * failed is not known: each goes again alone; any other error may have been
+		 * applied, and is every item's) */
 		for (; it; it = next) {
 			next = it->next;
 			solo_send(t, it);
@@ -139,7 +141,7 @@ batch_send(struct rgw_thr *t, struct shardq *sq, struct rgw_batch_item *items, u
 	struct sent *s = calloc(1, sizeof(*s));
 	cairn_op_t *op = cairn_op_create();
 	int64_t db = 0, dob = 0, qb = 0, qo = 0;
-	bool usage = false;
+	bool usage = false, grow_b = false, grow_o = false;
 	int rc;
 
 	sq->busy = true;
@@ -165,16 +167,20 @@ batch_send(struct rgw_thr *t, struct shardq *sq, struct rgw_batch_item *items, u
 				usage = true;
 				db += it->dbytes;
 				dob += it->dobjs;
+				/* (bounded if any item grows: over a lowered quota, a PUT batched
+				 * with DELETEs fails as it would alone) */
+				grow_b |= it->dbytes > 0;
+				grow_o |= it->dobjs > 0;
 				qb = it->quota_bytes;
 				qo = it->quota_objects;
 			}
 		}
 		if (usage) {
 			cairn_op_xattr_num(op, RGW_USAGE_BYTES, CAIRN_NUM_ADD, db, NULL, NULL);
-			if (qb && db > 0)
+			if (qb && grow_b)
 				cairn_op_num_bounds(op, INT64_MIN, qb);
 			cairn_op_xattr_num(op, RGW_USAGE_OBJS, CAIRN_NUM_ADD, dob, NULL, NULL);
-			if (qo && dob > 0)
+			if (qo && grow_o)
 				cairn_op_num_bounds(op, INT64_MIN, qo);
 		}
 	}
@@ -196,26 +202,40 @@ fail:
 	}
 }
 
+/* Forget the idle shards not used since the last trim (the list stays short). */
+static void
+trim(struct rgw_thr *t)
+{
+	for (struct shardq **pp = &t->shards, *sq; (sq = *pp);) {
+		if (!sq->busy && !sq->head && !sq->seen) {
+			*pp = sq->next;
+			free(sq);
+			continue;
+		}
+		sq->seen = false;
+		pp = &sq->next;
+	}
+	t->nshards_new = 0;
+}
+
 void
 rgw__batch(struct rgw_thr *t, struct rgw_batch_item *it)
 {
 	struct shardq *sq, **pp;
 
 	it->next = NULL;
-	for (pp = &t->shards; (sq = *pp); pp = &sq->next) {
+	for (pp = &t->shards; (sq = *pp); pp = &sq->next)
 		if (!strcmp(sq->oid, it->oid))
 			break;
-		/* (forget a shard idle for a while: the list stays short) */
-		if (!sq->busy && !sq->head && ++sq->idle > 64) {
-			*pp = sq->next;
-			free(sq);
-			if (!(sq = *pp))
-				break;
-			if (!strcmp(sq->oid, it->oid))
-				break;
-		}
+	if (sq && pp != &t->shards) {
+		/* (the busiest shards stay near the front) */
+		*pp = sq->next;
+		sq->next = t->shards;
+		t->shards = sq;
 	}
 	if (!sq) {
+		if (++t->nshards_new > 64)
+			trim(t);
 		if (!(sq = calloc(1, sizeof(*sq)))) {
 			solo_send(t, it);
 			return;
@@ -224,7 +244,7 @@ rgw__batch(struct rgw_thr *t, struct rgw_batch_item *it)
 		sq->next = t->shards;
 		t->shards = sq;
 	}
-	sq->idle = 0;
+	sq->seen = true;
 	if (sq->busy) {
 		if (sq->tail)
 			sq->tail->next = it;

@@ -639,22 +639,31 @@ s3_user_usage(struct s3_req *q, int64_t dbytes, int64_t dobjs, rgw_aio_cb cb)
 {
 	cairn_op_t *op = cairn_op_create();
 	char oid[96];
+	int rc;
 
-	if (!op) {
-		if (cb)
-			s3_error(q, 503, "SlowDown", "out of memory");
-		return -ENOMEM;
-	}
 	snprintf(oid, sizeof(oid), "usage.%s", q->uid);
+	if (!op)
+		return -ENOMEM;
 	cairn_op_xattr_num(op, RGW_USAGE_BYTES, CAIRN_NUM_ADD, dbytes, NULL, NULL);
 	if (cb && q->uq_bytes && dbytes > 0)
 		cairn_op_num_bounds(op, INT64_MIN, q->uq_bytes);
 	cairn_op_xattr_num(op, RGW_USAGE_OBJS, CAIRN_NUM_ADD, dobjs, NULL, NULL);
 	if (cb && q->uq_objects && dobjs > 0)
 		cairn_op_num_bounds(op, INT64_MIN, q->uq_objects);
-	if (cb)
-		return s3_submit(q, q->g->meta, oid, op, cb);
-	return rgw__aio(q->t, q->g->meta, oid, op, usage_ignore, NULL);
+	if (!cb)
+		return rgw__aio(q->t, q->g->meta, oid, op, usage_ignore, NULL);
+	if ((rc = rgw__aio(q->t, q->g->meta, oid, op, cb, q)))
+		return rc;
+	q->pending++;
+	return 0;
+}
+
+bool
+s3_user_quota_applies(const struct s3_req *q)
+{
+	/* (a user's counter moves for what she writes into her own buckets only: what others
+	 * delete or overwrite there must not give them room) */
+	return (q->uq_bytes || q->uq_objects) && !q->anon && !strcmp(q->uid, q->b.owner);
 }
 
 bool

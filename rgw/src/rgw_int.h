@@ -95,6 +95,7 @@ struct rgw_thr {
 	bool polling;
 	unsigned inflight;
 	struct shardq *shards; /* index ops waiting for their shard's op in flight */
+	unsigned nshards_new;  /* shards added since the list was last trimmed */
 	/* RGW_CHUNK buffers given back by ended requests, for the next ones */
 	void *bufs[RGW_BUF_POOL];
 	unsigned nbufs;
@@ -183,10 +184,12 @@ void s3_usage_op(const struct s3_req *q, cairn_op_t *op, int64_t dbytes, int64_t
 /*
  * Move the usage counter of q's user (object usage.<uid>) by dbytes and
  * dobjs: with cb, bounded by the user's quota (-EOVERFLOW: nothing taken;
- * q->pending counted, a submit failure answered); without, fire and forget
- * (a give-back). \return 0 or an errno.
+ * q->pending counted); without, fire and forget (a give-back). \return 0
+ * or an errno (nothing sent, nothing answered).
  */
 int s3_user_usage(struct s3_req *q, int64_t dbytes, int64_t dobjs, rgw_aio_cb cb);
+/* Whether q's user has a quota that this request's writes move (her own bucket). */
+bool s3_user_quota_applies(const struct s3_req *q);
 /* The answer to a commit refused by a quota (-EOVERFLOW). */
 #define S3_QUOTA_MSG "the bucket's or its owner's quota would be exceeded"
 

@@ -575,16 +575,19 @@ bucket_loaded(struct s3_req *q)
 {
 	const struct rgw_http_head *h = q->h;
 	char hd[128];
-	/* (listing, HEAD and the location are READ; the rest is the owner's) */
-	bool read = h->method == RGW_M_HEAD ||
-		    (h->method == RGW_M_GET &&
-		     (!q->u.nq || rgw_uri_q(&q->u, "location") || rgw_uri_q(&q->u, "uploads") ||
-		      rgw_uri_q(&q->u, "list-type") || rgw_uri_q(&q->u, "prefix") ||
-		      rgw_uri_q(&q->u, "delimiter") || rgw_uri_q(&q->u, "marker") ||
-		      rgw_uri_q(&q->u, "max-keys") || rgw_uri_q(&q->u, "versions") ||
-		      rgw_uri_q(&q->u, "encoding-type") || rgw_uri_q(&q->u, "continuation-token") ||
-		      rgw_uri_q(&q->u, "start-after") || rgw_uri_q(&q->u, "fetch-owner")));
+	/* (classified by what is dispatched below: a GET naming any configuration
+	 * sub-resource is the owner's; listings, uploads, the location and HEAD are READ) */
+	static const char *const owner_only[] = {
+		"acl",       "versioning",   "tagging",        "cors",        "policy",
+		"lifecycle", "encryption",   "object-lock",    "replication", "website",
+		"logging",   "notification", "requestPayment", "accelerate",  "ownershipControls",
+	};
+	bool read = h->method == RGW_M_HEAD || h->method == RGW_M_GET;
 	bool write = h->method == RGW_M_POST && rgw_uri_q(&q->u, "delete");
+
+	for (size_t i = 0; read && h->method == RGW_M_GET && i < CM_ARRAY_SIZE(owner_only); i++)
+		if (rgw_uri_q(&q->u, owner_only[i]))
+			read = false;
 
 	if (!s3_allow_bucket(q, &q->b, read ? S3_P_READ : write ? S3_P_WRITE : S3_P_OWNER)) {
 		s3_deny(q);

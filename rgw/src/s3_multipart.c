@@ -834,10 +834,12 @@ cm_commit(struct s3_req *q)
 	cairn_op_t *op;
 	uint8_t dv[RGW_DEAD_VLEN];
 
-	if (!m->reserved && (q->uq_bytes || q->uq_objects)) {
+	if (!m->reserved && s3_user_quota_applies(q)) {
 		/* (the user's quota takes the object first, bounded) */
-		if (s3_user_usage(q, (int64_t)m->e.size, 1, cm_reserved))
+		if (s3_user_usage(q, (int64_t)m->e.size, 1, cm_reserved)) {
 			drop_manifest(q, m);
+			cm_fail(q, 503, "SlowDown", "cannot reserve the user's quota");
+		}
 		return;
 	}
 

@@ -547,6 +547,13 @@ put_commit(struct s3_req *q)
 	p->have_old = false;
 	if (cur_found(&p->c) && rgw_entry_decode(p->c.kvs[0].val, p->c.kvs[0].vlen, &p->old) == 0)
 		p->have_old = true;
+	if (p->have_old && !memcmp(p->old.inst, p->e.inst, 16)) {
+		/* (our own commit, applied though its answer said otherwise: done) */
+		p->have_old = false;
+		q->pending++;
+		commit_done(q, 0);
+		return;
+	}
 	if (p->have_old)
 		s3_dead_marker(p->old.inst, p->old.size, p->old.flags & RGW_ENTRY_MULTIPART,
 			       p->dkey, p->dval);
@@ -992,6 +999,12 @@ copy_pump(struct s3_req *q)
 {
 	struct put *p = q->op;
 
+	if (p->err && !p->finished && !p->cp->reading) {
+		/* (a write failed: stop reading the source) */
+		put_fail(q, 500, "InternalError", "writing the copy failed");
+		put_maybe_finish(q);
+		return;
+	}
 	if (!p->finished && !p->body_done && !p->cp->reading && p->inflight < RGW_PUT_INFLIGHT) {
 		if (s3_copy_eof(p->cp)) {
 			put_end(q);
@@ -1377,10 +1390,14 @@ put_prepare(struct s3_req *q)
 	}
 	memcpy(p->c.want.key, p->ekey.p, p->ekey.len);
 	p->c.want.klen = p->ekey.len;
-	if (!p->part && (q->uq_bytes || q->uq_objects)) {
+	if (!p->part && s3_user_quota_applies(q)) {
 		/* The user's quota: its usage counter takes the upload first (bounded). */
-		if (!s3_user_usage(q, (int64_t)p->expect, 1, reserve_done))
-			p->reserving = true;
+		if ((rc = s3_user_usage(q, (int64_t)p->expect, 1, reserve_done))) {
+			rgw_req_close_after(q->r);
+			s3_error_rc(q, rc, "reserving the user's quota");
+			return;
+		}
+		p->reserving = true;
 		return;
 	}
 	put_prepare_op(q);
@@ -1883,7 +1900,7 @@ del_swapped(void *arg, int rc)
 	if (!rc) {
 		rgw__gc_add(q->g, q->b.id, d->shard, d->dkey, strlen(d->dkey), d->old.inst,
 			    d->old.size, d->old.flags & RGW_ENTRY_MULTIPART);
-		if (q->uq_bytes || q->uq_objects)
+		if (s3_user_quota_applies(q))
 			s3_user_usage(q, -(int64_t)d->old.size, -1, NULL);
 	}
 	d->cb(d, rc);
@@ -2052,6 +2069,7 @@ struct mdel {
 	struct del d[MULTI_PAR];
 	int *rcs;
 	bool busy[MULTI_PAR];
+	bool pumping, again; /* (a delete that fails at once calls back into the pump) */
 };
 
 static void
@@ -2071,6 +2089,8 @@ mdel_free(struct s3_req *q)
 }
 
 static void mdel_pump(struct s3_req *q);
+static void mdel_fill(struct s3_req *q);
+static void mdel_answer(struct s3_req *q);
 
 static void
 mdel_one(struct del *d, int rc)
@@ -2090,7 +2110,27 @@ static void
 mdel_pump(struct s3_req *q)
 {
 	struct mdel *m = q->op;
-	struct rgw_str x;
+
+	if (m->pumping) {
+		m->again = true;
+		return;
+	}
+	m->pumping = true;
+	do {
+		m->again = false;
+		mdel_fill(q);
+	} while (m->again);
+	m->pumping = false;
+	if (m->done < m->nobj)
+		return;
+	mdel_answer(q);
+}
+
+/* Start deletes in the free slots. */
+static void
+mdel_fill(struct s3_req *q)
+{
+	struct mdel *m = q->op;
 
 	for (int i = 0; i < MULTI_PAR && m->next < m->nobj; i++) {
 		const char *key;
@@ -2110,8 +2150,14 @@ mdel_pump(struct s3_req *q)
 			continue;
 		}
 	}
-	if (m->done < m->nobj)
-		return;
+}
+
+static void
+mdel_answer(struct s3_req *q)
+{
+	struct mdel *m = q->op;
+	struct rgw_str x;
+
 	rgw_str_init(&x);
 	rgw_str_adds(&x, XMLHD "<DeleteResult " XMLNS ">");
 	for (size_t i = 0; i < m->nobj; i++) {
