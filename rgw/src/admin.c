@@ -52,11 +52,12 @@ new_keys(char access[21], char secret[41])
 	secret[40] = '\0';
 }
 
-/* The user's record (value of users[uid]). \return 0, -ENOENT, or an error. */
+/* A JSON record, the value of oid's omap key (raw: a copy as read). \return 0, -ENOENT, or an
+ * error. */
 static int
-user_get(cairn_ioctx_t *io, const char *uid, json_t **j, char **raw, size_t *rawlen)
+rec_get(cairn_ioctx_t *io, const char *oid, const char *key, json_t **j, char **raw, size_t *rawlen)
 {
-	struct cairn_kv want = { .key = (void *)uid, .klen = strlen(uid) };
+	struct cairn_kv want = { .key = (void *)key, .klen = strlen(key) };
 	struct cairn_kv *kvs = NULL;
 	size_t n = 0;
 	int rval = 0, rc;
@@ -65,7 +66,7 @@ user_get(cairn_ioctx_t *io, const char *uid, json_t **j, char **raw, size_t *raw
 	if (!op)
 		return -ENOMEM;
 	cairn_op_omap_get(op, &want, 1, &kvs, &n, &rval);
-	rc = cairn_operate(io, "users", op, NULL);
+	rc = cairn_operate(io, oid, op, NULL);
 	cairn_op_release(op);
 	if (!rc)
 		rc = rval;
@@ -82,8 +83,17 @@ user_get(cairn_ioctx_t *io, const char *uid, json_t **j, char **raw, size_t *raw
 			rc = -ENOMEM;
 		}
 	}
+	if (n == 1)
+		OPENSSL_cleanse(kvs[0].val, kvs[0].vlen); /* (a key's record holds its secret) */
 	cairn_kvs_free(kvs, n);
 	return rc;
+}
+
+/* The user's record (value of users[uid]). \return 0, -ENOENT, or an error. */
+static int
+user_get(cairn_ioctx_t *io, const char *uid, json_t **j, char **raw, size_t *rawlen)
+{
+	return rec_get(io, "users", uid, j, raw, rawlen);
 }
 
 /* Replace users[uid] (raw: its value as read; NULL: it must be absent). */
@@ -464,33 +474,20 @@ static int
 key_quota(cairn_ioctx_t *io, const char *access, int64_t qb, int64_t qo)
 {
 	for (int t = 0; t < CAS_TRIES; t++) {
-		struct cairn_kv want = { .key = (void *)access, .klen = strlen(access) };
-		struct cairn_kv *kvs = NULL;
-		size_t n = 0;
-		int rval = 0, rc;
-		cairn_op_t *op = cairn_op_create();
 		json_t *j = NULL;
-		char *s = NULL;
+		char *s = NULL, *raw = NULL;
+		size_t rl = 0;
+		cairn_op_t *op;
+		int rc = rec_get(io, "keys", access, &j, &raw, &rl);
 
-		if (!op)
-			return -ENOMEM;
-		cairn_op_omap_get(op, &want, 1, &kvs, &n, &rval);
-		rc = cairn_operate(io, "keys", op, NULL);
-		cairn_op_release(op);
-		if (!rc)
-			rc = rval;
-		if (!rc && n != 1)
-			rc = -ENOENT;
-		if (!rc && !(j = json_loadb(kvs[0].val, kvs[0].vlen, 0, NULL)))
-			rc = -EBADMSG;
 		if (!rc) {
 			json_object_set_new(j, "quota_bytes", json_integer((json_int_t)qb));
 			json_object_set_new(j, "quota_objects", json_integer((json_int_t)qo));
 			if (!(s = json_dumps(j, JSON_COMPACT)) || !(op = cairn_op_create())) {
 				rc = -ENOMEM;
 			} else {
-				cairn_op_omap_cmp(op, access, strlen(access), CAIRN_CMP_EQ,
-						  kvs[0].val, kvs[0].vlen);
+				cairn_op_omap_cmp(op, access, strlen(access), CAIRN_CMP_EQ, raw,
+						  rl);
 				cairn_op_omap_set(op, access, strlen(access), s, strlen(s));
 				rc = cairn_operate(io, "keys", op, NULL);
 				cairn_op_release(op);
@@ -500,9 +497,9 @@ key_quota(cairn_ioctx_t *io, const char *access, int64_t qb, int64_t qo)
 			OPENSSL_cleanse(s, strlen(s));
 		free(s);
 		json_decref(j);
-		if (n == 1)
-			OPENSSL_cleanse(kvs[0].val, kvs[0].vlen);
-		cairn_kvs_free(kvs, n);
+		if (raw)
+			OPENSSL_cleanse(raw, rl);
+		free(raw);
 		if (rc != -ECANCELED)
 			return rc;
 	}

@@ -175,14 +175,8 @@ batch_send(struct rgw_thr *t, struct shardq *sq, struct rgw_batch_item *items, u
 				qo = it->quota_objects;
 			}
 		}
-		if (usage) {
-			cairn_op_xattr_num(op, RGW_USAGE_BYTES, CAIRN_NUM_ADD, db, NULL, NULL);
-			if (qb && grow_b)
-				cairn_op_num_bounds(op, INT64_MIN, qb);
-			cairn_op_xattr_num(op, RGW_USAGE_OBJS, CAIRN_NUM_ADD, dob, NULL, NULL);
-			if (qo && grow_o)
-				cairn_op_num_bounds(op, INT64_MIN, qo);
-		}
+		if (usage)
+			rgw__usage_add(op, db, dob, grow_b ? qb : 0, grow_o ? qo : 0);
 	}
 	if (!(rc = rgw__aio(t, items->io, sq->oid, op, batch_done, s)))
 		return;

@@ -617,14 +617,21 @@ s3_manifest_op(const struct rgw_entry *e, cairn_op_t **op, uint8_t **buf, size_t
 }
 
 void
-s3_usage_op(const struct s3_req *q, cairn_op_t *op, int64_t dbytes, int64_t dobjs)
+rgw__usage_add(cairn_op_t *op, int64_t dbytes, int64_t dobjs, int64_t max_bytes, int64_t max_objs)
 {
 	cairn_op_xattr_num(op, RGW_USAGE_BYTES, CAIRN_NUM_ADD, dbytes, NULL, NULL);
-	if (q->b.quota_bytes && dbytes > 0)
-		cairn_op_num_bounds(op, INT64_MIN, q->b.quota_bytes);
+	if (max_bytes)
+		cairn_op_num_bounds(op, INT64_MIN, max_bytes);
 	cairn_op_xattr_num(op, RGW_USAGE_OBJS, CAIRN_NUM_ADD, dobjs, NULL, NULL);
-	if (q->b.quota_objects && dobjs > 0)
-		cairn_op_num_bounds(op, INT64_MIN, q->b.quota_objects);
+	if (max_objs)
+		cairn_op_num_bounds(op, INT64_MIN, max_objs);
+}
+
+void
+s3_usage_op(const struct s3_req *q, cairn_op_t *op, int64_t dbytes, int64_t dobjs)
+{
+	rgw__usage_add(op, dbytes, dobjs, dbytes > 0 ? q->b.quota_bytes : 0,
+		       dobjs > 0 ? q->b.quota_objects : 0);
 }
 
 static void
@@ -644,12 +651,8 @@ s3_user_usage(struct s3_req *q, int64_t dbytes, int64_t dobjs, rgw_aio_cb cb)
 	snprintf(oid, sizeof(oid), "usage.%s", q->uid);
 	if (!op)
 		return -ENOMEM;
-	cairn_op_xattr_num(op, RGW_USAGE_BYTES, CAIRN_NUM_ADD, dbytes, NULL, NULL);
-	if (cb && q->uq_bytes && dbytes > 0)
-		cairn_op_num_bounds(op, INT64_MIN, q->uq_bytes);
-	cairn_op_xattr_num(op, RGW_USAGE_OBJS, CAIRN_NUM_ADD, dobjs, NULL, NULL);
-	if (cb && q->uq_objects && dobjs > 0)
-		cairn_op_num_bounds(op, INT64_MIN, q->uq_objects);
+	rgw__usage_add(op, dbytes, dobjs, cb && dbytes > 0 ? q->uq_bytes : 0,
+		       cb && dobjs > 0 ? q->uq_objects : 0);
 	if (!cb)
 		return rgw__aio(q->t, q->g->meta, oid, op, usage_ignore, NULL);
 	if ((rc = rgw__aio(q->t, q->g->meta, oid, op, cb, q)))

@@ -181,6 +181,9 @@ int s3_submit(struct s3_req *q, cairn_ioctx_t *io, const char *oid, cairn_op_t *
  * nothing written (exact: the counters move with the entries, in one op).
  */
 void s3_usage_op(const struct s3_req *q, cairn_op_t *op, int64_t dbytes, int64_t dobjs);
+/* The counters' ADDs in op, each bounded above by its max (0: not bounded). */
+void rgw__usage_add(cairn_op_t *op, int64_t dbytes, int64_t dobjs, int64_t max_bytes,
+		    int64_t max_objs);
 /*
  * Move the usage counter of q's user (object usage.<uid>) by dbytes and
  * dobjs: with cb, bounded by the user's quota (-EOVERFLOW: nothing taken;
@@ -210,6 +213,8 @@ int s3_put_meta(struct s3_req *q, struct rgw_entry *e);
 void s3_meta_free(struct rgw_entry *e);
 /* src's headers (and its tags, its ACL when asked) into dst (strdup'd). \return 0, -ENOMEM. */
 int s3_meta_dup(struct rgw_entry *dst, const struct rgw_entry *src, bool tags, bool acl);
+/* src's tags into dst (malloc'd). \return 0, -ENOMEM. */
+int s3_tags_dup(struct rgw_entry *dst, const struct rgw_entry *src);
 /* x-amz-tagging into e. \return 0, or -EINVAL: answered. */
 int s3_put_tags(struct s3_req *q, struct rgw_entry *e);
 /* The answer for a tag set rgw_tags_add or rgw_tags_from_query refused. */

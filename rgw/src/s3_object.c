@@ -204,12 +204,18 @@ s3_meta_dup(struct rgw_entry *dst, const struct rgw_entry *src, bool tags, bool 
 		}
 		dst->nmeta++;
 	}
-	if (tags && src->tags_len) {
-		if (!(dst->tags = malloc(src->tags_len)))
-			return -ENOMEM;
-		memcpy(dst->tags, src->tags, src->tags_len);
-		dst->tags_len = src->tags_len;
-	}
+	return tags ? s3_tags_dup(dst, src) : 0;
+}
+
+int
+s3_tags_dup(struct rgw_entry *dst, const struct rgw_entry *src)
+{
+	if (!src->tags_len)
+		return 0;
+	if (!(dst->tags = malloc(src->tags_len)))
+		return -ENOMEM;
+	memcpy(dst->tags, src->tags, src->tags_len);
+	dst->tags_len = src->tags_len;
 	return 0;
 }
 
@@ -1066,13 +1072,9 @@ copy_opened(struct s3_req *q)
 					 : "out of memory");
 			return;
 		}
-		if (replace && !treplace && c->e.tags_len) {
-			if (!(p->e.tags = malloc(c->e.tags_len))) {
-				s3_error(q, 503, "SlowDown", "out of memory");
-				return;
-			}
-			memcpy(p->e.tags, c->e.tags, c->e.tags_len);
-			p->e.tags_len = c->e.tags_len;
+		if (replace && !treplace && s3_tags_dup(&p->e, &c->e)) {
+			s3_error(q, 503, "SlowDown", "out of memory");
+			return;
 		}
 		if ((treplace && s3_put_tags(q, &p->e)) || s3_put_acl(q, &p->e))
 			return;
