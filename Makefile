@@ -7,6 +7,10 @@ ASAN_BUILD ?= build-asan
 FUZZ_BUILD ?= build-fuzz
 JOBS       ?= $(shell nproc)
 FUZZ_SECONDS ?= 60
+FUZZ_SMOKE_SECONDS ?= 10
+# LONG_TESTS=1 also runs the tests labelled long (see tests/integration/CMakeLists.txt).
+LONG_TESTS ?= 0
+CTEST_SKIP := $(if $(filter 1,$(LONG_TESTS)),,-LE long)
 RUN_DIR    ?= run
 PREFIX     ?= /usr/local
 
@@ -44,7 +48,7 @@ test:
 test-gates: deps format-check build lint unit-test asan-test fuzz-smoke
 
 unit-test: build
-	cd $(BUILD) && ctest --output-on-failure --timeout 900 -j 2
+	cd $(BUILD) && ctest --output-on-failure --timeout 900 -j 2 $(CTEST_SKIP)
 
 $(ASAN_BUILD)/Makefile:
 	CC=clang cmake -S . -B $(ASAN_BUILD) -DCMAKE_BUILD_TYPE=Debug -DCAIRN_WERROR=ON \
@@ -54,7 +58,7 @@ asan-test: $(ASAN_BUILD)/Makefile
 	cmake --build $(ASAN_BUILD) -j $(JOBS)
 	cd $(ASAN_BUILD) && ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
 		UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
-		ctest --output-on-failure --timeout 1800 -j 2 -LE "bench|epoll_daemons|normal_only"
+		ctest --output-on-failure --timeout 1800 -j 2 -LE "bench|epoll_daemons|normal_only|long"
 
 format:
 	@scripts/format apply
@@ -77,9 +81,10 @@ fuzz: $(FUZZ_BUILD)/Makefile
 	cmake --build $(FUZZ_BUILD) -j $(JOBS) --target fuzz_targets
 	@scripts/fuzz $(FUZZ_BUILD) $(FUZZ_SECONDS)
 
-# The 30-second pass make test runs.
+# The short pass make test runs: FUZZ_SMOKE_SECONDS (10) per target from the
+# committed seeds, two at a time.
 fuzz-smoke:
-	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=20
+	@$(MAKE) --no-print-directory fuzz FUZZ_SECONDS=$(FUZZ_SMOKE_SECONDS)
 
 clean:
 	rm -rf $(BUILD) $(ASAN_BUILD) $(FUZZ_BUILD)
