@@ -5,6 +5,7 @@
  * past the end is refused. Bucket records: JSON (jansson).
  */
 #include "rgw/meta.h"
+#include "cm/random.h"
 
 #include <jansson.h>
 
@@ -24,6 +25,7 @@ enum {
 	T_CKSUM, /* alg byte, then the base64 value */
 	T_TAGS,  /* the packed tag set */
 	T_ACL,   /* the canned ACL */
+	T_VID,   /* the version id (absent: the null version) */
 };
 
 static void
@@ -79,6 +81,8 @@ rgw_entry_encode(const struct rgw_entry *e, struct rgw_str *out)
 		tlv(out, T_TAGS, e->tags, e->tags_len);
 	if (e->acl && *e->acl)
 		tlv(out, T_ACL, e->acl, strlen(e->acl));
+	if (e->vid[0])
+		tlv(out, T_VID, e->vid, strlen(e->vid));
 	for (size_t i = 0; i < e->nmeta; i++) {
 		size_t kl = strlen(e->meta[i].k), vl = strlen(e->meta[i].v);
 		uint8_t h[5] = { T_META, (uint8_t)(kl + vl + 1), (uint8_t)((kl + vl + 1) >> 8),
@@ -197,6 +201,14 @@ rgw_entry_decode(const void *buf, size_t n, struct rgw_entry *e)
 			memcpy(e->ck, b + 1, len - 1);
 			e->ck[len - 1] = '\0';
 			break;
+		case T_VID:
+			if (len != RGW_VID_LEN)
+				goto bad;
+			memcpy(e->vid, b, len);
+			e->vid[len] = '\0';
+			if (!rgw_vid_ok(e->vid))
+				goto bad;
+			break;
 		case T_TAGS:
 			if (rgw_tags_check((const char *)b, len) < 0)
 				goto bad;
@@ -214,6 +226,72 @@ rgw_entry_decode(const void *buf, size_t n, struct rgw_entry *e)
 bad:
 	rgw_entry_fini(e);
 	return -EBADMSG;
+}
+
+int
+rgw_entry_raw_flags(const void *buf, size_t n)
+{
+	const uint8_t *b = buf;
+
+	/* (encode writes the flags first: magic, version, T_FLAGS, its length 1) */
+	if (n < 8 || b[0] != ENTRY_MAGIC || b[1] != ENTRY_V || b[2] != T_FLAGS || b[3] != 1 ||
+	    b[4] || b[5] || b[6])
+		return -1;
+	return b[7];
+}
+
+static void
+hex16(uint64_t v, char *out)
+{
+	static const char d[] = "0123456789abcdef";
+
+	for (int i = 15; i >= 0; i--, v >>= 4)
+		out[i] = d[v & 15];
+}
+
+void
+rgw_vid_make(int64_t ns, char out[RGW_VID_LEN + 1])
+{
+	uint8_t r[4];
+
+	hex16(~(uint64_t)ns, out);
+	cm_random_bytes(r, sizeof(r));
+	rgw_hex(r, 4, out + 16);
+	out[RGW_VID_LEN] = '\0';
+}
+
+bool
+rgw_vid_ok(const char *s)
+{
+	size_t i;
+
+	for (i = 0; s[i]; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return i == RGW_VID_LEN;
+}
+
+void
+rgw_version_sk(const struct rgw_entry *e, char out[RGW_VID_LEN + 1])
+{
+	if (e->vid[0]) {
+		memcpy(out, e->vid, RGW_VID_LEN + 1);
+		return;
+	}
+	hex16(~(uint64_t)e->mtime_ns, out);
+	memcpy(out + 16, "null", 5);
+}
+
+bool
+rgw_key_ok(const char *key, size_t klen)
+{
+	for (size_t i = 0; i < klen; i++) {
+		unsigned char c = (unsigned char)key[i];
+
+		if (!c || c == 0xc0 || c == 0xc1 || c >= 0xf5)
+			return false;
+	}
+	return true;
 }
 
 void

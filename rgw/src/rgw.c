@@ -322,6 +322,12 @@ s3_respond_xml(struct s3_req *q, int status, const char *hdrs, struct rgw_str *x
 void
 s3_error(struct s3_req *q, int status, const char *code, const char *msg)
 {
+	s3_error_hdrs(q, status, code, msg, NULL);
+}
+
+void
+s3_error_hdrs(struct s3_req *q, int status, const char *code, const char *msg, const char *hdrs)
+{
 	struct rgw_str x;
 
 	rgw_str_init(&x);
@@ -347,10 +353,10 @@ s3_error(struct s3_req *q, int status, const char *code, const char *msg)
 		code, msg);
 	if (q->h->method == RGW_M_HEAD) {
 		rgw_str_fini(&x);
-		s3_respond_xml(q, status, NULL, NULL);
+		s3_respond_xml(q, status, hdrs, NULL);
 		return;
 	}
-	s3_respond_xml(q, status, NULL, &x);
+	s3_respond_xml(q, status, hdrs, &x);
 }
 
 void
@@ -1078,6 +1084,10 @@ on_request(struct rgw_req *r, void *arg)
 	}
 	if (q->key && q->key_len > RGW_KEY_MAX) {
 		s3_error(q, 400, "KeyTooLongError", "your key is too long");
+		return;
+	}
+	if (q->key && !rgw_key_ok(q->key, q->key_len)) {
+		s3_error(q, 400, "InvalidArgument", "the key is not valid UTF-8 (or holds a NUL)");
 		return;
 	}
 	if (q->bucket && (strlen(q->bucket) > 63 || !*q->bucket)) {

@@ -158,6 +158,9 @@ struct s3_req {
 
 /* Errors in S3's XML form; then the request ends. */
 void s3_error(struct s3_req *q, int status, const char *code, const char *msg);
+/* The same with extra headers (each "Name: value\r\n"). */
+void s3_error_hdrs(struct s3_req *q, int status, const char *code, const char *msg,
+		   const char *hdrs);
 /* The error for a libcairn errno. */
 void s3_error_rc(struct s3_req *q, int rc, const char *what);
 /* Respond with status, extra headers and an XML body; then end. */
@@ -206,6 +209,119 @@ bool s3_upload_id_ok(const char *s);
 /* The shard's marker of an upload: RGW_SYS_UPLOAD + key + NUL + id. */
 void s3_upload_marker(const char *key, size_t klen, const char *upid, struct rgw_str *out);
 
+/* ---- versions (s3_version.c, docs/design/rgw.md §3.3) ---- */
+
+#define RGW_SYS_NULL \
+	"\xff"       \
+	"n" /* + key: the key's null version, when it is an older one */
+#define RGW_NPTR_VLEN (RGW_VID_LEN + 1 + 16 + 8) /* its sort key, flags, instance, size */
+
+enum s3_vmode { S3_V_NEVER, S3_V_ENABLED, S3_V_SUSPENDED };
+enum s3_vmode s3_vmode(const struct rgw_bucket *b);
+/* An older version's record key: key "\0\1" sk. */
+void s3_version_key(const char *key, size_t klen, const char *sk, struct rgw_str *out);
+/* The key's null pointer: RGW_SYS_NULL key. */
+void s3_null_ptr_key(const char *key, size_t klen, struct rgw_str *out);
+
+/*
+ * What one op reads of a key's versions: the latest entry, and when asked
+ * the null pointer, the record under sort key sk, the newest record.
+ */
+struct s3_vread {
+	struct cairn_kv want[3];
+	size_t nwant;
+	int inptr, irec; /* their index in want (0: not read) */
+	bool list;
+	struct cairn_kv prefix; /* "<key>\0\1" */
+	struct cairn_kv *kvs, *first;
+	size_t n, nfirst;
+	bool more;
+	int rval, frval;
+};
+
+/* \return 0, -ENOMEM (r is then safe to fini). */
+int s3_vread_init(struct s3_vread *r, const char *key, size_t klen, bool nptr, const char *sk,
+		  bool first);
+/* Its reads into op (what a previous op read is freed). */
+void s3_vread_op(struct s3_vread *r, cairn_op_t *op);
+void s3_vread_reset(struct s3_vread *r);
+int s3_vread_rc(const struct s3_vread *r);
+/* What the op found (NULL: absent, or not read). */
+const struct cairn_kv *s3_vread_cur(const struct s3_vread *r);
+const struct cairn_kv *s3_vread_nptr(const struct s3_vread *r);
+const struct cairn_kv *s3_vread_rec(const struct s3_vread *r);
+const struct cairn_kv *s3_vread_first(const struct s3_vread *r);
+void s3_vread_fini(struct s3_vread *r);
+/*
+ * The entry of version vid (NULL: the latest) among what r read (made with
+ * nptr for "null", with sk = vid for an id), or NULL. next_sk gets the null
+ * version's sort key when it is an older one: its record is read next.
+ */
+const struct cairn_kv *s3_vread_pick(const struct s3_vread *r, const char *vid,
+				     char next_sk[RGW_VID_LEN + 1]);
+
+/* A version's data to collect once the plan's op succeeded. */
+struct s3_vdead {
+	uint8_t inst[16];
+	uint64_t size;
+	bool mp;
+	char dkey[64];
+	uint8_t dval[RGW_DEAD_VLEN];
+};
+
+enum { S3_VP_CMP = 1, S3_VP_ABSENT, S3_VP_SET, S3_VP_RM };
+
+#define S3_VPLAN_OPS 12
+
+struct s3_vplan_op {
+	int kind;
+	void *key; /* the plan's */
+	size_t klen;
+	const void *val; /* (the read's, or the plan's own) */
+	size_t vlen;
+};
+
+/*
+ * The compares and writes of one change of a key's versions, the counters'
+ * moves (every stored version counts; delete markers do not) and the data
+ * it frees. Values point into the s3_vread it was made from: keep both
+ * until the op completes. Zeroed before first use (s3_vplan_zero).
+ */
+struct s3_vplan {
+	struct s3_vplan_op o[S3_VPLAN_OPS];
+	int n;
+	bool oom;
+	uint8_t nptr_val[RGW_NPTR_VLEN];
+	struct s3_vdead dead[2];
+	int ndead;
+	int64_t dbytes, dobjs;
+	bool have_old, old_dm; /* put: a latest existed (a delete marker); delete: it was one */
+	uint64_t old_size;
+	bool found; /* delete: the version was there */
+};
+
+void s3_vplan_zero(struct s3_vplan *v);
+/*
+ * A new latest version (neu, nlen: its encoding; ne: it) for key, in b's
+ * versioning mode, from what r read (the latest; the null pointer in a
+ * suspended bucket). neu NULL (never-versioned buckets only): the latest
+ * is removed. \return 0, -EBADMSG (a damaged entry), -ENOMEM.
+ */
+int s3_vplan_put(struct s3_vplan *v, const struct rgw_bucket *b, const char *key, size_t klen,
+		 const struct s3_vread *r, const void *neu, size_t nlen,
+		 const struct rgw_entry *ne);
+/*
+ * Version vid ("null" or an id) of key removed, from what r read (the
+ * latest, the null pointer, vid's record, the newest record); v->found says
+ * whether it was there. \return 0, -EBADMSG, -ENOMEM.
+ */
+int s3_vplan_delete(struct s3_vplan *v, const char *key, size_t klen, const struct s3_vread *r,
+		    const char *vid);
+void s3_vplan_ops(const struct s3_vplan *v, cairn_op_t *op);
+/* After the op succeeded: the freed data to the collector. */
+void s3_vplan_collect(struct s3_req *q, const struct s3_vplan *v, const char *shard);
+void s3_vplan_fini(struct s3_vplan *v);
+
 /* An object's kept headers (Content-Type, x-amz-meta-*, ...) into e (strdup'd). \return 0, -E2BIG,
  * -ENOMEM. */
 int s3_put_meta(struct s3_req *q, struct rgw_entry *e);
@@ -241,11 +357,14 @@ struct s3_copy {
 	struct rgw_bucket sb; /* the source's bucket */
 	cairn_ioctx_t *io;    /* its data (q->data for the same bucket) */
 	bool own_io, part;
-	bool same; /* the source is the destination (bucket and key) */
-	struct cairn_kv want;
+	bool same;            /* the source is the destination (bucket and key) */
+	struct cairn_kv want; /* (the null version's record, when it is an older one) */
 	struct cairn_kv *kvs;
 	size_t n;
 	int rval;
+	struct s3_vread vr; /* the source key's latest entry, or its version's */
+	bool second;
+	char shard[128];
 	struct rgw_entry e; /* the source's entry */
 	bool have_e;
 	struct rgw_layout l;

@@ -534,27 +534,15 @@ pba_done(void *arg, int rc)
 	s3_respond_xml(q, 200, NULL, NULL);
 }
 
-/* PUT ?acl: a canned ACL (x-amz-acl); the bucket record swapped against what was loaded. */
+/* The bucket record nb replaces what was loaded (a compare-and-swap), then pba_done. */
 static void
-put_bucket_acl(struct s3_req *q)
+swap_record(struct s3_req *q, const struct rgw_bucket *nb)
 {
-	const char *a = rgw_http_hdr(q->h, "x-amz-acl");
-	struct rgw_bucket nb = q->b;
 	char *old, *neu, oid[128];
 	cairn_op_t *op;
 
-	if (!a) {
-		s3_error(q, 501, "NotImplemented",
-			 "only canned ACLs (x-amz-acl) are supported, not grant lists");
-		return;
-	}
-	if (!s3_canned_ok(a)) {
-		s3_error(q, 400, "InvalidArgument", "unknown canned ACL in x-amz-acl");
-		return;
-	}
-	snprintf(nb.acl, sizeof(nb.acl), "%s", a);
 	old = rgw_bucket_encode(&q->b);
-	neu = rgw_bucket_encode(&nb);
+	neu = rgw_bucket_encode(nb);
 	if (!old || !neu || !(op = cairn_op_create())) {
 		free(old);
 		free(neu);
@@ -568,6 +556,71 @@ put_bucket_acl(struct s3_req *q)
 	free(old);
 	free(neu);
 	s3_submit(q, q->g->meta, oid, op, pba_done);
+}
+
+/*
+ * PUT ?versioning: <VersioningConfiguration><Status>Enabled|Suspended</Status>. A bucket
+ * never goes back to unversioned; MFA delete is not supported.
+ */
+static void
+put_versioning(struct s3_req *q)
+{
+	struct rgw_bucket nb = q->b;
+	struct rgw_xml *x = NULL;
+	const char *st, *mfa;
+	char err[128];
+
+	if (rgw_xml_parse(q->body.p, q->body.len, &x, err, sizeof(err)) ||
+	    strcmp(x->name, "VersioningConfiguration")) {
+		rgw_xml_free(x);
+		s3_error(q, 400, "MalformedXML", "the XML is not a VersioningConfiguration");
+		return;
+	}
+	st = rgw_xml_child_text(x, "Status");
+	mfa = rgw_xml_child_text(x, "MfaDelete");
+	if (mfa && !strcmp(mfa, "Enabled")) {
+		rgw_xml_free(x);
+		s3_error(q, 501, "NotImplemented", "MFA delete is not supported");
+		return;
+	}
+	if (!st) {
+		/* (no Status: nothing changes) */
+		rgw_xml_free(x);
+		s3_respond_xml(q, 200, NULL, NULL);
+		return;
+	}
+	if (strcmp(st, "Enabled") && strcmp(st, "Suspended")) {
+		rgw_xml_free(x);
+		s3_error(q, 400, "MalformedXML", "Status must be Enabled or Suspended");
+		return;
+	}
+	snprintf(nb.versioning, sizeof(nb.versioning), "%s", st);
+	rgw_xml_free(x);
+	if (!strcmp(nb.versioning, q->b.versioning)) {
+		s3_respond_xml(q, 200, NULL, NULL);
+		return;
+	}
+	swap_record(q, &nb);
+}
+
+/* PUT ?acl: a canned ACL (x-amz-acl); the bucket record swapped against what was loaded. */
+static void
+put_bucket_acl(struct s3_req *q)
+{
+	const char *a = rgw_http_hdr(q->h, "x-amz-acl");
+	struct rgw_bucket nb = q->b;
+
+	if (!a) {
+		s3_error(q, 501, "NotImplemented",
+			 "only canned ACLs (x-amz-acl) are supported, not grant lists");
+		return;
+	}
+	if (!s3_canned_ok(a)) {
+		s3_error(q, 400, "InvalidArgument", "unknown canned ACL in x-amz-acl");
+		return;
+	}
+	snprintf(nb.acl, sizeof(nb.acl), "%s", a);
+	swap_record(q, &nb);
 }
 
 static void
@@ -655,6 +708,11 @@ bucket_loaded(struct s3_req *q)
 		if (rgw_uri_q(&q->u, "acl")) {
 			q->op_name = "PutBucketAcl";
 			put_bucket_acl(q);
+			return;
+		}
+		if (rgw_uri_q(&q->u, "versioning")) {
+			q->op_name = "PutBucketVersioning";
+			s3_read_body(q, 4096, put_versioning);
 			return;
 		}
 		s3_error(q, 501, "NotImplemented", "this bucket sub-resource is not implemented");

@@ -22,6 +22,7 @@ s3_copy_free(struct s3_copy *c)
 	rgw_copy_source_fini(&c->cs);
 	free(c->want.key);
 	cairn_kvs_free(c->kvs, c->n);
+	s3_vread_fini(&c->vr);
 	rgw_entry_fini(&c->e);
 	rgw_layout_fini(&c->l);
 	free(c->mbuf);
@@ -105,8 +106,9 @@ entry_done(void *arg, int rc)
 {
 	struct s3_copy *c = arg;
 	struct s3_req *q = c->q;
+	const struct cairn_kv *e;
 	enum rgw_cond_result cr;
-	char etag[64];
+	char etag[64], sk[RGW_VID_LEN + 1] = "";
 
 	q->pending--;
 	if (rc == -ENOENT) {
@@ -115,19 +117,61 @@ entry_done(void *arg, int rc)
 		return;
 	}
 	if (!rc)
-		rc = c->rval;
+		rc = c->second ? c->rval : s3_vread_rc(&c->vr);
 	if (rc) {
 		s3_error_rc(q, rc, "reading the copy source's index entry");
 		return;
 	}
-	if (c->n != 1) {
+	if (c->second) {
+		e = !c->rval && c->n == 1 ? &c->kvs[0] : NULL;
+	} else {
+		e = s3_vread_pick(&c->vr, c->cs.version, sk);
+		if (e != s3_vread_cur(&c->vr))
+			c->same = false; /* (an older version of the key itself: a restore) */
+	}
+	if (!e && sk[0]) {
+		/* The null version is an older one: its record. */
+		struct rgw_str k;
+		cairn_op_t *op;
+
+		rgw_str_init(&k);
+		s3_version_key(c->cs.key, c->cs.key_len, sk, &k);
+		free(c->want.key);
+		c->want.key = rgw_str_take(&k, &c->want.klen);
+		if (!c->want.key || !(op = cairn_op_create())) {
+			s3_error(q, 503, "SlowDown", "out of memory");
+			return;
+		}
+		c->second = true;
+		c->same = false;
+		cairn_op_omap_get(op, &c->want, 1, &c->kvs, &c->n, &c->rval);
+		if ((rc = rgw__aio(q->t, q->g->meta, c->shard, op, entry_done, c))) {
+			s3_error_rc(q, rc, "reading the copy source's index entry");
+			return;
+		}
+		q->pending++;
+		return;
+	}
+	if (e && rgw_entry_raw_flags(e->val, e->vlen) > 0 &&
+	    (rgw_entry_raw_flags(e->val, e->vlen) & RGW_ENTRY_DELETE_MARKER)) {
+		if (c->cs.version) {
+			s3_error(q, 400, "InvalidRequest",
+				 "the source version is a delete marker: it cannot be copied");
+			return;
+		}
+		e = NULL;
+	}
+	if (!e) {
 		if (!s3_allow_bucket(q, &c->sb, S3_P_READ))
 			s3_deny(q);
+		else if (c->cs.version)
+			s3_error(q, 404, "NoSuchVersion",
+				 "the copy source's version does not exist");
 		else
 			s3_error(q, 404, "NoSuchKey", "the copy source does not exist");
 		return;
 	}
-	if (rgw_entry_decode(c->kvs[0].val, c->kvs[0].vlen, &c->e)) {
+	if (rgw_entry_decode(e->val, e->vlen, &c->e)) {
 		CM_ERR("%s: copy source %s/%.*s: the index entry does not decode", rgw_req_id(q->r),
 		       c->cs.bucket, (int)c->cs.key_len, c->cs.key);
 		s3_error(q, 500, "InternalError", "the copy source's index entry is damaged");
@@ -158,9 +202,8 @@ static void
 bucket_done(struct s3_req *q, void *arg, int rc)
 {
 	struct s3_copy *c = arg;
-	struct rgw_str k;
 	cairn_op_t *op;
-	char shard[128];
+	const char *v = c->cs.version;
 
 	if (rc == -ENOENT) {
 		s3_error(q, 404, "NoSuchBucket", "the copy source's bucket does not exist");
@@ -185,15 +228,15 @@ bucket_done(struct s3_req *q, void *arg, int rc)
 	}
 	c->same = !strcmp(c->sb.id, q->b.id) && c->cs.key_len == q->key_len &&
 		  !memcmp(c->cs.key, q->key, q->key_len);
-	rgw_str_init(&k);
-	s3_entry_key(c->cs.key, c->cs.key_len, &k);
-	if (!(c->want.key = rgw_str_take(&k, &c->want.klen)) || !(op = cairn_op_create())) {
+	if (s3_vread_init(&c->vr, c->cs.key, c->cs.key_len, v && !strcmp(v, "null"),
+			  v && strcmp(v, "null") ? v : NULL, false) ||
+	    !(op = cairn_op_create())) {
 		s3_error(q, 503, "SlowDown", "out of memory");
 		return;
 	}
-	s3_shard_oid(&c->sb, c->cs.key, c->cs.key_len, shard, sizeof(shard));
-	cairn_op_omap_get(op, &c->want, 1, &c->kvs, &c->n, &c->rval);
-	if ((rc = rgw__aio(q->t, q->g->meta, shard, op, entry_done, c))) {
+	s3_shard_oid(&c->sb, c->cs.key, c->cs.key_len, c->shard, sizeof(c->shard));
+	s3_vread_op(&c->vr, op);
+	if ((rc = rgw__aio(q->t, q->g->meta, c->shard, op, entry_done, c))) {
 		s3_error_rc(q, rc, "reading the copy source's index entry");
 		return;
 	}
@@ -229,9 +272,12 @@ s3_copy_open(struct s3_req *q, bool part, struct s3_copy **cp, s3_step next)
 		s3_error(q, 400, "KeyTooLongError", "the copy source's key is too long");
 		return;
 	}
-	if (c->cs.version && strcmp(c->cs.version, "null")) {
-		/* (no bucket keeps versions yet: only the null version exists) */
+	if (c->cs.version && strcmp(c->cs.version, "null") && !rgw_vid_ok(c->cs.version)) {
 		s3_error(q, 400, "InvalidArgument", "invalid version id specified");
+		return;
+	}
+	if (!rgw_key_ok(c->cs.key, c->cs.key_len)) {
+		s3_error(q, 400, "InvalidArgument", "the copy source's key is not valid");
 		return;
 	}
 	if (!rgw_bucket_name_ok(c->cs.bucket)) {

@@ -37,6 +37,10 @@ struct lst {
 	int rval;
 	struct rgw_str contents, prefixes, last_cp, next;
 	bool next_is_cp;
+	bool versioned;                 /* the bucket has (had) versioning: delete markers */
+	const char *vmarker;            /* version-id-marker */
+	char next_vid[RGW_VID_LEN + 1]; /* the last version listed */
+	struct s3_vread vr;             /* the marker version's key (where to start) */
 	unsigned count;
 	bool truncated, peeking, done;
 	int rounds;
@@ -55,6 +59,7 @@ lst_free(struct s3_req *q)
 	rgw_str_fini(&l->prefixes);
 	rgw_str_fini(&l->last_cp);
 	rgw_str_fini(&l->next);
+	s3_vread_fini(&l->vr);
 	free(l);
 	q->op = NULL;
 }
@@ -83,18 +88,30 @@ elem(struct lst *l, struct rgw_str *x, const char *name, const char *v, bool enc
 }
 
 static void
-add_entry(struct s3_req *q, struct lst *l, const char *key, size_t klen, const struct rgw_entry *e)
+add_entry(struct s3_req *q, struct lst *l, const char *key, size_t klen, const struct rgw_entry *e,
+	  bool latest)
 {
 	struct rgw_str *x = &l->contents;
+	bool dm = e->flags & RGW_ENTRY_DELETE_MARKER;
 	char etag[64], when[40];
 
 	rgw_entry_etag(e, etag, sizeof(etag));
 	rgw__iso8601(e->mtime_ns, when, sizeof(when));
-	rgw_str_adds(x, l->kind == L_VERSIONS ? "<Version><Key>" : "<Contents><Key>");
+	rgw_str_adds(x, l->kind != L_VERSIONS ? "<Contents><Key>"
+			: dm                  ? "<DeleteMarker><Key>"
+					      : "<Version><Key>");
 	put_text(l, x, key, klen);
 	rgw_str_adds(x, "</Key>");
-	if (l->kind == L_VERSIONS)
-		rgw_str_adds(x, "<VersionId>null</VersionId><IsLatest>true</IsLatest>");
+	if (l->kind == L_VERSIONS) {
+		rgw_str_addf(x, "<VersionId>%s</VersionId><IsLatest>%s</IsLatest>",
+			     e->vid[0] ? e->vid : "null", latest ? "true" : "false");
+		if (dm) {
+			rgw_str_addf(x, "<LastModified>%s</LastModified>", when);
+			s3_owner_xml(x, e->owner && *e->owner ? e->owner : q->b.owner);
+			rgw_str_adds(x, "</DeleteMarker>");
+			return;
+		}
+	}
 	rgw_str_addf(x, "<LastModified>%s</LastModified><ETag>", when);
 	rgw_str_xml(x, etag, strlen(etag));
 	rgw_str_addf(x, "</ETag><Size>%" PRIu64 "</Size>", e->size);
@@ -135,7 +152,7 @@ finish(struct s3_req *q, struct lst *l)
 		elem(l, &x, "Marker", l->marker ? l->marker : "", true);
 	if (l->kind == L_VERSIONS) {
 		elem(l, &x, "KeyMarker", l->marker ? l->marker : "", true);
-		elem(l, &x, "VersionIdMarker", "", false);
+		elem(l, &x, "VersionIdMarker", l->vmarker ? l->vmarker : "", false);
 	}
 	if (l->kind == L_V2) {
 		rgw_str_addf(&x, "<KeyCount>%u</KeyCount>", l->count);
@@ -169,9 +186,10 @@ finish(struct s3_req *q, struct lst *l)
 		} else if (l->kind == L_VERSIONS) {
 			rgw_str_adds(&x, "<NextKeyMarker>");
 			put_text(l, &x, l->next.p, l->next.len);
-			rgw_str_adds(
-				&x,
-				"</NextKeyMarker><NextVersionIdMarker>null</NextVersionIdMarker>");
+			rgw_str_adds(&x, "</NextKeyMarker>");
+			if (!l->next_is_cp)
+				rgw_str_addf(&x, "<NextVersionIdMarker>%s</NextVersionIdMarker>",
+					     l->next_vid);
 		}
 	}
 	rgw_str_add(&x, l->contents.p, l->contents.len);
@@ -214,13 +232,24 @@ round_done(void *arg, int rc)
 		const uint8_t *z;
 		struct rgw_entry e;
 
+		bool latest;
+
 		if (!kl || k[0] == 0xff) {
 			l->more = false; /* (the system region: past every key) */
 			break;
 		}
 		z = memchr(k, 0, kl);
-		if (!z || (size_t)(z - k) + 1 != kl)
-			continue; /* (not a current-version entry) */
+		if (!z)
+			continue;
+		latest = (size_t)(z - k) + 1 == kl;
+		if (!latest && (l->kind != L_VERSIONS || z[1] != 1))
+			continue; /* (an older version: ListObjectVersions' only) */
+		if (latest && l->kind != L_VERSIONS && l->versioned) {
+			int f = rgw_entry_raw_flags(l->kvs[i].val, l->kvs[i].vlen);
+
+			if (f > 0 && (f & RGW_ENTRY_DELETE_MARKER))
+				continue; /* (the key's latest version is a delete marker) */
+		}
 		klen = (size_t)(z - k);
 		if (starts_with(k, klen, &l->last_cp))
 			continue;
@@ -267,7 +296,8 @@ round_done(void *arg, int rc)
 			       q->bucket, (int)klen, (const char *)k);
 			continue;
 		}
-		add_entry(q, l, (const char *)k, klen, &e);
+		add_entry(q, l, (const char *)k, klen, &e, latest);
+		snprintf(l->next_vid, sizeof(l->next_vid), "%s", e.vid[0] ? e.vid : "null");
 		rgw_entry_fini(&e);
 		l->count++;
 		rgw_str_reset(&l->next);
@@ -282,7 +312,18 @@ round_done(void *arg, int rc)
 			rgw_str_add(&l->start, l->last_cp.p, l->last_cp.len);
 			rgw_str_addc(&l->start, (char)0xff);
 		} else {
-			rgw_str_add(&l->start, l->kvs[l->n - 1].key, l->kvs[l->n - 1].klen);
+			const struct cairn_kv *lk = &l->kvs[l->n - 1];
+			const uint8_t *z = memchr(lk->key, 0, lk->klen);
+
+			if (l->kind != L_VERSIONS && z &&
+			    (size_t)(z - (const uint8_t *)lk->key) + 1 < lk->klen) {
+				/* (an older version's record: past all of the key's) */
+				rgw_str_add(&l->start, lk->key,
+					    (size_t)(z - (const uint8_t *)lk->key) + 1);
+				rgw_str_addc(&l->start, '\2');
+			} else {
+				rgw_str_add(&l->start, lk->key, lk->klen);
+			}
 		}
 		if (l->count == l->max)
 			l->peeking = true; /* (one more look: is there anything after?) */
@@ -324,6 +365,58 @@ list_round(struct s3_req *q)
 	q->pending++;
 }
 
+/* ListObjectVersions from key-marker's version version-id-marker: start after it. */
+static void
+marker_done(void *arg, int rc)
+{
+	struct s3_req *q = arg;
+	struct lst *l = q->op;
+	const struct cairn_kv *cur, *np;
+	struct rgw_entry e;
+	size_t ml = strlen(l->marker);
+	bool null = !strcmp(l->vmarker, "null");
+
+	q->pending--;
+	if (!rc)
+		rc = s3_vread_rc(&l->vr);
+	if (rc) {
+		s3_error_rc(q, rc, "listing the index");
+		return;
+	}
+	cur = s3_vread_cur(&l->vr);
+	np = s3_vread_nptr(&l->vr);
+	rgw_str_reset(&l->start);
+	if (cur && rgw_entry_decode(cur->val, cur->vlen, &e) == 0) {
+		bool match = null ? !e.vid[0] : !strcmp(e.vid, l->vmarker);
+
+		rgw_entry_fini(&e);
+		if (match) {
+			/* (the latest: its older versions come next) */
+			s3_entry_key(l->marker, ml, &l->start);
+			list_round(q);
+			return;
+		}
+	}
+	if (!null) {
+		s3_version_key(l->marker, ml, l->vmarker, &l->start);
+	} else if (np && np->vlen == RGW_NPTR_VLEN) {
+		char sk[RGW_VID_LEN + 1];
+
+		memcpy(sk, np->val, RGW_VID_LEN);
+		sk[RGW_VID_LEN] = '\0';
+		s3_version_key(l->marker, ml, sk, &l->start);
+	} else {
+		/* (no such version any more: after all of the key's) */
+		rgw_str_add(&l->start, l->marker, ml);
+		rgw_str_add(&l->start, "\0\2", 2);
+	}
+	if (l->start.oom) {
+		s3_error(q, 503, "SlowDown", "out of memory");
+		return;
+	}
+	list_round(q);
+}
+
 void
 s3_list_objects(struct s3_req *q)
 {
@@ -344,10 +437,23 @@ s3_list_objects(struct s3_req *q)
 	rgw_str_init(&l->prefixes);
 	rgw_str_init(&l->last_cp);
 	rgw_str_init(&l->next);
+	l->versioned = s3_vmode(&q->b) != S3_V_NEVER;
 	if (rgw_uri_q(&q->u, "versions")) {
 		l->kind = L_VERSIONS;
 		q->op_name = "ListObjectVersions";
 		l->marker = rgw_uri_q(&q->u, "key-marker");
+		l->vmarker = rgw_uri_q(&q->u, "version-id-marker");
+		if (l->vmarker && !*l->vmarker)
+			l->vmarker = NULL;
+		if (l->vmarker && (!l->marker || !*l->marker)) {
+			s3_error(q, 400, "InvalidArgument",
+				 "a version-id-marker cannot be specified without a key-marker");
+			return;
+		}
+		if (l->vmarker && strcmp(l->vmarker, "null") && !rgw_vid_ok(l->vmarker)) {
+			s3_error(q, 400, "InvalidArgument", "invalid version id specified");
+			return;
+		}
 	} else if (lt && !strcmp(lt, "2")) {
 		l->kind = L_V2;
 		q->op_name = "ListObjectsV2";
@@ -411,11 +517,15 @@ s3_list_objects(struct s3_req *q)
 				return;
 			}
 			rgw_str_add(&l->start, d + 1, (size_t)n - 1);
-			rgw_str_addc(&l->start, d[0] == 'p' ? (char)0xff : '\0');
+			/* (past the key's older versions too: "\0\2") */
+			if (d[0] == 'p')
+				rgw_str_addc(&l->start, (char)0xff);
+			else
+				rgw_str_add(&l->start, "\0\2", 2);
 			free(d);
 		} else if (l->start_after && *l->start_after) {
 			rgw_str_adds(&l->start, l->start_after);
-			rgw_str_addc(&l->start, '\0');
+			rgw_str_add(&l->start, "\0\2", 2);
 		}
 	} else if (l->marker && *l->marker) {
 		size_t ml = strlen(l->marker);
@@ -423,10 +533,11 @@ s3_list_objects(struct s3_req *q)
 		rgw_str_add(&l->start, l->marker, ml);
 		/* A marker that is a common prefix: past every key under it. */
 		if (l->delim && ml >= l->dlen &&
-		    !memcmp(l->marker + ml - l->dlen, l->delim, l->dlen))
+		    !memcmp(l->marker + ml - l->dlen, l->delim, l->dlen)) {
 			rgw_str_addc(&l->start, (char)0xff);
-		else
-			rgw_str_addc(&l->start, '\0');
+		} else {
+			rgw_str_add(&l->start, "\0\2", 2); /* (past all of the key's versions) */
+		}
 	}
 	/* (a start below the prefix: start at the prefix itself) */
 	s3_shard_oid(&q->b, l->prefix ? l->prefix : "", l->plen, l->shard, sizeof(l->shard));
@@ -436,6 +547,24 @@ s3_list_objects(struct s3_req *q)
 	}
 	if (l->max == 0) {
 		l->peeking = true;
+	}
+	if (l->kind == L_VERSIONS && l->vmarker && l->marker) {
+		/* Where the marker's version is: the key's latest, or which record. */
+		cairn_op_t *op;
+		int rc;
+
+		if (s3_vread_init(&l->vr, l->marker, strlen(l->marker), true, NULL, false) ||
+		    !(op = cairn_op_create())) {
+			s3_error(q, 503, "SlowDown", "out of memory");
+			return;
+		}
+		s3_vread_op(&l->vr, op);
+		if ((rc = rgw__aio(q->t, q->g->meta, l->shard, op, marker_done, q))) {
+			s3_error_rc(q, rc, "listing the index");
+			return;
+		}
+		q->pending++;
+		return;
 	}
 	list_round(q);
 }

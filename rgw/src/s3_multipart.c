@@ -45,8 +45,10 @@ struct mp {
 	char shard[128];
 	struct rgw_str ukey, ekey, enc, man;
 	struct rgw_entry e; /* initiate: the record; complete: the new entry */
-	/* shard reads: the upload marker, the key's current entry */
-	struct cairn_kv want[2];
+	/* shard reads: the upload marker; the key's latest entry (and null pointer) */
+	struct cairn_kv want[1];
+	struct s3_vread vr;
+	struct s3_vplan vp; /* complete: the commit's compares and writes of the key's versions */
 	struct cairn_kv *kvs;
 	size_t n;
 	int rval;
@@ -67,11 +69,8 @@ struct mp {
 	uint32_t *want_num;
 	uint8_t (*want_md5)[16];
 	size_t nwant;
-	size_t *use; /* recs index per wanted part */
-	struct rgw_entry old;
-	bool have_old;
+	size_t *use;              /* recs index per wanted part */
 	bool reserved, committed; /* the user's quota: the object taken from its usage counter */
-	char okey[64];            /* the replaced entry's dead marker */
 	bool have_inst;           /* m->e.inst is the completion's manifest */
 	char (*dkeys)[64];
 	struct inst *dead;
@@ -103,14 +102,14 @@ mp_free(struct s3_req *q)
 	cairn_kvs_free(m->kvs, m->n);
 	cairn_kvs_free(m->lkvs, m->ln);
 	free(m->want[0].key);
-	free(m->want[1].key);
+	s3_vplan_fini(&m->vp);
+	s3_vread_fini(&m->vr);
 	free(m->recs);
 	free(m->pend);
 	rgw_xml_free(m->x);
 	free(m->want_num);
 	free(m->want_md5);
 	free(m->use);
-	rgw_entry_fini(&m->old);
 	free(m->dkeys);
 	free(m->dead);
 	free(m);
@@ -178,20 +177,20 @@ read_marker(struct s3_req *q, struct mp *m, rgw_aio_cb cb)
 	m->rval = 0;
 	if (!m->want[0].key) {
 		if (!(m->want[0].key = malloc(m->ukey.len)) ||
-		    !(m->want[1].key = malloc(m->ekey.len))) {
+		    s3_vread_init(&m->vr, q->key, q->key_len, s3_vmode(&q->b) == S3_V_SUSPENDED,
+				  NULL, false)) {
 			s3_error(q, 503, "SlowDown", "out of memory");
 			return -ENOMEM;
 		}
 		memcpy(m->want[0].key, m->ukey.p, m->ukey.len);
 		m->want[0].klen = m->ukey.len;
-		memcpy(m->want[1].key, m->ekey.p, m->ekey.len);
-		m->want[1].klen = m->ekey.len;
 	}
 	if (!(op = cairn_op_create())) {
 		s3_error(q, 503, "SlowDown", "out of memory");
 		return -ENOMEM;
 	}
-	cairn_op_omap_get(op, m->want, 2, &m->kvs, &m->n, &m->rval);
+	cairn_op_omap_get(op, m->want, 1, &m->kvs, &m->n, &m->rval);
+	s3_vread_op(&m->vr, op);
 	return s3_submit(q, q->g->meta, m->shard, op, cb);
 }
 
@@ -215,6 +214,8 @@ marker_read(struct s3_req *q, struct mp *m, int rc)
 	q->pending--;
 	if (!rc)
 		rc = m->rval;
+	if (!rc && m->vr.nwant)
+		rc = s3_vread_rc(&m->vr);
 	if (rc && rc != -ENOENT) {
 		s3_error_rc(q, rc, "reading the upload");
 		return false;
@@ -760,7 +761,7 @@ cm_committed(void *arg, int rc)
 	struct s3_req *q = arg;
 	struct mp *m = q->op;
 	struct rgw_str x;
-	char etag[64];
+	char etag[64], hd[64] = "";
 
 	q->pending--;
 	if (rc == -ECANCELED && ++m->tries < CAS_TRIES) {
@@ -780,11 +781,10 @@ cm_committed(void *arg, int rc)
 		return;
 	}
 	m->committed = true;
-	if (m->reserved && m->have_old)
-		s3_user_usage(q, -(int64_t)m->old.size, -1, NULL); /* (what the overwrite freed) */
-	if (m->have_old)
-		rgw__gc_add(q->g, q->b.id, m->shard, m->okey, strlen(m->okey), m->old.inst,
-			    m->old.size, m->old.flags & RGW_ENTRY_MULTIPART);
+	if (m->reserved && (m->vp.dbytes != (int64_t)m->e.size || m->vp.dobjs != 1))
+		/* (the reservation against what the commit moved: an overwrite frees) */
+		s3_user_usage(q, m->vp.dbytes - (int64_t)m->e.size, m->vp.dobjs - 1, NULL);
+	s3_vplan_collect(q, &m->vp, m->shard);
 	dead_queue(q, m);
 	drop_upload_object(q, m);
 	rgw_entry_etag(&m->e, etag, sizeof(etag));
@@ -800,7 +800,10 @@ cm_committed(void *arg, int rc)
 	rgw_str_adds(&x, "</Key><ETag>");
 	rgw_str_xml(&x, etag, strlen(etag));
 	rgw_str_adds(&x, "</ETag></CompleteMultipartUploadResult>");
-	s3_respond_xml(q, 200, NULL, &x);
+	if (s3_vmode(&q->b) != S3_V_NEVER)
+		snprintf(hd, sizeof(hd), "x-amz-version-id: %s\r\n",
+			 m->e.vid[0] ? m->e.vid : "null");
+	s3_respond_xml(q, 200, hd[0] ? hd : NULL, &x);
 	rgw_str_fini(&x);
 }
 
@@ -830,9 +833,9 @@ static void
 cm_commit(struct s3_req *q)
 {
 	struct mp *m = q->op;
-	const struct cairn_kv *u = found(m, &m->ukey), *cur = found(m, &m->ekey);
+	const struct cairn_kv *u = found(m, &m->ukey);
 	cairn_op_t *op;
-	uint8_t dv[RGW_DEAD_VLEN];
+	int rc;
 
 	if (!m->reserved && s3_user_quota_applies(q)) {
 		/* (the user's quota takes the object first, bounded) */
@@ -843,8 +846,13 @@ cm_commit(struct s3_req *q)
 		return;
 	}
 
-	rgw_entry_fini(&m->old);
-	m->have_old = cur && rgw_entry_decode(cur->val, cur->vlen, &m->old) == 0;
+	if ((rc = s3_vplan_put(&m->vp, &q->b, q->key, q->key_len, &m->vr, m->enc.p, m->enc.len,
+			       &m->e))) {
+		drop_manifest(q, m);
+		cm_fail(q, rc == -ENOMEM ? 503 : 500, rc == -ENOMEM ? "SlowDown" : "InternalError",
+			rc == -ENOMEM ? "out of memory" : "the index entry is damaged");
+		return;
+	}
 	if (!(op = cairn_op_create())) {
 		drop_manifest(q, m);
 		cm_fail(q, 503, "SlowDown", "out of memory");
@@ -852,19 +860,9 @@ cm_commit(struct s3_req *q)
 	}
 	s3_shard_guard(q, op);
 	cairn_op_omap_cmp(op, u->key, u->klen, CAIRN_CMP_EQ, u->val, u->vlen);
-	if (cur)
-		cairn_op_omap_cmp(op, m->ekey.p, m->ekey.len, CAIRN_CMP_EQ, cur->val, cur->vlen);
-	else
-		cairn_op_omap_cmp(op, m->ekey.p, m->ekey.len, CAIRN_CMP_ABSENT, NULL, 0);
-	cairn_op_omap_set(op, m->ekey.p, m->ekey.len, m->enc.p, m->enc.len);
+	s3_vplan_ops(&m->vp, op);
 	dead_into(m, op);
-	if (m->have_old) {
-		s3_dead_marker(m->old.inst, m->old.size, m->old.flags & RGW_ENTRY_MULTIPART,
-			       m->okey, dv);
-		cairn_op_omap_set(op, m->okey, strlen(m->okey), dv, sizeof(dv));
-	}
-	s3_usage_op(q, op, (int64_t)m->e.size - (m->have_old ? (int64_t)m->old.size : 0),
-		    m->have_old ? 0 : 1);
+	s3_usage_op(q, op, m->vp.dbytes, m->vp.dobjs);
 	cairn_op_omap_rm(op, u->key, u->klen);
 	s3_submit(q, q->g->meta, m->shard, op, cm_committed);
 }
@@ -975,6 +973,9 @@ cm_loaded(struct s3_req *q)
 	m->e.size = total;
 	m->e.mtime_ns = rgw__now_ns();
 	m->e.owner = q->uid;
+	m->e.vid[0] = '\0';
+	if (s3_vmode(&q->b) == S3_V_ENABLED)
+		rgw_vid_make(m->e.mtime_ns, m->e.vid);
 	if (!(mp = calloc(m->nwant, sizeof(*mp))) || !(md = EVP_MD_CTX_new())) {
 		free(mp);
 		cm_fail(q, 503, "SlowDown", "out of memory");

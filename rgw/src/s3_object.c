@@ -98,6 +98,16 @@ cur_found(const struct cur *c)
 	return !c->rval && c->n == 1;
 }
 
+/* Whether the key's latest version, as read, is an object (not a delete marker). */
+static bool
+latest_object(const struct s3_vread *r)
+{
+	const struct cairn_kv *c = s3_vread_cur(r);
+	int f = c ? rgw_entry_raw_flags(c->val, c->vlen) : -1;
+
+	return c && !(f > 0 && (f & RGW_ENTRY_DELETE_MARKER));
+}
+
 /* ---- PUT ---- */
 
 struct chunk {
@@ -109,12 +119,13 @@ struct chunk {
 };
 
 struct put {
-	struct cur c;
+	struct cur c;       /* (the shard's range, read again on a retry) */
+	struct s3_vread vr; /* the key's latest entry (and null pointer), as read */
+	struct s3_vplan vp; /* the commit's compares and writes */
 	struct rgw_entry e;
 	struct rgw_str ekey, enc, pval;
 	char shard[128];
 	char pkey[40];
-	char dkey[64];
 	uint64_t expect;
 	uint64_t got;
 	struct chunk ch[RGW_PUT_INFLIGHT + 1];
@@ -150,7 +161,6 @@ struct put {
 	bool reserving, reserved, committed;
 	/* the shard ops (prepare, commit), batched with other requests' (batch.c) */
 	struct rgw_batch_item bi;
-	uint8_t dval[RGW_DEAD_VLEN];
 };
 
 void
@@ -265,6 +275,8 @@ put_free(struct s3_req *q)
 			      NULL); /* (the upload failed: give back) */
 	cur_reset(&p->c);
 	free(p->c.want.key);
+	s3_vplan_fini(&p->vp);
+	s3_vread_fini(&p->vr);
 	rgw_str_fini(&p->ekey);
 	rgw_str_fini(&p->enc);
 	rgw_str_fini(&p->pval);
@@ -305,7 +317,8 @@ put_fail(struct s3_req *q, int status, const char *code, const char *msg)
 
 static void put_commit(struct s3_req *q);
 static void put_maybe_finish(struct s3_req *q);
-static void put_answer_hdrs(const struct put *p, const char *etag, char *hd, size_t len);
+static void put_answer_hdrs(const struct s3_req *q, const struct put *p, const char *etag, char *hd,
+			    size_t len);
 static void copy_answer(struct s3_req *q, const char *el, const char *etag);
 
 static void
@@ -331,11 +344,11 @@ recheck_done(void *arg, int rc)
 		put_abort(q, 404, "NoSuchBucket", "the bucket was deleted during the upload");
 		return;
 	}
-	if (rc) {
+	if (rc || (rc = s3_vread_rc(&p->vr))) {
 		put_abort(q, 500, "InternalError", "reading the index entry again failed");
 		return;
 	}
-	if (p->if_none && cur_found(&p->c)) {
+	if (p->if_none && latest_object(&p->vr)) {
 		put_abort(q, 412, "PreconditionFailed",
 			  "an object exists under this key (If-None-Match)");
 		return;
@@ -348,7 +361,7 @@ commit_done(void *arg, int rc)
 {
 	struct s3_req *q = arg;
 	struct put *p = q->op;
-	char etag[64], hd[160];
+	char etag[64], hd[200];
 	cairn_op_t *op;
 
 	q->pending--;
@@ -361,7 +374,7 @@ commit_done(void *arg, int rc)
 		}
 		cairn_op_getxattr(op, "rgw.range", p->c.range, sizeof(p->c.range), &p->c.rlen,
 				  &p->c.rrval);
-		cairn_op_omap_get(op, &p->c.want, 1, &p->c.kvs, &p->c.n, &p->c.rval);
+		s3_vread_op(&p->vr, op);
 		if (rgw__aio(q->t, q->g->meta, p->shard, op, recheck_done, q)) {
 			put_abort(q, 503, "SlowDown", "cannot submit");
 			return;
@@ -381,17 +394,16 @@ commit_done(void *arg, int rc)
 	}
 	p->finished = true;
 	p->committed = true;
-	if (p->reserved && p->have_old)
-		s3_user_usage(q, -(int64_t)p->old.size, -1, NULL); /* (what the overwrite freed) */
-	if (p->have_old)
-		rgw__gc_add(q->g, q->b.id, p->shard, p->dkey, strlen(p->dkey), p->old.inst,
-			    p->old.size, p->old.flags & RGW_ENTRY_MULTIPART);
+	if (p->reserved && (p->vp.dbytes != (int64_t)p->expect || p->vp.dobjs != 1))
+		/* (the reservation against what the commit moved: an overwrite frees) */
+		s3_user_usage(q, p->vp.dbytes - (int64_t)p->expect, p->vp.dobjs - 1, NULL);
+	s3_vplan_collect(q, &p->vp, p->shard);
 	rgw_entry_etag(&p->e, etag, sizeof(etag));
 	if (p->cp) {
 		copy_answer(q, "CopyObjectResult", etag);
 		return;
 	}
-	put_answer_hdrs(p, etag, hd, sizeof(hd));
+	put_answer_hdrs(q, p, etag, hd, sizeof(hd));
 	s3_respond_xml(q, 200, hd, NULL);
 }
 
@@ -401,7 +413,8 @@ copy_answer(struct s3_req *q, const char *el, const char *etag)
 {
 	struct put *p = q->op;
 	struct rgw_str x;
-	char when[40], ckel[32];
+	char when[40], ckel[32], hd[128];
+	int hn = 0;
 
 	rgw__iso8601(p->e.mtime_ns, when, sizeof(when));
 	rgw_str_init(&x);
@@ -418,19 +431,31 @@ copy_answer(struct s3_req *q, const char *el, const char *etag)
 		rgw_str_addf(&x, "<Checksum%s>%s</Checksum%s>", ckel, p->e.ck, ckel);
 	}
 	rgw_str_addf(&x, "</%s>", el);
-	s3_respond_xml(q, 200, NULL, &x);
+	hd[0] = '\0';
+	if (p->cp->cs.version || s3_vmode(&p->cp->sb) != S3_V_NEVER)
+		hn = snprintf(hd, sizeof(hd), "x-amz-copy-source-version-id: %s\r\n",
+			      p->cp->e.vid[0] ? p->cp->e.vid : "null");
+	if (!p->part && s3_vmode(&q->b) != S3_V_NEVER)
+		snprintf(hd + hn, sizeof(hd) - (size_t)hn, "x-amz-version-id: %s\r\n",
+			 p->e.vid[0] ? p->e.vid : "null");
+	s3_respond_xml(q, 200, hd[0] ? hd : NULL, &x);
 	rgw_str_fini(&x);
 }
 
-/* A PUT's answer: its ETag, and its checksum when one was given. */
+/* A PUT's answer: its ETag, its checksum when one was given, its version in a versioned bucket. */
 static void
-put_answer_hdrs(const struct put *p, const char *etag, char *hd, size_t len)
+put_answer_hdrs(const struct s3_req *q, const struct put *p, const char *etag, char *hd, size_t len)
 {
+	int n;
+
 	if (p->e.ck_alg)
-		snprintf(hd, len, "ETag: %s\r\n%s: %s\r\n", etag,
-			 rgw_cksum_header((enum rgw_cksum_alg)p->e.ck_alg), p->e.ck);
+		n = snprintf(hd, len, "ETag: %s\r\n%s: %s\r\n", etag,
+			     rgw_cksum_header((enum rgw_cksum_alg)p->e.ck_alg), p->e.ck);
 	else
-		snprintf(hd, len, "ETag: %s\r\n", etag);
+		n = snprintf(hd, len, "ETag: %s\r\n", etag);
+	if (!p->part && s3_vmode(&q->b) != S3_V_NEVER && n > 0 && (size_t)n < len)
+		snprintf(hd + n, len - (size_t)n, "x-amz-version-id: %s\r\n",
+			 p->e.vid[0] ? p->e.vid : "null");
 }
 
 static void
@@ -457,7 +482,7 @@ part_commit_done(void *arg, int rc)
 		copy_answer(q, "CopyPartResult", etag);
 		return;
 	}
-	put_answer_hdrs(p, etag, hd, sizeof(hd));
+	put_answer_hdrs(q, p, etag, hd, sizeof(hd));
 	s3_respond_xml(q, 200, hd, NULL);
 }
 
@@ -507,14 +532,7 @@ commit_build(void *arg, cairn_op_t *op, bool alone)
 
 	if (alone)
 		s3_shard_guard(q, op);
-	if (cur_found(&p->c))
-		cairn_op_omap_cmp(op, p->ekey.p, p->ekey.len, CAIRN_CMP_EQ, p->c.kvs[0].val,
-				  p->c.kvs[0].vlen);
-	else
-		cairn_op_omap_cmp(op, p->ekey.p, p->ekey.len, CAIRN_CMP_ABSENT, NULL, 0);
-	cairn_op_omap_set(op, p->ekey.p, p->ekey.len, p->enc.p, p->enc.len);
-	if (p->have_old)
-		cairn_op_omap_set(op, p->dkey, strlen(p->dkey), p->dval, sizeof(p->dval));
+	s3_vplan_ops(&p->vp, op);
 	if (alone)
 		s3_usage_op(q, op, p->bi.dbytes, p->bi.dobjs);
 	cairn_op_omap_rm(op, p->pkey, strlen(p->pkey));
@@ -544,6 +562,8 @@ static void
 put_commit(struct s3_req *q)
 {
 	struct put *p = q->op;
+	const struct cairn_kv *cur = s3_vread_cur(&p->vr);
+	int rc;
 
 	if (p->part) {
 		part_commit(q);
@@ -551,21 +571,29 @@ put_commit(struct s3_req *q)
 	}
 	rgw_entry_fini(&p->old);
 	p->have_old = false;
-	if (cur_found(&p->c) && rgw_entry_decode(p->c.kvs[0].val, p->c.kvs[0].vlen, &p->old) == 0)
+	if (cur && rgw_entry_decode(cur->val, cur->vlen, &p->old) == 0)
 		p->have_old = true;
 	if (p->have_old && !memcmp(p->old.inst, p->e.inst, 16)) {
 		/* (our own commit, applied though its answer said otherwise: done) */
 		p->have_old = false;
+		s3_vplan_fini(&p->vp);
+		s3_vplan_zero(&p->vp);
+		p->vp.dbytes = (int64_t)p->expect;
+		p->vp.dobjs = 1; /* (what it moved is not known again: the reservation stays) */
 		q->pending++;
 		commit_done(q, 0);
 		return;
 	}
-	if (p->have_old)
-		s3_dead_marker(p->old.inst, p->old.size, p->old.flags & RGW_ENTRY_MULTIPART,
-			       p->dkey, p->dval);
+	if ((rc = s3_vplan_put(&p->vp, &q->b, q->key, q->key_len, &p->vr, p->enc.p, p->enc.len,
+			       &p->e))) {
+		put_abort(q, rc == -ENOMEM ? 503 : 500,
+			  rc == -ENOMEM ? "SlowDown" : "InternalError",
+			  rc == -ENOMEM ? "out of memory" : "the index entry is damaged");
+		return;
+	}
 	p->bi.usage = true;
-	p->bi.dbytes = (int64_t)p->e.size - (p->have_old ? (int64_t)p->old.size : 0);
-	p->bi.dobjs = p->have_old ? 0 : 1;
+	p->bi.dbytes = p->vp.dbytes;
+	p->bi.dobjs = p->vp.dobjs;
 	put_item(q, commit_build, commit_done);
 }
 
@@ -962,7 +990,12 @@ prepare_done(void *arg, int rc)
 		s3_error_rc(q, rc, "preparing the index entry");
 		return;
 	}
-	if (p->if_none && cur_found(&p->c)) {
+	if (!p->part && (rc = s3_vread_rc(&p->vr))) {
+		rgw_req_close_after(q->r);
+		s3_error_rc(q, rc, "reading the index entry");
+		return;
+	}
+	if (p->if_none && latest_object(&p->vr)) {
 		put_abort(q, 412, "PreconditionFailed",
 			  "an object exists under this key (If-None-Match)");
 		return;
@@ -1386,12 +1419,14 @@ put_prepare(struct s3_req *q)
 		rgw_str_add(&p->pval, t, 8);
 		rgw_str_add(&p->pval, q->key, q->key_len);
 	}
-	if (p->ekey.oom || p->pval.oom || !(p->c.want.key = malloc(p->ekey.len))) {
+	if (p->ekey.oom || p->pval.oom ||
+	    s3_vread_init(&p->vr, q->key, q->key_len, s3_vmode(&q->b) == S3_V_SUSPENDED, NULL,
+			  false)) {
 		s3_error(q, 503, "SlowDown", "out of memory");
 		return;
 	}
-	memcpy(p->c.want.key, p->ekey.p, p->ekey.len);
-	p->c.want.klen = p->ekey.len;
+	if (!p->part && s3_vmode(&q->b) == S3_V_ENABLED)
+		rgw_vid_make(rgw__now_ns(), p->e.vid);
 	if (!p->part && s3_user_quota_applies(q)) {
 		/* The user's quota: its usage counter takes the upload first (bounded). */
 		if ((rc = s3_user_usage(q, (int64_t)p->expect, 1, reserve_done))) {
@@ -1435,8 +1470,7 @@ prepare_build(void *arg, cairn_op_t *op, bool alone)
 
 	if (alone)
 		s3_shard_guard(q, op);
-	cur_reset(&p->c); /* (a batch that failed may have filled it) */
-	cairn_op_omap_get(op, &p->c.want, 1, &p->c.kvs, &p->c.n, &p->c.rval);
+	s3_vread_op(&p->vr, op); /* (a batch that failed may have filled it: freed first) */
 	cairn_op_omap_set(op, p->pkey, strlen(p->pkey), p->pval.p, p->pval.len);
 }
 
@@ -1498,6 +1532,9 @@ struct get {
 	uint8_t *mbuf; /* the manifest, as read */
 	size_t mlen;
 	int mrval;
+	struct s3_vread vr;
+	const char *vid; /* ?versionId= ("null" or an id), or NULL: the latest */
+	bool second;     /* the null version's record is read (by its pointer) */
 };
 
 static void
@@ -1509,6 +1546,7 @@ get_free(struct s3_req *q)
 		return;
 	cur_reset(&g->c);
 	free(g->c.want.key);
+	s3_vread_fini(&g->vr);
 	rgw_entry_fini(&g->e);
 	for (int i = 0; i < RGW_GET_AHEAD; i++)
 		rgw__buf_put(q->t, g->s[i].buf);
@@ -1662,6 +1700,8 @@ entry_headers(struct rgw_str *h, const struct rgw_entry *e, const struct s3_req 
 	/* (a checksum covers the whole object: none on a range, as S3) */
 	if (whole && e->ck_alg && mode && !strcasecmp(mode, "ENABLED"))
 		add_hdr(h, rgw_cksum_header((enum rgw_cksum_alg)e->ck_alg), e->ck);
+	if (e->vid[0] || s3_vmode(&q->b) != S3_V_NEVER)
+		add_hdr(h, "x-amz-version-id", e->vid[0] ? e->vid : "null");
 }
 
 static void get_respond(struct s3_req *q);
@@ -1692,28 +1732,72 @@ lookup_done(void *arg, int rc)
 {
 	struct s3_req *q = arg;
 	struct get *g = q->op;
+	const struct cairn_kv *e;
+	char sk[RGW_VID_LEN + 1] = "";
 
 	q->pending--;
 	if (rc == -ENOENT) {
 		s3_error(q, 404, "NoSuchBucket", "the bucket does not exist");
 		return;
 	}
+	if (!rc)
+		rc = g->second ? g->c.rval : s3_vread_rc(&g->vr);
 	if (rc) {
 		s3_error_rc(q, rc, "reading the index entry");
 		return;
 	}
-	if (!cur_found(&g->c)) {
+	if (g->second)
+		e = cur_found(&g->c) ? &g->c.kvs[0] : NULL;
+	else
+		e = s3_vread_pick(&g->vr, g->vid, sk);
+	if (!e && !g->second && sk[0]) {
+		/* The null version is an older one: its record, by the pointer's sort key. */
+		struct rgw_str k;
+		cairn_op_t *op;
+
+		rgw_str_init(&k);
+		s3_version_key(q->key, q->key_len, sk, &k);
+		free(g->c.want.key);
+		g->c.want.key = rgw_str_take(&k, &g->c.want.klen);
+		if (!g->c.want.key || !(op = cairn_op_create())) {
+			s3_error(q, 503, "SlowDown", "out of memory");
+			return;
+		}
+		g->second = true;
+		cairn_op_omap_get(op, &g->c.want, 1, &g->c.kvs, &g->c.n, &g->c.rval);
+		s3_submit(q, q->g->meta, g->shard, op, lookup_done);
+		return;
+	}
+	if (!e) {
 		/* (S3: who may not list the bucket learns nothing about its keys) */
 		if (!s3_allow_bucket(q, &q->b, S3_P_READ))
 			s3_deny(q);
+		else if (g->vid)
+			s3_error(q, 404, "NoSuchVersion", "the specified version does not exist");
 		else
 			s3_error(q, 404, "NoSuchKey", "the specified key does not exist");
 		return;
 	}
-	if (rgw_entry_decode(g->c.kvs[0].val, g->c.kvs[0].vlen, &g->e)) {
+	if (rgw_entry_decode(e->val, e->vlen, &g->e)) {
 		CM_ERR("%s: bucket %s key %.*s: the index entry does not decode", rgw_req_id(q->r),
 		       q->bucket, (int)q->key_len, q->key);
 		s3_error(q, 500, "InternalError", "the index entry is damaged");
+		return;
+	}
+	if (g->e.flags & RGW_ENTRY_DELETE_MARKER) {
+		char hd[96];
+
+		if (!s3_allow_bucket(q, &q->b, S3_P_READ)) {
+			s3_deny(q);
+			return;
+		}
+		snprintf(hd, sizeof(hd), "x-amz-delete-marker: true\r\nx-amz-version-id: %s\r\n",
+			 g->e.vid[0] ? g->e.vid : "null");
+		if (g->vid)
+			s3_error_hdrs(q, 405, "MethodNotAllowed",
+				      "the specified version is a delete marker", hd);
+		else
+			s3_error_hdrs(q, 404, "NoSuchKey", "the specified key does not exist", hd);
 		return;
 	}
 	if (!s3_allow_object(q, &q->b, &g->e, S3_P_READ)) {
@@ -1828,7 +1912,6 @@ static void
 get_loaded(struct s3_req *q)
 {
 	struct get *g = calloc(1, sizeof(*g));
-	struct rgw_str k;
 	cairn_op_t *op;
 	int rc;
 
@@ -1840,15 +1923,19 @@ get_loaded(struct s3_req *q)
 	q->op = g;
 	q->op_free = get_free;
 	/* (access is the object's ACL's: checked once the entry is read) */
-	rgw_str_init(&k);
-	s3_entry_key(q->key, q->key_len, &k);
-	g->c.want.key = rgw_str_take(&k, &g->c.want.klen);
-	if (!g->c.want.key || !(op = cairn_op_create())) {
+	g->vid = rgw_uri_q(&q->u, "versionId");
+	if (g->vid && strcmp(g->vid, "null") && !rgw_vid_ok(g->vid)) {
+		s3_error(q, 400, "InvalidArgument", "invalid version id specified");
+		return;
+	}
+	if (s3_vread_init(&g->vr, q->key, q->key_len, g->vid && !strcmp(g->vid, "null"),
+			  g->vid && strcmp(g->vid, "null") ? g->vid : NULL, false) ||
+	    !(op = cairn_op_create())) {
 		s3_error(q, 503, "SlowDown", "out of memory");
 		return;
 	}
 	s3_shard_oid(&q->b, q->key, q->key_len, g->shard, sizeof(g->shard));
-	cairn_op_omap_get(op, &g->c.want, 1, &g->c.kvs, &g->c.n, &g->c.rval);
+	s3_vread_op(&g->vr, op);
 	if ((rc = rgw__aio(q->t, q->g->meta, g->shard, op, lookup_done, q))) {
 		s3_error_rc(q, rc, "reading the index entry");
 		return;
@@ -1863,17 +1950,24 @@ typedef void (*del_cb)(struct del *d, int rc);
 
 struct del {
 	struct s3_req *q;
-	struct cur c;
+	struct s3_vread vr;
+	struct s3_vplan vp;
 	char shard[128];
-	char dkey[64];
-	struct rgw_entry old;
 	int tries;
 	del_cb cb;
 	void *arg;
+	char ekey[RGW_KEY_MAX + 1]; /* the entry key (the batch's same-key rule) */
+	size_t eklen;
 	char *key;
 	size_t klen;
+	char vid[RGW_VID_LEN + 1]; /* the version to remove ("null" too), or "" */
+	bool by_vid;
+	struct rgw_entry dm; /* a new delete marker */
+	struct rgw_str dmenc;
 	struct rgw_batch_item bi;
-	uint8_t dval[RGW_DEAD_VLEN];
+	/* the answer: the version removed or the delete marker made */
+	char out_vid[RGW_VID_LEN + 1];
+	bool out_has_vid, out_dm;
 };
 
 static void del_step(struct del *d);
@@ -1881,10 +1975,11 @@ static void del_step(struct del *d);
 static void
 del_fini(struct del *d)
 {
-	cur_reset(&d->c);
-	free(d->c.want.key);
-	rgw_entry_fini(&d->old);
-	memset(&d->c, 0, sizeof(d->c));
+	s3_vplan_fini(&d->vp);
+	s3_vread_fini(&d->vr);
+	rgw_str_fini(&d->dmenc);
+	free(d->key);
+	d->key = NULL;
 }
 
 static void
@@ -1895,15 +1990,13 @@ del_swapped(void *arg, int rc)
 
 	q->pending--;
 	if (rc == -ECANCELED && ++d->tries < CAS_TRIES) {
-		cur_reset(&d->c);
 		del_step(d);
 		return;
 	}
 	if (!rc) {
-		rgw__gc_add(q->g, q->b.id, d->shard, d->dkey, strlen(d->dkey), d->old.inst,
-			    d->old.size, d->old.flags & RGW_ENTRY_MULTIPART);
-		if (s3_user_quota_applies(q))
-			s3_user_usage(q, -(int64_t)d->old.size, -1, NULL);
+		s3_vplan_collect(q, &d->vp, d->shard);
+		if (s3_user_quota_applies(q) && (d->vp.dbytes || d->vp.dobjs))
+			s3_user_usage(q, d->vp.dbytes, d->vp.dobjs, NULL);
 	}
 	d->cb(d, rc);
 }
@@ -1916,7 +2009,7 @@ del_guard(void *arg, cairn_op_t *op)
 	s3_shard_guard(d->q, op);
 }
 
-/* The delete's sub-ops: the entry removed if unchanged, a dead marker for its data. */
+/* The delete's sub-ops: the plan's compares and writes (dead markers for the data it frees). */
 static void
 del_build(void *arg, cairn_op_t *op, bool alone)
 {
@@ -1924,10 +2017,7 @@ del_build(void *arg, cairn_op_t *op, bool alone)
 
 	if (alone)
 		s3_shard_guard(d->q, op);
-	cairn_op_omap_cmp(op, d->c.want.key, d->c.want.klen, CAIRN_CMP_EQ, d->c.kvs[0].val,
-			  d->c.kvs[0].vlen);
-	cairn_op_omap_rm(op, d->c.want.key, d->c.want.klen);
-	cairn_op_omap_set(op, d->dkey, strlen(d->dkey), d->dval, sizeof(d->dval));
+	s3_vplan_ops(&d->vp, op);
 	if (alone)
 		s3_usage_op(d->q, op, d->bi.dbytes, d->bi.dobjs);
 }
@@ -1937,34 +2027,72 @@ del_read(void *arg, int rc)
 {
 	struct del *d = arg;
 	struct s3_req *q = d->q;
+	enum s3_vmode mode = s3_vmode(&q->b);
 
 	q->pending--;
+	if (!rc)
+		rc = s3_vread_rc(&d->vr);
 	if (rc) {
 		d->cb(d, rc);
 		return;
 	}
-	if (!cur_found(&d->c)) {
-		d->cb(d, 0); /* (S3: deleting what is not there succeeds) */
-		return;
+	d->out_has_vid = false;
+	d->out_dm = false;
+	if (d->by_vid) {
+		if ((rc = s3_vplan_delete(&d->vp, d->key, d->klen, &d->vr, d->vid))) {
+			d->cb(d, rc);
+			return;
+		}
+		d->out_has_vid = true;
+		snprintf(d->out_vid, sizeof(d->out_vid), "%s", d->vid);
+		d->out_dm = d->vp.found && d->vp.old_dm;
+		if (!d->vp.found) {
+			d->cb(d, 0); /* (S3: deleting what is not there succeeds) */
+			return;
+		}
+	} else if (mode == S3_V_NEVER) {
+		if (!s3_vread_cur(&d->vr)) {
+			d->cb(d, 0);
+			return;
+		}
+		if ((rc = s3_vplan_put(&d->vp, &q->b, d->key, d->klen, &d->vr, NULL, 0, NULL))) {
+			d->cb(d, rc);
+			return;
+		}
+	} else {
+		/* A delete marker becomes the latest version. */
+		memset(&d->dm, 0, sizeof(d->dm));
+		d->dm.flags = RGW_ENTRY_DELETE_MARKER;
+		d->dm.mtime_ns = rgw__now_ns();
+		d->dm.owner = q->uid;
+		if (mode == S3_V_ENABLED)
+			rgw_vid_make(d->dm.mtime_ns, d->dm.vid);
+		rgw_str_reset(&d->dmenc);
+		rgw_entry_encode(&d->dm, &d->dmenc);
+		if (d->dmenc.oom) {
+			d->cb(d, -ENOMEM);
+			return;
+		}
+		if ((rc = s3_vplan_put(&d->vp, &q->b, d->key, d->klen, &d->vr, d->dmenc.p,
+				       d->dmenc.len, &d->dm))) {
+			d->cb(d, rc);
+			return;
+		}
+		d->out_has_vid = true;
+		d->out_dm = true;
+		snprintf(d->out_vid, sizeof(d->out_vid), "%s", d->dm.vid[0] ? d->dm.vid : "null");
 	}
-	rgw_entry_fini(&d->old);
-	if (rgw_entry_decode(d->c.kvs[0].val, d->c.kvs[0].vlen, &d->old)) {
-		d->cb(d, -EBADMSG);
-		return;
-	}
-	s3_dead_marker(d->old.inst, d->old.size, d->old.flags & RGW_ENTRY_MULTIPART, d->dkey,
-		       d->dval);
 	d->bi = (struct rgw_batch_item){ .io = q->g->meta,
 					 .oid = d->shard,
-					 .key = d->c.want.key,
-					 .klen = d->c.want.klen,
+					 .key = d->ekey,
+					 .klen = d->eklen,
 					 .build = del_build,
 					 .guard = del_guard,
 					 .done = del_swapped,
 					 .arg = d,
 					 .usage = true,
-					 .dbytes = -(int64_t)d->old.size,
-					 .dobjs = -1,
+					 .dbytes = d->vp.dbytes,
+					 .dobjs = d->vp.dobjs,
 					 .quota_bytes = q->b.quota_bytes,
 					 .quota_objects = q->b.quota_objects };
 	q->pending++;
@@ -1982,7 +2110,7 @@ del_step(struct del *d)
 		d->cb(d, -ENOMEM);
 		return;
 	}
-	cairn_op_omap_get(op, &d->c.want, 1, &d->c.kvs, &d->c.n, &d->c.rval);
+	s3_vread_op(&d->vr, op);
 	if ((rc = rgw__aio(q->t, q->g->meta, d->shard, op, del_read, d))) {
 		d->cb(d, rc);
 		return;
@@ -1990,18 +2118,41 @@ del_step(struct del *d)
 	q->pending++;
 }
 
+/*
+ * Delete key (vid: the version to remove, "null" too; NULL: the latest, which in a
+ * versioned bucket becomes a delete marker). \return 0 (cb will be called), -EINVAL (a bad
+ * key or version id), -ENOMEM.
+ */
 static int
-del_start(struct s3_req *q, struct del *d, const char *key, size_t klen, del_cb cb)
+del_start(struct s3_req *q, struct del *d, const char *key, size_t klen, const char *vid, del_cb cb)
 {
-	struct rgw_str k;
+	enum s3_vmode mode = s3_vmode(&q->b);
+	bool null = vid && !strcmp(vid, "null");
 
-	memset(&d->c, 0, sizeof(d->c));
+	s3_vplan_zero(&d->vp);
+	memset(&d->vr, 0, sizeof(d->vr));
+	rgw_str_init(&d->dmenc);
+	d->key = NULL;
 	d->q = q;
 	d->cb = cb;
 	d->tries = 0;
-	rgw_str_init(&k);
-	s3_entry_key(key, klen, &k);
-	if (!(d->c.want.key = rgw_str_take(&k, &d->c.want.klen)))
+	if (!klen || klen > RGW_KEY_MAX || !rgw_key_ok(key, klen) ||
+	    (vid && !null && !rgw_vid_ok(vid)))
+		return -EINVAL;
+	d->by_vid = vid != NULL;
+	snprintf(d->vid, sizeof(d->vid), "%s", vid ? vid : "");
+	memcpy(d->ekey, key, klen);
+	d->ekey[klen] = '\0';
+	d->eklen = klen + 1;
+	if (!(d->key = malloc(klen)))
+		return -ENOMEM;
+	memcpy(d->key, key, klen);
+	d->klen = klen;
+	/* (by id: the null pointer (an older null version may be promoted), the id's record and the
+	 * newest record too; a delete marker in a suspended bucket replaces the null version,
+	 * wherever it is) */
+	if (s3_vread_init(&d->vr, key, klen, vid || mode == S3_V_SUSPENDED,
+			  vid && !null ? vid : NULL, vid != NULL))
 		return -ENOMEM;
 	s3_shard_oid(&q->b, key, klen, d->shard, sizeof(d->shard));
 	del_step(d);
@@ -2024,6 +2175,7 @@ static void
 del_one_done(struct del *d, int rc)
 {
 	struct s3_req *q = d->q;
+	char hd[96] = "";
 
 	if (rc == -ENOENT || rc == -ECANCELED) {
 		s3_bucket_forget(q->g, q->bucket);
@@ -2036,13 +2188,17 @@ del_one_done(struct del *d, int rc)
 		s3_error_rc(q, rc, "deleting the object");
 		return;
 	}
-	s3_respond_xml(q, 204, NULL, NULL);
+	if (d->out_has_vid)
+		snprintf(hd, sizeof(hd), "x-amz-version-id: %s\r\n%s", d->out_vid,
+			 d->out_dm ? "x-amz-delete-marker: true\r\n" : "");
+	s3_respond_xml(q, 204, hd[0] ? hd : NULL, NULL);
 }
 
 static void
 delete_loaded(struct s3_req *q)
 {
 	struct del *d = calloc(1, sizeof(*d));
+	int rc;
 
 	q->op_name = "DeleteObject";
 	if (!d) {
@@ -2055,8 +2211,10 @@ delete_loaded(struct s3_req *q)
 		s3_deny(q);
 		return;
 	}
-	if (del_start(q, d, q->key, q->key_len, del_one_done))
-		s3_error(q, 503, "SlowDown", "out of memory");
+	if ((rc = del_start(q, d, q->key, q->key_len, rgw_uri_q(&q->u, "versionId"), del_one_done)))
+		s3_error(q, rc == -EINVAL ? 400 : 503,
+			 rc == -EINVAL ? "InvalidArgument" : "SlowDown",
+			 rc == -EINVAL ? "invalid version id specified" : "out of memory");
 }
 
 /* ---- DeleteObjects ---- */
@@ -2070,6 +2228,12 @@ struct mdel {
 	bool quiet;
 	struct del d[MULTI_PAR];
 	int *rcs;
+
+	struct mres {
+		char vid[RGW_VID_LEN + 1];
+		bool has_vid, dm;
+	} * res;
+
 	bool busy[MULTI_PAR];
 	bool pumping, again; /* (a delete that fails at once calls back into the pump) */
 };
@@ -2086,6 +2250,7 @@ mdel_free(struct s3_req *q)
 	rgw_xml_free(m->x);
 	free(m->objs);
 	free(m->rcs);
+	free(m->res);
 	free(m);
 	q->op = NULL;
 }
@@ -2102,6 +2267,9 @@ mdel_one(struct del *d, int rc)
 	size_t idx = (size_t)(uintptr_t)d->arg;
 
 	m->rcs[idx] = rc;
+	memcpy(m->res[idx].vid, d->out_vid, sizeof(d->out_vid));
+	m->res[idx].has_vid = d->out_has_vid;
+	m->res[idx].dm = d->out_dm;
 	m->busy[d - m->d] = false;
 	m->done++;
 	del_fini(d);
@@ -2143,8 +2311,9 @@ mdel_fill(struct s3_req *q)
 		m->d[i].arg = (void *)(uintptr_t)m->next;
 		m->busy[i] = true;
 		m->next++;
-		if (!key || !*key || strlen(key) > RGW_KEY_MAX ||
-		    del_start(q, &m->d[i], key, strlen(key), mdel_one)) {
+		if (!key ||
+		    del_start(q, &m->d[i], key, strlen(key),
+			      rgw_xml_child_text(m->objs[m->next - 1], "VersionId"), mdel_one)) {
 			m->rcs[m->next - 1] = -EINVAL;
 			m->busy[i] = false;
 			m->done++;
@@ -2170,9 +2339,26 @@ mdel_answer(struct s3_req *q)
 		if (!m->rcs[i]) {
 			if (m->quiet)
 				continue;
+			const struct mres *r = &m->res[i];
+			const char *vid = rgw_xml_child_text(m->objs[i], "VersionId");
+
 			rgw_str_adds(&x, "<Deleted><Key>");
 			rgw_str_xml(&x, key, strlen(key));
-			rgw_str_adds(&x, "</Key></Deleted>");
+			rgw_str_adds(&x, "</Key>");
+			if (vid) {
+				rgw_str_adds(&x, "<VersionId>");
+				rgw_str_xml(&x, vid, strlen(vid));
+				rgw_str_adds(&x, "</VersionId>");
+				if (r->dm)
+					rgw_str_adds(&x, "<DeleteMarker>true</DeleteMarker>");
+			} else if (r->has_vid && r->dm) {
+				rgw_str_addf(
+					&x,
+					"<DeleteMarker>true</DeleteMarker><DeleteMarkerVersionId>"
+					"%s</DeleteMarkerVersionId>",
+					r->vid);
+			}
+			rgw_str_adds(&x, "</Deleted>");
 		} else {
 			rgw_str_adds(&x, "<Error><Key>");
 			rgw_str_xml(&x, key, strlen(key));
@@ -2214,7 +2400,8 @@ mdel_body(struct s3_req *q)
 	}
 	quiet = rgw_xml_child_text(m->x, "Quiet");
 	m->quiet = quiet && !strcasecmp(quiet, "true");
-	if (!(m->objs = calloc(n, sizeof(*m->objs))) || !(m->rcs = calloc(n, sizeof(int)))) {
+	if (!(m->objs = calloc(n, sizeof(*m->objs))) || !(m->rcs = calloc(n, sizeof(int))) ||
+	    !(m->res = calloc(n, sizeof(*m->res)))) {
 		s3_error(q, 503, "SlowDown", "out of memory");
 		return;
 	}
@@ -2243,9 +2430,9 @@ subresource(const struct s3_req *q)
 		const char *k = q->u.q[i].key;
 
 		if (strncmp(k, "X-Amz-", 6) && strncmp(k, "response-", 9) && strcmp(k, "x-id") &&
-		    !(strcmp(k, "versionId") == 0 && !strcmp(q->u.q[i].val, "null")) &&
-		    strcmp(k, "uploadId") && strcmp(k, "partNumber") && strcmp(k, "uploads") &&
-		    strcmp(k, "max-parts") && strcmp(k, "part-number-marker"))
+		    strcmp(k, "versionId") && strcmp(k, "uploadId") && strcmp(k, "partNumber") &&
+		    strcmp(k, "uploads") && strcmp(k, "max-parts") &&
+		    strcmp(k, "part-number-marker"))
 			return true;
 	}
 	return false;

@@ -18,10 +18,9 @@ CM_LOG_SUBSYS(rgw);
 #define TAGS_XML_MAX (64u << 10)
 
 struct tg {
-	struct cairn_kv want;
-	struct cairn_kv *kvs;
-	size_t n;
-	int rval;
+	struct s3_vread vr;         /* the key's latest entry, or its version's */
+	const char *vid;            /* ?versionId=, or NULL: the latest */
+	const struct cairn_kv *ent; /* the entry changed (in vr) */
 	char shard[128];
 	struct rgw_entry e;
 	bool have_e;
@@ -39,8 +38,7 @@ tg_free(struct s3_req *q)
 
 	if (!t)
 		return;
-	free(t->want.key);
-	cairn_kvs_free(t->kvs, t->n);
+	s3_vread_fini(&t->vr);
 	if (t->have_e)
 		rgw_entry_fini(&t->e);
 	rgw_str_fini(&t->tags);
@@ -104,6 +102,7 @@ tg_read_done(void *arg, int rc)
 	struct s3_req *q = arg;
 	struct tg *t = q->op;
 	cairn_op_t *op;
+	char sk[RGW_VID_LEN + 1];
 
 	q->pending--;
 	if (rc == -ENOENT) {
@@ -112,14 +111,23 @@ tg_read_done(void *arg, int rc)
 		return;
 	}
 	if (!rc)
-		rc = t->rval;
+		rc = s3_vread_rc(&t->vr);
 	if (rc) {
 		s3_error_rc(q, rc, "reading the index entry");
 		return;
 	}
-	if (t->n != 1) {
+	t->ent = s3_vread_pick(&t->vr, t->vid, sk);
+	if (!t->ent && sk[0]) {
+		s3_error(
+			q, 501, "NotImplemented",
+			"tags and ACLs of a null version that is not the latest are not supported");
+		return;
+	}
+	if (!t->ent) {
 		if (!s3_allow_bucket(q, &q->b, S3_P_READ))
 			s3_deny(q);
+		else if (t->vid)
+			s3_error(q, 404, "NoSuchVersion", "the specified version does not exist");
 		else
 			s3_error(q, 404, "NoSuchKey", "the specified key does not exist");
 		return;
@@ -127,13 +135,21 @@ tg_read_done(void *arg, int rc)
 	if (t->have_e)
 		rgw_entry_fini(&t->e);
 	t->have_e = false;
-	if (rgw_entry_decode(t->kvs[0].val, t->kvs[0].vlen, &t->e)) {
+	if (rgw_entry_decode(t->ent->val, t->ent->vlen, &t->e)) {
 		CM_ERR("%s: bucket %s key %.*s: the index entry does not decode", rgw_req_id(q->r),
 		       q->bucket, (int)q->key_len, q->key);
 		s3_error(q, 500, "InternalError", "the index entry is damaged");
 		return;
 	}
 	t->have_e = true;
+	if (t->e.flags & RGW_ENTRY_DELETE_MARKER) {
+		if (t->vid)
+			s3_error(q, 405, "MethodNotAllowed",
+				 "the specified version is a delete marker");
+		else
+			s3_error(q, 404, "NoSuchKey", "the specified key does not exist");
+		return;
+	}
 	if (!s3_allow_object(q, &q->b, &t->e, S3_P_OWNER)) {
 		s3_deny(q);
 		return;
@@ -165,9 +181,8 @@ tg_read_done(void *arg, int rc)
 		return;
 	}
 	s3_shard_guard(q, op);
-	cairn_op_omap_cmp(op, t->want.key, t->want.klen, CAIRN_CMP_EQ, t->kvs[0].val,
-			  t->kvs[0].vlen);
-	cairn_op_omap_set(op, t->want.key, t->want.klen, t->enc.p, t->enc.len);
+	cairn_op_omap_cmp(op, t->ent->key, t->ent->klen, CAIRN_CMP_EQ, t->ent->val, t->ent->vlen);
+	cairn_op_omap_set(op, t->ent->key, t->ent->klen, t->enc.p, t->enc.len);
 	s3_submit(q, q->g->meta, t->shard, op, tg_swapped);
 }
 
@@ -177,15 +192,11 @@ tg_read(struct s3_req *q)
 	struct tg *t = q->op;
 	cairn_op_t *op = cairn_op_create();
 
-	cairn_kvs_free(t->kvs, t->n);
-	t->kvs = NULL;
-	t->n = 0;
-	t->rval = 0;
 	if (!op) {
 		s3_error(q, 503, "SlowDown", "out of memory");
 		return;
 	}
-	cairn_op_omap_get(op, &t->want, 1, &t->kvs, &t->n, &t->rval);
+	s3_vread_op(&t->vr, op);
 	s3_submit(q, q->g->meta, t->shard, op, tg_read_done);
 }
 
@@ -193,7 +204,7 @@ static struct tg *
 tg_new(struct s3_req *q)
 {
 	struct tg *t = calloc(1, sizeof(*t));
-	struct rgw_str k;
+	const char *v = rgw_uri_q(&q->u, "versionId");
 
 	if (!t) {
 		s3_error(q, 503, "SlowDown", "out of memory");
@@ -203,9 +214,13 @@ tg_new(struct s3_req *q)
 	q->op_free = tg_free;
 	rgw_str_init(&t->tags);
 	rgw_str_init(&t->enc);
-	rgw_str_init(&k);
-	s3_entry_key(q->key, q->key_len, &k);
-	if (!(t->want.key = rgw_str_take(&k, &t->want.klen))) {
+	if (v && strcmp(v, "null") && !rgw_vid_ok(v)) {
+		s3_error(q, 400, "InvalidArgument", "invalid version id specified");
+		return NULL;
+	}
+	t->vid = v;
+	if (s3_vread_init(&t->vr, q->key, q->key_len, v && !strcmp(v, "null"),
+			  v && strcmp(v, "null") ? v : NULL, false)) {
 		s3_error(q, 503, "SlowDown", "out of memory");
 		return NULL;
 	}

@@ -251,6 +251,7 @@ def api():
     quotas()
     acls()
     contention()
+    versioning()
 
 
 def multipart():
@@ -661,6 +662,158 @@ def contention():
     st = ctl("s3", "bucket", "stats", "contend")
     check((st["objects"], st["bytes"]) == (len(listed), sum(o["Size"] for o in listed)),
           "contention: the counters %s match the listing (%d)" % (st, len(listed)))
+
+
+def versioning():
+    """Versioned buckets: version ids, older versions by id, delete markers, null
+    versions (before versioning, and while suspended), ListObjectVersions with its
+    markers, copies from a version, multipart, DeleteObjects by version, and the
+    usage counters covering every stored version. The bucket stays (with older
+    versions) for rgw_test.sh's collector check."""
+    b = "vers"
+    s3.create_bucket(Bucket=b)
+    check(s3.get_bucket_versioning(Bucket=b).get("Status") is None, "a new bucket is unversioned")
+    s3.put_object(Bucket=b, Key="k", Body=b"null-0")  # (the null version, from before)
+    s3.put_bucket_versioning(Bucket=b, VersioningConfiguration={"Status": "Enabled"})
+    check(s3.get_bucket_versioning(Bucket=b).get("Status") == "Enabled", "versioning enabled")
+    v1 = s3.put_object(Bucket=b, Key="k", Body=b"v1")["VersionId"]
+    v2 = s3.put_object(Bucket=b, Key="k", Body=b"v2")["VersionId"]
+    check(v1 != v2 and v1 != "null", "new versions get ids: %s %s" % (v1, v2))
+    g = s3.get_object(Bucket=b, Key="k")
+    check(g["Body"].read() == b"v2" and g["VersionId"] == v2, "GET: the latest")
+    check(s3.get_object(Bucket=b, Key="k", VersionId=v1)["Body"].read() == b"v1", "GET by id")
+    check(s3.get_object(Bucket=b, Key="k", VersionId="null")["Body"].read() == b"null-0",
+          "GET the null version from before versioning")
+    check(s3.head_object(Bucket=b, Key="k", VersionId=v1)["ContentLength"] == 2, "HEAD by id")
+    check(code_of(lambda: s3.get_object(Bucket=b, Key="k", VersionId="0" * 24))
+          == "NoSuchVersion", "GET of a version that is not there")
+    check(code_of(lambda: s3.get_object(Bucket=b, Key="k", VersionId="bogus"))
+          == "InvalidArgument", "GET of a malformed version id")
+
+    def versions(**kw):
+        r = s3.list_object_versions(Bucket=b, **kw)
+        return ([(v["Key"], v["VersionId"], v["IsLatest"]) for v in r.get("Versions", [])],
+                [(d["Key"], d["VersionId"], d["IsLatest"]) for d in r.get("DeleteMarkers", [])])
+
+    vs, dms = versions()
+    check(vs == [("k", v2, True), ("k", v1, False), ("k", "null", False)] and not dms,
+          "ListObjectVersions: newest first %s %s" % (vs, dms))
+    # A delete marker: the key is gone for GET and listings, its versions stay.
+    d = s3.delete_object(Bucket=b, Key="k")
+    check(d.get("DeleteMarker") is True and d.get("VersionId") not in (None, "null"),
+          "DELETE makes a delete marker: %s" % d)
+    dm = d["VersionId"]
+    check(code_of(lambda: s3.get_object(Bucket=b, Key="k")) == "NoSuchKey",
+          "GET after the delete marker")
+    check("Contents" not in s3.list_objects_v2(Bucket=b), "the listing skips a deleted key")
+    check(code_of(lambda: s3.get_object(Bucket=b, Key="k", VersionId=dm)) == "MethodNotAllowed",
+          "GET of a delete marker by id")
+    vs, dms = versions()
+    check(dms == [("k", dm, True)] and [v[1] for v in vs] == [v2, v1, "null"] and
+          not any(v[2] for v in vs), "the delete marker is the latest: %s %s" % (vs, dms))
+    # Removing the delete marker brings the key back; removing the latest promotes the next.
+    r = s3.delete_object(Bucket=b, Key="k", VersionId=dm)
+    check(r.get("DeleteMarker") is True and r.get("VersionId") == dm,
+          "DELETE of the delete marker by id: %s" % r)
+    check(s3.get_object(Bucket=b, Key="k")["Body"].read() == b"v2", "the key is back")
+    s3.delete_object(Bucket=b, Key="k", VersionId=v2)
+    g = s3.get_object(Bucket=b, Key="k")
+    check(g["Body"].read() == b"v1" and g["VersionId"] == v1, "the next version takes over")
+    check(code_of(lambda: s3.get_object(Bucket=b, Key="k", VersionId=v2)) == "NoSuchVersion",
+          "a removed version is gone")
+    # Suspended: writes make the null version, replacing the older null version.
+    s3.put_bucket_versioning(Bucket=b, VersioningConfiguration={"Status": "Suspended"})
+    p = s3.put_object(Bucket=b, Key="k", Body=b"null-1")
+    check(p.get("VersionId") == "null", "a PUT while suspended writes the null version: %s" % p)
+    vs, _ = versions()
+    check(vs == [("k", "null", True), ("k", v1, False)],
+          "the new null version replaced the old one: %s" % vs)
+    s3.put_object(Bucket=b, Key="k", Body=b"null-2")
+    vs, _ = versions()
+    check(vs == [("k", "null", True), ("k", v1, False)] and
+          s3.get_object(Bucket=b, Key="k")["Body"].read() == b"null-2",
+          "a null latest is replaced in place: %s" % vs)
+    d = s3.delete_object(Bucket=b, Key="k")
+    check(d.get("DeleteMarker") is True and d.get("VersionId") == "null",
+          "a DELETE while suspended: a null delete marker: %s" % d)
+    vs, dms = versions()
+    check(vs == [("k", v1, False)] and dms == [("k", "null", True)],
+          "the null delete marker replaced the null version: %s %s" % (vs, dms))
+    s3.delete_object(Bucket=b, Key="k", VersionId="null")
+    check(s3.get_object(Bucket=b, Key="k")["Body"].read() == b"v1",
+          "removing the null delete marker brings v1 back")
+    # An older null version found through its pointer: GET, copy, delete.
+    s3.put_object(Bucket=b, Key="n", Body=b"n-null")
+    s3.put_bucket_versioning(Bucket=b, VersioningConfiguration={"Status": "Enabled"})
+    nv = s3.put_object(Bucket=b, Key="n", Body=b"n-new")["VersionId"]
+    check(s3.get_object(Bucket=b, Key="n", VersionId="null")["Body"].read() == b"n-null",
+          "GET of an older null version")
+    c = s3.copy_object(Bucket=b, Key="n-copy", CopySource={"Bucket": b, "Key": "n",
+                                                             "VersionId": "null"})
+    check(c.get("CopySourceVersionId") == "null" and c.get("VersionId") not in (None, "null"),
+          "a copy from the null version: %s" % {k: c.get(k) for k in
+                                                ("CopySourceVersionId", "VersionId")})
+    check(s3.get_object(Bucket=b, Key="n-copy")["Body"].read() == b"n-null", "the copy's bytes")
+    s3.put_object(Bucket=b, Key="k", Body=b"v3")
+    c = s3.copy_object(Bucket=b, Key="k", CopySource={"Bucket": b, "Key": "k", "VersionId": v1})
+    check(s3.get_object(Bucket=b, Key="k")["Body"].read() == b"v1" and
+          c["VersionId"] not in (v1, "null"), "restoring a version by copying it onto its key")
+    s3.delete_object(Bucket=b, Key="n", VersionId=nv)
+    vs, _ = versions(Prefix="n")
+    check([v for v in vs if v[0] == "n"] == [("n", "null", True)] and
+          s3.get_object(Bucket=b, Key="n")["Body"].read() == b"n-null",
+          "an older null version promoted to the latest: %s" % vs)
+    nv = s3.put_object(Bucket=b, Key="n", Body=b"n-new")["VersionId"]
+    s3.delete_object(Bucket=b, Key="n", VersionId="null")
+    vs, _ = versions(Prefix="n")
+    check([v for v in vs if v[0] == "n"] == [("n", nv, True)], "the older null version removed")
+    # Multipart and DeleteObjects.
+    up = s3.create_multipart_upload(Bucket=b, Key="mp")["UploadId"]
+    e = s3.upload_part(Bucket=b, Key="mp", UploadId=up, PartNumber=1, Body=b"m" * 100)["ETag"]
+    cm = s3.complete_multipart_upload(Bucket=b, Key="mp", UploadId=up,
+                                      MultipartUpload={"Parts": [{"PartNumber": 1, "ETag": e}]})
+    check(cm.get("VersionId") not in (None, "null"), "a completion makes a version")
+    mv2 = s3.put_object(Bucket=b, Key="mp", Body=b"after")["VersionId"]
+    r = s3.delete_objects(Bucket=b, Delete={"Objects": [
+        {"Key": "mp", "VersionId": cm["VersionId"]}, {"Key": "n-copy"}]})
+    ok = {(x["Key"], x.get("VersionId"), x.get("DeleteMarker")) for x in r.get("Deleted", [])}
+    check(("mp", cm["VersionId"], None) in ok and any(x["Key"] == "n-copy" and
+          x.get("DeleteMarker") for x in r.get("Deleted", [])) and not r.get("Errors"),
+          "DeleteObjects by version and with a delete marker: %s" % r)
+    check(s3.get_object(Bucket=b, Key="mp")["VersionId"] == mv2, "mp's latest stays")
+    # Pages of one version each: every version once, in order, with the markers.
+    for i in range(3):
+        s3.put_object(Bucket=b, Key="p", Body=b"%d" % i)
+    full, _ = versions()
+    seen, pages = [], 0
+    for page in s3.get_paginator("list_object_versions").paginate(
+            Bucket=b, PaginationConfig={"PageSize": 1}):
+        pages += 1
+        seen += [(v["Key"], v["VersionId"], v["IsLatest"]) for v in page.get("Versions", [])]
+    check(seen == full and pages >= len(full), "paged ListObjectVersions: %s vs %s" % (seen, full))
+    cp = s3.list_object_versions(Bucket=b, Delimiter="/", Prefix="")
+    check(all("/" not in v["Key"] for v in cp.get("Versions", [])), "versions with a delimiter")
+    # The counters cover every stored version (delete markers are nothing).
+    st = ctl("s3", "bucket", "stats", b)
+    vs = []
+    for page in s3.get_paginator("list_object_versions").paginate(Bucket=b):
+        vs += page.get("Versions", [])
+    check((st["objects"], st["bytes"]) == (len(vs), sum(v["Size"] for v in vs)),
+          "the counters %s match the versions (%d)" % (st, len(vs)))
+    check(code_of(lambda: s3.delete_bucket(Bucket=b)) == "BucketNotEmpty",
+          "a bucket with versions is not empty")
+    # A versioned bucket emptied version by version can be deleted.
+    b2 = "vers2"
+    s3.create_bucket(Bucket=b2)
+    s3.put_bucket_versioning(Bucket=b2, VersioningConfiguration={"Status": "Enabled"})
+    s3.put_object(Bucket=b2, Key="x", Body=b"1")
+    s3.put_object(Bucket=b2, Key="x", Body=b"2")
+    s3.delete_object(Bucket=b2, Key="x")
+    r = s3.list_object_versions(Bucket=b2)
+    for v in r.get("Versions", []) + r.get("DeleteMarkers", []):
+        s3.delete_object(Bucket=b2, Key=v["Key"], VersionId=v["VersionId"])
+    check(code_of(lambda: s3.delete_bucket(Bucket=b2)) is None,
+          "a versioned bucket without versions is deleted")
 
 
 def raw_put(path, headers, body):

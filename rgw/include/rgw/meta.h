@@ -16,6 +16,13 @@ enum {
 	RGW_ENTRY_MULTIPART = 2, /* inst's object 0 holds a manifest of part instances */
 };
 
+/*
+ * A version id (docs/design/rgw.md §3.3): 16 hex digits of the version's
+ * time in ns, inverted (newer sorts first), then 8 random hex digits. The
+ * null version has none ("" in an entry; "null" to S3).
+ */
+#define RGW_VID_LEN 24
+
 struct rgw_meta_kv {
 	char *k; /* lower case: "x-amz-meta-foo", "cache-control", ... */
 	char *v;
@@ -36,9 +43,28 @@ struct rgw_entry {
 	size_t nmeta;
 	char *tags; /* the tag set, packed (rgw_tags_add), or NULL */
 	size_t tags_len;
-	char *acl; /* the canned ACL ("" or NULL: private) */
-	char *mem; /* decode's allocation */
+	char *acl;                 /* the canned ACL ("" or NULL: private) */
+	char vid[RGW_VID_LEN + 1]; /* the version id; "": the null version */
+	char *mem;                 /* decode's allocation */
 };
+
+/* A new version id for a version written at ns. */
+void rgw_vid_make(int64_t ns, char out[RGW_VID_LEN + 1]);
+/* Whether s is a version id rgw_vid_make could have made. */
+bool rgw_vid_ok(const char *s);
+/*
+ * The sort key of e's version among its key's versions: its id, or for the
+ * null version 16 hex digits of its inverted time and "null" (newer first).
+ */
+void rgw_version_sk(const struct rgw_entry *e, char out[RGW_VID_LEN + 1]);
+/* An encoded entry's flags, without decoding it. \return them, or -1 (not an entry). */
+int rgw_entry_raw_flags(const void *b, size_t n);
+/*
+ * Whether key (klen bytes) may name an object: no NUL and no byte UTF-8
+ * never uses (0xc0, 0xc1, 0xf5-0xff), so no key reaches the index's
+ * system region ("\xff...") or a version record ("<key>\0\1...").
+ */
+bool rgw_key_ok(const char *key, size_t klen);
 
 /*
  * Tag sets (object tagging), packed as "key\0value\0" pairs. S3's rules:
