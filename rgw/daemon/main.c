@@ -31,6 +31,8 @@ struct rgw_dconf {
 	uint64_t gc_delay_ms;
 	uint64_t pending_grace_ms;
 	uint64_t sweep_first_ms;
+	uint64_t sweep_every_ms;
+	uint64_t lc_day_ms;
 	uint64_t cache_ttl_ms;
 	bool create_pools;
 };
@@ -64,6 +66,10 @@ static const struct cm_opt g_opts[] = {
 	       "a PUT pending this long lost its gateway: the sweep removes its data"),
 	CM_OPT("rgw_sweep_first", CM_OPT_DURATION, "30s", 1000, 86400000, 0, struct rgw_dconf,
 	       sweep_first_ms, "the first sweep of leftovers runs this long after start"),
+	CM_OPT("rgw_sweep_every", CM_OPT_DURATION, "5min", 1000, 86400000, 0, struct rgw_dconf,
+	       sweep_every_ms, "then a sweep (leftovers, lifecycle rules) runs this often"),
+	CM_OPT("rgw_lc_day", CM_OPT_DURATION, "24h", 1000, 86400000, 0, struct rgw_dconf, lc_day_ms,
+	       "how long a lifecycle rule's day is (shorter only to test rules)"),
 	CM_OPT("rgw_cache_ttl", CM_OPT_DURATION, "2s", 1, 600000, 0, struct rgw_dconf, cache_ttl_ms,
 	       "keys and bucket records are cached this long"),
 	CM_OPT("create_pools", CM_OPT_BOOL, "false", 0, 0, 0, struct rgw_dconf, create_pools,
@@ -131,6 +137,8 @@ main(int argc, char **argv)
 	rc_.gc_delay_s = (unsigned)((c.gc_delay_ms + 999) / 1000);
 	rc_.pending_grace_s = (unsigned)((c.pending_grace_ms + 999) / 1000);
 	rc_.sweep_first_s = (unsigned)((c.sweep_first_ms + 999) / 1000);
+	rc_.sweep_every_s = (unsigned)((c.sweep_every_ms + 999) / 1000);
+	rc_.lc_day_s = (unsigned)((c.lc_day_ms + 999) / 1000);
 	rc_.cache_ttl_ms = (unsigned)c.cache_ttl_ms;
 	if (cm_reactor_backend_parse(c.d.reactor, &rc_.backend))
 		rc_.backend = CM_REACTOR_AUTO;

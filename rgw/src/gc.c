@@ -13,17 +13,17 @@
  * request's path.
  */
 #include "rgw_int.h"
+#include "rgw/lc.h"
 #include "cm/err.h"
 #include "cm/log.h"
 #include "cm/random.h"
 
 CM_LOG_SUBSYS(rgw);
 
-#define GC_RETRY_S    10
-#define GC_TRIES      10
-#define SWEEP_EVERY_S 300
-#define SWEEP_LOCK_S  60 /* a dead sweeper holds the others off this long at most */
-#define SWEEP_BUSY_S  10 /* another gateway sweeps: look again after this */
+#define GC_RETRY_S   10
+#define GC_TRIES     10
+#define SWEEP_LOCK_S 60 /* a dead sweeper holds the others off this long at most */
+#define SWEEP_BUSY_S 10 /* another gateway sweeps: look again after this */
 
 struct rgw_gc_item {
 	char bucket_id[33];
@@ -459,19 +459,35 @@ sweep(struct rgw *g, const char *cookie)
 		if (cairn_operate(g->meta, oid, op, NULL) == 0 && !rval) {
 			for (size_t i = 0; i < n && !g->gc_stop; i++) {
 				char boid[128], buf[4096], shard[128];
-				size_t len = 0;
+				size_t len = 0, llen = 0;
 				struct rgw_bucket b;
 				cairn_op_t *bop = cairn_op_create();
+				char *lcx = malloc(RGW_LC_XML_MAX);
+				int lrval = 0;
 
-				if (!bop)
+				if (!bop || !lcx) {
+					cairn_op_release(bop);
+					free(lcx);
 					break;
+				}
 				snprintf(boid, sizeof(boid), "bucket.%.*s", (int)kvs[i].klen,
 					 (char *)kvs[i].key);
 				cairn_op_getxattr(bop, "rgw.bucket", buf, sizeof(buf), &len, NULL);
 				if (cairn_operate(g->meta, boid, bop, NULL) == 0 &&
 				    rgw_bucket_decode(buf, len, &b) == 0) {
+					cairn_op_t *lop = cairn_op_create();
+
 					snprintf(shard, sizeof(shard), "idx.%s.0", b.id);
 					sweep_shard(g, b.id, shard, now);
+					/* (its own op: a missing xattr fails the op it is in) */
+					if (lop) {
+						cairn_op_getxattr(lop, "rgw.lc", lcx,
+								  RGW_LC_XML_MAX, &llen, &lrval);
+						if (cairn_operate(g->meta, boid, lop, NULL) == 0 &&
+						    !lrval && llen)
+							rgw__lc_bucket(g, &b, lcx, llen, now);
+						cairn_op_release(lop);
+					}
 					nb++;
 					/* (still ours while we sweep) */
 					cairn_lock_exclusive(g->meta, "gc", "rgw.gc", cookie,
@@ -479,6 +495,7 @@ sweep(struct rgw *g, const char *cookie)
 							     CAIRN_LOCK_MAY_RENEW);
 				}
 				cairn_op_release(bop);
+				free(lcx);
 			}
 		}
 		cairn_op_release(op);
@@ -507,7 +524,7 @@ gc_main(void *arg)
 
 		if (now >= next_sweep) {
 			pthread_mutex_unlock(&g->gc_mu);
-			int64_t wait_s = SWEEP_EVERY_S;
+			int64_t wait_s = g->conf.sweep_every_s;
 
 			if (cairn_lock_exclusive(g->meta, "gc", "rgw.gc", cookie, g->name,
 						 (uint64_t)SWEEP_LOCK_S * 1000,

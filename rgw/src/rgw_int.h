@@ -449,6 +449,10 @@ void s3_read_body(struct s3_req *q, size_t max, s3_step next);
 void rgw__gc_add(struct rgw *g, const char *bucket_id, const char *shard_oid, const char *marker,
 		 size_t mlen, const uint8_t inst[16], uint64_t size, bool manifest);
 int rgw__gc_start(struct rgw *g);
+/* Apply a bucket's lifecycle rules (xml: its configuration) to its index (the sweep; synchronous).
+ */
+void rgw__lc_bucket(struct rgw *g, const struct rgw_bucket *b, const char *xml, size_t n,
+		    int64_t now);
 void rgw__gc_stop(struct rgw *g);
 
 int64_t rgw__now_ns(void);

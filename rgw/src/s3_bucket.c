@@ -14,6 +14,7 @@
  * in an index that is about to go.
  */
 #include "rgw_int.h"
+#include "rgw/lc.h"
 #include "rgw/xml.h"
 #include "cm/err.h"
 #include "cm/log.h"
@@ -603,6 +604,135 @@ put_versioning(struct s3_req *q)
 	swap_record(q, &nb);
 }
 
+/* ---- lifecycle configurations (rgw/lc.h; applied by the sweep, lc.c) ---- */
+
+struct lcop {
+	char *buf;
+	size_t len;
+	int rval;
+};
+
+static void
+lcop_free(struct s3_req *q)
+{
+	struct lcop *l = q->op;
+
+	if (l)
+		free(l->buf);
+	free(l);
+	q->op = NULL;
+}
+
+static void
+lc_done(void *arg, int rc)
+{
+	struct s3_req *q = arg;
+	struct lcop *l = q->op;
+
+	q->pending--;
+	if (!rc && l && l->buf)
+		rc = l->rval;
+	if (rc == -ENODATA && q->h->method == RGW_M_DELETE)
+		rc = 0; /* (none to delete: done) */
+	if (rc == -ECANCELED || rc == -ENOENT) {
+		s3_bucket_forget(q->g, q->bucket);
+		s3_error(q, 404, "NoSuchBucket", "the bucket does not exist");
+		return;
+	}
+	if (rc == -ENODATA && l && l->buf) {
+		s3_error(q, 404, "NoSuchLifecycleConfiguration",
+			 "the lifecycle configuration does not exist");
+		return;
+	}
+	if (rc) {
+		s3_error_rc(q, rc, "the bucket's lifecycle configuration");
+		return;
+	}
+	if (l && l->buf) {
+		struct rgw_str x;
+
+		rgw_str_init(&x);
+		rgw_str_add(&x, l->buf, l->len);
+		s3_respond_xml(q, 200, NULL, &x);
+		rgw_str_fini(&x);
+		return;
+	}
+	s3_respond_xml(q, q->h->method == RGW_M_DELETE ? 204 : 200, NULL, NULL);
+}
+
+/* A lifecycle op on the bucket's record object, guarded on its id (not a re-created bucket). */
+static void
+lc_submit(struct s3_req *q, cairn_op_t *op)
+{
+	char oid[128];
+
+	snprintf(oid, sizeof(oid), "bucket.%s", q->bucket);
+	s3_submit(q, q->g->meta, oid, op, lc_done);
+}
+
+/* PUT ?lifecycle: checked (rgw_lc_parse), then kept as sent in the record's xattr rgw.lc. */
+static void
+put_lifecycle(struct s3_req *q)
+{
+	struct rgw_lc lc;
+	char err[160];
+	cairn_op_t *op;
+	int rc = rgw_lc_parse(q->body.p, q->body.len, &lc, err, sizeof(err));
+
+	if (rc == -ENOMEM) {
+		s3_error(q, 503, "SlowDown", "out of memory");
+		return;
+	}
+	if (rc) {
+		s3_error(q, rc == -EOPNOTSUPP ? 501 : 400,
+			 rc == -EOPNOTSUPP ? "NotImplemented" : "MalformedXML", err);
+		return;
+	}
+	rgw_lc_fini(&lc);
+	if (!(op = cairn_op_create())) {
+		s3_error(q, 503, "SlowDown", "out of memory");
+		return;
+	}
+	cairn_op_cmpxattr(op, "rgw.id", CAIRN_CMP_EQ, q->b.id, 32);
+	cairn_op_setxattr(op, "rgw.lc", q->body.p, q->body.len);
+	lc_submit(q, op);
+}
+
+static void
+lifecycle_op(struct s3_req *q)
+{
+	struct lcop *l;
+	cairn_op_t *op;
+
+	if (q->h->method == RGW_M_PUT) {
+		q->op_name = "PutBucketLifecycleConfiguration";
+		s3_read_body(q, RGW_LC_XML_MAX, put_lifecycle);
+		return;
+	}
+	if (!(op = cairn_op_create())) {
+		s3_error(q, 503, "SlowDown", "out of memory");
+		return;
+	}
+	cairn_op_cmpxattr(op, "rgw.id", CAIRN_CMP_EQ, q->b.id, 32);
+	if (q->h->method == RGW_M_DELETE) {
+		q->op_name = "DeleteBucketLifecycle";
+		cairn_op_rmxattr(op, "rgw.lc");
+		lc_submit(q, op);
+		return;
+	}
+	q->op_name = "GetBucketLifecycleConfiguration";
+	if (!(l = calloc(1, sizeof(*l))) || !(l->buf = malloc(RGW_LC_XML_MAX))) {
+		free(l);
+		cairn_op_release(op);
+		s3_error(q, 503, "SlowDown", "out of memory");
+		return;
+	}
+	q->op = l;
+	q->op_free = lcop_free;
+	cairn_op_getxattr(op, "rgw.lc", l->buf, RGW_LC_XML_MAX, &l->len, &l->rval);
+	lc_submit(q, op);
+}
+
 /* PUT ?acl: a canned ACL (x-amz-acl); the bucket record swapped against what was loaded. */
 static void
 put_bucket_acl(struct s3_req *q)
@@ -653,6 +783,10 @@ bucket_loaded(struct s3_req *q)
 		s3_respond_xml(q, 200, hd, NULL);
 		return;
 	case RGW_M_DELETE:
+		if (rgw_uri_q(&q->u, "lifecycle")) {
+			lifecycle_op(q);
+			return;
+		}
 		q->op_name = "DeleteBucket";
 		if (q->u.nq) {
 			s3_error(q, 501, "NotImplemented",
@@ -681,8 +815,7 @@ bucket_loaded(struct s3_req *q)
 		} else if (rgw_uri_q(&q->u, "policy")) {
 			s3_error(q, 404, "NoSuchBucketPolicy", "the bucket policy does not exist");
 		} else if (rgw_uri_q(&q->u, "lifecycle")) {
-			s3_error(q, 404, "NoSuchLifecycleConfiguration",
-				 "the lifecycle configuration does not exist");
+			lifecycle_op(q);
 		} else if (rgw_uri_q(&q->u, "encryption")) {
 			s3_error(q, 404, "ServerSideEncryptionConfigurationNotFoundError",
 				 "the server side encryption configuration was not found");
@@ -708,6 +841,10 @@ bucket_loaded(struct s3_req *q)
 		if (rgw_uri_q(&q->u, "acl")) {
 			q->op_name = "PutBucketAcl";
 			put_bucket_acl(q);
+			return;
+		}
+		if (rgw_uri_q(&q->u, "lifecycle")) {
+			lifecycle_op(q);
 			return;
 		}
 		if (rgw_uri_q(&q->u, "versioning")) {

@@ -1,13 +1,14 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The gateway's other parsers of outside input, chosen by the first byte:
- * XML bodies (expat), bucket records (JSON), index entries (our codec,
+ * XML bodies (expat; lifecycle configurations), bucket records (JSON), index entries (our codec,
  * with a re-encode round trip), Range, copy-source and condition headers, request
  * targets, multipart manifests and part records, aws-chunked framing
  * (unsigned and signed, with trailers).
  */
 #include "rgw/chunked.h"
 #include "rgw/cond.h"
+#include "rgw/lc.h"
 #include "rgw/meta.h"
 #include "rgw/uri.h"
 #include "rgw/xml.h"
@@ -44,8 +45,20 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		char err[128];
 
 		if (rgw_xml_parse(b, n, &x, err, sizeof(err)) == 0) {
+			struct rgw_lc lc;
+
 			(void)rgw_xml_child_text(x, "Key");
 			rgw_xml_free(x);
+			/* (a lifecycle configuration: every rule has its prefix and an action) */
+			if (rgw_lc_parse(b, n, &lc, err, sizeof(err)) == 0) {
+				for (size_t i = 0; i < lc.n; i++) {
+					if (!lc.r[i].prefix)
+						__builtin_trap();
+					(void)rgw_lc_prefix_match(&lc.r[i], s, n);
+					(void)rgw_lc_tags_match(&lc.r[i], s, n);
+				}
+				rgw_lc_fini(&lc);
+			}
 		}
 		break;
 	}

@@ -252,6 +252,7 @@ def api():
     acls()
     contention()
     versioning()
+    lifecycle()
 
 
 def multipart():
@@ -814,6 +815,92 @@ def versioning():
         s3.delete_object(Bucket=b2, Key=v["Key"], VersionId=v["VersionId"])
     check(code_of(lambda: s3.delete_bucket(Bucket=b2)) is None,
           "a versioned bucket without versions is deleted")
+
+
+def lifecycle():
+    """Lifecycle rules (PutBucketLifecycleConfiguration), applied by `clusterctl s3 lc run
+    --day 1s` (the sweep's code, with 1-second days): current versions expire by prefix and
+    by tag, incomplete uploads are aborted, older versions expire keeping the newest N, a
+    lone delete marker goes, and a versioned bucket's expired latest becomes a delete
+    marker. Bucket lc-gw is left for rgw_test.sh's gateway sweep (section d)."""
+    b = "lc-b"
+    s3.create_bucket(Bucket=b)
+    for k in ("a/1", "a/2", "b/1", "b/untagged"):
+        s3.put_object(Bucket=b, Key=k, Body=b"x")
+    s3.put_object(Bucket=b, Key="b/tagged", Body=b"x", Tagging="exp=yes")
+    up_a = s3.create_multipart_upload(Bucket=b, Key="a/mp")["UploadId"]
+    s3.upload_part(Bucket=b, Key="a/mp", UploadId=up_a, PartNumber=1, Body=b"p" * 100)
+    up_b = s3.create_multipart_upload(Bucket=b, Key="b/mp")["UploadId"]
+    check(code_of(lambda: s3.get_bucket_lifecycle_configuration(Bucket=b))
+          == "NoSuchLifecycleConfiguration", "no lifecycle configuration yet")
+    rules = [
+        {"ID": "a", "Filter": {"Prefix": "a/"}, "Status": "Enabled",
+         "Expiration": {"Days": 2}, "AbortIncompleteMultipartUpload": {"DaysAfterInitiation": 2}},
+        {"ID": "tag", "Filter": {"Tag": {"Key": "exp", "Value": "yes"}}, "Status": "Enabled",
+         "Expiration": {"Days": 2}},
+        {"ID": "off", "Filter": {"Prefix": "b/"}, "Status": "Disabled", "Expiration": {"Days": 1}},
+    ]
+    s3.put_bucket_lifecycle_configuration(Bucket=b, LifecycleConfiguration={"Rules": rules})
+    got = s3.get_bucket_lifecycle_configuration(Bucket=b)["Rules"]
+    check([r["ID"] for r in got] == ["a", "tag", "off"], "the rules read back: %s" % got)
+    check(code_of(lambda: s3.put_bucket_lifecycle_configuration(
+        Bucket=b, LifecycleConfiguration={"Rules": [
+            {"ID": "t", "Filter": {"Prefix": ""}, "Status": "Enabled",
+             "Transitions": [{"Days": 1, "StorageClass": "GLACIER"}]}]}))
+        == "NotImplemented", "a transition is refused")
+    check(code_of(lambda: s3.put_bucket_lifecycle_configuration(
+        Bucket=b, LifecycleConfiguration={"Rules": [
+            {"ID": "x", "Filter": {"Prefix": ""}, "Status": "Enabled",
+             "Expiration": {"Days": 0}}]})) == "MalformedXML", "Days 0 is refused")
+    r = ctl("s3", "lc", "run", b, "--day", "1s")
+    check(r["expired"] == 0 and r["uploads_aborted"] == 0, "nothing is old enough yet: %s" % r)
+    time.sleep(2.2)
+    r = ctl("s3", "lc", "run", b, "--day", "1s")
+    left = sorted(o["Key"] for o in s3.list_objects_v2(Bucket=b).get("Contents", []))
+    check(left == ["b/1", "b/untagged"] and r["expired"] == 3,
+          "expired by prefix and by tag, not by a disabled rule: %s %s" % (left, r))
+    ups = [u["UploadId"] for u in s3.list_multipart_uploads(Bucket=b).get("Uploads", [])]
+    check(ups == [up_b] and r["uploads_aborted"] == 1, "the old upload under a/ aborted: %s" % ups)
+    s3.delete_bucket_lifecycle(Bucket=b)
+    check(code_of(lambda: s3.get_bucket_lifecycle_configuration(Bucket=b))
+          == "NoSuchLifecycleConfiguration", "the configuration deleted")
+    s3.abort_multipart_upload(Bucket=b, Key="b/mp", UploadId=up_b)
+    # Versioned: older versions (keeping the newest one), a lone delete marker, the latest.
+    v = "lc-v"
+    s3.create_bucket(Bucket=v)
+    s3.put_bucket_versioning(Bucket=v, VersioningConfiguration={"Status": "Enabled"})
+    ids = [s3.put_object(Bucket=v, Key="k", Body=b"%d" % i)["VersionId"] for i in range(3)]
+    s3.put_object(Bucket=v, Key="d", Body=b"d")
+    s3.delete_object(Bucket=v, Key="d")
+    s3.put_object(Bucket=v, Key="e", Body=b"e")
+    s3.put_bucket_lifecycle_configuration(Bucket=v, LifecycleConfiguration={"Rules": [
+        {"ID": "k", "Filter": {"Prefix": "k"}, "Status": "Enabled",
+         "NoncurrentVersionExpiration": {"NoncurrentDays": 1, "NewerNoncurrentVersions": 1}},
+        {"ID": "d", "Filter": {"Prefix": "d"}, "Status": "Enabled",
+         "Expiration": {"ExpiredObjectDeleteMarker": True},
+         "NoncurrentVersionExpiration": {"NoncurrentDays": 1}},
+        {"ID": "e", "Filter": {"Prefix": "e"}, "Status": "Enabled", "Expiration": {"Days": 1}},
+    ]})
+    time.sleep(1.2)
+    ctl("s3", "lc", "run", v, "--day", "1s")
+    ctl("s3", "lc", "run", v, "--day", "1s")  # (the delete marker is alone from this pass)
+    r = s3.list_object_versions(Bucket=v)
+    vs = [(x["Key"], x["VersionId"], x["IsLatest"]) for x in r.get("Versions", [])]
+    dms = [(x["Key"], x["IsLatest"]) for x in r.get("DeleteMarkers", [])]
+    check([x for x in vs if x[0] == "k"] == [("k", ids[2], True), ("k", ids[1], False)],
+          "older versions expired but the newest one: %s" % vs)
+    check(not [x for x in vs if x[0] == "d"] and ("d", True) not in dms,
+          "d's older version and then its lone delete marker are gone: %s %s" % (vs, dms))
+    check(("e", True) in dms and [x[2] for x in vs if x[0] == "e"] == [False],
+          "an expired latest in a versioned bucket becomes a delete marker: %s %s" % (vs, dms))
+    st = ctl("s3", "bucket", "stats", v)
+    check((st["objects"], st["bytes"]) == (len(vs), sum(x["Size"] for x in r["Versions"])),
+          "the counters follow the lifecycle: %s" % st)
+    # For the gateway's own sweep (rgw_test.sh d): expires as soon as its day is 1 s.
+    s3.create_bucket(Bucket="lc-gw")
+    s3.put_object(Bucket="lc-gw", Key="old", Body=b"o")
+    s3.put_bucket_lifecycle_configuration(Bucket="lc-gw", LifecycleConfiguration={"Rules": [
+        {"ID": "all", "Filter": {"Prefix": ""}, "Status": "Enabled", "Expiration": {"Days": 1}}]})
 
 
 def raw_put(path, headers, body):

@@ -4,7 +4,7 @@
 # a. boto3 (rgw_test.py api): buckets, objects, ranges, conditions, listings,
 #    DeleteObjects, auth failures, presigned URLs with curl, multipart,
 #    aws-chunked bodies and checksums, copies, tags, quotas, canned ACLs and
-#    anonymous access, versioning; the AWS SDK for JavaScript (rgw_js_test.mjs) at its
+#    anonymous access, versioning, lifecycle rules; the AWS SDK for JavaScript (rgw_js_test.mjs) at its
 #    defaults (CRC32 trailers);
 # b. s3cmd, awscli (/usr/bin/aws), rclone and s3fs (a FUSE mount): their
 #    usual put/get/ls/sync/copy commands on a directory tree, compared byte
@@ -41,8 +41,9 @@ fail() {
 # Start a gateway on a free port; its endpoint in $ep, its pid in $rgw_pid.
 start_rgw() {
 	local n=$1
+	shift
 	"$rgwbin" -c "$dir/cairn.conf" --id "t$n" --rgw-listen 127.0.0.1:0 --create-pools true \
-		--rgw-gc-delay 1s --rgw-pending-grace 3s --rgw-sweep-first 4s --rgw-cache-ttl 500ms \
+		--rgw-gc-delay 1s --rgw-pending-grace 3s --rgw-sweep-first 4s --rgw-cache-ttl 500ms "$@" \
 		--log-file "$dir/rgw$n.log" --rgw-access-log "$dir/access$n.log" >"$dir/rgw$n.out" 2>"$dir/rgw$n.stderr.log" &
 	rgw_pid=$!
 	for _ in $(seq 1 100); do
@@ -226,13 +227,22 @@ wait "$load_pid" || fail "the load: $(tail "$dir/load.out")"
 wait "$partial_pid" || true
 n=$(wc -l <"$dir/acked")
 [ "$n" -gt 50 ] || fail "only $n PUTs were acknowledged before the kill"
-start_rgw 2
+start_rgw 2 --rgw-lc-day 1s # (its sweep applies bucket lc-gw's rule: section d)
 timeout 300 $py "$here/rgw_test.py" "$ep" "$dir/alice.json" "$dir/bob.json" verify "$dir/acked" \
 	>"$dir/verify.out" 2>&1 || fail "verify: $(tail "$dir/verify.out")"
 echo "c. $(grep '^verify:' "$dir/verify.out") (gateway killed with -9 under 8 writers)"
 
 # d. The collector: the data pool holds the data of the stored versions only (every
-# listed object, and the older versions rgw_test.py's versioning() left).
+# listed object, and the older versions rgw_test.py's versioning() left). First the
+# second gateway's sweep applies bucket lc-gw's lifecycle rule (expire after a day of 1 s).
+for _ in $(seq 1 30); do
+	aws s3api head-object --bucket lc-gw --key old >/dev/null 2>&1 || break
+	sleep 1
+done
+aws s3api head-object --bucket lc-gw --key old >/dev/null 2>&1 &&
+	fail "the gateway's sweep did not apply bucket lc-gw's lifecycle rule"
+grep -q "lifecycle: bucket lc-gw: 1 objects expired" "$dir/rgw2.log" ||
+	fail "the gateway's sweep did not report lc-gw's expiration"
 keys=$(timeout 120 $py - "$ep" "$dir/alice.json" <<'EOF'
 import sys, json, boto3
 from botocore.config import Config
@@ -258,5 +268,6 @@ grep -q "a PUT left pending.*9437184 bytes" "$dir/rgw2.log" ||
 	fail "the sweep did not report the unfinished 9 MiB PUT"
 grep -q "a part left pending.*9437184 bytes" "$dir/rgw2.log" ||
 	fail "the sweep did not report the unfinished 9 MiB part"
-echo "d. collector: $heads instances in the data pool for $keys stored versions"
+echo "d. collector: $heads instances in the data pool for $keys stored versions;" \
+	"lifecycle applied by the sweep"
 echo "PASS"

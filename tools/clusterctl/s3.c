@@ -7,6 +7,7 @@
  *   s3 user quota UID [--max-bytes SIZE] [--max-objects N] | stats UID [--sync]
  *   s3 bucket quota NAME [--max-bytes SIZE] [--max-objects N] | stats NAME
  *   s3 key add UID | rm ACCESS_KEY
+ *   s3 lc run [BUCKET] [--day DURATION]
  * --meta-pool POOL (default rgw.meta) on any of them.
  */
 #include "ctl.h"
@@ -25,6 +26,7 @@ s3_usage(void)
 		"       clusterctl s3 user quota UID [--max-bytes SIZE] [--max-objects N]\n"
 		"       clusterctl s3 user stats UID [--sync]\n"
 		"       clusterctl s3 bucket quota NAME [--max-bytes SIZE] [--max-objects N]\n"
+		"       clusterctl s3 lc run [BUCKET] [--day DURATION]   (apply lifecycle rules now)\n"
 		"       clusterctl s3 bucket stats NAME\n"
 		"       clusterctl s3 key add UID | key rm ACCESS_KEY\n"
 		"OPTIONS: --meta-pool POOL (default " RGW_DEFAULT_META_POOL ")\n");
@@ -65,7 +67,7 @@ int
 ctl_s3(const struct ctl_conf *c, int argc, char **argv, bool json)
 {
 	const char *pos[4] = { NULL }, *pool = RGW_DEFAULT_META_POOL, *display = NULL;
-	const char *maxb = NULL, *maxo = NULL;
+	const char *maxb = NULL, *maxo = NULL, *day = NULL;
 	bool sync = false;
 	cairn_cluster_t *cl;
 	char err[256], access[21], secret[41];
@@ -74,7 +76,8 @@ ctl_s3(const struct ctl_conf *c, int argc, char **argv, bool json)
 	for (int i = 1; i < argc; i++) {
 		bool takes = !strcmp(argv[i], "--meta-pool") ||
 			     !strcmp(argv[i], "--display-name") ||
-			     !strcmp(argv[i], "--max-bytes") || !strcmp(argv[i], "--max-objects");
+			     !strcmp(argv[i], "--max-bytes") || !strcmp(argv[i], "--max-objects") ||
+			     !strcmp(argv[i], "--day");
 
 		if (takes && i + 1 >= argc)
 			return s3_usage();
@@ -86,6 +89,8 @@ ctl_s3(const struct ctl_conf *c, int argc, char **argv, bool json)
 			maxb = argv[++i];
 		else if (!strcmp(argv[i], "--max-objects"))
 			maxo = argv[++i];
+		else if (!strcmp(argv[i], "--day"))
+			day = argv[++i];
 		else if (!strcmp(argv[i], "--sync"))
 			sync = true;
 		else if (argv[i][0] == '-' && argv[i][1] == '-')
@@ -217,6 +222,25 @@ ctl_s3(const struct ctl_conf *c, int argc, char **argv, bool json)
 		else
 			printf("%s holds %" PRId64 " bytes in %" PRId64 " objects%s\n", pos[2], b,
 			       o, sync ? " (usage counter set)" : "");
+	} else if (!strcmp(pos[0], "lc") && !strcmp(pos[1], "run") && npos <= 3) {
+		struct rgw_lc_counts lc;
+		uint64_t ms = 0;
+
+		if (day && (cm_parse_duration_ms(day, &ms) || ms < 1000 || ms > 86400000)) {
+			fprintf(stderr, "clusterctl: s3 lc run: --day takes 1s to 24h\n");
+			status = 2;
+		} else if ((rc = rgw_admin_lc_run(cl, pool, npos == 3 ? pos[2] : NULL,
+						  (unsigned)(ms / 1000), &lc))) {
+			status = fail("lc run", rc);
+		} else if (json) {
+			printf("{\"buckets\": %u, \"expired\": %u, \"noncurrent\": %u, "
+			       "\"delete_markers\": %u, \"uploads_aborted\": %u}\n",
+			       lc.buckets, lc.expired, lc.noncurrent, lc.markers, lc.aborted);
+		} else {
+			printf("lifecycle: %u buckets: %u objects expired, %u older versions and %u "
+			       "delete markers removed, %u incomplete uploads aborted\n",
+			       lc.buckets, lc.expired, lc.noncurrent, lc.markers, lc.aborted);
+		}
 	} else if (!strcmp(pos[0], "key") && !strcmp(pos[1], "add") && npos == 3) {
 		if ((rc = rgw_admin_key_add(cl, pool, pos[2], access, secret)))
 			status = fail("key add", rc);

@@ -30,6 +30,8 @@ struct rgw_conf {
 	unsigned cache_ttl_ms;    /* users and buckets are cached this long (default 2000) */
 	unsigned pending_grace_s; /* a PUT pending this long had a dead gateway (default 3600) */
 	unsigned sweep_first_s;   /* the first sweep of leftovers, after start (default 30) */
+	unsigned sweep_every_s;   /* then one every this long (default 300) */
+	unsigned lc_day_s;        /* a lifecycle rule's day (default 86400; shorter for tests) */
 	enum cm_reactor_backend backend;
 };
 
@@ -96,6 +98,19 @@ int rgw_admin_user_quota(cairn_cluster_t *cl, const char *meta_pool, const char 
  */
 int rgw_admin_user_usage(cairn_cluster_t *cl, const char *meta_pool, const char *uid, bool sync,
 			 int64_t *bytes, int64_t *objects);
+
+struct rgw_lc_counts {
+	unsigned buckets, expired, noncurrent, markers, aborted;
+};
+
+/*
+ * Apply bucket name's lifecycle rules now (NULL: every bucket that has
+ * some), a rule's day being day_s seconds (0: a day; shorter to test
+ * rules), as a gateway's sweep does; the data freed is dead-marked for
+ * the gateways' collector. \return 0, -ENOENT, -ENODATA (no rules).
+ */
+int rgw_admin_lc_run(cairn_cluster_t *cl, const char *meta_pool, const char *name, unsigned day_s,
+		     struct rgw_lc_counts *c);
 
 struct rgw_bucket_stats {
 	char owner[65], id[33];

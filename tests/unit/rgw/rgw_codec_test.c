@@ -3,6 +3,7 @@
  * records, XML bodies, escaping. */
 #include "rgw/chunked.h"
 #include "rgw/cond.h"
+#include "rgw/lc.h"
 #include "rgw/meta.h"
 #include "rgw/str.h"
 #include "rgw/uri.h"
@@ -563,6 +564,79 @@ START_TEST(test_escaping)
 
 END_TEST
 
+START_TEST(test_lifecycle)
+{
+	static const char ok[] =
+		"<LifecycleConfiguration xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\">"
+		"<Rule><ID>a</ID><Filter><And><Prefix>logs/</Prefix><Tag><Key>k</Key><Value>v</Value>"
+		"</Tag></And></Filter><Status>Enabled</Status><Expiration><Days>3</Days></Expiration>"
+		"<NoncurrentVersionExpiration><NoncurrentDays>2</NoncurrentDays>"
+		"<NewerNoncurrentVersions>1</NewerNoncurrentVersions></NoncurrentVersionExpiration>"
+		"</Rule><Rule><Prefix>tmp/</Prefix><Status>Disabled</Status>"
+		"<AbortIncompleteMultipartUpload><DaysAfterInitiation>1</DaysAfterInitiation>"
+		"</AbortIncompleteMultipartUpload><Expiration><Date>2027-01-01T00:00:00.000Z</Date>"
+		"</Expiration></Rule></LifecycleConfiguration>";
+
+	static const struct {
+		const char *xml;
+		int rc;
+	} bad[] = {
+		{ "<LifecycleConfiguration/>", -EBADMSG },
+		{ "<Other><Rule/></Other>", -EBADMSG },
+		{ "<LifecycleConfiguration><Rule><Status>Enabled</Status><Expiration><Days>0</Days>"
+		  "</Expiration></Rule></LifecycleConfiguration>",
+		  -EBADMSG },
+		{ "<LifecycleConfiguration><Rule><Status>On</Status><Expiration><Days>1</Days>"
+		  "</Expiration></Rule></LifecycleConfiguration>",
+		  -EBADMSG },
+		{ "<LifecycleConfiguration><Rule><Status>Enabled</Status><Transition><Days>1</Days>"
+		  "<StorageClass>GLACIER</StorageClass></Transition></Rule></LifecycleConfiguration>",
+		  -EOPNOTSUPP },
+		{ "<LifecycleConfiguration><Rule><Prefix>a</Prefix><Filter><Prefix>a</Prefix></Filter>"
+		  "<Status>Enabled</Status><Expiration><Days>1</Days></Expiration></Rule>"
+		  "</LifecycleConfiguration>",
+		  -EBADMSG },
+		{ "<LifecycleConfiguration><Rule><ID>x</ID><Status>Enabled</Status><Expiration><Days>1"
+		  "</Days></Expiration></Rule><Rule><ID>x</ID><Status>Enabled</Status><Expiration>"
+		  "<Days>2</Days></Expiration></Rule></LifecycleConfiguration>",
+		  -EBADMSG },
+		{ "<LifecycleConfiguration><Rule><Status>Enabled</Status><Expiration><Date>2027-01-01T"
+		  "10:00:00Z</Date></Expiration></Rule></LifecycleConfiguration>",
+		  -EBADMSG },
+		{ "<LifecycleConfiguration><Rule><Filter><Tag><Key>k</Key><Value>v</Value></Tag>"
+		  "</Filter><Status>Enabled</Status><AbortIncompleteMultipartUpload>"
+		  "<DaysAfterInitiation>1</DaysAfterInitiation></AbortIncompleteMultipartUpload>"
+		  "</Rule></LifecycleConfiguration>",
+		  -EBADMSG },
+		{ "<LifecycleConfiguration><Rule><Status>Enabled</Status></Rule>"
+		  "</LifecycleConfiguration>",
+		  -EBADMSG },
+	};
+	struct rgw_lc lc;
+	char err[160];
+
+	ck_assert_int_eq(rgw_lc_parse(ok, strlen(ok), &lc, err, sizeof(err)), 0);
+	ck_assert_int_eq(lc.n, 2);
+	ck_assert_str_eq(lc.r[0].id, "a");
+	ck_assert_str_eq(lc.r[0].prefix, "logs/");
+	ck_assert(lc.r[0].enabled && lc.r[0].exp_days == 3 && lc.r[0].nc_days == 2 &&
+		  lc.r[0].nc_newer == 1);
+	ck_assert(rgw_lc_prefix_match(&lc.r[0], "logs/x", 6) &&
+		  !rgw_lc_prefix_match(&lc.r[0], "x", 1));
+	ck_assert(rgw_lc_tags_match(&lc.r[0], "j\0w\0k\0v\0", 8));
+	ck_assert(!rgw_lc_tags_match(&lc.r[0], "k\0w\0", 4) &&
+		  !rgw_lc_tags_match(&lc.r[0], NULL, 0));
+	ck_assert(!lc.r[1].enabled && lc.r[1].abort_days == 1 && lc.r[1].exp_date == 1798761600);
+	ck_assert(!rgw_lc_prefix_match(&lc.r[1], "tmp/a", 5)); /* (disabled) */
+	rgw_lc_fini(&lc);
+	for (size_t i = 0; i < CM_ARRAY_SIZE(bad); i++)
+		ck_assert_msg(rgw_lc_parse(bad[i].xml, strlen(bad[i].xml), &lc, err, sizeof(err)) ==
+				      bad[i].rc,
+			      "case %zu", i);
+}
+
+END_TEST
+
 int
 main(void)
 {
@@ -582,6 +656,7 @@ main(void)
 	tcase_add_test(tc, test_awschunk_signed);
 	tcase_add_test(tc, test_xml);
 	tcase_add_test(tc, test_escaping);
+	tcase_add_test(tc, test_lifecycle);
 	suite_add_tcase(s, tc);
 	return cm_test_main(s);
 }
