@@ -523,6 +523,12 @@ rgw_tags_check(const char *p, size_t len)
 int
 rgw_tags_add(struct rgw_str *packed, const char *k, size_t kl, const char *v, size_t vl)
 {
+	return rgw_tags_add_n(packed, k, kl, v, vl, RGW_TAGS_MAX);
+}
+
+int
+rgw_tags_add_n(struct rgw_str *packed, const char *k, size_t kl, const char *v, size_t vl, int max)
+{
 	ssize_t kc = utf8_chars(k, kl), vc = utf8_chars(v, vl);
 	size_t pos = 0;
 	const char *ok, *ov;
@@ -535,7 +541,7 @@ rgw_tags_add(struct rgw_str *packed, const char *k, size_t kl, const char *v, si
 			return -EEXIST;
 		n++;
 	}
-	if (n == RGW_TAGS_MAX)
+	if (n >= max)
 		return -E2BIG;
 	rgw_str_add(packed, k, kl);
 	rgw_str_addc(packed, '\0');

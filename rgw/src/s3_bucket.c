@@ -604,34 +604,63 @@ put_versioning(struct s3_req *q)
 	swap_record(q, &nb);
 }
 
-/* ---- lifecycle configurations (rgw/lc.h; applied by the sweep, lc.c) ---- */
+/*
+ * ---- configurations kept in an xattr of the bucket's record object ----
+ * Lifecycle (rgw/lc.h; applied by the sweep, lc.c) and tagging: checked on
+ * PUT, kept (lifecycle as sent, tags re-encoded), returned on GET, removed
+ * on DELETE; every op guarded on the record's id (not a re-created bucket).
+ */
 
-struct lcop {
+struct bcfg {
+	const char *sub, *xattr;
+	size_t max;
+	const char *nosuch, *nosuch_msg;
+	const char *put_name, *get_name, *del_name;
+	/* the PUT's body checked (400/501 answered: nonzero), what to keep into out */
+	int (*check)(struct s3_req *q, struct rgw_str *out);
+};
+
+static int lc_check(struct s3_req *q, struct rgw_str *out);
+static int tags_check(struct s3_req *q, struct rgw_str *out);
+
+static const struct bcfg bcfgs[] = {
+	{ "lifecycle", "rgw.lc", RGW_LC_XML_MAX, "NoSuchLifecycleConfiguration",
+	  "the lifecycle configuration does not exist", "PutBucketLifecycleConfiguration",
+	  "GetBucketLifecycleConfiguration", "DeleteBucketLifecycle", lc_check },
+	{ "tagging", "rgw.tags", 64u << 10, "NoSuchTagSet", "the tag set does not exist",
+	  "PutBucketTagging", "GetBucketTagging", "DeleteBucketTagging", tags_check },
+};
+
+struct cfgop {
+	const struct bcfg *c;
 	char *buf;
 	size_t len;
 	int rval;
+	struct rgw_str keep;
 };
 
 static void
-lcop_free(struct s3_req *q)
+cfgop_free(struct s3_req *q)
 {
-	struct lcop *l = q->op;
+	struct cfgop *o = q->op;
 
-	if (l)
-		free(l->buf);
-	free(l);
+	if (o) {
+		free(o->buf);
+		rgw_str_fini(&o->keep);
+	}
+	free(o);
 	q->op = NULL;
 }
 
 static void
-lc_done(void *arg, int rc)
+cfg_done(void *arg, int rc)
 {
 	struct s3_req *q = arg;
-	struct lcop *l = q->op;
+	struct cfgop *o = q->op;
 
 	q->pending--;
-	if (!rc && l && l->buf)
-		rc = l->rval;
+	if (!rc && o->buf)
+		rc = o->rval;
 	if (rc == -ENODATA && q->h->method == RGW_M_DELETE)
 		rc = 0; /* (none to delete: done) */
 	if (rc == -ECANCELED || rc == -ENOENT) {
@@ -639,20 +668,19 @@ lc_done(void *arg, int rc)
 		s3_error(q, 404, "NoSuchBucket", "the bucket does not exist");
 		return;
 	}
-	if (rc == -ENODATA && l && l->buf) {
-		s3_error(q, 404, "NoSuchLifecycleConfiguration",
-			 "the lifecycle configuration does not exist");
+	if (rc == -ENODATA && o->buf) {
+		s3_error(q, 404, o->c->nosuch, o->c->nosuch_msg);
 		return;
 	}
 	if (rc) {
-		s3_error_rc(q, rc, "the bucket's lifecycle configuration");
+		s3_error_rc(q, rc, "the bucket's configuration");
 		return;
 	}
-	if (l && l->buf) {
+	if (o->buf) {
 		struct rgw_str x;
 
 		rgw_str_init(&x);
-		rgw_str_add(&x, l->buf, l->len);
+		rgw_str_add(&x, o->buf, o->len);
 		s3_respond_xml(q, 200, NULL, &x);
 		rgw_str_fini(&x);
 		return;
@@ -660,77 +688,175 @@ lc_done(void *arg, int rc)
 	s3_respond_xml(q, q->h->method == RGW_M_DELETE ? 204 : 200, NULL, NULL);
 }
 
-/* A lifecycle op on the bucket's record object, guarded on its id (not a re-created bucket). */
 static void
-lc_submit(struct s3_req *q, cairn_op_t *op)
+cfg_submit(struct s3_req *q, cairn_op_t *op)
 {
 	char oid[128];
 
 	snprintf(oid, sizeof(oid), "bucket.%s", q->bucket);
-	s3_submit(q, q->g->meta, oid, op, lc_done);
+	s3_submit(q, q->g->meta, oid, op, cfg_done);
 }
 
-/* PUT ?lifecycle: checked (rgw_lc_parse), then kept as sent in the record's xattr rgw.lc. */
-static void
-put_lifecycle(struct s3_req *q)
+static int
+lc_check(struct s3_req *q, struct rgw_str *out)
 {
 	struct rgw_lc lc;
 	char err[160];
-	cairn_op_t *op;
 	int rc = rgw_lc_parse(q->body.p, q->body.len, &lc, err, sizeof(err));
 
 	if (rc == -ENOMEM) {
 		s3_error(q, 503, "SlowDown", "out of memory");
-		return;
+		return rc;
 	}
 	if (rc) {
 		s3_error(q, rc == -EOPNOTSUPP ? 501 : 400,
 			 rc == -EOPNOTSUPP ? "NotImplemented" : "MalformedXML", err);
-		return;
+		return rc;
 	}
 	rgw_lc_fini(&lc);
-	if (!(op = cairn_op_create())) {
+	rgw_str_add(out, q->body.p, q->body.len);
+	return 0;
+}
+
+/* <Tagging><TagSet><Tag><Key/><Value/></Tag>...: S3's rules, 50 tags; kept re-encoded. */
+static int
+tags_check(struct s3_req *q, struct rgw_str *out)
+{
+	struct rgw_xml *x = NULL;
+	const struct rgw_xml *set;
+	struct rgw_str pk;
+	size_t pos = 0;
+	const char *k, *v;
+	char err[128];
+	int rc = 0;
+
+	if (rgw_xml_parse(q->body.p ? q->body.p : "", q->body.len, &x, err, sizeof(err)) ||
+	    strcmp(x->name, "Tagging") || !(set = rgw_xml_child(x, "TagSet"))) {
+		rgw_xml_free(x);
+		s3_error(q, 400, "MalformedXML", "the XML you provided was not well-formed");
+		return -EBADMSG;
+	}
+	rgw_str_init(&pk);
+	for (const struct rgw_xml *c = set->child; c && !rc; c = c->next) {
+		if (strcmp(c->name, "Tag"))
+			continue;
+		if (!(k = rgw_xml_child_text(c, "Key"))) {
+			rc = -EINVAL;
+			break;
+		}
+		v = rgw_xml_child_text(c, "Value");
+		rc = rgw_tags_add_n(&pk, k, strlen(k), v ? v : "", v ? strlen(v) : 0,
+				    RGW_BUCKET_TAGS_MAX);
+	}
+	rgw_xml_free(x);
+	if (rc) {
+		rgw_str_fini(&pk);
+		if (rc == -E2BIG)
+			s3_error(q, 400, "BadRequest", "bucket tags cannot be more than 50");
+		else
+			s3_tags_error(q, rc);
+		return rc;
+	}
+	rgw_str_adds(out, XMLHD "<Tagging " XMLNS "><TagSet>");
+	while (pk.p && rgw_tags_next(pk.p, pk.len, &pos, &k, &v)) {
+		rgw_str_adds(out, "<Tag><Key>");
+		rgw_str_xml(out, k, strlen(k));
+		rgw_str_adds(out, "</Key><Value>");
+		rgw_str_xml(out, v, strlen(v));
+		rgw_str_adds(out, "</Value></Tag>");
+	}
+	rgw_str_adds(out, "</TagSet></Tagging>");
+	rgw_str_fini(&pk);
+	return 0;
+}
+
+static struct cfgop *
+cfgop_new(struct s3_req *q, const struct bcfg *c)
+{
+	struct cfgop *o = calloc(1, sizeof(*o));
+
+	if (!o) {
+		s3_error(q, 503, "SlowDown", "out of memory");
+		return NULL;
+	}
+	q->op = o;
+	q->op_free = cfgop_free;
+	o->c = c;
+	rgw_str_init(&o->keep);
+	return o;
+}
+
+/* The body read (s3_read_body held q->op meanwhile): checked, kept. */
+static void
+cfg_put(struct s3_req *q, const struct bcfg *c)
+{
+	struct cfgop *o = cfgop_new(q, c);
+	cairn_op_t *op;
+
+	if (!o || o->c->check(q, &o->keep))
+		return;
+	if (o->keep.oom || !(op = cairn_op_create())) {
 		s3_error(q, 503, "SlowDown", "out of memory");
 		return;
 	}
 	cairn_op_cmpxattr(op, "rgw.id", CAIRN_CMP_EQ, q->b.id, 32);
-	cairn_op_setxattr(op, "rgw.lc", q->body.p, q->body.len);
-	lc_submit(q, op);
+	cairn_op_setxattr(op, o->c->xattr, o->keep.p, o->keep.len);
+	cfg_submit(q, op);
 }
 
 static void
-lifecycle_op(struct s3_req *q)
+cfg_put_lc(struct s3_req *q)
 {
-	struct lcop *l;
+	cfg_put(q, &bcfgs[0]);
+}
+
+static void
+cfg_put_tags(struct s3_req *q)
+{
+	cfg_put(q, &bcfgs[1]);
+}
+
+/* ?lifecycle, ?tagging on a bucket: PUT, GET, DELETE. \return false: not one of them. */
+static bool
+config_op(struct s3_req *q)
+{
+	const struct bcfg *c = NULL;
+	struct cfgop *o;
 	cairn_op_t *op;
 
+	for (size_t i = 0; i < CM_ARRAY_SIZE(bcfgs) && !c; i++)
+		if (rgw_uri_q(&q->u, bcfgs[i].sub))
+			c = &bcfgs[i];
+	if (!c || (q->h->method != RGW_M_PUT && q->h->method != RGW_M_GET &&
+		   q->h->method != RGW_M_DELETE))
+		return false;
 	if (q->h->method == RGW_M_PUT) {
-		q->op_name = "PutBucketLifecycleConfiguration";
-		s3_read_body(q, RGW_LC_XML_MAX, put_lifecycle);
-		return;
+		q->op_name = (char *)c->put_name;
+		s3_read_body(q, c->max, c == &bcfgs[0] ? cfg_put_lc : cfg_put_tags);
+		return true;
 	}
+	if (!(o = cfgop_new(q, c)))
+		return true;
 	if (!(op = cairn_op_create())) {
 		s3_error(q, 503, "SlowDown", "out of memory");
-		return;
+		return true;
 	}
 	cairn_op_cmpxattr(op, "rgw.id", CAIRN_CMP_EQ, q->b.id, 32);
 	if (q->h->method == RGW_M_DELETE) {
-		q->op_name = "DeleteBucketLifecycle";
-		cairn_op_rmxattr(op, "rgw.lc");
-		lc_submit(q, op);
-		return;
+		q->op_name = (char *)c->del_name;
+		cairn_op_rmxattr(op, c->xattr);
+		cfg_submit(q, op);
+		return true;
 	}
-	q->op_name = "GetBucketLifecycleConfiguration";
-	if (!(l = calloc(1, sizeof(*l))) || !(l->buf = malloc(RGW_LC_XML_MAX))) {
-		free(l);
+	q->op_name = (char *)c->get_name;
+	if (!(o->buf = malloc(c->max))) {
 		cairn_op_release(op);
 		s3_error(q, 503, "SlowDown", "out of memory");
-		return;
+		return true;
 	}
-	q->op = l;
-	q->op_free = lcop_free;
-	cairn_op_getxattr(op, "rgw.lc", l->buf, RGW_LC_XML_MAX, &l->len, &l->rval);
-	lc_submit(q, op);
+	cairn_op_getxattr(op, c->xattr, o->buf, c->max, &o->len, &o->rval);
+	cfg_submit(q, op);
+	return true;
 }
 
 /* PUT ?acl: a canned ACL (x-amz-acl); the bucket record swapped against what was loaded. */
@@ -783,10 +909,8 @@ bucket_loaded(struct s3_req *q)
 		s3_respond_xml(q, 200, hd, NULL);
 		return;
 	case RGW_M_DELETE:
-		if (rgw_uri_q(&q->u, "lifecycle")) {
-			lifecycle_op(q);
+		if (config_op(q))
 			return;
-		}
 		q->op_name = "DeleteBucket";
 		if (q->u.nq) {
 			s3_error(q, 501, "NotImplemented",
@@ -807,15 +931,13 @@ bucket_loaded(struct s3_req *q)
 			get_acl(q);
 		} else if (rgw_uri_q(&q->u, "uploads")) {
 			s3_mp_list_uploads(q);
-		} else if (rgw_uri_q(&q->u, "tagging")) {
-			s3_error(q, 404, "NoSuchTagSet", "the tag set does not exist");
+		} else if (config_op(q)) {
+			/* (?tagging, ?lifecycle) */
 		} else if (rgw_uri_q(&q->u, "cors")) {
 			s3_error(q, 404, "NoSuchCORSConfiguration",
 				 "the CORS configuration does not exist");
 		} else if (rgw_uri_q(&q->u, "policy")) {
 			s3_error(q, 404, "NoSuchBucketPolicy", "the bucket policy does not exist");
-		} else if (rgw_uri_q(&q->u, "lifecycle")) {
-			lifecycle_op(q);
 		} else if (rgw_uri_q(&q->u, "encryption")) {
 			s3_error(q, 404, "ServerSideEncryptionConfigurationNotFoundError",
 				 "the server side encryption configuration was not found");
@@ -843,10 +965,8 @@ bucket_loaded(struct s3_req *q)
 			put_bucket_acl(q);
 			return;
 		}
-		if (rgw_uri_q(&q->u, "lifecycle")) {
-			lifecycle_op(q);
+		if (config_op(q))
 			return;
-		}
 		if (rgw_uri_q(&q->u, "versioning")) {
 			q->op_name = "PutBucketVersioning";
 			s3_read_body(q, 4096, put_versioning);

@@ -253,6 +253,7 @@ def api():
     contention()
     versioning()
     lifecycle()
+    bucket_tags()
 
 
 def multipart():
@@ -901,6 +902,29 @@ def lifecycle():
     s3.put_object(Bucket="lc-gw", Key="old", Body=b"o")
     s3.put_bucket_lifecycle_configuration(Bucket="lc-gw", LifecycleConfiguration={"Rules": [
         {"ID": "all", "Filter": {"Prefix": ""}, "Status": "Enabled", "Expiration": {"Days": 1}}]})
+
+
+def bucket_tags():
+    """Bucket tagging: up to 50 tags, read back, replaced, deleted; bad sets refused."""
+    b = "data"
+    check(code_of(lambda: s3.get_bucket_tagging(Bucket=b)) == "NoSuchTagSet", "no bucket tags")
+    tags = [{"Key": "team", "Value": "vision"}, {"Key": "cost", "Value": ""}]
+    s3.put_bucket_tagging(Bucket=b, Tagging={"TagSet": tags})
+    got = s3.get_bucket_tagging(Bucket=b)["TagSet"]
+    check(sorted(got, key=lambda t: t["Key"]) == sorted(tags, key=lambda t: t["Key"]),
+          "bucket tags read back: %s" % got)
+    many = [{"Key": "k%d" % i, "Value": "v"} for i in range(50)]
+    s3.put_bucket_tagging(Bucket=b, Tagging={"TagSet": many})
+    check(len(s3.get_bucket_tagging(Bucket=b)["TagSet"]) == 50, "50 bucket tags")
+    check(code_of(lambda: s3.put_bucket_tagging(Bucket=b, Tagging={"TagSet": many + [
+        {"Key": "k50", "Value": "v"}]})) == "BadRequest", "51 bucket tags refused")
+    check(code_of(lambda: s3.put_bucket_tagging(Bucket=b, Tagging={"TagSet": [
+        {"Key": "a", "Value": "1"}, {"Key": "a", "Value": "2"}]})) == "InvalidTag",
+        "a key twice refused")
+    check(code_of(lambda: client(other).get_bucket_tagging(Bucket=b)) == "AccessDenied",
+          "another user may not read the tags")
+    s3.delete_bucket_tagging(Bucket=b)
+    check(code_of(lambda: s3.get_bucket_tagging(Bucket=b)) == "NoSuchTagSet", "tags deleted")
 
 
 def raw_put(path, headers, body):

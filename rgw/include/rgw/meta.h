@@ -71,10 +71,14 @@ bool rgw_key_ok(const char *key, size_t klen);
  * at most RGW_TAGS_MAX tags, keys of 1-128 characters and values of 0-256
  * (UTF-8, no control characters), keys unique.
  */
-#define RGW_TAGS_MAX 10
+#define RGW_TAGS_MAX        10
+#define RGW_BUCKET_TAGS_MAX 50 /* a bucket's */
 /* Append a tag. \return 0, -EINVAL (a bad key or value), -EEXIST (a key again), -E2BIG (too
  * many), -ENOMEM. */
 int rgw_tags_add(struct rgw_str *packed, const char *k, size_t kl, const char *v, size_t vl);
+/* The same with at most max tags. */
+int rgw_tags_add_n(struct rgw_str *packed, const char *k, size_t kl, const char *v, size_t vl,
+		   int max);
 /* Walk a packed set: the tag at *pos (then past it). \return false at the end. */
 bool rgw_tags_next(const char *p, size_t len, size_t *pos, const char **k, const char **v);
 /* Whether p is a well-formed set. \return its tag count, or -EBADMSG. */
