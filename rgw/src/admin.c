@@ -9,11 +9,14 @@
 #include "rgw/rgw.h"
 #include "rgw/meta.h"
 #include "rgw/str.h"
+#include "cm/log.h"
 #include "cm/random.h"
 
 #include <openssl/crypto.h>
 
 #include <jansson.h>
+
+CM_LOG_SUBSYS(rgw);
 
 #define CAS_TRIES 16
 
@@ -151,6 +154,22 @@ open_meta(cairn_cluster_t *cl, const char *pool, cairn_ioctx_t **io)
 	return cairn_ioctx_create(cl, pool && *pool ? pool : RGW_DEFAULT_META_POOL, io);
 }
 
+/* Every gateway drops what it cached under name (kind: RGW_NOTIFY_*), or its TTL does it. */
+static void
+tell_gateways(cairn_ioctx_t *io, char kind, const char *name)
+{
+	struct cairn_notify_result res;
+	char payload[1 + 128];
+	int n = snprintf(payload, sizeof(payload), "%c%s", kind, name), rc;
+
+	if (n < 0 || (size_t)n >= sizeof(payload))
+		return;
+	rc = cairn_notify(io, RGW_NOTIFY_OID, payload, (size_t)n, RGW_NOTIFY_TIMEOUT_MS, &res);
+	if (rc && rc != -ENOENT) /* (-ENOENT: no gateway ever ran) */
+		CM_WARN_RC(rc, "telling the gateways of a change to %s", name);
+	cairn_notify_result_free(&res);
+}
+
 /* Add (add true) or remove access from uid's record's key list. */
 static int
 user_keys_edit(cairn_ioctx_t *io, const char *uid, const char *access, bool add)
@@ -283,6 +302,8 @@ rgw_admin_key_rm(cairn_cluster_t *cl, const char *pool, const char *access)
 		cairn_op_omap_rm(op, access, strlen(access));
 		rc = cairn_operate(io, "keys", op, NULL);
 		cairn_op_release(op);
+		if (!rc)
+			tell_gateways(io, RGW_NOTIFY_KEY, access);
 		if (!rc && uid[0]) {
 			int r = user_keys_edit(io, uid, access, false);
 
@@ -455,6 +476,7 @@ rgw_admin_user_rm(cairn_cluster_t *cl, const char *pool, const char *uid)
 		cairn_op_release(op);
 		if (rc)
 			goto out;
+		tell_gateways(io, RGW_NOTIFY_KEY, ui.keys[i]);
 	}
 	if (!(op = cairn_op_create())) {
 		rc = -ENOMEM;
@@ -500,6 +522,8 @@ key_quota(cairn_ioctx_t *io, const char *access, int64_t qb, int64_t qo)
 		if (raw)
 			OPENSSL_cleanse(raw, rl);
 		free(raw);
+		if (!rc)
+			tell_gateways(io, RGW_NOTIFY_KEY, access);
 		if (rc != -ECANCELED)
 			return rc;
 	}
@@ -682,6 +706,8 @@ rgw_admin_bucket_quota(cairn_cluster_t *cl, const char *pool, const char *name, 
 		cairn_op_release(op);
 		free(s);
 		free(raw);
+		if (!rc)
+			tell_gateways(io, RGW_NOTIFY_BUCKET, name);
 		if (rc != -ECANCELED)
 			break;
 	}

@@ -424,6 +424,12 @@ sweep_shard(struct rgw *g, const char *bucket_id, const char *shard, int64_t now
 		if (n) {
 			alen = CM_MIN(kvs[n - 1].klen, sizeof(after));
 			memcpy(after, kvs[n - 1].key, alen);
+			/* (null pointers stay, one per key: past them at once, since no key
+			 * holds 0xff, so the pending and upload markers after them are seen) */
+			if (alen >= 2 && !memcmp(after, RGW_SYS_NULL, 2)) {
+				memcpy(after, RGW_SYS_NULL "\xff", 3);
+				alen = 3;
+			}
 		}
 		cairn_kvs_free(kvs, n);
 	}

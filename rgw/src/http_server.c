@@ -84,6 +84,7 @@ struct rgw_req {
 	uint64_t body_seen;
 	char *head_out;
 	size_t head_len;
+	char *extra_hdrs; /* rgw_req_add_headers: in every response head */
 	/* the send in flight */
 	struct iovec iov[SEND_IOV_MAX];
 	int iovcnt;
@@ -258,6 +259,7 @@ conn_maybe_free(struct rgw_conn *c)
 	rgw_http_parser_destroy(c->p);
 	free(c->req.head_out);
 	free(c->req.owned);
+	free(c->req.extra_hdrs);
 	free(c->rbuf);
 	free(c);
 }
@@ -343,6 +345,7 @@ req_reset(struct rgw_conn *c)
 
 	free(r->head_out);
 	free(r->owned);
+	free(r->extra_hdrs);
 	memset(r, 0, sizeof(*r));
 	r->c = c;
 	snprintf(r->id, sizeof(r->id), "%016" PRIx64, s->id_base + n);
@@ -624,7 +627,8 @@ head_text(struct rgw_req *r, int status, const char *hdrs, uint64_t len)
 {
 	struct rgw_conn *c = r->c;
 	bool close = r->close_after || !c->head.keep_alive;
-	size_t hl = hdrs ? strlen(hdrs) : 0;
+	const char *xh = r->extra_hdrs ? r->extra_hdrs : "";
+	size_t hl = (hdrs ? strlen(hdrs) : 0) + strlen(xh);
 	size_t cap = hl + 512;
 	char *b;
 	int n;
@@ -636,15 +640,15 @@ head_text(struct rgw_req *r, int status, const char *hdrs, uint64_t len)
 	if (len == UINT64_MAX)
 		n = snprintf(b, cap,
 			     "HTTP/1.1 %d %s\r\nDate: %s\r\nServer: cairn-rgw\r\n"
-			     "x-amz-request-id: %s\r\n%sTransfer-Encoding: chunked\r\n%s\r\n",
+			     "x-amz-request-id: %s\r\n%s%sTransfer-Encoding: chunked\r\n%s\r\n",
 			     status, rgw_http_reason(status), date_now(c->t), r->id,
-			     hdrs ? hdrs : "", close ? "Connection: close\r\n" : "");
+			     hdrs ? hdrs : "", xh, close ? "Connection: close\r\n" : "");
 	else
 		n = snprintf(b, cap,
 			     "HTTP/1.1 %d %s\r\nDate: %s\r\nServer: cairn-rgw\r\n"
-			     "x-amz-request-id: %s\r\n%sContent-Length: %" PRIu64 "\r\n%s\r\n",
+			     "x-amz-request-id: %s\r\n%s%sContent-Length: %" PRIu64 "\r\n%s\r\n",
 			     status, rgw_http_reason(status), date_now(c->t), r->id,
-			     hdrs ? hdrs : "", len, close ? "Connection: close\r\n" : "");
+			     hdrs ? hdrs : "", xh, len, close ? "Connection: close\r\n" : "");
 	if (n < 0 || (size_t)n >= cap) {
 		free(b);
 		return -E2BIG;
@@ -654,6 +658,21 @@ head_text(struct rgw_req *r, int status, const char *hdrs, uint64_t len)
 	free(r->head_out);
 	r->head_out = b;
 	r->head_len = (size_t)n;
+	return 0;
+}
+
+int
+rgw_req_add_headers(struct rgw_req *r, const char *hdrs)
+{
+	size_t have = r->extra_hdrs ? strlen(r->extra_hdrs) : 0, n = strlen(hdrs);
+	char *nb;
+
+	if (have + n > HEAD_OUT_MAX)
+		return -E2BIG;
+	if (!(nb = realloc(r->extra_hdrs, have + n + 1)))
+		return -ENOMEM;
+	memcpy(nb + have, hdrs, n + 1);
+	r->extra_hdrs = nb;
 	return 0;
 }
 

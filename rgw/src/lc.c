@@ -34,6 +34,24 @@ struct lc_run {
 	unsigned expired, noncurrent, markers, aborted;
 };
 
+/*
+ * Whether days (of x->day_ns) since since have passed, S3's way: the deadline is rounded up
+ * to the next day boundary (midnight UTC with 24 h days), so an object written late in a
+ * day is not expired early.
+ */
+static bool
+lc_due(const struct lc_run *x, int64_t since, int days)
+{
+	int64_t end;
+
+	if (!days)
+		return false;
+	end = since + days * x->day_ns;
+	if (end % x->day_ns)
+		end += x->day_ns - end % x->day_ns;
+	return end <= x->now;
+}
+
 struct ver {
 	struct rgw_entry e;
 	void *raw;
@@ -197,8 +215,7 @@ judge_key(struct lc_run *x, const char *key, size_t klen, struct ver *vs, size_t
 			const struct rgw_lc_rule *r = &x->lc->r[j];
 
 			go = r->nc_days && i - 1 >= (size_t)r->nc_newer &&
-			     since + r->nc_days * x->day_ns <= x->now &&
-			     rule_applies(r, key, klen, &vs[i].e);
+			     lc_due(x, since, r->nc_days) && rule_applies(r, key, klen, &vs[i].e);
 		}
 		if (go) {
 			rc = remove_version(x, key, klen, vs[i].e.vid[0] ? vs[i].e.vid : "null",
@@ -217,12 +234,15 @@ judge_key(struct lc_run *x, const char *key, size_t klen, struct ver *vs, size_t
 
 		if (!rule_applies(r, key, klen, e))
 			continue;
+		bool aged = lc_due(x, e->mtime_ns, r->exp_days);
+		/* (in seconds: a far date times 1e9 would overflow) */
+		bool dated = r->exp_date && r->exp_date <= x->now / 1000000000;
+
+		/* (S3: Days also removes a delete marker left alone once it is as old) */
 		if (e->flags & RGW_ENTRY_DELETE_MARKER)
-			dm_gone |= r->exp_dm && n == 1;
+			dm_gone |= n == 1 && (r->exp_dm || aged);
 		else
-			expire |=
-				(r->exp_days && e->mtime_ns + r->exp_days * x->day_ns <= x->now) ||
-				(r->exp_date && r->exp_date * 1000000000 <= x->now);
+			expire |= aged || dated;
 	}
 	if (dm_gone) {
 		rc = remove_version(x, key, klen, vs[0].e.vid[0] ? vs[0].e.vid : "null", &vs[0]);
@@ -393,7 +413,7 @@ sweep_uploads(struct lc_run *x)
 				const struct rgw_lc_rule *r = &x->lc->r[j];
 
 				go = r->abort_days && rgw_lc_prefix_match(r, k + 2, klen) &&
-				     started + r->abort_days * x->day_ns <= x->now;
+				     lc_due(x, started, r->abort_days);
 			}
 			if (!go)
 				continue;

@@ -94,10 +94,18 @@ rule_filter(struct rgw_lc_rule *r, const struct rgw_xml *rule, char *err, size_t
 		return fail(err, elen, -EBADMSG, "a rule has both Filter and Prefix");
 	if (f) {
 		if ((a = rgw_xml_child(f, "And"))) {
-			if (rgw_xml_child(f, "Prefix") || rgw_xml_child(f, "Tag"))
+			if (f->child != a || a->next)
 				return fail(err, elen, -EBADMSG,
 					    "a Filter with And has nothing else");
 			f = a;
+		}
+		p = rgw_xml_child_text(f, "Prefix");
+		for (const struct rgw_xml *c = f->child, *seen = NULL; c; c = c->next) {
+			if (strcmp(c->name, "Prefix"))
+				continue;
+			if (seen)
+				return fail(err, elen, -EBADMSG, "a Filter has two Prefixes");
+			seen = c;
 		}
 		if (rgw_xml_child(f, "ObjectSizeGreaterThan") ||
 		    rgw_xml_child(f, "ObjectSizeLessThan"))

@@ -9,6 +9,7 @@
  * the request's next step runs there. No step waits.
  */
 #include "rgw_int.h"
+#include "rgw/policy.h"
 #include "cm/err.h"
 #include "cm/log.h"
 #include "cm/random.h"
@@ -143,13 +144,12 @@ struct rgw_cache_ent {
 	struct rgw_cache_ent *next;
 };
 
-static bool
-cache_get(struct rgw *g, struct rgw_cache_ent **head, const char *name, void *out, size_t len)
+/* name's live entry (expired ones dropped on the way), or NULL; under g->mu. */
+static struct rgw_cache_ent *
+cache_find(struct rgw_cache_ent **head, const char *name)
 {
 	int64_t now = rgw__now_ns();
-	bool hit = false;
 
-	pthread_mutex_lock(&g->mu);
 	for (struct rgw_cache_ent **pp = head, *e; (e = *pp);) {
 		if (e->expires_ns < now) {
 			*pp = e->next;
@@ -158,12 +158,40 @@ cache_get(struct rgw *g, struct rgw_cache_ent **head, const char *name, void *ou
 			free(e);
 			continue;
 		}
-		if (!strcmp(e->name, name) && e->vlen == len) {
-			memcpy(out, e->val, len);
-			hit = true;
-			break;
-		}
+		if (!strcmp(e->name, name))
+			return e;
 		pp = &e->next;
+	}
+	return NULL;
+}
+
+static bool
+cache_get(struct rgw *g, struct rgw_cache_ent **head, const char *name, void *out, size_t len)
+{
+	struct rgw_cache_ent *e;
+	bool hit = false;
+
+	pthread_mutex_lock(&g->mu);
+	if ((e = cache_find(head, name)) && e->vlen == len) {
+		memcpy(out, e->val, len);
+		hit = true;
+	}
+	pthread_mutex_unlock(&g->mu);
+	return hit;
+}
+
+/* A copy of name's value (malloc'd: *out, *len), or false. */
+static bool
+cache_get_dup(struct rgw *g, struct rgw_cache_ent **head, const char *name, void **out, size_t *len)
+{
+	struct rgw_cache_ent *e;
+	bool hit = false;
+
+	pthread_mutex_lock(&g->mu);
+	if ((e = cache_find(head, name)) && (*out = malloc(e->vlen ? e->vlen : 1))) {
+		memcpy(*out, e->val, e->vlen);
+		*len = e->vlen;
+		hit = true;
 	}
 	pthread_mutex_unlock(&g->mu);
 	return hit;
@@ -226,6 +254,113 @@ s3_bucket_forget(struct rgw *g, const char *name)
 	cache_drop(g, &g->buckets, name);
 }
 
+/* ---- invalidation by watch/notify (RGW_NOTIFY_OID) ---- */
+
+static void
+on_notify(cairn_watch_t *w, const struct cairn_notify_event *ev, void *arg)
+{
+	struct rgw *g = arg;
+	const char *p = ev->payload;
+	char name[RGW_KEY_MAX + 1];
+
+	if (ev->len >= 2 && ev->len - 1 < sizeof(name)) {
+		memcpy(name, p + 1, ev->len - 1);
+		name[ev->len - 1] = '\0';
+		if (p[0] == RGW_NOTIFY_BUCKET)
+			cache_drop(g, &g->buckets, name);
+		else if (p[0] == RGW_NOTIFY_KEY)
+			cache_drop(g, &g->keys, name);
+	}
+	(void)cairn_notify_ack(w, ev->notify_id, NULL, 0);
+}
+
+static void
+on_watch_err(cairn_watch_t *w, int err, void *arg)
+{
+	struct rgw *g = arg;
+
+	(void)w;
+	/* (the watch was dropped and made again: notifies may have been missed) */
+	CM_WARN_RC(err, "rgw: the invalidation watch was lost: dropping every cached entry");
+	pthread_mutex_lock(&g->mu);
+	cache_free(g->keys);
+	cache_free(g->buckets);
+	g->keys = g->buckets = NULL;
+	pthread_mutex_unlock(&g->mu);
+}
+
+static int
+watch_start(struct rgw *g)
+{
+	cairn_op_t *op = cairn_op_create();
+	int rc;
+
+	if (!op)
+		return -ENOMEM;
+	cairn_op_create_object(op, false);
+	rc = cairn_operate(g->meta, RGW_NOTIFY_OID, op, NULL);
+	cairn_op_release(op);
+	if (rc)
+		return rc;
+	return cairn_watch(g->meta, RGW_NOTIFY_OID, 10000, on_notify, on_watch_err, g, &g->watch);
+}
+
+struct bnotify {
+	struct s3_req *q;
+	s3_step next;
+	struct cairn_notify_result res;
+	int rval;
+	char payload[72];
+};
+
+static void
+bucket_notified(void *arg, int rc)
+{
+	struct bnotify *n = arg;
+	struct s3_req *q = n->q;
+	s3_step next = n->next;
+
+	q->pending--;
+	if (!rc)
+		rc = n->rval;
+	if (rc)
+		CM_WARN_RC(rc, "%s: telling the other gateways of bucket %s's change",
+			   rgw_req_id(q->r), q->bucket);
+	else if (n->res.ntimeouts)
+		CM_WARN("%s: bucket %s changed: %zu gateway(s) did not acknowledge in %u ms (they "
+			"drop it within the cache's TTL)",
+			rgw_req_id(q->r), q->bucket, n->res.ntimeouts, RGW_NOTIFY_TIMEOUT_MS);
+	cairn_notify_result_free(&n->res);
+	free(n);
+	next(q);
+}
+
+void
+s3_bucket_changed(struct s3_req *q, s3_step next)
+{
+	struct bnotify *n;
+	cairn_op_t *op;
+	size_t len;
+
+	s3_bucket_forget(q->g, q->bucket);
+	if (!(n = calloc(1, sizeof(*n))) || !(op = cairn_op_create())) {
+		free(n);
+		next(q); /* (the others: within the TTL) */
+		return;
+	}
+	n->q = q;
+	n->next = next;
+	len = (size_t)snprintf(n->payload, sizeof(n->payload), "%c%s", RGW_NOTIFY_BUCKET,
+			       q->bucket);
+	cairn_op_notify(op, n->payload, len, RGW_NOTIFY_TIMEOUT_MS, &n->res, &n->rval);
+	if (rgw__aio(q->t, q->g->meta, RGW_NOTIFY_OID, op, bucket_notified, n)) {
+		free(n);
+		next(q);
+		return;
+	}
+	q->pending++;
+}
+
 /* ---- responses ---- */
 
 static void
@@ -255,6 +390,7 @@ req_free(struct s3_req *q)
 	free(q->bucket);
 	free(q->key);
 	rgw_str_fini(&q->body);
+	s3_bconf_fini(&q->bc);
 	if (q->md5)
 		EVP_MD_CTX_free(q->md5);
 	if (q->sha)
@@ -296,7 +432,7 @@ s3_respond_xml(struct s3_req *q, int status, const char *hdrs, struct rgw_str *x
 	rgw_str_init(&h);
 	if (hdrs)
 		rgw_str_adds(&h, hdrs);
-	if (len)
+	if (len && (!hdrs || !strcasestr(hdrs, "content-type:")))
 		rgw_str_adds(&h, "Content-Type: application/xml\r\n");
 	if (h.oom || (xml && xml->oom) || rgw_req_send_head(q->r, status, rgw_str_cstr(&h), len)) {
 		rgw_str_fini(&h);
@@ -462,13 +598,93 @@ s3_read_body(struct s3_req *q, size_t max, s3_step next)
 struct bload {
 	struct s3_req *q;
 	struct rgw_bucket *b;
+	struct s3_bconf *bc;
 	s3_bucket_cb cb;
 	void *arg;
 	char name[64];
-	char buf[4096];
-	size_t len;
+	struct cairn_kv *kvs;
+	size_t n;
 	int rval;
 };
+
+void
+s3_bconf_fini(struct s3_bconf *c)
+{
+	free(c->policy);
+	free(c->cors);
+	rgw_policy_free(c->pol);
+	memset(c, 0, sizeof(*c));
+}
+
+/* The cache's form of a bucket: its record, then u32 length + bytes of policy and CORS. */
+static bool
+blob_put(struct rgw_str *s, const char *v, size_t n)
+{
+	uint32_t l = (uint32_t)n;
+
+	rgw_str_add(s, &l, sizeof(l));
+	rgw_str_add(s, v ? v : "", n);
+	return !s->oom;
+}
+
+static bool
+blob_take(const uint8_t **p, const uint8_t *end, char **out, size_t *n)
+{
+	uint32_t l;
+
+	if ((size_t)(end - *p) < sizeof(l))
+		return false;
+	memcpy(&l, *p, sizeof(l));
+	*p += sizeof(l);
+	if ((size_t)(end - *p) < l)
+		return false;
+	if (l && !(*out = strndup((const char *)*p, l)))
+		return false;
+	*n = l;
+	*p += l;
+	return true;
+}
+
+/* bc's policy parsed (a stored policy was checked when it was put). */
+static int
+bconf_ready(struct s3_req *q, struct s3_bconf *bc, const char *bucket)
+{
+	char err[160];
+
+	if (!bc->policy)
+		return 0;
+	if (rgw_policy_parse(bc->policy, bc->policy_len, bucket, &bc->pol, err, sizeof(err))) {
+		CM_WARN("%s: the stored bucket policy no longer parses: %s", rgw_req_id(q->r), err);
+		return -EBADMSG;
+	}
+	return 0;
+}
+
+static bool
+bucket_cached(struct s3_req *q, const char *name, struct rgw_bucket *b, struct s3_bconf *bc)
+{
+	const uint8_t *p, *end;
+	void *v;
+	size_t len;
+	bool ok;
+
+	if (!cache_get_dup(q->g, &q->g->buckets, name, &v, &len))
+		return false;
+	p = v;
+	end = p + len;
+	ok = len >= sizeof(*b);
+	if (ok) {
+		memcpy(b, p, sizeof(*b));
+		p += sizeof(*b);
+	}
+	if (ok && bc)
+		ok = blob_take(&p, end, &bc->policy, &bc->policy_len) &&
+		     blob_take(&p, end, &bc->cors, &bc->cors_len);
+	free(v);
+	if (!ok && bc)
+		s3_bconf_fini(bc);
+	return ok;
+}
 
 static void
 bucket_loaded(void *arg, int rc)
@@ -477,34 +693,74 @@ bucket_loaded(void *arg, int rc)
 	struct s3_req *q = l->q;
 	s3_bucket_cb cb = l->cb;
 	void *cb_arg = l->arg;
+	struct s3_bconf tmp = { 0 }, *bc = l->bc ? l->bc : &tmp;
+	const struct cairn_kv *rec = NULL;
 
 	q->pending--;
 	if (!rc && l->rval)
 		rc = l->rval;
-	if (!rc && rgw_bucket_decode(l->buf, l->len, l->b))
+	for (size_t i = 0; !rc && i < l->n; i++) {
+		const struct cairn_kv *kv = &l->kvs[i];
+		char **dst = NULL;
+		size_t *dlen = NULL;
+
+		if (kv->klen == 10 && !memcmp(kv->key, "rgw.bucket", 10))
+			rec = kv;
+		else if (kv->klen == 10 && !memcmp(kv->key, "rgw.policy", 10))
+			dst = &bc->policy, dlen = &bc->policy_len;
+		else if (kv->klen == 8 && !memcmp(kv->key, "rgw.cors", 8))
+			dst = &bc->cors, dlen = &bc->cors_len;
+		if (dst && !(*dst = strndup(kv->val, kv->vlen)))
+			rc = -ENOMEM;
+		else if (dst)
+			*dlen = kv->vlen;
+	}
+	if (!rc && !rec)
+		rc = -ENOENT;
+	if (!rc && rgw_bucket_decode(rec->val, rec->vlen, l->b))
 		rc = -EBADMSG;
 	if (rc == -ENODATA)
 		rc = -ENOENT;
-	if (!rc)
-		cache_put(q->g, &q->g->buckets, l->name, l->b, sizeof(*l->b));
+	if (!rc) {
+		struct rgw_str s;
+
+		rgw_str_init(&s);
+		rgw_str_add(&s, l->b, sizeof(*l->b));
+		if (blob_put(&s, bc->policy, bc->policy_len) &&
+		    blob_put(&s, bc->cors, bc->cors_len))
+			cache_put(q->g, &q->g->buckets, l->name, s.p, s.len);
+		rgw_str_fini(&s);
+	}
+	if (!rc && l->bc)
+		rc = bconf_ready(q, l->bc, l->name);
+	if (rc && l->bc)
+		s3_bconf_fini(l->bc);
+	s3_bconf_fini(&tmp);
+	cairn_kvs_free(l->kvs, l->n);
 	free(l);
 	cb(q, cb_arg, rc);
 }
 
 void
-s3_bucket_get(struct s3_req *q, const char *name, struct rgw_bucket *b, s3_bucket_cb cb, void *arg)
+s3_bucket_get(struct s3_req *q, const char *name, struct rgw_bucket *b, struct s3_bconf *bc,
+	      s3_bucket_cb cb, void *arg)
 {
 	struct bload *l;
 	cairn_op_t *op;
 	char oid[128];
 	int rc;
 
+	if (bc)
+		s3_bconf_fini(bc);
 	if (strlen(name) >= sizeof(l->name)) {
 		cb(q, arg, -ENOENT);
 		return;
 	}
-	if (cache_get(q->g, &q->g->buckets, name, b, sizeof(*b))) {
-		cb(q, arg, 0);
+	if (bucket_cached(q, name, b, bc)) {
+		rc = bc ? bconf_ready(q, bc, name) : 0;
+		if (rc && bc)
+			s3_bconf_fini(bc);
+		cb(q, arg, rc);
 		return;
 	}
 	if (!(l = calloc(1, sizeof(*l))) || !(op = cairn_op_create())) {
@@ -514,11 +770,13 @@ s3_bucket_get(struct s3_req *q, const char *name, struct rgw_bucket *b, s3_bucke
 	}
 	l->q = q;
 	l->b = b;
+	l->bc = bc;
 	l->cb = cb;
 	l->arg = arg;
 	snprintf(l->name, sizeof(l->name), "%s", name);
 	snprintf(oid, sizeof(oid), "bucket.%s", name);
-	cairn_op_getxattr(op, "rgw.bucket", l->buf, sizeof(l->buf), &l->len, &l->rval);
+	/* (all of them at once: a getxattr of one that is missing would fail the op) */
+	cairn_op_getxattrs(op, &l->kvs, &l->n, &l->rval);
 	if ((rc = rgw__aio(q->t, q->g->meta, oid, op, bucket_loaded, l))) {
 		free(l);
 		cb(q, arg, rc);
@@ -559,6 +817,7 @@ bucket_ready(struct s3_req *q, void *arg, int rc)
 		return;
 	}
 	q->have_b = true;
+	s3_cors_actual(q);
 	bucket_io(q, q->next);
 }
 
@@ -566,7 +825,7 @@ void
 s3_bucket_load(struct s3_req *q, s3_step next)
 {
 	q->next = next;
-	s3_bucket_get(q, q->bucket, &q->b, bucket_ready, NULL);
+	s3_bucket_get(q, q->bucket, &q->b, &q->bc, bucket_ready, NULL);
 }
 
 /* ---- the index's names ---- */
@@ -704,7 +963,7 @@ canned_grants(const char *acl, bool anon, enum s3_perm perm, bool bucket)
 }
 
 bool
-s3_allow_bucket(const struct s3_req *q, const struct rgw_bucket *b, enum s3_perm perm)
+s3_acl_bucket(const struct s3_req *q, const struct rgw_bucket *b, enum s3_perm perm)
 {
 	if (!q->anon && q->uid[0] && !strcmp(b->owner, q->uid))
 		return true;
@@ -712,13 +971,34 @@ s3_allow_bucket(const struct s3_req *q, const struct rgw_bucket *b, enum s3_perm
 }
 
 bool
-s3_allow_object(const struct s3_req *q, const struct rgw_bucket *b, const struct rgw_entry *e,
-		enum s3_perm perm)
+s3_acl_object(const struct s3_req *q, const struct rgw_bucket *b, const struct rgw_entry *e,
+	      enum s3_perm perm)
 {
 	if (!q->anon && q->uid[0] &&
 	    (!strcmp(b->owner, q->uid) || (e->owner && !strcmp(e->owner, q->uid))))
 		return true;
 	return canned_grants(e->acl, q->anon, perm, false);
+}
+
+bool
+s3_allow_bucket(const struct s3_req *q, const struct rgw_bucket *b, enum s3_perm perm)
+{
+	bool acl = s3_acl_bucket(q, b, perm);
+
+	if (b != &q->b)
+		return acl;
+	return s3_access(q, b, &q->bc, q->key, q->key_len, NULL, acl);
+}
+
+bool
+s3_allow_object(const struct s3_req *q, const struct rgw_bucket *b, const struct rgw_entry *e,
+		enum s3_perm perm)
+{
+	bool acl = s3_acl_object(q, b, e, perm);
+
+	if (b != &q->b)
+		return acl;
+	return s3_access(q, b, &q->bc, q->key, q->key_len, NULL, acl);
 }
 
 static void
@@ -1094,6 +1374,10 @@ on_request(struct rgw_req *r, void *arg)
 		s3_error(q, 400, "InvalidBucketName", "the bucket name is not valid");
 		return;
 	}
+	if (q->h->method == RGW_M_OPTIONS) {
+		s3_cors_preflight(q);
+		return;
+	}
 	auth_start(q);
 }
 
@@ -1230,6 +1514,11 @@ rgw_start(cairn_cluster_t *cl, const struct rgw_conf *c, struct rgw **gp, char *
 		snprintf(g->name, sizeof(g->name), "%s", c->name);
 	else
 		snprintf(g->name, sizeof(g->name), "rgw.%d", getpid());
+	if ((rc = watch_start(g))) {
+		snprintf(err, errlen, "watching %s (cache invalidation): %s", RGW_NOTIFY_OID,
+			 cm_strerror(rc));
+		goto err;
+	}
 	if ((rc = rgw__gc_start(g))) {
 		snprintf(err, errlen, "the collector thread: %s", cm_strerror(rc));
 		goto err;
@@ -1281,6 +1570,8 @@ rgw_stop(struct rgw *g)
 		cairn_service_unregister(g->cl, "rgw", g->name);
 	rgw_http_server_stop(g->http);
 	rgw__gc_stop(g);
+	if (g->watch)
+		cairn_unwatch(g->watch);
 	cairn_ioctx_destroy(g->meta);
 	cache_free(g->keys);
 	cache_free(g->buckets);

@@ -74,6 +74,7 @@ struct rgw {
 	struct rgw_http_server *http;
 	pthread_mutex_t mu; /* the caches, the log */
 	struct rgw_cache_ent *keys, *buckets;
+	cairn_watch_t *watch; /* on RGW_NOTIFY_OID: the others' changes */
 	FILE *alog;
 	bool registered;
 	/* the collector of dead instances */
@@ -118,6 +119,20 @@ int rgw__aio(struct rgw_thr *t, cairn_ioctx_t *io, const char *oid, cairn_op_t *
 struct s3_req;
 typedef void (*s3_step)(struct s3_req *q);
 
+struct rgw_policy;
+
+/*
+ * A bucket's configurations that any request may need, read with its
+ * record (its record object's xattrs rgw.policy, rgw.cors) and cached with it.
+ */
+struct s3_bconf {
+	char *policy, *cors; /* as stored, NUL-terminated; NULL: none */
+	size_t policy_len, cors_len;
+	struct rgw_policy *pol; /* policy, parsed */
+};
+
+void s3_bconf_fini(struct s3_bconf *c);
+
 /* A request in progress. */
 struct s3_req {
 	struct rgw *g;
@@ -138,6 +153,7 @@ struct s3_req {
 	uint8_t sigkey[32];
 	/* the bucket */
 	struct rgw_bucket b;
+	struct s3_bconf bc; /* b's */
 	bool have_b;
 	cairn_ioctx_t *data; /* the data pool, in the bucket's namespace */
 	cairn_ioctx_t *mpio; /* the metadata pool in the bucket's namespace (uploads) */
@@ -248,6 +264,9 @@ void s3_vread_reset(struct s3_vread *r);
 int s3_vread_rc(const struct s3_vread *r);
 /* What the op found (NULL: absent, or not read). */
 const struct cairn_kv *s3_vread_cur(const struct s3_vread *r);
+/* A time for a new latest version: now, or just after the current latest's (its sort key)
+ * when that is later (a slower commit, a clock behind), so versions sort as they commit. */
+int64_t s3_version_time(const struct s3_vread *r, int64_t now);
 const struct cairn_kv *s3_vread_nptr(const struct s3_vread *r);
 const struct cairn_kv *s3_vread_rec(const struct s3_vread *r);
 const struct cairn_kv *s3_vread_first(const struct s3_vread *r);
@@ -355,6 +374,7 @@ struct s3_copy {
 	struct s3_req *q;
 	struct rgw_copy_src cs;
 	struct rgw_bucket sb; /* the source's bucket */
+	struct s3_bconf sbc;  /* its configurations */
 	cairn_ioctx_t *io;    /* its data (q->data for the same bucket) */
 	bool own_io, part;
 	bool same;            /* the source is the destination (bucket and key) */
@@ -397,16 +417,38 @@ bool s3_copy_eof(const struct s3_copy *c);
 void s3_copy_free(struct s3_copy *c);
 
 /*
- * Access (canned ACLs, docs/design/rgw.md §2.1). A bucket's owner may do
- * anything in it; others what the bucket's canned ACL grants (READ: list;
- * WRITE: put and delete objects) and, on an object, what its own canned
- * ACL grants (READ: get, head) or its writer (OWNER of it).
+ * Access (canned ACLs, docs/design/rgw.md §2.1; bucket policies, §2.2). A
+ * bucket's owner may do anything in it; others what the bucket's canned ACL
+ * grants (READ: list; WRITE: put and delete objects) and, on an object,
+ * what its own canned ACL grants (READ: get, head) or its writer (OWNER of
+ * it). Then the bucket's policy, for q's own bucket and key and the S3
+ * action q is (s3_action): a Deny takes away, an Allow adds.
  */
 enum s3_perm { S3_P_READ = 1, S3_P_WRITE = 2, S3_P_OWNER = 3 };
 
 bool s3_allow_bucket(const struct s3_req *q, const struct rgw_bucket *b, enum s3_perm perm);
 bool s3_allow_object(const struct s3_req *q, const struct rgw_bucket *b, const struct rgw_entry *e,
 		     enum s3_perm perm);
+/* The ACLs' verdicts alone. */
+bool s3_acl_bucket(const struct s3_req *q, const struct rgw_bucket *b, enum s3_perm perm);
+bool s3_acl_object(const struct s3_req *q, const struct rgw_bucket *b, const struct rgw_entry *e,
+		   enum s3_perm perm);
+/* The ACL's verdict acl_ok on bucket b's key (NULL: the bucket) for action (NULL: q's own),
+ * with b's policy (bc; NULL: none) applied. */
+bool s3_access(const struct s3_req *q, const struct rgw_bucket *b, const struct s3_bconf *bc,
+	       const char *key, size_t klen, const char *action, bool acl_ok);
+/* Whether q may list its bucket (what a missing key's answer depends on). */
+bool s3_may_list(const struct s3_req *q);
+/* The S3 action ("s3:GetObject") q is. */
+const char *s3_action(const struct s3_req *q);
+/* PutBucketPolicy's check of the body (answered when nonzero), what to keep. */
+int s3_policy_check(struct s3_req *q, struct rgw_str *out);
+/* PutBucketCors's. */
+int s3_cors_check(struct s3_req *q, struct rgw_str *out);
+/* An OPTIONS preflight (unauthenticated). */
+void s3_cors_preflight(struct s3_req *q);
+/* A request from a browser (Origin) to q's loaded bucket: its CORS headers. */
+void s3_cors_actual(struct s3_req *q);
 /* <AccessControlPolicy> of a canned ACL: the owner's FULL_CONTROL and the ACL's grants
  * (bucket_owner: an object's bucket's owner, for bucket-owner-*; NULL for a bucket). */
 void s3_acl_xml(struct rgw_str *x, const char *owner, const char *acl, const char *bucket_owner);
@@ -433,14 +475,18 @@ void s3_mp_abort(struct s3_req *q);
 /* GET /bucket?uploads */
 void s3_mp_list_uploads(struct s3_req *q);
 
-/* Load bucket name's record into *b (cache or cluster), then cb(q, arg, rc): 0, -ENOENT, an errno.
- */
+/* Load bucket name's record into *b and its configurations into *bc (may be NULL; fini'd
+ * first) from the cache or the cluster, then cb(q, arg, rc): 0, -ENOENT, an errno. */
 typedef void (*s3_bucket_cb)(struct s3_req *q, void *arg, int rc);
-void s3_bucket_get(struct s3_req *q, const char *name, struct rgw_bucket *b, s3_bucket_cb cb,
-		   void *arg);
+void s3_bucket_get(struct s3_req *q, const char *name, struct rgw_bucket *b, struct s3_bconf *bc,
+		   s3_bucket_cb cb, void *arg);
 /* Load q's bucket (cache or cluster), then next; NoSuchBucket otherwise. */
 void s3_bucket_load(struct s3_req *q, s3_step next);
 void s3_bucket_forget(struct rgw *g, const char *name);
+/* q changed its bucket's record or a configuration: every gateway drops its cached copy
+ * (RGW_NOTIFY_OID; this one at once), then next(q) answers, once they acknowledged or
+ * RGW_NOTIFY_TIMEOUT_MS passed. */
+void s3_bucket_changed(struct s3_req *q, s3_step next);
 
 /* Read the whole (small) body into q->body (at most max bytes), then next. */
 void s3_read_body(struct s3_req *q, size_t max, s3_step next);

@@ -14,7 +14,9 @@
  * in an index that is about to go.
  */
 #include "rgw_int.h"
+#include "rgw/cors.h"
 #include "rgw/lc.h"
+#include "rgw/policy.h"
 #include "rgw/xml.h"
 #include "cm/err.h"
 #include "cm/log.h"
@@ -349,6 +351,18 @@ create_bucket(struct s3_req *q)
 /* ---- DeleteBucket ---- */
 
 static void
+answer_204(struct s3_req *q)
+{
+	s3_respond_xml(q, 204, NULL, NULL);
+}
+
+static void
+answer_200(struct s3_req *q)
+{
+	s3_respond_xml(q, 200, NULL, NULL);
+}
+
+static void
 db_list_done(void *arg, int rc)
 {
 	struct s3_req *q = arg;
@@ -356,7 +370,8 @@ db_list_done(void *arg, int rc)
 	q->pending--;
 	if (rc)
 		CM_WARN_RC(rc, "bucket %s: removing it from %s's list", q->bucket, q->uid);
-	s3_respond_xml(q, 204, NULL, NULL);
+	/* (the other gateways forget the bucket before the client hears it is gone) */
+	s3_bucket_changed(q, answer_204);
 }
 
 static void
@@ -532,7 +547,7 @@ pba_done(void *arg, int rc)
 		s3_error_rc(q, rc, "writing the bucket record");
 		return;
 	}
-	s3_respond_xml(q, 200, NULL, NULL);
+	s3_bucket_changed(q, answer_200);
 }
 
 /* The bucket record nb replaces what was loaded (a compare-and-swap), then pba_done. */
@@ -618,6 +633,8 @@ struct bcfg {
 	const char *put_name, *get_name, *del_name;
 	/* the PUT's body checked (400/501 answered: nonzero), what to keep into out */
 	int (*check)(struct s3_req *q, struct rgw_str *out);
+	const char *ctype; /* the GET's Content-Type header line (NULL: XML) */
+	bool per_request;  /* read with the bucket's record (s3_bconf): its cache dropped */
 };
 
 static int lc_check(struct s3_req *q, struct rgw_str *out);
@@ -626,9 +643,15 @@ static int tags_check(struct s3_req *q, struct rgw_str *out);
 static const struct bcfg bcfgs[] = {
 	{ "lifecycle", "rgw.lc", RGW_LC_XML_MAX, "NoSuchLifecycleConfiguration",
 	  "the lifecycle configuration does not exist", "PutBucketLifecycleConfiguration",
-	  "GetBucketLifecycleConfiguration", "DeleteBucketLifecycle", lc_check },
+	  "GetBucketLifecycleConfiguration", "DeleteBucketLifecycle", lc_check, NULL, false },
 	{ "tagging", "rgw.tags", 64u << 10, "NoSuchTagSet", "the tag set does not exist",
-	  "PutBucketTagging", "GetBucketTagging", "DeleteBucketTagging", tags_check },
+	  "PutBucketTagging", "GetBucketTagging", "DeleteBucketTagging", tags_check, NULL, false },
+	{ "policy", "rgw.policy", RGW_POLICY_MAX, "NoSuchBucketPolicy",
+	  "the bucket policy does not exist", "PutBucketPolicy", "GetBucketPolicy",
+	  "DeleteBucketPolicy", s3_policy_check, "Content-Type: application/json\r\n", true },
+	{ "cors", "rgw.cors", RGW_CORS_XML_MAX, "NoSuchCORSConfiguration",
+	  "the CORS configuration does not exist", "PutBucketCors", "GetBucketCors",
+	  "DeleteBucketCors", s3_cors_check, NULL, true },
 };
 
 struct cfgop {
@@ -676,12 +699,16 @@ cfg_done(void *arg, int rc)
 		s3_error_rc(q, rc, "the bucket's configuration");
 		return;
 	}
+	if (!o->buf && o->c->per_request) {
+		s3_bucket_changed(q, q->h->method == RGW_M_DELETE ? answer_204 : answer_200);
+		return;
+	}
 	if (o->buf) {
 		struct rgw_str x;
 
 		rgw_str_init(&x);
 		rgw_str_add(&x, o->buf, o->len);
-		s3_respond_xml(q, 200, NULL, &x);
+		s3_respond_xml(q, 200, o->c->ctype, &x);
 		rgw_str_fini(&x);
 		return;
 	}
@@ -795,6 +822,11 @@ cfg_put(struct s3_req *q, const struct bcfg *c)
 
 	if (!o || o->c->check(q, &o->keep))
 		return;
+	if (o->keep.len > o->c->max) {
+		/* (kept re-encoded: what GET reads back must fit what it reads) */
+		s3_error(q, 400, "InvalidRequest", "the configuration is too large once stored");
+		return;
+	}
 	if (o->keep.oom || !(op = cairn_op_create())) {
 		s3_error(q, 503, "SlowDown", "out of memory");
 		return;
@@ -804,35 +836,36 @@ cfg_put(struct s3_req *q, const struct bcfg *c)
 	cfg_submit(q, op);
 }
 
-static void
-cfg_put_lc(struct s3_req *q)
+static const struct bcfg *
+cfg_of(const struct s3_req *q)
 {
-	cfg_put(q, &bcfgs[0]);
+	for (size_t i = 0; i < CM_ARRAY_SIZE(bcfgs); i++)
+		if (rgw_uri_q(&q->u, bcfgs[i].sub))
+			return &bcfgs[i];
+	return NULL;
 }
 
 static void
-cfg_put_tags(struct s3_req *q)
+cfg_put_body(struct s3_req *q)
 {
-	cfg_put(q, &bcfgs[1]);
+	cfg_put(q, cfg_of(q));
 }
 
-/* ?lifecycle, ?tagging on a bucket: PUT, GET, DELETE. \return false: not one of them. */
+/* ?lifecycle, ?tagging, ?policy, ?cors on a bucket: PUT, GET, DELETE. \return false: not one
+ * of them. */
 static bool
 config_op(struct s3_req *q)
 {
-	const struct bcfg *c = NULL;
+	const struct bcfg *c = cfg_of(q);
 	struct cfgop *o;
 	cairn_op_t *op;
 
-	for (size_t i = 0; i < CM_ARRAY_SIZE(bcfgs) && !c; i++)
-		if (rgw_uri_q(&q->u, bcfgs[i].sub))
-			c = &bcfgs[i];
 	if (!c || (q->h->method != RGW_M_PUT && q->h->method != RGW_M_GET &&
 		   q->h->method != RGW_M_DELETE))
 		return false;
 	if (q->h->method == RGW_M_PUT) {
 		q->op_name = (char *)c->put_name;
-		s3_read_body(q, c->max, c == &bcfgs[0] ? cfg_put_lc : cfg_put_tags);
+		s3_read_body(q, c->max, cfg_put_body);
 		return true;
 	}
 	if (!(o = cfgop_new(q, c)))
@@ -857,6 +890,19 @@ config_op(struct s3_req *q)
 	cairn_op_getxattr(op, c->xattr, o->buf, c->max, &o->len, &o->rval);
 	cfg_submit(q, op);
 	return true;
+}
+
+/* GET ?policyStatus: whether the policy lets anyone in unconditionally. */
+static void
+get_policy_status(struct s3_req *q)
+{
+	struct rgw_str x;
+
+	rgw_str_init(&x);
+	rgw_str_addf(&x, XMLHD "<PolicyStatus " XMLNS "><IsPublic>%s</IsPublic></PolicyStatus>",
+		     rgw_policy_is_public(q->bc.pol) ? "true" : "false");
+	s3_respond_xml(q, 200, NULL, &x);
+	rgw_str_fini(&x);
 }
 
 /* PUT ?acl: a canned ACL (x-amz-acl); the bucket record swapped against what was loaded. */
@@ -887,9 +933,10 @@ bucket_loaded(struct s3_req *q)
 	/* (classified by what is dispatched below: a GET naming any configuration
 	 * sub-resource is the owner's; listings, uploads, the location and HEAD are READ) */
 	static const char *const owner_only[] = {
-		"acl",       "versioning",   "tagging",        "cors",        "policy",
-		"lifecycle", "encryption",   "object-lock",    "replication", "website",
-		"logging",   "notification", "requestPayment", "accelerate",  "ownershipControls",
+		"acl",          "versioning",     "tagging",      "cors",
+		"policy",       "lifecycle",      "encryption",   "object-lock",
+		"replication",  "website",        "policyStatus", "logging",
+		"notification", "requestPayment", "accelerate",   "ownershipControls",
 	};
 	bool read = h->method == RGW_M_HEAD || h->method == RGW_M_GET;
 	bool write = h->method == RGW_M_POST && rgw_uri_q(&q->u, "delete");
@@ -931,13 +978,11 @@ bucket_loaded(struct s3_req *q)
 			get_acl(q);
 		} else if (rgw_uri_q(&q->u, "uploads")) {
 			s3_mp_list_uploads(q);
+		} else if (rgw_uri_q(&q->u, "policyStatus")) {
+			q->op_name = "GetBucketPolicyStatus";
+			get_policy_status(q);
 		} else if (config_op(q)) {
-			/* (?tagging, ?lifecycle) */
-		} else if (rgw_uri_q(&q->u, "cors")) {
-			s3_error(q, 404, "NoSuchCORSConfiguration",
-				 "the CORS configuration does not exist");
-		} else if (rgw_uri_q(&q->u, "policy")) {
-			s3_error(q, 404, "NoSuchBucketPolicy", "the bucket policy does not exist");
+			/* (?tagging, ?lifecycle, ?policy, ?cors) */
 		} else if (rgw_uri_q(&q->u, "encryption")) {
 			s3_error(q, 404, "ServerSideEncryptionConfigurationNotFoundError",
 				 "the server side encryption configuration was not found");

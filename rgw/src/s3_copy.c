@@ -20,6 +20,7 @@ s3_copy_free(struct s3_copy *c)
 	if (!c)
 		return;
 	rgw_copy_source_fini(&c->cs);
+	s3_bconf_fini(&c->sbc);
 	free(c->want.key);
 	cairn_kvs_free(c->kvs, c->n);
 	s3_vread_fini(&c->vr);
@@ -162,7 +163,8 @@ entry_done(void *arg, int rc)
 		e = NULL;
 	}
 	if (!e) {
-		if (!s3_allow_bucket(q, &c->sb, S3_P_READ))
+		if (!s3_access(q, &c->sb, &c->sbc, NULL, 0, "s3:ListBucket",
+			       s3_acl_bucket(q, &c->sb, S3_P_READ)))
 			s3_deny(q);
 		else if (c->cs.version)
 			s3_error(q, 404, "NoSuchVersion",
@@ -178,7 +180,9 @@ entry_done(void *arg, int rc)
 		return;
 	}
 	c->have_e = true;
-	if (!s3_allow_object(q, &c->sb, &c->e, S3_P_READ)) {
+	if (!s3_access(q, &c->sb, &c->sbc, c->cs.key, c->cs.key_len,
+		       c->cs.version ? "s3:GetObjectVersion" : "s3:GetObject",
+		       s3_acl_object(q, &c->sb, &c->e, S3_P_READ))) {
 		s3_deny(q);
 		return;
 	}
@@ -284,7 +288,7 @@ s3_copy_open(struct s3_req *q, bool part, struct s3_copy **cp, s3_step next)
 		s3_error(q, 404, "NoSuchBucket", "the copy source's bucket does not exist");
 		return;
 	}
-	s3_bucket_get(q, c->cs.bucket, &c->sb, bucket_done, c);
+	s3_bucket_get(q, c->cs.bucket, &c->sb, &c->sbc, bucket_done, c);
 }
 
 static void

@@ -584,6 +584,19 @@ put_commit(struct s3_req *q)
 		commit_done(q, 0);
 		return;
 	}
+	/* (the version's id and time are the commit's, each attempt: versions sort as they
+	 * commit; the data object's rgw.entry copy keeps the upload's, which nothing reads) */
+	if (s3_vmode(&q->b) != S3_V_NEVER) {
+		p->e.mtime_ns = s3_version_time(&p->vr, rgw__now_ns());
+		if (s3_vmode(&q->b) == S3_V_ENABLED)
+			rgw_vid_make(p->e.mtime_ns, p->e.vid);
+		rgw_str_reset(&p->enc);
+		rgw_entry_encode(&p->e, &p->enc);
+		if (p->enc.oom) {
+			put_abort(q, 503, "SlowDown", "out of memory");
+			return;
+		}
+	}
 	if ((rc = s3_vplan_put(&p->vp, &q->b, q->key, q->key_len, &p->vr, p->enc.p, p->enc.len,
 			       &p->e))) {
 		put_abort(q, rc == -ENOMEM ? 503 : 500,
@@ -1770,7 +1783,7 @@ lookup_done(void *arg, int rc)
 	}
 	if (!e) {
 		/* (S3: who may not list the bucket learns nothing about its keys) */
-		if (!s3_allow_bucket(q, &q->b, S3_P_READ))
+		if (!s3_may_list(q))
 			s3_deny(q);
 		else if (g->vid)
 			s3_error(q, 404, "NoSuchVersion", "the specified version does not exist");
@@ -1787,7 +1800,7 @@ lookup_done(void *arg, int rc)
 	if (g->e.flags & RGW_ENTRY_DELETE_MARKER) {
 		char hd[96];
 
-		if (!s3_allow_bucket(q, &q->b, S3_P_READ)) {
+		if (!s3_may_list(q)) {
 			s3_deny(q);
 			return;
 		}
@@ -2063,7 +2076,7 @@ del_read(void *arg, int rc)
 		/* A delete marker becomes the latest version. */
 		memset(&d->dm, 0, sizeof(d->dm));
 		d->dm.flags = RGW_ENTRY_DELETE_MARKER;
-		d->dm.mtime_ns = rgw__now_ns();
+		d->dm.mtime_ns = s3_version_time(&d->vr, rgw__now_ns());
 		d->dm.owner = q->uid;
 		if (mode == S3_V_ENABLED)
 			rgw_vid_make(d->dm.mtime_ns, d->dm.vid);
@@ -2152,8 +2165,10 @@ del_start(struct s3_req *q, struct del *d, const char *key, size_t klen, const c
 	 * newest record too; a delete marker in a suspended bucket replaces the null version,
 	 * wherever it is) */
 	if (s3_vread_init(&d->vr, key, klen, vid || mode == S3_V_SUSPENDED,
-			  vid && !null ? vid : NULL, vid != NULL))
+			  vid && !null ? vid : NULL, vid != NULL)) {
+		del_fini(d); /* (the slot is used again: nothing of this key stays) */
 		return -ENOMEM;
+	}
 	s3_shard_oid(&q->b, key, klen, d->shard, sizeof(d->shard));
 	del_step(d);
 	return 0;
@@ -2303,18 +2318,28 @@ mdel_fill(struct s3_req *q)
 	struct mdel *m = q->op;
 
 	for (int i = 0; i < MULTI_PAR && m->next < m->nobj; i++) {
-		const char *key;
+		const char *key, *vid;
+		int rc;
 
 		if (m->busy[i])
 			continue;
 		key = rgw_xml_child_text(m->objs[m->next], "Key");
+		vid = rgw_xml_child_text(m->objs[m->next], "VersionId");
+		if (key && strlen(key) <= RGW_KEY_MAX &&
+		    !s3_access(q, &q->b, &q->bc, key, strlen(key),
+			       vid ? "s3:DeleteObjectVersion" : "s3:DeleteObject",
+			       s3_acl_bucket(q, &q->b, S3_P_WRITE))) {
+			m->rcs[m->next++] = -EACCES;
+			m->done++;
+			i--;
+			continue;
+		}
 		m->d[i].arg = (void *)(uintptr_t)m->next;
 		m->busy[i] = true;
 		m->next++;
-		if (!key ||
-		    del_start(q, &m->d[i], key, strlen(key),
-			      rgw_xml_child_text(m->objs[m->next - 1], "VersionId"), mdel_one)) {
-			m->rcs[m->next - 1] = -EINVAL;
+		rc = key ? del_start(q, &m->d[i], key, strlen(key), vid, mdel_one) : -EINVAL;
+		if (rc) {
+			m->rcs[m->next - 1] = rc;
 			m->busy[i] = false;
 			m->done++;
 			i--;
@@ -2363,8 +2388,13 @@ mdel_answer(struct s3_req *q)
 			rgw_str_adds(&x, "<Error><Key>");
 			rgw_str_xml(&x, key, strlen(key));
 			rgw_str_addf(&x, "</Key><Code>%s</Code><Message>%s</Message></Error>",
-				     m->rcs[i] == -EINVAL ? "InvalidArgument" : "InternalError",
-				     m->rcs[i] == -EINVAL ? "bad key" : cm_strerror(m->rcs[i]));
+				     m->rcs[i] == -EINVAL   ? "InvalidArgument"
+				     : m->rcs[i] == -EACCES ? "AccessDenied"
+				     : m->rcs[i] == -ENOMEM ? "SlowDown"
+							    : "InternalError",
+				     m->rcs[i] == -EINVAL   ? "bad key"
+				     : m->rcs[i] == -EACCES ? "Access Denied"
+							    : cm_strerror(m->rcs[i]));
 		}
 	}
 	rgw_str_adds(&x, "</DeleteResult>");
@@ -2415,7 +2445,8 @@ static void
 mdel_loaded(struct s3_req *q)
 {
 	q->op_name = "DeleteObjects";
-	if (!s3_allow_bucket(q, &q->b, S3_P_WRITE)) {
+	/* (with a policy, each key's own verdict decides: mdel_fill) */
+	if (!q->bc.pol && !s3_allow_bucket(q, &q->b, S3_P_WRITE)) {
 		s3_deny(q);
 		return;
 	}

@@ -124,7 +124,7 @@ tg_read_done(void *arg, int rc)
 		return;
 	}
 	if (!t->ent) {
-		if (!s3_allow_bucket(q, &q->b, S3_P_READ))
+		if (!s3_may_list(q))
 			s3_deny(q);
 		else if (t->vid)
 			s3_error(q, 404, "NoSuchVersion", "the specified version does not exist");

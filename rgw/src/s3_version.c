@@ -168,6 +168,24 @@ s3_vread_cur(const struct s3_vread *r)
 	return find(r, 0);
 }
 
+int64_t
+s3_version_time(const struct s3_vread *r, int64_t now)
+{
+	const struct cairn_kv *cur = s3_vread_cur(r);
+	struct rgw_entry e;
+	char sk[RGW_VID_LEN + 1], h[17];
+	int64_t t;
+
+	if (!cur || rgw_entry_decode(cur->val, cur->vlen, &e))
+		return now;
+	rgw_version_sk(&e, sk);
+	rgw_entry_fini(&e);
+	memcpy(h, sk, 16);
+	h[16] = '\0';
+	t = (int64_t) ~(uint64_t)strtoull(h, NULL, 16);
+	return now > t ? now : t + 1;
+}
+
 const struct cairn_kv *
 s3_vread_nptr(const struct s3_vread *r)
 {

@@ -1,19 +1,29 @@
 /* SPDX-License-Identifier: Apache-2.0 */
 /*
  * The gateway's other parsers of outside input, chosen by the first byte:
- * XML bodies (expat; lifecycle configurations), bucket records (JSON), index entries (our codec,
+ * XML bodies (expat; lifecycle and CORS configurations), bucket records and bucket policies
+ * (JSON; a parsed policy is evaluated too), index entries (our codec,
  * with a re-encode round trip), Range, copy-source and condition headers, request
  * targets, multipart manifests and part records, aws-chunked framing
  * (unsigned and signed, with trailers).
  */
 #include "rgw/chunked.h"
 #include "rgw/cond.h"
+#include "rgw/cors.h"
 #include "rgw/lc.h"
+#include "rgw/policy.h"
 #include "rgw/meta.h"
 #include "rgw/uri.h"
 #include "rgw/xml.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+static const char *
+fuzz_cond(void *arg, const char *name)
+{
+	(void)name;
+	return arg;
+}
 
 static int
 sink(void *arg, const char *b, size_t n)
@@ -60,6 +70,24 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 				rgw_lc_fini(&lc);
 			}
 		}
+		{
+			/* (a CORS configuration: every rule has an origin and a method) */
+			struct rgw_cors c;
+
+			if (rgw_cors_parse(b, n, &c, err, sizeof(err)) == 0) {
+				struct rgw_str h;
+				const struct rgw_cors_rule *r;
+
+				for (size_t i = 0; i < c.n; i++)
+					if (!c.r[i].norigins || !c.r[i].methods)
+						__builtin_trap();
+				rgw_str_init(&h);
+				if ((r = rgw_cors_match(&c, "https://a.example", RGW_CORS_GET, s)))
+					rgw_cors_headers(r, "https://a.example", true, s, &h);
+				rgw_str_fini(&h);
+				rgw_cors_fini(&c);
+			}
+		}
 		break;
 	}
 	case 1: {
@@ -74,6 +102,29 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			free(j);
 		}
 		(void)rgw_bucket_name_ok(s);
+		{
+			/* a bucket policy, then a verdict on a request that carries the input as
+			 * every condition key's value */
+			struct rgw_policy *p = NULL;
+			char err[200];
+
+			if (rgw_policy_parse(b, n, "bkt", &p, err, sizeof(err)) == 0) {
+				struct rgw_pol_req r = { .principal = "alice",
+							 .action = "s3:GetObject",
+							 .resource = "bkt/a/b",
+							 .rlen = 7,
+							 .cond = fuzz_cond,
+							 .arg = s };
+
+				(void)rgw_policy_eval(p, &r);
+				r.principal = NULL;
+				(void)rgw_policy_eval(p, &r);
+				(void)rgw_policy_is_public(p);
+				rgw_policy_free(p);
+			} else if (p) {
+				__builtin_trap();
+			}
+		}
 		break;
 	}
 	case 2: {

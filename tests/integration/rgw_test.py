@@ -15,6 +15,7 @@ import subprocess
 import sys
 import threading
 import time
+import urllib.error
 import urllib.request
 
 import boto3
@@ -254,6 +255,8 @@ def api():
     versioning()
     lifecycle()
     bucket_tags()
+    policies()
+    cors()
 
 
 def multipart():
@@ -855,7 +858,7 @@ def lifecycle():
              "Expiration": {"Days": 0}}]})) == "MalformedXML", "Days 0 is refused")
     r = ctl("s3", "lc", "run", b, "--day", "1s")
     check(r["expired"] == 0 and r["uploads_aborted"] == 0, "nothing is old enough yet: %s" % r)
-    time.sleep(2.2)
+    time.sleep(3.2)  # (2 days of 1 s, the deadline rounded up to the next day as S3 does)
     r = ctl("s3", "lc", "run", b, "--day", "1s")
     left = sorted(o["Key"] for o in s3.list_objects_v2(Bucket=b).get("Contents", []))
     check(left == ["b/1", "b/untagged"] and r["expired"] == 3,
@@ -882,7 +885,7 @@ def lifecycle():
          "NoncurrentVersionExpiration": {"NoncurrentDays": 1}},
         {"ID": "e", "Filter": {"Prefix": "e"}, "Status": "Enabled", "Expiration": {"Days": 1}},
     ]})
-    time.sleep(1.2)
+    time.sleep(2.2)
     ctl("s3", "lc", "run", v, "--day", "1s")
     ctl("s3", "lc", "run", v, "--day", "1s")  # (the delete marker is alone from this pass)
     r = s3.list_object_versions(Bucket=v)
@@ -925,6 +928,183 @@ def bucket_tags():
           "another user may not read the tags")
     s3.delete_bucket_tagging(Bucket=b)
     check(code_of(lambda: s3.get_bucket_tagging(Bucket=b)) == "NoSuchTagSet", "tags deleted")
+
+
+def anon_client():
+    return boto3.client("s3", endpoint_url=endpoint, region_name="us-east-1",
+                        config=Config(signature_version=botocore.UNSIGNED,
+                                      s3={"addressing_style": "path"},
+                                      retries={"max_attempts": 1}))
+
+
+def policies():
+    """Bucket policies: who gets what by principal, action, resource and condition; a Deny
+    wins (even over the owner, who may still mend the policy); bad policies refused."""
+    anon, bob = anon_client(), client(other)
+    b = "pol-b"
+    s3.create_bucket(Bucket=b)
+    for k in ("pub/a", "priv/b", "keep/c", "del/d"):
+        s3.put_object(Bucket=b, Key=k, Body=k.encode())
+    check(code_of(lambda: s3.get_bucket_policy(Bucket=b)) == "NoSuchBucketPolicy", "no policy")
+    check(not s3.get_bucket_policy_status(Bucket=b)["PolicyStatus"]["IsPublic"],
+          "no policy: not public")
+    arn = "arn:aws:s3:::" + b
+    pol = {"Version": "2012-10-17", "Statement": [
+        {"Sid": "pub", "Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
+         "Resource": arn + "/pub/*"},
+        {"Effect": "Allow", "Principal": {"AWS": ["arn:aws:iam::bob:root"]},
+         "Action": "s3:ListBucket", "Resource": arn,
+         "Condition": {"StringLike": {"s3:prefix": "pub/*"}}},
+        {"Effect": "Allow", "Principal": {"AWS": "bob"}, "Action": ["s3:PutObject",
+                                                                    "s3:GetObject"],
+         "Resource": arn + "/home/${aws:username}/*"},
+        {"Effect": "Deny", "Principal": "*", "Action": "s3:DeleteObject",
+         "Resource": arn + "/keep/*"},
+        {"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
+         "Resource": arn + "/priv/*", "Condition": {"IpAddress": {"aws:SourceIp": "10.0.0.0/8"}}},
+    ]}
+    text = json.dumps(pol)
+    check(code_of(lambda: bob.put_bucket_policy(Bucket=b, Policy=text)) == "AccessDenied",
+          "another user's PutBucketPolicy")
+    s3.put_bucket_policy(Bucket=b, Policy=text)
+    check(json.loads(s3.get_bucket_policy(Bucket=b)["Policy"]) == pol, "GetBucketPolicy")
+    check(s3.get_bucket_policy_status(Bucket=b)["PolicyStatus"]["IsPublic"], "public policy")
+    check(anon.get_object(Bucket=b, Key="pub/a")["Body"].read() == b"pub/a",
+          "anonymous GET allowed by the policy")
+    out = subprocess.run(["curl", "-s", "-o", "-", "-w", " %{http_code}",
+                          "%s/%s/pub/a" % (endpoint, b)], capture_output=True, text=True).stdout
+    check(out == "pub/a 200", "curl GET allowed by the policy: %r" % out)
+    check(code_of(lambda: anon.get_object(Bucket=b, Key="priv/b")) == "AccessDenied",
+          "a GET whose SourceIp condition fails")
+    check(code_of(lambda: anon.get_object(Bucket=b, Key="pub/none")) == "AccessDenied",
+          "a missing key, to who may not list: AccessDenied")
+    check(code_of(lambda: anon.put_object(Bucket=b, Key="pub/x", Body=b"x")) == "AccessDenied",
+          "an action the policy does not grant")
+    keys = [o["Key"] for o in bob.list_objects_v2(Bucket=b, Prefix="pub/")["Contents"]]
+    check(keys == ["pub/a"], "a listing the policy's s3:prefix condition allows: %s" % keys)
+    check(code_of(lambda: bob.list_objects_v2(Bucket=b)) == "AccessDenied",
+          "a listing without the prefix the condition needs")
+    check(code_of(lambda: bob.get_object(Bucket=b, Key="pub/zzz")) == "AccessDenied",
+          "a missing key: the listing grant's prefix condition does not hold for a GET")
+    bob.put_object(Bucket=b, Key="home/bob/f", Body=b"bob's")
+    check(bob.get_object(Bucket=b, Key="home/bob/f")["Body"].read() == b"bob's",
+          "${aws:username} in a resource")
+    check(code_of(lambda: bob.put_object(Bucket=b, Key="home/alice/f", Body=b"x"))
+          == "AccessDenied", "${aws:username}: another's home")
+    check(code_of(lambda: s3.delete_object(Bucket=b, Key="keep/c")) == "AccessDenied",
+          "a Deny binds the owner too")
+    r = s3.delete_objects(Bucket=b, Delete={"Objects": [{"Key": "keep/c"}, {"Key": "del/d"}]})
+    check([d["Key"] for d in r.get("Deleted", [])] == ["del/d"] and
+          [(e["Key"], e["Code"]) for e in r.get("Errors", [])] == [("keep/c", "AccessDenied")],
+          "DeleteObjects judges each key: %s" % r)
+    check(code_of(lambda: s3.copy_object(Bucket="data", Key="from-keep",
+                                         CopySource=b + "/keep/c")) is None,
+          "copying out what a Deny on DeleteObject does not cover")
+    s3.delete_object(Bucket="data", Key="from-keep")
+    bad = [
+        "not json",
+        json.dumps({"Statement": [{"Effect": "Allow", "Principal": "*",
+                                   "Action": "s3:GetObject",
+                                   "Resource": "arn:aws:s3:::other-bucket/*"}]}),
+        json.dumps({"Statement": [{"Effect": "Allow", "Principal": "*", "Action": "s3:Fly",
+                                   "Resource": arn + "/*"}]}),
+        json.dumps({"Statement": [{"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
+                                   "Resource": arn + "/*", "Condition": {
+                                       "StringEquals": {"s3:NoSuchKey": "x"}}}]}),
+    ]
+    for i, t in enumerate(bad):
+        check(code_of(lambda: s3.put_bucket_policy(Bucket=b, Policy=t)) == "MalformedPolicy",
+              "bad policy %d refused" % i)
+    check(json.loads(s3.get_bucket_policy(Bucket=b)["Policy"]) == pol,
+          "a refused policy changes nothing")
+    # A policy that denies the owner everything from here: she still mends it.
+    s3.put_bucket_policy(Bucket=b, Policy=json.dumps({"Statement": [
+        {"Effect": "Deny", "Principal": "*", "Action": "s3:*", "Resource": [arn, arn + "/*"],
+         "Condition": {"NotIpAddress": {"aws:SourceIp": "10.0.0.0/8"}}}]}))
+    check(code_of(lambda: s3.get_object(Bucket=b, Key="pub/a")) == "AccessDenied",
+          "a Deny of everything from loopback")
+    s3.delete_bucket_policy(Bucket=b)
+    check(s3.get_object(Bucket=b, Key="pub/a")["Body"].read() == b"pub/a",
+          "the owner removed the policy that denied her")
+    check(code_of(lambda: anon.get_object(Bucket=b, Key="pub/a")) == "AccessDenied",
+          "no policy: anonymous GET refused again")
+    for k in ("pub/a", "priv/b", "keep/c", "home/bob/f"):
+        s3.delete_object(Bucket=b, Key=k)
+    s3.delete_bucket(Bucket=b)
+
+
+def http(method, path, headers=None):
+    """(status, headers, body) of a raw request (no signature)."""
+    req = urllib.request.Request(endpoint + path, method=method, headers=headers or {})
+    try:
+        with urllib.request.urlopen(req, timeout=30) as r:
+            return r.status, {k.lower(): v for k, v in r.headers.items()}, r.read()
+    except urllib.error.HTTPError as e:
+        return e.code, {k.lower(): v for k, v in e.headers.items()}, e.read()
+
+
+def cors():
+    """CORS: the configuration's round trip, preflights judged by origin, method and headers,
+    and the Access-Control headers on a browser's requests (errors included)."""
+    b = "cors-b"
+    s3.create_bucket(Bucket=b, ACL="public-read")
+    s3.put_object(Bucket=b, Key="o", Body=b"cors", ACL="public-read")
+    check(code_of(lambda: s3.get_bucket_cors(Bucket=b)) == "NoSuchCORSConfiguration",
+          "no CORS configuration")
+    pre = {"Origin": "https://app.example.com", "Access-Control-Request-Method": "PUT",
+           "Access-Control-Request-Headers": "content-type, x-amz-date"}
+    st, h, body = http("OPTIONS", "/%s/o" % b, pre)
+    check(st == 403 and b"CORS is not enabled" in body, "a preflight without CORS: %d" % st)
+    rules = [{"AllowedOrigins": ["https://app.example.com"], "AllowedMethods": ["GET", "PUT"],
+              "AllowedHeaders": ["content-type", "x-amz-*"], "ExposeHeaders": ["ETag"],
+              "MaxAgeSeconds": 600},
+             {"AllowedOrigins": ["*"], "AllowedMethods": ["GET"]}]
+    check(code_of(lambda: s3.put_bucket_cors(Bucket=b, CORSConfiguration={"CORSRules": [
+        {"AllowedOrigins": ["*"], "AllowedMethods": ["PATCH"]}]})) == "InvalidRequest",
+        "an unsupported method in a rule")
+    check(code_of(lambda: client(other).put_bucket_cors(
+        Bucket=b, CORSConfiguration={"CORSRules": rules})) == "AccessDenied",
+        "another user's PutBucketCors")
+    s3.put_bucket_cors(Bucket=b, CORSConfiguration={"CORSRules": rules})
+    got = s3.get_bucket_cors(Bucket=b)["CORSRules"]
+    check([(r["AllowedOrigins"], sorted(r["AllowedMethods"])) for r in got] ==
+          [(["https://app.example.com"], ["GET", "PUT"]), (["*"], ["GET"])],
+          "GetBucketCors: %s" % got)
+    st, h, _ = http("OPTIONS", "/%s/o" % b, pre)
+    check(st == 200 and h.get("access-control-allow-origin") == "https://app.example.com" and
+          "PUT" in h.get("access-control-allow-methods", "") and
+          h.get("access-control-allow-headers") == "content-type, x-amz-date" and
+          h.get("access-control-max-age") == "600" and
+          h.get("access-control-expose-headers") == "ETag",
+          "an allowed preflight: %d %s" % (st, h))
+    st, _, _ = http("OPTIONS", "/%s/o" % b, dict(pre, Origin="https://evil.example"))
+    check(st == 403, "a preflight from an origin no rule allows: %d" % st)
+    st, _, _ = http("OPTIONS", "/%s/o" % b, dict(pre, **{"Access-Control-Request-Headers":
+                                                        "authorization"}))
+    check(st == 403, "a preflight asking for a header no rule allows: %d" % st)
+    st, h, _ = http("OPTIONS", "/%s/o" % b, {"Origin": "https://x.test",
+                                             "Access-Control-Request-Method": "GET"})
+    check(st == 200 and h.get("access-control-allow-origin") == "*",
+          "the wildcard rule: %d %s" % (st, h))
+    st, _, _ = http("OPTIONS", "/%s/o" % b, {"Origin": "https://x.test"})
+    check(st == 400, "a preflight without Access-Control-Request-Method: %d" % st)
+    st, h, body = http("GET", "/%s/o" % b, {"Origin": "https://app.example.com"})
+    check(st == 200 and body == b"cors" and
+          h.get("access-control-allow-origin") == "https://app.example.com" and
+          h.get("access-control-expose-headers") == "ETag",
+          "a browser's GET gets the rule's headers: %s" % h)
+    st, h, _ = http("GET", "/%s/none" % b, {"Origin": "https://app.example.com"})
+    check(st == 404 and h.get("access-control-allow-origin") == "https://app.example.com",
+          "an error answer carries the headers too: %d %s" % (st, h))
+    st, h, _ = http("GET", "/%s/o" % b)
+    check(st == 200 and "access-control-allow-origin" not in h, "no Origin, no CORS headers")
+    s3.delete_bucket_cors(Bucket=b)
+    check(code_of(lambda: s3.get_bucket_cors(Bucket=b)) == "NoSuchCORSConfiguration",
+          "CORS deleted")
+    st, _, _ = http("OPTIONS", "/%s/o" % b, pre)
+    check(st == 403, "a preflight once CORS is deleted: %d" % st)
+    s3.delete_object(Bucket=b, Key="o")
+    s3.delete_bucket(Bucket=b)
 
 
 def raw_put(path, headers, body):
@@ -1152,6 +1332,57 @@ def verify(in_path):
     check(set(acked) <= set(listed), "every acknowledged object is listed")
 
 
+def invalidate(far):
+    """Two gateways, the second caching for minutes: what one changes (versioning, a policy,
+    a bucket quota, a removed key) holds at once on the other (watch/notify), not after its
+    cache's TTL."""
+    s3f = boto3.client(
+        "s3", endpoint_url=far, aws_access_key_id=keys["access_key"],
+        aws_secret_access_key=keys["secret_key"], region_name="us-east-1",
+        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}))
+    anonf = boto3.client("s3", endpoint_url=far, region_name="us-east-1",
+                         config=Config(signature_version=botocore.UNSIGNED,
+                                       s3={"addressing_style": "path"},
+                                       retries={"max_attempts": 1}))
+    b = "inv-b"
+    s3.create_bucket(Bucket=b)
+    s3.put_object(Bucket=b, Key="k", Body=b"one")
+    check(s3f.get_object(Bucket=b, Key="k")["Body"].read() == b"one", "the far gateway reads")
+    check(code_of(lambda: anonf.get_object(Bucket=b, Key="k")) == "AccessDenied",
+          "anonymous, before the policy")
+    s3.put_bucket_versioning(Bucket=b, VersioningConfiguration={"Status": "Enabled"})
+    vid = s3f.put_object(Bucket=b, Key="k", Body=b"two").get("VersionId")
+    check(vid not in (None, "null"), "a PUT on the far gateway right after versioning was "
+          "enabled on the near one gets a version id: %r" % vid)
+    vs = s3.list_object_versions(Bucket=b, Prefix="k").get("Versions", [])
+    check(len(vs) == 2, "both versions kept: %d" % len(vs))
+    s3.put_bucket_policy(Bucket=b, Policy=json.dumps({"Statement": [
+        {"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
+         "Resource": "arn:aws:s3:::%s/*" % b}]}))
+    check(code_of(lambda: anonf.get_object(Bucket=b, Key="k")) is None,
+          "a policy put on one gateway grants at once on the other")
+    s3.delete_bucket_policy(Bucket=b)
+    check(code_of(lambda: anonf.get_object(Bucket=b, Key="k")) == "AccessDenied",
+          "a policy deleted on one gateway stops granting at once on the other")
+    ctl("s3", "bucket", "quota", b, "--max-objects", "2")
+    check(code_of(lambda: s3f.put_object(Bucket=b, Key="k2", Body=b"x")) == "QuotaExceeded",
+          "a bucket quota set by clusterctl holds at once")
+    ctl("s3", "bucket", "quota", b)
+    nk = ctl("s3", "key", "add", "bob")
+    kc = boto3.client(
+        "s3", endpoint_url=far, aws_access_key_id=nk["access_key"],
+        aws_secret_access_key=nk["secret_key"], region_name="us-east-1",
+        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}))
+    kc.list_buckets()
+    subprocess.run([os.environ["CAIRN_CTL"], "s3", "key", "rm", nk["access_key"]], check=True,
+                   capture_output=True)
+    check(code_of(lambda: kc.list_buckets()) == "InvalidAccessKeyId",
+          "a key removed by clusterctl stops working at once")
+    for v in s3.list_object_versions(Bucket=b).get("Versions", []):
+        s3.delete_object(Bucket=b, Key=v["Key"], VersionId=v["VersionId"])
+    s3.delete_bucket(Bucket=b)
+
+
 if phase == "api":
     api()
 elif phase == "load":
@@ -1160,6 +1391,8 @@ elif phase == "partial":
     partial()
 elif phase == "verify":
     verify(sys.argv[5])
+elif phase == "invalidate":
+    invalidate(sys.argv[5])
 if failures:
     print("%d failures" % len(failures))
     sys.exit(1)

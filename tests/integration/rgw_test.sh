@@ -13,7 +13,8 @@
 #    acknowledged object reads back whole and every listed object reads;
 # d. the collector: once the gc delay and the sweep passed, the data pool
 #    holds exactly the stored versions. data (overwritten and deleted
-#    instances, and the killed gateway's unfinished PUTs, are gone).
+#    instances, and the killed gateway's unfinished PUTs, are gone);
+# e. cache invalidation across gateways (watch/notify).
 set -euo pipefail
 . "$(dirname "$0")/../lib/cluster.sh"
 build=${1:?usage: rgw_test.sh BUILD_DIR}
@@ -23,10 +24,13 @@ rgwbin="$build/rgw/cairn-rgw"
 py=/usr/bin/python3
 dir=$(mktemp -d /tmp/cairn-rgw-test-XXXXXX)
 rgw_pid=''
+rgw_pids=''
 finish() {
 	local rc=$?
-	[ -z "$rgw_pid" ] || kill "$rgw_pid" 2>/dev/null || true
-	[ -z "$rgw_pid" ] || wait "$rgw_pid" 2>/dev/null || true
+	for p in $rgw_pids $rgw_pid; do
+		kill "$p" 2>/dev/null || true
+		wait "$p" 2>/dev/null || true
+	done
 	cluster_finish "$rc"
 }
 trap finish EXIT
@@ -270,4 +274,14 @@ grep -q "a part left pending.*9437184 bytes" "$dir/rgw2.log" ||
 	fail "the sweep did not report the unfinished 9 MiB part"
 echo "d. collector: $heads instances in the data pool for $keys stored versions;" \
 	"lifecycle applied by the sweep"
+
+# e. Cache invalidation: a third gateway caching for 10 minutes sees at once what the
+# second changes (versioning, a policy) and what clusterctl changes (a quota, a key).
+near=$ep
+rgw_pids=$rgw_pid
+start_rgw 3 --rgw-cache-ttl 600s
+timeout 120 $py "$here/rgw_test.py" "$near" "$dir/alice.json" "$dir/bob.json" invalidate "$ep" \
+	>"$dir/invalidate.out" 2>&1 || fail "invalidation: $(tail "$dir/invalidate.out")"
+echo "e. invalidation: versioning, a policy, a bucket quota and a removed key hold at once" \
+	"on a gateway whose cache lasts 10 minutes"
 echo "PASS"

@@ -178,6 +178,9 @@ bool rgw_req_body_done(const struct rgw_req *r);
  * 100-continue).
  */
 typedef void (*rgw_sent_cb)(struct rgw_req *r, int res, void *arg);
+/* Headers ("Name: value\r\n" lines) every response head of r carries besides its own
+ * (CORS's). \return 0, -E2BIG, -ENOMEM. */
+int rgw_req_add_headers(struct rgw_req *r, const char *hdrs);
 int rgw_req_send_head(struct rgw_req *r, int status, const char *hdrs, uint64_t len);
 int rgw_req_send(struct rgw_req *r, const struct iovec *iov, int iovcnt, rgw_sent_cb cb, void *arg);
 /* Done with r (r is freed or reused after this): the connection goes on. */

@@ -158,6 +158,17 @@ struct rgw_bucket {
 };
 
 /* An index shard's usage counters (xattrs, int64): moved in the op of every index change. */
+/*
+ * Cache invalidation: every gateway watches this metadata-pool object; who
+ * changes a bucket record or configuration, or a key, notifies it with a
+ * payload of one kind byte and a name, and the gateways drop what they
+ * cached under it before they acknowledge.
+ */
+#define RGW_NOTIFY_OID        "rgw.notify"
+#define RGW_NOTIFY_BUCKET     'b' /* + bucket name */
+#define RGW_NOTIFY_KEY        'k' /* + access key */
+#define RGW_NOTIFY_TIMEOUT_MS 5000
+
 #define RGW_USAGE_BYTES "rgw.bytes"
 #define RGW_USAGE_OBJS  "rgw.objects"
 
