@@ -28,6 +28,7 @@ struct rgw_dconf {
 	char *region;
 	char *id;
 	char *access_log;
+	char *tls_listen, *tls_cert, *tls_key;
 	uint64_t gc_delay_ms;
 	uint64_t pending_grace_ms;
 	uint64_t sweep_first_ms;
@@ -45,6 +46,12 @@ static const struct cm_opt g_opts[] = {
 	       "this gateway's name in the service map ([A-Za-z0-9._-])"),
 	CM_OPT("rgw_listen", CM_OPT_STR, "127.0.0.1:7480", 0, 0, 0, struct rgw_dconf, listen,
 	       "HTTP address (port 0: a free one, printed at start)"),
+	CM_OPT("rgw_tls_listen", CM_OPT_STR, "", 0, 0, 0, struct rgw_dconf, tls_listen,
+	       "HTTPS address besides rgw_listen (empty: none; port 0: a free one, printed)"),
+	CM_OPT("rgw_tls_cert", CM_OPT_STR, "", 0, 0, 0, struct rgw_dconf, tls_cert,
+	       "the HTTPS listener's certificate chain (PEM)"),
+	CM_OPT("rgw_tls_key", CM_OPT_STR, "", 0, 0, 0, struct rgw_dconf, tls_key,
+	       "the HTTPS listener's private key (PEM)"),
 	CM_OPT("rgw_threads", CM_OPT_UINT, "2", 1, 64, 0, struct rgw_dconf, threads,
 	       "HTTP reactors (threads)"),
 	CM_OPT("rgw_io_threads", CM_OPT_UINT, "1", 1, 64, 0, struct rgw_dconf, io_threads,
@@ -127,6 +134,9 @@ main(int argc, char **argv)
 		return 1;
 	}
 	rc_.listen = c.listen;
+	rc_.tls_listen = c.tls_listen;
+	rc_.tls_cert = c.tls_cert;
+	rc_.tls_key = c.tls_key;
 	rc_.threads = (unsigned)c.threads;
 	rc_.meta_pool = c.meta_pool;
 	rc_.data_pool = c.data_pool;
@@ -153,6 +163,10 @@ main(int argc, char **argv)
 	CM_NOTICE("serving S3 on port %u (gateway %s, pools %s and %s)", rgw_port(g), c.id,
 		  c.meta_pool, c.data_pool);
 	printf("cairn-rgw: serving S3 on port %u\n", rgw_port(g));
+	if (rgw_tls_port(g)) {
+		CM_NOTICE("serving S3 over TLS on port %u", rgw_tls_port(g));
+		printf("cairn-rgw: serving S3 over TLS on port %u\n", rgw_tls_port(g));
+	}
 	fflush(stdout);
 	do {
 		sig = sigwaitinfo(&mask, NULL);

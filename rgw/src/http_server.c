@@ -20,6 +20,8 @@
 #include "cm/random.h"
 #include "cm/sock.h"
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <pthread.h>
 #include <stdatomic.h>
 
@@ -29,11 +31,15 @@ CM_LOG_SUBSYS(rgw_http);
 #define DISCARD_MAX  (16u << 20) /* an unread body longer than this closes instead */
 #define SEND_IOV_MAX 18
 #define HEAD_OUT_MAX (16u << 10)
+#define TLS_IN_SIZE  (64u << 10) /* ciphertext received at once */
 
 struct rgw_http_server {
 	struct rgw_http_server_opts o;
 	int lfd;
 	uint16_t port;
+	int tls_lfd; /* -1: no TLS listener */
+	uint16_t tls_port;
+	SSL_CTX *tls;
 	unsigned nthreads;
 	struct rgw_http_thread *threads;
 	atomic_uint_fast64_t next_id;
@@ -48,7 +54,7 @@ struct rgw_http_thread {
 	pthread_t tid;
 	bool started;
 	struct cm_reactor *r;
-	struct cm_io acc;
+	struct cm_io acc, tacc; /* accepts on the plain and the TLS listener */
 	bool stopping;
 	TAILQ_HEAD(, rgw_conn) conns;
 	void *ctx;
@@ -114,6 +120,23 @@ struct rgw_conn {
 	bool at_end;     /* the parser stopped at a request's end */
 	struct rgw_req req;
 	TAILQ_ENTRY(rgw_conn) link;
+	/*
+	 * TLS (a connection from the TLS listener): OpenSSL over two memory BIOs.
+	 * Ciphertext is received into tin and written into rb; SSL_read yields the
+	 * plaintext into rbuf. A send's plaintext is SSL_written whole into wb;
+	 * wb's bytes go out through tio, one send at a time, collected into tout
+	 * only while no send is in flight; the send is done once the socket took
+	 * every ciphertext byte up to user_end (BIO_number_written counts).
+	 */
+	SSL *ssl;
+	BIO *rb, *wb;
+	char *tin, *tout;
+	size_t tout_len, tout_off, tout_cap;
+	struct cm_io tio;
+	struct iovec tiov;
+	bool tls_sending, user_pending;
+	uint64_t sent_total, user_end;
+	size_t user_plain;
 };
 
 static void conn_kick(struct rgw_conn *c);
@@ -241,8 +264,10 @@ conn_close(struct rgw_conn *c)
 	c->dead = true;
 	if (c->reading)
 		cm_io_cancel(c->t->r, &c->rio);
-	if (c->sending)
+	if (c->sending && !c->user_pending)
 		cm_io_cancel(c->t->r, &c->sio);
+	if (c->tls_sending)
+		cm_io_cancel(c->t->r, &c->tio);
 	conn_maybe_free(c);
 }
 
@@ -251,7 +276,8 @@ conn_maybe_free(struct rgw_conn *c)
 {
 	struct rgw_http_thread *t = c->t;
 
-	if (!c->closing || c->req_active || c->reading || c->sending || c->nop_pending || c->nest)
+	if (!c->closing || c->req_active || c->reading || c->sending || c->nop_pending || c->nest ||
+	    c->tls_sending)
 		return;
 	cm_timer_cancel(t->r, &c->idle);
 	TAILQ_REMOVE(&t->conns, c, link);
@@ -261,6 +287,9 @@ conn_maybe_free(struct rgw_conn *c)
 	free(c->req.owned);
 	free(c->req.extra_hdrs);
 	free(c->rbuf);
+	SSL_free(c->ssl); /* (and its BIOs) */
+	free(c->tin);
+	free(c->tout);
 	free(c);
 }
 
@@ -294,7 +323,17 @@ recv_done_in(struct cm_io *io, int res)
 		conn_close(c);
 		return;
 	}
-	c->rlen += (size_t)res;
+	if (c->ssl) {
+		/* (ciphertext: conn_kick's start_read decrypts what it can) */
+		if (BIO_write(c->rb, c->tin, res) != res) {
+			c->dead = true;
+			body_fail(c, -ENOMEM);
+			conn_close(c);
+			return;
+		}
+	} else {
+		c->rlen += (size_t)res;
+	}
 	cm_timer_arm(c->t->r, &c->idle, c->t->s->o.idle_ms);
 	conn_kick(c);
 }
@@ -310,13 +349,49 @@ recv_done(struct cm_io *io, int res)
 	conn_maybe_free(c);
 }
 
-static void
+static void tls_pump(struct rgw_conn *c);
+
+/* Decrypt what rb holds into rbuf. \return the bytes added, 0 (more ciphertext wanted), or
+ * -ECONNRESET (the peer closed the session), -EPROTO (TLS failed: a bad handshake, plain
+ * HTTP on the TLS port). */
+static int
+tls_read_plain(struct rgw_conn *c)
+{
+	size_t got = 0;
+	int rc = 0;
+
+	while (c->rlen < RBUF_SIZE) {
+		int n = SSL_read(c->ssl, c->rbuf + c->rlen, (int)(RBUF_SIZE - c->rlen)), e;
+
+		if (n > 0) {
+			c->rlen += (size_t)n;
+			got += (size_t)n;
+			continue;
+		}
+		e = SSL_get_error(c->ssl, n);
+		if (e != SSL_ERROR_WANT_READ) {
+			rc = e == SSL_ERROR_ZERO_RETURN ? -ECONNRESET : -EPROTO;
+			if (rc == -EPROTO)
+				CM_DEBUG("%s: TLS: %s", c->peer,
+					 ERR_reason_error_string(ERR_peek_error()) ?: "failed");
+			ERR_clear_error();
+		}
+		break;
+	}
+	tls_pump(c); /* (the handshake's answers, session tickets) */
+	if (got)
+		return (int)got;
+	return rc;
+}
+
+/* Read more: \return true when bytes were added at once (TLS plaintext already received). */
+static bool
 start_read(struct rgw_conn *c)
 {
 	int rc;
 
 	if (c->reading || c->dead)
-		return;
+		return false;
 	if (c->roff == c->rlen)
 		c->roff = c->rlen = 0;
 	else if (c->roff > 0 && c->rlen == RBUF_SIZE) {
@@ -325,15 +400,29 @@ start_read(struct rgw_conn *c)
 		c->roff = 0;
 	}
 	if (c->rlen == RBUF_SIZE)
-		return; /* (full of unparsed bytes: the parser is stopped) */
-	rc = cm_io_recv(c->t->r, &c->rio, c->fd, c->rbuf + c->rlen, RBUF_SIZE - c->rlen);
+		return false; /* (full of unparsed bytes: the parser is stopped) */
+	if (c->ssl) {
+		rc = tls_read_plain(c);
+		if (rc > 0)
+			return true;
+		if (rc < 0 || c->dead) {
+			c->dead = true;
+			body_fail(c, rc < 0 ? rc : -EPIPE);
+			conn_close(c);
+			return false;
+		}
+		rc = cm_io_recv(c->t->r, &c->rio, c->fd, c->tin, TLS_IN_SIZE);
+	} else {
+		rc = cm_io_recv(c->t->r, &c->rio, c->fd, c->rbuf + c->rlen, RBUF_SIZE - c->rlen);
+	}
 	if (rc) {
 		c->dead = true;
 		body_fail(c, rc);
 		conn_close(c);
-		return;
+		return false;
 	}
 	c->reading = true;
+	return false;
 }
 
 static void
@@ -389,7 +478,8 @@ conn_kick(struct rgw_conn *c)
 			return;
 		}
 		if (c->roff == c->rlen && !rgw_http_parser_paused(c->p)) {
-			start_read(c);
+			if (start_read(c))
+				continue;
 			return;
 		}
 		rc = rgw_http_parser_feed(c->p, c->rbuf + c->roff, c->rlen - c->roff, &used);
@@ -416,7 +506,8 @@ conn_kick(struct rgw_conn *c)
 			continue;
 		}
 		if (rc == 0 && c->roff == c->rlen) {
-			start_read(c);
+			if (start_read(c))
+				continue;
 			return;
 		}
 	}
@@ -488,19 +579,40 @@ kick_later(struct rgw_conn *c)
 static void accept_done(struct cm_io *io, int res);
 
 static void
-post_accept(struct rgw_http_thread *t)
+post_accept(struct rgw_http_thread *t, bool tls)
 {
 	if (t->stopping)
 		return;
-	if (cm_io_accept(t->r, &t->acc, t->s->lfd)) {
+	if (cm_io_accept(t->r, tls ? &t->tacc : &t->acc, tls ? t->s->tls_lfd : t->s->lfd)) {
 		CM_ERR("rgw thread %u: cannot accept", t->idx);
 	}
+}
+
+static void tls_sent(struct cm_io *io, int res);
+
+/* c's TLS session (server side, over memory BIOs). \return 0, -ENOMEM. */
+static int
+tls_conn_init(struct rgw_conn *c, SSL_CTX *ctx)
+{
+	if (!(c->ssl = SSL_new(ctx)) || !(c->tin = malloc(TLS_IN_SIZE)) ||
+	    !(c->rb = BIO_new(BIO_s_mem())) || !(c->wb = BIO_new(BIO_s_mem()))) {
+		BIO_free(c->rb);
+		c->rb = NULL;
+		return -ENOMEM;
+	}
+	BIO_set_mem_eof_return(c->rb, -1); /* (empty: "want more", not the end) */
+	SSL_set_bio(c->ssl, c->rb, c->wb);
+	SSL_set_accept_state(c->ssl);
+	c->tio.cb = tls_sent;
+	c->tio.arg = c;
+	return 0;
 }
 
 static void
 accept_done(struct cm_io *io, int res)
 {
 	struct rgw_http_thread *t = io->arg;
+	bool tls = io == &t->tacc;
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
 	struct rgw_conn *c;
@@ -509,7 +621,7 @@ accept_done(struct cm_io *io, int res)
 		if (res != -ECANCELED && res != -EAGAIN && !t->stopping)
 			CM_WARN_RC(res, "accept");
 		if (!t->stopping)
-			post_accept(t);
+			post_accept(t, tls);
 		return;
 	}
 	if (t->stopping) {
@@ -518,12 +630,17 @@ accept_done(struct cm_io *io, int res)
 	}
 	c = calloc(1, sizeof(*c));
 	if (!c || !(c->rbuf = malloc(RBUF_SIZE)) ||
-	    rgw_http_parser_create(&parser_ops, c, &c->head, &c->p)) {
-		if (c)
+	    rgw_http_parser_create(&parser_ops, c, &c->head, &c->p) ||
+	    (tls && tls_conn_init(c, t->s->tls))) {
+		if (c) {
 			free(c->rbuf);
+			rgw_http_parser_destroy(c->p);
+			SSL_free(c->ssl);
+			free(c->tin);
+		}
 		free(c);
 		close(res);
-		post_accept(t);
+		post_accept(t, tls);
 		return;
 	}
 	c->t = t;
@@ -542,8 +659,8 @@ accept_done(struct cm_io *io, int res)
 	cm_timer_init(&c->idle, idle_fired, c);
 	TAILQ_INSERT_TAIL(&t->conns, c, link);
 	cm_timer_arm(t->r, &c->idle, t->s->o.idle_ms);
-	start_read(c);
-	post_accept(t);
+	(void)start_read(c);
+	post_accept(t, tls);
 }
 
 /* ---- the request API ---- */
@@ -695,12 +812,137 @@ rgw_req_send_head(struct rgw_req *r, int status, const char *hdrs, uint64_t len)
 
 static void finish_req(struct rgw_conn *c);
 
+/* Send wb's ciphertext: one socket send at a time, collected while none is in flight. */
+static void
+tls_pump(struct rgw_conn *c)
+{
+	size_t pend;
+
+	if (c->tls_sending || c->dead)
+		return;
+	if (c->tout_off == c->tout_len)
+		c->tout_off = c->tout_len = 0;
+	pend = (size_t)BIO_ctrl_pending(c->wb);
+	if (pend) {
+		if (c->tout_off) {
+			memmove(c->tout, c->tout + c->tout_off, c->tout_len - c->tout_off);
+			c->tout_len -= c->tout_off;
+			c->tout_off = 0;
+		}
+		if (c->tout_len + pend > c->tout_cap) {
+			size_t cap = c->tout_len + pend;
+			char *nb = realloc(c->tout, cap);
+
+			if (!nb) {
+				c->dead = true;
+				conn_close(c);
+				return;
+			}
+			c->tout = nb;
+			c->tout_cap = cap;
+		}
+		if (BIO_read(c->wb, c->tout + c->tout_len, (int)pend) != (int)pend) {
+			c->dead = true;
+			conn_close(c);
+			return;
+		}
+		c->tout_len += pend;
+	}
+	if (c->tout_off == c->tout_len)
+		return;
+	c->tiov.iov_base = c->tout + c->tout_off;
+	c->tiov.iov_len = c->tout_len - c->tout_off;
+	if (cm_io_sendmsg(c->t->r, &c->tio, c->fd, &c->tiov, 1)) {
+		c->dead = true;
+		conn_close(c);
+		return;
+	}
+	c->tls_sending = true;
+}
+
+static void
+tls_sent_in(struct cm_io *io, int res)
+{
+	struct rgw_conn *c = io->arg;
+
+	c->tls_sending = false;
+	if (res < 0 || c->dead) {
+		c->dead = true;
+		if (c->user_pending) {
+			c->user_pending = false;
+			send_done_in(&c->sio, res < 0 ? res : -EPIPE);
+		} else {
+			conn_close(c);
+		}
+		return;
+	}
+	c->tout_off += (size_t)res;
+	c->sent_total += (uint64_t)res;
+	if (c->user_pending && c->sent_total >= c->user_end) {
+		/* (the whole plaintext went: as a plain send taking every byte) */
+		c->user_pending = false;
+		send_done_in(&c->sio, (int)c->user_plain);
+	}
+	tls_pump(c);
+}
+
+static void
+tls_sent(struct cm_io *io, int res)
+{
+	struct rgw_conn *c = io->arg;
+
+	c->nest++;
+	tls_sent_in(io, res);
+	c->nest--;
+	conn_maybe_free(c);
+}
+
+/* Encrypt r->iov[0..iovcnt) whole and send it (as submit_send). */
+static int
+tls_submit(struct rgw_conn *c)
+{
+	struct rgw_req *r = &c->req;
+	size_t total = 0;
+
+	for (int i = 0; i < r->iovcnt; i++) {
+		const char *p = r->iov[i].iov_base;
+		size_t n = r->iov[i].iov_len;
+
+		while (n) {
+			int w = SSL_write(c->ssl, p, n > INT_MAX ? INT_MAX : (int)n);
+
+			if (w <= 0) {
+				ERR_clear_error();
+				return -EIO;
+			}
+			p += w;
+			n -= (size_t)w;
+			total += (size_t)w;
+		}
+	}
+	if (total > INT_MAX)
+		return -E2BIG;
+	c->user_plain = total;
+	c->user_end = BIO_number_written(c->wb);
+	c->user_pending = true;
+	c->sending = true;
+	tls_pump(c);
+	if (c->dead && c->user_pending) {
+		c->user_pending = false;
+		c->sending = false;
+		return -EIO;
+	}
+	return 0;
+}
+
 /* Submit r->iov[0..iovcnt). \return 0 or an error (nothing in flight). */
 static int
 submit_send(struct rgw_conn *c)
 {
 	struct rgw_req *r = &c->req;
 
+	if (c->ssl)
+		return tls_submit(c);
 	c->sio.cb = send_done;
 	if (cm_io_sendmsg(c->t->r, &c->sio, c->fd, r->iov, r->iovcnt))
 		return -EIO;
@@ -925,6 +1167,8 @@ stop_msg(void *arg)
 
 	t->stopping = true;
 	cm_io_cancel(t->r, &t->acc);
+	if (t->s->tls)
+		cm_io_cancel(t->r, &t->tacc);
 	TAILQ_FOREACH_SAFE(c, &t->conns, link, tmp)
 		conn_close(c);
 	cm_reactor_stop(t->r);
@@ -942,7 +1186,10 @@ thread_main(void *arg)
 	if (!rc) {
 		t->acc.cb = accept_done;
 		t->acc.arg = t;
-		if (cm_io_accept(t->r, &t->acc, s->lfd))
+		t->tacc.cb = accept_done;
+		t->tacc.arg = t;
+		if (cm_io_accept(t->r, &t->acc, s->lfd) ||
+		    (s->tls && cm_io_accept(t->r, &t->tacc, s->tls_lfd)))
 			rc = -EIO;
 	}
 	pthread_mutex_lock(&t->mu);
@@ -954,11 +1201,41 @@ thread_main(void *arg)
 		return NULL;
 	cm_reactor_run(t->r);
 	/* Drain: connections whose handler still works finish first. */
-	for (int i = 0; i < 100000 && (!TAILQ_EMPTY(&t->conns) || cm_io_pending(&t->acc)); i++)
+	for (int i = 0; i < 100000 && (!TAILQ_EMPTY(&t->conns) || cm_io_pending(&t->acc) ||
+				       (s->tls && cm_io_pending(&t->tacc)));
+	     i++)
 		cm_reactor_run_once(t->r, 10);
 	if (s->o.thread_fini)
 		s->o.thread_fini(t, s->o.arg);
 	return NULL;
+}
+
+/* The TLS listener's context: TLS 1.2 and later, the certificate chain and its key. */
+static int
+tls_ctx_make(const struct rgw_http_server_opts *o, SSL_CTX **out)
+{
+	SSL_CTX *ctx;
+
+	*out = NULL;
+	if (!o->tls_cert || !*o->tls_cert || !o->tls_key || !*o->tls_key) {
+		CM_ERR("rgw: a TLS listener needs a certificate and a key");
+		return -EINVAL;
+	}
+	if (!(ctx = SSL_CTX_new(TLS_server_method())))
+		return -ENOMEM;
+	SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
+	SSL_CTX_set_mode(ctx, SSL_MODE_RELEASE_BUFFERS);
+	if (SSL_CTX_use_certificate_chain_file(ctx, o->tls_cert) != 1 ||
+	    SSL_CTX_use_PrivateKey_file(ctx, o->tls_key, SSL_FILETYPE_PEM) != 1 ||
+	    SSL_CTX_check_private_key(ctx) != 1) {
+		CM_ERR("rgw: TLS certificate %s / key %s: %s", o->tls_cert, o->tls_key,
+		       ERR_reason_error_string(ERR_peek_last_error()) ?: "not usable");
+		ERR_clear_error();
+		SSL_CTX_free(ctx);
+		return -EINVAL;
+	}
+	*out = ctx;
+	return 0;
 }
 
 int
@@ -979,10 +1256,20 @@ rgw_http_server_start(const struct rgw_http_server_opts *o, struct rgw_http_serv
 		s->o.idle_ms = 60000;
 	cm_random_bytes(&s->id_base, sizeof(s->id_base));
 	s->id_base &= ~0xffffffffull;
+	s->tls_lfd = -1;
 	rc = cm_sock_listen(o->listen, 1024, &s->lfd, &s->port);
 	if (rc) {
 		free(s);
 		return rc;
+	}
+	if (o->tls_listen && *o->tls_listen) {
+		if ((rc = tls_ctx_make(o, &s->tls)) ||
+		    (rc = cm_sock_listen(o->tls_listen, 1024, &s->tls_lfd, &s->tls_port))) {
+			SSL_CTX_free(s->tls);
+			close(s->lfd);
+			free(s);
+			return rc;
+		}
 	}
 	s->threads = calloc(s->o.threads, sizeof(*s->threads));
 	if (!s->threads) {
@@ -1029,6 +1316,18 @@ rgw_http_server_port(const struct rgw_http_server *s)
 	return s->port;
 }
 
+uint16_t
+rgw_http_server_tls_port(const struct rgw_http_server *s)
+{
+	return s->tls ? s->tls_port : 0;
+}
+
+bool
+rgw_req_is_tls(const struct rgw_req *r)
+{
+	return r->c->ssl != NULL;
+}
+
 void
 rgw_http_server_stop(struct rgw_http_server *s)
 {
@@ -1054,6 +1353,9 @@ rgw_http_server_stop(struct rgw_http_server *s)
 	}
 	if (s->lfd > 0)
 		close(s->lfd);
+	if (s->tls_lfd >= 0)
+		close(s->tls_lfd);
+	SSL_CTX_free(s->tls);
 	free(s->threads);
 	free(s);
 }

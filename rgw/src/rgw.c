@@ -1524,6 +1524,9 @@ rgw_start(cairn_cluster_t *cl, const struct rgw_conf *c, struct rgw **gp, char *
 		goto err;
 	}
 	ho.listen = c->listen && *c->listen ? c->listen : "127.0.0.1:7480";
+	ho.tls_listen = c->tls_listen;
+	ho.tls_cert = c->tls_cert;
+	ho.tls_key = c->tls_key;
 	ho.threads = c->threads ? c->threads : 2;
 	ho.backend = c->backend;
 	ho.handler = on_request;
@@ -1543,6 +1546,14 @@ rgw_start(cairn_cluster_t *cl, const struct rgw_conf *c, struct rgw **gp, char *
 	}
 	snprintf(meta, sizeof(meta), "endpoint=http://%s meta_pool=%s data_pool=%s", addr,
 		 g->meta_pool, g->data_pool);
+	if (rgw_http_server_tls_port(g->http)) {
+		const char *l = ho.tls_listen;
+		const char *colon = strrchr(l, ':');
+		size_t hl = colon ? (size_t)(colon - l) : strlen(l), ml = strlen(meta);
+
+		snprintf(meta + ml, sizeof(meta) - ml, " tls_endpoint=https://%.*s:%u", (int)hl, l,
+			 rgw_http_server_tls_port(g->http));
+	}
 	if ((rc = cairn_service_register(cl, "rgw", g->name, addr, meta, 10))) {
 		snprintf(err, errlen, "service registration as %s: %s", g->name, cm_strerror(rc));
 		goto err;
@@ -1559,6 +1570,12 @@ uint16_t
 rgw_port(const struct rgw *g)
 {
 	return rgw_http_server_port(g->http);
+}
+
+uint16_t
+rgw_tls_port(const struct rgw *g)
+{
+	return rgw_http_server_tls_port(g->http);
 }
 
 void

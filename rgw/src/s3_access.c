@@ -112,7 +112,7 @@ pol_cond(void *arg, const char *name)
 	if (!strcmp(name, "aws:sourceip"))
 		return x->ip[0] ? x->ip : NULL;
 	if (!strcmp(name, "aws:securetransport"))
-		return "false"; /* (plain HTTP only, for now) */
+		return rgw_req_is_tls(q->r) ? "true" : "false";
 	if (!strcmp(name, "aws:currenttime"))
 		return x->now;
 	if (!strcmp(name, "aws:epochtime"))

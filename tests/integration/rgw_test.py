@@ -257,6 +257,7 @@ def api():
     bucket_tags()
     policies()
     cors()
+    tls()
 
 
 def multipart():
@@ -1105,6 +1106,69 @@ def cors():
     check(st == 403, "a preflight once CORS is deleted: %d" % st)
     s3.delete_object(Bucket=b, Key="o")
     s3.delete_bucket(Bucket=b)
+
+
+def tls():
+    """HTTPS on the gateway's TLS listener: boto3 verifying the test CA, objects across many
+    TLS records both ways, multipart, a presigned URL with curl, aws:SecureTransport in a
+    policy, and what a client that does not trust the CA or speaks plain HTTP gets."""
+    tep, ca = os.environ.get("RGW_TLS_EP"), os.environ.get("RGW_TLS_CA")
+    if not tep:
+        check(False, "no TLS endpoint given")
+        return
+    ts = boto3.client(
+        "s3", endpoint_url=tep, aws_access_key_id=keys["access_key"],
+        aws_secret_access_key=keys["secret_key"], region_name="us-east-1", verify=ca,
+        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1},
+                      signature_version="s3v4"))
+    b = "tls-b"
+    ts.create_bucket(Bucket=b)
+    big = os.urandom(9 << 20)
+    ts.put_object(Bucket=b, Key="big", Body=big)
+    check(ts.get_object(Bucket=b, Key="big")["Body"].read() == big, "9 MiB over TLS")
+    check(ts.get_object(Bucket=b, Key="big", Range="bytes=5000000-5000009")["Body"].read()
+          == big[5000000:5000010], "a range over TLS")
+    up = ts.create_multipart_upload(Bucket=b, Key="mp")["UploadId"]
+    parts = [{"PartNumber": i + 1, "ETag": ts.upload_part(
+        Bucket=b, Key="mp", UploadId=up, PartNumber=i + 1,
+        Body=big[i * (5 << 20):(i + 1) * (5 << 20)])["ETag"]} for i in range(2)]
+    ts.complete_multipart_upload(Bucket=b, Key="mp", UploadId=up,
+                                 MultipartUpload={"Parts": parts})
+    check(s3.get_object(Bucket=b, Key="mp")["Body"].read() == big,
+          "a multipart upload over TLS reads back over plain HTTP")
+    url = ts.generate_presigned_url("get_object", Params={"Bucket": b, "Key": "big"},
+                                    ExpiresIn=300)
+    out = subprocess.run(["curl", "-s", "--cacert", ca, "-o", "-", url], capture_output=True)
+    check(out.returncode == 0 and out.stdout == big, "a presigned GET with curl over TLS")
+    out = subprocess.run(["curl", "-s", "-o", "/dev/null", tep + "/"], capture_output=True)
+    check(out.returncode != 0, "curl without the CA refuses the certificate")
+    plain = tep.replace("https://", "http://")
+    out = subprocess.run(["curl", "-s", "-m", "10", "-o", "/dev/null", "-w", "%{http_code}",
+                          plain + "/"], capture_output=True, text=True)
+    check(out.returncode != 0 or out.stdout == "000",
+          "plain HTTP on the TLS port gets no answer: %r" % out.stdout)
+    untrusting = boto3.client(
+        "s3", endpoint_url=tep, aws_access_key_id=keys["access_key"],
+        aws_secret_access_key=keys["secret_key"], region_name="us-east-1",
+        config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1}))
+    try:
+        untrusting.list_buckets()
+        check(False, "a client that does not trust the CA was answered")
+    except botocore.exceptions.SSLError:
+        pass
+    # aws:SecureTransport: only HTTPS may read.
+    s3.put_bucket_policy(Bucket=b, Policy=json.dumps({"Statement": [
+        {"Effect": "Deny", "Principal": "*", "Action": "s3:GetObject",
+         "Resource": "arn:aws:s3:::%s/*" % b,
+         "Condition": {"Bool": {"aws:SecureTransport": "false"}}}]}))
+    check(code_of(lambda: s3.get_object(Bucket=b, Key="big")) == "AccessDenied",
+          "aws:SecureTransport false: plain HTTP denied")
+    check(ts.get_object(Bucket=b, Key="big")["Body"].read() == big,
+          "aws:SecureTransport: HTTPS allowed")
+    ts.delete_bucket_policy(Bucket=b)
+    for k in ("big", "mp"):
+        ts.delete_object(Bucket=b, Key=k)
+    ts.delete_bucket(Bucket=b)
 
 
 def raw_put(path, headers, body):

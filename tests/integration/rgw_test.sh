@@ -4,7 +4,8 @@
 # a. boto3 (rgw_test.py api): buckets, objects, ranges, conditions, listings,
 #    DeleteObjects, auth failures, presigned URLs with curl, multipart,
 #    aws-chunked bodies and checksums, copies, tags, quotas, canned ACLs and
-#    anonymous access, versioning, lifecycle rules; the AWS SDK for JavaScript (rgw_js_test.mjs) at its
+#    anonymous access, versioning, lifecycle rules, bucket policies, CORS,
+#    HTTPS (a test CA); the AWS SDK for JavaScript (rgw_js_test.mjs) at its
 #    defaults (CRC32 trailers);
 # b. s3cmd, awscli (/usr/bin/aws), rclone and s3fs (a FUSE mount): their
 #    usual put/get/ls/sync/copy commands on a directory tree, compared byte
@@ -42,7 +43,18 @@ fail() {
 	exit 1
 }
 
-# Start a gateway on a free port; its endpoint in $ep, its pid in $rgw_pid.
+# A test CA and the gateway's certificate for 127.0.0.1 (the TLS listener).
+openssl req -x509 -newkey rsa:2048 -nodes -keyout "$dir/ca.key" -out "$dir/ca.pem" -days 2 \
+	-subj "/CN=cairn rgw test CA" >/dev/null 2>&1 || fail "openssl: the test CA"
+openssl req -newkey rsa:2048 -nodes -keyout "$dir/tls.key" -out "$dir/tls.csr" \
+	-subj "/CN=127.0.0.1" >/dev/null 2>&1 || fail "openssl: the request"
+printf 'subjectAltName=IP:127.0.0.1,DNS:localhost\n' >"$dir/tls.ext"
+openssl x509 -req -in "$dir/tls.csr" -CA "$dir/ca.pem" -CAkey "$dir/ca.key" -CAcreateserial \
+	-out "$dir/tls.pem" -days 2 -extfile "$dir/tls.ext" >/dev/null 2>&1 ||
+	fail "openssl: the certificate"
+
+# Start a gateway on a free port; its endpoint in $ep, its pid in $rgw_pid (with TLS: its
+# HTTPS endpoint in $tls_ep).
 start_rgw() {
 	local n=$1
 	shift
@@ -58,6 +70,8 @@ start_rgw() {
 	port=$(sed -n 's/^cairn-rgw: serving S3 on port \([0-9]*\)$/\1/p' "$dir/rgw$n.out")
 	[ -n "$port" ] || fail "cairn-rgw did not start within 10 s"
 	ep="http://127.0.0.1:$port"
+	tport=$(sed -n 's/^cairn-rgw: serving S3 over TLS on port \([0-9]*\)$/\1/p' "$dir/rgw$n.out")
+	tls_ep=${tport:+https://127.0.0.1:$tport}
 }
 
 "$ctl" up --dir "$dir" --mons 1 --osds 3 --osd-size 3G >"$dir/up.out" 2>&1 ||
@@ -78,12 +92,15 @@ wait_clean "start"
 "$ctl" s3 user info bob | grep -c "access key" | grep -qx 1 || fail "bob has one key left"
 echo "a. cluster up; users alice and bob (keys added and removed)"
 
-start_rgw 1
+start_rgw 1 --rgw-tls-listen 127.0.0.1:0 --rgw-tls-cert "$dir/tls.pem" --rgw-tls-key "$dir/tls.key"
+[ -n "$tls_ep" ] || fail "the gateway printed no TLS port"
+export RGW_TLS_EP=$tls_ep RGW_TLS_CA=$dir/ca.pem
 "$ctl" status | grep -q "rgw: 1 daemon" || fail "status lists no gateway: $("$ctl" status)"
 timeout 300 $py "$here/rgw_test.py" "$ep" "$dir/alice.json" "$dir/bob.json" api ||
 	fail "boto3 api checks"
 echo "a. boto3: buckets, objects, ranges, conditions, listings, deletes, auth, presigned," \
-	"multipart, aws-chunked and checksums, copies, tags, quotas, ACLs: ok"
+	"multipart, aws-chunked and checksums, copies, tags, quotas, ACLs, versioning, lifecycle," \
+	"policies, CORS, HTTPS: ok"
 timeout 120 node "$here/rgw_js_test.mjs" "$ep" "$dir/alice.json" >"$dir/js.out" 2>"$dir/js.err" ||
 	fail "the JS SDK: $(cat "$dir/js.out")"
 echo "a. $(tail -1 "$dir/js.out") (the AWS SDK for JavaScript v3 at its defaults)"

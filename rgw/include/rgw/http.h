@@ -117,8 +117,10 @@ typedef void (*rgw_req_cb)(struct rgw_req *r, void *arg);
 
 struct rgw_http_server_opts {
 	const char *listen; /* "127.0.0.1:7480" (port 0: a free one) */
-	unsigned threads;   /* reactors (default 2) */
-	unsigned idle_ms;   /* close a connection idle this long (default 60 s) */
+	/* A second listener serving HTTPS (NULL: none), with its PEM certificate chain and key. */
+	const char *tls_listen, *tls_cert, *tls_key;
+	unsigned threads; /* reactors (default 2) */
+	unsigned idle_ms; /* close a connection idle this long (default 60 s) */
 	enum cm_reactor_backend backend;
 	rgw_req_cb handler;
 	void *arg;
@@ -130,6 +132,8 @@ struct rgw_http_server_opts {
 /* Bind, and start the threads. \return 0 or a negative errno. */
 int rgw_http_server_start(const struct rgw_http_server_opts *o, struct rgw_http_server **sp);
 uint16_t rgw_http_server_port(const struct rgw_http_server *s);
+/* The TLS listener's port (0: none). */
+uint16_t rgw_http_server_tls_port(const struct rgw_http_server *s);
 /* Stop serving, close every connection, join the threads. NULL: a no-op. */
 void rgw_http_server_stop(struct rgw_http_server *s);
 
@@ -146,6 +150,8 @@ struct rgw_http_thread *rgw_req_thread(const struct rgw_req *r);
 /* The handler's state for this request. */
 void rgw_req_set_ctx(struct rgw_req *r, void *ctx);
 void *rgw_req_ctx(const struct rgw_req *r);
+/* Whether r came over TLS. */
+bool rgw_req_is_tls(const struct rgw_req *r);
 /* "127.0.0.1:5000" of the peer. */
 const char *rgw_req_peer(const struct rgw_req *r);
 /* The request's id (x-amz-request-id): 16 hex digits, unique per gateway run. */

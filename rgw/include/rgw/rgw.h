@@ -17,7 +17,9 @@
 #define RGW_DEFAULT_DATA_POOL "rgw.data"
 
 struct rgw_conf {
-	const char *listen;    /* "127.0.0.1:7480" */
+	const char *listen; /* "127.0.0.1:7480" */
+	/* HTTPS on a second address (NULL/"": none), with a PEM certificate chain and key */
+	const char *tls_listen, *tls_cert, *tls_key;
 	unsigned threads;      /* HTTP reactors (default 2) */
 	const char *meta_pool; /* replicated: users, buckets, the index */
 	const char *data_pool; /* objects' bytes (may be erasure-coded) */
@@ -36,6 +38,9 @@ struct rgw_conf {
 };
 
 struct rgw;
+
+/* The TLS listener's port (0: none). */
+uint16_t rgw_tls_port(const struct rgw *g);
 
 /*
  * Serve. The pools must exist (rgw_pools_ensure makes them). \return 0;
