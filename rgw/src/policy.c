@@ -66,7 +66,6 @@ static const char *const ckeys[] = {
 	"s3:versionid",
 	"s3:signatureversion",
 	"s3:authtype",
-	"s3:signatureage",
 	"s3:x-amz-content-sha256",
 	"s3:x-amz-copy-source",
 	"s3:x-amz-metadata-directive",

@@ -197,10 +197,10 @@ cache_get_dup(struct rgw *g, struct rgw_cache_ent **head, const char *name, void
 	return hit;
 }
 
+/* Under g->mu. */
 static void
-cache_drop(struct rgw *g, struct rgw_cache_ent **head, const char *name)
+cache_unlink(struct rgw_cache_ent **head, const char *name)
 {
-	pthread_mutex_lock(&g->mu);
 	for (struct rgw_cache_ent **pp = head, *e; (e = *pp);) {
 		if (!strcmp(e->name, name)) {
 			*pp = e->next;
@@ -211,15 +211,40 @@ cache_drop(struct rgw *g, struct rgw_cache_ent **head, const char *name)
 		}
 		pp = &e->next;
 	}
+}
+
+/*
+ * The caches' generation: moved by every drop (a local change, another gateway's notify, a
+ * lost watch). A load remembers it when it starts and caches what it read only if it did
+ * not move meanwhile: a read answered before a change but handled after its notify must
+ * not come back as the cached value.
+ */
+static uint64_t
+cache_gen(struct rgw *g)
+{
+	uint64_t v;
+
+	pthread_mutex_lock(&g->mu);
+	v = g->cache_gen;
+	pthread_mutex_unlock(&g->mu);
+	return v;
+}
+
+static void
+cache_drop(struct rgw *g, struct rgw_cache_ent **head, const char *name)
+{
+	pthread_mutex_lock(&g->mu);
+	g->cache_gen++;
+	cache_unlink(head, name);
 	pthread_mutex_unlock(&g->mu);
 }
 
 static void
-cache_put(struct rgw *g, struct rgw_cache_ent **head, const char *name, const void *val, size_t len)
+cache_put(struct rgw *g, struct rgw_cache_ent **head, const char *name, const void *val, size_t len,
+	  uint64_t gen)
 {
 	struct rgw_cache_ent *e = calloc(1, sizeof(*e));
 
-	cache_drop(g, head, name);
 	if (!e || !(e->name = strdup(name)) || !(e->val = malloc(len))) {
 		if (e)
 			free(e->name);
@@ -230,6 +255,15 @@ cache_put(struct rgw *g, struct rgw_cache_ent **head, const char *name, const vo
 	e->vlen = len;
 	e->expires_ns = rgw__now_ns() + (int64_t)g->conf.cache_ttl_ms * 1000000;
 	pthread_mutex_lock(&g->mu);
+	if (g->cache_gen != gen || !g->watch_ok) {
+		/* (changed since the read began, or no invalidation: not cached) */
+		pthread_mutex_unlock(&g->mu);
+		free(e->name);
+		free(e->val);
+		free(e);
+		return;
+	}
+	cache_unlink(head, name);
 	e->next = *head;
 	*head = e;
 	pthread_mutex_unlock(&g->mu);
@@ -280,9 +314,13 @@ on_watch_err(cairn_watch_t *w, int err, void *arg)
 	struct rgw *g = arg;
 
 	(void)w;
-	/* (the watch was dropped and made again: notifies may have been missed) */
-	CM_WARN_RC(err, "rgw: the invalidation watch was lost: dropping every cached entry");
+	/* (-ENOTCONN: the watch was dropped and made again, notifies may have been missed;
+	 * another error: it could not be made again, so nothing is cached until it is) */
+	CM_WARN_RC(err, "rgw: the invalidation watch %s: dropping every cached entry",
+		   err == -ENOTCONN ? "was lost and made again" : "is lost");
 	pthread_mutex_lock(&g->mu);
+	g->cache_gen++;
+	g->watch_ok = err == -ENOTCONN;
 	cache_free(g->keys);
 	cache_free(g->buckets);
 	g->keys = g->buckets = NULL;
@@ -302,7 +340,13 @@ watch_start(struct rgw *g)
 	cairn_op_release(op);
 	if (rc)
 		return rc;
-	return cairn_watch(g->meta, RGW_NOTIFY_OID, 10000, on_notify, on_watch_err, g, &g->watch);
+	if ((rc = cairn_watch(g->meta, RGW_NOTIFY_OID, 10000, on_notify, on_watch_err, g,
+			      &g->watch)))
+		return rc;
+	pthread_mutex_lock(&g->mu);
+	g->watch_ok = true;
+	pthread_mutex_unlock(&g->mu);
+	return 0;
 }
 
 struct bnotify {
@@ -605,6 +649,7 @@ struct bload {
 	struct cairn_kv *kvs;
 	size_t n;
 	int rval;
+	uint64_t gen; /* the caches' when the read began */
 };
 
 void
@@ -638,8 +683,12 @@ blob_take(const uint8_t **p, const uint8_t *end, char **out, size_t *n)
 	*p += sizeof(l);
 	if ((size_t)(end - *p) < l)
 		return false;
-	if (l && !(*out = strndup((const char *)*p, l)))
+	if (l && !(*out = malloc(l + 1)))
 		return false;
+	if (l) {
+		memcpy(*out, *p, l);
+		(*out)[l] = '\0';
+	}
 	*n = l;
 	*p += l;
 	return true;
@@ -653,9 +702,12 @@ bconf_ready(struct s3_req *q, struct s3_bconf *bc, const char *bucket)
 
 	if (!bc->policy)
 		return 0;
-	if (rgw_policy_parse(bc->policy, bc->policy_len, bucket, &bc->pol, err, sizeof(err))) {
-		CM_WARN("%s: the stored bucket policy no longer parses: %s", rgw_req_id(q->r), err);
-		return -EBADMSG;
+	if (strlen(bc->policy) != bc->policy_len ||
+	    rgw_policy_parse(bc->policy, bc->policy_len, bucket, &bc->pol, err, sizeof(err))) {
+		/* (then nothing is granted but the owner's policy calls: she can replace it) */
+		CM_WARN("%s: bucket %s: the stored policy does not parse: %s", rgw_req_id(q->r),
+			bucket, strlen(bc->policy) != bc->policy_len ? "it holds a NUL" : err);
+		bc->broken = true;
 	}
 	return 0;
 }
@@ -710,10 +762,15 @@ bucket_loaded(void *arg, int rc)
 			dst = &bc->policy, dlen = &bc->policy_len;
 		else if (kv->klen == 8 && !memcmp(kv->key, "rgw.cors", 8))
 			dst = &bc->cors, dlen = &bc->cors_len;
-		if (dst && !(*dst = strndup(kv->val, kv->vlen)))
+		if (dst && !kv->vlen)
+			continue; /* (empty: none, as a cached copy has it) */
+		if (dst && !(*dst = malloc(kv->vlen + 1))) {
 			rc = -ENOMEM;
-		else if (dst)
+		} else if (dst) {
+			memcpy(*dst, kv->val, kv->vlen);
+			(*dst)[kv->vlen] = '\0';
 			*dlen = kv->vlen;
+		}
 	}
 	if (!rc && !rec)
 		rc = -ENOENT;
@@ -728,7 +785,7 @@ bucket_loaded(void *arg, int rc)
 		rgw_str_add(&s, l->b, sizeof(*l->b));
 		if (blob_put(&s, bc->policy, bc->policy_len) &&
 		    blob_put(&s, bc->cors, bc->cors_len))
-			cache_put(q->g, &q->g->buckets, l->name, s.p, s.len);
+			cache_put(q->g, &q->g->buckets, l->name, s.p, s.len, l->gen);
 		rgw_str_fini(&s);
 	}
 	if (!rc && l->bc)
@@ -769,6 +826,7 @@ s3_bucket_get(struct s3_req *q, const char *name, struct rgw_bucket *b, struct s
 		return;
 	}
 	l->q = q;
+	l->gen = cache_gen(q->g);
 	l->b = b;
 	l->bc = bc;
 	l->cb = cb;
@@ -987,7 +1045,14 @@ s3_allow_bucket(const struct s3_req *q, const struct rgw_bucket *b, enum s3_perm
 
 	if (b != &q->b)
 		return acl;
-	return s3_access(q, b, &q->bc, q->key, q->key_len, NULL, acl);
+	if (!s3_access(q, b, &q->bc, q->key, q->key_len, NULL, acl))
+		return false;
+	/* (S3: a write that sets the new object's ACL by header needs s3:PutObjectAcl too; the
+	 * writer owns what she writes, so only a Deny refuses it) */
+	if (q->key && q->bc.pol && rgw_http_hdr(q->h, "x-amz-acl") &&
+	    (q->h->method == RGW_M_PUT || q->h->method == RGW_M_POST) && !rgw_uri_q(&q->u, "acl"))
+		return s3_access(q, b, &q->bc, q->key, q->key_len, "s3:PutObjectAcl", true);
+	return true;
 }
 
 bool
@@ -1120,6 +1185,7 @@ struct kload {
 	size_t n;
 	int rval;
 	s3_step next;
+	uint64_t gen; /* the caches' when the read began */
 };
 
 struct cached_key {
@@ -1136,6 +1202,7 @@ key_loaded(void *arg, int rc)
 	struct s3_req *q = arg;
 	struct kload *l = q->op;
 	s3_step next = l->next;
+	uint64_t l_gen = l->gen;
 	struct cached_key ck;
 	json_t *j = NULL;
 
@@ -1173,7 +1240,7 @@ key_loaded(void *arg, int rc)
 			ck.qb = ck.qo = 0;
 	}
 	json_decref(j);
-	cache_put(q->g, &q->g->keys, q->sig.access_key, &ck, sizeof(ck));
+	cache_put(q->g, &q->g->keys, q->sig.access_key, &ck, sizeof(ck), l_gen);
 	memcpy(q->uid, ck.uid, sizeof(q->uid));
 	memcpy(q->secret, ck.secret, sizeof(q->secret));
 	q->uq_bytes = ck.qb;
@@ -1258,6 +1325,7 @@ auth_start(struct s3_req *q)
 		return;
 	}
 	l->want.klen = strlen(q->sig.access_key);
+	l->gen = cache_gen(q->g);
 	q->op = l;
 	cairn_op_omap_get(op, &l->want, 1, &l->kvs, &l->n, &l->rval);
 	if ((rc = rgw__aio(q->t, q->g->meta, "keys", op, key_loaded, q))) {
@@ -1283,6 +1351,12 @@ route(struct s3_req *q)
 			return;
 		}
 		s3_error(q, 405, "MethodNotAllowed", "the method is not allowed on the service");
+		return;
+	}
+	/* A request names one sub-resource at most: what access is judged for (s3_action) and
+	 * what is dispatched must be the same operation. */
+	if (s3_subresources(q) > 1) {
+		s3_error(q, 400, "InvalidRequest", "a request names one sub-resource at most");
 		return;
 	}
 	/* (anonymous requests go on: each operation checks what the ACLs grant) */

@@ -75,6 +75,8 @@ struct rgw {
 	pthread_mutex_t mu; /* the caches, the log */
 	struct rgw_cache_ent *keys, *buckets;
 	cairn_watch_t *watch; /* on RGW_NOTIFY_OID: the others' changes */
+	bool watch_ok;        /* (g->mu) it holds: entries may be cached */
+	uint64_t cache_gen;   /* (g->mu) moved by every drop: see cache_put */
 	FILE *alog;
 	bool registered;
 	/* the collector of dead instances */
@@ -129,6 +131,7 @@ struct s3_bconf {
 	char *policy, *cors; /* as stored, NUL-terminated; NULL: none */
 	size_t policy_len, cors_len;
 	struct rgw_policy *pol; /* policy, parsed */
+	bool broken;            /* a stored policy that does not parse: nothing is granted */
 };
 
 void s3_bconf_fini(struct s3_bconf *c);
@@ -155,6 +158,7 @@ struct s3_req {
 	struct rgw_bucket b;
 	struct s3_bconf bc; /* b's */
 	bool have_b;
+	bool cors_done;      /* the CORS headers were added */
 	cairn_ioctx_t *data; /* the data pool, in the bucket's namespace */
 	cairn_ioctx_t *mpio; /* the metadata pool in the bucket's namespace (uploads) */
 	int pending;         /* ops in flight */
@@ -439,6 +443,8 @@ bool s3_access(const struct s3_req *q, const struct rgw_bucket *b, const struct 
 	       const char *key, size_t klen, const char *action, bool acl_ok);
 /* Whether q may list its bucket (what a missing key's answer depends on). */
 bool s3_may_list(const struct s3_req *q);
+/* How many of S3's sub-resources (of a bucket, or of an object) q names. */
+int s3_subresources(const struct s3_req *q);
 /* The S3 action ("s3:GetObject") q is. */
 const char *s3_action(const struct s3_req *q);
 /* PutBucketPolicy's check of the body (answered when nonzero), what to keep. */

@@ -14,7 +14,52 @@
 
 CM_LOG_SUBSYS(rgw);
 
+#define RGW_CORS_HDRS_MAX 4096
+
 /* ---- the action ---- */
+
+int
+s3_subresources(const struct s3_req *q)
+{
+	static const char *const bucket[] = {
+		"acl",
+		"location",
+		"versioning",
+		"tagging",
+		"lifecycle",
+		"cors",
+		"policy",
+		"policyStatus",
+		"uploads",
+		"versions",
+		"delete",
+		"encryption",
+		"object-lock",
+		"replication",
+		"website",
+		"logging",
+		"notification",
+		"requestPayment",
+		"accelerate",
+		"ownershipControls",
+		"publicAccessBlock",
+		"analytics",
+		"metrics",
+		"inventory",
+		"intelligent-tiering",
+	};
+	static const char *const object[] = { "tagging",    "acl",       "uploads", "uploadId",
+					      "restore",    "select",    "torrent", "retention",
+					      "legal-hold", "attributes" };
+	const char *const *names = q->key ? object : bucket;
+	size_t n = q->key ? CM_ARRAY_SIZE(object) : CM_ARRAY_SIZE(bucket);
+	int found = 0;
+
+	for (size_t i = 0; i < n; i++)
+		if (rgw_uri_q(&q->u, names[i]))
+			found++;
+	return found;
+}
 
 static const char *
 bucket_action(const struct s3_req *q)
@@ -161,10 +206,17 @@ s3_access(const struct s3_req *q, const struct rgw_bucket *b, const struct s3_bc
 	int64_t now = rgw__now_ns();
 	enum rgw_pol_effect e;
 
-	if (!bc || !bc->pol)
-		return acl_ok;
+	bool owner = !q->anon && q->uid[0] && !strcmp(b->owner, q->uid);
+
 	if (!action)
 		action = s3_action(q);
+	/* (S3: the policy calls are the owner's alone, whatever a policy allows) */
+	if (policy_action(action))
+		return owner;
+	if (bc && bc->broken)
+		return false; /* (a stored policy that no longer parses grants nothing) */
+	if (!bc || !bc->pol)
+		return acl_ok;
 	if (bl >= 64 || klen > RGW_KEY_MAX)
 		return false;
 	memcpy(res, b->name, bl);
@@ -174,13 +226,17 @@ s3_access(const struct s3_req *q, const struct rgw_bucket *b, const struct s3_bc
 		bl += 1 + klen;
 	}
 	res[bl] = '\0';
-	/* "127.0.0.1:5000", "[::1]:5000" */
+	/* "127.0.0.1:5000", "[::1]:5000"; an IPv4 client of a dual-stack listener
+	 * ("[::ffff:192.0.2.1]") is judged by its IPv4 address */
 	peer = rgw_req_peer(q->r);
 	if (peer[0] == '[') {
-		const char *end = strchr(peer, ']');
+		const char *a = peer + 1, *end = strchr(peer, ']');
 
-		if (end && (size_t)(end - peer - 1) < sizeof(x.ip))
-			snprintf(x.ip, sizeof(x.ip), "%.*s", (int)(end - peer - 1), peer + 1);
+		if (end && !strncasecmp(a, "::ffff:", 7) &&
+		    memchr(a + 7, '.', (size_t)(end - a - 7)))
+			a += 7;
+		if (end && (size_t)(end - a) < sizeof(x.ip))
+			snprintf(x.ip, sizeof(x.ip), "%.*s", (int)(end - a), a);
 	} else {
 		const char *colon = strrchr(peer, ':');
 		size_t n = colon ? (size_t)(colon - peer) : strlen(peer);
@@ -199,10 +255,9 @@ s3_access(const struct s3_req *q, const struct rgw_bucket *b, const struct s3_bc
 		.arg = &x,
 	};
 	e = rgw_policy_eval(bc->pol, &r);
-	if (e == RGW_POL_DENY) {
-		/* (the owner can always mend the policy that locked her out, as S3's root can) */
-		return r.principal && !strcmp(b->owner, q->uid) && policy_action(action);
-	}
+	/* (a Deny binds the owner too; the policy calls, above, stay hers so she can mend it) */
+	if (e == RGW_POL_DENY)
+		return false;
 	return e == RGW_POL_ALLOW || acl_ok;
 }
 
@@ -267,13 +322,21 @@ cors_eval(struct s3_req *q, const char *origin, unsigned method, const char *hdr
 	const struct rgw_cors_rule *r;
 	struct rgw_cors c;
 	char err[200];
+	bool hit;
 
 	if (!q->bc.cors || rgw_cors_parse(q->bc.cors, q->bc.cors_len, &c, err, sizeof(err)))
 		return -1;
 	if ((r = rgw_cors_match(&c, origin, method, hdrs)))
 		rgw_cors_headers(r, origin, preflight, hdrs, out);
+	hit = r != NULL;
 	rgw_cors_fini(&c);
-	return r ? 1 : 0;
+	/* (bounded, so the answer's own headers still fit its head) */
+	if (hit && out->len > RGW_CORS_HDRS_MAX) {
+		CM_WARN("%s: bucket %s: the CORS headers (%zu bytes) are too long: not sent",
+			rgw_req_id(q->r), q->bucket, out->len);
+		return 0;
+	}
+	return hit ? 1 : 0;
 }
 
 /* Origin and request headers go back out in response headers: printable only. */
@@ -293,8 +356,9 @@ s3_cors_actual(struct s3_req *q)
 	unsigned m = rgw_cors_method(q->h->method_name);
 	struct rgw_str h;
 
-	if (!origin || !q->bc.cors || !m || !hdr_text_ok(origin))
+	if (!origin || !q->bc.cors || !m || !hdr_text_ok(origin) || q->cors_done)
 		return;
+	q->cors_done = true; /* (a request may load its bucket twice: one set of headers) */
 	rgw_str_init(&h);
 	if (cors_eval(q, origin, m, NULL, false, &h) == 1 && !h.oom)
 		(void)rgw_req_add_headers(q->r, rgw_str_cstr(&h));

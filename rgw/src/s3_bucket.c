@@ -398,7 +398,7 @@ db_record_done(void *arg, int rc)
 		rgw__aio(q->t, q->g->meta, b->shard, op, cb_ignore, NULL);
 	}
 	if (!(op = cairn_op_create())) {
-		s3_respond_xml(q, 204, NULL, NULL);
+		s3_bucket_changed(q, answer_204);
 		return;
 	}
 	snprintf(oid, sizeof(oid), "buckets.%s", q->b.owner);
@@ -700,7 +700,9 @@ cfg_done(void *arg, int rc)
 		return;
 	}
 	if (!o->buf && o->c->per_request) {
-		s3_bucket_changed(q, q->h->method == RGW_M_DELETE ? answer_204 : answer_200);
+		/* (S3 answers a PutBucketPolicy with 204 too) */
+		s3_bucket_changed(q, q->h->method == RGW_M_DELETE || o->c->ctype ? answer_204
+										 : answer_200);
 		return;
 	}
 	if (o->buf) {
@@ -898,6 +900,10 @@ get_policy_status(struct s3_req *q)
 {
 	struct rgw_str x;
 
+	if (!q->bc.policy) {
+		s3_error(q, 404, "NoSuchBucketPolicy", "the bucket policy does not exist");
+		return;
+	}
 	rgw_str_init(&x);
 	rgw_str_addf(&x, XMLHD "<PolicyStatus " XMLNS "><IsPublic>%s</IsPublic></PolicyStatus>",
 		     rgw_policy_is_public(q->bc.pol) ? "true" : "false");
@@ -945,7 +951,11 @@ bucket_loaded(struct s3_req *q)
 		if (rgw_uri_q(&q->u, owner_only[i]))
 			read = false;
 
-	if (!s3_allow_bucket(q, &q->b, read ? S3_P_READ : write ? S3_P_WRITE : S3_P_OWNER)) {
+	/* (DeleteObjects under a policy: each key's own verdict decides, s3_object.c) */
+	if (!(write && q->bc.pol) && !s3_allow_bucket(q, &q->b,
+						      read    ? S3_P_READ
+						      : write ? S3_P_WRITE
+							      : S3_P_OWNER)) {
 		s3_deny(q);
 		return;
 	}

@@ -944,11 +944,11 @@ def policies():
     anon, bob = anon_client(), client(other)
     b = "pol-b"
     s3.create_bucket(Bucket=b)
-    for k in ("pub/a", "priv/b", "keep/c", "del/d"):
+    for k in ("pub/a", "priv/b", "keep/c", "del/d", "tmp/e"):
         s3.put_object(Bucket=b, Key=k, Body=k.encode())
     check(code_of(lambda: s3.get_bucket_policy(Bucket=b)) == "NoSuchBucketPolicy", "no policy")
-    check(not s3.get_bucket_policy_status(Bucket=b)["PolicyStatus"]["IsPublic"],
-          "no policy: not public")
+    check(code_of(lambda: s3.get_bucket_policy_status(Bucket=b)) == "NoSuchBucketPolicy",
+          "no policy: no policy status")
     arn = "arn:aws:s3:::" + b
     pol = {"Version": "2012-10-17", "Statement": [
         {"Sid": "pub", "Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
@@ -963,6 +963,10 @@ def policies():
          "Resource": arn + "/keep/*"},
         {"Effect": "Allow", "Principal": "*", "Action": "s3:GetObject",
          "Resource": arn + "/priv/*", "Condition": {"IpAddress": {"aws:SourceIp": "10.0.0.0/8"}}},
+        {"Effect": "Allow", "Principal": {"AWS": "bob"},
+         "Action": ["s3:GetBucketPolicy", "s3:PutBucketPolicy", "s3:DeleteObject"],
+         "Resource": [arn, arn + "/tmp/*"]},
+        {"Effect": "Deny", "Principal": "*", "Action": "s3:PutObjectAcl", "Resource": arn + "/*"},
     ]}
     text = json.dumps(pol)
     check(code_of(lambda: bob.put_bucket_policy(Bucket=b, Policy=text)) == "AccessDenied",
@@ -998,6 +1002,19 @@ def policies():
     check([d["Key"] for d in r.get("Deleted", [])] == ["del/d"] and
           [(e["Key"], e["Code"]) for e in r.get("Errors", [])] == [("keep/c", "AccessDenied")],
           "DeleteObjects judges each key: %s" % r)
+    r = bob.delete_objects(Bucket=b, Delete={"Objects": [{"Key": "tmp/e"}, {"Key": "priv/b"}]})
+    check([d["Key"] for d in r.get("Deleted", [])] == ["tmp/e"] and
+          [(e["Key"], e["Code"]) for e in r.get("Errors", [])] == [("priv/b", "AccessDenied")],
+          "DeleteObjects by a user the policy lets delete tmp/* only: %s" % r)
+    check(code_of(lambda: bob.get_bucket_policy(Bucket=b)) == "AccessDenied" and
+          code_of(lambda: bob.put_bucket_policy(Bucket=b, Policy=text)) == "AccessDenied",
+          "the policy calls are the owner's, whatever the policy allows")
+    check(code_of(lambda: s3.put_object(Bucket=b, Key="acl/x", Body=b"x", ACL="public-read"))
+          == "AccessDenied", "a PUT setting an ACL needs s3:PutObjectAcl (denied)")
+    s3.put_object(Bucket=b, Key="acl/x", Body=b"x")
+    s3.delete_object(Bucket=b, Key="acl/x")
+    st, _, body = http("GET", "/%s?cors&policy" % b)
+    check(st == 400 and b"InvalidRequest" in body, "two sub-resources in one request: %d" % st)
     check(code_of(lambda: s3.copy_object(Bucket="data", Key="from-keep",
                                          CopySource=b + "/keep/c")) is None,
           "copying out what a Deny on DeleteObject does not cover")
