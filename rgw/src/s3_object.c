@@ -1548,6 +1548,7 @@ struct get {
 	struct s3_vread vr;
 	const char *vid; /* ?versionId= ("null" or an id), or NULL: the latest */
 	bool second;     /* the null version's record is read (by its pointer) */
+	unsigned part;   /* ?partNumber= (1..10000), or 0 */
 };
 
 static void
@@ -1824,6 +1825,30 @@ lookup_done(void *arg, int rc)
 	get_respond(q);
 }
 
+/* Read the object's manifest, then get_respond again. */
+static void
+get_manifest(struct s3_req *q)
+{
+	struct get *g = q->op;
+	cairn_op_t *op;
+	char oid[64];
+	int rc;
+
+	if ((rc = s3_manifest_op(&g->e, &op, &g->mbuf, &g->mlen, &g->mrval))) {
+		bool bad = rc == -EBADMSG;
+
+		s3_error(q, bad ? 500 : 503, bad ? "InternalError" : "SlowDown",
+			 bad ? "the object's manifest is damaged" : "reading the manifest");
+		return;
+	}
+	s3_data_oid(g->e.inst, 0, oid, sizeof(oid));
+	if ((rc = rgw__aio(q->t, q->data, oid, op, manifest_done, q))) {
+		s3_error_rc(q, rc, "reading the manifest");
+		return;
+	}
+	q->pending++;
+}
+
 /* Conditions, range, the head, then the bytes (a manifest is read first). */
 static void
 get_respond(struct s3_req *q)
@@ -1834,7 +1859,7 @@ get_respond(struct s3_req *q)
 	struct rgw_str h;
 	enum rgw_cond_result cr;
 	uint64_t off = 0, len;
-	int status = 200, rc;
+	int status = 200;
 
 	rgw_entry_etag(&g->e, etag, sizeof(etag));
 	cr = rgw_cond_eval(
@@ -1860,7 +1885,33 @@ get_respond(struct s3_req *q)
 		return;
 	}
 	len = g->e.size;
-	if (range) {
+	if (g->part) {
+		/* GET/HEAD ?partNumber: that part's bytes (a plain object is one part) */
+		bool mp = g->e.flags & RGW_ENTRY_MULTIPART;
+		size_t np = mp ? (g->have_l ? g->l.np : 0) : 1;
+
+		if (mp && !g->have_l) {
+			rgw_str_fini(&h);
+			get_manifest(q);
+			return;
+		}
+		if (g->part > np) {
+			rgw_str_fini(&h);
+			s3_error(q, 416, "InvalidPartNumber",
+				 "the requested partnumber is not satisfiable");
+			return;
+		}
+		if (mp) {
+			off = g->l.starts[g->part - 1];
+			len = g->l.parts[g->part - 1].size;
+			rgw_str_addf(&h, "x-amz-mp-parts-count: %zu\r\n", np);
+		}
+		status = 206;
+		if (len)
+			rgw_str_addf(&h,
+				     "Content-Range: bytes %" PRIu64 "-%" PRIu64 "/%" PRIu64 "\r\n",
+				     off, off + len - 1, g->e.size);
+	} else if (range) {
 		int r = rgw_range_parse(range, g->e.size, &off, &len);
 
 		if (r == -ERANGE) {
@@ -1885,23 +1936,8 @@ get_respond(struct s3_req *q)
 	}
 	if (!g->have_l && q->h->method != RGW_M_HEAD && len) {
 		/* (the manifest names the parts: read it before anything is sent) */
-		cairn_op_t *op;
-		char oid[64];
-
 		rgw_str_fini(&h);
-		if ((rc = s3_manifest_op(&g->e, &op, &g->mbuf, &g->mlen, &g->mrval))) {
-			bool bad = rc == -EBADMSG;
-
-			s3_error(q, bad ? 500 : 503, bad ? "InternalError" : "SlowDown",
-				 bad ? "the object's manifest is damaged" : "reading the manifest");
-			return;
-		}
-		s3_data_oid(g->e.inst, 0, oid, sizeof(oid));
-		if ((rc = rgw__aio(q->t, q->data, oid, op, manifest_done, q))) {
-			s3_error_rc(q, rc, "reading the manifest");
-			return;
-		}
-		q->pending++;
+		get_manifest(q);
 		return;
 	}
 	entry_headers(&h, &g->e, q, status == 200);
@@ -1940,6 +1976,23 @@ get_loaded(struct s3_req *q)
 	if (g->vid && strcmp(g->vid, "null") && !rgw_vid_ok(g->vid)) {
 		s3_error(q, 400, "InvalidArgument", "invalid version id specified");
 		return;
+	}
+	if (rgw_uri_q(&q->u, "partNumber")) {
+		const char *pn = rgw_uri_q(&q->u, "partNumber");
+		char *end;
+		long v = strtol(pn, &end, 10);
+
+		if (!*pn || *end || v < 1 || v > RGW_PARTS_MAX) {
+			s3_error(q, 400, "InvalidArgument",
+				 "Part number must be an integer between 1 and 10000, inclusive");
+			return;
+		}
+		if (rgw_http_hdr(q->h, "range")) {
+			s3_error(q, 400, "InvalidRequest",
+				 "Cannot specify both Range header and partNumber query parameter");
+			return;
+		}
+		g->part = (unsigned)v;
 	}
 	if (s3_vread_init(&g->vr, q->key, q->key_len, g->vid && !strcmp(g->vid, "null"),
 			  g->vid && strcmp(g->vid, "null") ? g->vid : NULL, false) ||
@@ -2512,7 +2565,8 @@ s3_object_op(struct s3_req *q)
 		return;
 	}
 	if (rgw_uri_q(&q->u, "uploads") ||
-	    (rgw_uri_q(&q->u, "partNumber") && !rgw_uri_q(&q->u, "uploadId"))) {
+	    (rgw_uri_q(&q->u, "partNumber") && !rgw_uri_q(&q->u, "uploadId") &&
+	     q->h->method != RGW_M_GET && q->h->method != RGW_M_HEAD)) {
 		s3_error(q, 501, "NotImplemented", "this object sub-resource is not implemented");
 		return;
 	}

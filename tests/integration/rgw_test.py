@@ -315,6 +315,22 @@ def multipart():
         got = s3.get_object(Bucket="mpu", Key="ckpt/a.bin",
                             Range="bytes=%d-%d" % (lo, hi))["Body"].read()
         check(got == data[lo:hi + 1], "a range across parts: %d-%d" % (lo, hi))
+    # GET/HEAD ?partNumber: one part's bytes and the parts' count.
+    off = 0
+    for i, b in enumerate(bodies):
+        o = s3.get_object(Bucket="mpu", Key="ckpt/a.bin", PartNumber=i + 1)
+        check(o["Body"].read() == b and o.get("PartsCount") == 3 and
+              o["ContentRange"] == "bytes %d-%d/%d" % (off, off + len(b) - 1, len(data)),
+              "GET of part %d: %s" % (i + 1, o.get("ContentRange")))
+        off += len(b)
+    h = s3.head_object(Bucket="mpu", Key="ckpt/a.bin", PartNumber=2)
+    check(h["ContentLength"] == len(bodies[1]) and h.get("PartsCount") == 3,
+          "HEAD of part 2: %s %s" % (h["ContentLength"], h.get("PartsCount")))
+    check(code_of(lambda: s3.get_object(Bucket="mpu", Key="ckpt/a.bin", PartNumber=4))
+          == "InvalidPartNumber", "a part number past the parts")
+    check(code_of(lambda: s3.get_object(Bucket="mpu", Key="ckpt/a.bin", PartNumber=1,
+                                        Range="bytes=0-1")) == "InvalidRequest",
+          "a part number and a range")
     check(s3.list_multipart_uploads(Bucket="mpu").get("Uploads", []) == [],
           "no upload listed after the completion")
     check(code_of(lambda: s3.upload_part(Bucket="mpu", Key="ckpt/a.bin", UploadId=up,
@@ -333,6 +349,10 @@ def multipart():
     s3.put_object(Bucket="mpu", Key="ckpt/a.bin", Body=b"small now")
     check(s3.get_object(Bucket="mpu", Key="ckpt/a.bin")["Body"].read() == b"small now",
           "a plain PUT over a multipart object")
+    check(s3.get_object(Bucket="mpu", Key="ckpt/a.bin", PartNumber=1)["Body"].read()
+          == b"small now", "part 1 of a plain object is all of it")
+    check(code_of(lambda: s3.get_object(Bucket="mpu", Key="ckpt/a.bin", PartNumber=2))
+          == "InvalidPartNumber", "part 2 of a plain object")
     s3.delete_object(Bucket="mpu", Key="ckpt/a.bin")
     s3.delete_bucket(Bucket="mpu")
 
