@@ -629,6 +629,13 @@ rgw_part_encode(const struct rgw_part *p, struct rgw_str *out)
 	put64(b + 17, p->size);
 	put64(b + 25, (uint64_t)p->mtime_ns);
 	rgw_str_add(out, b, sizeof(b));
+	if (p->ck_alg && p->ck[0]) {
+		/* (appended: an older reader skips it) alg, length, the base64 value */
+		uint8_t h[2] = { p->ck_alg, (uint8_t)strnlen(p->ck, sizeof(p->ck) - 1) };
+
+		rgw_str_add(out, h, 2);
+		rgw_str_add(out, p->ck, h[1]);
+	}
 }
 
 int
@@ -655,5 +662,11 @@ rgw_part_decode(const void *key, size_t klen, const void *val, size_t vlen, stru
 	memcpy(p->md5, v + 1, 16);
 	p->size = le64(v + 17);
 	p->mtime_ns = (int64_t)le64(v + 25);
+	if (vlen >= 35 && v[33] && v[34] && v[34] < sizeof(p->ck) && 35u + v[34] <= vlen &&
+	    !memchr(v + 35, 0, v[34])) {
+		p->ck_alg = v[33];
+		memcpy(p->ck, v + 35, v[34]);
+		p->ck[v[34]] = '\0';
+	}
 	return 0;
 }

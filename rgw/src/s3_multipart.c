@@ -20,6 +20,7 @@
  * The upload object goes last (a crash leaves only that metadata).
  */
 #include "rgw_int.h"
+#include "rgw/chunked.h"
 #include "rgw/xml.h"
 #include "cm/err.h"
 #include "cm/log.h"
@@ -28,6 +29,8 @@
 #include <openssl/evp.h>
 
 CM_LOG_SUBSYS(rgw);
+
+static const char *ck_elem(uint8_t alg);
 
 #define XMLNS     "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\""
 #define XMLHD     "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
@@ -68,6 +71,7 @@ struct mp {
 	struct rgw_xml *x;
 	uint32_t *want_num;
 	uint8_t (*want_md5)[16];
+	const struct rgw_xml **want_x; /* each wanted part's <Part> (its checksums) */
 	size_t nwant;
 	size_t *use;              /* recs index per wanted part */
 	bool reserved, committed; /* the user's quota: the object taken from its usage counter */
@@ -109,6 +113,7 @@ mp_free(struct s3_req *q)
 	rgw_xml_free(m->x);
 	free(m->want_num);
 	free(m->want_md5);
+	free(m->want_x);
 	free(m->use);
 	free(m->dkeys);
 	free(m->dead);
@@ -551,8 +556,12 @@ lp_loaded(struct s3_req *q)
 		rgw_hex(p->md5, 16, h);
 		rgw_str_addf(&x,
 			     "<Part><PartNumber>%u</PartNumber><LastModified>%s</LastModified>"
-			     "<ETag>&quot;%s&quot;</ETag><Size>%" PRIu64 "</Size></Part>",
+			     "<ETag>&quot;%s&quot;</ETag><Size>%" PRIu64 "</Size>",
 			     p->num, date, h, p->size);
+		if (p->ck_alg && ck_elem(p->ck_alg))
+			rgw_str_addf(&x, "<%s>%s</%s>", ck_elem(p->ck_alg), p->ck,
+				     ck_elem(p->ck_alg));
+		rgw_str_adds(&x, "</Part>");
 		last = p->num;
 		shown++;
 	}
@@ -799,7 +808,11 @@ cm_committed(void *arg, int rc)
 	rgw_str_xml(&x, q->key, q->key_len);
 	rgw_str_adds(&x, "</Key><ETag>");
 	rgw_str_xml(&x, etag, strlen(etag));
-	rgw_str_adds(&x, "</ETag></CompleteMultipartUploadResult>");
+	rgw_str_adds(&x, "</ETag>");
+	if (m->e.ck_alg && ck_elem(m->e.ck_alg))
+		rgw_str_addf(&x, "<%s>%s</%s>", ck_elem(m->e.ck_alg), m->e.ck,
+			     ck_elem(m->e.ck_alg));
+	rgw_str_adds(&x, "</CompleteMultipartUploadResult>");
 	if (s3_vmode(&q->b) != S3_V_NEVER)
 		snprintf(hd, sizeof(hd), "x-amz-version-id: %s\r\n",
 			 m->e.vid[0] ? m->e.vid : "null");
@@ -881,6 +894,67 @@ cm_manifest_done(void *arg, int rc)
 	cm_commit(q);
 }
 
+/* The XML element of a checksum in S3's answers ("ChecksumCRC32"), or NULL. */
+static const char *
+ck_elem(uint8_t alg)
+{
+	switch ((enum rgw_cksum_alg)alg) {
+	case RGW_CK_CRC32:
+		return "ChecksumCRC32";
+	case RGW_CK_CRC32C:
+		return "ChecksumCRC32C";
+	case RGW_CK_CRC64NVME:
+		return "ChecksumCRC64NVME";
+	case RGW_CK_SHA1:
+		return "ChecksumSHA1";
+	case RGW_CK_SHA256:
+		return "ChecksumSHA256";
+	default:
+		return NULL;
+	}
+}
+
+/*
+ * S3's composite checksum of a multipart object: the algorithm over the parts' raw
+ * checksums in order, "<base64>-N". Only when every part has one of the same algorithm
+ * (CRC-64/NVME has no composite form in S3: none then).
+ */
+static void
+composite_ck(struct mp *m)
+{
+	uint8_t alg = m->recs[m->use[0]].ck_alg;
+	struct rgw_cksum c;
+	char out[48];
+
+	m->e.ck_alg = 0;
+	m->e.ck[0] = '\0';
+	if (!alg || alg == RGW_CK_CRC64NVME)
+		return;
+	for (size_t w = 0; w < m->nwant; w++)
+		if (m->recs[m->use[w]].ck_alg != alg)
+			return;
+	if (rgw_cksum_init(&c, (enum rgw_cksum_alg)alg))
+		return;
+	for (size_t w = 0; w < m->nwant; w++) {
+		const char *b = m->recs[m->use[w]].ck;
+		size_t bl = strlen(b);
+		unsigned char raw[48];
+		int n;
+
+		if (bl % 4 || bl > 4 * (sizeof(raw) / 3) ||
+		    (n = EVP_DecodeBlock(raw, (const unsigned char *)b, (int)bl)) < 0) {
+			rgw_cksum_fini(&c);
+			return;
+		}
+		n -= (bl && b[bl - 1] == '=') + (bl > 1 && b[bl - 2] == '=');
+		rgw_cksum_update(&c, raw, (size_t)n);
+	}
+	rgw_cksum_final(&c, out, sizeof(out));
+	rgw_cksum_fini(&c);
+	m->e.ck_alg = alg;
+	snprintf(m->e.ck, sizeof(m->e.ck), "%s-%zu", out, m->nwant);
+}
+
 static int
 etag_md5(const char *s, uint8_t out[16])
 {
@@ -927,6 +1001,22 @@ cm_loaded(struct s3_req *q)
 				"one or more of the specified parts could not be found, or its "
 				"ETag did not match");
 			return;
+		}
+		{
+			/* a checksum the client names for the part must be the part's */
+			const char *el = ck_elem(m->recs[best].ck_alg);
+			const char *want = NULL;
+
+			for (uint8_t a = RGW_CK_CRC32; a <= RGW_CK_SHA256 && !want; a++)
+				if ((want = rgw_xml_child_text(m->want_x[w], ck_elem(a))) &&
+				    (!el || a != m->recs[best].ck_alg ||
+				     strcmp(want, m->recs[best].ck))) {
+					free(used);
+					cm_fail(q, 400, "InvalidPart",
+						"a part's checksum does not match the one it was "
+						"uploaded with");
+					return;
+				}
 		}
 		if (w + 1 < m->nwant && m->recs[best].size < RGW_PART_MIN) {
 			free(used);
@@ -991,6 +1081,7 @@ cm_loaded(struct s3_req *q)
 	}
 	EVP_DigestFinal_ex(md, m->e.md5, &l);
 	EVP_MD_CTX_free(md);
+	composite_ck(m);
 	rgw_manifest_encode(mp, m->nwant, &m->man);
 	free(mp);
 	rgw_entry_encode(&m->e, &m->enc);
@@ -1041,7 +1132,8 @@ cm_body(struct s3_req *q)
 		return;
 	}
 	if (!(m->want_num = calloc(n, sizeof(*m->want_num))) ||
-	    !(m->want_md5 = calloc(n, sizeof(*m->want_md5)))) {
+	    !(m->want_md5 = calloc(n, sizeof(*m->want_md5))) ||
+	    !(m->want_x = calloc(n, sizeof(*m->want_x)))) {
 		s3_error(q, 503, "SlowDown", "out of memory");
 		return;
 	}
@@ -1068,6 +1160,7 @@ cm_body(struct s3_req *q)
 				 "the list of parts was not in ascending order");
 			return;
 		}
+		m->want_x[m->nwant] = c;
 		m->want_num[m->nwant++] = (uint32_t)num;
 	}
 	read_marker(q, m, cm_marker);

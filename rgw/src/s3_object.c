@@ -498,6 +498,10 @@ part_commit(struct s3_req *q)
 
 	memcpy(pt.inst, p->e.inst, 16);
 	memcpy(pt.md5, p->e.md5, 16);
+	if (p->e.ck_alg && strlen(p->e.ck) < sizeof(pt.ck)) {
+		pt.ck_alg = p->e.ck_alg;
+		memcpy(pt.ck, p->e.ck, strlen(p->e.ck) + 1);
+	}
 	rgw_part_key(p->partno, p->e.inst, key);
 	rgw_str_init(&v);
 	rgw_part_encode(&pt, &v);

@@ -246,6 +246,7 @@ def api():
                           endpoint + "/data/small.txt"], capture_output=True, text=True)
     check(out.stdout == "403", "anonymous GET")
     multipart()
+    mp_checksums()
     streaming()
     copy()
     tagging()
@@ -355,6 +356,56 @@ def multipart():
           == "InvalidPartNumber", "part 2 of a plain object")
     s3.delete_object(Bucket="mpu", Key="ckpt/a.bin")
     s3.delete_bucket(Bucket="mpu")
+
+
+def mp_checksums():
+    """Multipart with CRC32 and SHA256 checksums: each part's kept and listed, the completion
+    checks those the client names, and the object carries S3's composite "<sum>-N"."""
+    import base64
+    import zlib
+    MiB = 1 << 20
+    b = "mpck"
+    s3.create_bucket(Bucket=b)
+    for alg in ("CRC32", "SHA256"):
+        key = "obj-" + alg
+        up = s3.create_multipart_upload(Bucket=b, Key=key, ChecksumAlgorithm=alg)["UploadId"]
+        bodies = [os.urandom(5 * MiB), os.urandom(1000)]
+        parts = []
+        for i, body in enumerate(bodies):
+            r = s3.upload_part(Bucket=b, Key=key, UploadId=up, PartNumber=i + 1, Body=body,
+                               ChecksumAlgorithm=alg)
+            parts.append({"PartNumber": i + 1, "ETag": r["ETag"],
+                          "Checksum" + alg: r.get("Checksum" + alg)})
+        if alg == "CRC32":
+            raws = [zlib.crc32(x).to_bytes(4, "big") for x in bodies]
+            whole = zlib.crc32(b"".join(raws)).to_bytes(4, "big")
+        else:
+            raws = [hashlib.sha256(x).digest() for x in bodies]
+            whole = hashlib.sha256(b"".join(raws)).digest()
+        want = [base64.b64encode(x).decode() for x in raws]
+        check([p["Checksum" + alg] for p in parts] == want,
+              "%s: the parts' checksums: %s" % (alg, [p["Checksum" + alg] for p in parts]))
+        listed = s3.list_parts(Bucket=b, Key=key, UploadId=up)["Parts"]
+        check([p.get("Checksum" + alg) for p in listed] == want,
+              "%s: ListParts shows them: %s" % (alg, listed))
+        bad = [dict(p) for p in parts]
+        bad[1]["Checksum" + alg] = want[0]
+        check(code_of(lambda: s3.complete_multipart_upload(
+            Bucket=b, Key=key, UploadId=up, MultipartUpload={"Parts": bad})) == "InvalidPart",
+            "%s: a completion naming a wrong part checksum" % alg)
+        r = s3.complete_multipart_upload(Bucket=b, Key=key, UploadId=up,
+                                         MultipartUpload={"Parts": parts})
+        composite = "%s-2" % base64.b64encode(whole).decode()
+        check(r.get("Checksum" + alg) == composite,
+              "%s: the completion's composite checksum %s, want %s" %
+              (alg, r.get("Checksum" + alg), composite))
+        h = s3.head_object(Bucket=b, Key=key, ChecksumMode="ENABLED")
+        check(h.get("Checksum" + alg) == composite,
+              "%s: HEAD returns the composite: %s" % (alg, h.get("Checksum" + alg)))
+        o = s3.get_object(Bucket=b, Key=key, ChecksumMode="ENABLED")
+        check(o["Body"].read() == b"".join(bodies), "%s: GET reads it whole" % alg)
+        s3.delete_object(Bucket=b, Key=key)
+    s3.delete_bucket(Bucket=b)
 
 
 def copy():

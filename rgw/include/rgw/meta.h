@@ -38,7 +38,7 @@ struct rgw_entry {
 	char *ctype;     /* Content-Type ("" if none) */
 	char *owner;
 	uint8_t ck_alg; /* x-amz-checksum-*: enum rgw_cksum_alg (0: none) */
-	char ck[48];    /* its value, as S3 shows it (base64) */
+	char ck[64];    /* its value, as S3 shows it (base64; a multipart's: "<b64>-N") */
 	struct rgw_meta_kv meta[RGW_ENTRY_MAX_META];
 	size_t nmeta;
 	char *tags; /* the tag set, packed (rgw_tags_add), or NULL */
@@ -136,6 +136,8 @@ struct rgw_part {
 	uint8_t md5[16];
 	uint64_t size;
 	int64_t mtime_ns;
+	uint8_t ck_alg; /* the part's x-amz-checksum-* (enum rgw_cksum_alg; 0: none) */
+	char ck[48];    /* its value (base64) */
 };
 
 #define RGW_PART_KEY_LEN 37 /* "%05u" + the instance in hex */
