@@ -28,8 +28,14 @@ rgw_pid=''
 rgw_pids=''
 finish() {
 	local rc=$?
+	# (a gateway that does not stop in 5 s is killed: none may outlive the test)
 	for p in $rgw_pids $rgw_pid; do
 		kill "$p" 2>/dev/null || true
+		for _ in $(seq 1 50); do
+			kill -0 "$p" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -9 "$p" 2>/dev/null || true
 		wait "$p" 2>/dev/null || true
 	done
 	cluster_finish "$rc"
