@@ -458,6 +458,33 @@ known_ckey(const char *k)
 
 static bool parse_date(const char *s, double *out);
 
+/* "a.b.c.d", "a.b.c.d/n", an IPv6 address, "x::y/n": its bytes, family and prefix length. */
+static bool
+cidr_parse(const char *s, size_t n, uint8_t net[16], int *fam, int *bits)
+{
+	const char *slash = memchr(s, '/', n);
+	size_t al = slash ? (size_t)(slash - s) : n;
+	char a[64];
+
+	if (al >= sizeof(a))
+		return false;
+	memcpy(a, s, al);
+	a[al] = '\0';
+	*fam = strchr(a, ':') ? AF_INET6 : AF_INET;
+	if (inet_pton(*fam, a, net) != 1)
+		return false;
+	*bits = *fam == AF_INET ? 32 : 128;
+	if (slash) {
+		char *end;
+		long b = strtol(slash + 1, &end, 10);
+
+		if (end != s + n || slash + 1 == end || b < 0 || b > *bits)
+			return false;
+		*bits = (int)b;
+	}
+	return true;
+}
+
 /* A value the operator can compare (a number, a date, a boolean, an address). */
 static int
 value_ok(struct pctx *x, const struct cop *op, const char *v)
@@ -501,28 +528,12 @@ cond_val(struct pctx *x, const struct cop *op, json_t *e, struct strs *out)
 		if (memchr(s, '\0', n))
 			return bad(x, "a condition value holds a NUL");
 		if (op->kind == K_IP) {
-			char a[64];
-			const char *slash = memchr(s, '/', n);
-			size_t al = slash ? (size_t)(slash - s) : n;
-			uint8_t buf[16];
-			int fam;
+			uint8_t net[16];
+			int fam, bits;
 
-			if (al >= sizeof(a))
-				return bad(x, "invalid IP address %.*s", (int)(n > 64 ? 64 : n), s);
-			memcpy(a, s, al);
-			a[al] = '\0';
-			fam = strchr(a, ':') ? AF_INET6 : AF_INET;
-			if (inet_pton(fam, a, buf) != 1)
-				return bad(x, "invalid IP address %.*s", (int)(n > 64 ? 64 : n), s);
-			if (slash) {
-				char *end;
-				long b = strtol(slash + 1, &end, 10);
-
-				if (end != s + n || slash + 1 == end || b < 0 ||
-				    b > (fam == AF_INET ? 32 : 128))
-					return bad(x, "invalid CIDR %.*s", (int)(n > 64 ? 64 : n),
-						   s);
-			}
+			if (!cidr_parse(s, n, net, &fam, &bits))
+				return bad(x, "invalid IP address or CIDR %.*s",
+					   (int)(n > 64 ? 64 : n), s);
 		}
 		if (op->kind == K_LIKE || op->kind == K_STR || op->kind == K_STR_ICASE) {
 			int rc = check_vars(x, s, n);
@@ -853,21 +864,12 @@ static bool
 ip_match(const char *cidr, const char *addr)
 {
 	uint8_t a[16], b[16];
-	char net[64];
-	const char *slash = strchr(cidr, '/');
-	size_t nl = slash ? (size_t)(slash - cidr) : strlen(cidr);
-	int fam = strchr(addr, ':') ? AF_INET6 : AF_INET;
-	int bits, alen = fam == AF_INET ? 4 : 16;
+	int fam, afam, bits, abits;
 
-	if (nl >= sizeof(net))
+	if (!cidr_parse(cidr, strlen(cidr), a, &fam, &bits) ||
+	    !cidr_parse(addr, strlen(addr), b, &afam, &abits) || fam != afam)
 		return false;
-	memcpy(net, cidr, nl);
-	net[nl] = '\0';
-	if ((strchr(net, ':') ? AF_INET6 : AF_INET) != fam || inet_pton(fam, net, a) != 1 ||
-	    inet_pton(fam, addr, b) != 1)
-		return false;
-	bits = slash ? (int)strtol(slash + 1, NULL, 10) : alen * 8;
-	for (int i = 0; i < alen && bits > 0; i++, bits -= 8) {
+	for (int i = 0; i < (fam == AF_INET ? 4 : 16) && bits > 0; i++, bits -= 8) {
 		uint8_t mask = bits >= 8 ? 0xff : (uint8_t)(0xff << (8 - bits));
 
 		if ((a[i] & mask) != (b[i] & mask))

@@ -142,12 +142,6 @@ struct pol_ctx {
 };
 
 static const char *
-hdr_or_null(const struct s3_req *q, const char *name)
-{
-	return rgw_http_hdr(q->h, name);
-}
-
-static const char *
 pol_cond(void *arg, const char *name)
 {
 	struct pol_ctx *x = arg;
@@ -163,9 +157,9 @@ pol_cond(void *arg, const char *name)
 	if (!strcmp(name, "aws:epochtime"))
 		return x->epoch;
 	if (!strcmp(name, "aws:useragent"))
-		return hdr_or_null(q, "user-agent");
+		return rgw_http_hdr(q->h, "user-agent");
 	if (!strcmp(name, "aws:referer"))
-		return hdr_or_null(q, "referer");
+		return rgw_http_hdr(q->h, "referer");
 	if (!strcmp(name, "aws:userid") || !strcmp(name, "aws:username"))
 		return signed_req ? q->uid : NULL;
 	if (!strcmp(name, "aws:principaltype"))
@@ -183,7 +177,7 @@ pol_cond(void *arg, const char *name)
 	if (!strcmp(name, "s3:authtype"))
 		return signed_req ? (q->sig.presigned ? "REST-QUERY-STRING" : "REST-HEADER") : NULL;
 	if (!strncmp(name, "s3:x-amz-", 9))
-		return hdr_or_null(q, name + 3);
+		return rgw_http_hdr(q->h, name + 3);
 	return NULL;
 }
 

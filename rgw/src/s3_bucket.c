@@ -635,6 +635,7 @@ struct bcfg {
 	int (*check)(struct s3_req *q, struct rgw_str *out);
 	const char *ctype; /* the GET's Content-Type header line (NULL: XML) */
 	bool per_request;  /* read with the bucket's record (s3_bconf): its cache dropped */
+	int put_status;    /* the PUT's answer (0: 200) */
 };
 
 static int lc_check(struct s3_req *q, struct rgw_str *out);
@@ -643,15 +644,16 @@ static int tags_check(struct s3_req *q, struct rgw_str *out);
 static const struct bcfg bcfgs[] = {
 	{ "lifecycle", "rgw.lc", RGW_LC_XML_MAX, "NoSuchLifecycleConfiguration",
 	  "the lifecycle configuration does not exist", "PutBucketLifecycleConfiguration",
-	  "GetBucketLifecycleConfiguration", "DeleteBucketLifecycle", lc_check, NULL, false },
+	  "GetBucketLifecycleConfiguration", "DeleteBucketLifecycle", lc_check, NULL, false, 0 },
 	{ "tagging", "rgw.tags", 64u << 10, "NoSuchTagSet", "the tag set does not exist",
-	  "PutBucketTagging", "GetBucketTagging", "DeleteBucketTagging", tags_check, NULL, false },
+	  "PutBucketTagging", "GetBucketTagging", "DeleteBucketTagging", tags_check, NULL, false,
+	  0 },
 	{ "policy", "rgw.policy", RGW_POLICY_MAX, "NoSuchBucketPolicy",
 	  "the bucket policy does not exist", "PutBucketPolicy", "GetBucketPolicy",
-	  "DeleteBucketPolicy", s3_policy_check, "Content-Type: application/json\r\n", true },
+	  "DeleteBucketPolicy", s3_policy_check, "Content-Type: application/json\r\n", true, 204 },
 	{ "cors", "rgw.cors", RGW_CORS_XML_MAX, "NoSuchCORSConfiguration",
 	  "the CORS configuration does not exist", "PutBucketCors", "GetBucketCors",
-	  "DeleteBucketCors", s3_cors_check, NULL, true },
+	  "DeleteBucketCors", s3_cors_check, NULL, true, 0 },
 };
 
 struct cfgop {
@@ -701,8 +703,9 @@ cfg_done(void *arg, int rc)
 	}
 	if (!o->buf && o->c->per_request) {
 		/* (S3 answers a PutBucketPolicy with 204 too) */
-		s3_bucket_changed(q, q->h->method == RGW_M_DELETE || o->c->ctype ? answer_204
-										 : answer_200);
+		s3_bucket_changed(q, q->h->method == RGW_M_DELETE || o->c->put_status == 204
+					     ? answer_204
+					     : answer_200);
 		return;
 	}
 	if (o->buf) {
