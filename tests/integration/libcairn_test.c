@@ -1793,6 +1793,10 @@ START_TEST(test_blocklist)
 	ck_assert_int_eq(cairn_write_full(aio, "fence-obj", "a-1", 3), 0);
 	/* A's next write waits (pause) when A is fenced. */
 	set_pause(true);
+	/* (A's map too: set_pause waits for g_cl's, and A would send the write unpaused) */
+	for (int i = 0; i < 200 && cairn_map_epoch(a) < cairn_map_epoch(g_cl); i++)
+		usleep(50000);
+	ck_assert_uint_ge(cairn_map_epoch(a), cairn_map_epoch(g_cl));
 	op = cairn_op_create();
 	cairn_op_write_full(op, "a-2", 3);
 	c = cairn_completion_create(NULL, NULL);
