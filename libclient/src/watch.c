@@ -401,6 +401,23 @@ watch_op(cairn_watch_t *w, uint32_t type)
 	if (!op)
 		return -ENOMEM;
 	cairn__op_watch(op, type, w->cookie, w->timeout_ms);
+	if (type == OSD_OP_UNWATCH) {
+		/* At most the watch's timeout: by then the cluster has dropped it anyway
+		 * (with the cluster gone, an unwatch must not hold its caller's stop). */
+		struct cairn_aio_opts o = { .opts_size = sizeof(o), .timeout_ms = w->timeout_ms };
+		cairn_completion_t *c = cairn_completion_create(NULL, NULL);
+		int rc;
+
+		if (!c) {
+			cairn_op_release(op);
+			return -ENOMEM;
+		}
+		if (!(rc = cairn_aio_operate_opts(w->io, w->oid, op, c, &o)))
+			rc = cairn_completion_wait(c);
+		cairn_completion_release(c);
+		cairn_op_release(op);
+		return rc;
+	}
 	return cairn__op_run(w->io, w->oid, op);
 }
 

@@ -84,9 +84,63 @@ rgw__gc_add(struct rgw *g, const char *bucket_id, const char *shard, const char 
 	push(g, it);
 }
 
+/*
+ * cairn_operate for the collector's thread, which rgw__gc_stop can end:
+ * data ops have no timeout (they wait through failures), so with the
+ * cluster gone a sweep's op would hold the gateway's stop forever. The op
+ * in flight is cancelled by the stop, and none is sent after it
+ * (-ECANCELED). g NULL (an admin's lifecycle run): cairn_operate.
+ */
+int
+rgw__gc_operate(struct rgw *g, cairn_ioctx_t *io, const char *oid, cairn_op_t *op)
+{
+	cairn_completion_t *c;
+	bool stop;
+	int rc;
+
+	if (!g)
+		return cairn_operate(io, oid, op, NULL);
+	if (!(c = cairn_completion_create(NULL, NULL)))
+		return -ENOMEM;
+	pthread_mutex_lock(&g->gc_mu);
+	stop = g->gc_stop;
+	pthread_mutex_unlock(&g->gc_mu);
+	if (stop || (rc = cairn_aio_operate(io, oid, op, c))) {
+		cairn_completion_release(c);
+		return stop ? -ECANCELED : rc;
+	}
+	pthread_mutex_lock(&g->gc_mu);
+	g->gc_cur = c;
+	stop = g->gc_stop;
+	pthread_mutex_unlock(&g->gc_mu);
+	if (stop)
+		cairn_completion_cancel(c);
+	rc = cairn_completion_wait(c);
+	pthread_mutex_lock(&g->gc_mu);
+	g->gc_cur = NULL;
+	pthread_mutex_unlock(&g->gc_mu);
+	cairn_completion_release(c);
+	return rc;
+}
+
+/* One object removed, by the collector's thread. */
+static int
+gc_remove(struct rgw *g, cairn_ioctx_t *io, const char *oid)
+{
+	cairn_op_t *op = cairn_op_create();
+	int rc;
+
+	if (!op)
+		return -ENOMEM;
+	cairn_op_remove(op);
+	rc = rgw__gc_operate(g, io, oid, op);
+	cairn_op_release(op);
+	return rc;
+}
+
 /* Remove an instance's data objects (object 0, which names the stream, last). */
 static int
-remove_objs(cairn_ioctx_t *io, const uint8_t inst[16], uint64_t size)
+remove_objs(struct rgw *g, cairn_ioctx_t *io, const uint8_t inst[16], uint64_t size)
 {
 	uint64_t n = size ? (size + RGW_CHUNK - 1) / RGW_CHUNK : 1;
 
@@ -95,7 +149,7 @@ remove_objs(cairn_ioctx_t *io, const uint8_t inst[16], uint64_t size)
 		int r;
 
 		s3_data_oid(inst, i, oid, sizeof(oid));
-		r = cairn_remove(io, oid);
+		r = gc_remove(g, io, oid);
 		if (r && r != -ENOENT)
 			return r;
 	}
@@ -104,23 +158,25 @@ remove_objs(cairn_ioctx_t *io, const uint8_t inst[16], uint64_t size)
 
 /* A manifest's parts, then the manifest (object 0 of its instance). */
 static int
-remove_manifest(cairn_ioctx_t *io, const uint8_t inst[16])
+remove_manifest(struct rgw *g, cairn_ioctx_t *io, const uint8_t inst[16])
 {
 	size_t len = RGW_MANIFEST_HDR + (size_t)RGW_PARTS_MAX * 24, got = 0, np = 0;
 	uint8_t *buf = malloc(len);
 	struct rgw_mpart *parts = NULL;
 	char oid[64];
-	int64_t r;
+	cairn_op_t *op;
 	int rc = 0;
 
 	if (!buf)
 		return -ENOMEM;
 	s3_data_oid(inst, 0, oid, sizeof(oid));
-	r = cairn_read(io, oid, buf, len, 0);
-	if (r < 0)
-		rc = (int)r;
-	else
-		got = (size_t)r;
+	if ((op = cairn_op_create())) {
+		cairn_op_read(op, 0, len, buf, &got, NULL);
+		rc = rgw__gc_operate(g, io, oid, op);
+		cairn_op_release(op);
+	} else {
+		rc = -ENOMEM;
+	}
 	if (rc == -ENOENT) {
 		free(buf);
 		return 0; /* (already gone) */
@@ -132,9 +188,9 @@ remove_manifest(cairn_ioctx_t *io, const uint8_t inst[16])
 	}
 	free(buf);
 	for (size_t i = 0; !rc && i < np; i++)
-		rc = remove_objs(io, parts[i].inst, parts[i].size);
+		rc = remove_objs(g, io, parts[i].inst, parts[i].size);
 	free(parts);
-	if (!rc && (rc = cairn_remove(io, oid)) == -ENOENT)
+	if (!rc && (rc = gc_remove(g, io, oid)) == -ENOENT)
 		rc = 0;
 	return rc;
 }
@@ -152,7 +208,7 @@ remove_data(struct rgw *g, const char *bucket_id, const uint8_t inst[16], uint64
 		cairn_ioctx_destroy(io);
 		return rc;
 	}
-	rc = manifest ? remove_manifest(io, inst) : remove_objs(io, inst, size);
+	rc = manifest ? remove_manifest(g, io, inst) : remove_objs(g, io, inst, size);
 	cairn_ioctx_destroy(io);
 	return rc;
 }
@@ -165,7 +221,7 @@ collect(struct rgw *g, struct rgw_gc_item *it)
 
 	if (!rc && (op = cairn_op_create())) {
 		cairn_op_omap_rm(op, it->marker, it->mlen);
-		rc = cairn_operate(g->meta, it->shard, op, NULL);
+		rc = rgw__gc_operate(g, g->meta, it->shard, op);
 		cairn_op_release(op);
 		if (rc == -ENOENT)
 			rc = 0; /* (the bucket and its index are gone) */
@@ -218,7 +274,7 @@ sweep_upload(struct rgw *g, cairn_ioctx_t *mio, const char *bucket_id, const cha
 		more = false;
 		cairn_op_omap_list(op, alen ? after : NULL, alen, RGW_SYS_PENDING, 2, 1000, &kvs,
 				   &n, &more, &rval);
-		if (cairn_operate(mio, moid, op, NULL) || rval)
+		if (rgw__gc_operate(g, mio, moid, op) || rval)
 			more = false;
 		else
 			sweep_pending(g, mio, moid, bucket_id, upid, kvs, n, now);
@@ -254,7 +310,7 @@ sweep_pending(struct rgw *g, cairn_ioctx_t *mio, const char *moid, const char *b
 
 			if (rm) {
 				cairn_op_omap_rm(rm, kvs[i].key, kvs[i].klen);
-				cairn_operate(mio, moid, rm, NULL);
+				rgw__gc_operate(g, mio, moid, rm);
 				cairn_op_release(rm);
 			}
 		}
@@ -304,7 +360,7 @@ sweep_orphans(struct rgw *g, cairn_ioctx_t *mio, const char *shard, int64_t now)
 			if (!(op = cairn_op_create()))
 				continue;
 			cairn_op_getxattr(op, "rgw.key", key, sizeof(key) - 1, &klen, &rval);
-			if (cairn_operate(mio, names[i], op, NULL) || rval) {
+			if (rgw__gc_operate(g, mio, names[i], op) || rval) {
 				cairn_op_release(op);
 				continue;
 			}
@@ -319,7 +375,7 @@ sweep_orphans(struct rgw *g, cairn_ioctx_t *mio, const char *shard, int64_t now)
 			rval = 0;
 			if (!mk.oom && (op = cairn_op_create())) {
 				cairn_op_omap_get(op, &want, 1, &kvs, &nk, &rval);
-				if (cairn_operate(g->meta, shard, op, NULL) == 0 && !rval &&
+				if (rgw__gc_operate(g, g->meta, shard, op) == 0 && !rval &&
 				    nk == 0) {
 					CM_NOTICE("gc: upload %s: its object outlived the upload: "
 						  "removing it",
@@ -359,7 +415,7 @@ sweep_shard(struct rgw *g, const char *bucket_id, const char *shard, int64_t now
 			break;
 		cairn_op_omap_list(op, alen ? after : NULL, alen, "\xff", 1, 256, &kvs, &n, &more,
 				   &rval);
-		rc = cairn_operate(g->meta, shard, op, NULL);
+		rc = rgw__gc_operate(g, g->meta, shard, op);
 		cairn_op_release(op);
 		if (rc || rval) {
 			cairn_kvs_free(kvs, n);
@@ -416,7 +472,7 @@ sweep_shard(struct rgw *g, const char *bucket_id, const char *shard, int64_t now
 				if (remove_data(g, bucket_id, inst, size, false) == 0 &&
 				    (op = cairn_op_create())) {
 					cairn_op_omap_rm(op, k, kl);
-					cairn_operate(g->meta, shard, op, NULL);
+					rgw__gc_operate(g, g->meta, shard, op);
 					cairn_op_release(op);
 				}
 			}
@@ -437,6 +493,34 @@ sweep_shard(struct rgw *g, const char *bucket_id, const char *shard, int64_t now
 		sweep_orphans(g, mio, shard, now);
 		cairn_ioctx_destroy(mio);
 	}
+}
+
+/* Take or renew the sweep's lock (one gateway sweeps at a time). */
+static int
+gc_lock(struct rgw *g, const char *cookie)
+{
+	cairn_op_t *op = cairn_op_create();
+	int rc;
+
+	if (!op)
+		return -ENOMEM;
+	cairn_op_lock(op, "rgw.gc", CAIRN_LOCK_EXCLUSIVE, cookie, "", g->name,
+		      (uint64_t)SWEEP_LOCK_S * 1000, CAIRN_LOCK_MAY_RENEW);
+	rc = rgw__gc_operate(g, g->meta, "gc", op);
+	cairn_op_release(op);
+	return rc;
+}
+
+static void
+gc_unlock(struct rgw *g, const char *cookie)
+{
+	cairn_op_t *op = cairn_op_create();
+
+	if (!op)
+		return;
+	cairn_op_unlock(op, "rgw.gc", cookie);
+	rgw__gc_operate(g, g->meta, "gc", op);
+	cairn_op_release(op);
 }
 
 /* Every bucket of every user. \return the buckets swept. */
@@ -462,7 +546,7 @@ sweep(struct rgw *g, const char *cookie)
 			break;
 		snprintf(oid, sizeof(oid), "buckets.%s", uids[u]);
 		cairn_op_omap_list(op, NULL, 0, NULL, 0, 1000, &kvs, &n, &more, &rval);
-		if (cairn_operate(g->meta, oid, op, NULL) == 0 && !rval) {
+		if (rgw__gc_operate(g, g->meta, oid, op) == 0 && !rval) {
 			for (size_t i = 0; i < n && !g->gc_stop; i++) {
 				char boid[128], buf[4096], shard[128];
 				size_t len = 0, llen = 0;
@@ -479,7 +563,7 @@ sweep(struct rgw *g, const char *cookie)
 				snprintf(boid, sizeof(boid), "bucket.%.*s", (int)kvs[i].klen,
 					 (char *)kvs[i].key);
 				cairn_op_getxattr(bop, "rgw.bucket", buf, sizeof(buf), &len, NULL);
-				if (cairn_operate(g->meta, boid, bop, NULL) == 0 &&
+				if (rgw__gc_operate(g, g->meta, boid, bop) == 0 &&
 				    rgw_bucket_decode(buf, len, &b) == 0) {
 					cairn_op_t *lop = cairn_op_create();
 
@@ -489,16 +573,14 @@ sweep(struct rgw *g, const char *cookie)
 					if (lop) {
 						cairn_op_getxattr(lop, "rgw.lc", lcx,
 								  RGW_LC_XML_MAX, &llen, &lrval);
-						if (cairn_operate(g->meta, boid, lop, NULL) == 0 &&
+						if (rgw__gc_operate(g, g->meta, boid, lop) == 0 &&
 						    !lrval && llen)
 							rgw__lc_bucket(g, &b, lcx, llen, now);
 						cairn_op_release(lop);
 					}
 					nb++;
 					/* (still ours while we sweep) */
-					cairn_lock_exclusive(g->meta, "gc", "rgw.gc", cookie,
-							     g->name, (uint64_t)SWEEP_LOCK_S * 1000,
-							     CAIRN_LOCK_MAY_RENEW);
+					gc_lock(g, cookie);
 				}
 				cairn_op_release(bop);
 				free(lcx);
@@ -532,12 +614,10 @@ gc_main(void *arg)
 			pthread_mutex_unlock(&g->gc_mu);
 			int64_t wait_s = g->conf.sweep_every_s;
 
-			if (cairn_lock_exclusive(g->meta, "gc", "rgw.gc", cookie, g->name,
-						 (uint64_t)SWEEP_LOCK_S * 1000,
-						 CAIRN_LOCK_MAY_RENEW) == 0) {
+			if (gc_lock(g, cookie) == 0) {
 				unsigned nb = sweep(g, cookie);
 
-				cairn_unlock(g->meta, "gc", "rgw.gc", cookie);
+				gc_unlock(g, cookie);
 				CM_INFO("gc: swept %u buckets", nb);
 			} else {
 				wait_s = SWEEP_BUSY_S; /* (another gateway sweeps, or died doing it)
@@ -598,6 +678,8 @@ rgw__gc_stop(struct rgw *g)
 		return;
 	pthread_mutex_lock(&g->gc_mu);
 	g->gc_stop = true;
+	if (g->gc_cur)
+		cairn_completion_cancel(g->gc_cur); /* (its thread clears gc_cur) */
 	pthread_cond_signal(&g->gc_cv);
 	pthread_mutex_unlock(&g->gc_mu);
 	pthread_join(g->gc_tid, NULL);

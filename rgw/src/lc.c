@@ -70,7 +70,7 @@ commit(struct lc_run *x, struct s3_vplan *v)
 	s3_shard_guard(NULL, op);
 	s3_vplan_ops(v, op);
 	rgw__usage_add(op, v->dbytes, v->dobjs, 0, 0);
-	rc = cairn_operate(x->meta, x->shard, op, NULL);
+	rc = rgw__gc_operate(x->g, x->meta, x->shard, op);
 	cairn_op_release(op);
 	if (rc)
 		return rc;
@@ -94,7 +94,7 @@ read_versions(struct lc_run *x, struct s3_vread *r, const char *key, size_t klen
 	if (!(op = cairn_op_create()))
 		return -ENOMEM;
 	s3_vread_op(r, op);
-	rc = cairn_operate(x->meta, x->shard, op, NULL);
+	rc = rgw__gc_operate(x->g, x->meta, x->shard, op);
 	cairn_op_release(op);
 	return rc ? rc : s3_vread_rc(r);
 }
@@ -164,7 +164,7 @@ expire_latest(struct lc_run *x, const char *key, size_t klen, const struct ver *
 			goto out;
 		}
 		s3_vread_op(&r, op);
-		rc = cairn_operate(x->meta, x->shard, op, NULL);
+		rc = rgw__gc_operate(x->g, x->meta, x->shard, op);
 		cairn_op_release(op);
 		if (rc || (rc = s3_vread_rc(&r)))
 			goto out;
@@ -278,7 +278,7 @@ abort_upload(struct lc_run *x, const struct cairn_kv *mk, const char *upid)
 	if (!(op = cairn_op_create()))
 		return -ENOMEM;
 	cairn_op_setxattr(op, "rgw.state", "closed", 6); /* (no part commits from now on) */
-	rc = cairn_operate(x->mio, moid, op, NULL);
+	rc = rgw__gc_operate(x->g, x->mio, moid, op);
 	cairn_op_release(op);
 	if (rc == -ENOENT) {
 		rc = 0; /* (its initiate died before the object: only the marker) */
@@ -295,7 +295,7 @@ abort_upload(struct lc_run *x, const struct cairn_kv *mk, const char *upid)
 		}
 		cairn_op_omap_list(op, alen ? after : NULL, alen, NULL, 0, 1000, &kvs, &n, &more,
 				   &rval);
-		rc = cairn_operate(x->mio, moid, op, NULL);
+		rc = rgw__gc_operate(x->g, x->mio, moid, op);
 		cairn_op_release(op);
 		if (!rc)
 			rc = rval;
@@ -354,7 +354,7 @@ abort_upload(struct lc_run *x, const struct cairn_kv *mk, const char *upid)
 		for (size_t i = 0; i < nd; i++)
 			cairn_op_omap_set(op, dead[i].dkey, strlen(dead[i].dkey), dead[i].dval,
 					  sizeof(dead[i].dval));
-		rc = cairn_operate(x->meta, x->shard, op, NULL);
+		rc = rgw__gc_operate(x->g, x->meta, x->shard, op);
 		cairn_op_release(op);
 	}
 	if (!rc) {
@@ -386,7 +386,7 @@ sweep_uploads(struct lc_run *x)
 			return;
 		cairn_op_omap_list(op, alen ? after : NULL, alen, RGW_SYS_UPLOAD, 2, LC_PAGE, &kvs,
 				   &n, &more, &rval);
-		rc = cairn_operate(x->meta, x->shard, op, NULL);
+		rc = rgw__gc_operate(x->g, x->meta, x->shard, op);
 		cairn_op_release(op);
 		if (rc || rval) {
 			cairn_kvs_free(kvs, n);
@@ -462,7 +462,7 @@ lc_bucket(struct lc_run *x, const char *shard)
 			break;
 		cairn_op_omap_list(op, start.len ? start.p : NULL, start.len, NULL, 0, LC_PAGE,
 				   &kvs, &n, &more, &rval);
-		rc = cairn_operate(x->meta, shard, op, NULL);
+		rc = rgw__gc_operate(x->g, x->meta, shard, op);
 		cairn_op_release(op);
 		if (rc || rval) {
 			cairn_kvs_free(kvs, n);
@@ -540,7 +540,7 @@ lc_bucket(struct lc_run *x, const char *shard)
 			snprintf(oid, sizeof(oid), "usage.%s", x->b->owner);
 			if (op) {
 				rgw__usage_add(op, x->dbytes, x->dobjs, 0, 0);
-				cairn_operate(x->meta, oid, op, NULL);
+				rgw__gc_operate(x->g, x->meta, oid, op);
 				cairn_op_release(op);
 			}
 		}

@@ -82,6 +82,7 @@ struct rgw {
 	/* the collector of dead instances */
 	pthread_t gc_tid;
 	bool gc_started, gc_stop;
+	cairn_completion_t *gc_cur; /* (gc_mu) the collector's op in flight */
 	pthread_cond_t gc_cv;
 	pthread_mutex_t gc_mu;
 	struct rgw_gc_item *gc_head, *gc_tail;
@@ -506,6 +507,8 @@ int rgw__gc_start(struct rgw *g);
 void rgw__lc_bucket(struct rgw *g, const struct rgw_bucket *b, const char *xml, size_t n,
 		    int64_t now);
 void rgw__gc_stop(struct rgw *g);
+/* cairn_operate that rgw__gc_stop ends (-ECANCELED); for the collector's thread; g may be NULL. */
+int rgw__gc_operate(struct rgw *g, cairn_ioctx_t *io, const char *oid, cairn_op_t *op);
 
 int64_t rgw__now_ns(void);
 /* "2026-12-02T07:30:00.000Z" */
