@@ -171,6 +171,26 @@ cm_test_check(const void *buf, size_t len, uint64_t seed)
 	return -1;
 }
 
+long
+cm_test_first_diff(const void *a, const void *b, size_t len)
+{
+	static const uint8_t zero[4096];
+	const uint8_t *p = a, *q = b;
+
+	for (size_t at = 0; at < len;) {
+		size_t n = len - at < sizeof(zero) ? len - at : sizeof(zero);
+		const uint8_t *r = q ? q + at : zero;
+
+		if (memcmp(p + at, r, n)) {
+			for (size_t i = 0; i < n; i++)
+				if (p[at + i] != r[i])
+					return (long)(at + i);
+		}
+		at += n;
+	}
+	return -1;
+}
+
 int
 cm_test_loop_attach(const char *file, char *dev, size_t devlen)
 {

@@ -47,6 +47,12 @@ void cm_test_skip(const char *why);
 uint64_t cm_test_mix(uint64_t x);
 void cm_test_fill(void *buf, size_t len, uint64_t seed);
 long cm_test_check(const void *buf, size_t len, uint64_t seed);
+/*
+ * The first offset where a and b differ (b NULL: where a is not zero), or
+ * -1. Compare buffers with this and one assertion: each passing ck_assert
+ * is a message to Check's parent, so one per byte of 16 MiB took minutes.
+ */
+long cm_test_first_diff(const void *a, const void *b, size_t len);
 
 /*
  * A loop device over file (a raw block device for tests; direct I/O where
