@@ -3,9 +3,9 @@
  * The gateway's other parsers of outside input, chosen by the first byte:
  * XML bodies (expat; lifecycle and CORS configurations), bucket records and bucket policies
  * (JSON; a parsed policy is evaluated too), index entries (our codec,
- * with a re-encode round trip), Range, copy-source and condition headers, request
- * targets, multipart manifests and part records, aws-chunked framing
- * (unsigned and signed, with trailers).
+ * with a re-encode round trip), index shard maps and range marks, Range, copy-source and condition
+ * headers, request targets, multipart manifests and part records, aws-chunked framing (unsigned and
+ * signed, with trailers).
  */
 #include "rgw/chunked.h"
 #include "rgw/cond.h"
@@ -13,6 +13,7 @@
 #include "rgw/lc.h"
 #include "rgw/policy.h"
 #include "rgw/meta.h"
+#include "rgw/shardmap.h"
 #include "rgw/uri.h"
 #include "rgw/xml.h"
 
@@ -144,6 +145,38 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			}
 			rgw_str_fini(&out);
 			rgw_entry_fini(&e);
+		}
+		{
+			/* a shard map: decodes to what encodes to the same bytes; every key
+			 * picks a span whose range holds it */
+			struct rgw_shardmap m;
+
+			if (rgw_shardmap_decode(b, n, &m) == 0) {
+				size_t i = rgw_shardmap_pick(&m, s, strnlen(s, n));
+
+				rgw_str_init(&out);
+				rgw_shardmap_encode(&m, &out);
+				if (i >= m.n ||
+				    (n && !out.oom && (out.len != n || memcmp(out.p, b, n))))
+					__builtin_trap();
+				rgw_str_reset(&out);
+				rgw_shardmap_range(&m, i, &out);
+				if (!out.oom &&
+				    rgw_range_state(out.p, out.len, out.p, out.len) != RGW_RANGE_OK)
+					__builtin_trap();
+				rgw_str_fini(&out);
+				rgw_shardmap_fini(&m);
+			}
+		}
+		{
+			/* a range mark read back from a shard */
+			char tag;
+			const uint8_t *r, *k;
+			size_t rl, kl;
+
+			if (rgw_range_frozen_parse(b, n, &tag, &r, &rl, &k, &kl) == 0 &&
+			    (rgw_range_state(r, rl, b, n) != RGW_RANGE_FROZEN || rl + kl + 3 != n))
+				__builtin_trap();
 		}
 		break;
 	}

@@ -5,6 +5,7 @@
 #include "rgw/cond.h"
 #include "rgw/lc.h"
 #include "rgw/meta.h"
+#include "rgw/shardmap.h"
 #include "rgw/str.h"
 #include "rgw/uri.h"
 #include "rgw/xml.h"
@@ -651,6 +652,141 @@ START_TEST(test_lifecycle)
 
 END_TEST
 
+/* b's bytes as a string compared with (z, zlen). */
+static bool
+str_is(const struct rgw_str *b, const char *z, size_t zlen)
+{
+	return !b->oom && b->len == zlen && !memcmp(b->p, z, zlen);
+}
+
+START_TEST(test_shardmap)
+{
+	struct rgw_shard_span sp[3] = { { 0, (const uint8_t *)"", 0 },
+					{ 5, (const uint8_t *)"m", 1 },
+					{ 2, (const uint8_t *)"t", 1 } };
+	struct rgw_shardmap m = { .n = 3, .v = sp }, d;
+	struct rgw_str b, r;
+
+	static const struct {
+		const char *key;
+		size_t span;
+	} picks[] = { { "a", 0 }, { "l\xef\xbf\xbd", 0 },
+		      { "m", 1 }, { "m\x01", 1 },
+		      { "s", 1 }, { "t", 2 },
+		      { "zz", 2 } };
+
+	/* No map: shard 0 holds everything, its range "" "\0" "" (to the end). */
+	ck_assert_int_eq(rgw_shardmap_decode(NULL, 0, &d), 0);
+	ck_assert_uint_eq(d.n, 1);
+	ck_assert_uint_eq(d.v[0].num, 0);
+	ck_assert_uint_eq(rgw_shardmap_pick(&d, "anything", 8), 0);
+	rgw_str_init(&r);
+	rgw_shardmap_range(&d, 0, &r);
+	ck_assert(str_is(&r, "\0", 1));
+	ck_assert_uint_eq(rgw_shardmap_next_num(&d), 1);
+	rgw_shardmap_fini(&d);
+
+	/* Three spans: encoded, decoded, picked, their marks. */
+	rgw_str_init(&b);
+	rgw_shardmap_encode(&m, &b);
+	ck_assert(!b.oom);
+	ck_assert_uint_eq(b.len, 5 + 3 * 6 + 2);
+	ck_assert_int_eq(rgw_shardmap_decode(b.p, b.len, &d), 0);
+	ck_assert_uint_eq(d.n, 3);
+	for (size_t i = 0; i < 3; i++) {
+		ck_assert_uint_eq(d.v[i].num, sp[i].num);
+		ck_assert_uint_eq(d.v[i].lolen, sp[i].lolen);
+	}
+	for (size_t i = 0; i < sizeof(picks) / sizeof(picks[0]); i++)
+		ck_assert_msg(rgw_shardmap_pick(&d, picks[i].key, strlen(picks[i].key)) ==
+				      picks[i].span,
+			      "key %s", picks[i].key);
+	ck_assert_uint_eq(rgw_shardmap_next_num(&d), 6);
+	rgw_str_reset(&r);
+	rgw_shardmap_range(&d, 1, &r);
+	ck_assert(str_is(&r, "m\0t", 3));
+	rgw_str_reset(&r);
+	rgw_shardmap_range(&d, 2, &r);
+	ck_assert(str_is(&r, "t\0", 2));
+	rgw_shardmap_fini(&d);
+
+	/* Bad maps are refused whole. */
+	{
+		struct rgw_str x;
+		static const uint8_t hdr1[] = { RGW_MAP_V, 1, 0, 0, 0 };
+
+		rgw_str_init(&x);
+		rgw_str_add(&x, b.p, b.len - 1); /* truncated */
+		ck_assert_int_eq(rgw_shardmap_decode(x.p, x.len, &d), -EBADMSG);
+		rgw_str_add(&x, "tz", 2); /* a trailing byte */
+		ck_assert_int_eq(rgw_shardmap_decode(x.p, x.len, &d), -EBADMSG);
+		rgw_str_reset(&x);
+		rgw_str_add(&x, b.p, b.len);
+		x.p[0] = 2; /* another version */
+		ck_assert_int_eq(rgw_shardmap_decode(x.p, x.len, &d), -EBADMSG);
+		x.p[0] = RGW_MAP_V;
+		x.p[1] = (char)0xff; /* a count the bytes cannot hold */
+		ck_assert_int_eq(rgw_shardmap_decode(x.p, x.len, &d), -EBADMSG);
+		rgw_str_reset(&x);
+		rgw_str_add(&x, hdr1, sizeof(hdr1)); /* one span whose key is not "" */
+		rgw_str_add(&x, "\0\0\0\0\1\0a", 7);
+		ck_assert_int_eq(rgw_shardmap_decode(x.p, x.len, &d), -EBADMSG);
+		rgw_str_reset(&x);
+		sp[2].lo = (const uint8_t *)"m"; /* keys not ascending */
+		rgw_shardmap_encode(&m, &x);
+		ck_assert_int_eq(rgw_shardmap_decode(x.p, x.len, &d), -EBADMSG);
+		rgw_str_reset(&x);
+		sp[2].lo = (const uint8_t *)"t";
+		sp[2].num = 5; /* a number twice */
+		rgw_shardmap_encode(&m, &x);
+		ck_assert_int_eq(rgw_shardmap_decode(x.p, x.len, &d), -EBADMSG);
+		rgw_str_reset(&x);
+		sp[2].num = 2;
+		sp[1].lo = (const uint8_t *)"\0";
+		rgw_shardmap_encode(&m, &x); /* a NUL in a key */
+		ck_assert_int_eq(rgw_shardmap_decode(x.p, x.len, &d), -EBADMSG);
+		sp[1].lo = (const uint8_t *)"m";
+		ck_assert_uint_eq(d.n, 1); /* (a refused map is left as shard 0 alone, freeable) */
+		rgw_shardmap_fini(&d);
+		rgw_str_fini(&x);
+	}
+
+	/* Range marks: what a shard says against what the map said. */
+	{
+		struct rgw_str f;
+		const uint8_t *fr, *fk;
+		size_t frl, fkl;
+		char tag;
+
+		rgw_str_init(&f);
+		ck_assert_int_eq(rgw_range_state("m\0t", 3, "m\0t", 3), RGW_RANGE_OK);
+		ck_assert_int_eq(rgw_range_state("m\0t", 3, "m\0", 2), RGW_RANGE_MOVED);
+		ck_assert_int_eq(rgw_range_state("m\0t", 3, NULL, 0), RGW_RANGE_MOVED);
+		ck_assert_int_eq(
+			rgw_range_state("m\0t", 3, RGW_RANGE_CLOSED, sizeof(RGW_RANGE_CLOSED) - 1),
+			RGW_RANGE_CLOSED_ST);
+		rgw_range_freeze(RGW_FREEZE_SPLIT, "m\0t", 3, "p", 1, &f);
+		ck_assert(str_is(&f, "\xffsm\0t\0p", 7));
+		ck_assert_int_eq(rgw_range_state("m\0t", 3, f.p, f.len), RGW_RANGE_FROZEN);
+		ck_assert_int_eq(rgw_range_state("m\0", 2, f.p, f.len), RGW_RANGE_MOVED);
+		ck_assert_int_eq(rgw_range_frozen_parse(f.p, f.len, &tag, &fr, &frl, &fk, &fkl), 0);
+		ck_assert_int_eq(tag, RGW_FREEZE_SPLIT);
+		ck_assert_uint_eq(frl, 3);
+		ck_assert_int_eq(memcmp(fr, "m\0t", 3), 0);
+		ck_assert_uint_eq(fkl, 1);
+		ck_assert_int_eq(fk[0], 'p');
+		ck_assert_int_eq(rgw_range_frozen_parse("m\0t", 3, &tag, &fr, &frl, &fk, &fkl),
+				 -EINVAL);
+		ck_assert_int_eq(rgw_range_frozen_parse("\xffs\0", 3, &tag, &fr, &frl, &fk, &fkl),
+				 -EINVAL);
+		rgw_str_fini(&f);
+	}
+	rgw_str_fini(&r);
+	rgw_str_fini(&b);
+}
+
+END_TEST
+
 int
 main(void)
 {
@@ -671,6 +807,7 @@ main(void)
 	tcase_add_test(tc, test_xml);
 	tcase_add_test(tc, test_escaping);
 	tcase_add_test(tc, test_lifecycle);
+	tcase_add_test(tc, test_shardmap);
 	suite_add_tcase(s, tc);
 	return cm_test_main(s);
 }

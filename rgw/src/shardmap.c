@@ -1,0 +1,195 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * The index shard map's codec, the shard of a key, and the shards' range
+ * marks (rgw/shardmap.h; docs/design/rgw.md §3.1.1).
+ */
+#include "rgw/shardmap.h"
+
+#include <endian.h>
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int
+keycmp(const void *a, size_t alen, const void *b, size_t blen)
+{
+	int c = memcmp(a, b, alen < blen ? alen : blen);
+
+	if (c)
+		return c;
+	return alen < blen ? -1 : alen > blen;
+}
+
+static void
+map_one(struct rgw_shardmap *m)
+{
+	memset(m, 0, sizeof(*m));
+	m->n = 1;
+	m->v = &m->one;
+}
+
+int
+rgw_shardmap_decode(const void *p, size_t len, struct rgw_shardmap *m)
+{
+	const uint8_t *b = p, *end = b + len;
+	uint32_t n;
+
+	map_one(m);
+	if (!len)
+		return 0;
+	if (len < 5 || b[0] != RGW_MAP_V)
+		return -EBADMSG;
+	memcpy(&n, b + 1, 4);
+	n = le32toh(n);
+	/* (each span takes at least 6 bytes: a count past what len can hold is refused unallocated)
+	 */
+	if (n < 1 || n > RGW_MAP_MAX || n > (len - 5) / 6)
+		return -EBADMSG;
+	if (!(m->v = calloc(n, sizeof(*m->v)))) {
+		map_one(m);
+		return -ENOMEM;
+	}
+	m->n = n;
+	b += 5;
+	for (uint32_t i = 0; i < n; i++) {
+		struct rgw_shard_span *s = &m->v[i];
+		uint16_t l;
+
+		if (end - b < 6)
+			goto bad;
+		memcpy(&s->num, b, 4);
+		s->num = le32toh(s->num);
+		memcpy(&l, b + 4, 2);
+		s->lolen = le16toh(l);
+		b += 6;
+		if (s->lolen > RGW_MAP_KEY_MAX || (size_t)(end - b) < s->lolen)
+			goto bad;
+		s->lo = b;
+		b += s->lolen;
+		if (i == 0 ? s->lolen != 0 : s->lolen == 0)
+			goto bad;
+		if (memchr(s->lo, '\0', s->lolen))
+			goto bad; /* (a key has no NUL: the range mark ends lo with one) */
+		if (i && keycmp(m->v[i - 1].lo, m->v[i - 1].lolen, s->lo, s->lolen) >= 0)
+			goto bad;
+		for (uint32_t k = 0; k < i; k++)
+			if (m->v[k].num == s->num)
+				goto bad;
+	}
+	if (b != end)
+		goto bad;
+	return 0;
+bad:
+	rgw_shardmap_fini(m);
+	return -EBADMSG;
+}
+
+void
+rgw_shardmap_fini(struct rgw_shardmap *m)
+{
+	if (m->v != &m->one)
+		free(m->v);
+	map_one(m);
+}
+
+void
+rgw_shardmap_encode(const struct rgw_shardmap *m, struct rgw_str *out)
+{
+	uint32_t n = htole32(m->n);
+
+	rgw_str_addc(out, (char)RGW_MAP_V);
+	rgw_str_add(out, &n, 4);
+	for (uint32_t i = 0; i < m->n; i++) {
+		uint32_t num = htole32(m->v[i].num);
+		uint16_t l = htole16(m->v[i].lolen);
+
+		rgw_str_add(out, &num, 4);
+		rgw_str_add(out, &l, 2);
+		rgw_str_add(out, m->v[i].lo, m->v[i].lolen);
+	}
+}
+
+size_t
+rgw_shardmap_pick(const struct rgw_shardmap *m, const void *key, size_t klen)
+{
+	size_t lo = 0, hi = m->n; /* the answer is in [lo, hi): v[0]'s key "" is <= any */
+
+	while (hi - lo > 1) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (keycmp(m->v[mid].lo, m->v[mid].lolen, key, klen) <= 0)
+			lo = mid;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+void
+rgw_shardmap_range(const struct rgw_shardmap *m, size_t i, struct rgw_str *out)
+{
+	rgw_str_add(out, m->v[i].lo, m->v[i].lolen);
+	rgw_str_addc(out, '\0');
+	if (i + 1 < m->n)
+		rgw_str_add(out, m->v[i + 1].lo, m->v[i + 1].lolen);
+}
+
+uint32_t
+rgw_shardmap_next_num(const struct rgw_shardmap *m)
+{
+	uint32_t max = 0;
+
+	for (uint32_t i = 0; i < m->n; i++)
+		if (m->v[i].num > max)
+			max = m->v[i].num;
+	return max + 1;
+}
+
+void
+rgw_range_freeze(char tag, const void *range, size_t rlen, const void *key, size_t klen,
+		 struct rgw_str *out)
+{
+	rgw_str_addc(out, '\xff');
+	rgw_str_addc(out, tag);
+	rgw_str_add(out, range, rlen);
+	rgw_str_addc(out, '\0');
+	rgw_str_add(out, key, klen);
+}
+
+int
+rgw_range_frozen_parse(const void *mark, size_t len, char *tag, const uint8_t **range, size_t *rlen,
+		       const uint8_t **key, size_t *klen)
+{
+	const uint8_t *b = mark, *end = b + len, *lo_end, *hi_end;
+
+	if (len < 4 || b[0] != 0xff || (b[1] != RGW_FREEZE_SPLIT && b[1] != RGW_FREEZE_MERGE))
+		return -EINVAL;
+	/* range = lo "\0" hi, then "\0" key: lo and hi hold no NUL */
+	if (!(lo_end = memchr(b + 2, '\0', (size_t)(end - b - 2))) ||
+	    !(hi_end = memchr(lo_end + 1, '\0', (size_t)(end - lo_end - 1))))
+		return -EINVAL;
+	*tag = (char)b[1];
+	*range = b + 2;
+	*rlen = (size_t)(hi_end - (b + 2));
+	*key = hi_end + 1;
+	*klen = (size_t)(end - hi_end - 1);
+	return 0;
+}
+
+enum rgw_range_state
+rgw_range_state(const void *want, size_t wlen, const void *got, size_t glen)
+{
+	const uint8_t *r, *k;
+	size_t rlen, klen;
+	char tag;
+
+	if (got && glen == wlen && !memcmp(got, want, wlen))
+		return RGW_RANGE_OK;
+	if (got && glen == sizeof(RGW_RANGE_CLOSED) - 1 &&
+	    !memcmp(got, RGW_RANGE_CLOSED, sizeof(RGW_RANGE_CLOSED) - 1))
+		return RGW_RANGE_CLOSED_ST;
+	if (got && rgw_range_frozen_parse(got, glen, &tag, &r, &rlen, &k, &klen) == 0 &&
+	    rlen == wlen && !memcmp(r, want, wlen))
+		return RGW_RANGE_FROZEN;
+	return RGW_RANGE_MOVED;
+}
