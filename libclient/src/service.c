@@ -13,6 +13,7 @@
 #include <jansson.h>
 
 #define SVC_CALL_MAX_MS 10000u /* one renewal's limit */
+#define SVC_RM_MAX_MS   5000u  /* a removal's (the lease ends it anyway) */
 
 struct svc {
 	TAILQ_ENTRY(svc) link;
@@ -201,7 +202,7 @@ cairn_service_unregister(cairn_cluster_t *cl, const char *type, const char *name
 	pthread_mutex_lock(&ss->mu);
 	svc_drop(ss, type, name); /* (after a renewal in flight: the removal comes last) */
 	pthread_mutex_unlock(&ss->mu);
-	rc = cairn_mon_command(cl, argv, 5, false, &out, &err);
+	rc = cairn__mon_command_within(cl, argv, 5, false, &out, &err, SVC_RM_MAX_MS);
 	free(out);
 	free(err);
 	return rc;

@@ -75,7 +75,12 @@ same_key(const struct rgw_batch_item *a, const struct rgw_batch_item *b)
 	return a->klen == b->klen && !memcmp(a->key, b->key, a->klen);
 }
 
-/* The queue's first items, up to RGW_BATCH_MAX, stopping before a key already taken. */
+/*
+ * The queue's first items, up to RGW_BATCH_MAX, stopping before a key
+ * already taken and before an item planned with another range of the
+ * shard: the batch's one guard is the first item's, and an item planned
+ * with a stale shard map must fail its own guard, not pass a fresh one.
+ */
 static struct rgw_batch_item *
 take(struct shardq *sq, unsigned *n)
 {
@@ -83,7 +88,8 @@ take(struct shardq *sq, unsigned *n)
 	unsigned k = 1;
 
 	while (e->next && k < RGW_BATCH_MAX) {
-		bool dup = false;
+		bool dup = e->next->rlen != h->rlen ||
+			   (h->rlen && memcmp(e->next->range, h->range, h->rlen));
 
 		for (struct rgw_batch_item *x = h; x != e->next && !dup; x = x->next)
 			dup = same_key(x, e->next);

@@ -123,19 +123,26 @@ rgw__gc_operate(struct rgw *g, cairn_ioctx_t *io, const char *oid, cairn_op_t *o
 	return rc;
 }
 
+/* rgw__gc_operate, then the op released. */
+static int
+gc_run(struct rgw *g, cairn_ioctx_t *io, const char *oid, cairn_op_t *op)
+{
+	int rc = rgw__gc_operate(g, io, oid, op);
+
+	cairn_op_release(op);
+	return rc;
+}
+
 /* One object removed, by the collector's thread. */
 static int
 gc_remove(struct rgw *g, cairn_ioctx_t *io, const char *oid)
 {
 	cairn_op_t *op = cairn_op_create();
-	int rc;
 
 	if (!op)
 		return -ENOMEM;
 	cairn_op_remove(op);
-	rc = rgw__gc_operate(g, io, oid, op);
-	cairn_op_release(op);
-	return rc;
+	return gc_run(g, io, oid, op);
 }
 
 /* Remove an instance's data objects (object 0, which names the stream, last). */
@@ -172,8 +179,7 @@ remove_manifest(struct rgw *g, cairn_ioctx_t *io, const uint8_t inst[16])
 	s3_data_oid(inst, 0, oid, sizeof(oid));
 	if ((op = cairn_op_create())) {
 		cairn_op_read(op, 0, len, buf, &got, NULL);
-		rc = rgw__gc_operate(g, io, oid, op);
-		cairn_op_release(op);
+		rc = gc_run(g, io, oid, op);
 	} else {
 		rc = -ENOMEM;
 	}
@@ -221,8 +227,7 @@ collect(struct rgw *g, struct rgw_gc_item *it)
 
 	if (!rc && (op = cairn_op_create())) {
 		cairn_op_omap_rm(op, it->marker, it->mlen);
-		rc = rgw__gc_operate(g, g->meta, it->shard, op);
-		cairn_op_release(op);
+		rc = gc_run(g, g->meta, it->shard, op);
 		if (rc == -ENOENT)
 			rc = 0; /* (the bucket and its index are gone) */
 	}
@@ -310,8 +315,7 @@ sweep_pending(struct rgw *g, cairn_ioctx_t *mio, const char *moid, const char *b
 
 			if (rm) {
 				cairn_op_omap_rm(rm, kvs[i].key, kvs[i].klen);
-				rgw__gc_operate(g, mio, moid, rm);
-				cairn_op_release(rm);
+				gc_run(g, mio, moid, rm);
 			}
 		}
 	}
@@ -415,8 +419,7 @@ sweep_shard(struct rgw *g, const char *bucket_id, const char *shard, int64_t now
 			break;
 		cairn_op_omap_list(op, alen ? after : NULL, alen, "\xff", 1, 256, &kvs, &n, &more,
 				   &rval);
-		rc = rgw__gc_operate(g, g->meta, shard, op);
-		cairn_op_release(op);
+		rc = gc_run(g, g->meta, shard, op);
 		if (rc || rval) {
 			cairn_kvs_free(kvs, n);
 			break;
@@ -472,8 +475,7 @@ sweep_shard(struct rgw *g, const char *bucket_id, const char *shard, int64_t now
 				if (remove_data(g, bucket_id, inst, size, false) == 0 &&
 				    (op = cairn_op_create())) {
 					cairn_op_omap_rm(op, k, kl);
-					rgw__gc_operate(g, g->meta, shard, op);
-					cairn_op_release(op);
+					gc_run(g, g->meta, shard, op);
 				}
 			}
 		}
@@ -500,15 +502,12 @@ static int
 gc_lock(struct rgw *g, const char *cookie)
 {
 	cairn_op_t *op = cairn_op_create();
-	int rc;
 
 	if (!op)
 		return -ENOMEM;
 	cairn_op_lock(op, "rgw.gc", CAIRN_LOCK_EXCLUSIVE, cookie, "", g->name,
 		      (uint64_t)SWEEP_LOCK_S * 1000, CAIRN_LOCK_MAY_RENEW);
-	rc = rgw__gc_operate(g, g->meta, "gc", op);
-	cairn_op_release(op);
-	return rc;
+	return gc_run(g, g->meta, "gc", op);
 }
 
 static void
@@ -519,8 +518,7 @@ gc_unlock(struct rgw *g, const char *cookie)
 	if (!op)
 		return;
 	cairn_op_unlock(op, "rgw.gc", cookie);
-	rgw__gc_operate(g, g->meta, "gc", op);
-	cairn_op_release(op);
+	gc_run(g, g->meta, "gc", op);
 }
 
 /* Every bucket of every user. \return the buckets swept. */

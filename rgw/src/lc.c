@@ -27,7 +27,8 @@ struct lc_run {
 	const char *meta_pool;
 	const struct rgw_bucket *b;
 	const struct rgw_lc *lc;
-	const char *shard;
+	const char *shard;         /* sh's object */
+	const struct s3_shard *sh; /* the index shard the run walks */
 	int64_t now, day_ns;
 	cairn_ioctx_t *mio; /* the bucket's uploads */
 	int64_t dbytes, dobjs;
@@ -67,7 +68,7 @@ commit(struct lc_run *x, struct s3_vplan *v)
 
 	if (!op)
 		return -ENOMEM;
-	s3_shard_guard(NULL, op);
+	s3_shard_guard(x->sh, op);
 	s3_vplan_ops(v, op);
 	rgw__usage_add(op, v->dbytes, v->dobjs, 0, 0);
 	rc = rgw__gc_operate(x->g, x->meta, x->shard, op);
@@ -348,7 +349,7 @@ abort_upload(struct lc_run *x, const struct cairn_kv *mk, const char *upid)
 	if (!rc && !(op = cairn_op_create()))
 		rc = -ENOMEM;
 	if (!rc) {
-		s3_shard_guard(NULL, op);
+		s3_shard_guard(x->sh, op);
 		cairn_op_omap_cmp(op, mk->key, mk->klen, CAIRN_CMP_EQ, mk->val, mk->vlen);
 		cairn_op_omap_rm(op, mk->key, mk->klen);
 		for (size_t i = 0; i < nd; i++)
@@ -567,7 +568,8 @@ run_one(cairn_cluster_t *cl, cairn_ioctx_t *meta, const char *meta_pool, struct 
 			    .now = now,
 			    .day_ns = day_ns };
 	struct rgw_lc lc;
-	char err[160], shard[128];
+	char err[160];
+	struct s3_shard sh;
 	int rc;
 
 	if ((rc = rgw_lc_parse(xml, n, &lc, err, sizeof(err)))) {
@@ -580,9 +582,11 @@ run_one(cairn_cluster_t *cl, cairn_ioctx_t *meta, const char *meta_pool, struct 
 		cairn_ioctx_destroy(x.mio);
 		x.mio = NULL;
 	}
-	snprintf(shard, sizeof(shard), "idx.%s.0", b->id);
-	x.shard = shard;
-	lc_bucket(&x, shard);
+	/* (shard 0 while no split wrote a map; with one, every shard: rgw.md §3.1.1) */
+	s3_shard_pick(b, NULL, "", 0, &sh);
+	x.sh = &sh;
+	x.shard = sh.oid;
+	lc_bucket(&x, sh.oid);
 	if (x.mio)
 		cairn_ioctx_destroy(x.mio);
 	rgw_lc_fini(&lc);

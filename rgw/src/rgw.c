@@ -658,10 +658,12 @@ s3_bconf_fini(struct s3_bconf *c)
 	free(c->policy);
 	free(c->cors);
 	rgw_policy_free(c->pol);
+	rgw_shardmap_fini(&c->shards);
+	free(c->map);
 	memset(c, 0, sizeof(*c));
 }
 
-/* The cache's form of a bucket: its record, then u32 length + bytes of policy and CORS. */
+/* The cache's form of a bucket: its record, then u32 length + bytes of policy, CORS, shard map. */
 static bool
 blob_put(struct rgw_str *s, const char *v, size_t n)
 {
@@ -694,12 +696,19 @@ blob_take(const uint8_t **p, const uint8_t *end, char **out, size_t *n)
 	return true;
 }
 
-/* bc's policy parsed (a stored policy was checked when it was put). */
+/* bc's shard map decoded, its policy parsed (a stored policy was checked when it was put). */
 static int
 bconf_ready(struct s3_req *q, struct s3_bconf *bc, const char *bucket)
 {
 	char err[160];
+	int rc;
 
+	if ((rc = rgw_shardmap_decode(bc->map, bc->map_len, &bc->shards))) {
+		/* (no shard can be chosen: every request on the bucket fails, loudly) */
+		CM_ERR("%s: bucket %s: its index shard map (%zu bytes) does not decode: %s",
+		       rgw_req_id(q->r), bucket, bc->map_len, strerror(-rc));
+		return rc == -EBADMSG ? -EIO : rc;
+	}
 	if (!bc->policy)
 		return 0;
 	if (strlen(bc->policy) != bc->policy_len ||
@@ -731,7 +740,8 @@ bucket_cached(struct s3_req *q, const char *name, struct rgw_bucket *b, struct s
 	}
 	if (ok && bc)
 		ok = blob_take(&p, end, &bc->policy, &bc->policy_len) &&
-		     blob_take(&p, end, &bc->cors, &bc->cors_len);
+		     blob_take(&p, end, &bc->cors, &bc->cors_len) &&
+		     blob_take(&p, end, &bc->map, &bc->map_len);
 	free(v);
 	if (!ok && bc)
 		s3_bconf_fini(bc);
@@ -762,6 +772,9 @@ bucket_loaded(void *arg, int rc)
 			dst = &bc->policy, dlen = &bc->policy_len;
 		else if (kv->klen == 8 && !memcmp(kv->key, "rgw.cors", 8))
 			dst = &bc->cors, dlen = &bc->cors_len;
+		else if (kv->klen == sizeof(RGW_MAP_XATTR) - 1 &&
+			 !memcmp(kv->key, RGW_MAP_XATTR, kv->klen))
+			dst = &bc->map, dlen = &bc->map_len;
 		if (dst && !kv->vlen)
 			continue; /* (empty: none, as a cached copy has it) */
 		if (dst && !(*dst = malloc(kv->vlen + 1))) {
@@ -784,7 +797,7 @@ bucket_loaded(void *arg, int rc)
 		rgw_str_init(&s);
 		rgw_str_add(&s, l->b, sizeof(*l->b));
 		if (blob_put(&s, bc->policy, bc->policy_len) &&
-		    blob_put(&s, bc->cors, bc->cors_len))
+		    blob_put(&s, bc->cors, bc->cors_len) && blob_put(&s, bc->map, bc->map_len))
 			cache_put(q->g, &q->g->buckets, l->name, s.p, s.len, l->gen);
 		rgw_str_fini(&s);
 	}
@@ -889,19 +902,31 @@ s3_bucket_load(struct s3_req *q, s3_step next)
 /* ---- the index's names ---- */
 
 void
-s3_shard_oid(const struct rgw_bucket *b, const char *key, size_t klen, char *oid, size_t len)
+s3_shard_pick(const struct rgw_bucket *b, const struct s3_bconf *bc, const char *key, size_t klen,
+	      struct s3_shard *s)
 {
-	(void)key;
-	(void)klen;
-	snprintf(oid, len, "idx.%s.0", b->id);
+	const struct rgw_shardmap *m = bc && bc->shards.n ? &bc->shards : NULL;
+	size_t i = m ? rgw_shardmap_pick(m, key, klen) : 0;
+
+	snprintf(s->oid, sizeof(s->oid), "idx.%s.%" PRIu32, b->id, m ? m->v[i].num : 0);
+	/* lo "\0" hi, as rgw_shardmap_range makes it (each key <= RGW_MAP_KEY_MAX: it fits);
+	 * no map: shard 0's, "" to the end */
+	s->rlen = 0;
+	if (m) {
+		memcpy(s->range, m->v[i].lo, m->v[i].lolen);
+		s->rlen = m->v[i].lolen;
+	}
+	s->range[s->rlen++] = '\0';
+	if (m && i + 1 < m->n) {
+		memcpy(s->range + s->rlen, m->v[i + 1].lo, m->v[i + 1].lolen);
+		s->rlen += m->v[i + 1].lolen;
+	}
 }
 
 void
-s3_shard_guard(const struct s3_req *q, cairn_op_t *op)
+s3_shard_guard(const struct s3_shard *s, cairn_op_t *op)
 {
-	(void)q;
-	/* The shard's range ["", end): one shard covers every key. */
-	cairn_op_cmpxattr(op, "rgw.range", CAIRN_CMP_EQ, "\0", 1);
+	cairn_op_cmpxattr(op, RGW_RANGE_XATTR, CAIRN_CMP_EQ, s->range, s->rlen);
 }
 
 void

@@ -9,6 +9,7 @@
 #include "rgw/str.h"
 #include "rgw/uri.h"
 #include "rgw/meta.h"
+#include "rgw/shardmap.h"
 
 #include <openssl/evp.h>
 #include <pthread.h>
@@ -53,6 +54,9 @@ struct shardq;
 struct rgw_batch_item {
 	cairn_ioctx_t *io;
 	const char *oid;
+	const void *
+		range; /* the shard's range mark it was planned with (batched only with its like) */
+	size_t rlen;
 	const void *key; /* the entry key it touches */
 	size_t klen;
 	void (*build)(void *arg, cairn_op_t *op, bool alone);
@@ -131,8 +135,11 @@ struct rgw_policy;
 struct s3_bconf {
 	char *policy, *cors; /* as stored, NUL-terminated; NULL: none */
 	size_t policy_len, cors_len;
-	struct rgw_policy *pol; /* policy, parsed */
-	bool broken;            /* a stored policy that does not parse: nothing is granted */
+	char *map; /* the index shard map as stored (RGW_MAP_XATTR); NULL: shard 0 alone */
+	size_t map_len;
+	struct rgw_shardmap shards; /* map, decoded (points into it) */
+	struct rgw_policy *pol;     /* policy, parsed */
+	bool broken;                /* a stored policy that does not parse: nothing is granted */
 };
 
 void s3_bconf_fini(struct s3_bconf *c);
@@ -188,10 +195,21 @@ void s3_error_rc(struct s3_req *q, int rc, const char *what);
 void s3_respond_xml(struct s3_req *q, int status, const char *hdrs, struct rgw_str *xml);
 void s3_done(struct s3_req *q);
 
-/* The index shard object of bucket b for key (one shard for now: docs/design/rgw.md §3.1). */
-void s3_shard_oid(const struct rgw_bucket *b, const char *key, size_t klen, char *oid, size_t len);
-/* Guard an index write on the shard's range (a split changes it). */
-void s3_shard_guard(const struct s3_req *q, cairn_op_t *op);
+/* An index shard as a bucket's shard map gave it: its object and its range mark. */
+struct s3_shard {
+	char oid[128];
+	char range[2 * RGW_MAP_KEY_MAX + 1]; /* lo "\0" hi (rgw/shardmap.h) */
+	size_t rlen;
+};
+
+/*
+ * The index shard of bucket b holding key, from the shard map in bc (NULL,
+ * or no map: shard 0, which holds every key). docs/design/rgw.md §3.1.1.
+ */
+void s3_shard_pick(const struct rgw_bucket *b, const struct s3_bconf *bc, const char *key,
+		   size_t klen, struct s3_shard *s);
+/* Guard an index write on the shard's range (a split or merge changes it). */
+void s3_shard_guard(const struct s3_shard *s, cairn_op_t *op);
 /* The index entry's omap key of object key. */
 void s3_entry_key(const char *key, size_t klen, struct rgw_str *out);
 /* An instance's data object n. */
@@ -389,7 +407,7 @@ struct s3_copy {
 	int rval;
 	struct s3_vread vr; /* the source key's latest entry, or its version's */
 	bool second;
-	char shard[128];
+	struct s3_shard shard;
 	struct rgw_entry e; /* the source's entry */
 	bool have_e;
 	struct rgw_layout l;

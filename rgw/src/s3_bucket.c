@@ -35,7 +35,7 @@ struct bop {
 	char buf[4096];
 	size_t len;
 	char *json;
-	char shard[128];
+	struct s3_shard shard;
 };
 
 static void
@@ -234,7 +234,7 @@ cb_record_done(void *arg, int rc)
 		/* Drop the shard we made for nothing, and look at who has the name. */
 		if ((op = cairn_op_create())) {
 			cairn_op_remove(op);
-			rgw__aio(q->t, q->g->meta, b->shard, op, cb_ignore, NULL);
+			rgw__aio(q->t, q->g->meta, b->shard.oid, op, cb_ignore, NULL);
 		}
 		if (!(op = cairn_op_create())) {
 			s3_error(q, 503, "SlowDown", "out of memory");
@@ -322,15 +322,15 @@ cb_body_read(struct s3_req *q)
 	q->b.created = rgw__now_ns() / 1000000000;
 	cm_random_bytes(id, sizeof(id));
 	rgw_hex(id, 16, q->b.id);
-	snprintf(b->shard, sizeof(b->shard), "idx.%s.0", q->b.id);
+	s3_shard_pick(&q->b, NULL, "", 0, &b->shard); /* (shard 0, every key) */
 	if (!(op = cairn_op_create())) {
 		s3_error(q, 503, "SlowDown", "out of memory");
 		return;
 	}
 	cairn_op_create_object(op, true);
-	cairn_op_setxattr(op, "rgw.range", "\0", 1);
+	cairn_op_setxattr(op, RGW_RANGE_XATTR, b->shard.range, b->shard.rlen);
 	cairn_op_setxattr(op, "rgw.bucket", q->bucket, strlen(q->bucket));
-	s3_submit(q, q->g->meta, b->shard, op, cb_shard_done);
+	s3_submit(q, q->g->meta, b->shard.oid, op, cb_shard_done);
 }
 
 static void
@@ -395,7 +395,7 @@ db_record_done(void *arg, int rc)
 	/* The index shard goes (its objects are gone: the bucket was empty). */
 	if ((op = cairn_op_create())) {
 		cairn_op_remove(op);
-		rgw__aio(q->t, q->g->meta, b->shard, op, cb_ignore, NULL);
+		rgw__aio(q->t, q->g->meta, b->shard.oid, op, cb_ignore, NULL);
 	}
 	if (!(op = cairn_op_create())) {
 		s3_bucket_changed(q, answer_204);
@@ -449,8 +449,8 @@ db_close_done(void *arg, int rc)
 			s3_error(q, 503, "SlowDown", "out of memory");
 			return;
 		}
-		cairn_op_setxattr(op, "rgw.range", "\0", 1);
-		s3_submit(q, q->g->meta, b->shard, op, db_reopen_done);
+		cairn_op_setxattr(op, RGW_RANGE_XATTR, b->shard.range, b->shard.rlen);
+		s3_submit(q, q->g->meta, b->shard.oid, op, db_reopen_done);
 		return;
 	}
 	if (!(op = cairn_op_create())) {
@@ -471,23 +471,22 @@ delete_bucket(struct s3_req *q)
 
 	if (!(b = bop_new(q)))
 		return;
-	snprintf(b->shard, sizeof(b->shard), "idx.%s.0", q->b.id);
+	/* (one shard while no split wrote a map; with one, every shard in map order:
+	 * rgw.md §3.1.1) */
+	s3_shard_pick(&q->b, &q->bc, "", 0, &b->shard);
 	if (!(op = cairn_op_create())) {
 		s3_error(q, 503, "SlowDown", "out of memory");
 		return;
 	}
 	/* Close the shard to writers and read whether it is empty, in one op. */
-	s3_shard_guard(q, op);
-	cairn_op_setxattr(op, "rgw.range",
-			  "\x01"
-			  "closed",
-			  7);
+	s3_shard_guard(&b->shard, op);
+	cairn_op_setxattr(op, RGW_RANGE_XATTR, RGW_RANGE_CLOSED, sizeof(RGW_RANGE_CLOSED) - 1);
 	cairn_op_omap_list(op, NULL, 0, NULL, 0, 1, &b->kvs, &b->n, &b->more, &b->rval);
 	cairn_op_omap_list(op, NULL, 0, RGW_SYS_PENDING, 2, 1, &b->pkvs, &b->pn, &b->pmore,
 			   &b->prval);
 	cairn_op_omap_list(op, NULL, 0, RGW_SYS_UPLOAD, 2, 1, &b->ukvs, &b->un, &b->umore,
 			   &b->urval);
-	s3_submit(q, q->g->meta, b->shard, op, db_close_done);
+	s3_submit(q, q->g->meta, b->shard.oid, op, db_close_done);
 }
 
 /* ---- the bucket's own requests ---- */

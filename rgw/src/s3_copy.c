@@ -146,7 +146,7 @@ entry_done(void *arg, int rc)
 		c->second = true;
 		c->same = false;
 		cairn_op_omap_get(op, &c->want, 1, &c->kvs, &c->n, &c->rval);
-		if ((rc = rgw__aio(q->t, q->g->meta, c->shard, op, entry_done, c))) {
+		if ((rc = rgw__aio(q->t, q->g->meta, c->shard.oid, op, entry_done, c))) {
 			s3_error_rc(q, rc, "reading the copy source's index entry");
 			return;
 		}
@@ -238,9 +238,9 @@ bucket_done(struct s3_req *q, void *arg, int rc)
 		s3_error(q, 503, "SlowDown", "out of memory");
 		return;
 	}
-	s3_shard_oid(&c->sb, c->cs.key, c->cs.key_len, c->shard, sizeof(c->shard));
+	s3_shard_pick(&c->sb, &c->sbc, c->cs.key, c->cs.key_len, &c->shard);
 	s3_vread_op(&c->vr, op);
-	if ((rc = rgw__aio(q->t, q->g->meta, c->shard, op, entry_done, c))) {
+	if ((rc = rgw__aio(q->t, q->g->meta, c->shard.oid, op, entry_done, c))) {
 		s3_error_rc(q, rc, "reading the copy source's index entry");
 		return;
 	}

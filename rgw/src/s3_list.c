@@ -29,7 +29,7 @@ struct lst {
 	size_t plen, dlen;
 	unsigned max;
 	bool url, owner;
-	char shard[128];
+	struct s3_shard shard;
 	struct rgw_str start; /* the next listing starts after this omap key */
 	struct cairn_kv *kvs;
 	size_t n;
@@ -358,7 +358,7 @@ list_round(struct s3_req *q)
 	cairn_op_omap_list(op, l->start.len ? l->start.p : NULL, l->start.len,
 			   l->plen ? l->prefix : NULL, l->plen, l->peeking ? 64 : PAGE, &l->kvs,
 			   &l->n, &l->more, &l->rval);
-	if ((rc = rgw__aio(q->t, q->g->meta, l->shard, op, round_done, q))) {
+	if ((rc = rgw__aio(q->t, q->g->meta, l->shard.oid, op, round_done, q))) {
 		s3_error_rc(q, rc, "listing the index");
 		return;
 	}
@@ -540,7 +540,7 @@ s3_list_objects(struct s3_req *q)
 		}
 	}
 	/* (a start below the prefix: start at the prefix itself) */
-	s3_shard_oid(&q->b, l->prefix ? l->prefix : "", l->plen, l->shard, sizeof(l->shard));
+	s3_shard_pick(&q->b, &q->bc, l->prefix ? l->prefix : "", l->plen, &l->shard);
 	if (l->start.oom) {
 		s3_error(q, 503, "SlowDown", "out of memory");
 		return;
@@ -559,7 +559,7 @@ s3_list_objects(struct s3_req *q)
 			return;
 		}
 		s3_vread_op(&l->vr, op);
-		if ((rc = rgw__aio(q->t, q->g->meta, l->shard, op, marker_done, q))) {
+		if ((rc = rgw__aio(q->t, q->g->meta, l->shard.oid, op, marker_done, q))) {
 			s3_error_rc(q, rc, "listing the index");
 			return;
 		}

@@ -45,7 +45,7 @@ struct inst {
 struct mp {
 	char upid[RGW_UPLOAD_LEN + 1];
 	char moid[48];
-	char shard[128];
+	struct s3_shard shard;
 	struct rgw_str ukey, ekey, enc, man;
 	struct rgw_entry e; /* initiate: the record; complete: the new entry */
 	/* shard reads: the upload marker; the key's latest entry (and null pointer) */
@@ -160,7 +160,7 @@ mp_names(struct s3_req *q, struct mp *m, const char *upid)
 	}
 	snprintf(m->upid, sizeof(m->upid), "%s", upid);
 	snprintf(m->moid, sizeof(m->moid), "mp.%s", upid);
-	s3_shard_oid(&q->b, q->key, q->key_len, m->shard, sizeof(m->shard));
+	s3_shard_pick(&q->b, &q->bc, q->key, q->key_len, &m->shard);
 	s3_upload_marker(q->key, q->key_len, upid, &m->ukey);
 	s3_entry_key(q->key, q->key_len, &m->ekey);
 	if (m->ukey.oom || m->ekey.oom) {
@@ -196,7 +196,7 @@ read_marker(struct s3_req *q, struct mp *m, rgw_aio_cb cb)
 	}
 	cairn_op_omap_get(op, m->want, 1, &m->kvs, &m->n, &m->rval);
 	s3_vread_op(&m->vr, op);
-	return s3_submit(q, q->g->meta, m->shard, op, cb);
+	return s3_submit(q, q->g->meta, m->shard.oid, op, cb);
 }
 
 static const struct cairn_kv *
@@ -402,7 +402,7 @@ init_created(void *arg, int rc)
 	if (rc) {
 		if ((op = cairn_op_create())) {
 			cairn_op_omap_rm(op, m->ukey.p, m->ukey.len);
-			rgw__aio(q->t, q->g->meta, m->shard, op, ignore_cb, NULL);
+			rgw__aio(q->t, q->g->meta, m->shard.oid, op, ignore_cb, NULL);
 		}
 		s3_error_rc(q, rc, "creating the upload");
 		return;
@@ -446,7 +446,7 @@ init_marked(void *arg, int rc)
 	if (s3_submit(q, q->mpio, m->moid, op, init_created) && (op = cairn_op_create())) {
 		/* (answered: the marker must not outlive this failure) */
 		cairn_op_omap_rm(op, m->ukey.p, m->ukey.len);
-		rgw__aio(q->t, q->g->meta, m->shard, op, ignore_cb, NULL);
+		rgw__aio(q->t, q->g->meta, m->shard.oid, op, ignore_cb, NULL);
 	}
 }
 
@@ -482,9 +482,9 @@ init_loaded(struct s3_req *q)
 		return;
 	}
 	/* The marker first: an upload object always has one (or had, and is swept). */
-	s3_shard_guard(q, op);
+	s3_shard_guard(&m->shard, op);
 	cairn_op_omap_set(op, m->ukey.p, m->ukey.len, m->enc.p, m->enc.len);
-	s3_submit(q, q->g->meta, m->shard, op, init_marked);
+	s3_submit(q, q->g->meta, m->shard.oid, op, init_marked);
 }
 
 void
@@ -638,7 +638,7 @@ static void
 dead_queue(struct s3_req *q, struct mp *m)
 {
 	for (size_t i = 0; i < m->ndead; i++)
-		rgw__gc_add(q->g, q->b.id, m->shard, m->dkeys[i], strlen(m->dkeys[i]),
+		rgw__gc_add(q->g, q->b.id, m->shard.oid, m->dkeys[i], strlen(m->dkeys[i]),
 			    m->dead[i].inst, m->dead[i].size, false);
 }
 
@@ -680,11 +680,11 @@ ab_loaded(struct s3_req *q)
 			goto oom;
 	if (!u || !(op = cairn_op_create()))
 		goto oom;
-	s3_shard_guard(q, op);
+	s3_shard_guard(&m->shard, op);
 	cairn_op_omap_cmp(op, u->key, u->klen, CAIRN_CMP_EQ, u->val, u->vlen);
 	cairn_op_omap_rm(op, u->key, u->klen);
 	dead_into(m, op);
-	s3_submit(q, q->g->meta, m->shard, op, ab_committed);
+	s3_submit(q, q->g->meta, m->shard.oid, op, ab_committed);
 	return;
 oom:
 	s3_error(q, 503, "SlowDown", "out of memory");
@@ -793,7 +793,7 @@ cm_committed(void *arg, int rc)
 	if (m->reserved && (m->vp.dbytes != (int64_t)m->e.size || m->vp.dobjs != 1))
 		/* (the reservation against what the commit moved: an overwrite frees) */
 		s3_user_usage(q, m->vp.dbytes - (int64_t)m->e.size, m->vp.dobjs - 1, NULL);
-	s3_vplan_collect(q, &m->vp, m->shard);
+	s3_vplan_collect(q, &m->vp, m->shard.oid);
 	dead_queue(q, m);
 	drop_upload_object(q, m);
 	rgw_entry_etag(&m->e, etag, sizeof(etag));
@@ -871,13 +871,13 @@ cm_commit(struct s3_req *q)
 		cm_fail(q, 503, "SlowDown", "out of memory");
 		return;
 	}
-	s3_shard_guard(q, op);
+	s3_shard_guard(&m->shard, op);
 	cairn_op_omap_cmp(op, u->key, u->klen, CAIRN_CMP_EQ, u->val, u->vlen);
 	s3_vplan_ops(&m->vp, op);
 	dead_into(m, op);
 	s3_usage_op(q, op, m->vp.dbytes, m->vp.dobjs);
 	cairn_op_omap_rm(op, u->key, u->klen);
-	s3_submit(q, q->g->meta, m->shard, op, cm_committed);
+	s3_submit(q, q->g->meta, m->shard.oid, op, cm_committed);
 }
 
 static void
@@ -1316,7 +1316,7 @@ lu_loaded(struct s3_req *q)
 	struct rgw_str pfx;
 	struct lu *l;
 	cairn_op_t *op;
-	char shard[128];
+	struct s3_shard shard;
 
 	q->op_name = "ListMultipartUploads";
 	if (!s3_allow_bucket(q, &q->b, S3_P_READ)) {
@@ -1349,11 +1349,13 @@ lu_loaded(struct s3_req *q)
 		s3_error(q, 503, "SlowDown", "out of memory");
 		return;
 	}
-	s3_shard_oid(&q->b, "", 0, shard, sizeof(shard));
+	/* (every upload marker is in shard 0 while a bucket has one shard; with a shard
+	 * map, ListUploads must walk it: rgw.md §3.1.1) */
+	s3_shard_pick(&q->b, &q->bc, "", 0, &shard);
 	cairn_op_omap_list(op, l->after.len ? l->after.p : NULL, l->after.len, pfx.p, pfx.len, 1001,
 			   &l->kvs, &l->n, &l->more, &l->rval);
 	rgw_str_fini(&pfx);
-	s3_submit(q, q->g->meta, shard, op, lu_done);
+	s3_submit(q, q->g->meta, shard.oid, op, lu_done);
 }
 
 void

@@ -78,7 +78,7 @@ struct cur {
 	struct cairn_kv *kvs;
 	size_t n;
 	int rval;
-	char range[16];
+	char range[RGW_RANGE_MARK_MAX]; /* the shard's range mark, read back */
 	size_t rlen;
 	int rrval;
 };
@@ -124,7 +124,7 @@ struct put {
 	struct s3_vplan vp; /* the commit's compares and writes */
 	struct rgw_entry e;
 	struct rgw_str ekey, enc, pval;
-	char shard[128];
+	struct s3_shard shard;
 	char pkey[40];
 	uint64_t expect;
 	uint64_t got;
@@ -335,13 +335,23 @@ recheck_done(void *arg, int rc)
 {
 	struct s3_req *q = arg;
 	struct put *p = q->op;
+	enum rgw_range_state st;
 
 	q->pending--;
 	if (!rc && p->c.rrval)
 		rc = p->c.rrval;
-	if (rc == -ENOENT || rc == -ENODATA || (!rc && (p->c.rlen != 1 || p->c.range[0] != 0))) {
+	st = rc ? RGW_RANGE_MOVED
+		: rgw_range_state(p->shard.range, p->shard.rlen, p->c.range, p->c.rlen);
+	if (rc == -ENOENT || rc == -ENODATA || (!rc && st == RGW_RANGE_CLOSED_ST)) {
 		s3_bucket_forget(q->g, q->bucket);
 		put_abort(q, 404, "NoSuchBucket", "the bucket was deleted during the upload");
+		return;
+	}
+	if (!rc && st != RGW_RANGE_OK) {
+		/* The shard is being split or merged, or was (the map was read before).
+		 * Next (rgw.md §3.1.1): reload the map and commit on the key's shard now. */
+		s3_bucket_forget(q->g, q->bucket);
+		put_abort(q, 503, "SlowDown", "the bucket's index is being reorganised: retry");
 		return;
 	}
 	if (rc || (rc = s3_vread_rc(&p->vr))) {
@@ -372,10 +382,10 @@ commit_done(void *arg, int rc)
 			put_abort(q, 503, "SlowDown", "out of memory");
 			return;
 		}
-		cairn_op_getxattr(op, "rgw.range", p->c.range, sizeof(p->c.range), &p->c.rlen,
+		cairn_op_getxattr(op, RGW_RANGE_XATTR, p->c.range, sizeof(p->c.range), &p->c.rlen,
 				  &p->c.rrval);
 		s3_vread_op(&p->vr, op);
-		if (rgw__aio(q->t, q->g->meta, p->shard, op, recheck_done, q)) {
+		if (rgw__aio(q->t, q->g->meta, p->shard.oid, op, recheck_done, q)) {
 			put_abort(q, 503, "SlowDown", "cannot submit");
 			return;
 		}
@@ -397,7 +407,7 @@ commit_done(void *arg, int rc)
 	if (p->reserved && (p->vp.dbytes != (int64_t)p->expect || p->vp.dobjs != 1))
 		/* (the reservation against what the commit moved: an overwrite frees) */
 		s3_user_usage(q, p->vp.dbytes - (int64_t)p->expect, p->vp.dobjs - 1, NULL);
-	s3_vplan_collect(q, &p->vp, p->shard);
+	s3_vplan_collect(q, &p->vp, p->shard.oid);
 	rgw_entry_etag(&p->e, etag, sizeof(etag));
 	if (p->cp) {
 		copy_answer(q, "CopyObjectResult", etag);
@@ -524,7 +534,10 @@ part_commit(struct s3_req *q)
 static void
 shard_guard_cb(void *arg, cairn_op_t *op)
 {
-	s3_shard_guard(arg, op);
+	struct s3_req *q = arg;
+	struct put *p = q->op;
+
+	s3_shard_guard(&p->shard, op);
 }
 
 /* The commit's sub-ops: the entry swapped against what was read, the markers. */
@@ -535,7 +548,7 @@ commit_build(void *arg, cairn_op_t *op, bool alone)
 	struct put *p = q->op;
 
 	if (alone)
-		s3_shard_guard(q, op);
+		s3_shard_guard(&p->shard, op);
 	s3_vplan_ops(&p->vp, op);
 	if (alone)
 		s3_usage_op(q, op, p->bi.dbytes, p->bi.dobjs);
@@ -549,7 +562,9 @@ put_item(struct s3_req *q, void (*build)(void *, cairn_op_t *, bool), void (*don
 	struct put *p = q->op;
 
 	p->bi.io = q->g->meta;
-	p->bi.oid = p->shard;
+	p->bi.oid = p->shard.oid;
+	p->bi.range = p->shard.range;
+	p->bi.rlen = p->shard.rlen;
 	p->bi.key = p->ekey.p;
 	p->bi.klen = p->ekey.len;
 	p->bi.build = build;
@@ -1417,10 +1432,10 @@ put_prepare(struct s3_req *q)
 			p->layout[8 + i] = (char)(os >> (8 * i));
 	}
 	s3_entry_key(q->key, q->key_len, &p->ekey);
-	s3_shard_oid(&q->b, q->key, q->key_len, p->shard, sizeof(p->shard));
+	s3_shard_pick(&q->b, &q->bc, q->key, q->key_len, &p->shard);
 	if (!p->part) {
 		p->mio = q->g->meta;
-		snprintf(p->moid, sizeof(p->moid), "%s", p->shard);
+		snprintf(p->moid, sizeof(p->moid), "%s", p->shard.oid);
 	}
 	rgw_hex(p->e.inst, 16, ih);
 	snprintf(p->pkey, sizeof(p->pkey), RGW_SYS_PENDING "%s", ih);
@@ -1486,7 +1501,7 @@ prepare_build(void *arg, cairn_op_t *op, bool alone)
 	struct put *p = q->op;
 
 	if (alone)
-		s3_shard_guard(q, op);
+		s3_shard_guard(&p->shard, op);
 	s3_vread_op(&p->vr, op); /* (a batch that failed may have filled it: freed first) */
 	cairn_op_omap_set(op, p->pkey, strlen(p->pkey), p->pval.p, p->pval.len);
 }
@@ -1538,7 +1553,7 @@ struct slot {
 struct get {
 	struct cur c;
 	struct rgw_entry e;
-	char shard[128];
+	struct s3_shard shard;
 	uint64_t end;       /* [next_send, end) is still to send */
 	uint64_t next_read; /* the next byte to read */
 	uint64_t next_send; /* the next byte to send */
@@ -1783,7 +1798,7 @@ lookup_done(void *arg, int rc)
 		}
 		g->second = true;
 		cairn_op_omap_get(op, &g->c.want, 1, &g->c.kvs, &g->c.n, &g->c.rval);
-		s3_submit(q, q->g->meta, g->shard, op, lookup_done);
+		s3_submit(q, q->g->meta, g->shard.oid, op, lookup_done);
 		return;
 	}
 	if (!e) {
@@ -2004,9 +2019,9 @@ get_loaded(struct s3_req *q)
 		s3_error(q, 503, "SlowDown", "out of memory");
 		return;
 	}
-	s3_shard_oid(&q->b, q->key, q->key_len, g->shard, sizeof(g->shard));
+	s3_shard_pick(&q->b, &q->bc, q->key, q->key_len, &g->shard);
 	s3_vread_op(&g->vr, op);
-	if ((rc = rgw__aio(q->t, q->g->meta, g->shard, op, lookup_done, q))) {
+	if ((rc = rgw__aio(q->t, q->g->meta, g->shard.oid, op, lookup_done, q))) {
 		s3_error_rc(q, rc, "reading the index entry");
 		return;
 	}
@@ -2022,7 +2037,7 @@ struct del {
 	struct s3_req *q;
 	struct s3_vread vr;
 	struct s3_vplan vp;
-	char shard[128];
+	struct s3_shard shard;
 	int tries;
 	del_cb cb;
 	void *arg;
@@ -2064,7 +2079,7 @@ del_swapped(void *arg, int rc)
 		return;
 	}
 	if (!rc) {
-		s3_vplan_collect(q, &d->vp, d->shard);
+		s3_vplan_collect(q, &d->vp, d->shard.oid);
 		if (s3_user_quota_applies(q) && (d->vp.dbytes || d->vp.dobjs))
 			s3_user_usage(q, d->vp.dbytes, d->vp.dobjs, NULL);
 	}
@@ -2076,7 +2091,7 @@ del_guard(void *arg, cairn_op_t *op)
 {
 	struct del *d = arg;
 
-	s3_shard_guard(d->q, op);
+	s3_shard_guard(&d->shard, op);
 }
 
 /* The delete's sub-ops: the plan's compares and writes (dead markers for the data it frees). */
@@ -2086,7 +2101,7 @@ del_build(void *arg, cairn_op_t *op, bool alone)
 	struct del *d = arg;
 
 	if (alone)
-		s3_shard_guard(d->q, op);
+		s3_shard_guard(&d->shard, op);
 	s3_vplan_ops(&d->vp, op);
 	if (alone)
 		s3_usage_op(d->q, op, d->bi.dbytes, d->bi.dobjs);
@@ -2153,7 +2168,9 @@ del_read(void *arg, int rc)
 		snprintf(d->out_vid, sizeof(d->out_vid), "%s", d->dm.vid[0] ? d->dm.vid : "null");
 	}
 	d->bi = (struct rgw_batch_item){ .io = q->g->meta,
-					 .oid = d->shard,
+					 .oid = d->shard.oid,
+					 .range = d->shard.range,
+					 .rlen = d->shard.rlen,
 					 .key = d->ekey,
 					 .klen = d->eklen,
 					 .build = del_build,
@@ -2181,7 +2198,7 @@ del_step(struct del *d)
 		return;
 	}
 	s3_vread_op(&d->vr, op);
-	if ((rc = rgw__aio(q->t, q->g->meta, d->shard, op, del_read, d))) {
+	if ((rc = rgw__aio(q->t, q->g->meta, d->shard.oid, op, del_read, d))) {
 		d->cb(d, rc);
 		return;
 	}
@@ -2226,7 +2243,7 @@ del_start(struct s3_req *q, struct del *d, const char *key, size_t klen, const c
 		del_fini(d); /* (the slot is used again: nothing of this key stays) */
 		return -ENOMEM;
 	}
-	s3_shard_oid(&q->b, key, klen, d->shard, sizeof(d->shard));
+	s3_shard_pick(&q->b, &q->bc, key, klen, &d->shard);
 	del_step(d);
 	return 0;
 }

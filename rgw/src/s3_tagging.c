@@ -21,7 +21,7 @@ struct tg {
 	struct s3_vread vr;         /* the key's latest entry, or its version's */
 	const char *vid;            /* ?versionId=, or NULL: the latest */
 	const struct cairn_kv *ent; /* the entry changed (in vr) */
-	char shard[128];
+	struct s3_shard shard;
 	struct rgw_entry e;
 	bool have_e;
 	bool put; /* PUT (the new set in tags) or DELETE */
@@ -180,10 +180,10 @@ tg_read_done(void *arg, int rc)
 		s3_error(q, 503, "SlowDown", "out of memory");
 		return;
 	}
-	s3_shard_guard(q, op);
+	s3_shard_guard(&t->shard, op);
 	cairn_op_omap_cmp(op, t->ent->key, t->ent->klen, CAIRN_CMP_EQ, t->ent->val, t->ent->vlen);
 	cairn_op_omap_set(op, t->ent->key, t->ent->klen, t->enc.p, t->enc.len);
-	s3_submit(q, q->g->meta, t->shard, op, tg_swapped);
+	s3_submit(q, q->g->meta, t->shard.oid, op, tg_swapped);
 }
 
 static void
@@ -197,7 +197,7 @@ tg_read(struct s3_req *q)
 		return;
 	}
 	s3_vread_op(&t->vr, op);
-	s3_submit(q, q->g->meta, t->shard, op, tg_read_done);
+	s3_submit(q, q->g->meta, t->shard.oid, op, tg_read_done);
 }
 
 static struct tg *
@@ -224,7 +224,7 @@ tg_new(struct s3_req *q)
 		s3_error(q, 503, "SlowDown", "out of memory");
 		return NULL;
 	}
-	s3_shard_oid(&q->b, q->key, q->key_len, t->shard, sizeof(t->shard));
+	s3_shard_pick(&q->b, &q->bc, q->key, q->key_len, &t->shard);
 	return t;
 }
 

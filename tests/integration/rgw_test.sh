@@ -15,7 +15,8 @@
 # d. the collector: once the gc delay and the sweep passed, the data pool
 #    holds exactly the stored versions. data (overwritten and deleted
 #    instances, and the killed gateway's unfinished PUTs, are gone);
-# e. cache invalidation across gateways (watch/notify).
+# e. cache invalidation across gateways (watch/notify);
+# f. the cluster killed -9 under the gateways: SIGTERM still stops them.
 set -euo pipefail
 . "$(dirname "$0")/../lib/cluster.sh"
 build=${1:?usage: rgw_test.sh BUILD_DIR}
@@ -307,4 +308,21 @@ timeout 120 $py "$here/rgw_test.py" "$near" "$dir/alice.json" "$dir/bob.json" in
 	>"$dir/invalidate.out" 2>&1 || fail "invalidation: $(tail "$dir/invalidate.out")"
 echo "e. invalidation: versioning, a policy, a bucket quota and a removed key hold at once" \
 	"on a gateway whose cache lasts 10 minutes"
+
+# f. The cluster gone: every mon and OSD killed with -9, then SIGTERM to both
+# gateways (the second one's sweep is due within 4 s of its start, so its
+# collector has ops to cancel). Each must exit, cleanly, within 60 s (before,
+# rgw_stop waited forever on the sweep's lock op; now the bound is the
+# service-map removal's 5 s and the unwatch's 10 s).
+for f in "$dir"/mon.*.pid "$dir"/osd.*.pid; do kill -9 "$(cat "$f")" 2>/dev/null || true; done
+t0=$(date +%s%N)
+for p in $rgw_pids $rgw_pid; do kill "$p"; done
+for p in $rgw_pids $rgw_pid; do
+	for _ in $(seq 1 600); do proc_gone "$p" && break; sleep 0.1; done
+	proc_gone "$p" || fail "cairn-rgw (pid $p) still runs 60 s after SIGTERM with the cluster gone"
+	wait "$p" || fail "cairn-rgw (pid $p) stopped with the cluster gone: exit code $?"
+done
+echo "f. every mon and OSD killed: both gateways exited $(( ($(date +%s%N) - t0) / 1000000 )) ms" \
+	"after SIGTERM"
+rgw_pids='' rgw_pid=''
 echo "PASS"

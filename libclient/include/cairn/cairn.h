@@ -816,7 +816,12 @@ void cairn_watchers_free(struct cairn_watcher *w, size_t n);
  */
 int cairn_service_register(cairn_cluster_t *cl, const char *type, const char *name,
 			   const char *addr, const char *meta, unsigned ttl_s);
-/* Stop renewing and remove it now. \return 0 (also when not registered here), or an error. */
+/*
+ * Stop renewing and remove it now. Waits at most 5 s for the monitors
+ * (the registration lapses with its lease anyway; a stop with the
+ * monitors gone need not wait longer). \return 0 (also when not
+ * registered here), or an error (-ETIMEDOUT).
+ */
 int cairn_service_unregister(cairn_cluster_t *cl, const char *type, const char *name);
 
 struct cairn_service {

@@ -22,11 +22,13 @@
 #define RGW_RANGE_CLOSED \
 	"\x01"           \
 	"closed"
-#define RGW_MAP_V        1
-#define RGW_MAP_MAX      4096 /* shards in one map */
-#define RGW_MAP_KEY_MAX  1024 /* bytes of an S3 key (S3's limit) */
-#define RGW_FREEZE_SPLIT 's'
-#define RGW_FREEZE_MERGE 'm'
+#define RGW_MAP_V       1
+#define RGW_MAP_MAX     4096 /* shards in one map */
+#define RGW_MAP_KEY_MAX 1024 /* bytes of an S3 key (S3's limit) */
+/* The longest range mark: frozen, two keys in its range and one of the move. */
+#define RGW_RANGE_MARK_MAX (3 * RGW_MAP_KEY_MAX + 4)
+#define RGW_FREEZE_SPLIT   's'
+#define RGW_FREEZE_MERGE   'm'
 
 struct rgw_shard_span {
 	uint32_t num;      /* the shard object is idx.<bucket id>.<num> */
