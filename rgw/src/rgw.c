@@ -909,17 +909,11 @@ s3_shard_pick(const struct rgw_bucket *b, const struct s3_bconf *bc, const char 
 	size_t i = m ? rgw_shardmap_pick(m, key, klen) : 0;
 
 	snprintf(s->oid, sizeof(s->oid), "idx.%s.%" PRIu32, b->id, m ? m->v[i].num : 0);
-	/* lo "\0" hi, as rgw_shardmap_range makes it (each key <= RGW_MAP_KEY_MAX: it fits);
-	 * no map: shard 0's, "" to the end */
-	s->rlen = 0;
 	if (m) {
-		memcpy(s->range, m->v[i].lo, m->v[i].lolen);
-		s->rlen = m->v[i].lolen;
-	}
-	s->range[s->rlen++] = '\0';
-	if (m && i + 1 < m->n) {
-		memcpy(s->range + s->rlen, m->v[i + 1].lo, m->v[i + 1].lolen);
-		s->rlen += m->v[i + 1].lolen;
+		s->rlen = rgw_shardmap_range_buf(m, i, s->range);
+	} else {
+		s->range[0] = '\0'; /* (no map: shard 0's range, "" to the end) */
+		s->rlen = 1;
 	}
 }
 

@@ -198,7 +198,7 @@ void s3_done(struct s3_req *q);
 /* An index shard as a bucket's shard map gave it: its object and its range mark. */
 struct s3_shard {
 	char oid[128];
-	char range[2 * RGW_MAP_KEY_MAX + 1]; /* lo "\0" hi (rgw/shardmap.h) */
+	char range[RGW_RANGE_MAX]; /* lo "\0" hi (rgw/shardmap.h) */
 	size_t rlen;
 };
 

@@ -28,11 +28,43 @@ map_one(struct rgw_shardmap *m)
 	m->v = &m->one;
 }
 
+static int
+num_cmp(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/*
+ * No shard number twice (sorted, not pairwise: a map of 4,096 shards is
+ * read per request). \return 0, -EBADMSG, -ENOMEM.
+ */
+static int
+nums_distinct(const struct rgw_shardmap *m)
+{
+	uint32_t *v = m->n > 1 ? malloc(m->n * sizeof(*v)) : NULL;
+	bool ok = true;
+
+	if (m->n < 2)
+		return 0;
+	if (!v)
+		return -ENOMEM;
+	for (uint32_t i = 0; i < m->n; i++)
+		v[i] = m->v[i].num;
+	qsort(v, m->n, sizeof(*v), num_cmp);
+	for (uint32_t i = 1; i < m->n && ok; i++)
+		ok = v[i] != v[i - 1];
+	free(v);
+	return ok ? 0 : -EBADMSG;
+}
+
 int
 rgw_shardmap_decode(const void *p, size_t len, struct rgw_shardmap *m)
 {
 	const uint8_t *b = p, *end = b + len;
 	uint32_t n;
+	int rc;
 
 	map_one(m);
 	if (!len)
@@ -72,12 +104,13 @@ rgw_shardmap_decode(const void *p, size_t len, struct rgw_shardmap *m)
 			goto bad; /* (a key has no NUL: the range mark ends lo with one) */
 		if (i && keycmp(m->v[i - 1].lo, m->v[i - 1].lolen, s->lo, s->lolen) >= 0)
 			goto bad;
-		for (uint32_t k = 0; k < i; k++)
-			if (m->v[k].num == s->num)
-				goto bad;
 	}
 	if (b != end)
 		goto bad;
+	if ((rc = nums_distinct(m))) {
+		rgw_shardmap_fini(m);
+		return rc;
+	}
 	return 0;
 bad:
 	rgw_shardmap_fini(m);
@@ -125,13 +158,26 @@ rgw_shardmap_pick(const struct rgw_shardmap *m, const void *key, size_t klen)
 	return lo;
 }
 
+size_t
+rgw_shardmap_range_buf(const struct rgw_shardmap *m, size_t i, char *out)
+{
+	size_t n = m->v[i].lolen; /* (each key <= RGW_MAP_KEY_MAX, as decoded: it fits) */
+
+	memcpy(out, m->v[i].lo, n);
+	out[n++] = '\0';
+	if (i + 1 < m->n) {
+		memcpy(out + n, m->v[i + 1].lo, m->v[i + 1].lolen);
+		n += m->v[i + 1].lolen;
+	}
+	return n;
+}
+
 void
 rgw_shardmap_range(const struct rgw_shardmap *m, size_t i, struct rgw_str *out)
 {
-	rgw_str_add(out, m->v[i].lo, m->v[i].lolen);
-	rgw_str_addc(out, '\0');
-	if (i + 1 < m->n)
-		rgw_str_add(out, m->v[i + 1].lo, m->v[i + 1].lolen);
+	char buf[RGW_RANGE_MAX];
+
+	rgw_str_add(out, buf, rgw_shardmap_range_buf(m, i, buf));
 }
 
 uint32_t

@@ -25,6 +25,8 @@
 #define RGW_MAP_V       1
 #define RGW_MAP_MAX     4096 /* shards in one map */
 #define RGW_MAP_KEY_MAX 1024 /* bytes of an S3 key (S3's limit) */
+/* The longest plain range mark: two keys and the NUL between. */
+#define RGW_RANGE_MAX (2 * RGW_MAP_KEY_MAX + 1)
 /* The longest range mark: frozen, two keys in its range and one of the move. */
 #define RGW_RANGE_MARK_MAX (3 * RGW_MAP_KEY_MAX + 4)
 #define RGW_FREEZE_SPLIT   's'
@@ -55,7 +57,9 @@ void rgw_shardmap_encode(const struct rgw_shardmap *m, struct rgw_str *out);
 
 /* The span holding S3 key (key, klen): the last whose lowest key is <= it. */
 size_t rgw_shardmap_pick(const struct rgw_shardmap *m, const void *key, size_t klen);
-/* Span i's range mark (lo "\0" hi) appended to out. */
+/* Span i's range mark (lo "\0" hi) into out (RGW_RANGE_MAX bytes). \return its length. */
+size_t rgw_shardmap_range_buf(const struct rgw_shardmap *m, size_t i, char *out);
+/* The same, appended to out. */
 void rgw_shardmap_range(const struct rgw_shardmap *m, size_t i, struct rgw_str *out);
 /* The largest shard number in m plus one (a new shard's number). */
 uint32_t rgw_shardmap_next_num(const struct rgw_shardmap *m);
