@@ -62,13 +62,14 @@ nums_distinct(const struct rgw_shardmap *m)
 int
 rgw_shardmap_decode(const void *p, size_t len, struct rgw_shardmap *m)
 {
-	const uint8_t *b = p, *end = b + len;
+	const uint8_t *b = p, *end;
 	uint32_t n;
 	int rc;
 
 	map_one(m);
 	if (!len)
-		return 0;
+		return 0; /* (p may be NULL: no pointer arithmetic on it before this) */
+	end = b + len;
 	if (len < 5 || b[0] != RGW_MAP_V)
 		return -EBADMSG;
 	memcpy(&n, b + 1, 4);
@@ -163,7 +164,8 @@ rgw_shardmap_range_buf(const struct rgw_shardmap *m, size_t i, char *out)
 {
 	size_t n = m->v[i].lolen; /* (each key <= RGW_MAP_KEY_MAX, as decoded: it fits) */
 
-	memcpy(out, m->v[i].lo, n);
+	if (n)
+		memcpy(out, m->v[i].lo, n);
 	out[n++] = '\0';
 	if (i + 1 < m->n) {
 		memcpy(out + n, m->v[i + 1].lo, m->v[i + 1].lolen);
@@ -206,9 +208,12 @@ int
 rgw_range_frozen_parse(const void *mark, size_t len, char *tag, const uint8_t **range, size_t *rlen,
 		       const uint8_t **key, size_t *klen)
 {
-	const uint8_t *b = mark, *end = b + len, *lo_end, *hi_end;
+	const uint8_t *b = mark, *end, *lo_end, *hi_end;
 
-	if (len < 4 || b[0] != 0xff || (b[1] != RGW_FREEZE_SPLIT && b[1] != RGW_FREEZE_MERGE))
+	if (!mark || len < 4)
+		return -EINVAL;
+	end = b + len;
+	if (b[0] != 0xff || (b[1] != RGW_FREEZE_SPLIT && b[1] != RGW_FREEZE_MERGE))
 		return -EINVAL;
 	/* range = lo "\0" hi, then "\0" key: lo and hi hold no NUL */
 	if (!(lo_end = memchr(b + 2, '\0', (size_t)(end - b - 2))) ||
@@ -220,6 +225,28 @@ rgw_range_frozen_parse(const void *mark, size_t len, char *tag, const uint8_t **
 	*key = hi_end + 1;
 	*klen = (size_t)(end - hi_end - 1);
 	return 0;
+}
+
+/*
+ * Whether want (lo "\0" hi) is one half of range r split at key k: lo "\0" k
+ * or k "\0" hi. Both shards of a split carry the same frozen mark until it
+ * ends, so each answers a map from before the split's map change and one
+ * from after.
+ */
+static bool
+half_of(const uint8_t *r, size_t rlen, const uint8_t *k, size_t klen, const void *want, size_t wlen)
+{
+	const uint8_t *z = memchr(r, '\0', rlen), *w = want;
+	size_t lolen, hilen;
+
+	if (!z || !klen)
+		return false;
+	lolen = (size_t)(z - r);
+	hilen = rlen - lolen - 1;
+	if (wlen == lolen + 1 + klen && !memcmp(w, r, lolen + 1) && !memcmp(w + lolen + 1, k, klen))
+		return true;
+	return wlen == klen + 1 + hilen && !memcmp(w, k, klen) && w[klen] == '\0' &&
+	       !memcmp(w + klen + 1, z + 1, hilen);
 }
 
 enum rgw_range_state
@@ -234,8 +261,11 @@ rgw_range_state(const void *want, size_t wlen, const void *got, size_t glen)
 	if (got && glen == sizeof(RGW_RANGE_CLOSED) - 1 &&
 	    !memcmp(got, RGW_RANGE_CLOSED, sizeof(RGW_RANGE_CLOSED) - 1))
 		return RGW_RANGE_CLOSED_ST;
-	if (got && rgw_range_frozen_parse(got, glen, &tag, &r, &rlen, &k, &klen) == 0 &&
-	    rlen == wlen && !memcmp(r, want, wlen))
+	if (!got || rgw_range_frozen_parse(got, glen, &tag, &r, &rlen, &k, &klen))
+		return RGW_RANGE_MOVED;
+	if (rlen == wlen && !memcmp(r, want, wlen))
 		return RGW_RANGE_FROZEN;
+	if (tag == RGW_FREEZE_SPLIT && half_of(r, rlen, k, klen, want, wlen))
+		return RGW_RANGE_FROZEN; /* (a map read after the split's map change) */
 	return RGW_RANGE_MOVED;
 }

@@ -769,6 +769,12 @@ START_TEST(test_shardmap)
 		ck_assert(str_is(&f, "\xffsm\0t\0p", 7));
 		ck_assert_int_eq(rgw_range_state("m\0t", 3, f.p, f.len), RGW_RANGE_FROZEN);
 		ck_assert_int_eq(rgw_range_state("m\0", 2, f.p, f.len), RGW_RANGE_MOVED);
+		/* a split's two halves, as a map from after its map change names them */
+		ck_assert_int_eq(rgw_range_state("m\0p", 3, f.p, f.len), RGW_RANGE_FROZEN);
+		ck_assert_int_eq(rgw_range_state("p\0t", 3, f.p, f.len), RGW_RANGE_FROZEN);
+		ck_assert_int_eq(rgw_range_state("m\0q", 3, f.p, f.len), RGW_RANGE_MOVED);
+		ck_assert_int_eq(rgw_range_state("p\0u", 3, f.p, f.len), RGW_RANGE_MOVED);
+		ck_assert_int_eq(rgw_range_state("p\0", 2, f.p, f.len), RGW_RANGE_MOVED);
 		ck_assert_int_eq(rgw_range_frozen_parse(f.p, f.len, &tag, &fr, &frl, &fk, &fkl), 0);
 		ck_assert_int_eq(tag, RGW_FREEZE_SPLIT);
 		ck_assert_uint_eq(frl, 3);
