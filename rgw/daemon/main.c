@@ -34,6 +34,7 @@ struct rgw_dconf {
 	uint64_t sweep_first_ms;
 	uint64_t sweep_every_ms;
 	uint64_t lc_day_ms;
+	uint64_t index_shard_max;
 	uint64_t cache_ttl_ms;
 	bool create_pools;
 };
@@ -77,6 +78,10 @@ static const struct cm_opt g_opts[] = {
 	       sweep_every_ms, "then a sweep (leftovers, lifecycle rules) runs this often"),
 	CM_OPT("rgw_lc_day", CM_OPT_DURATION, "24h", 1000, 86400000, 0, struct rgw_dconf, lc_day_ms,
 	       "how long a lifecycle rule's day is (shorter only to test rules)"),
+	CM_OPT("rgw_index_shard_max", CM_OPT_UINT, "0", 0, 100000000, 0, struct rgw_dconf,
+	       index_shard_max,
+	       "an index shard holding more objects splits in two (0: never; in progress, "
+	       "rgw.md 3.1.1)"),
 	CM_OPT("rgw_cache_ttl", CM_OPT_DURATION, "2s", 1, 600000, 0, struct rgw_dconf, cache_ttl_ms,
 	       "keys and bucket records are cached this long"),
 	CM_OPT("create_pools", CM_OPT_BOOL, "false", 0, 0, 0, struct rgw_dconf, create_pools,
@@ -150,6 +155,7 @@ main(int argc, char **argv)
 	rc_.sweep_every_s = (unsigned)((c.sweep_every_ms + 999) / 1000);
 	rc_.lc_day_s = (unsigned)((c.lc_day_ms + 999) / 1000);
 	rc_.cache_ttl_ms = (unsigned)c.cache_ttl_ms;
+	rc_.index_shard_max = (unsigned)c.index_shard_max;
 	if (cm_reactor_backend_parse(c.d.reactor, &rc_.backend))
 		rc_.backend = CM_REACTOR_AUTO;
 	if ((rc = rgw_start(cl, &rc_, &g, err, sizeof(err)))) {

@@ -8,6 +8,7 @@
  */
 #include "rgw/rgw.h"
 #include "rgw/meta.h"
+#include "rgw/shardmap.h"
 #include "rgw/str.h"
 #include "cm/log.h"
 #include "cm/random.h"
@@ -608,11 +609,10 @@ bucket_get(cairn_ioctx_t *io, const char *name, char **raw, size_t *len, struct 
 	return 0;
 }
 
-/* The usage counters of a bucket's index shard (one shard: docs/design/rgw.md §3.1). */
+/* The usage counters of one index shard, added to *bytes and *objs. */
 static int
-bucket_usage(cairn_ioctx_t *io, const struct rgw_bucket *b, int64_t *bytes, int64_t *objs)
+shard_usage(cairn_ioctx_t *io, const char *oid, int64_t *bytes, int64_t *objs)
 {
-	char oid[128];
 	cairn_op_t *op = cairn_op_create();
 	struct cairn_kv *kvs = NULL;
 	size_t n = 0;
@@ -620,13 +620,11 @@ bucket_usage(cairn_ioctx_t *io, const struct rgw_bucket *b, int64_t *bytes, int6
 
 	if (!op)
 		return -ENOMEM;
-	snprintf(oid, sizeof(oid), "idx.%s.0", b->id);
 	cairn_op_getxattrs(op, &kvs, &n, &rval);
 	rc = cairn_operate(io, oid, op, NULL);
 	cairn_op_release(op);
 	if (!rc)
 		rc = rval;
-	*bytes = *objs = 0; /* (a counter never moved is absent: 0) */
 	for (size_t i = 0; !rc && i < n; i++) {
 		int64_t *out = kvs[i].klen == strlen(RGW_USAGE_BYTES) &&
 					       !memcmp(kvs[i].key, RGW_USAGE_BYTES, kvs[i].klen)
@@ -637,12 +635,55 @@ bucket_usage(cairn_ioctx_t *io, const struct rgw_bucket *b, int64_t *bytes, int6
 				       : NULL;
 		uint64_t x = 0;
 
+		/* (a counter never moved is absent: 0) */
 		if (!out || kvs[i].vlen != 8)
 			continue;
 		for (int k = 7; k >= 0; k--)
 			x = x << 8 | ((const uint8_t *)kvs[i].val)[k];
-		*out = (int64_t)x;
+		*out += (int64_t)x;
 	}
+	cairn_kvs_free(kvs, n);
+	return rc;
+}
+
+/* The usage counters of a bucket's index: every shard of its map (rgw.md §3.1.1). */
+static int
+bucket_usage(cairn_ioctx_t *io, const struct rgw_bucket *b, int64_t *bytes, int64_t *objs,
+	     uint32_t *shards)
+{
+	char oid[128];
+	cairn_op_t *op = cairn_op_create();
+	struct cairn_kv *kvs = NULL;
+	struct rgw_shardmap m;
+	const void *raw = NULL;
+	size_t n = 0, rlen = 0;
+	int rval = 0, rc;
+
+	*bytes = *objs = 0;
+	rgw_shardmap_decode(NULL, 0, &m); /* (shard 0 alone, until the map is read) */
+	if (!op)
+		return -ENOMEM;
+	snprintf(oid, sizeof(oid), "bucket.%s", b->name);
+	cairn_op_getxattrs(op, &kvs, &n, &rval);
+	rc = cairn_operate(io, oid, op, NULL);
+	cairn_op_release(op);
+	if (!rc)
+		rc = rval;
+	for (size_t i = 0; !rc && i < n; i++)
+		if (kvs[i].klen == sizeof(RGW_MAP_XATTR) - 1 &&
+		    !memcmp(kvs[i].key, RGW_MAP_XATTR, kvs[i].klen)) {
+			raw = kvs[i].val;
+			rlen = kvs[i].vlen;
+		}
+	if (!rc)
+		rc = rgw_shardmap_decode(raw, rlen, &m);
+	for (uint32_t i = 0; !rc && i < m.n; i++) {
+		snprintf(oid, sizeof(oid), "idx.%s.%" PRIu32, b->id, m.v[i].num);
+		rc = shard_usage(io, oid, bytes, objs);
+	}
+	if (shards)
+		*shards = rc ? 0 : m.n;
+	rgw_shardmap_fini(&m);
 	cairn_kvs_free(kvs, n);
 	return rc;
 }
@@ -661,7 +702,7 @@ rgw_admin_bucket_stats(cairn_cluster_t *cl, const char *pool, const char *name,
 	if ((rc = open_meta(cl, pool, &io)))
 		return rc;
 	if (!(rc = bucket_get(io, name, &raw, &len, &b)) &&
-	    !(rc = bucket_usage(io, &b, &st->bytes, &st->objects))) {
+	    !(rc = bucket_usage(io, &b, &st->bytes, &st->objects, &st->shards))) {
 		snprintf(st->owner, sizeof(st->owner), "%s", b.owner);
 		snprintf(st->id, sizeof(st->id), "%s", b.id);
 		st->quota_bytes = b.quota_bytes;
@@ -769,7 +810,7 @@ rgw_admin_user_usage(cairn_cluster_t *cl, const char *pool, const char *uid, boo
 				rc = 0; /* (being created or removed) */
 				continue;
 			}
-			if (!rc && !(rc = bucket_usage(io, &b, &bb, &bo))) {
+			if (!rc && !(rc = bucket_usage(io, &b, &bb, &bo, NULL))) {
 				*bytes += bb;
 				*objects += bo;
 			}

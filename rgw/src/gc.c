@@ -20,10 +20,11 @@
 
 CM_LOG_SUBSYS(rgw);
 
-#define GC_RETRY_S   10
-#define GC_TRIES     10
-#define SWEEP_LOCK_S 60 /* a dead sweeper holds the others off this long at most */
-#define SWEEP_BUSY_S 10 /* another gateway sweeps: look again after this */
+#define GC_RETRY_S     10
+#define GC_TRIES       10
+#define SWEEP_LOCK_S   60           /* a dead sweeper holds the others off this long at most */
+#define SWEEP_BUSY_S   10           /* another gateway sweeps: look again after this */
+#define SPLIT_EVERY_NS 1000000000ll /* noted shards are looked at at most this often */
 
 struct rgw_gc_item {
 	char bucket_id[33];
@@ -564,9 +565,19 @@ sweep(struct rgw *g, const char *cookie)
 				if (rgw__gc_operate(g, g->meta, boid, bop) == 0 &&
 				    rgw_bucket_decode(buf, len, &b) == 0) {
 					cairn_op_t *lop = cairn_op_create();
+					uint32_t *nums = NULL;
+					size_t ns = 0;
 
-					snprintf(shard, sizeof(shard), "idx.%s.0", b.id);
-					sweep_shard(g, b.id, shard, now);
+					/* (splits first: then every shard of the map as it is) */
+					rgw__split_bucket(g, b.name, 0, false);
+					if (rgw__bucket_shards(g, b.name, &nums, &ns) == 0) {
+						for (size_t s = 0; s < ns && !g->gc_stop; s++) {
+							snprintf(shard, sizeof(shard),
+								 "idx.%s.%" PRIu32, b.id, nums[s]);
+							sweep_shard(g, b.id, shard, now);
+						}
+					}
+					free(nums);
 					/* (its own op: a missing xattr fails the op it is in) */
 					if (lop) {
 						cairn_op_getxattr(lop, "rgw.lc", lcx,
@@ -598,6 +609,7 @@ gc_main(void *arg)
 {
 	struct rgw *g = arg;
 	int64_t next_sweep = rgw__now_ns() + (int64_t)g->conf.sweep_first_s * 1000000000;
+	int64_t next_split = 0;
 	char cookie[40];
 	uint8_t rb[8];
 
@@ -625,6 +637,13 @@ gc_main(void *arg)
 			pthread_mutex_lock(&g->gc_mu);
 			continue;
 		}
+		if (g->split_notes && now >= next_split) {
+			pthread_mutex_unlock(&g->gc_mu);
+			rgw__split_check(g);
+			next_split = rgw__now_ns() + SPLIT_EVERY_NS;
+			pthread_mutex_lock(&g->gc_mu);
+			continue;
+		}
 		if (it && it->due_ns <= now) {
 			g->gc_head = it->next;
 			if (!g->gc_head)
@@ -641,6 +660,8 @@ gc_main(void *arg)
 
 			if (it && it->due_ns < until)
 				until = it->due_ns;
+			if (g->split_notes && next_split < until)
+				until = next_split; /* (a first note wakes the thread) */
 			ts.tv_sec = (time_t)(until / 1000000000);
 			ts.tv_nsec = (long)(until % 1000000000);
 			pthread_cond_timedwait(&g->gc_cv, &g->gc_mu, &ts);
@@ -654,8 +675,11 @@ int
 rgw__gc_start(struct rgw *g)
 {
 	pthread_condattr_t ca;
+	uint8_t rb[8];
 	int rc;
 
+	cm_random_bytes(rb, sizeof(rb));
+	rgw_hex(rb, 8, g->split_cookie);
 	pthread_mutex_init(&g->gc_mu, NULL);
 	pthread_condattr_init(&ca);
 	pthread_condattr_setclock(&ca, CLOCK_REALTIME);
@@ -688,6 +712,7 @@ rgw__gc_stop(struct rgw *g)
 		free(it);
 	}
 	g->gc_tail = NULL;
+	rgw__split_fini(g);
 	pthread_cond_destroy(&g->gc_cv);
 	pthread_mutex_destroy(&g->gc_mu);
 }

@@ -895,6 +895,8 @@ bucket_ready(struct s3_req *q, void *arg, int rc)
 void
 s3_bucket_load(struct s3_req *q, s3_step next)
 {
+	if (!q->entry)
+		q->entry = next;
 	q->next = next;
 	s3_bucket_get(q, q->bucket, &q->b, &q->bc, bucket_ready, NULL);
 }
@@ -908,7 +910,8 @@ s3_shard_pick(const struct rgw_bucket *b, const struct s3_bconf *bc, const char 
 	const struct rgw_shardmap *m = bc && bc->shards.n ? &bc->shards : NULL;
 	size_t i = m ? rgw_shardmap_pick(m, key, klen) : 0;
 
-	snprintf(s->oid, sizeof(s->oid), "idx.%s.%" PRIu32, b->id, m ? m->v[i].num : 0);
+	s->num = m ? m->v[i].num : 0;
+	snprintf(s->oid, sizeof(s->oid), "idx.%s.%" PRIu32, b->id, s->num);
 	if (m) {
 		s->rlen = rgw_shardmap_range_buf(m, i, s->range);
 	} else {
@@ -921,6 +924,49 @@ void
 s3_shard_guard(const struct s3_shard *s, cairn_op_t *op)
 {
 	cairn_op_cmpxattr(op, RGW_RANGE_XATTR, CAIRN_CMP_EQ, s->range, s->rlen);
+}
+
+void
+s3_shard_read(struct s3_shard *s, cairn_op_t *op)
+{
+	s->glen = 0;
+	s->grval = 0;
+	cairn_op_getxattr(op, RGW_RANGE_XATTR, s->got, sizeof(s->got), &s->glen, &s->grval);
+}
+
+bool
+s3_shard_moved(struct s3_req *q, const struct s3_shard *s)
+{
+	if (s->grval || rgw_range_state(s->range, s->rlen, s->got, s->glen) != RGW_RANGE_MOVED)
+		return false;
+	s3_index_restart(q);
+	return true;
+}
+
+void
+s3_index_restart(struct s3_req *q)
+{
+	s3_bucket_forget(q->g, q->bucket);
+	if (++q->restarts > S3_RESTARTS_MAX || !q->entry) {
+		s3_error(q, 503, "SlowDown", "the bucket's index is being reorganised: retry");
+		return;
+	}
+	if (q->op_free)
+		q->op_free(q);
+	q->op = NULL;
+	q->op_free = NULL;
+	s3_bucket_load(q, q->entry);
+}
+
+const char *
+s3_shard_hi(const struct s3_shard *s, size_t *len)
+{
+	const char *z = memchr(s->range, '\0', s->rlen);
+
+	if (!z || (size_t)(z - s->range) + 1 >= s->rlen)
+		return NULL;
+	*len = s->rlen - (size_t)(z - s->range) - 1;
+	return z + 1;
 }
 
 void

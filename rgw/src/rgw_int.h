@@ -42,6 +42,7 @@
 
 struct rgw_cache_ent;
 struct shardq;
+struct rgw_split_note;
 
 /*
  * An index op that may share one compound op with others on the same
@@ -91,6 +92,8 @@ struct rgw {
 	pthread_mutex_t gc_mu;
 	struct rgw_gc_item *gc_head, *gc_tail;
 	size_t gc_len;
+	struct rgw_split_note *split_notes; /* (gc_mu) shards to look at for a split */
+	char split_cookie[20];              /* this gateway's hold of a shard's split lock */
 };
 
 /* One HTTP thread's state: its completion queue, polled by its reactor. */
@@ -171,6 +174,8 @@ struct s3_req {
 	cairn_ioctx_t *mpio; /* the metadata pool in the bucket's namespace (uploads) */
 	int pending;         /* ops in flight */
 	s3_step next;
+	s3_step entry; /* the step the first s3_bucket_load went on to (s3_index_restart) */
+	int restarts;
 	int status;
 	/* body collection (small XML bodies) */
 	struct rgw_str body;
@@ -198,8 +203,12 @@ void s3_done(struct s3_req *q);
 /* An index shard as a bucket's shard map gave it: its object and its range mark. */
 struct s3_shard {
 	char oid[128];
+	uint32_t num;
 	char range[RGW_RANGE_MAX]; /* lo "\0" hi (rgw/shardmap.h) */
 	size_t rlen;
+	char got[RGW_RANGE_MARK_MAX]; /* what a read found (s3_shard_read) */
+	size_t glen;
+	int grval;
 };
 
 /*
@@ -210,6 +219,23 @@ void s3_shard_pick(const struct rgw_bucket *b, const struct s3_bconf *bc, const 
 		   size_t klen, struct s3_shard *s);
 /* Guard an index write on the shard's range (a split or merge changes it). */
 void s3_shard_guard(const struct s3_shard *s, cairn_op_t *op);
+/* An index read's check of the shard's range: its mark read into s by op. */
+void s3_shard_read(struct s3_shard *s, cairn_op_t *op);
+/*
+ * After that read: whether the shard holds another range now (the map q
+ * used was stale: its keys may be elsewhere). If so the request starts
+ * again with the map read anew (s3_index_restart) and the caller stops.
+ */
+bool s3_shard_moved(struct s3_req *q, const struct s3_shard *s);
+/*
+ * Start q again from the step its first s3_bucket_load was given, with the
+ * bucket's record (and map) read from the cluster; after S3_RESTARTS_MAX
+ * of them, 503 SlowDown. Only for requests that did nothing yet.
+ */
+void s3_index_restart(struct s3_req *q);
+#define S3_RESTARTS_MAX 8
+/* The key after the shard's range (its hi), or NULL (the last shard). */
+const char *s3_shard_hi(const struct s3_shard *s, size_t *len);
 /* The index entry's omap key of object key. */
 void s3_entry_key(const char *key, size_t klen, struct rgw_str *out);
 /* An instance's data object n. */
@@ -525,6 +551,19 @@ int rgw__gc_start(struct rgw *g);
 void rgw__lc_bucket(struct rgw *g, const struct rgw_bucket *b, const char *xml, size_t n,
 		    int64_t now);
 void rgw__gc_stop(struct rgw *g);
+/*
+ * Index shard splits (split.c, rgw.md §3.1.1), on the collector's thread:
+ * look at bucket's shards (one: shard only), resume a split left frozen,
+ * split those past rgw_index_shard_max. \return 1 if the map changed, 0.
+ */
+int rgw__split_bucket(struct rgw *g, const char *bucket, uint32_t only, bool one);
+/* A commit grew shard num of bucket: the collector looks at it soon (any thread). */
+void rgw__split_note(struct rgw *g, const char *bucket, uint32_t num);
+/* The noted shards looked at (the collector's thread). */
+void rgw__split_check(struct rgw *g);
+void rgw__split_fini(struct rgw *g);
+/* The numbers of bucket's index shards, in key order (free *nums). \return 0 or an errno. */
+int rgw__bucket_shards(struct rgw *g, const char *bucket, uint32_t **nums, size_t *n);
 /* cairn_operate that rgw__gc_stop ends (-ECANCELED); for the collector's thread; g may be NULL. */
 int rgw__gc_operate(struct rgw *g, cairn_ioctx_t *io, const char *oid, cairn_op_t *op);
 

@@ -36,6 +36,7 @@ struct bop {
 	size_t len;
 	char *json;
 	struct s3_shard shard;
+	size_t idx; /* DeleteBucket: the map's shard at hand (closed in map order) */
 };
 
 static void
@@ -374,6 +375,17 @@ db_list_done(void *arg, int rc)
 	s3_bucket_changed(q, answer_204);
 }
 
+/* Shard i of the bucket's map into s. */
+static void
+map_shard(struct s3_req *q, size_t i, struct s3_shard *s)
+{
+	const struct rgw_shard_span *v = &q->bc.shards.v[i];
+
+	s3_shard_pick(&q->b, &q->bc, v->lolen ? (const char *)v->lo : "", v->lolen, s);
+}
+
+static void db_close(struct s3_req *q);
+
 static void
 db_record_done(void *arg, int rc)
 {
@@ -392,10 +404,13 @@ db_record_done(void *arg, int rc)
 		return;
 	}
 	s3_bucket_forget(q->g, q->bucket);
-	/* The index shard goes (its objects are gone: the bucket was empty). */
-	if ((op = cairn_op_create())) {
-		cairn_op_remove(op);
-		rgw__aio(q->t, q->g->meta, b->shard.oid, op, cb_ignore, NULL);
+	/* The index shards go (their objects are gone: the bucket was empty). */
+	for (size_t i = 0; i < q->bc.shards.n; i++) {
+		map_shard(q, i, &b->shard);
+		if ((op = cairn_op_create())) {
+			cairn_op_remove(op);
+			rgw__aio(q->t, q->g->meta, b->shard.oid, op, cb_ignore, NULL);
+		}
 	}
 	if (!(op = cairn_op_create())) {
 		s3_bucket_changed(q, answer_204);
@@ -406,17 +421,50 @@ db_record_done(void *arg, int rc)
 	s3_submit(q, q->g->meta, oid, op, db_list_done);
 }
 
+static void db_reopen(struct s3_req *q);
+
 static void
 db_reopen_done(void *arg, int rc)
 {
 	struct s3_req *q = arg;
+	struct bop *b = q->op;
 
 	q->pending--;
 	if (rc)
-		CM_ERR_RC(rc, "bucket %s: reopening its index after a refused delete", q->bucket);
-	s3_error(q, 409, "BucketNotEmpty",
-		 "the bucket you tried to delete is not empty (objects, or multipart uploads "
-		 "in progress: abort them first)");
+		CM_ERR_RC(rc, "bucket %s: reopening its index shard %s after a refused delete",
+			  q->bucket, b->shard.oid);
+	db_reopen(q);
+}
+
+/* Reopen the shards closed (those before b->idx, and b->idx if b->rval2), last first. */
+static void
+db_reopen(struct s3_req *q)
+{
+	struct bop *b = q->op;
+	cairn_op_t *op;
+
+	if (b->rval2) {
+		b->rval2 = 0;
+	} else if (b->idx-- == 0) {
+		if (b->rval == -ECANCELED)
+			s3_error(
+				q, 409, "OperationAborted",
+				"a conflicting operation on this bucket is in progress: try again");
+		else
+			s3_error(q, 409, "BucketNotEmpty",
+				 "the bucket you tried to delete is not empty (objects, or "
+				 "multipart uploads in progress: abort them first)");
+		return;
+	}
+	map_shard(q, b->idx, &b->shard);
+	if (!(op = cairn_op_create())) {
+		s3_error(q, 503, "SlowDown", "out of memory");
+		return;
+	}
+	cairn_op_cmpxattr(op, RGW_RANGE_XATTR, CAIRN_CMP_EQ, RGW_RANGE_CLOSED,
+			  sizeof(RGW_RANGE_CLOSED) - 1);
+	cairn_op_setxattr(op, RGW_RANGE_XATTR, b->shard.range, b->shard.rlen);
+	s3_submit(q, q->g->meta, b->shard.oid, op, db_reopen_done);
 }
 
 static void
@@ -429,6 +477,15 @@ db_close_done(void *arg, int rc)
 	char oid[96];
 
 	q->pending--;
+	if ((rc == -ECANCELED || rc == -ENOENT) && b->idx) {
+		/* (a later shard changed meanwhile: a split, or a delete): the ones before
+		 * reopen */
+		s3_bucket_forget(q->g, q->bucket);
+		b->rval = -ECANCELED;
+		b->rval2 = 0;
+		db_reopen(q);
+		return;
+	}
 	if (rc == -ECANCELED || rc == -ENOENT) {
 		s3_bucket_forget(q->g, q->bucket);
 		s3_error(q, 409, "OperationAborted",
@@ -445,12 +502,13 @@ db_close_done(void *arg, int rc)
 	if (b->prval || b->urval || b->pn || b->un)
 		empty = false; /* (a PUT or a multipart upload in progress) */
 	if (!empty) {
-		if (!(op = cairn_op_create())) {
-			s3_error(q, 503, "SlowDown", "out of memory");
-			return;
-		}
-		cairn_op_setxattr(op, RGW_RANGE_XATTR, b->shard.range, b->shard.rlen);
-		s3_submit(q, q->g->meta, b->shard.oid, op, db_reopen_done);
+		b->rval = 0;
+		b->rval2 = 1; /* (this one too) */
+		db_reopen(q);
+		return;
+	}
+	if (++b->idx < q->bc.shards.n) {
+		db_close(q);
 		return;
 	}
 	if (!(op = cairn_op_create())) {
@@ -463,17 +521,23 @@ db_close_done(void *arg, int rc)
 	s3_submit(q, q->g->meta, oid, op, db_record_done);
 }
 
+/*
+ * Close shard b->idx to writers and read whether it is empty, in one op
+ * (every shard in map order: a bucket is empty when each of them is).
+ */
 static void
-delete_bucket(struct s3_req *q)
+db_close(struct s3_req *q)
 {
-	struct bop *b;
+	struct bop *b = q->op;
 	cairn_op_t *op;
 
-	if (!(b = bop_new(q)))
-		return;
-	/* (one shard while no split wrote a map; with one, every shard in map order:
-	 * rgw.md §3.1.1) */
-	s3_shard_pick(&q->b, &q->bc, "", 0, &b->shard);
+	cairn_kvs_free(b->kvs, b->n);
+	cairn_kvs_free(b->pkvs, b->pn);
+	cairn_kvs_free(b->ukvs, b->un);
+	b->kvs = b->pkvs = b->ukvs = NULL;
+	b->n = b->pn = b->un = 0;
+	b->rval = b->prval = b->urval = 0;
+	map_shard(q, b->idx, &b->shard);
 	if (!(op = cairn_op_create())) {
 		s3_error(q, 503, "SlowDown", "out of memory");
 		return;
@@ -487,6 +551,17 @@ delete_bucket(struct s3_req *q)
 	cairn_op_omap_list(op, NULL, 0, RGW_SYS_UPLOAD, 2, 1, &b->ukvs, &b->un, &b->umore,
 			   &b->urval);
 	s3_submit(q, q->g->meta, b->shard.oid, op, db_close_done);
+}
+
+static void
+delete_bucket(struct s3_req *q)
+{
+	struct bop *b;
+
+	if (!(b = bop_new(q)))
+		return;
+	b->idx = 0;
+	db_close(q);
 }
 
 /* ---- the bucket's own requests ---- */

@@ -206,6 +206,49 @@ finish(struct s3_req *q, struct lst *l)
 
 static void list_round(struct s3_req *q);
 
+static int
+bcmp_(const void *a, size_t alen, const void *b, size_t blen)
+{
+	int c = memcmp(a, b, CM_MIN(alen, blen));
+
+	return c ? c : alen < blen ? -1 : alen > blen;
+}
+
+/*
+ * After the shard l read ended: whether the next shard may hold more of
+ * the listing (it exists, and its keys may still have the prefix); if so
+ * the listing goes on from its lowest key.
+ */
+static bool
+next_shard(struct lst *l)
+{
+	size_t hl = 0;
+	const char *hi = s3_shard_hi(&l->shard, &hl);
+
+	if (!hi || (l->plen && (hl < l->plen || memcmp(hi, l->prefix, l->plen)) &&
+		    bcmp_(hi, hl, l->prefix, l->plen) > 0))
+		return false;
+	if (bcmp_(l->start.p, l->start.len, hi, hl) < 0) {
+		/* (start after hi itself: its entries are "hi\0...", all above it) */
+		rgw_str_reset(&l->start);
+		rgw_str_add(&l->start, hi, hl);
+	}
+	return !l->start.oom;
+}
+
+/* Where the next round reads: the shard of the start's key, or of the prefix if above. */
+static void
+pick_shard(struct s3_req *q, struct lst *l)
+{
+	const char *z = l->start.len ? memchr(l->start.p, '\0', l->start.len) : NULL;
+	size_t sl = z ? (size_t)(z - l->start.p) : l->start.len;
+
+	if (l->plen && bcmp_(l->start.p, sl, l->prefix, l->plen) < 0)
+		s3_shard_pick(&q->b, &q->bc, l->prefix, l->plen, &l->shard);
+	else
+		s3_shard_pick(&q->b, &q->bc, l->start.len ? l->start.p : "", sl, &l->shard);
+}
+
 static bool
 starts_with(const void *b, size_t n, const struct rgw_str *p)
 {
@@ -220,6 +263,8 @@ round_done(void *arg, int rc)
 	size_t i;
 
 	q->pending--;
+	if (!rc && s3_shard_moved(q, &l->shard))
+		return; /* (split or merged since the map was read: again with the new one) */
 	if (!rc && l->rval)
 		rc = l->rval;
 	if (rc) {
@@ -335,6 +380,16 @@ round_done(void *arg, int rc)
 			return;
 		}
 		l->truncated = true;
+	} else if (!l->done && !l->more && next_shard(l)) {
+		/* This shard's keys ended: the next one's follow (its keys are above). */
+		cairn_kvs_free(l->kvs, l->kvs ? l->n : 0);
+		l->kvs = NULL;
+		l->n = 0;
+		if (++l->rounds < ROUNDS_MAX) {
+			list_round(q);
+			return;
+		}
+		l->truncated = true;
 	}
 	finish(q, l);
 }
@@ -355,6 +410,8 @@ list_round(struct s3_req *q)
 				starts_with(l->start.p, l->start.len, &l->last_cp))) {
 		/* (nothing) */
 	}
+	pick_shard(q, l);
+	s3_shard_read(&l->shard, op);
 	cairn_op_omap_list(op, l->start.len ? l->start.p : NULL, l->start.len,
 			   l->plen ? l->prefix : NULL, l->plen, l->peeking ? 64 : PAGE, &l->kvs,
 			   &l->n, &l->more, &l->rval);
@@ -377,6 +434,8 @@ marker_done(void *arg, int rc)
 	bool null = !strcmp(l->vmarker, "null");
 
 	q->pending--;
+	if (!rc && s3_shard_moved(q, &l->shard))
+		return;
 	if (!rc)
 		rc = s3_vread_rc(&l->vr);
 	if (rc) {
@@ -539,8 +598,9 @@ s3_list_objects(struct s3_req *q)
 			rgw_str_add(&l->start, "\0\2", 2); /* (past all of the key's versions) */
 		}
 	}
-	/* (a start below the prefix: start at the prefix itself) */
-	s3_shard_pick(&q->b, &q->bc, l->prefix ? l->prefix : "", l->plen, &l->shard);
+	/* (the marker version's shard: its key's) */
+	if (l->kind == L_VERSIONS && l->vmarker && l->marker)
+		s3_shard_pick(&q->b, &q->bc, l->marker, strlen(l->marker), &l->shard);
 	if (l->start.oom) {
 		s3_error(q, 503, "SlowDown", "out of memory");
 		return;
@@ -558,6 +618,7 @@ s3_list_objects(struct s3_req *q)
 			s3_error(q, 503, "SlowDown", "out of memory");
 			return;
 		}
+		s3_shard_read(&l->shard, op);
 		s3_vread_op(&l->vr, op);
 		if ((rc = rgw__aio(q->t, q->g->meta, l->shard.oid, op, marker_done, q))) {
 			s3_error_rc(q, rc, "listing the index");

@@ -119,6 +119,10 @@ struct chunk {
 };
 
 struct put {
+	struct cm_timer wait; /* a frozen shard: the commit waits (put_recheck) */
+	unsigned wait_ms, waited_ms;
+	int moves;          /* the shard maps read again for the commit */
+	bool in_prepare;    /* the prepare met a shard split or merged: see put_recheck */
 	struct cur c;       /* (the shard's range, read again on a retry) */
 	struct s3_vread vr; /* the key's latest entry (and null pointer), as read */
 	struct s3_vplan vp; /* the commit's compares and writes */
@@ -273,6 +277,8 @@ put_free(struct s3_req *q)
 	if (p->reserved && !p->committed)
 		s3_user_usage(q, -(int64_t)p->expect, -1,
 			      NULL); /* (the upload failed: give back) */
+	if (cm_timer_armed(&p->wait))
+		cm_timer_cancel(q->t->r, &p->wait);
 	cur_reset(&p->c);
 	free(p->c.want.key);
 	s3_vplan_fini(&p->vp);
@@ -329,6 +335,77 @@ put_abort(struct s3_req *q, int status, const char *code, const char *msg)
 }
 
 static void commit_done(void *arg, int rc);
+static void recheck_done(void *arg, int rc);
+static void put_prepare_op(struct s3_req *q);
+
+#define PUT_WAIT_MAX_MS 30000 /* a shard frozen this long (its splitter died): 503 */
+
+/* Before the body is read (the prepare), a failure is answered at once. */
+static void
+put_stop(struct s3_req *q, int status, const char *code, const char *msg)
+{
+	struct put *p = q->op;
+
+	if (!p->in_prepare) {
+		put_abort(q, status, code, msg);
+		return;
+	}
+	rgw_req_close_after(q->r);
+	s3_error(q, status, code, msg);
+}
+
+/*
+ * The shard's range and the key's entry read again, then the commit (or,
+ * in_prepare, the prepare) again.
+ */
+static void
+put_recheck(struct s3_req *q)
+{
+	struct put *p = q->op;
+	cairn_op_t *op;
+
+	cur_reset(&p->c);
+	if (!(op = cairn_op_create())) {
+		put_stop(q, 503, "SlowDown", "out of memory");
+		return;
+	}
+	cairn_op_getxattr(op, RGW_RANGE_XATTR, p->c.range, sizeof(p->c.range), &p->c.rlen,
+			  &p->c.rrval);
+	s3_vread_op(&p->vr, op);
+	if (rgw__aio(q->t, q->g->meta, p->shard.oid, op, recheck_done, q)) {
+		put_stop(q, 503, "SlowDown", "cannot submit");
+		return;
+	}
+	q->pending++;
+}
+
+static void
+wait_fired(struct cm_timer *t)
+{
+	struct s3_req *q = t->arg;
+
+	q->pending--;
+	put_recheck(q);
+}
+
+/* The bucket's record (and map) read anew: the key's shard now, and the commit there. */
+static void
+put_reloaded(struct s3_req *q, void *arg, int rc)
+{
+	struct put *p = q->op;
+
+	(void)arg;
+	if (rc == -ENOENT) {
+		put_stop(q, 404, "NoSuchBucket", "the bucket was deleted during the upload");
+		return;
+	}
+	if (rc) {
+		put_stop(q, 503, "SlowDown", "reading the bucket's index map failed");
+		return;
+	}
+	s3_shard_pick(&q->b, &q->bc, q->key, q->key_len, &p->shard);
+	put_recheck(q);
+}
 
 static void
 recheck_done(void *arg, int rc)
@@ -344,23 +421,49 @@ recheck_done(void *arg, int rc)
 		: rgw_range_state(p->shard.range, p->shard.rlen, p->c.range, p->c.rlen);
 	if (rc == -ENOENT || rc == -ENODATA || (!rc && st == RGW_RANGE_CLOSED_ST)) {
 		s3_bucket_forget(q->g, q->bucket);
-		put_abort(q, 404, "NoSuchBucket", "the bucket was deleted during the upload");
+		put_stop(q, 404, "NoSuchBucket", "the bucket was deleted during the upload");
+		return;
+	}
+	if (!rc && st == RGW_RANGE_FROZEN) {
+		/* A split or merge moves the shard's keys: wait (20 ms doubling to 1 s). */
+		p->wait_ms = p->wait_ms ? CM_MIN(p->wait_ms * 2, 1000u) : 20;
+		if ((p->waited_ms += p->wait_ms) > PUT_WAIT_MAX_MS) {
+			put_stop(q, 503, "SlowDown",
+				 "the bucket's index is being reorganised: retry");
+			return;
+		}
+		if (p->wait_ms == 20 || p->wait_ms == 1000)
+			/* (its splitter may have died: the collector resumes it, lock allowing) */
+			rgw__split_note(q->g, q->bucket, p->shard.num);
+		cm_timer_init(&p->wait, wait_fired, q);
+		cm_timer_arm(q->t->r, &p->wait, p->wait_ms);
+		q->pending++;
 		return;
 	}
 	if (!rc && st != RGW_RANGE_OK) {
-		/* The shard is being split or merged, or was (the map was read before).
-		 * Next (rgw.md §3.1.1): reload the map and commit on the key's shard now. */
+		/* The shard holds another range now (the map was read before a split or
+		 * merge): the map read anew, and the commit on the key's shard now. */
 		s3_bucket_forget(q->g, q->bucket);
-		put_abort(q, 503, "SlowDown", "the bucket's index is being reorganised: retry");
+		if (++p->moves > S3_RESTARTS_MAX) {
+			put_stop(q, 503, "SlowDown",
+				 "the bucket's index is being reorganised: retry");
+			return;
+		}
+		s3_bucket_get(q, q->bucket, &q->b, &q->bc, put_reloaded, NULL);
 		return;
 	}
 	if (rc || (rc = s3_vread_rc(&p->vr))) {
-		put_abort(q, 500, "InternalError", "reading the index entry again failed");
+		put_stop(q, 500, "InternalError", "reading the index entry again failed");
+		return;
+	}
+	if (p->in_prepare) {
+		p->in_prepare = false; /* (the shard holds the key: prepare there) */
+		put_prepare_op(q);
 		return;
 	}
 	if (p->if_none && latest_object(&p->vr)) {
-		put_abort(q, 412, "PreconditionFailed",
-			  "an object exists under this key (If-None-Match)");
+		put_stop(q, 412, "PreconditionFailed",
+			 "an object exists under this key (If-None-Match)");
 		return;
 	}
 	put_commit(q);
@@ -372,24 +475,11 @@ commit_done(void *arg, int rc)
 	struct s3_req *q = arg;
 	struct put *p = q->op;
 	char etag[64], hd[200];
-	cairn_op_t *op;
 
 	q->pending--;
 	if (rc == -ECANCELED && ++p->tries < CAS_TRIES) {
 		/* Another writer went first (or the shard changed): read again and retry. */
-		cur_reset(&p->c);
-		if (!(op = cairn_op_create())) {
-			put_abort(q, 503, "SlowDown", "out of memory");
-			return;
-		}
-		cairn_op_getxattr(op, RGW_RANGE_XATTR, p->c.range, sizeof(p->c.range), &p->c.rlen,
-				  &p->c.rrval);
-		s3_vread_op(&p->vr, op);
-		if (rgw__aio(q->t, q->g->meta, p->shard.oid, op, recheck_done, q)) {
-			put_abort(q, 503, "SlowDown", "cannot submit");
-			return;
-		}
-		q->pending++;
+		put_recheck(q);
 		return;
 	}
 	if (rc == -EOVERFLOW) {
@@ -404,6 +494,8 @@ commit_done(void *arg, int rc)
 	}
 	p->finished = true;
 	p->committed = true;
+	if (p->vp.dobjs > 0)
+		rgw__split_note(q->g, q->bucket, p->shard.num); /* (does it need a split?) */
 	if (p->reserved && (p->vp.dbytes != (int64_t)p->expect || p->vp.dobjs != 1))
 		/* (the reservation against what the commit moved: an overwrite frees) */
 		s3_user_usage(q, p->vp.dbytes - (int64_t)p->expect, p->vp.dobjs - 1, NULL);
@@ -1009,6 +1101,12 @@ prepare_done(void *arg, int rc)
 		s3_error(q, 404, "NoSuchUpload",
 			 "the specified upload does not exist: it may have been completed or "
 			 "aborted");
+		return;
+	}
+	if (rc == -ECANCELED && ++p->tries < CAS_TRIES) {
+		/* (the shard's guard: a split or merge, or the bucket closed: which?) */
+		p->in_prepare = true;
+		put_recheck(q);
 		return;
 	}
 	if (rc == -ECANCELED || rc == -ENOENT) {
@@ -1773,6 +1871,8 @@ lookup_done(void *arg, int rc)
 		s3_error(q, 404, "NoSuchBucket", "the bucket does not exist");
 		return;
 	}
+	if (!rc && s3_shard_moved(q, &g->shard))
+		return; /* (split or merged since the map was read: again with the new one) */
 	if (!rc)
 		rc = g->second ? g->c.rval : s3_vread_rc(&g->vr);
 	if (rc) {
@@ -1797,6 +1897,7 @@ lookup_done(void *arg, int rc)
 			return;
 		}
 		g->second = true;
+		s3_shard_read(&g->shard, op);
 		cairn_op_omap_get(op, &g->c.want, 1, &g->c.kvs, &g->c.n, &g->c.rval);
 		s3_submit(q, q->g->meta, g->shard.oid, op, lookup_done);
 		return;
@@ -2020,6 +2121,7 @@ get_loaded(struct s3_req *q)
 		return;
 	}
 	s3_shard_pick(&q->b, &q->bc, q->key, q->key_len, &g->shard);
+	s3_shard_read(&g->shard, op);
 	s3_vread_op(&g->vr, op);
 	if ((rc = rgw__aio(q->t, q->g->meta, g->shard.oid, op, lookup_done, q))) {
 		s3_error_rc(q, rc, "reading the index entry");

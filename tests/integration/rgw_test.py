@@ -1535,6 +1535,109 @@ def invalidate(far):
     s3.delete_bucket(Bucket=b)
 
 
+def splits(n_keys):
+    """Index shard splits under load (the gateway runs with rgw_index_shard_max 500): 32
+    writers PUT n_keys keys in a random order, each PUT tried once (a 503 during a split
+    counts as a failure); then every key reads back its own bytes, the listing (v2, pages
+    of 1000, and with a delimiter) holds exactly the keys in byte order, the counters of
+    every shard add up to the keys, and the bucket has more than one shard. Then every key
+    is deleted (across the shards) and the bucket deleted; a non-empty bucket whose first
+    shard is empty is refused."""
+    import random
+    b = "splits"
+    s3.create_bucket(Bucket=b)
+    names = ["p%d/k%06d" % (i % 7, i) for i in range(n_keys)]
+    random.Random(7).shuffle(names)
+    errors, lock = [], threading.Lock()
+    longest = [0.0]
+
+    def writer(part):
+        c = client(keys)
+        for k in part:
+            t0 = time.monotonic()
+            try:
+                c.put_object(Bucket=b, Key=k, Body=k.encode())
+            except Exception as e:  # noqa: BLE001 (each failure is counted)
+                with lock:
+                    errors.append("%s: %s" % (k, e))
+            dt = time.monotonic() - t0
+            with lock:
+                longest[0] = max(longest[0], dt)
+
+    t0 = time.monotonic()
+    ths = [threading.Thread(target=writer, args=(names[i::32],)) for i in range(32)]
+    for t in ths:
+        t.start()
+    for t in ths:
+        t.join()
+    took = time.monotonic() - t0
+    check(not errors, "splits: %d of %d PUTs failed, first: %s" % (
+        len(errors), n_keys, errors[:3]))
+    st = ctl("s3", "bucket", "stats", b)
+    print("splits: %d PUTs by 32 writers in %.1f s (longest %.2f s); %s" % (
+        n_keys, took, longest[0], st), flush=True)
+    # (the last splits may still run: wait for the map to settle, at most 60 s)
+    for _ in range(60):
+        if st["shards"] >= n_keys // 1000:
+            break
+        time.sleep(1)
+        st = ctl("s3", "bucket", "stats", b)
+    check(st["shards"] > 1, "splits: the index split (%d shards)" % st["shards"])
+    check(st["objects"] == n_keys, "splits: the counters %s add up to %d keys" % (st, n_keys))
+    listed = []
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=b):
+        listed += [o["Key"] for o in page.get("Contents", [])]
+    want = sorted(names)
+    check(listed == want, "splits: the listing holds every key once, in order (%d listed, "
+          "%d written, first difference at %s)" % (
+              len(listed), len(want),
+              next((i for i, (x, y) in enumerate(zip(listed, want)) if x != y), "the end")))
+    cps = s3.list_objects_v2(Bucket=b, Delimiter="/").get("CommonPrefixes", [])
+    check([c["Prefix"] for c in cps] == ["p%d/" % i for i in range(7)],
+          "splits: 7 common prefixes across the shards: %s" % cps)
+    one = s3.list_objects_v2(Bucket=b, Prefix="p3/")
+    n3 = sum(1 for k in want if k.startswith("p3/"))
+    check(one.get("KeyCount") == min(n3, 1000) and one.get("IsTruncated") is (n3 > 1000) and
+          [o["Key"] for o in one.get("Contents", [])] == [k for k in want if
+                                                          k.startswith("p3/")][:1000],
+          "splits: a prefix's first page (%d keys under it)" % n3)
+    bad = []
+
+    def reader(part):
+        c = client(keys)
+        for k in part:
+            try:
+                if c.get_object(Bucket=b, Key=k)["Body"].read() != k.encode():
+                    bad.append(k + ": other bytes")
+            except Exception as e:  # noqa: BLE001
+                bad.append("%s: %s" % (k, e))
+
+    ths = [threading.Thread(target=reader, args=(names[i::16],)) for i in range(16)]
+    for t in ths:
+        t.start()
+    for t in ths:
+        t.join()
+    check(not bad, "splits: %d keys do not read back, first: %s" % (len(bad), bad[:3]))
+    # DeleteBucket must see keys in any shard, not only the first one
+    first = want[: len(want) // 4]
+    for i in range(0, len(first), 1000):
+        s3.delete_objects(Bucket=b, Delete={"Objects": [{"Key": k} for k in first[i:i + 1000]],
+                                            "Quiet": True})
+    check(code_of(lambda: s3.delete_bucket(Bucket=b)) == "BucketNotEmpty",
+          "splits: a bucket whose first shard is empty is not deleted while others hold keys")
+    check(s3.get_object(Bucket=b, Key=want[-1])["Body"].read() == want[-1].encode(),
+          "splits: a refused DeleteBucket reopens every shard (the last key reads)")
+    s3.put_object(Bucket=b, Key=want[-1], Body=b"again")
+    rest = want[len(want) // 4:]
+    for i in range(0, len(rest), 1000):
+        s3.delete_objects(Bucket=b, Delete={"Objects": [{"Key": k} for k in rest[i:i + 1000]],
+                                            "Quiet": True})
+    check(s3.list_objects_v2(Bucket=b).get("KeyCount") == 0, "splits: every key deleted")
+    s3.delete_bucket(Bucket=b)
+    check(code_of(lambda: s3.head_bucket(Bucket=b)) in ("404", "NoSuchBucket"),
+          "splits: the bucket deleted")
+
+
 if phase == "api":
     api()
 elif phase == "load":
@@ -1545,6 +1648,8 @@ elif phase == "verify":
     verify(sys.argv[5])
 elif phase == "invalidate":
     invalidate(sys.argv[5])
+elif phase == "splits":
+    splits(int(sys.argv[5]))
 if failures:
     print("%d failures" % len(failures))
     sys.exit(1)

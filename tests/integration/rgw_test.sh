@@ -16,7 +16,8 @@
 #    holds exactly the stored versions. data (overwritten and deleted
 #    instances, and the killed gateway's unfinished PUTs, are gone);
 # e. cache invalidation across gateways (watch/notify);
-# f. the cluster killed -9 under the gateways: SIGTERM still stops them.
+# f. the cluster killed -9 under the gateways: SIGTERM still stops them;
+# g. index shard splits under 32 writers (run before f).
 set -euo pipefail
 . "$(dirname "$0")/../lib/cluster.sh"
 build=${1:?usage: rgw_test.sh BUILD_DIR}
@@ -308,6 +309,22 @@ timeout 120 $py "$here/rgw_test.py" "$near" "$dir/alice.json" "$dir/bob.json" in
 	>"$dir/invalidate.out" 2>&1 || fail "invalidation: $(tail "$dir/invalidate.out")"
 echo "e. invalidation: versioning, a policy, a bucket quota and a removed key hold at once" \
 	"on a gateway whose cache lasts 10 minutes"
+
+# g. Index shard splits under load: a gateway splitting shards past 500 objects, 32
+# writers (10,000 keys, about 30 splits; 3,000 under the sanitizers; RGW_SPLIT_KEYS sets
+# it), each PUT tried once.
+split_keys=${RGW_SPLIT_KEYS:-10000}
+grep -q '^CAIRN_ASAN:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null && split_keys=${RGW_SPLIT_KEYS:-3000}
+keep_pid=$rgw_pid
+start_rgw 4 --rgw-index-shard-max 500
+timeout 600 $py "$here/rgw_test.py" "$ep" "$dir/alice.json" "$dir/bob.json" splits "$split_keys" \
+	>"$dir/splits.out" 2>&1 || fail "splits: $(tail "$dir/splits.out")"
+nsplit=$(grep -c "splits at a key" "$dir/rgw4.log" || true)
+echo "g. $(grep '^splits:' "$dir/splits.out" | head -1); $nsplit splits; every key read" \
+	"back and listed in order; DeleteBucket across the shards"
+kill "$rgw_pid"
+wait "$rgw_pid" || fail "the splitting gateway stopped with exit code $?"
+rgw_pid=$keep_pid
 
 # f. The cluster gone: every mon and OSD killed with -9, then SIGTERM to both
 # gateways (the second one's sweep is due within 4 s of its start, so its

@@ -201,15 +201,16 @@ ctl_s3(const struct ctl_conf *c, int argc, char **argv, bool json)
 		else if (json)
 			printf("{\"bucket\": \"%s\", \"id\": \"%s\", \"owner\": \"%s\", "
 			       "\"bytes\": %" PRId64 ", \"objects\": %" PRId64
-			       ", \"quota_bytes\": %" PRId64 ", \"quota_objects\": %" PRId64 "}\n",
+			       ", \"quota_bytes\": %" PRId64 ", \"quota_objects\": %" PRId64
+			       ", \"shards\": %" PRIu32 "}\n",
 			       pos[2], st.id, st.owner, st.bytes, st.objects, st.quota_bytes,
-			       st.quota_objects);
+			       st.quota_objects, st.shards);
 		else
 			printf("bucket:  %s (id %s, owner %s)\nholds:   %" PRId64 " bytes, %" PRId64
-			       " objects\nquota:   %" PRId64 " bytes, %" PRId64
-			       " objects (0: none)\n",
-			       pos[2], st.id, st.owner, st.bytes, st.objects, st.quota_bytes,
-			       st.quota_objects);
+			       " objects in %" PRIu32 " index shard(s)\nquota:   %" PRId64
+			       " bytes, %" PRId64 " objects (0: none)\n",
+			       pos[2], st.id, st.owner, st.bytes, st.objects, st.shards,
+			       st.quota_bytes, st.quota_objects);
 	} else if (!strcmp(pos[0], "user") && !strcmp(pos[1], "stats") && npos == 3) {
 		int64_t b = 0, o = 0;
 

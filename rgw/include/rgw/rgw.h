@@ -34,6 +34,7 @@ struct rgw_conf {
 	unsigned sweep_first_s;   /* the first sweep of leftovers, after start (default 30) */
 	unsigned sweep_every_s;   /* then one every this long (default 300) */
 	unsigned lc_day_s;        /* a lifecycle rule's day (default 86400; shorter for tests) */
+	unsigned index_shard_max; /* an index shard with more objects splits (0: never) */
 	enum cm_reactor_backend backend;
 };
 
@@ -121,6 +122,7 @@ struct rgw_bucket_stats {
 	char owner[65], id[33];
 	int64_t bytes, objects;             /* the index's counters */
 	int64_t quota_bytes, quota_objects; /* 0: none */
+	uint32_t shards;                    /* index shards */
 };
 
 /* \return 0, -ENOENT. */

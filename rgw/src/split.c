@@ -1,0 +1,896 @@
+/* SPDX-License-Identifier: Apache-2.0 */
+/*
+ * Online split of a bucket's index shard (docs/design/rgw.md §3.1.1), run
+ * by the collector's thread: for a shard noted by a commit (rgw__split_note)
+ * or seen by the sweep, whose entries pass rgw_index_shard_max.
+ *
+ * Shard A (range lo..hi) splits at key K into A (lo..K) and a new shard B
+ * (K..hi):
+ *   1. freeze A: its range mark becomes the split-frozen form (lo, hi, K),
+ *      guarded on the plain one, with lock rgw.split on A and the new
+ *      shard's number in A's xattr rgw.split.to; writers back off, readers
+ *      go on;
+ *   2. copy A's entries of [K, hi) and the system entries of those keys to
+ *      B, which carries the same frozen mark, then B's counters;
+ *   3. the bucket's map gets B (compare-and-swap on the whole old map),
+ *      and the gateways are told;
+ *   4. A loses those entries, its counters what B has, its mark becomes
+ *      lo..K (guarded on the frozen one);
+ *   5. B's mark becomes K..hi; the lock goes.
+ * Until 4, a reader with either map reads a whole copy and no writer
+ * writes either shard, so no read is stale. A crash anywhere leaves the
+ * frozen mark, which the next look at the shard resumes from: before 3
+ * the copy is made again, after it 4 and 5 are done.
+ */
+#include "rgw_int.h"
+#include "cm/err.h"
+#include "cm/log.h"
+#include "cm/random.h"
+
+#include <endian.h>
+
+CM_LOG_SUBSYS(rgw);
+
+#define SPLIT_LOCK "rgw.split"
+#define SPLIT_TO   "rgw.split.to"
+#define SPLIT_LOCK_MS                                                              \
+	15000 /* renewed by every page: a dead splitter blocks its shard this long \
+	       */
+#define SPLIT_PAGE  1000
+#define SPLIT_NOTES 256
+#define MAP_TRIES   10
+
+struct rgw_split_note {
+	char bucket[64];
+	uint32_t num;
+	struct rgw_split_note *next;
+};
+
+/* A bucket as the splitter reads it: its record, the map's bytes as stored, the map. */
+struct sbk {
+	char name[64];
+	struct rgw_bucket b;
+	uint8_t *raw;
+	size_t rlen;
+	struct rgw_shardmap m;
+};
+
+/* A shard's xattrs. */
+struct sst {
+	char mark[RGW_RANGE_MARK_MAX];
+	size_t mlen;
+	bool has_mark, has_to;
+	int64_t objs, bytes;
+	uint32_t to;
+};
+
+static int
+keycmp(const void *a, size_t alen, const void *b, size_t blen)
+{
+	int c = memcmp(a, b, CM_MIN(alen, blen));
+
+	if (c)
+		return c;
+	return alen < blen ? -1 : alen > blen;
+}
+
+static int
+run(struct rgw *g, const char *oid, cairn_op_t *op)
+{
+	int rc = rgw__gc_operate(g, g->meta, oid, op);
+
+	cairn_op_release(op);
+	return rc;
+}
+
+static void
+sbk_fini(struct sbk *s)
+{
+	rgw_shardmap_fini(&s->m);
+	free(s->raw);
+	s->raw = NULL;
+	s->rlen = 0;
+}
+
+static int
+sbk_load(struct rgw *g, const char *name, struct sbk *s)
+{
+	struct cairn_kv *kvs = NULL;
+	size_t n = 0;
+	int rval = 0, rc;
+	char oid[96];
+	bool rec = false;
+	cairn_op_t *op = cairn_op_create();
+
+	memset(s, 0, sizeof(*s));
+	rgw_shardmap_decode(NULL, 0, &s->m);
+	if (!op)
+		return -ENOMEM;
+	snprintf(s->name, sizeof(s->name), "%s", name);
+	snprintf(oid, sizeof(oid), "bucket.%s", name);
+	cairn_op_getxattrs(op, &kvs, &n, &rval);
+	rc = run(g, oid, op);
+	if (!rc)
+		rc = rval;
+	for (size_t i = 0; !rc && i < n; i++) {
+		if (kvs[i].klen == 10 && !memcmp(kvs[i].key, "rgw.bucket", 10)) {
+			rec = rgw_bucket_decode(kvs[i].val, kvs[i].vlen, &s->b) == 0;
+		} else if (kvs[i].klen == sizeof(RGW_MAP_XATTR) - 1 &&
+			   !memcmp(kvs[i].key, RGW_MAP_XATTR, kvs[i].klen) && kvs[i].vlen) {
+			if (!(s->raw = malloc(kvs[i].vlen)))
+				rc = -ENOMEM;
+			else
+				memcpy(s->raw, kvs[i].val, s->rlen = kvs[i].vlen);
+		}
+	}
+	cairn_kvs_free(kvs, n);
+	if (!rc && !rec)
+		rc = -ENOENT;
+	if (!rc && (rc = rgw_shardmap_decode(s->raw, s->rlen, &s->m)))
+		CM_ERR("split: bucket %s: its shard map does not decode: %s", name,
+		       cm_strerror(rc));
+	if (rc)
+		sbk_fini(s);
+	return rc;
+}
+
+static void
+shard_oid(const struct sbk *s, uint32_t num, char *oid, size_t len)
+{
+	snprintf(oid, len, "idx.%s.%" PRIu32, s->b.id, num);
+}
+
+static int64_t
+le64s(const void *p)
+{
+	uint64_t v;
+
+	memcpy(&v, p, 8);
+	return (int64_t)le64toh(v);
+}
+
+static int
+shard_read(struct rgw *g, const char *oid, struct sst *st)
+{
+	struct cairn_kv *kvs = NULL;
+	size_t n = 0;
+	int rval = 0, rc;
+	cairn_op_t *op = cairn_op_create();
+
+	memset(st, 0, sizeof(*st));
+	if (!op)
+		return -ENOMEM;
+	cairn_op_getxattrs(op, &kvs, &n, &rval);
+	if (!(rc = run(g, oid, op)))
+		rc = rval;
+	for (size_t i = 0; !rc && i < n; i++) {
+		const struct cairn_kv *kv = &kvs[i];
+
+		if (kv->klen == sizeof(RGW_RANGE_XATTR) - 1 &&
+		    !memcmp(kv->key, RGW_RANGE_XATTR, kv->klen) && kv->vlen <= sizeof(st->mark)) {
+			memcpy(st->mark, kv->val, kv->vlen);
+			st->mlen = kv->vlen;
+			st->has_mark = true;
+		} else if (kv->klen == strlen(RGW_USAGE_OBJS) &&
+			   !memcmp(kv->key, RGW_USAGE_OBJS, kv->klen) && kv->vlen == 8) {
+			st->objs = le64s(kv->val);
+		} else if (kv->klen == strlen(RGW_USAGE_BYTES) &&
+			   !memcmp(kv->key, RGW_USAGE_BYTES, kv->klen) && kv->vlen == 8) {
+			st->bytes = le64s(kv->val);
+		} else if (kv->klen == sizeof(SPLIT_TO) - 1 &&
+			   !memcmp(kv->key, SPLIT_TO, kv->klen) && kv->vlen == 4) {
+			memcpy(&st->to, kv->val, 4);
+			st->to = le32toh(st->to);
+			st->has_to = true;
+		}
+	}
+	cairn_kvs_free(kvs, n);
+	return rc;
+}
+
+/* The S3 key of an entry's omap key (the bytes before its NUL). */
+static size_t
+skey_len(const struct cairn_kv *kv)
+{
+	const uint8_t *z = memchr(kv->key, 0, kv->klen);
+
+	return z ? (size_t)(z - (const uint8_t *)kv->key) : kv->klen;
+}
+
+/* The S3 key a system entry belongs to (pending, upload, null pointer). \return false: none. */
+static bool
+sys_key(const struct cairn_kv *kv, const uint8_t **k, size_t *kl)
+{
+	const uint8_t *key = kv->key;
+
+	if (kv->klen < 2 || key[0] != 0xff)
+		return false;
+	if (key[1] == 'p' && kv->vlen > 16) {
+		*k = (const uint8_t *)kv->val + 16;
+		*kl = kv->vlen - 16;
+		return true;
+	}
+	if (key[1] == 'u' && kv->klen > 2 + 1 + RGW_UPLOAD_LEN &&
+	    key[kv->klen - RGW_UPLOAD_LEN - 1] == '\0') {
+		*k = key + 2;
+		*kl = kv->klen - 2 - 1 - RGW_UPLOAD_LEN;
+		return true;
+	}
+	if (key[1] == 'n' && kv->klen > 2) {
+		*k = key + 2;
+		*kl = kv->klen - 2;
+		return true;
+	}
+	return false;
+}
+
+/* The split's geometry, from a frozen mark. */
+struct geo {
+	const uint8_t *lo, *hi, *k;
+	size_t lolen, hilen, klen;
+	char frozen[RGW_RANGE_MARK_MAX];
+	size_t flen;
+	char lower[RGW_RANGE_MAX], upper[RGW_RANGE_MAX], whole[RGW_RANGE_MAX];
+	size_t lowlen, uplen, wholelen;
+};
+
+static int
+geo_of(const char *mark, size_t mlen, struct geo *x)
+{
+	const uint8_t *r, *z;
+	size_t rlen;
+	char tag;
+
+	memset(x, 0, sizeof(*x));
+	if (mlen > sizeof(x->frozen) ||
+	    rgw_range_frozen_parse(mark, mlen, &tag, &r, &rlen, &x->k, &x->klen) ||
+	    tag != RGW_FREEZE_SPLIT || !x->klen || !(z = memchr(r, 0, rlen)))
+		return -EINVAL;
+	memcpy(x->frozen, mark, mlen);
+	x->flen = mlen;
+	/* (pointers into x->frozen, which x keeps) */
+	x->k = (const uint8_t *)x->frozen + (x->k - (const uint8_t *)mark);
+	r = (const uint8_t *)x->frozen + (r - (const uint8_t *)mark);
+	z = (const uint8_t *)x->frozen + (z - (const uint8_t *)mark);
+	x->lo = r;
+	x->lolen = (size_t)(z - r);
+	x->hi = z + 1;
+	x->hilen = rlen - x->lolen - 1;
+	if (x->lolen > RGW_MAP_KEY_MAX || x->hilen > RGW_MAP_KEY_MAX || x->klen > RGW_MAP_KEY_MAX ||
+	    keycmp(x->k, x->klen, x->lo, x->lolen) <= 0 ||
+	    (x->hilen && keycmp(x->k, x->klen, x->hi, x->hilen) >= 0))
+		return -EINVAL;
+	memcpy(x->whole, r, rlen);
+	x->wholelen = rlen;
+	memcpy(x->lower, x->lo, x->lolen);
+	x->lower[x->lolen] = '\0';
+	memcpy(x->lower + x->lolen + 1, x->k, x->klen);
+	x->lowlen = x->lolen + 1 + x->klen;
+	memcpy(x->upper, x->k, x->klen);
+	x->upper[x->klen] = '\0';
+	if (x->hilen)
+		memcpy(x->upper + x->klen + 1, x->hi, x->hilen);
+	x->uplen = x->klen + 1 + x->hilen;
+	return 0;
+}
+
+static bool
+in_upper(const struct geo *x, const uint8_t *k, size_t kl)
+{
+	return keycmp(k, kl, x->k, x->klen) >= 0 &&
+	       (!x->hilen || keycmp(k, kl, x->hi, x->hilen) < 0);
+}
+
+static void
+lock_op(struct rgw *g, cairn_op_t *op)
+{
+	cairn_op_lock(op, SPLIT_LOCK, CAIRN_LOCK_EXCLUSIVE, g->split_cookie, "", g->name,
+		      SPLIT_LOCK_MS, CAIRN_LOCK_MAY_RENEW);
+}
+
+static int
+lock_take(struct rgw *g, const char *aoid)
+{
+	cairn_op_t *op = cairn_op_create();
+
+	if (!op)
+		return -ENOMEM;
+	lock_op(g, op);
+	return run(g, aoid, op);
+}
+
+static void
+lock_drop(struct rgw *g, const char *aoid)
+{
+	cairn_op_t *op = cairn_op_create();
+
+	if (op) {
+		cairn_op_unlock(op, SPLIT_LOCK, g->split_cookie);
+		run(g, aoid, op);
+	}
+}
+
+/* Undo a freeze that never reached the map (its copy failed): A as it was. */
+static void
+unfreeze(struct rgw *g, const char *aoid, const struct geo *x)
+{
+	cairn_op_t *op = cairn_op_create();
+
+	if (!op)
+		return;
+	cairn_op_cmpxattr(op, RGW_RANGE_XATTR, CAIRN_CMP_EQ, x->frozen, x->flen);
+	cairn_op_setxattr(op, RGW_RANGE_XATTR, x->whole, x->wholelen);
+	cairn_op_rmxattr(op, SPLIT_TO);
+	cairn_op_unlock(op, SPLIT_LOCK, g->split_cookie);
+	run(g, aoid, op);
+}
+
+/* Step 2: B made anew with A's upper entries. */
+static int
+copy_upper(struct rgw *g, const char *aoid, const char *boid, const struct geo *x)
+{
+	struct sst bs;
+	cairn_op_t *op;
+	int64_t objs = 0, bytes = 0;
+	char after[2 + RGW_KEY_MAX + 2 + RGW_UPLOAD_LEN + 64];
+	size_t alen;
+	bool more = true;
+	int rc;
+
+	rc = shard_read(g, boid, &bs);
+	if (!rc && (bs.mlen != x->flen || memcmp(bs.mark, x->frozen, x->flen)))
+		return -EEXIST; /* (another split's shard: the number is taken) */
+	if (!rc) {
+		if (!(op = cairn_op_create()))
+			return -ENOMEM;
+		cairn_op_remove(op); /* (a copy a crash cut short) */
+		if ((rc = run(g, boid, op)) && rc != -ENOENT)
+			return rc;
+	} else if (rc != -ENOENT) {
+		return rc;
+	}
+	if (!(op = cairn_op_create()))
+		return -ENOMEM;
+	cairn_op_create_object(op, true);
+	cairn_op_setxattr(op, RGW_RANGE_XATTR, x->frozen, x->flen);
+	if ((rc = run(g, boid, op)))
+		return rc;
+	/* the keys' entries: from K up to hi (or the system region) */
+	memcpy(after, x->k, x->klen);
+	alen = x->klen;
+	for (int pass = 0; pass < 2; pass++) {
+		more = true;
+		if (pass == 1) {
+			memcpy(after, "\xff", 1);
+			alen = 1;
+		}
+		while (more) {
+			struct cairn_kv *kvs = NULL;
+			size_t n = 0, set = 0;
+			int rval = 0;
+			cairn_op_t *w;
+
+			if (!(op = cairn_op_create()))
+				return -ENOMEM;
+			lock_op(g, op); /* (still ours: or someone else resumes this split) */
+			cairn_op_omap_list(op, after, alen, pass ? "\xff" : NULL, pass, SPLIT_PAGE,
+					   &kvs, &n, &more, &rval);
+			if (!(rc = run(g, aoid, op)))
+				rc = rval;
+			if (rc || !(w = cairn_op_create())) {
+				cairn_kvs_free(kvs, n);
+				return rc ? rc : -ENOMEM;
+			}
+			cairn_op_cmpxattr(w, RGW_RANGE_XATTR, CAIRN_CMP_EQ, x->frozen, x->flen);
+			for (size_t i = 0; i < n; i++) {
+				const struct cairn_kv *kv = &kvs[i];
+				const uint8_t *k;
+				size_t kl;
+
+				if (!pass) {
+					struct rgw_entry e;
+
+					kl = skey_len(kv);
+					if (((const uint8_t *)kv->key)[0] == 0xff ||
+					    !in_upper(x, kv->key, kl)) {
+						more = false;
+						break;
+					}
+					if (rgw_entry_decode(kv->val, kv->vlen, &e) == 0) {
+						if (!(e.flags & RGW_ENTRY_DELETE_MARKER)) {
+							objs++;
+							bytes += (int64_t)e.size;
+						}
+						rgw_entry_fini(&e);
+					}
+				} else if (!sys_key(kv, &k, &kl) || !in_upper(x, k, kl)) {
+					continue;
+				}
+				cairn_op_omap_set(w, kv->key, kv->klen, kv->val, kv->vlen);
+				set++;
+			}
+			if (n) {
+				alen = CM_MIN(kvs[n - 1].klen, sizeof(after));
+				memcpy(after, kvs[n - 1].key, alen);
+			} else {
+				more = false;
+			}
+			cairn_kvs_free(kvs, n);
+			rc = set ? run(g, boid, w) : (cairn_op_release(w), 0);
+			if (rc)
+				return rc;
+		}
+	}
+	if (!(op = cairn_op_create()))
+		return -ENOMEM;
+	cairn_op_cmpxattr(op, RGW_RANGE_XATTR, CAIRN_CMP_EQ, x->frozen, x->flen);
+	cairn_op_xattr_num(op, RGW_USAGE_OBJS, CAIRN_NUM_SET, objs, NULL, NULL);
+	cairn_op_xattr_num(op, RGW_USAGE_BYTES, CAIRN_NUM_SET, bytes, NULL, NULL);
+	return run(g, boid, op);
+}
+
+/* Every gateway drops its copy of the bucket's record (and so of its map). */
+static void
+tell(struct rgw *g, const char *bucket)
+{
+	struct cairn_notify_result res;
+	char payload[1 + 64];
+	int n = snprintf(payload, sizeof(payload), "%c%s", RGW_NOTIFY_BUCKET, bucket), rc;
+
+	memset(&res, 0, sizeof(res));
+	if (n < 0 || (size_t)n >= sizeof(payload))
+		return;
+	rc = cairn_notify(g->meta, RGW_NOTIFY_OID, payload, (size_t)n, RGW_NOTIFY_TIMEOUT_MS, &res);
+	if (rc && rc != -ENOENT)
+		CM_WARN_RC(rc, "split: telling the gateways of bucket %s's new map", bucket);
+	cairn_notify_result_free(&res);
+}
+
+/* Step 3: the map gets shard num at key K after span i (whose range is x's whole). */
+static int
+map_add(struct rgw *g, struct sbk *s, uint32_t anum, uint32_t num, const struct geo *x)
+{
+	for (int tries = 0; tries < MAP_TRIES; tries++) {
+		struct rgw_shardmap nm = { 0 };
+		struct rgw_str enc;
+		char want[RGW_RANGE_MAX], oid[96];
+		size_t i, wl;
+		cairn_op_t *op;
+		int rc;
+
+		if (tries) {
+			sbk_fini(s);
+			if ((rc = sbk_load(g, s->name, s)))
+				return rc;
+		}
+		i = rgw_shardmap_pick(&s->m, x->k, x->klen);
+		if (s->m.v[i].num != anum)
+			return -ESTALE; /* (the map no longer gives K to A) */
+		wl = rgw_shardmap_range_buf(&s->m, i, want);
+		if (wl == x->lowlen && !memcmp(want, x->lower, wl))
+			return 0; /* (done before a crash) */
+		if (wl != x->wholelen || memcmp(want, x->whole, wl))
+			return -ESTALE;
+		if (s->m.n >= RGW_MAP_MAX)
+			return -ENOSPC;
+		if (!(nm.v = calloc(s->m.n + 1, sizeof(*nm.v))))
+			return -ENOMEM;
+		nm.n = s->m.n + 1;
+		memcpy(nm.v, s->m.v, (i + 1) * sizeof(*nm.v));
+		nm.v[i + 1].num = num;
+		nm.v[i + 1].lo = x->k;
+		nm.v[i + 1].lolen = (uint16_t)x->klen;
+		memcpy(nm.v + i + 2, s->m.v + i + 1, (s->m.n - i - 1) * sizeof(*nm.v));
+		if (!nm.v[0].lo)
+			nm.v[0].lo = (const uint8_t *)""; /* (the map of shard 0 alone) */
+		rgw_str_init(&enc);
+		rgw_shardmap_encode(&nm, &enc);
+		free(nm.v);
+		if (enc.oom || !(op = cairn_op_create())) {
+			rgw_str_fini(&enc);
+			return -ENOMEM;
+		}
+		if (s->rlen)
+			cairn_op_cmpxattr(op, RGW_MAP_XATTR, CAIRN_CMP_EQ, s->raw, s->rlen);
+		else
+			cairn_op_cmpxattr(op, RGW_MAP_XATTR, CAIRN_CMP_ABSENT, NULL, 0);
+		cairn_op_setxattr(op, RGW_MAP_XATTR, enc.p, enc.len);
+		snprintf(oid, sizeof(oid), "bucket.%s", s->name);
+		rc = run(g, oid, op);
+		rgw_str_fini(&enc);
+		if (rc == -ECANCELED)
+			continue; /* (another shard of the bucket split meanwhile: again) */
+		if (!rc) {
+			s3_bucket_forget(g, s->name);
+			tell(g, s->name);
+		}
+		return rc;
+	}
+	return -EBUSY;
+}
+
+/* Step 4: A keeps the lower keys only. */
+static int
+trim_lower(struct rgw *g, const char *aoid, const char *boid, const struct geo *x)
+{
+	struct sst bs;
+	char after[2 + RGW_KEY_MAX + 2 + RGW_UPLOAD_LEN + 64];
+	size_t alen = 1;
+	bool more = true;
+	cairn_op_t *op;
+	int rc;
+
+	if ((rc = shard_read(g, boid, &bs)))
+		return rc;
+	if (!(op = cairn_op_create()))
+		return -ENOMEM;
+	cairn_op_cmpxattr(op, RGW_RANGE_XATTR, CAIRN_CMP_EQ, x->frozen, x->flen);
+	/* (the keys' system entries, a page of them at a time, before the entries go) */
+	memcpy(after, "\xff", 1);
+	while (more) {
+		struct cairn_kv *kvs = NULL;
+		size_t n = 0;
+		int rval = 0;
+		cairn_op_t *l = cairn_op_create();
+
+		if (!l) {
+			cairn_op_release(op);
+			return -ENOMEM;
+		}
+		lock_op(g, l);
+		cairn_op_omap_list(l, after, alen, "\xff", 1, SPLIT_PAGE, &kvs, &n, &more, &rval);
+		if (!(rc = run(g, aoid, l)))
+			rc = rval;
+		for (size_t i = 0; !rc && i < n; i++) {
+			const uint8_t *k;
+			size_t kl;
+
+			if (sys_key(&kvs[i], &k, &kl) && in_upper(x, k, kl))
+				cairn_op_omap_rm(op, kvs[i].key, kvs[i].klen);
+		}
+		if (n) {
+			alen = CM_MIN(kvs[n - 1].klen, sizeof(after));
+			memcpy(after, kvs[n - 1].key, alen);
+		} else {
+			more = false;
+		}
+		cairn_kvs_free(kvs, n);
+		if (rc) {
+			cairn_op_release(op);
+			return rc;
+		}
+	}
+	cairn_op_omap_rm_range(op, x->k, x->klen, x->hilen ? (const void *)x->hi : "\xff",
+			       x->hilen ? x->hilen : 1);
+	cairn_op_xattr_num(op, RGW_USAGE_OBJS, CAIRN_NUM_ADD, -bs.objs, NULL, NULL);
+	cairn_op_xattr_num(op, RGW_USAGE_BYTES, CAIRN_NUM_ADD, -bs.bytes, NULL, NULL);
+	cairn_op_setxattr(op, RGW_RANGE_XATTR, x->lower, x->lowlen);
+	cairn_op_rmxattr(op, SPLIT_TO);
+	rc = run(g, aoid, op);
+	if (rc == -ECANCELED) {
+		struct sst as;
+
+		/* (done before: A holds the lower range already) */
+		if (!shard_read(g, aoid, &as) && as.mlen == x->lowlen &&
+		    !memcmp(as.mark, x->lower, x->lowlen))
+			rc = 0;
+	}
+	return rc;
+}
+
+/* Step 5: B open for writes. */
+static int
+open_upper(struct rgw *g, const char *boid, const struct geo *x)
+{
+	cairn_op_t *op = cairn_op_create();
+	int rc;
+
+	if (!op)
+		return -ENOMEM;
+	cairn_op_cmpxattr(op, RGW_RANGE_XATTR, CAIRN_CMP_EQ, x->frozen, x->flen);
+	cairn_op_setxattr(op, RGW_RANGE_XATTR, x->upper, x->uplen);
+	rc = run(g, boid, op);
+	if (rc == -ECANCELED) {
+		struct sst bs;
+
+		if (!shard_read(g, boid, &bs) && bs.mlen == x->uplen &&
+		    !memcmp(bs.mark, x->upper, x->uplen))
+			rc = 0;
+	}
+	return rc;
+}
+
+/*
+ * Carry on the split of span i's shard A frozen as x says, from wherever
+ * it is. We hold A's lock. \return 0 (done), or an errno (the frozen mark
+ * stays for the next look, or A is as before).
+ */
+static int
+split_on(struct rgw *g, struct sbk *s, size_t i, const struct geo *x, uint32_t to)
+{
+	char aoid[96], boid[96], want[RGW_RANGE_MAX];
+	uint32_t anum = s->m.v[i].num;
+	size_t wl = rgw_shardmap_range_buf(&s->m, i, want);
+	int rc;
+
+	shard_oid(s, anum, aoid, sizeof(aoid));
+	if (wl == x->wholelen && !memcmp(want, x->whole, wl)) {
+		/* before the map change: the copy (again), then the map */
+		shard_oid(s, to, boid, sizeof(boid));
+		if ((rc = copy_upper(g, aoid, boid, x))) {
+			CM_WARN_RC(rc,
+				   "split: %s at a key of %zu bytes: the copy to %s failed, "
+				   "the split is undone",
+				   aoid, x->klen, boid);
+			if (rc != -EBUSY)
+				unfreeze(g, aoid, x);
+			return rc;
+		}
+		if ((rc = map_add(g, s, anum, to, x))) {
+			if (rc == -ESTALE || rc == -ENOSPC)
+				unfreeze(g, aoid, x);
+			return rc;
+		}
+	} else if (!(wl == x->lowlen && !memcmp(want, x->lower, wl) && i + 1 < s->m.n &&
+		     s->m.v[i + 1].lolen == x->klen && !memcmp(s->m.v[i + 1].lo, x->k, x->klen))) {
+		CM_ERR("split: %s is frozen for a split the bucket's map does not know: left "
+		       "frozen",
+		       aoid);
+		return -EIO;
+	} else {
+		to = s->m.v[i + 1].num;
+	}
+	shard_oid(s, to, boid, sizeof(boid));
+	if ((rc = trim_lower(g, aoid, boid, x)) || (rc = open_upper(g, boid, x)))
+		return rc;
+	lock_drop(g, aoid);
+	return 0;
+}
+
+/* Step 1 for span i's shard A (state as), then the rest. */
+static int
+split_start(struct rgw *g, struct sbk *s, size_t i, const struct sst *as)
+{
+	char aoid[96], want[RGW_RANGE_MAX], key[RGW_KEY_MAX + 4];
+	size_t wl = rgw_shardmap_range_buf(&s->m, i, want), kl = 0;
+	const uint8_t *hi = i + 1 < s->m.n ? s->m.v[i + 1].lo : NULL;
+	size_t hilen = i + 1 < s->m.n ? s->m.v[i + 1].lolen : 0;
+	int64_t seen = 0, half = as->objs / 2;
+	char after[2 + RGW_KEY_MAX + 2 + 64];
+	size_t alen = 0;
+	bool more = true, found = false;
+	struct rgw_str mark;
+	struct geo x;
+	uint32_t to = 0;
+	cairn_op_t *op;
+	int rc = 0;
+
+	shard_oid(s, s->m.v[i].num, aoid, sizeof(aoid));
+	/* K: the key of the median entry, or the next key after it if that is lo */
+	while (more && !found) {
+		struct cairn_kv *kvs = NULL;
+		size_t n = 0;
+		int rval = 0;
+
+		if (!(op = cairn_op_create()))
+			return -ENOMEM;
+		cairn_op_omap_list(op, alen ? after : NULL, alen, NULL, 0, SPLIT_PAGE, &kvs, &n,
+				   &more, &rval);
+		if (!(rc = run(g, aoid, op)))
+			rc = rval;
+		for (size_t j = 0; !rc && j < n && !found; j++) {
+			size_t l = skey_len(&kvs[j]);
+
+			if (((const uint8_t *)kvs[j].key)[0] == 0xff ||
+			    (hilen && keycmp(kvs[j].key, l, hi, hilen) >= 0)) {
+				more = false;
+				break;
+			}
+			if (++seen >= half && l <= RGW_MAP_KEY_MAX &&
+			    keycmp(kvs[j].key, l, s->m.v[i].lo, s->m.v[i].lolen) > 0) {
+				memcpy(key, kvs[j].key, l);
+				kl = l;
+				found = true;
+			}
+		}
+		if (n) {
+			alen = CM_MIN(kvs[n - 1].klen, sizeof(after));
+			memcpy(after, kvs[n - 1].key, alen);
+		} else {
+			more = false;
+		}
+		cairn_kvs_free(kvs, n);
+		if (rc)
+			return rc;
+	}
+	if (!found)
+		return 0; /* (one key and its versions: nothing to split at) */
+	/* the new shard's number: random, not in the map (concurrent splits pick apart) */
+	for (int t = 0; t < 16 && !to; t++) {
+		uint32_t r;
+
+		cm_random_bytes(&r, sizeof(r));
+		r = (r & 0x7fffffff) | 1;
+		for (size_t j = 0; j < s->m.n && r; j++)
+			if (s->m.v[j].num == r)
+				r = 0;
+		to = r;
+	}
+	if (!to)
+		return -EAGAIN;
+	rgw_str_init(&mark);
+	rgw_range_freeze(RGW_FREEZE_SPLIT, want, wl, key, kl, &mark);
+	if (mark.oom || geo_of(mark.p, mark.len, &x) || !(op = cairn_op_create())) {
+		rgw_str_fini(&mark);
+		return -ENOMEM;
+	}
+	{
+		uint32_t tl = htole32(to);
+
+		cairn_op_cmpxattr(op, RGW_RANGE_XATTR, CAIRN_CMP_EQ, want, wl);
+		lock_op(g, op);
+		cairn_op_setxattr(op, RGW_RANGE_XATTR, mark.p, mark.len);
+		cairn_op_setxattr(op, SPLIT_TO, &tl, 4);
+	}
+	rgw_str_fini(&mark);
+	if ((rc = run(g, aoid, op)))
+		return rc == -ECANCELED || rc == -EBUSY ? 0 : rc; /* (changed meanwhile) */
+	CM_NOTICE("split: bucket %s: shard %s (%" PRId64 " objects) splits at a key of %zu "
+		  "bytes into shard %" PRIu32,
+		  s->name, aoid, as->objs, kl, to);
+	return split_on(g, s, i, &x, to);
+}
+
+/*
+ * Look at span i's shard: resume a split left frozen, or start one when
+ * it holds more than the maximum. \return 1 if the map changed, 0, or an
+ * errno.
+ */
+static int
+look(struct rgw *g, struct sbk *s, size_t i)
+{
+	char oid[96], want[RGW_RANGE_MAX];
+	size_t wl = rgw_shardmap_range_buf(&s->m, i, want);
+	struct sst st;
+	struct geo x;
+	size_t ia;
+	int rc;
+
+	shard_oid(s, s->m.v[i].num, oid, sizeof(oid));
+	if ((rc = shard_read(g, oid, &st)))
+		return rc == -ENOENT ? 0 : rc;
+	if (st.mlen == wl && !memcmp(st.mark, want, wl)) {
+		if (!g->conf.index_shard_max || st.objs <= (int64_t)g->conf.index_shard_max)
+			return 0;
+		if (s->b.quota_bytes || s->b.quota_objects) {
+			/* (a bucket quota is exact through one shard's bounded counters: its
+			 * index stays one shard, rgw.md §3.1.1) */
+			CM_INFO("split: bucket %s has a quota: its index is not split", s->name);
+			return 0;
+		}
+		rc = split_start(g, s, i, &st);
+		return rc ? rc : 1;
+	}
+	if (geo_of(st.mark, st.mlen, &x))
+		return 0; /* (closed, being merged, or a map we read before a change) */
+	/* A frozen split: this is A (whole or lower range in the map) or B (upper) */
+	if (wl == x.uplen && !memcmp(want, x.upper, wl) && i > 0)
+		ia = i - 1;
+	else
+		ia = i;
+	shard_oid(s, s->m.v[ia].num, oid, sizeof(oid));
+	if ((rc = lock_take(g, oid)))
+		return rc == -EBUSY ? 0 : rc; /* (its splitter is at work) */
+	if (ia == i && !st.has_to && wl == x.wholelen) {
+		unfreeze(g, oid, &x);
+		return 0;
+	}
+	CM_NOTICE("split: bucket %s: resuming the split of %s that was left frozen", s->name, oid);
+	rc = split_on(g, s, ia, &x, st.to);
+	return rc ? rc : 1;
+}
+
+int
+rgw__split_bucket(struct rgw *g, const char *bucket, uint32_t only, bool one)
+{
+	struct sbk s;
+	int rc, changed = 0;
+
+	if ((rc = sbk_load(g, bucket, &s)))
+		return rc == -ENOENT ? 0 : rc;
+	for (size_t i = 0; i < s.m.n && !g->gc_stop; i++) {
+		if (one && s.m.v[i].num != only)
+			continue;
+		rc = look(g, &s, i);
+		if (rc < 0)
+			CM_WARN_RC(rc, "split: bucket %s, shard %" PRIu32, bucket, s.m.v[i].num);
+		if (rc == 1) {
+			changed = 1;
+			/* (the map changed: read again, and look at the same place again) */
+			sbk_fini(&s);
+			if (sbk_load(g, bucket, &s))
+				return 1;
+			if (!one && i < s.m.n)
+				i++; /* (past both halves) */
+		}
+		if (one)
+			break;
+	}
+	sbk_fini(&s);
+	return changed;
+}
+
+void
+rgw__split_note(struct rgw *g, const char *bucket, uint32_t num)
+{
+	struct rgw_split_note *n;
+	size_t len = 0;
+
+	if (!g->conf.index_shard_max || !g->gc_started)
+		return;
+	pthread_mutex_lock(&g->gc_mu);
+	for (n = g->split_notes; n; n = n->next, len++)
+		if (n->num == num && !strcmp(n->bucket, bucket))
+			break;
+	if (!n && len < SPLIT_NOTES && strlen(bucket) < sizeof(n->bucket) &&
+	    (n = calloc(1, sizeof(*n)))) {
+		snprintf(n->bucket, sizeof(n->bucket), "%s", bucket);
+		n->num = num;
+		n->next = g->split_notes;
+		if (!g->split_notes)
+			pthread_cond_signal(&g->gc_cv);
+		g->split_notes = n;
+	}
+	pthread_mutex_unlock(&g->gc_mu);
+}
+
+void
+rgw__split_check(struct rgw *g)
+{
+	struct rgw_split_note *n;
+
+	pthread_mutex_lock(&g->gc_mu);
+	n = g->split_notes;
+	g->split_notes = NULL;
+	pthread_mutex_unlock(&g->gc_mu);
+	while (n) {
+		struct rgw_split_note *next = n->next;
+
+		if (!g->gc_stop)
+			rgw__split_bucket(g, n->bucket, n->num, true);
+		free(n);
+		n = next;
+	}
+}
+
+void
+rgw__split_fini(struct rgw *g)
+{
+	while (g->split_notes) {
+		struct rgw_split_note *n = g->split_notes;
+
+		g->split_notes = n->next;
+		free(n);
+	}
+}
+
+int
+rgw__bucket_shards(struct rgw *g, const char *bucket, uint32_t **nums, size_t *n)
+{
+	struct sbk s;
+	int rc;
+
+	*nums = NULL;
+	*n = 0;
+	if ((rc = sbk_load(g, bucket, &s)))
+		return rc;
+	if (!(*nums = calloc(s.m.n, sizeof(**nums)))) {
+		sbk_fini(&s);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < s.m.n; i++)
+		(*nums)[i] = s.m.v[i].num;
+	*n = s.m.n;
+	sbk_fini(&s);
+	return 0;
+}
