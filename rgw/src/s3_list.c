@@ -209,7 +209,8 @@ static void list_round(struct s3_req *q);
 static int
 bcmp_(const void *a, size_t alen, const void *b, size_t blen)
 {
-	int c = memcmp(a, b, CM_MIN(alen, blen));
+	size_t n = CM_MIN(alen, blen);
+	int c = n ? memcmp(a, b, n) : 0; /* (an empty start is a NULL buffer) */
 
 	return c ? c : alen < blen ? -1 : alen > blen;
 }

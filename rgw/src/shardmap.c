@@ -13,7 +13,8 @@
 static int
 keycmp(const void *a, size_t alen, const void *b, size_t blen)
 {
-	int c = memcmp(a, b, alen < blen ? alen : blen);
+	size_t n = alen < blen ? alen : blen;
+	int c = n ? memcmp(a, b, n) : 0; /* (an empty key may be a NULL buffer) */
 
 	if (c)
 		return c;

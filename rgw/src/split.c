@@ -67,7 +67,8 @@ struct sst {
 static int
 keycmp(const void *a, size_t alen, const void *b, size_t blen)
 {
-	int c = memcmp(a, b, CM_MIN(alen, blen));
+	size_t n = CM_MIN(alen, blen);
+	int c = n ? memcmp(a, b, n) : 0; /* (shard 0's lowest key is a NULL buffer) */
 
 	if (c)
 		return c;
