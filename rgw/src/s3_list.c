@@ -262,6 +262,7 @@ round_done(void *arg, int rc)
 	struct s3_req *q = arg;
 	struct lst *l = q->op;
 	size_t i;
+	bool next = false;
 
 	q->pending--;
 	if (!rc && s3_shard_moved(q, &l->shard))
@@ -373,17 +374,12 @@ round_done(void *arg, int rc)
 		}
 		if (l->count == l->max)
 			l->peeking = true; /* (one more look: is there anything after?) */
-		cairn_kvs_free(l->kvs, l->n);
-		l->kvs = NULL;
-		l->n = 0;
-		if (++l->rounds < ROUNDS_MAX) {
-			list_round(q);
-			return;
-		}
-		l->truncated = true;
+		next = true;
 	} else if (!l->done && !l->more && next_shard(l)) {
-		/* This shard's keys ended: the next one's follow (its keys are above). */
-		cairn_kvs_free(l->kvs, l->kvs ? l->n : 0);
+		next = true; /* (this shard's keys ended: the next one's follow, all above) */
+	}
+	if (next) {
+		cairn_kvs_free(l->kvs, l->n);
 		l->kvs = NULL;
 		l->n = 0;
 		if (++l->rounds < ROUNDS_MAX) {

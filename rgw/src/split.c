@@ -510,6 +510,23 @@ map_add(struct rgw *g, struct sbk *s, uint32_t anum, uint32_t num, const struct 
 	return -EBUSY;
 }
 
+/*
+ * Run op, which is guarded on the frozen mark and sets oid's mark to
+ * (mark, len); a guard that fails because that was done before (a resume
+ * after a lost reply) is success.
+ */
+static int
+remark(struct rgw *g, const char *oid, cairn_op_t *op, const char *mark, size_t len)
+{
+	struct sst st;
+	int rc = run(g, oid, op);
+
+	if (rc == -ECANCELED && !shard_read(g, oid, &st) && st.mlen == len &&
+	    !memcmp(st.mark, mark, len))
+		rc = 0;
+	return rc;
+}
+
 /* Step 4: A keeps the lower keys only. */
 static int
 trim_lower(struct rgw *g, const char *aoid, const char *boid, const struct geo *x)
@@ -567,16 +584,7 @@ trim_lower(struct rgw *g, const char *aoid, const char *boid, const struct geo *
 	cairn_op_xattr_num(op, RGW_USAGE_BYTES, CAIRN_NUM_ADD, -bs.bytes, NULL, NULL);
 	cairn_op_setxattr(op, RGW_RANGE_XATTR, x->lower, x->lowlen);
 	cairn_op_rmxattr(op, SPLIT_TO);
-	rc = run(g, aoid, op);
-	if (rc == -ECANCELED) {
-		struct sst as;
-
-		/* (done before: A holds the lower range already) */
-		if (!shard_read(g, aoid, &as) && as.mlen == x->lowlen &&
-		    !memcmp(as.mark, x->lower, x->lowlen))
-			rc = 0;
-	}
-	return rc;
+	return remark(g, aoid, op, x->lower, x->lowlen);
 }
 
 /* Step 5: B open for writes. */
@@ -584,21 +592,12 @@ static int
 open_upper(struct rgw *g, const char *boid, const struct geo *x)
 {
 	cairn_op_t *op = cairn_op_create();
-	int rc;
 
 	if (!op)
 		return -ENOMEM;
 	cairn_op_cmpxattr(op, RGW_RANGE_XATTR, CAIRN_CMP_EQ, x->frozen, x->flen);
 	cairn_op_setxattr(op, RGW_RANGE_XATTR, x->upper, x->uplen);
-	rc = run(g, boid, op);
-	if (rc == -ECANCELED) {
-		struct sst bs;
-
-		if (!shard_read(g, boid, &bs) && bs.mlen == x->uplen &&
-		    !memcmp(bs.mark, x->upper, x->uplen))
-			rc = 0;
-	}
-	return rc;
+	return remark(g, boid, op, x->upper, x->uplen);
 }
 
 /*
