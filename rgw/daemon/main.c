@@ -35,6 +35,7 @@ struct rgw_dconf {
 	uint64_t sweep_every_ms;
 	uint64_t lc_day_ms;
 	uint64_t index_shard_max;
+	uint64_t split_pause_ms;
 	uint64_t cache_ttl_ms;
 	bool create_pools;
 };
@@ -82,6 +83,10 @@ static const struct cm_opt g_opts[] = {
 	       index_shard_max,
 	       "an index shard holding more objects splits in two (0: never; in progress, "
 	       "rgw.md 3.1.1)"),
+	CM_OPT("rgw_split_pause", CM_OPT_DURATION, "0", 0, 10000, 0, struct rgw_dconf,
+	       split_pause_ms,
+	       "tests only: a split waits this long after its map change and after its trim "
+	       "(widens the windows readers must cope with)"),
 	CM_OPT("rgw_cache_ttl", CM_OPT_DURATION, "2s", 1, 600000, 0, struct rgw_dconf, cache_ttl_ms,
 	       "keys and bucket records are cached this long"),
 	CM_OPT("create_pools", CM_OPT_BOOL, "false", 0, 0, 0, struct rgw_dconf, create_pools,
@@ -156,6 +161,7 @@ main(int argc, char **argv)
 	rc_.lc_day_s = (unsigned)((c.lc_day_ms + 999) / 1000);
 	rc_.cache_ttl_ms = (unsigned)c.cache_ttl_ms;
 	rc_.index_shard_max = (unsigned)c.index_shard_max;
+	rc_.split_pause_ms = (unsigned)c.split_pause_ms;
 	if (cm_reactor_backend_parse(c.d.reactor, &rc_.backend))
 		rc_.backend = CM_REACTOR_AUTO;
 	if ((rc = rgw_start(cl, &rc_, &g, err, sizeof(err)))) {

@@ -609,9 +609,13 @@ bucket_get(cairn_ioctx_t *io, const char *name, char **raw, size_t *len, struct 
 	return 0;
 }
 
-/* The usage counters of one index shard, added to *bytes and *objs. */
+/*
+ * The usage counters of one index shard, added to *bytes and *objs; its
+ * range mark in mark (*mlen bytes, 0: none).
+ */
 static int
-shard_usage(cairn_ioctx_t *io, const char *oid, int64_t *bytes, int64_t *objs)
+shard_usage(cairn_ioctx_t *io, const char *oid, int64_t *bytes, int64_t *objs, char *mark,
+	    size_t *mlen)
 {
 	cairn_op_t *op = cairn_op_create();
 	struct cairn_kv *kvs = NULL;
@@ -625,6 +629,15 @@ shard_usage(cairn_ioctx_t *io, const char *oid, int64_t *bytes, int64_t *objs)
 	cairn_op_release(op);
 	if (!rc)
 		rc = rval;
+	*mlen = 0;
+	for (size_t i = 0; !rc && i < n; i++) {
+		if (kvs[i].klen == sizeof(RGW_RANGE_XATTR) - 1 &&
+		    !memcmp(kvs[i].key, RGW_RANGE_XATTR, kvs[i].klen) &&
+		    kvs[i].vlen <= RGW_RANGE_MARK_MAX) {
+			memcpy(mark, kvs[i].val, kvs[i].vlen);
+			*mlen = kvs[i].vlen;
+		}
+	}
 	for (size_t i = 0; !rc && i < n; i++) {
 		int64_t *out = kvs[i].klen == strlen(RGW_USAGE_BYTES) &&
 					       !memcmp(kvs[i].key, RGW_USAGE_BYTES, kvs[i].klen)
@@ -656,7 +669,8 @@ bucket_usage(cairn_ioctx_t *io, const struct rgw_bucket *b, int64_t *bytes, int6
 	struct cairn_kv *kvs = NULL;
 	struct rgw_shardmap m;
 	const void *raw = NULL;
-	size_t n = 0, rlen = 0;
+	char prev[RGW_RANGE_MARK_MAX];
+	size_t n = 0, rlen = 0, prevlen = 0;
 	int rval = 0, rc;
 
 	*bytes = *objs = 0;
@@ -678,8 +692,23 @@ bucket_usage(cairn_ioctx_t *io, const struct rgw_bucket *b, int64_t *bytes, int6
 	if (!rc)
 		rc = rgw_shardmap_decode(raw, rlen, &m);
 	for (uint32_t i = 0; !rc && i < m.n; i++) {
+		char mark[RGW_RANGE_MARK_MAX], tag;
+		const uint8_t *r, *k;
+		size_t ml = 0, rl, kl;
+		int64_t sb = 0, so = 0;
+
 		snprintf(oid, sizeof(oid), "idx.%s.%" PRIu32, b->id, m.v[i].num);
-		rc = shard_usage(io, oid, bytes, objs);
+		if ((rc = shard_usage(io, oid, &sb, &so, mark, &ml)))
+			break;
+		/* (a split between the map change and the trim: the lower shard still
+		 * counts the upper's entries, and both carry the same frozen mark) */
+		if (!(i && ml && ml == prevlen && !memcmp(mark, prev, ml) &&
+		      !rgw_range_frozen_parse(mark, ml, &tag, &r, &rl, &k, &kl))) {
+			*bytes += sb;
+			*objs += so;
+		}
+		memcpy(prev, mark, ml);
+		prevlen = ml;
 	}
 	if (shards)
 		*shards = rc ? 0 : m.n;
@@ -713,6 +742,49 @@ rgw_admin_bucket_stats(cairn_cluster_t *cl, const char *pool, const char *name,
 	return rc;
 }
 
+/*
+ * The bucket's shard map as stored (*raw, *len; none: NULL, 0), if its
+ * index is one shard: a bucket quota is exact through one shard's
+ * counters (rgw.md §3.1.1). \return 0, or -EXDEV (split into several).
+ */
+static int
+map_one_shard(cairn_ioctx_t *io, const char *name, void **raw, size_t *len)
+{
+	char oid[128];
+	cairn_op_t *op = cairn_op_create();
+	struct rgw_shardmap m;
+	uint8_t *buf = malloc(RGW_MAP_BYTES_MAX);
+	int rval = 0, rc;
+
+	*raw = NULL;
+	*len = 0;
+	if (!buf || !op) {
+		free(buf);
+		cairn_op_release(op);
+		return -ENOMEM;
+	}
+	snprintf(oid, sizeof(oid), "bucket.%s", name);
+	cairn_op_getxattr(op, RGW_MAP_XATTR, buf, RGW_MAP_BYTES_MAX, len, &rval);
+	rc = cairn_operate(io, oid, op, NULL);
+	cairn_op_release(op);
+	if (!rc && rval == -ENODATA)
+		*len = 0; /* (never split) */
+	else if (!rc)
+		rc = rval;
+	if (!rc && !(rc = rgw_shardmap_decode(buf, *len, &m))) {
+		if (m.n > 1)
+			rc = -EXDEV;
+		rgw_shardmap_fini(&m);
+	}
+	if (rc || !*len) {
+		free(buf);
+		*len = 0;
+		return rc;
+	}
+	*raw = buf;
+	return 0;
+}
+
 int
 rgw_admin_bucket_quota(cairn_cluster_t *cl, const char *pool, const char *name, uint64_t max_bytes,
 		       uint64_t max_objects)
@@ -727,26 +799,36 @@ rgw_admin_bucket_quota(cairn_cluster_t *cl, const char *pool, const char *name, 
 	for (int t = 0; t < CAS_TRIES; t++) {
 		struct rgw_bucket b;
 		char *raw = NULL, *s = NULL, oid[128];
-		size_t len = 0;
+		void *mraw = NULL;
+		size_t len = 0, mlen = 0;
 		cairn_op_t *op;
 
 		if ((rc = bucket_get(io, name, &raw, &len, &b)))
 			break;
+		if ((max_bytes || max_objects) && (rc = map_one_shard(io, name, &mraw, &mlen))) {
+			free(raw);
+			break;
+		}
 		b.quota_bytes = (int64_t)max_bytes;
 		b.quota_objects = (int64_t)max_objects;
 		if (!(s = rgw_bucket_encode(&b)) || !(op = cairn_op_create())) {
 			free(s);
 			free(raw);
+			free(mraw);
 			rc = -ENOMEM;
 			break;
 		}
 		snprintf(oid, sizeof(oid), "bucket.%s", name);
 		cairn_op_cmpxattr(op, "rgw.bucket", CAIRN_CMP_EQ, raw, len);
+		if (max_bytes || max_objects) /* (the map as read: no split meanwhile) */
+			cairn_op_cmpxattr(op, RGW_MAP_XATTR, mlen ? CAIRN_CMP_EQ : CAIRN_CMP_ABSENT,
+					  mraw, mlen);
 		cairn_op_setxattr(op, "rgw.bucket", s, strlen(s));
 		rc = cairn_operate(io, oid, op, NULL);
 		cairn_op_release(op);
 		free(s);
 		free(raw);
+		free(mraw);
 		if (!rc)
 			tell_gateways(io, RGW_NOTIFY_BUCKET, name);
 		if (rc != -ECANCELED)

@@ -261,7 +261,8 @@ round_done(void *arg, int rc)
 {
 	struct s3_req *q = arg;
 	struct lst *l = q->op;
-	size_t i;
+	size_t i, hl = 0;
+	const char *hi;
 	bool next = false;
 
 	q->pending--;
@@ -273,12 +274,12 @@ round_done(void *arg, int rc)
 		s3_error_rc(q, rc, "listing the index");
 		return;
 	}
+	hi = s3_shard_hi(&l->shard, &hl);
 	for (i = 0; i < l->n; i++) {
 		const uint8_t *k = l->kvs[i].key;
 		size_t kl = l->kvs[i].klen, klen;
 		const uint8_t *z;
 		struct rgw_entry e;
-
 		bool latest;
 
 		if (!kl || k[0] == 0xff) {
@@ -288,6 +289,12 @@ round_done(void *arg, int rc)
 		z = memchr(k, 0, kl);
 		if (!z)
 			continue;
+		if (hi && bcmp_(k, (size_t)(z - k), hi, hl) >= 0) {
+			/* (past the shard's range: entries a split has copied to the next
+			 * shard and not yet trimmed here, listed there) */
+			l->more = false;
+			break;
+		}
 		latest = (size_t)(z - k) + 1 == kl;
 		if (!latest && (l->kind != L_VERSIONS || z[1] != 1))
 			continue; /* (an older version: ListObjectVersions' only) */
@@ -401,11 +408,6 @@ list_round(struct s3_req *q)
 	if (!op) {
 		s3_error(q, 503, "SlowDown", "out of memory");
 		return;
-	}
-	/* A jump past a common prefix: start there, it is past the page. */
-	if (l->last_cp.len && !(l->start.len > l->last_cp.len &&
-				starts_with(l->start.p, l->start.len, &l->last_cp))) {
-		/* (nothing) */
 	}
 	pick_shard(q, l);
 	s3_shard_read(&l->shard, op);

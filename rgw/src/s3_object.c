@@ -152,6 +152,7 @@ struct put {
 	unsigned partno;
 	cairn_ioctx_t *mio; /* the pending marker's object: the shard, or the upload */
 	char moid[128];
+	char bid[33]; /* the bucket's id when the PUT began (a re-created bucket is another) */
 	/* aws-chunked bodies, x-amz-checksum-* */
 	bool chunked;
 	struct rgw_awschunk ac;
@@ -395,6 +396,8 @@ put_reloaded(struct s3_req *q, void *arg, int rc)
 	struct put *p = q->op;
 
 	(void)arg;
+	if (!rc && strcmp(q->b.id, p->bid))
+		rc = -ENOENT; /* (deleted and made again: not the bucket we wrote into) */
 	if (rc == -ENOENT) {
 		put_stop(q, 404, "NoSuchBucket", "the bucket was deleted during the upload");
 		return;
@@ -404,6 +407,8 @@ put_reloaded(struct s3_req *q, void *arg, int rc)
 		return;
 	}
 	s3_shard_pick(&q->b, &q->bc, q->key, q->key_len, &p->shard);
+	if (!p->part) /* (the split moved the key's pending marker with it) */
+		snprintf(p->moid, sizeof(p->moid), "%s", p->shard.oid);
 	put_recheck(q);
 }
 
@@ -1531,6 +1536,7 @@ put_prepare(struct s3_req *q)
 	}
 	s3_entry_key(q->key, q->key_len, &p->ekey);
 	s3_shard_pick(&q->b, &q->bc, q->key, q->key_len, &p->shard);
+	snprintf(p->bid, sizeof(p->bid), "%s", q->b.id);
 	if (!p->part) {
 		p->mio = q->g->meta;
 		snprintf(p->moid, sizeof(p->moid), "%s", p->shard.oid);

@@ -28,11 +28,15 @@
 #include "cm/random.h"
 
 #include <endian.h>
+#include <unistd.h>
 
 CM_LOG_SUBSYS(rgw);
 
-#define SPLIT_LOCK "rgw.split"
-#define SPLIT_TO   "rgw.split.to"
+#define SPLIT_LOCK    "rgw.split"
+#define SPLIT_TO      "rgw.split.to"
+#define SPLIT_TOK     "rgw.split.tok"  /* B: the copy attempt writing it */
+#define SPLIT_DONE    "rgw.split.done" /* B: the copy is whole (set by its last op) */
+#define SPLIT_TOK_LEN 16
 #define SPLIT_LOCK_MS                                                              \
 	15000 /* renewed by every page: a dead splitter blocks its shard this long \
 	       */
@@ -52,6 +56,8 @@ struct sbk {
 	struct rgw_bucket b;
 	uint8_t *raw;
 	size_t rlen;
+	uint8_t *rec; /* the record's bytes (a split's map change is guarded on them) */
+	size_t reclen;
 	struct rgw_shardmap m;
 };
 
@@ -59,9 +65,10 @@ struct sbk {
 struct sst {
 	char mark[RGW_RANGE_MARK_MAX];
 	size_t mlen;
-	bool has_mark, has_to;
+	bool has_mark, has_to, has_tok, done;
 	int64_t objs, bytes;
 	uint32_t to;
+	uint8_t tok[SPLIT_TOK_LEN];
 };
 
 static int
@@ -89,8 +96,9 @@ sbk_fini(struct sbk *s)
 {
 	rgw_shardmap_fini(&s->m);
 	free(s->raw);
-	s->raw = NULL;
-	s->rlen = 0;
+	free(s->rec);
+	s->raw = s->rec = NULL;
+	s->rlen = s->reclen = 0;
 }
 
 static int
@@ -116,6 +124,10 @@ sbk_load(struct rgw *g, const char *name, struct sbk *s)
 	for (size_t i = 0; !rc && i < n; i++) {
 		if (kvs[i].klen == 10 && !memcmp(kvs[i].key, "rgw.bucket", 10)) {
 			rec = rgw_bucket_decode(kvs[i].val, kvs[i].vlen, &s->b) == 0;
+			if (rec && !(s->rec = malloc(kvs[i].vlen)))
+				rc = -ENOMEM;
+			else if (rec)
+				memcpy(s->rec, kvs[i].val, s->reclen = kvs[i].vlen);
 		} else if (kvs[i].klen == sizeof(RGW_MAP_XATTR) - 1 &&
 			   !memcmp(kvs[i].key, RGW_MAP_XATTR, kvs[i].klen) && kvs[i].vlen) {
 			if (!(s->raw = malloc(kvs[i].vlen)))
@@ -183,6 +195,13 @@ shard_read(struct rgw *g, const char *oid, struct sst *st)
 			memcpy(&st->to, kv->val, 4);
 			st->to = le32toh(st->to);
 			st->has_to = true;
+		} else if (kv->klen == sizeof(SPLIT_TOK) - 1 &&
+			   !memcmp(kv->key, SPLIT_TOK, kv->klen) && kv->vlen == SPLIT_TOK_LEN) {
+			memcpy(st->tok, kv->val, SPLIT_TOK_LEN);
+			st->has_tok = true;
+		} else if (kv->klen == sizeof(SPLIT_DONE) - 1 &&
+			   !memcmp(kv->key, SPLIT_DONE, kv->klen)) {
+			st->done = true;
 		}
 	}
 	cairn_kvs_free(kvs, n);
@@ -311,19 +330,40 @@ lock_drop(struct rgw *g, const char *aoid)
 	}
 }
 
-/* Undo a freeze that never reached the map (its copy failed): A as it was. */
+/*
+ * Undo a freeze of bucket's shard anum that never reached the map (its
+ * copy failed, or the map changed under it): A as it was, and B (boid, if
+ * known) removed. Only while the map still gives A the whole range and
+ * the lock is ours: a splitter that holds it may be about to publish B.
+ */
 static void
-unfreeze(struct rgw *g, const char *aoid, const struct geo *x)
+unfreeze(struct rgw *g, const char *bucket, uint32_t anum, const char *aoid, const char *boid,
+	 const struct geo *x)
 {
-	cairn_op_t *op = cairn_op_create();
+	char want[RGW_RANGE_MAX];
+	struct sbk s;
+	cairn_op_t *op;
+	size_t i, wl;
+	int rc;
 
-	if (!op)
+	if (sbk_load(g, bucket, &s))
 		return;
+	i = rgw_shardmap_pick(&s.m, x->k, x->klen);
+	wl = rgw_shardmap_range_buf(&s.m, i, want);
+	rc = s.m.v[i].num == anum && wl == x->wholelen && !memcmp(want, x->whole, wl);
+	sbk_fini(&s);
+	if (!rc || !(op = cairn_op_create()))
+		return; /* (the map has B: the split goes on at the next look) */
+	lock_op(g, op);
 	cairn_op_cmpxattr(op, RGW_RANGE_XATTR, CAIRN_CMP_EQ, x->frozen, x->flen);
 	cairn_op_setxattr(op, RGW_RANGE_XATTR, x->whole, x->wholelen);
 	cairn_op_rmxattr(op, SPLIT_TO);
 	cairn_op_unlock(op, SPLIT_LOCK, g->split_cookie);
-	run(g, aoid, op);
+	if (run(g, aoid, op) || !boid || !(op = cairn_op_create()))
+		return;
+	cairn_op_cmpxattr(op, RGW_RANGE_XATTR, CAIRN_CMP_EQ, x->frozen, x->flen);
+	cairn_op_remove(op);
+	run(g, boid, op);
 }
 
 /* Step 2: B made anew with A's upper entries. */
@@ -334,6 +374,7 @@ copy_upper(struct rgw *g, const char *aoid, const char *boid, const struct geo *
 	cairn_op_t *op;
 	int64_t objs = 0, bytes = 0;
 	char after[2 + RGW_KEY_MAX + 2 + RGW_UPLOAD_LEN + 64];
+	uint8_t tok[SPLIT_TOK_LEN];
 	size_t alen;
 	bool more = true;
 	int rc;
@@ -341,19 +382,29 @@ copy_upper(struct rgw *g, const char *aoid, const char *boid, const struct geo *
 	rc = shard_read(g, boid, &bs);
 	if (!rc && (bs.mlen != x->flen || memcmp(bs.mark, x->frozen, x->flen)))
 		return -EEXIST; /* (another split's shard: the number is taken) */
+	if (!rc && bs.done)
+		return 0; /* (whole: A has been frozen since, so it is still a copy) */
 	if (!rc) {
 		if (!(op = cairn_op_create()))
 			return -ENOMEM;
-		cairn_op_remove(op); /* (a copy a crash cut short) */
+		/* (a copy a crash cut short, or a splitter whose lock ran out; never a
+		 * whole one, which may be in the map by now) */
+		cairn_op_cmpxattr(op, RGW_RANGE_XATTR, CAIRN_CMP_EQ, x->frozen, x->flen);
+		cairn_op_cmpxattr(op, SPLIT_DONE, CAIRN_CMP_ABSENT, NULL, 0);
+		cairn_op_remove(op);
 		if ((rc = run(g, boid, op)) && rc != -ENOENT)
 			return rc;
 	} else if (rc != -ENOENT) {
 		return rc;
 	}
+	/* this attempt's token: every write below is guarded on it, so a stale
+	 * splitter's pages never land in another attempt's copy */
+	cm_random_bytes(tok, sizeof(tok));
 	if (!(op = cairn_op_create()))
 		return -ENOMEM;
 	cairn_op_create_object(op, true);
 	cairn_op_setxattr(op, RGW_RANGE_XATTR, x->frozen, x->flen);
+	cairn_op_setxattr(op, SPLIT_TOK, tok, sizeof(tok));
 	if ((rc = run(g, boid, op)))
 		return rc;
 	/* the keys' entries: from K up to hi (or the system region) */
@@ -383,6 +434,7 @@ copy_upper(struct rgw *g, const char *aoid, const char *boid, const struct geo *
 				return rc ? rc : -ENOMEM;
 			}
 			cairn_op_cmpxattr(w, RGW_RANGE_XATTR, CAIRN_CMP_EQ, x->frozen, x->flen);
+			cairn_op_cmpxattr(w, SPLIT_TOK, CAIRN_CMP_EQ, tok, sizeof(tok));
 			for (size_t i = 0; i < n; i++) {
 				const struct cairn_kv *kv = &kvs[i];
 				const uint8_t *k;
@@ -425,8 +477,10 @@ copy_upper(struct rgw *g, const char *aoid, const char *boid, const struct geo *
 	if (!(op = cairn_op_create()))
 		return -ENOMEM;
 	cairn_op_cmpxattr(op, RGW_RANGE_XATTR, CAIRN_CMP_EQ, x->frozen, x->flen);
+	cairn_op_cmpxattr(op, SPLIT_TOK, CAIRN_CMP_EQ, tok, sizeof(tok));
 	cairn_op_xattr_num(op, RGW_USAGE_OBJS, CAIRN_NUM_SET, objs, NULL, NULL);
 	cairn_op_xattr_num(op, RGW_USAGE_BYTES, CAIRN_NUM_SET, bytes, NULL, NULL);
+	cairn_op_setxattr(op, SPLIT_DONE, "1", 1);
 	return run(g, boid, op);
 }
 
@@ -447,14 +501,37 @@ tell(struct rgw *g, const char *bucket)
 	cairn_notify_result_free(&res);
 }
 
+/*
+ * Whether we still hold A's lock and A is still frozen for this split
+ * (renewed: it is ours for SPLIT_LOCK_MS from now). Checked right before
+ * the map changes, so that a splitter whose lock ran out (a takeover may
+ * have undone the split and removed B) never publishes B.
+ */
+static int
+still_ours(struct rgw *g, const char *aoid, const struct geo *x, uint64_t *at)
+{
+	cairn_op_t *op = cairn_op_create();
+
+	if (!op)
+		return -ENOMEM;
+	*at = cm_now_ms();
+	lock_op(g, op);
+	cairn_op_cmpxattr(op, RGW_RANGE_XATTR, CAIRN_CMP_EQ, x->frozen, x->flen);
+	return run(g, aoid, op);
+}
+
 /* Step 3: the map gets shard num at key K after span i (whose range is x's whole). */
 static int
 map_add(struct rgw *g, struct sbk *s, uint32_t anum, uint32_t num, const struct geo *x)
 {
+	char aoid[96];
+
+	shard_oid(s, anum, aoid, sizeof(aoid));
 	for (int tries = 0; tries < MAP_TRIES; tries++) {
 		struct rgw_shardmap nm = { 0 };
 		struct rgw_str enc;
 		char want[RGW_RANGE_MAX], oid[96];
+		uint64_t at = 0;
 		size_t i, wl;
 		cairn_op_t *op;
 		int rc;
@@ -465,15 +542,22 @@ map_add(struct rgw *g, struct sbk *s, uint32_t anum, uint32_t num, const struct 
 				return rc;
 		}
 		i = rgw_shardmap_pick(&s->m, x->k, x->klen);
+		if (s->m.v[i].num == num && s->m.v[i].lolen == x->klen &&
+		    !memcmp(s->m.v[i].lo, x->k, x->klen))
+			return 0; /* (done: before a crash, or by a takeover) */
 		if (s->m.v[i].num != anum)
 			return -ESTALE; /* (the map no longer gives K to A) */
 		wl = rgw_shardmap_range_buf(&s->m, i, want);
-		if (wl == x->lowlen && !memcmp(want, x->lower, wl))
-			return 0; /* (done before a crash) */
 		if (wl != x->wholelen || memcmp(want, x->whole, wl))
 			return -ESTALE;
+		if (s->b.quota_bytes || s->b.quota_objects)
+			return -ESTALE; /* (a bucket quota was set meanwhile: one shard) */
 		if (s->m.n >= RGW_MAP_MAX)
 			return -ENOSPC;
+		if ((rc = still_ours(g, aoid, x, &at)))
+			return rc == -ECANCELED ? -ESTALE : rc;
+		if (cm_now_ms() - at > SPLIT_LOCK_MS / 3)
+			continue; /* (this thread stalled: the lock may be someone's by now) */
 		if (!(nm.v = calloc(s->m.n + 1, sizeof(*nm.v))))
 			return -ENOMEM;
 		nm.n = s->m.n + 1;
@@ -495,6 +579,8 @@ map_add(struct rgw *g, struct sbk *s, uint32_t anum, uint32_t num, const struct 
 			cairn_op_cmpxattr(op, RGW_MAP_XATTR, CAIRN_CMP_EQ, s->raw, s->rlen);
 		else
 			cairn_op_cmpxattr(op, RGW_MAP_XATTR, CAIRN_CMP_ABSENT, NULL, 0);
+		/* (and the record as read: a quota set meanwhile stops the split) */
+		cairn_op_cmpxattr(op, "rgw.bucket", CAIRN_CMP_EQ, s->rec, s->reclen);
 		cairn_op_setxattr(op, RGW_MAP_XATTR, enc.p, enc.len);
 		snprintf(oid, sizeof(oid), "bucket.%s", s->name);
 		rc = run(g, oid, op);
@@ -600,6 +686,14 @@ open_upper(struct rgw *g, const char *boid, const struct geo *x)
 	return remark(g, boid, op, x->upper, x->uplen);
 }
 
+/* rgw_split_pause: a window between two steps, wide enough for a test's readers to meet. */
+static void
+pause_for_tests(struct rgw *g)
+{
+	if (g->conf.split_pause_ms && !g->gc_stop)
+		usleep(g->conf.split_pause_ms * 1000u);
+}
+
 /*
  * Carry on the split of span i's shard A frozen as x says, from wherever
  * it is. We hold A's lock. \return 0 (done), or an errno (the frozen mark
@@ -623,12 +717,12 @@ split_on(struct rgw *g, struct sbk *s, size_t i, const struct geo *x, uint32_t t
 				   "the split is undone",
 				   aoid, x->klen, boid);
 			if (rc != -EBUSY)
-				unfreeze(g, aoid, x);
+				unfreeze(g, s->name, anum, aoid, rc == -EEXIST ? NULL : boid, x);
 			return rc;
 		}
 		if ((rc = map_add(g, s, anum, to, x))) {
 			if (rc == -ESTALE || rc == -ENOSPC)
-				unfreeze(g, aoid, x);
+				unfreeze(g, s->name, anum, aoid, boid, x);
 			return rc;
 		}
 	} else if (!(wl == x->lowlen && !memcmp(want, x->lower, wl) && i + 1 < s->m.n &&
@@ -636,12 +730,17 @@ split_on(struct rgw *g, struct sbk *s, size_t i, const struct geo *x, uint32_t t
 		CM_ERR("split: %s is frozen for a split the bucket's map does not know: left "
 		       "frozen",
 		       aoid);
+		lock_drop(g, aoid);
 		return -EIO;
 	} else {
 		to = s->m.v[i + 1].num;
 	}
 	shard_oid(s, to, boid, sizeof(boid));
-	if ((rc = trim_lower(g, aoid, boid, x)) || (rc = open_upper(g, boid, x)))
+	pause_for_tests(g);
+	if ((rc = trim_lower(g, aoid, boid, x)))
+		return rc;
+	pause_for_tests(g);
+	if ((rc = open_upper(g, boid, x)))
 		return rc;
 	lock_drop(g, aoid);
 	return 0;
@@ -782,7 +881,7 @@ look(struct rgw *g, struct sbk *s, size_t i)
 	if ((rc = lock_take(g, oid)))
 		return rc == -EBUSY ? 0 : rc; /* (its splitter is at work) */
 	if (ia == i && !st.has_to && wl == x.wholelen) {
-		unfreeze(g, oid, &x);
+		unfreeze(g, s->name, s->m.v[ia].num, oid, NULL, &x);
 		return 0;
 	}
 	CM_NOTICE("split: bucket %s: resuming the split of %s that was left frozen", s->name, oid);
@@ -806,12 +905,10 @@ rgw__split_bucket(struct rgw *g, const char *bucket, uint32_t only, bool one)
 			CM_WARN_RC(rc, "split: bucket %s, shard %" PRIu32, bucket, s.m.v[i].num);
 		if (rc == 1) {
 			changed = 1;
-			/* (the map changed: read again, and look at the same place again) */
+			/* (the map changed: read again; the next look is at the upper half) */
 			sbk_fini(&s);
 			if (sbk_load(g, bucket, &s))
 				return 1;
-			if (!one && i < s.m.n)
-				i++; /* (past both halves) */
 		}
 		if (one)
 			break;

@@ -1540,9 +1540,12 @@ def splits(n_keys):
     writers PUT n_keys keys in a random order, each PUT tried once (a 503 during a split
     counts as a failure); then every key reads back its own bytes, the listing (v2, pages
     of 1000, and with a delimiter) holds exactly the keys in byte order, the counters of
-    every shard add up to the keys, and the bucket has more than one shard. Then every key
-    is deleted (across the shards) and the bucket deleted; a non-empty bucket whose first
-    shard is empty is refused."""
+    every shard add up to the keys, and the bucket has more than one shard. While the
+    writers run, a lister pages through the bucket again and again (ListObjectsV2 and
+    ListObjectVersions, pages of 1000): every listing is in byte order with no key twice
+    (a split copies a shard's upper keys before it trims them). A bucket quota on the
+    split bucket is refused. Then every key is deleted (across the shards) and the bucket
+    deleted; a non-empty bucket whose first shard is empty is refused."""
     import random
     b = "splits"
     s3.create_bucket(Bucket=b)
@@ -1555,6 +1558,8 @@ def splits(n_keys):
         c = client(keys)
         for k in part:
             t0 = time.monotonic()
+            with lock:
+                started[0] += 1
             try:
                 c.put_object(Bucket=b, Key=k, Body=k.encode())
             except Exception as e:  # noqa: BLE001 (each failure is counted)
@@ -1564,18 +1569,72 @@ def splits(n_keys):
             with lock:
                 longest[0] = max(longest[0], dt)
 
+    writing = [True]
+    listings, list_bad = [0], []
+    started, stats_seen = [0], [0]
+
+    def counter():
+        # (bucket stats never count more objects than PUTs were started: a shard between
+        # a split's map change and its trim still holds the upper half's counters)
+        deadline = time.monotonic() + 600
+        while writing[0] and time.monotonic() < deadline and len(list_bad) < 3:
+            st = ctl("s3", "bucket", "stats", b)
+            with lock:
+                n = started[0]  # (read after the stats: every PUT it counted had started)
+            stats_seen[0] += 1
+            if st["objects"] > n:
+                list_bad.append("bucket stats count %d objects in %d shards, %d PUTs started"
+                                % (st["objects"], st["shards"], n))
+            time.sleep(0.05)
+
+    def lister():
+        c = client(keys)
+        deadline = time.monotonic() + 600
+        while writing[0] and time.monotonic() < deadline and len(list_bad) < 3:
+            versions = listings[0] % 2 == 1
+            try:
+                got = []
+                if versions:
+                    for page in c.get_paginator("list_object_versions").paginate(
+                            Bucket=b, PaginationConfig={"PageSize": 1000}):
+                        got += [o["Key"] for o in page.get("Versions", [])]
+                else:
+                    for page in c.get_paginator("list_objects_v2").paginate(
+                            Bucket=b, PaginationConfig={"PageSize": 1000}):
+                        got += [o["Key"] for o in page.get("Contents", [])]
+            except Exception as e:  # noqa: BLE001 (each failure is counted)
+                list_bad.append("a listing failed: %s" % e)
+                continue
+            listings[0] += 1
+            for x, y in zip(got, got[1:]):
+                if x >= y:
+                    list_bad.append("%s listing %d: %r then %r" % (
+                        "a versions" if versions else "a v2", listings[0], x, y))
+                    break
+
     t0 = time.monotonic()
     ths = [threading.Thread(target=writer, args=(names[i::32],)) for i in range(32)]
+    lt = threading.Thread(target=lister)
+    lt.start()
+    ct = threading.Thread(target=counter)
+    ct.start()
     for t in ths:
         t.start()
     for t in ths:
         t.join()
     took = time.monotonic() - t0
+    writing[0] = False
+    lt.join()
+    ct.join()
     check(not errors, "splits: %d of %d PUTs failed, first: %s" % (
         len(errors), n_keys, errors[:3]))
+    check(listings[0] > 0 and stats_seen[0] > 0 and not list_bad,
+          "splits: %d listings and %d bucket stats during the writes, each listing in order "
+          "with no key twice, no stats above the PUTs started: %s" % (
+              listings[0], stats_seen[0], list_bad[:3]))
     st = ctl("s3", "bucket", "stats", b)
-    print("splits: %d PUTs by 32 writers in %.1f s (longest %.2f s); %s" % (
-        n_keys, took, longest[0], st), flush=True)
+    print("splits: %d PUTs by 32 writers in %.1f s (longest %.2f s), %d listings meanwhile; "
+          "%s" % (n_keys, took, longest[0], listings[0], st), flush=True)
     # (the last splits may still run: wait for the map to settle, at most 60 s)
     for _ in range(60):
         if st["shards"] >= n_keys // 1000:
@@ -1584,6 +1643,11 @@ def splits(n_keys):
         st = ctl("s3", "bucket", "stats", b)
     check(st["shards"] > 1, "splits: the index split (%d shards)" % st["shards"])
     check(st["objects"] == n_keys, "splits: the counters %s add up to %d keys" % (st, n_keys))
+    q = subprocess.run([os.environ["CAIRN_CTL"], "s3", "bucket", "quota", b, "--max-objects",
+                        "1000000"], capture_output=True, text=True)
+    check(q.returncode == 1 and "several shards" in q.stderr and
+          ctl("s3", "bucket", "stats", b)["quota_objects"] == 0,
+          "splits: a bucket quota on a split bucket is refused: %d %s" % (q.returncode, q.stderr))
     listed = []
     for page in s3.get_paginator("list_objects_v2").paginate(Bucket=b):
         listed += [o["Key"] for o in page.get("Contents", [])]

@@ -316,7 +316,7 @@ echo "e. invalidation: versioning, a policy, a bucket quota and a removed key ho
 split_keys=${RGW_SPLIT_KEYS:-10000}
 grep -q '^CAIRN_ASAN:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null && split_keys=${RGW_SPLIT_KEYS:-3000}
 keep_pid=$rgw_pid
-start_rgw 4 --rgw-index-shard-max 500
+start_rgw 4 --rgw-index-shard-max 500 --rgw-split-pause 300ms
 timeout 600 $py "$here/rgw_test.py" "$ep" "$dir/alice.json" "$dir/bob.json" splits "$split_keys" \
 	>"$dir/splits.out" 2>&1 || fail "splits: $(tail "$dir/splits.out")"
 nsplit=$(grep -c "splits at a key" "$dir/rgw4.log" || true)

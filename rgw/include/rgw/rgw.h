@@ -35,6 +35,7 @@ struct rgw_conf {
 	unsigned sweep_every_s;   /* then one every this long (default 300) */
 	unsigned lc_day_s;        /* a lifecycle rule's day (default 86400; shorter for tests) */
 	unsigned index_shard_max; /* an index shard with more objects splits (0: never) */
+	unsigned split_pause_ms;  /* tests: a split waits this long after each step (0) */
 	enum cm_reactor_backend backend;
 };
 
@@ -128,7 +129,11 @@ struct rgw_bucket_stats {
 /* \return 0, -ENOENT. */
 int rgw_admin_bucket_stats(cairn_cluster_t *cl, const char *meta_pool, const char *name,
 			   struct rgw_bucket_stats *st);
-/* Set a bucket's quota (0: none), exact from the gateways' next bucket cache refresh. */
+/*
+ * Set a bucket's quota (0: none), exact from the gateways' next bucket
+ * cache refresh. -EXDEV: the bucket's index is split into several shards
+ * (a bucket quota is kept on one shard's counters).
+ */
 int rgw_admin_bucket_quota(cairn_cluster_t *cl, const char *meta_pool, const char *name,
 			   uint64_t max_bytes, uint64_t max_objects);
 
