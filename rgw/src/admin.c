@@ -767,10 +767,12 @@ map_one_shard(cairn_ioctx_t *io, const char *name, void **raw, size_t *len)
 	cairn_op_getxattr(op, RGW_MAP_XATTR, buf, RGW_MAP_BYTES_MAX, len, &rval);
 	rc = cairn_operate(io, oid, op, NULL);
 	cairn_op_release(op);
-	if (!rc && rval == -ENODATA)
-		*len = 0; /* (never split) */
-	else if (!rc)
+	if (!rc)
 		rc = rval;
+	if (rc == -ENODATA) {
+		rc = 0;
+		*len = 0; /* (never split) */
+	}
 	if (!rc && !(rc = rgw_shardmap_decode(buf, *len, &m))) {
 		if (m.n > 1)
 			rc = -EXDEV;

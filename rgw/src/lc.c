@@ -554,6 +554,8 @@ lc_bucket(struct lc_run *x, const char *shard)
 			x->b->name, x->expired, x->noncurrent, x->markers, x->aborted);
 }
 
+static int load_map(cairn_ioctx_t *meta, const char *name, struct s3_bconf *bc);
+
 /* One bucket's rules from the xml its record holds. */
 static int
 run_one(cairn_cluster_t *cl, cairn_ioctx_t *meta, const char *meta_pool, struct rgw *g,
@@ -570,6 +572,7 @@ run_one(cairn_cluster_t *cl, cairn_ioctx_t *meta, const char *meta_pool, struct 
 	struct rgw_lc lc;
 	char err[160];
 	struct s3_shard sh;
+	struct s3_bconf bc = { 0 };
 	int rc;
 
 	if ((rc = rgw_lc_parse(xml, n, &lc, err, sizeof(err)))) {
@@ -582,11 +585,21 @@ run_one(cairn_cluster_t *cl, cairn_ioctx_t *meta, const char *meta_pool, struct 
 		cairn_ioctx_destroy(x.mio);
 		x.mio = NULL;
 	}
-	/* (shard 0 while no split wrote a map; with one, every shard: rgw.md §3.1.1) */
-	s3_shard_pick(b, NULL, "", 0, &sh);
-	x.sh = &sh;
-	x.shard = sh.oid;
-	lc_bucket(&x, sh.oid);
+	/* (every shard of the map, in key order; shard 0 alone while no split wrote one) */
+	if ((rc = load_map(meta, b->name, &bc)))
+		CM_WARN_RC(rc, "lifecycle: bucket %s: reading its index shard map", b->name);
+	for (uint32_t i = 0; !rc && i < (bc.shards.n ? bc.shards.n : 1); i++) {
+		const struct rgw_shard_span *v = bc.shards.n ? &bc.shards.v[i] : NULL;
+
+		if (x.g && x.g->gc_stop)
+			break;
+		s3_shard_pick(b, &bc, v && v->lolen ? (const char *)v->lo : "", v ? v->lolen : 0,
+			      &sh);
+		x.sh = &sh;
+		x.shard = sh.oid;
+		lc_bucket(&x, sh.oid);
+	}
+	s3_bconf_fini(&bc);
 	if (x.mio)
 		cairn_ioctx_destroy(x.mio);
 	rgw_lc_fini(&lc);
@@ -598,6 +611,36 @@ run_one(cairn_cluster_t *cl, cairn_ioctx_t *meta, const char *meta_pool, struct 
 		c->aborted += x.aborted;
 	}
 	return 0;
+}
+
+/* Bucket name's index shard map, as stored and decoded, into bc (none: shard 0 alone). */
+static int
+load_map(cairn_ioctx_t *meta, const char *name, struct s3_bconf *bc)
+{
+	char oid[128];
+	cairn_op_t *op;
+	size_t len = 0;
+	int rc, rval = 0;
+
+	rgw_shardmap_decode(NULL, 0, &bc->shards);
+	snprintf(oid, sizeof(oid), "bucket.%s", name);
+	if (!(bc->map = malloc(RGW_MAP_BYTES_MAX)) || !(op = cairn_op_create()))
+		return -ENOMEM;
+	cairn_op_getxattr(op, RGW_MAP_XATTR, bc->map, RGW_MAP_BYTES_MAX, &len, &rval);
+	rc = cairn_operate(meta, oid, op, NULL);
+	cairn_op_release(op);
+	if (!rc)
+		rc = rval;
+	if (rc == -ENODATA) {
+		rc = 0;
+		len = 0; /* (never split) */
+	}
+	if (!rc && len) {
+		rgw_shardmap_fini(&bc->shards);
+		rc = rgw_shardmap_decode(bc->map, len, &bc->shards);
+	}
+	bc->map_len = len;
+	return rc;
 }
 
 void

@@ -958,6 +958,104 @@ s3_index_restart(struct s3_req *q)
 	s3_bucket_load(q, q->entry);
 }
 
+void
+s3_shwait_init(struct s3_shwait *w, struct s3_req *q, struct s3_shard *s, const char *key,
+	       size_t klen, s3_shwait_cb fn, void *arg)
+{
+	memset(w, 0, sizeof(*w));
+	w->q = q;
+	w->s = s;
+	w->key = key;
+	w->klen = klen;
+	w->fn = fn;
+	w->arg = arg;
+	w->bucket = q->bucket;
+	snprintf(w->bid, sizeof(w->bid), "%s", q->b.id);
+}
+
+void
+s3_shwait_init_read(struct s3_shwait *w, struct s3_req *q, const char *bucket, const char *bid,
+		    struct s3_shard *s, const char *key, size_t klen, s3_shwait_cb fn, void *arg)
+{
+	s3_shwait_init(w, q, s, key, klen, fn, arg);
+	w->bucket = bucket;
+	snprintf(w->bid, sizeof(w->bid), "%s", bid);
+	w->reader = true;
+}
+
+void
+s3_shwait_fini(struct s3_shwait *w)
+{
+	s3_bconf_fini(&w->bc);
+}
+
+static void
+shwait_fired(struct cm_timer *t)
+{
+	struct s3_shwait *w = t->arg;
+
+	w->q->pending--;
+	w->fn(w->arg, 0);
+}
+
+static void
+shwait_reloaded(struct s3_req *q, void *arg, int rc)
+{
+	struct s3_shwait *w = arg;
+
+	q->pending--;
+	if (!rc && strcmp(w->b.id, w->bid))
+		rc = -ENOENT; /* (deleted and made again: another bucket) */
+	if (!rc)
+		s3_shard_pick(&w->b, &w->bc, w->key, w->klen, w->s);
+	s3_bconf_fini(&w->bc);
+	w->fn(w->arg, rc);
+}
+
+bool
+s3_shard_wait(struct s3_shwait *w)
+{
+	struct s3_shard *s = w->s;
+	struct s3_req *q = w->q;
+
+	if (s->grval)
+		return false; /* (no mark: shard 0 of a bucket never split) */
+	switch (rgw_range_state(s->range, s->rlen, s->got, s->glen)) {
+	case RGW_RANGE_OK:
+		return false;
+	case RGW_RANGE_FROZEN:
+		if (w->reader)
+			return false; /* (a frozen shard still holds every key of its range) */
+		w->wait_ms = w->wait_ms ? CM_MIN(w->wait_ms * 2, 1000u) : 20;
+		if ((w->waited_ms += w->wait_ms) > S3_FROZEN_MAX_MS) {
+			w->fn(w->arg, -EBUSY);
+			return true;
+		}
+		if (w->wait_ms == 20 || w->wait_ms == 1000)
+			/* (its splitter may have died: the collector resumes it, lock allowing) */
+			rgw__split_note(q->g, w->bucket, s->num);
+		cm_timer_init(&w->t, shwait_fired, w);
+		cm_timer_arm(q->t->r, &w->t, w->wait_ms);
+		q->pending++;
+		return true;
+	case RGW_RANGE_CLOSED_ST:
+		if (w->reader)
+			return false; /* (a DeleteBucket in progress: the entry as read) */
+		s3_bucket_forget(q->g, w->bucket);
+		w->fn(w->arg, -ENOENT);
+		return true;
+	default: /* (moved) */
+		s3_bucket_forget(q->g, w->bucket);
+		if (++w->moves > S3_RESTARTS_MAX) {
+			w->fn(w->arg, -EBUSY);
+			return true;
+		}
+		q->pending++;
+		s3_bucket_get(q, w->bucket, &w->b, &w->bc, shwait_reloaded, w);
+		return true;
+	}
+}
+
 const char *
 s3_shard_hi(const struct s3_shard *s, size_t *len)
 {

@@ -234,6 +234,49 @@ bool s3_shard_moved(struct s3_req *q, const struct s3_shard *s);
  */
 void s3_index_restart(struct s3_req *q);
 #define S3_RESTARTS_MAX 8
+
+/*
+ * One index write's patience with its shard (rgw.md §3.1.1): while a
+ * split freezes it, waits (20 ms doubling to 1 s, S3_FROZEN_MAX_MS in
+ * all); when it moved (the map was read before a split), the bucket's
+ * map is read anew and the key's shard picked again. For a site that
+ * must not start its whole request again (one key of DeleteObjects, a
+ * write whose body was read).
+ */
+#define S3_FROZEN_MAX_MS 30000
+typedef void (*s3_shwait_cb)(void *arg, int rc);
+
+struct s3_shwait {
+	struct s3_req *q;
+	struct s3_shard *s;
+	const char *key; /* the key s is picked for (the caller keeps it) */
+	size_t klen;
+	const char *bucket; /* the bucket (q->bucket; a copy's source is another) */
+	char bid[33];       /* its id when the request began */
+	bool reader;        /* a read: a frozen shard is read, only a moved one is waited for */
+	struct cm_timer t;
+	unsigned wait_ms, waited_ms, moves;
+	s3_shwait_cb fn;
+	void *arg;
+	struct rgw_bucket b;
+	struct s3_bconf bc;
+};
+
+void s3_shwait_init(struct s3_shwait *w, struct s3_req *q, struct s3_shard *s, const char *key,
+		    size_t klen, s3_shwait_cb fn, void *arg);
+/* The same for bucket (of id bid) instead of q's, as a reader. */
+void s3_shwait_init_read(struct s3_shwait *w, struct s3_req *q, const char *bucket, const char *bid,
+			 struct s3_shard *s, const char *key, size_t klen, s3_shwait_cb fn,
+			 void *arg);
+/*
+ * After an index op that read w->s's mark (s3_shard_read): false if the
+ * shard holds the key now (carry on); true if it is frozen or moved: fn
+ * is called later with 0 (read again: w->s is the key's shard now),
+ * -ENOENT (the bucket was deleted, or deleted and made again) or -EBUSY
+ * (frozen too long, or moved too often).
+ */
+bool s3_shard_wait(struct s3_shwait *w);
+void s3_shwait_fini(struct s3_shwait *w);
 /* The key after the shard's range (its hi), or NULL (the last shard). */
 const char *s3_shard_hi(const struct s3_shard *s, size_t *len);
 /* The index entry's omap key of object key. */
@@ -432,6 +475,7 @@ struct s3_copy {
 	size_t n;
 	int rval;
 	struct s3_vread vr; /* the source key's latest entry, or its version's */
+	struct s3_shwait w; /* its shard moved by a split */
 	bool second;
 	struct s3_shard shard;
 	struct rgw_entry e; /* the source's entry */

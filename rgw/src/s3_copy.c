@@ -24,6 +24,7 @@ s3_copy_free(struct s3_copy *c)
 	free(c->want.key);
 	cairn_kvs_free(c->kvs, c->n);
 	s3_vread_fini(&c->vr);
+	s3_shwait_fini(&c->w);
 	rgw_entry_fini(&c->e);
 	rgw_layout_fini(&c->l);
 	free(c->mbuf);
@@ -117,6 +118,8 @@ entry_done(void *arg, int rc)
 		s3_error(q, 404, "NoSuchBucket", "the copy source's bucket does not exist");
 		return;
 	}
+	if (!rc && !c->second && s3_shard_wait(&c->w))
+		return; /* (moved by a split: src_read again) */
 	if (!rc)
 		rc = c->second ? c->rval : s3_vread_rc(&c->vr);
 	if (rc) {
@@ -202,11 +205,37 @@ entry_done(void *arg, int rc)
 	src_ready(c);
 }
 
+/* The source key's entry (and its shard's range mark). */
+static void
+src_read(void *arg, int rc)
+{
+	struct s3_copy *c = arg;
+	struct s3_req *q = c->q;
+	cairn_op_t *op;
+
+	if (rc == -ENOENT) {
+		s3_error(q, 404, "NoSuchBucket", "the copy source's bucket does not exist");
+		return;
+	}
+	if (rc || !(op = cairn_op_create())) {
+		s3_error(q, 503, "SlowDown",
+			 rc ? "the source bucket's index is being reorganised: retry"
+			    : "out of memory");
+		return;
+	}
+	s3_shard_read(&c->shard, op);
+	s3_vread_op(&c->vr, op);
+	if ((rc = rgw__aio(q->t, q->g->meta, c->shard.oid, op, entry_done, c))) {
+		s3_error_rc(q, rc, "reading the copy source's index entry");
+		return;
+	}
+	q->pending++;
+}
+
 static void
 bucket_done(struct s3_req *q, void *arg, int rc)
 {
 	struct s3_copy *c = arg;
-	cairn_op_t *op;
 	const char *v = c->cs.version;
 
 	if (rc == -ENOENT) {
@@ -233,18 +262,14 @@ bucket_done(struct s3_req *q, void *arg, int rc)
 	c->same = !strcmp(c->sb.id, q->b.id) && c->cs.key_len == q->key_len &&
 		  !memcmp(c->cs.key, q->key, q->key_len);
 	if (s3_vread_init(&c->vr, c->cs.key, c->cs.key_len, v && !strcmp(v, "null"),
-			  v && strcmp(v, "null") ? v : NULL, false) ||
-	    !(op = cairn_op_create())) {
+			  v && strcmp(v, "null") ? v : NULL, false)) {
 		s3_error(q, 503, "SlowDown", "out of memory");
 		return;
 	}
 	s3_shard_pick(&c->sb, &c->sbc, c->cs.key, c->cs.key_len, &c->shard);
-	s3_vread_op(&c->vr, op);
-	if ((rc = rgw__aio(q->t, q->g->meta, c->shard.oid, op, entry_done, c))) {
-		s3_error_rc(q, rc, "reading the copy source's index entry");
-		return;
-	}
-	q->pending++;
+	s3_shwait_init_read(&c->w, q, c->cs.bucket, c->sb.id, &c->shard, c->cs.key, c->cs.key_len,
+			    src_read, c);
+	src_read(c, 0);
 }
 
 void

@@ -46,6 +46,8 @@ struct mp {
 	char upid[RGW_UPLOAD_LEN + 1];
 	char moid[48];
 	struct s3_shard shard;
+	struct s3_shwait w; /* the shard frozen or moved by a split */
+	rgw_aio_cb reread;  /* read_marker's callback (run again after a wait) */
 	struct rgw_str ukey, ekey, enc, man;
 	struct rgw_entry e; /* initiate: the record; complete: the new entry */
 	/* shard reads: the upload marker; the key's latest entry (and null pointer) */
@@ -102,6 +104,7 @@ mp_free(struct s3_req *q)
 	rgw_str_fini(&m->ekey);
 	rgw_str_fini(&m->enc);
 	rgw_str_fini(&m->man);
+	s3_shwait_fini(&m->w);
 	s3_meta_free(&m->e);
 	cairn_kvs_free(m->kvs, m->n);
 	cairn_kvs_free(m->lkvs, m->ln);
@@ -140,6 +143,31 @@ mp_new(struct s3_req *q, const char *name)
 	return m;
 }
 
+static int read_marker(struct s3_req *q, struct mp *m, rgw_aio_cb cb);
+static void drop_manifest(struct s3_req *q, struct mp *m);
+static void cm_reread(void *arg, int rc);
+static void init_write(struct s3_req *q);
+static void init_check(struct s3_req *q);
+
+/* After a wait on a frozen shard, or the map read anew: the step's read again. */
+static void
+mp_waited(void *arg, int rc)
+{
+	struct s3_req *q = arg;
+	struct mp *m = q->op;
+
+	if (rc && m->reread == cm_reread)
+		drop_manifest(q, m);
+	if (rc == -ENOENT)
+		s3_error(q, 404, "NoSuchBucket", "the bucket does not exist");
+	else if (rc)
+		s3_error(q, 503, "SlowDown", "the bucket's index is being reorganised: retry");
+	else if (m->reread)
+		read_marker(q, m, m->reread);
+	else
+		init_write(q);
+}
+
 /* Owner check, the upload id, the pool, the names. \return 0, or the request was answered. */
 static int
 mp_names(struct s3_req *q, struct mp *m, const char *upid)
@@ -161,6 +189,7 @@ mp_names(struct s3_req *q, struct mp *m, const char *upid)
 	snprintf(m->upid, sizeof(m->upid), "%s", upid);
 	snprintf(m->moid, sizeof(m->moid), "mp.%s", upid);
 	s3_shard_pick(&q->b, &q->bc, q->key, q->key_len, &m->shard);
+	s3_shwait_init(&m->w, q, &m->shard, q->key, q->key_len, mp_waited, q);
 	s3_upload_marker(q->key, q->key_len, upid, &m->ukey);
 	s3_entry_key(q->key, q->key_len, &m->ekey);
 	if (m->ukey.oom || m->ekey.oom) {
@@ -176,6 +205,7 @@ read_marker(struct s3_req *q, struct mp *m, rgw_aio_cb cb)
 {
 	cairn_op_t *op;
 
+	m->reread = cb;
 	cairn_kvs_free(m->kvs, m->n);
 	m->kvs = NULL;
 	m->n = 0;
@@ -194,6 +224,7 @@ read_marker(struct s3_req *q, struct mp *m, rgw_aio_cb cb)
 		s3_error(q, 503, "SlowDown", "out of memory");
 		return -ENOMEM;
 	}
+	s3_shard_read(&m->shard, op);
 	cairn_op_omap_get(op, m->want, 1, &m->kvs, &m->n, &m->rval);
 	s3_vread_op(&m->vr, op);
 	return s3_submit(q, q->g->meta, m->shard.oid, op, cb);
@@ -217,6 +248,8 @@ static bool
 marker_read(struct s3_req *q, struct mp *m, int rc)
 {
 	q->pending--;
+	if (!rc && s3_shard_wait(&m->w))
+		return false; /* (a split: mp_waited reads again) */
 	if (!rc)
 		rc = m->rval;
 	if (!rc && m->vr.nwant)
@@ -420,6 +453,42 @@ init_created(void *arg, int rc)
 }
 
 static void
+init_checked(void *arg, int rc)
+{
+	struct s3_req *q = arg;
+	struct mp *m = q->op;
+
+	q->pending--;
+	if (!rc && s3_shard_wait(&m->w))
+		return; /* (frozen or moved: mp_waited writes again) */
+	if (rc == -ENOENT) {
+		s3_bucket_forget(q->g, q->bucket);
+		s3_error(q, 404, "NoSuchBucket", "the bucket does not exist");
+		return;
+	}
+	if (rc) {
+		s3_error_rc(q, rc, "reading the bucket's index");
+		return;
+	}
+	init_write(q);
+}
+
+/* The marker's write failed its guard: the shard's range read, to tell a split from a delete. */
+static void
+init_check(struct s3_req *q)
+{
+	struct mp *m = q->op;
+	cairn_op_t *op = cairn_op_create();
+
+	if (!op) {
+		s3_error(q, 503, "SlowDown", "out of memory");
+		return;
+	}
+	s3_shard_read(&m->shard, op);
+	s3_submit(q, q->g->meta, m->shard.oid, op, init_checked);
+}
+
+static void
 init_marked(void *arg, int rc)
 {
 	struct s3_req *q = arg;
@@ -427,6 +496,10 @@ init_marked(void *arg, int rc)
 	cairn_op_t *op;
 
 	q->pending--;
+	if (rc == -ECANCELED && ++m->tries < CAS_TRIES) {
+		init_check(q); /* (the shard's guard: a split, or the bucket deleted) */
+		return;
+	}
 	if (rc == -ECANCELED || rc == -ENOENT) {
 		s3_bucket_forget(q->g, q->bucket);
 		s3_error(q, 404, "NoSuchBucket", "the bucket does not exist");
@@ -456,7 +529,6 @@ init_loaded(struct s3_req *q)
 	struct mp *m = mp_new(q, "CreateMultipartUpload");
 	char upid[RGW_UPLOAD_LEN + 1];
 	uint8_t rnd[8];
-	cairn_op_t *op;
 	int rc;
 
 	if (!m)
@@ -477,11 +549,24 @@ init_loaded(struct s3_req *q)
 		return;
 	m->e.owner = q->uid;
 	rgw_entry_encode(&m->e, &m->enc);
-	if (m->enc.oom || !(op = cairn_op_create())) {
+	if (m->enc.oom) {
 		s3_error(q, 503, "SlowDown", "out of memory");
 		return;
 	}
-	/* The marker first: an upload object always has one (or had, and is swept). */
+	init_write(q);
+}
+
+/* The marker first: an upload object always has one (or had, and is swept). */
+static void
+init_write(struct s3_req *q)
+{
+	struct mp *m = q->op;
+	cairn_op_t *op = cairn_op_create();
+
+	if (!op) {
+		s3_error(q, 503, "SlowDown", "out of memory");
+		return;
+	}
 	s3_shard_guard(&m->shard, op);
 	cairn_op_omap_set(op, m->ukey.p, m->ukey.len, m->enc.p, m->enc.len);
 	s3_submit(q, q->g->meta, m->shard.oid, op, init_marked);
@@ -644,6 +729,8 @@ dead_queue(struct s3_req *q, struct mp *m)
 
 /* ---- AbortMultipartUpload ---- */
 
+static void ab_rechecked(void *arg, int rc);
+
 static void
 ab_committed(void *arg, int rc)
 {
@@ -651,6 +738,11 @@ ab_committed(void *arg, int rc)
 	struct mp *m = q->op;
 
 	q->pending--;
+	if (rc == -ECANCELED && ++m->tries < CAS_TRIES) {
+		/* (the marker gone, or the shard's guard: a split; which?) */
+		read_marker(q, m, ab_rechecked);
+		return;
+	}
 	if (rc == -ECANCELED) {
 		s3_error(q, 404, "NoSuchUpload",
 			 "the upload was completed or aborted by another request");
@@ -666,11 +758,37 @@ ab_committed(void *arg, int rc)
 }
 
 static void
-ab_loaded(struct s3_req *q)
+ab_commit(struct s3_req *q)
 {
 	struct mp *m = q->op;
 	const struct cairn_kv *u = found(m, &m->ukey);
 	cairn_op_t *op;
+
+	if (!u || !(op = cairn_op_create())) {
+		s3_error(q, 503, "SlowDown", "out of memory");
+		return;
+	}
+	s3_shard_guard(&m->shard, op);
+	cairn_op_omap_cmp(op, u->key, u->klen, CAIRN_CMP_EQ, u->val, u->vlen);
+	cairn_op_omap_rm(op, u->key, u->klen);
+	dead_into(m, op);
+	s3_submit(q, q->g->meta, m->shard.oid, op, ab_committed);
+}
+
+static void
+ab_rechecked(void *arg, int rc)
+{
+	struct s3_req *q = arg;
+	struct mp *m = q->op;
+
+	if (marker_read(q, m, rc))
+		ab_commit(q); /* (still there: the upload object is closed already) */
+}
+
+static void
+ab_loaded(struct s3_req *q)
+{
+	struct mp *m = q->op;
 
 	for (size_t i = 0; i < m->nrec; i++)
 		if (add_dead(m, m->recs[i].inst, m->recs[i].size))
@@ -678,13 +796,7 @@ ab_loaded(struct s3_req *q)
 	for (size_t i = 0; i < m->npend; i++)
 		if (add_dead(m, m->pend[i].inst, m->pend[i].size))
 			goto oom;
-	if (!u || !(op = cairn_op_create()))
-		goto oom;
-	s3_shard_guard(&m->shard, op);
-	cairn_op_omap_cmp(op, u->key, u->klen, CAIRN_CMP_EQ, u->val, u->vlen);
-	cairn_op_omap_rm(op, u->key, u->klen);
-	dead_into(m, op);
-	s3_submit(q, q->g->meta, m->shard.oid, op, ab_committed);
+	ab_commit(q);
 	return;
 oom:
 	s3_error(q, 503, "SlowDown", "out of memory");
@@ -750,6 +862,8 @@ cm_reread(void *arg, int rc)
 	struct mp *m = q->op;
 
 	q->pending--;
+	if (!rc && s3_shard_wait(&m->w))
+		return; /* (a split: mp_waited reads again) */
 	if (!rc)
 		rc = m->rval;
 	if (rc || !found(m, &m->ukey)) {
@@ -1187,12 +1301,18 @@ s3_mp_complete(struct s3_req *q)
 /* ---- ListMultipartUploads ---- */
 
 struct lu {
-	struct cairn_kv *kvs;
+	struct cairn_kv *kvs; /* every shard's markers read so far, in key order */
 	size_t n;
+	struct cairn_kv *got; /* the last read's */
+	size_t ngot;
 	bool more;
 	int rval;
-	struct rgw_str after;
+	struct rgw_str after, pfx;
+	const char *prefix;
+	struct s3_shard shard;
 };
+
+static void lu_read(struct s3_req *q);
 
 static void
 lu_free(struct s3_req *q)
@@ -1202,9 +1322,73 @@ lu_free(struct s3_req *q)
 	if (!l)
 		return;
 	cairn_kvs_free(l->kvs, l->n);
+	cairn_kvs_free(l->got, l->ngot);
 	rgw_str_fini(&l->after);
+	rgw_str_fini(&l->pfx);
 	free(l);
 	q->op = NULL;
+}
+
+/*
+ * A shard's markers read: those of its range kept (a split's copy of the
+ * next shard's is left to that shard). \return true if the listing goes on
+ * (after this page, or in the next shard), false if it is complete.
+ */
+static bool
+lu_take(struct s3_req *q, struct lu *l)
+{
+	size_t hl = 0, n = l->n;
+	const char *hi = s3_shard_hi(&l->shard, &hl);
+	struct cairn_kv *all = realloc(l->kvs, (l->n + l->ngot + 1) * sizeof(*all));
+	bool past = false;
+	size_t pl = l->prefix ? strlen(l->prefix) : 0;
+
+	if (!all)
+		return false; /* (answered from what was read) */
+	l->kvs = all;
+	for (size_t i = 0; i < l->ngot; i++) {
+		struct cairn_kv *kv = &l->got[i];
+		const char *k = (const char *)kv->key + 2;
+		size_t kl = kv->klen - 2;
+		const char *z = kv->klen > 2 ? memchr(k, 0, kl) : NULL;
+		size_t sk = z ? (size_t)(z - k) : kl, c = CM_MIN(sk, hl);
+		int cmp = hi ? (c ? memcmp(k, hi, c) : 0) : -1;
+
+		if (hi && (cmp > 0 || (!cmp && sk >= hl)))
+			past = true;
+		if (past) {
+			free(kv->key);
+			free(kv->val);
+			continue;
+		}
+		all[n++] = *kv;
+	}
+	free(l->got);
+	l->got = NULL;
+	if (l->ngot) {
+		/* (the next page after this one's last marker) */
+		const struct cairn_kv *last = n > l->n ? &all[n - 1] : NULL;
+
+		rgw_str_reset(&l->after);
+		if (last)
+			rgw_str_add(&l->after, last->key, last->klen);
+	}
+	l->ngot = 0;
+	l->n = n;
+	if (l->n > 1000)
+		return false; /* (one more than a page: the answer is truncated) */
+	if (l->more && !past)
+		return true;
+	if (!hi)
+		return false; /* (the last shard) */
+	if (pl && !(hl >= pl && !memcmp(hi, l->prefix, pl))) {
+		int c = memcmp(hi, l->prefix, CM_MIN(hl, pl));
+
+		if (c > 0 || (!c && hl > pl))
+			return false; /* (the next shard's keys are all past the prefix's) */
+	}
+	s3_shard_pick(&q->b, &q->bc, hi, hl, &l->shard);
+	return true;
 }
 
 static void
@@ -1224,10 +1408,16 @@ lu_done(void *arg, int rc)
 	size_t nkl = 0;
 
 	q->pending--;
+	if (!rc && s3_shard_moved(q, &l->shard))
+		return; /* (split since the map was read: again with the new one) */
 	if (!rc)
 		rc = l->rval;
 	if (rc) {
 		s3_error_rc(q, rc, "listing the uploads");
+		return;
+	}
+	if (lu_take(q, l)) {
+		lu_read(q);
 		return;
 	}
 	if (max > 1000 || (mx && !*mx))
@@ -1313,10 +1503,7 @@ lu_loaded(struct s3_req *q)
 	const char *prefix = rgw_uri_q(&q->u, "prefix");
 	const char *km = rgw_uri_q(&q->u, "key-marker");
 	const char *um = rgw_uri_q(&q->u, "upload-id-marker");
-	struct rgw_str pfx;
 	struct lu *l;
-	cairn_op_t *op;
-	struct s3_shard shard;
 
 	q->op_name = "ListMultipartUploads";
 	if (!s3_allow_bucket(q, &q->b, S3_P_READ)) {
@@ -1329,11 +1516,12 @@ lu_loaded(struct s3_req *q)
 	}
 	q->op = l;
 	q->op_free = lu_free;
+	l->prefix = prefix && *prefix ? prefix : NULL;
 	rgw_str_init(&l->after);
-	rgw_str_init(&pfx);
-	rgw_str_adds(&pfx, RGW_SYS_UPLOAD);
+	rgw_str_init(&l->pfx);
+	rgw_str_adds(&l->pfx, RGW_SYS_UPLOAD);
 	if (prefix)
-		rgw_str_adds(&pfx, prefix);
+		rgw_str_adds(&l->pfx, prefix);
 	if (km && *km) {
 		rgw_str_adds(&l->after, RGW_SYS_UPLOAD);
 		rgw_str_adds(&l->after, km);
@@ -1344,18 +1532,36 @@ lu_loaded(struct s3_req *q)
 			rgw_str_addc(&l->after, '\x01'); /* (past every upload of the key) */
 		}
 	}
-	if (pfx.oom || l->after.oom || !(op = cairn_op_create())) {
-		rgw_str_fini(&pfx);
+	if (l->pfx.oom || l->after.oom) {
 		s3_error(q, 503, "SlowDown", "out of memory");
 		return;
 	}
-	/* (every upload marker is in shard 0 while a bucket has one shard; with a shard
-	 * map, ListUploads must walk it: rgw.md §3.1.1) */
-	s3_shard_pick(&q->b, &q->bc, "", 0, &shard);
-	cairn_op_omap_list(op, l->after.len ? l->after.p : NULL, l->after.len, pfx.p, pfx.len, 1001,
-			   &l->kvs, &l->n, &l->more, &l->rval);
-	rgw_str_fini(&pfx);
-	s3_submit(q, q->g->meta, shard.oid, op, lu_done);
+	/* (a key's upload markers sit in its shard's system region: the listing walks the
+	 * shards in key order from the marker's, or the prefix's, rgw.md §3.1.1) */
+	if (km && *km && (!l->prefix || strcmp(km, l->prefix) > 0))
+		s3_shard_pick(&q->b, &q->bc, km, strlen(km), &l->shard);
+	else
+		s3_shard_pick(&q->b, &q->bc, l->prefix ? l->prefix : "",
+			      l->prefix ? strlen(l->prefix) : 0, &l->shard);
+	lu_read(q);
+}
+
+static void
+lu_read(struct s3_req *q)
+{
+	struct lu *l = q->op;
+	cairn_op_t *op = cairn_op_create();
+
+	if (!op) {
+		s3_error(q, 503, "SlowDown", "out of memory");
+		return;
+	}
+	l->rval = 0;
+	l->more = false;
+	s3_shard_read(&l->shard, op);
+	cairn_op_omap_list(op, l->after.len ? l->after.p : NULL, l->after.len, l->pfx.p, l->pfx.len,
+			   1001 - l->n, &l->got, &l->ngot, &l->more, &l->rval);
+	s3_submit(q, q->g->meta, l->shard.oid, op, lu_done);
 }
 
 void

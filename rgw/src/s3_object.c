@@ -2146,6 +2146,7 @@ struct del {
 	struct s3_vread vr;
 	struct s3_vplan vp;
 	struct s3_shard shard;
+	struct s3_shwait w; /* the shard frozen or moved by a split */
 	int tries;
 	del_cb cb;
 	void *arg;
@@ -2165,12 +2166,25 @@ struct del {
 
 static void del_step(struct del *d);
 
+/* After a wait on a frozen shard, or the map read anew: the key's entry read again. */
+static void
+del_waited(void *arg, int rc)
+{
+	struct del *d = arg;
+
+	if (rc)
+		d->cb(d, rc);
+	else
+		del_step(d);
+}
+
 static void
 del_fini(struct del *d)
 {
 	s3_vplan_fini(&d->vp);
 	s3_vread_fini(&d->vr);
 	rgw_str_fini(&d->dmenc);
+	s3_shwait_fini(&d->w);
 	free(d->key);
 	d->key = NULL;
 }
@@ -2223,6 +2237,8 @@ del_read(void *arg, int rc)
 	enum s3_vmode mode = s3_vmode(&q->b);
 
 	q->pending--;
+	if (!rc && s3_shard_wait(&d->w))
+		return; /* (a split: del_waited) */
 	if (!rc)
 		rc = s3_vread_rc(&d->vr);
 	if (rc) {
@@ -2305,6 +2321,7 @@ del_step(struct del *d)
 		d->cb(d, -ENOMEM);
 		return;
 	}
+	s3_shard_read(&d->shard, op);
 	s3_vread_op(&d->vr, op);
 	if ((rc = rgw__aio(q->t, q->g->meta, d->shard.oid, op, del_read, d))) {
 		d->cb(d, rc);
@@ -2352,6 +2369,7 @@ del_start(struct s3_req *q, struct del *d, const char *key, size_t klen, const c
 		return -ENOMEM;
 	}
 	s3_shard_pick(&q->b, &q->bc, key, klen, &d->shard);
+	s3_shwait_init(&d->w, q, &d->shard, d->key, d->klen, del_waited, d);
 	del_step(d);
 	return 0;
 }
@@ -2379,6 +2397,10 @@ del_one_done(struct del *d, int rc)
 		s3_error(q, rc == -ENOENT ? 404 : 503, rc == -ENOENT ? "NoSuchBucket" : "SlowDown",
 			 rc == -ENOENT ? "the bucket does not exist"
 				       : "too many concurrent writers");
+		return;
+	}
+	if (rc == -EBUSY) {
+		s3_error(q, 503, "SlowDown", "the bucket's index is being reorganised: retry");
 		return;
 	}
 	if (rc) {
@@ -2572,8 +2594,10 @@ mdel_answer(struct s3_req *q)
 			rgw_str_addf(&x, "</Key><Code>%s</Code><Message>%s</Message></Error>",
 				     m->rcs[i] == -EINVAL   ? "InvalidArgument"
 				     : m->rcs[i] == -EACCES ? "AccessDenied"
-				     : m->rcs[i] == -ENOMEM ? "SlowDown"
-							    : "InternalError",
+				     : m->rcs[i] == -ENOMEM || m->rcs[i] == -EBUSY ||
+						     m->rcs[i] == -ECANCELED
+					     ? "SlowDown"
+					     : "InternalError",
 				     m->rcs[i] == -EINVAL   ? "bad key"
 				     : m->rcs[i] == -EACCES ? "Access Denied"
 							    : cm_strerror(m->rcs[i]));

@@ -22,6 +22,7 @@ struct tg {
 	const char *vid;            /* ?versionId=, or NULL: the latest */
 	const struct cairn_kv *ent; /* the entry changed (in vr) */
 	struct s3_shard shard;
+	struct s3_shwait w; /* the shard frozen or moved by a split */
 	struct rgw_entry e;
 	bool have_e;
 	bool put; /* PUT (the new set in tags) or DELETE */
@@ -39,6 +40,7 @@ tg_free(struct s3_req *q)
 	if (!t)
 		return;
 	s3_vread_fini(&t->vr);
+	s3_shwait_fini(&t->w);
 	if (t->have_e)
 		rgw_entry_fini(&t->e);
 	rgw_str_fini(&t->tags);
@@ -48,6 +50,20 @@ tg_free(struct s3_req *q)
 }
 
 static void tg_read(struct s3_req *q);
+
+/* After a wait on a frozen shard, or the map read anew: the entry read again. */
+static void
+tg_waited(void *arg, int rc)
+{
+	struct s3_req *q = arg;
+
+	if (rc == -ENOENT)
+		s3_error(q, 404, "NoSuchBucket", "the bucket does not exist");
+	else if (rc)
+		s3_error(q, 503, "SlowDown", "the bucket's index is being reorganised: retry");
+	else
+		tg_read(q);
+}
 
 static void
 tg_swapped(void *arg, int rc)
@@ -110,6 +126,8 @@ tg_read_done(void *arg, int rc)
 		s3_error(q, 404, "NoSuchBucket", "the bucket does not exist");
 		return;
 	}
+	if (!rc && s3_shard_wait(&t->w))
+		return; /* (a split: tg_waited) */
 	if (!rc)
 		rc = s3_vread_rc(&t->vr);
 	if (rc) {
@@ -196,6 +214,7 @@ tg_read(struct s3_req *q)
 		s3_error(q, 503, "SlowDown", "out of memory");
 		return;
 	}
+	s3_shard_read(&t->shard, op);
 	s3_vread_op(&t->vr, op);
 	s3_submit(q, q->g->meta, t->shard.oid, op, tg_read_done);
 }
@@ -225,6 +244,7 @@ tg_new(struct s3_req *q)
 		return NULL;
 	}
 	s3_shard_pick(&q->b, &q->bc, q->key, q->key_len, &t->shard);
+	s3_shwait_init(&t->w, q, &t->shard, q->key, q->key_len, tg_waited, q);
 	return t;
 }
 

@@ -1554,20 +1554,54 @@ def splits(n_keys):
     errors, lock = [], threading.Lock()
     longest = [0.0]
 
+    def other(c, j, k, prev):
+        # (the other index writes and reads, on keys of this writer, while shards split; the
+        # key set and every key's bytes stay as the PUTs left them)
+        if j % 5 == 1:
+            c.put_object_tagging(Bucket=b, Key=k, Tagging={"TagSet": [{"Key": "j",
+                                                                       "Value": str(j)}]})
+        if j % 7 == 2 and prev:
+            c.delete_object(Bucket=b, Key=prev)
+            with lock:
+                started[0] += 1
+            c.put_object(Bucket=b, Key=prev, Body=prev.encode())
+        if j % 40 == 3:
+            u = c.create_multipart_upload(Bucket=b, Key=k)["UploadId"]
+            e = c.upload_part(Bucket=b, Key=k, UploadId=u, PartNumber=1, Body=k.encode())["ETag"]
+            c.complete_multipart_upload(Bucket=b, Key=k, UploadId=u, MultipartUpload={
+                "Parts": [{"PartNumber": 1, "ETag": e}]})
+        if j % 40 == 4:
+            u = c.create_multipart_upload(Bucket=b, Key=k + "~u")["UploadId"]
+            c.abort_multipart_upload(Bucket=b, Key=k + "~u", UploadId=u)
+        if j % 40 == 5:
+            c.copy_object(Bucket=b, Key=k, CopySource={"Bucket": b, "Key": k},
+                          MetadataDirective="REPLACE", Metadata={"copied": "1"})
+        if j % 40 == 6:
+            c.put_object_acl(Bucket=b, Key=k, ACL="private")
+
     def writer(part):
         c = client(keys)
-        for k in part:
+        prev = None
+        for j, k in enumerate(part):
             t0 = time.monotonic()
             with lock:
                 started[0] += 1
             try:
                 c.put_object(Bucket=b, Key=k, Body=k.encode())
+                other(c, j, k, prev)
             except Exception as e:  # noqa: BLE001 (each failure is counted)
                 with lock:
                     errors.append("%s: %s" % (k, e))
+            prev = k
             dt = time.monotonic() - t0
             with lock:
                 longest[0] = max(longest[0], dt)
+        # (one upload left open per writer: ListMultipartUploads walks the shards)
+        try:
+            c.create_multipart_upload(Bucket=b, Key=part[len(part) // 2] + "~open")
+        except Exception as e:  # noqa: BLE001
+            with lock:
+                errors.append("open upload: %s" % e)
 
     writing = [True]
     listings, list_bad = [0], []
@@ -1626,8 +1660,8 @@ def splits(n_keys):
     writing[0] = False
     lt.join()
     ct.join()
-    check(not errors, "splits: %d of %d PUTs failed, first: %s" % (
-        len(errors), n_keys, errors[:3]))
+    check(not errors, "splits: %d of %d PUTs (and their tagging, ACL, DELETE, multipart and "
+          "copy requests) failed, first: %s" % (len(errors), n_keys, errors[:3]))
     check(listings[0] > 0 and stats_seen[0] > 0 and not list_bad,
           "splits: %d listings and %d bucket stats during the writes, each listing in order "
           "with no key twice, no stats above the PUTs started: %s" % (
@@ -1643,6 +1677,17 @@ def splits(n_keys):
         st = ctl("s3", "bucket", "stats", b)
     check(st["shards"] > 1, "splits: the index split (%d shards)" % st["shards"])
     check(st["objects"] == n_keys, "splits: the counters %s add up to %d keys" % (st, n_keys))
+    ups, pages = [], 0
+    for page in s3.get_paginator("list_multipart_uploads").paginate(
+            Bucket=b, PaginationConfig={"PageSize": 5}):
+        ups += [(u["Key"], u["UploadId"]) for u in page.get("Uploads", [])]
+        pages += 1
+    opened = sorted(names[i::32][len(names[i::32]) // 2] + "~open" for i in range(32))
+    check([k for k, _ in ups] == opened and pages >= 7,
+          "splits: ListMultipartUploads in pages of 5 finds the 32 open uploads across the "
+          "shards, in order: %d in %d pages, %s" % (len(ups), pages, [k for k, _ in ups][:4]))
+    for k, u in ups:
+        s3.abort_multipart_upload(Bucket=b, Key=k, UploadId=u)
     q = subprocess.run([os.environ["CAIRN_CTL"], "s3", "bucket", "quota", b, "--max-objects",
                         "1000000"], capture_output=True, text=True)
     check(q.returncode == 1 and "several shards" in q.stderr and
