@@ -17,7 +17,8 @@
 #    instances, and the killed gateway's unfinished PUTs, are gone);
 # e. cache invalidation across gateways (watch/notify);
 # f. the cluster killed -9 under the gateways: SIGTERM still stops them;
-# g. index shard splits under 32 writers (run before f).
+# g. index shard splits under 32 writers (run before f);
+# h. a splitting gateway killed with -9 mid-split: a new one resumes it, nothing lost.
 set -euo pipefail
 . "$(dirname "$0")/../lib/cluster.sh"
 build=${1:?usage: rgw_test.sh BUILD_DIR}
@@ -324,6 +325,32 @@ echo "g. $(grep '^splits:' "$dir/splits.out" | head -1); $nsplit splits; every k
 	"back and listed in order; DeleteBucket across the shards"
 kill "$rgw_pid"
 wait "$rgw_pid" || fail "the splitting gateway stopped with exit code $?"
+
+# h. A splitting gateway killed with -9 mid-split (right after it froze its third shard),
+# 16 writers at it; a new gateway resumes the split (once the dead one's lock ran out) and
+# loses nothing: every acknowledged key reads back, each key listed once, 1,600 more PUTs
+# over the key space succeed, the counters come to the keys.
+start_rgw 5 --rgw-index-shard-max 300 --rgw-split-pause 300ms
+timeout 120 $py "$here/rgw_test.py" "$ep" "$dir/alice.json" "$dir/bob.json" load \
+	"$dir/acked-split" splitkill >"$dir/loadsplit.out" 2>&1 &
+load_pid=$!
+for _ in $(seq 1 900); do
+	[ "$(grep -c "splits at a key" "$dir/rgw5.log" || true)" -ge 3 ] && break
+	sleep 0.1
+done
+kill -9 "$rgw_pid"
+wait "$rgw_pid" 2>/dev/null || true
+wait "$load_pid" || fail "the splitting load: $(tail "$dir/loadsplit.out")"
+[ "$(grep -c "splits at a key" "$dir/rgw5.log" || true)" -ge 3 ] ||
+	fail "the gateway did not split three shards within 90 s"
+start_rgw 6 --rgw-index-shard-max 300 --rgw-split-pause 300ms
+timeout 300 $py "$here/rgw_test.py" "$ep" "$dir/alice.json" "$dir/bob.json" splitverify \
+	"$dir/acked-split" >"$dir/splitverify.out" 2>&1 || fail "splitverify: $(tail "$dir/splitverify.out")"
+resumed=$(grep -c "resuming the split" "$dir/rgw6.log" || true)
+[ "$resumed" -ge 1 ] || fail "the kill left no split to resume (it landed between splits)"
+echo "h. $(grep '^splitverify:' "$dir/splitverify.out"); $resumed split(s) resumed by the new gateway"
+kill "$rgw_pid"
+wait "$rgw_pid" || fail "the gateway that resumed the split stopped with exit code $?"
 rgw_pid=$keep_pid
 
 # f. The cluster gone: every mon and OSD killed with -9, then SIGTERM to both
