@@ -79,10 +79,9 @@ static const struct cm_opt g_opts[] = {
 	       sweep_every_ms, "then a sweep (leftovers, lifecycle rules) runs this often"),
 	CM_OPT("rgw_lc_day", CM_OPT_DURATION, "24h", 1000, 86400000, 0, struct rgw_dconf, lc_day_ms,
 	       "how long a lifecycle rule's day is (shorter only to test rules)"),
-	CM_OPT("rgw_index_shard_max", CM_OPT_UINT, "0", 0, 100000000, 0, struct rgw_dconf,
+	CM_OPT("rgw_index_shard_max", CM_OPT_UINT, "100000", 0, 100000000, 0, struct rgw_dconf,
 	       index_shard_max,
-	       "an index shard holding more objects splits in two (0: never; in progress, "
-	       "rgw.md 3.1.1)"),
+	       "an index shard holding more objects splits in two, online (0: never)"),
 	CM_OPT("rgw_split_pause", CM_OPT_DURATION, "0", 0, 10000, 0, struct rgw_dconf,
 	       split_pause_ms,
 	       "tests only: a split waits this long after its map change and after its trim "

@@ -37,12 +37,13 @@ CM_LOG_SUBSYS(rgw);
 #define SPLIT_TOK     "rgw.split.tok"  /* B: the copy attempt writing it */
 #define SPLIT_DONE    "rgw.split.done" /* B: the copy is whole (set by its last op) */
 #define SPLIT_TOK_LEN 16
-#define SPLIT_LOCK_MS                                                              \
-	15000 /* renewed by every page: a dead splitter blocks its shard this long \
-	       */
-#define SPLIT_PAGE  1000
-#define SPLIT_NOTES 256
-#define MAP_TRIES   10
+/* renewed by every page: a dead splitter blocks its shard's writers this long (a live
+ * one that loses it to a stall is fenced by the guards: the copy's token, the lock
+ * check before the map change) */
+#define SPLIT_LOCK_MS 6000
+#define SPLIT_PAGE    1000
+#define SPLIT_NOTES   256
+#define MAP_TRIES     10
 
 struct rgw_split_note {
 	char bucket[64];
