@@ -669,8 +669,14 @@ bucket_usage(cairn_ioctx_t *io, const struct rgw_bucket *b, int64_t *bytes, int6
 	struct cairn_kv *kvs = NULL;
 	struct rgw_shardmap m;
 	const void *raw = NULL;
-	char prev[RGW_RANGE_MARK_MAX];
-	size_t n = 0, rlen = 0, prevlen = 0;
+
+	struct {
+		int64_t bytes, objs;
+		char *mark; /* a frozen mark, or NULL */
+		size_t mlen;
+	} *fz = NULL;
+
+	size_t n = 0, rlen = 0;
 	int rval = 0, rc;
 
 	*bytes = *objs = 0;
@@ -691,25 +697,33 @@ bucket_usage(cairn_ioctx_t *io, const struct rgw_bucket *b, int64_t *bytes, int6
 		}
 	if (!rc)
 		rc = rgw_shardmap_decode(raw, rlen, &m);
-	for (uint32_t i = 0; !rc && i < m.n; i++) {
+	/* Last shard first: a split trims A before it opens B, so B read first and then A
+	 * shows either both frozen (B's counters are a copy of A's: skipped) or A trimmed. */
+	if (!rc && !(fz = calloc(m.n, sizeof(*fz))))
+		rc = -ENOMEM;
+	for (uint32_t i = m.n; !rc && i-- > 0;) {
 		char mark[RGW_RANGE_MARK_MAX], tag;
 		const uint8_t *r, *k;
 		size_t ml = 0, rl, kl;
-		int64_t sb = 0, so = 0;
 
 		snprintf(oid, sizeof(oid), "idx.%s.%" PRIu32, b->id, m.v[i].num);
-		if ((rc = shard_usage(io, oid, &sb, &so, mark, &ml)))
+		if ((rc = shard_usage(io, oid, &fz[i].bytes, &fz[i].objs, mark, &ml)))
 			break;
-		/* (a split between the map change and the trim: the lower shard still
-		 * counts the upper's entries, and both carry the same frozen mark) */
-		if (!(i && ml && ml == prevlen && !memcmp(mark, prev, ml) &&
-		      !rgw_range_frozen_parse(mark, ml, &tag, &r, &rl, &k, &kl))) {
-			*bytes += sb;
-			*objs += so;
+		if (ml && !rgw_range_frozen_parse(mark, ml, &tag, &r, &rl, &k, &kl) &&
+		    (fz[i].mark = malloc(ml))) {
+			memcpy(fz[i].mark, mark, ml);
+			fz[i].mlen = ml;
 		}
-		memcpy(prev, mark, ml);
-		prevlen = ml;
 	}
+	for (uint32_t i = 0; !rc && i < m.n; i++)
+		if (!(i && fz[i].mark && fz[i - 1].mark && fz[i].mlen == fz[i - 1].mlen &&
+		      !memcmp(fz[i].mark, fz[i - 1].mark, fz[i].mlen))) {
+			*bytes += fz[i].bytes;
+			*objs += fz[i].objs;
+		}
+	for (uint32_t i = 0; fz && i < m.n; i++)
+		free(fz[i].mark);
+	free(fz);
 	if (shards)
 		*shards = rc ? 0 : m.n;
 	rgw_shardmap_fini(&m);

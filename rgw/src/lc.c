@@ -528,6 +528,12 @@ lc_bucket(struct lc_run *x, const char *shard)
 	rgw_str_fini(&start);
 	rgw_str_fini(&key);
 	sweep_uploads(x);
+}
+
+/* After every shard of the bucket: the owner's usage moved once, and the log line. */
+static void
+lc_account(struct lc_run *x)
+{
 	if (x->dbytes || x->dobjs) {
 		/* The owner's usage counter, when a quota bounds it (else it is not kept). */
 		struct rgw_user_info ui;
@@ -599,6 +605,7 @@ run_one(cairn_cluster_t *cl, cairn_ioctx_t *meta, const char *meta_pool, struct 
 		x.shard = sh.oid;
 		lc_bucket(&x, sh.oid);
 	}
+	lc_account(&x);
 	s3_bconf_fini(&bc);
 	if (x.mio)
 		cairn_ioctx_destroy(x.mio);

@@ -986,6 +986,8 @@ s3_shwait_init_read(struct s3_shwait *w, struct s3_req *q, const char *bucket, c
 void
 s3_shwait_fini(struct s3_shwait *w)
 {
+	if (w->q && cm_timer_armed(&w->t))
+		cm_timer_cancel(w->q->t->r, &w->t);
 	s3_bconf_fini(&w->bc);
 }
 

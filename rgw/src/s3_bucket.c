@@ -36,7 +36,8 @@ struct bop {
 	size_t len;
 	char *json;
 	struct s3_shard shard;
-	size_t idx; /* DeleteBucket: the map's shard at hand (closed in map order) */
+	size_t idx;            /* DeleteBucket: the map's shard at hand (closed in map order) */
+	struct cm_timer retry; /* DeleteBucket: a shard was splitting or merging */
 };
 
 static void
@@ -46,6 +47,8 @@ bop_free(struct s3_req *q)
 
 	if (!b)
 		return;
+	if (cm_timer_armed(&b->retry))
+		cm_timer_cancel(q->t->r, &b->retry);
 	cairn_kvs_free(b->kvs, b->n);
 	cairn_kvs_free(b->pkvs, b->pn);
 	cairn_kvs_free(b->ukvs, b->un);
@@ -424,6 +427,35 @@ db_record_done(void *arg, int rc)
 static void db_reopen(struct s3_req *q);
 
 static void
+db_retry_fired(struct cm_timer *t)
+{
+	struct s3_req *q = t->arg;
+
+	q->pending--;
+	s3_index_restart(q);
+}
+
+/*
+ * A shard was changing (a split or merge freezes it for about a second):
+ * DeleteBucket starts again with the map read anew, after 100 ms doubling
+ * to 800 ms, S3_RESTARTS_MAX times (about 5 s), then 409.
+ */
+static void
+db_conflict(struct s3_req *q)
+{
+	struct bop *b = q->op;
+
+	if (q->restarts >= S3_RESTARTS_MAX) {
+		s3_error(q, 409, "OperationAborted",
+			 "a conflicting operation on this bucket is in progress: try again");
+		return;
+	}
+	cm_timer_init(&b->retry, db_retry_fired, q);
+	cm_timer_arm(q->t->r, &b->retry, 100u << CM_MIN(q->restarts, 3));
+	q->pending++;
+}
+
+static void
 db_reopen_done(void *arg, int rc)
 {
 	struct s3_req *q = arg;
@@ -447,9 +479,7 @@ db_reopen(struct s3_req *q)
 		b->rval2 = 0;
 	} else if (b->idx-- == 0) {
 		if (b->rval == -ECANCELED)
-			s3_error(
-				q, 409, "OperationAborted",
-				"a conflicting operation on this bucket is in progress: try again");
+			db_conflict(q);
 		else
 			s3_error(q, 409, "BucketNotEmpty",
 				 "the bucket you tried to delete is not empty (objects, or "
@@ -488,8 +518,7 @@ db_close_done(void *arg, int rc)
 	}
 	if (rc == -ECANCELED || rc == -ENOENT) {
 		s3_bucket_forget(q->g, q->bucket);
-		s3_error(q, 409, "OperationAborted",
-			 "a conflicting operation on this bucket is in progress: try again");
+		db_conflict(q);
 		return;
 	}
 	if (rc) {

@@ -118,8 +118,8 @@ entry_done(void *arg, int rc)
 		s3_error(q, 404, "NoSuchBucket", "the copy source's bucket does not exist");
 		return;
 	}
-	if (!rc && !c->second && s3_shard_wait(&c->w))
-		return; /* (moved by a split: src_read again) */
+	if (!rc && s3_shard_wait(&c->w))
+		return; /* (moved by a split: src_read again, from the first read) */
 	if (!rc)
 		rc = c->second ? c->rval : s3_vread_rc(&c->vr);
 	if (rc) {
@@ -148,6 +148,10 @@ entry_done(void *arg, int rc)
 		}
 		c->second = true;
 		c->same = false;
+		cairn_kvs_free(c->kvs, c->n);
+		c->kvs = NULL;
+		c->n = 0;
+		s3_shard_read(&c->shard, op);
 		cairn_op_omap_get(op, &c->want, 1, &c->kvs, &c->n, &c->rval);
 		if ((rc = rgw__aio(q->t, q->g->meta, c->shard.oid, op, entry_done, c))) {
 			s3_error_rc(q, rc, "reading the copy source's index entry");
@@ -223,6 +227,7 @@ src_read(void *arg, int rc)
 			    : "out of memory");
 		return;
 	}
+	c->second = false;
 	s3_shard_read(&c->shard, op);
 	s3_vread_op(&c->vr, op);
 	if ((rc = rgw__aio(q->t, q->g->meta, c->shard.oid, op, entry_done, c))) {

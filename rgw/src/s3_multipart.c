@@ -148,6 +148,7 @@ static void drop_manifest(struct s3_req *q, struct mp *m);
 static void cm_reread(void *arg, int rc);
 static void init_write(struct s3_req *q);
 static void init_check(struct s3_req *q);
+static void cm_fail(struct s3_req *q, int status, const char *code, const char *msg);
 
 /* After a wait on a frozen shard, or the map read anew: the step's read again. */
 static void
@@ -156,8 +157,14 @@ mp_waited(void *arg, int rc)
 	struct s3_req *q = arg;
 	struct mp *m = q->op;
 
-	if (rc && m->reread == cm_reread)
+	if (rc && m->reread == cm_reread) {
+		/* (Complete closed the upload object: cm_fail opens it again) */
 		drop_manifest(q, m);
+		cm_fail(q, rc == -ENOENT ? 404 : 503, rc == -ENOENT ? "NoSuchBucket" : "SlowDown",
+			rc == -ENOENT ? "the bucket does not exist"
+				      : "the bucket's index is being reorganised: retry");
+		return;
+	}
 	if (rc == -ENOENT)
 		s3_error(q, 404, "NoSuchBucket", "the bucket does not exist");
 	else if (rc)
@@ -675,8 +682,10 @@ lp_bucket(struct s3_req *q)
 {
 	struct mp *m = mp_new(q, "ListParts");
 
-	if (m && !mp_names(q, m, rgw_uri_q(&q->u, "uploadId")))
+	if (m && !mp_names(q, m, rgw_uri_q(&q->u, "uploadId"))) {
+		m->w.reader = true; /* (a read: a frozen shard is read) */
 		read_marker(q, m, lp_marker);
+	}
 }
 
 void
@@ -1309,6 +1318,7 @@ struct lu {
 	int rval;
 	struct rgw_str after, pfx;
 	const char *prefix;
+	size_t want; /* max-uploads + 1 (one more: is the answer truncated?) */
 	struct s3_shard shard;
 };
 
@@ -1331,10 +1341,10 @@ lu_free(struct s3_req *q)
 
 /*
  * A shard's markers read: those of its range kept (a split's copy of the
- * next shard's is left to that shard). \return true if the listing goes on
- * (after this page, or in the next shard), false if it is complete.
+ * next shard's is left to that shard). \return 1 if the listing goes on
+ * (after this page, or in the next shard), 0 if it is complete, -ENOMEM.
  */
-static bool
+static int
 lu_take(struct s3_req *q, struct lu *l)
 {
 	size_t hl = 0, n = l->n;
@@ -1344,7 +1354,7 @@ lu_take(struct s3_req *q, struct lu *l)
 	size_t pl = l->prefix ? strlen(l->prefix) : 0;
 
 	if (!all)
-		return false; /* (answered from what was read) */
+		return -ENOMEM;
 	l->kvs = all;
 	for (size_t i = 0; i < l->ngot; i++) {
 		struct cairn_kv *kv = &l->got[i];
@@ -1375,20 +1385,20 @@ lu_take(struct s3_req *q, struct lu *l)
 	}
 	l->ngot = 0;
 	l->n = n;
-	if (l->n > 1000)
-		return false; /* (one more than a page: the answer is truncated) */
+	if (l->n >= l->want)
+		return 0; /* (one more than a page: the answer is truncated) */
 	if (l->more && !past)
-		return true;
+		return 1;
 	if (!hi)
-		return false; /* (the last shard) */
+		return 0; /* (the last shard) */
 	if (pl && !(hl >= pl && !memcmp(hi, l->prefix, pl))) {
 		int c = memcmp(hi, l->prefix, CM_MIN(hl, pl));
 
 		if (c > 0 || (!c && hl > pl))
-			return false; /* (the next shard's keys are all past the prefix's) */
+			return 0; /* (the next shard's keys are all past the prefix's) */
 	}
 	s3_shard_pick(&q->b, &q->bc, hi, hl, &l->shard);
-	return true;
+	return 1;
 }
 
 static void
@@ -1416,8 +1426,12 @@ lu_done(void *arg, int rc)
 		s3_error_rc(q, rc, "listing the uploads");
 		return;
 	}
-	if (lu_take(q, l)) {
+	if ((rc = lu_take(q, l)) > 0) {
 		lu_read(q);
+		return;
+	}
+	if (rc) {
+		s3_error(q, 503, "SlowDown", "out of memory");
 		return;
 	}
 	if (max > 1000 || (mx && !*mx))
@@ -1517,6 +1531,12 @@ lu_loaded(struct s3_req *q)
 	q->op = l;
 	q->op_free = lu_free;
 	l->prefix = prefix && *prefix ? prefix : NULL;
+	{
+		const char *mx = rgw_uri_q(&q->u, "max-uploads");
+		unsigned long max = mx ? strtoul(mx, NULL, 10) : 1000;
+
+		l->want = (max > 1000 || (mx && !*mx) ? 1000 : max) + 1;
+	}
 	rgw_str_init(&l->after);
 	rgw_str_init(&l->pfx);
 	rgw_str_adds(&l->pfx, RGW_SYS_UPLOAD);
@@ -1560,7 +1580,7 @@ lu_read(struct s3_req *q)
 	l->more = false;
 	s3_shard_read(&l->shard, op);
 	cairn_op_omap_list(op, l->after.len ? l->after.p : NULL, l->after.len, l->pfx.p, l->pfx.len,
-			   1001 - l->n, &l->got, &l->ngot, &l->more, &l->rval);
+			   (unsigned)(l->want - l->n), &l->got, &l->ngot, &l->more, &l->rval);
 	s3_submit(q, q->g->meta, l->shard.oid, op, lu_done);
 }
 

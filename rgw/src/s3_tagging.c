@@ -245,6 +245,7 @@ tg_new(struct s3_req *q)
 	}
 	s3_shard_pick(&q->b, &q->bc, q->key, q->key_len, &t->shard);
 	s3_shwait_init(&t->w, q, &t->shard, q->key, q->key_len, tg_waited, q);
+	t->w.reader = q->h->method == RGW_M_GET; /* (a read: a frozen shard is read) */
 	return t;
 }
 

@@ -266,7 +266,9 @@ rgw_range_state(const void *want, size_t wlen, const void *got, size_t glen)
 		return RGW_RANGE_MOVED;
 	if (rlen == wlen && !memcmp(r, want, wlen))
 		return RGW_RANGE_FROZEN;
-	if (tag == RGW_FREEZE_SPLIT && half_of(r, rlen, k, klen, want, wlen))
-		return RGW_RANGE_FROZEN; /* (a map read after the split's map change) */
+	if ((tag == RGW_FREEZE_SPLIT || tag == RGW_FREEZE_MERGE) &&
+	    half_of(r, rlen, k, klen, want, wlen))
+		return RGW_RANGE_FROZEN; /* (a map read before a merge's map change, or after a
+					  * split's) */
 	return RGW_RANGE_MOVED;
 }

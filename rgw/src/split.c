@@ -37,6 +37,12 @@ CM_LOG_SUBSYS(rgw);
 #define SPLIT_TOK     "rgw.split.tok"  /* B: the copy attempt writing it */
 #define SPLIT_DONE    "rgw.split.done" /* B: the copy is whole (set by its last op) */
 #define SPLIT_TOK_LEN 16
+#define MERGE_FROM    "rgw.merge.from" /* A: the number of the shard merged into it */
+#define MERGE_ADD     "rgw.merge.add"  /* A: that shard's counters, copied with its entries */
+/* B once merged: out of the map, empty; a reader with an older map reads the map anew */
+#define RANGE_MERGED \
+	"\x01"       \
+	"merged"
 /* renewed by every page: a dead splitter blocks its shard's writers this long (a live
  * one that loses it to a stall is fenced by the guards: the copy's token, the lock
  * check before the map change) */
@@ -66,9 +72,10 @@ struct sbk {
 struct sst {
 	char mark[RGW_RANGE_MARK_MAX];
 	size_t mlen;
-	bool has_mark, has_to, has_tok, done;
+	bool has_mark, has_to, has_tok, done, has_from, has_add;
 	int64_t objs, bytes;
-	uint32_t to;
+	int64_t add_objs, add_bytes; /* MERGE_ADD */
+	uint32_t to, from;
 	uint8_t tok[SPLIT_TOK_LEN];
 };
 
@@ -103,15 +110,16 @@ sbk_fini(struct sbk *s)
 }
 
 static int
-sbk_load(struct rgw *g, const char *name, struct sbk *s)
+sbk_load(struct rgw *g, const char *bucket, struct sbk *s)
 {
 	struct cairn_kv *kvs = NULL;
 	size_t n = 0;
 	int rval = 0, rc;
-	char oid[96];
+	char oid[96], name[64];
 	bool rec = false;
 	cairn_op_t *op = cairn_op_create();
 
+	snprintf(name, sizeof(name), "%s", bucket); /* (a reload passes s->name itself) */
 	memset(s, 0, sizeof(*s));
 	rgw_shardmap_decode(NULL, 0, &s->m);
 	if (!op)
@@ -203,6 +211,16 @@ shard_read(struct rgw *g, const char *oid, struct sst *st)
 		} else if (kv->klen == sizeof(SPLIT_DONE) - 1 &&
 			   !memcmp(kv->key, SPLIT_DONE, kv->klen)) {
 			st->done = true;
+		} else if (kv->klen == sizeof(MERGE_FROM) - 1 &&
+			   !memcmp(kv->key, MERGE_FROM, kv->klen) && kv->vlen == 4) {
+			memcpy(&st->from, kv->val, 4);
+			st->from = le32toh(st->from);
+			st->has_from = true;
+		} else if (kv->klen == sizeof(MERGE_ADD) - 1 &&
+			   !memcmp(kv->key, MERGE_ADD, kv->klen) && kv->vlen == 16) {
+			st->add_objs = le64s(kv->val);
+			st->add_bytes = le64s((const uint8_t *)kv->val + 8);
+			st->has_add = true;
 		}
 	}
 	cairn_kvs_free(kvs, n);
@@ -256,7 +274,7 @@ struct geo {
 };
 
 static int
-geo_of(const char *mark, size_t mlen, struct geo *x)
+geo_of(const char *mark, size_t mlen, char want_tag, struct geo *x)
 {
 	const uint8_t *r, *z;
 	size_t rlen;
@@ -265,7 +283,7 @@ geo_of(const char *mark, size_t mlen, struct geo *x)
 	memset(x, 0, sizeof(*x));
 	if (mlen > sizeof(x->frozen) ||
 	    rgw_range_frozen_parse(mark, mlen, &tag, &r, &rlen, &x->k, &x->klen) ||
-	    tag != RGW_FREEZE_SPLIT || !x->klen || !(z = memchr(r, 0, rlen)))
+	    tag != want_tag || !x->klen || !(z = memchr(r, 0, rlen)))
 		return -EINVAL;
 	memcpy(x->frozen, mark, mlen);
 	x->flen = mlen;
@@ -338,9 +356,10 @@ lock_drop(struct rgw *g, const char *aoid)
  * the lock is ours: a splitter that holds it may be about to publish B.
  */
 static void
-unfreeze(struct rgw *g, const char *bucket, uint32_t anum, const char *aoid, const char *boid,
-	 const struct geo *x)
+unfreeze(struct rgw *g, const char *bucket, uint32_t anum, const char *aoid, uint32_t to,
+	 const char *boid, const struct geo *x)
 {
+	uint32_t tl = htole32(to);
 	char want[RGW_RANGE_MAX];
 	struct sbk s;
 	cairn_op_t *op;
@@ -357,6 +376,8 @@ unfreeze(struct rgw *g, const char *bucket, uint32_t anum, const char *aoid, con
 		return; /* (the map has B: the split goes on at the next look) */
 	lock_op(g, op);
 	cairn_op_cmpxattr(op, RGW_RANGE_XATTR, CAIRN_CMP_EQ, x->frozen, x->flen);
+	if (to)
+		cairn_op_cmpxattr(op, SPLIT_TO, CAIRN_CMP_EQ, &tl, 4);
 	cairn_op_setxattr(op, RGW_RANGE_XATTR, x->whole, x->wholelen);
 	cairn_op_rmxattr(op, SPLIT_TO);
 	cairn_op_unlock(op, SPLIT_LOCK, g->split_cookie);
@@ -509,15 +530,19 @@ tell(struct rgw *g, const char *bucket)
  * have undone the split and removed B) never publishes B.
  */
 static int
-still_ours(struct rgw *g, const char *aoid, const struct geo *x, uint64_t *at)
+still_ours(struct rgw *g, const char *aoid, const struct geo *x, const char *tox, uint32_t to,
+	   uint64_t *at)
 {
 	cairn_op_t *op = cairn_op_create();
+	uint32_t tl = htole32(to);
 
 	if (!op)
 		return -ENOMEM;
 	*at = cm_now_ms();
 	lock_op(g, op);
 	cairn_op_cmpxattr(op, RGW_RANGE_XATTR, CAIRN_CMP_EQ, x->frozen, x->flen);
+	/* (and the other shard: an undone split's mark may come again, for another B) */
+	cairn_op_cmpxattr(op, tox, CAIRN_CMP_EQ, &tl, 4);
 	return run(g, aoid, op);
 }
 
@@ -555,7 +580,7 @@ map_add(struct rgw *g, struct sbk *s, uint32_t anum, uint32_t num, const struct 
 			return -ESTALE; /* (a bucket quota was set meanwhile: one shard) */
 		if (s->m.n >= RGW_MAP_MAX)
 			return -ENOSPC;
-		if ((rc = still_ours(g, aoid, x, &at)))
+		if ((rc = still_ours(g, aoid, x, SPLIT_TO, num, &at)))
 			return rc == -ECANCELED ? -ESTALE : rc;
 		if (cm_now_ms() - at > SPLIT_LOCK_MS / 3)
 			continue; /* (this thread stalled: the lock may be someone's by now) */
@@ -718,12 +743,13 @@ split_on(struct rgw *g, struct sbk *s, size_t i, const struct geo *x, uint32_t t
 				   "the split is undone",
 				   aoid, x->klen, boid);
 			if (rc != -EBUSY)
-				unfreeze(g, s->name, anum, aoid, rc == -EEXIST ? NULL : boid, x);
+				unfreeze(g, s->name, anum, aoid, to, rc == -EEXIST ? NULL : boid,
+					 x);
 			return rc;
 		}
 		if ((rc = map_add(g, s, anum, to, x))) {
 			if (rc == -ESTALE || rc == -ENOSPC)
-				unfreeze(g, s->name, anum, aoid, boid, x);
+				unfreeze(g, s->name, anum, aoid, to, boid, x);
 			return rc;
 		}
 	} else if (!(wl == x->lowlen && !memcmp(want, x->lower, wl) && i + 1 < s->m.n &&
@@ -820,7 +846,8 @@ split_start(struct rgw *g, struct sbk *s, size_t i, const struct sst *as)
 		return -EAGAIN;
 	rgw_str_init(&mark);
 	rgw_range_freeze(RGW_FREEZE_SPLIT, want, wl, key, kl, &mark);
-	if (mark.oom || geo_of(mark.p, mark.len, &x) || !(op = cairn_op_create())) {
+	if (mark.oom || geo_of(mark.p, mark.len, RGW_FREEZE_SPLIT, &x) ||
+	    !(op = cairn_op_create())) {
 		rgw_str_fini(&mark);
 		return -ENOMEM;
 	}
@@ -839,6 +866,300 @@ split_start(struct rgw *g, struct sbk *s, size_t i, const struct sst *as)
 		  "bytes into shard %" PRIu32,
 		  s->name, aoid, as->objs, kl, to);
 	return split_on(g, s, i, &x, to);
+}
+
+/* ---- merges: span i's shard A (lo..K) takes in span i+1's B (K..hi) ---- */
+
+/* The merged range lo "\0" hi of spans i and i+1 into out. \return its length. */
+static size_t
+merged_range(const struct sbk *s, size_t i, char *out)
+{
+	const struct rgw_shard_span *a = &s->m.v[i];
+	const struct rgw_shard_span *c = i + 2 < s->m.n ? &s->m.v[i + 2] : NULL;
+	size_t n = a->lolen;
+
+	if (n)
+		memcpy(out, a->lo, n);
+	out[n++] = '\0';
+	if (c && c->lolen) {
+		memcpy(out + n, c->lo, c->lolen);
+		n += c->lolen;
+	}
+	return n;
+}
+
+/* Back out a merge that froze A but could not freeze B (nothing was copied yet). */
+static void
+merge_undo(struct rgw *g, const char *aoid, const struct geo *x)
+{
+	cairn_op_t *op = cairn_op_create();
+
+	if (!op)
+		return;
+	lock_op(g, op);
+	cairn_op_cmpxattr(op, RGW_RANGE_XATTR, CAIRN_CMP_EQ, x->frozen, x->flen);
+	cairn_op_setxattr(op, RGW_RANGE_XATTR, x->lower, x->lowlen);
+	cairn_op_rmxattr(op, MERGE_FROM);
+	cairn_op_unlock(op, SPLIT_LOCK, g->split_cookie);
+	run(g, aoid, op);
+}
+
+/* Step 2 of a merge: every entry of B (frozen) copied into A, then B's counters noted on A. */
+static int
+merge_copy(struct rgw *g, const char *aoid, const char *boid, const struct geo *x)
+{
+	char after[2 + RGW_KEY_MAX + 2 + RGW_UPLOAD_LEN + 64];
+	size_t alen = 0;
+	bool more = true;
+	struct sst bs;
+	uint8_t add[16];
+	cairn_op_t *op;
+	int rc;
+
+	if ((rc = shard_read(g, boid, &bs)))
+		return rc;
+	if (bs.mlen != x->flen || memcmp(bs.mark, x->frozen, x->flen))
+		return -ESTALE;
+	while (more) {
+		struct cairn_kv *kvs = NULL;
+		size_t n = 0;
+		int rval = 0;
+
+		if (!(op = cairn_op_create()))
+			return -ENOMEM;
+		cairn_op_omap_list(op, alen ? after : NULL, alen, NULL, 0, SPLIT_PAGE, &kvs, &n,
+				   &more, &rval);
+		if (!(rc = run(g, boid, op)))
+			rc = rval;
+		if (rc || !(op = cairn_op_create())) {
+			cairn_kvs_free(kvs, n);
+			return rc ? rc : -ENOMEM;
+		}
+		/* (the lock renewed and A's mark checked with each page: a merger whose lock
+		 * ran out writes nothing into A, which may be open by now) */
+		lock_op(g, op);
+		cairn_op_cmpxattr(op, RGW_RANGE_XATTR, CAIRN_CMP_EQ, x->frozen, x->flen);
+		for (size_t j = 0; j < n; j++)
+			cairn_op_omap_set(op, kvs[j].key, kvs[j].klen, kvs[j].val, kvs[j].vlen);
+		if (n) {
+			alen = CM_MIN(kvs[n - 1].klen, sizeof(after));
+			memcpy(after, kvs[n - 1].key, alen);
+		} else {
+			more = false;
+		}
+		cairn_kvs_free(kvs, n);
+		if ((rc = run(g, aoid, op)))
+			return rc;
+	}
+	for (int j = 0; j < 8; j++) {
+		add[j] = (uint8_t)((uint64_t)bs.objs >> (8 * j));
+		add[8 + j] = (uint8_t)((uint64_t)bs.bytes >> (8 * j));
+	}
+	if (!(op = cairn_op_create()))
+		return -ENOMEM;
+	lock_op(g, op);
+	cairn_op_cmpxattr(op, RGW_RANGE_XATTR, CAIRN_CMP_EQ, x->frozen, x->flen);
+	cairn_op_setxattr(op, MERGE_ADD, add, sizeof(add));
+	return run(g, aoid, op);
+}
+
+/* Step 3: span i+1 (B, bnum) leaves the map; span i (A) gets the merged range. */
+static int
+map_del(struct rgw *g, struct sbk *s, uint32_t anum, uint32_t bnum, const struct geo *x)
+{
+	char aoid[96], oid[96];
+
+	shard_oid(s, anum, aoid, sizeof(aoid));
+	snprintf(oid, sizeof(oid), "bucket.%s", s->name);
+	for (int tries = 0; tries < MAP_TRIES; tries++) {
+		struct rgw_shardmap nm = { 0 };
+		char want[RGW_RANGE_MAX];
+		struct rgw_str enc;
+		uint64_t at = 0;
+		cairn_op_t *op;
+		size_t i, wl;
+		int rc;
+
+		if (tries) {
+			sbk_fini(s);
+			if ((rc = sbk_load(g, s->name, s)))
+				return rc;
+		}
+		i = rgw_shardmap_pick(&s->m, x->lo, x->lolen);
+		if (s->m.v[i].num != anum)
+			return -ESTALE;
+		wl = rgw_shardmap_range_buf(&s->m, i, want);
+		if (wl == x->wholelen && !memcmp(want, x->whole, wl))
+			return 0; /* (done: before a crash, or by a takeover) */
+		if (wl != x->lowlen || memcmp(want, x->lower, wl) || i + 1 >= s->m.n ||
+		    s->m.v[i + 1].num != bnum)
+			return -ESTALE;
+		if ((rc = still_ours(g, aoid, x, MERGE_FROM, bnum, &at)))
+			return rc == -ECANCELED ? -ESTALE : rc;
+		if (cm_now_ms() - at > SPLIT_LOCK_MS / 3)
+			continue; /* (this thread stalled: the lock may be someone's by now) */
+		if (!(nm.v = calloc(s->m.n - 1, sizeof(*nm.v))))
+			return -ENOMEM;
+		nm.n = s->m.n - 1;
+		memcpy(nm.v, s->m.v, (i + 1) * sizeof(*nm.v));
+		memcpy(nm.v + i + 1, s->m.v + i + 2, (s->m.n - i - 2) * sizeof(*nm.v));
+		rgw_str_init(&enc);
+		rgw_shardmap_encode(&nm, &enc);
+		free(nm.v);
+		if (enc.oom || !(op = cairn_op_create())) {
+			rgw_str_fini(&enc);
+			return -ENOMEM;
+		}
+		cairn_op_cmpxattr(op, RGW_MAP_XATTR, CAIRN_CMP_EQ, s->raw, s->rlen);
+		cairn_op_setxattr(op, RGW_MAP_XATTR, enc.p, enc.len);
+		rc = run(g, oid, op);
+		rgw_str_fini(&enc);
+		if (rc == -ECANCELED)
+			continue; /* (another change of the map meanwhile: again) */
+		if (!rc) {
+			s3_bucket_forget(g, s->name);
+			tell(g, s->name);
+		}
+		return rc;
+	}
+	return -EBUSY;
+}
+
+/* Steps 4 and 5: B emptied and marked merged, then A opened with B's counters added. */
+static int
+merge_finish(struct rgw *g, const char *aoid, const char *boid, const struct geo *x)
+{
+	struct sst as;
+	cairn_op_t *op = cairn_op_create();
+	int rc;
+
+	if (!op)
+		return -ENOMEM;
+	cairn_op_cmpxattr(op, RGW_RANGE_XATTR, CAIRN_CMP_EQ, x->frozen, x->flen);
+	cairn_op_omap_clear(op);
+	cairn_op_xattr_num(op, RGW_USAGE_OBJS, CAIRN_NUM_SET, 0, NULL, NULL);
+	cairn_op_xattr_num(op, RGW_USAGE_BYTES, CAIRN_NUM_SET, 0, NULL, NULL);
+	cairn_op_setxattr(op, RGW_RANGE_XATTR, RANGE_MERGED, sizeof(RANGE_MERGED) - 1);
+	if ((rc = remark(g, boid, op, RANGE_MERGED, sizeof(RANGE_MERGED) - 1)))
+		return rc;
+	pause_for_tests(g);
+	if ((rc = shard_read(g, aoid, &as)))
+		return rc;
+	if (as.mlen == x->wholelen && !memcmp(as.mark, x->whole, x->wholelen))
+		return 0; /* (opened before a lost reply) */
+	if (as.mlen != x->flen || memcmp(as.mark, x->frozen, x->flen) || !as.has_add)
+		return -EIO;
+	if (!(op = cairn_op_create()))
+		return -ENOMEM;
+	cairn_op_cmpxattr(op, RGW_RANGE_XATTR, CAIRN_CMP_EQ, x->frozen, x->flen);
+	cairn_op_xattr_num(op, RGW_USAGE_OBJS, CAIRN_NUM_ADD, as.add_objs, NULL, NULL);
+	cairn_op_xattr_num(op, RGW_USAGE_BYTES, CAIRN_NUM_ADD, as.add_bytes, NULL, NULL);
+	cairn_op_setxattr(op, RGW_RANGE_XATTR, x->whole, x->wholelen);
+	cairn_op_rmxattr(op, MERGE_ADD);
+	cairn_op_rmxattr(op, MERGE_FROM);
+	if ((rc = remark(g, aoid, op, x->whole, x->wholelen)))
+		return rc;
+	lock_drop(g, aoid);
+	return 0;
+}
+
+/*
+ * Carry on the merge into span i's shard A of shard bnum, frozen as x
+ * says, from wherever it is. We hold A's lock.
+ */
+static int
+merge_on(struct rgw *g, struct sbk *s, size_t i, const struct geo *x, uint32_t bnum)
+{
+	char aoid[96], boid[96], want[RGW_RANGE_MAX];
+	uint32_t anum = s->m.v[i].num;
+	size_t wl = rgw_shardmap_range_buf(&s->m, i, want);
+	cairn_op_t *op;
+	int rc;
+
+	shard_oid(s, anum, aoid, sizeof(aoid));
+	shard_oid(s, bnum, boid, sizeof(boid));
+	if (wl == x->lowlen && !memcmp(want, x->lower, wl) && i + 1 < s->m.n &&
+	    s->m.v[i + 1].num == bnum) {
+		/* before the map change: B frozen (if a crash came first), the copy, the map */
+		if (!(op = cairn_op_create()))
+			return -ENOMEM;
+		cairn_op_cmpxattr(op, RGW_RANGE_XATTR, CAIRN_CMP_EQ, x->upper, x->uplen);
+		cairn_op_setxattr(op, RGW_RANGE_XATTR, x->frozen, x->flen);
+		if ((rc = remark(g, boid, op, x->frozen, x->flen))) {
+			if (rc == -ECANCELED || rc == -ENOENT) /* (B is splitting, or gone) */
+				merge_undo(g, aoid, x);
+			return rc;
+		}
+		pause_for_tests(g);
+		if ((rc = merge_copy(g, aoid, boid, x)) || (rc = map_del(g, s, anum, bnum, x)))
+			return rc; /* (left frozen: the next look resumes it) */
+		pause_for_tests(g);
+	} else if (!(wl == x->wholelen && !memcmp(want, x->whole, wl))) {
+		CM_ERR("split: %s is frozen for a merge the bucket's map does not know: left "
+		       "frozen",
+		       aoid);
+		lock_drop(g, aoid);
+		return -EIO;
+	}
+	return merge_finish(g, aoid, boid, x);
+}
+
+/* A merge of span i's shard A (state as) with span i+1's (state bs), from step 1. */
+static int
+merge_start(struct rgw *g, struct sbk *s, size_t i, const struct sst *as, const struct sst *bs)
+{
+	char aoid[96], want[RGW_RANGE_MAX], whole[RGW_RANGE_MAX];
+	size_t wl = rgw_shardmap_range_buf(&s->m, i, want), whl = merged_range(s, i, whole);
+	const struct rgw_shard_span *b = &s->m.v[i + 1];
+	uint32_t bl = htole32(b->num);
+	struct rgw_str mark;
+	struct geo x;
+	cairn_op_t *op;
+	int rc;
+
+	shard_oid(s, s->m.v[i].num, aoid, sizeof(aoid));
+	rgw_str_init(&mark);
+	rgw_range_freeze(RGW_FREEZE_MERGE, whole, whl, b->lo, b->lolen, &mark);
+	if (mark.oom || geo_of(mark.p, mark.len, RGW_FREEZE_MERGE, &x) ||
+	    !(op = cairn_op_create())) {
+		rgw_str_fini(&mark);
+		return -ENOMEM;
+	}
+	cairn_op_cmpxattr(op, RGW_RANGE_XATTR, CAIRN_CMP_EQ, want, wl);
+	lock_op(g, op);
+	cairn_op_setxattr(op, RGW_RANGE_XATTR, mark.p, mark.len);
+	cairn_op_setxattr(op, MERGE_FROM, &bl, 4);
+	rgw_str_fini(&mark);
+	if ((rc = run(g, aoid, op)))
+		return rc == -ECANCELED || rc == -EBUSY ? 0 : rc; /* (changed meanwhile) */
+	CM_NOTICE("split: bucket %s: shard %s (%" PRId64 " objects) takes in shard %" PRIu32
+		  " (%" PRId64 " objects): a merge",
+		  s->name, aoid, as->objs, b->num, bs->objs);
+	return merge_on(g, s, i, &x, b->num);
+}
+
+/* Span i's shard, frozen for a merge (x): resumed by whoever takes A's lock. */
+static int
+merge_look(struct rgw *g, struct sbk *s, size_t i, const struct geo *x)
+{
+	char want[RGW_RANGE_MAX], aoid[96];
+	size_t wl = rgw_shardmap_range_buf(&s->m, i, want);
+	size_t ia = wl == x->uplen && !memcmp(want, x->upper, wl) && i > 0 ? i - 1 : i;
+	struct sst as;
+	int rc;
+
+	shard_oid(s, s->m.v[ia].num, aoid, sizeof(aoid));
+	if ((rc = lock_take(g, aoid)))
+		return rc == -EBUSY ? 0 : rc; /* (its merger is at work) */
+	if ((rc = shard_read(g, aoid, &as)) || as.mlen != x->flen ||
+	    memcmp(as.mark, x->frozen, x->flen) || !as.has_from) {
+		lock_drop(g, aoid);
+		return rc; /* (B frozen alone: A was opened or undone since this read) */
+	}
+	CM_NOTICE("split: bucket %s: resuming the merge into %s that was left frozen", s->name,
+		  aoid);
+	rc = merge_on(g, s, ia, x, as.from);
+	return rc ? rc : 1;
 }
 
 /*
@@ -860,7 +1181,25 @@ look(struct rgw *g, struct sbk *s, size_t i)
 	if ((rc = shard_read(g, oid, &st)))
 		return rc == -ENOENT ? 0 : rc;
 	if (st.mlen == wl && !memcmp(st.mark, want, wl)) {
-		if (!g->conf.index_shard_max || st.objs <= (int64_t)g->conf.index_shard_max)
+		if (!g->conf.index_shard_max)
+			return 0;
+		if (st.objs <= (int64_t)g->conf.index_shard_max / 4 && i + 1 < s->m.n) {
+			/* (small: merged with the next shard if both hold a quarter at most,
+			 * far from splitting again) */
+			char bw[RGW_RANGE_MAX], boid[96];
+			size_t bwl = rgw_shardmap_range_buf(&s->m, i + 1, bw);
+			struct sst bs;
+
+			shard_oid(s, s->m.v[i + 1].num, boid, sizeof(boid));
+			if ((rc = shard_read(g, boid, &bs)))
+				return rc == -ENOENT ? 0 : rc;
+			if (bs.mlen != bwl || memcmp(bs.mark, bw, bwl) ||
+			    st.objs + bs.objs > (int64_t)g->conf.index_shard_max / 4)
+				return 0;
+			rc = merge_start(g, s, i, &st, &bs);
+			return rc ? rc : 1;
+		}
+		if (st.objs <= (int64_t)g->conf.index_shard_max)
 			return 0;
 		if (s->b.quota_bytes || s->b.quota_objects) {
 			/* (a bucket quota is exact through one shard's bounded counters: its
@@ -871,8 +1210,10 @@ look(struct rgw *g, struct sbk *s, size_t i)
 		rc = split_start(g, s, i, &st);
 		return rc ? rc : 1;
 	}
-	if (geo_of(st.mark, st.mlen, &x))
-		return 0; /* (closed, being merged, or a map we read before a change) */
+	if (!geo_of(st.mark, st.mlen, RGW_FREEZE_MERGE, &x))
+		return merge_look(g, s, i, &x);
+	if (geo_of(st.mark, st.mlen, RGW_FREEZE_SPLIT, &x))
+		return 0; /* (closed, merged, or a map we read before a change) */
 	/* A frozen split: this is A (whole or lower range in the map) or B (upper) */
 	if (wl == x.uplen && !memcmp(want, x.upper, wl) && i > 0)
 		ia = i - 1;
@@ -882,7 +1223,7 @@ look(struct rgw *g, struct sbk *s, size_t i)
 	if ((rc = lock_take(g, oid)))
 		return rc == -EBUSY ? 0 : rc; /* (its splitter is at work) */
 	if (ia == i && !st.has_to && wl == x.wholelen) {
-		unfreeze(g, s->name, s->m.v[ia].num, oid, NULL, &x);
+		unfreeze(g, s->name, s->m.v[ia].num, oid, 0, NULL, &x);
 		return 0;
 	}
 	CM_NOTICE("split: bucket %s: resuming the split of %s that was left frozen", s->name, oid);

@@ -27,9 +27,9 @@ keys = json.load(open(keys_file))
 other = json.load(open(other_file))
 
 
-def client(k, secret=None):
+def client(k, secret=None, at=None):
     return boto3.client(
-        "s3", endpoint_url=endpoint, aws_access_key_id=k["access_key"],
+        "s3", endpoint_url=at or endpoint, aws_access_key_id=k["access_key"],
         aws_secret_access_key=secret or k["secret_key"], region_name="us-east-1",
         config=Config(s3={"addressing_style": "path"}, retries={"max_attempts": 1},
                       signature_version="s3v4",
@@ -1623,8 +1623,13 @@ def splits(n_keys):
         if j % 40 == 6:
             c.put_object_acl(Bucket=b, Key=k, ACL="private")
 
-    def writer(part):
-        c = client(keys)
+    # (RGW_SPLIT_EP2: a second splitting gateway, for every other writer: two gateways
+    # split shards of one bucket at once, and their map changes race)
+    eps = [endpoint] + ([os.environ["RGW_SPLIT_EP2"]] if os.environ.get("RGW_SPLIT_EP2")
+                        else [])
+
+    def writer(part, w):
+        c = client(keys, at=eps[w % len(eps)])
         prev = None
         for j, k in enumerate(part):
             t0 = time.monotonic()
@@ -1691,7 +1696,7 @@ def splits(n_keys):
                     break
 
     t0 = time.monotonic()
-    ths = [threading.Thread(target=writer, args=(names[i::32],)) for i in range(32)]
+    ths = [threading.Thread(target=writer, args=(names[i::32], i)) for i in range(32)]
     lt = threading.Thread(target=lister)
     lt.start()
     ct = threading.Thread(target=counter)
@@ -1791,6 +1796,153 @@ def splits(n_keys):
           "splits: the bucket deleted")
 
 
+def merges(n_keys):
+    """Index shard merges (the gateway splits past 400 objects, merges two neighbours
+    holding 100 at most, sweeps every second): n_keys keys written by 32 writers, then 95%
+    of them deleted by DeleteObjects while 8 writers keep PUTting and reading the rest
+    (each request tried once, each read must return the latest bytes written) and a
+    lister pages through the bucket (in order, no key twice). The shards merge back; every
+    kept key reads its latest bytes, the listing is exactly the kept keys, the counters
+    come to them."""
+    b = "merges"
+    s3.create_bucket(Bucket=b)
+    names = ["m%d/k%06d" % (i % 5, i) for i in range(n_keys)]
+    errors, lock = [], threading.Lock()
+
+    def put_all(part):
+        c = client(keys)
+        for k in part:
+            try:
+                c.put_object(Bucket=b, Key=k, Body=k.encode())
+            except Exception as e:  # noqa: BLE001 (each failure is counted)
+                with lock:
+                    errors.append("%s: %s" % (k, e))
+
+    ths = [threading.Thread(target=put_all, args=(names[i::32],)) for i in range(32)]
+    [t.start() for t in ths]
+    [t.join() for t in ths]
+    check(not errors, "merges: %d of %d PUTs failed, first: %s" % (len(errors), n_keys,
+                                                                  errors[:3]))
+    peak = ctl("s3", "bucket", "stats", b)["shards"]
+    for _ in range(60):
+        st = ctl("s3", "bucket", "stats", b)
+        if st["shards"] >= n_keys // 400 and st["shards"] == peak:
+            break
+        peak = max(peak, st["shards"])
+        time.sleep(1)
+    peak = max(peak, st["shards"])
+    kept = set(names[::20])  # (overwritten and read by the live writers, always listed)
+    churn = set(names[10::20])  # (deleted and written again by them)
+    gone = [k for k in names if k not in kept and k not in churn]
+    latest = {k: k.encode() for k in kept | churn}
+    running = [True]
+    live_ops, list_bad, listings = [0], [], [0]
+
+    def live(part):
+        c = client(keys)
+        gen = 0
+        deadline = time.monotonic() + 120
+        while running[0] and time.monotonic() < deadline:
+            gen += 1
+            for k in part:
+                body = ("%s/%d" % (k, gen)).encode()
+                try:
+                    if k in churn:
+                        c.delete_object(Bucket=b, Key=k)
+                    c.put_object(Bucket=b, Key=k, Body=body)
+                    with lock:
+                        latest[k] = body
+                    got = c.get_object(Bucket=b, Key=k)["Body"].read()
+                    if got != body:
+                        with lock:
+                            errors.append("%s: read %r, wrote %r" % (k, got, body))
+                except Exception as e:  # noqa: BLE001 (each failure is counted)
+                    with lock:
+                        errors.append("%s: %s" % (k, e))
+                with lock:
+                    live_ops[0] += 1
+                if not running[0]:
+                    break
+
+    def lister():
+        c = client(keys)
+        deadline = time.monotonic() + 120
+        while running[0] and time.monotonic() < deadline and len(list_bad) < 3:
+            try:
+                got = []
+                for page in c.get_paginator("list_objects_v2").paginate(
+                        Bucket=b, PaginationConfig={"PageSize": 1000}):
+                    got += [o["Key"] for o in page.get("Contents", [])]
+            except Exception as e:  # noqa: BLE001
+                list_bad.append("a listing failed: %s" % e)
+                continue
+            listings[0] += 1
+            for x, y in zip(got, got[1:]):
+                if x >= y:
+                    list_bad.append("listing %d: %r then %r" % (listings[0], x, y))
+                    break
+            missing = [k for k in kept if k not in set(got)]
+            if missing:
+                list_bad.append("listing %d misses kept key %s" % (listings[0], missing[0]))
+
+    kl = sorted(kept | churn)
+    workers = [threading.Thread(target=live, args=(kl[i::8],)) for i in range(8)]
+    workers.append(threading.Thread(target=lister))
+    [t.start() for t in workers]
+    for i in range(0, len(gone), 200):
+        try:
+            r = s3.delete_objects(Bucket=b, Delete={
+                "Objects": [{"Key": k} for k in gone[i:i + 200]], "Quiet": True})
+            if r.get("Errors"):
+                errors.append("DeleteObjects: %s" % r["Errors"][:2])
+        except Exception as e:  # noqa: BLE001
+            errors.append("DeleteObjects: %s" % e)
+    # (the sweep merges neighbours every second: wait for the map to shrink, 90 s at most)
+    for _ in range(90):
+        st = ctl("s3", "bucket", "stats", b)
+        if st["shards"] <= max(2, peak // 3):
+            break
+        time.sleep(1)
+    time.sleep(2)  # (the live writers meet the last merge's windows too)
+    running[0] = False
+    [t.join() for t in workers]
+    check(not errors, "merges: %d requests failed or read stale bytes during the merges, "
+          "first: %s" % (len(errors), errors[:3]))
+    check(listings[0] > 0 and not list_bad, "merges: %d listings during the merges, each in "
+          "order with every kept key once: %s" % (listings[0], list_bad[:3]))
+    check(st["shards"] < peak, "merges: the shards merged (%d at the peak, %d now)" % (
+        peak, st["shards"]))
+    listed = []
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket=b):
+        listed += [o["Key"] for o in page.get("Contents", [])]
+    check(listed == kl, "merges: the listing is exactly the %d kept keys (%d listed)" % (
+        len(kl), len(listed)))
+    wrong = []
+    for k in kl:
+        try:
+            if s3.get_object(Bucket=b, Key=k)["Body"].read() != latest[k]:
+                wrong.append(k + ": other bytes")
+        except Exception as e:  # noqa: BLE001 (a lost key is counted, not a traceback)
+            wrong.append("%s: %s" % (k, e))
+    check(not wrong, "merges: %d kept keys read other bytes, first: %s" % (len(wrong),
+                                                                          wrong[:3]))
+    for _ in range(30):
+        st = ctl("s3", "bucket", "stats", b)
+        if st["objects"] == len(kl):
+            break
+        time.sleep(1)
+    check(st["objects"] == len(kl), "merges: the counters %s come to the %d kept keys" % (
+        st, len(kl)))
+    print("merges: %d keys in %d shards at the peak; %d deleted while %d live requests and "
+          "%d listings ran; %d shards after the merges, %d keys, counters exact" % (
+              n_keys, peak, len(gone), live_ops[0], listings[0], st["shards"], len(kl)),
+          flush=True)
+    for i in range(0, len(kl), 1000):
+        s3.delete_objects(Bucket=b, Delete={"Objects": [{"Key": k} for k in kl[i:i + 1000]],
+                                            "Quiet": True})
+    s3.delete_bucket(Bucket=b)
+
+
 if phase == "api":
     api()
 elif phase == "load":
@@ -1805,6 +1957,8 @@ elif phase == "invalidate":
     invalidate(sys.argv[5])
 elif phase == "splits":
     splits(int(sys.argv[5]))
+elif phase == "merges":
+    merges(int(sys.argv[5]))
 if failures:
     print("%d failures" % len(failures))
     sys.exit(1)

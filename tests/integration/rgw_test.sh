@@ -18,7 +18,8 @@
 # e. cache invalidation across gateways (watch/notify);
 # f. the cluster killed -9 under the gateways: SIGTERM still stops them;
 # g. index shard splits under 32 writers (run before f);
-# h. a splitting gateway killed with -9 mid-split: a new one resumes it, nothing lost.
+# h. a splitting gateway killed with -9 mid-split: a new one resumes it, nothing lost;
+# i. shard merges while keys are deleted, written and listed.
 set -euo pipefail
 . "$(dirname "$0")/../lib/cluster.sh"
 build=${1:?usage: rgw_test.sh BUILD_DIR}
@@ -311,16 +312,23 @@ timeout 120 $py "$here/rgw_test.py" "$near" "$dir/alice.json" "$dir/bob.json" in
 echo "e. invalidation: versioning, a policy, a bucket quota and a removed key hold at once" \
 	"on a gateway whose cache lasts 10 minutes"
 
-# g. Index shard splits under load: a gateway splitting shards past 500 objects, 32
-# writers (10,000 keys, about 30 splits; 3,000 under the sanitizers; RGW_SPLIT_KEYS sets
-# it), each PUT tried once.
-split_keys=${RGW_SPLIT_KEYS:-10000}
-grep -q '^CAIRN_ASAN:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null && split_keys=${RGW_SPLIT_KEYS:-3000}
+# g. Index shard splits under load: two gateways splitting shards past 500 objects (their
+# map changes race), 32 writers on them (6,000 keys, about 20 splits; 2,500 under the
+# sanitizers; RGW_SPLIT_KEYS sets it), each PUT tried once.
+split_keys=${RGW_SPLIT_KEYS:-6000}
+grep -q '^CAIRN_ASAN:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null && split_keys=${RGW_SPLIT_KEYS:-2500}
 keep_pid=$rgw_pid
+start_rgw 8 --rgw-index-shard-max 500 --rgw-split-pause 300ms
+pid8=$rgw_pid ep8=$ep
+rgw_pids="$rgw_pids $pid8"
 start_rgw 4 --rgw-index-shard-max 500 --rgw-split-pause 300ms
-timeout 600 $py "$here/rgw_test.py" "$ep" "$dir/alice.json" "$dir/bob.json" splits "$split_keys" \
-	>"$dir/splits.out" 2>&1 || fail "splits: $(tail "$dir/splits.out")"
-nsplit=$(grep -c "splits at a key" "$dir/rgw4.log" || true)
+RGW_SPLIT_EP2=$ep8 timeout 600 $py "$here/rgw_test.py" "$ep" "$dir/alice.json" "$dir/bob.json" \
+	splits "$split_keys" >"$dir/splits.out" 2>&1 || fail "splits: $(tail "$dir/splits.out")"
+kill "$pid8"
+wait "$pid8" || fail "the second splitting gateway stopped with exit code $?"
+rgw_pids=${rgw_pids% $pid8}
+nsplit=$(( $(grep -c "splits at a key" "$dir/rgw4.log" || true) +
+	$(grep -c "splits at a key" "$dir/rgw8.log" || true) ))
 echo "g. $(grep '^splits:' "$dir/splits.out" | head -1); $nsplit splits; every key read" \
 	"back and listed in order; DeleteBucket across the shards"
 kill "$rgw_pid"
@@ -330,27 +338,46 @@ wait "$rgw_pid" || fail "the splitting gateway stopped with exit code $?"
 # 16 writers at it; a new gateway resumes the split (once the dead one's lock ran out) and
 # loses nothing: every acknowledged key reads back, each key listed once, 1,600 more PUTs
 # over the key space succeed, the counters come to the keys.
-start_rgw 5 --rgw-index-shard-max 300 --rgw-split-pause 300ms
+# (a second or more per step; no sweep, which would split the other buckets too)
+start_rgw 5 --rgw-index-shard-max 300 --rgw-split-pause 1s --rgw-sweep-first 1h
 timeout 120 $py "$here/rgw_test.py" "$ep" "$dir/alice.json" "$dir/bob.json" load \
 	"$dir/acked-split" splitkill >"$dir/loadsplit.out" 2>&1 &
 load_pid=$!
 for _ in $(seq 1 900); do
-	[ "$(grep -c "splits at a key" "$dir/rgw5.log" || true)" -ge 3 ] && break
+	[ "$(grep -c "bucket splitkill: .* splits at a key" "$dir/rgw5.log" || true)" -ge 3 ] && break
 	sleep 0.1
 done
 kill -9 "$rgw_pid"
 wait "$rgw_pid" 2>/dev/null || true
 wait "$load_pid" || fail "the splitting load: $(tail "$dir/loadsplit.out")"
-[ "$(grep -c "splits at a key" "$dir/rgw5.log" || true)" -ge 3 ] ||
+[ "$(grep -c "bucket splitkill: .* splits at a key" "$dir/rgw5.log" || true)" -ge 3 ] ||
 	fail "the gateway did not split three shards within 90 s"
-start_rgw 6 --rgw-index-shard-max 300 --rgw-split-pause 300ms
+start_rgw 6 --rgw-index-shard-max 300 --rgw-split-pause 300ms --rgw-sweep-every 2s
 timeout 300 $py "$here/rgw_test.py" "$ep" "$dir/alice.json" "$dir/bob.json" splitverify \
 	"$dir/acked-split" >"$dir/splitverify.out" 2>&1 || fail "splitverify: $(tail "$dir/splitverify.out")"
-resumed=$(grep -c "resuming the split" "$dir/rgw6.log" || true)
-[ "$resumed" -ge 1 ] || fail "the kill left no split to resume (it landed between splits)"
+# (resumed by a PUT that met the frozen shard, or by the sweep once the lock ran out)
+for _ in $(seq 1 300); do grep -q "bucket splitkill: resuming the split" "$dir/rgw6.log" && break; sleep 0.1; done
+resumed=$(grep -c "bucket splitkill: resuming the split" "$dir/rgw6.log" || true)
+[ "$resumed" -ge 1 ] || fail "no split was resumed within 30 s of the checks"
 echo "h. $(grep '^splitverify:' "$dir/splitverify.out"); $resumed split(s) resumed by the new gateway"
 kill "$rgw_pid"
 wait "$rgw_pid" || fail "the gateway that resumed the split stopped with exit code $?"
+rgw_pid=$keep_pid
+
+# i. Index shard merges: a gateway splitting past 400 objects and merging neighbours of
+# 100 at most (sweeping every second): 4,000 keys, then 95% deleted while 8 writers and a
+# lister keep at it (2,000 keys under the sanitizers; RGW_MERGE_KEYS sets it).
+merge_keys=${RGW_MERGE_KEYS:-4000}
+grep -q '^CAIRN_ASAN:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null && merge_keys=${RGW_MERGE_KEYS:-2000}
+keep_pid=$rgw_pid
+start_rgw 7 --rgw-index-shard-max 400 --rgw-split-pause 200ms --rgw-sweep-every 1s
+timeout 600 $py "$here/rgw_test.py" "$ep" "$dir/alice.json" "$dir/bob.json" merges "$merge_keys" \
+	>"$dir/merges.out" 2>&1 || fail "merges: $(tail "$dir/merges.out")"
+nmerge=$(grep -c "a merge$" "$dir/rgw7.log" || true)
+[ "$nmerge" -ge 1 ] || fail "no shard merged"
+echo "i. $(grep '^merges:' "$dir/merges.out" | head -1); $nmerge merges"
+kill "$rgw_pid"
+wait "$rgw_pid" || fail "the merging gateway stopped with exit code $?"
 rgw_pid=$keep_pid
 
 # f. The cluster gone: every mon and OSD killed with -9, then SIGTERM to both

@@ -785,6 +785,16 @@ START_TEST(test_shardmap)
 				 -EINVAL);
 		ck_assert_int_eq(rgw_range_frozen_parse("\xffs\0", 3, &tag, &fr, &frl, &fk, &fkl),
 				 -EINVAL);
+		/* a merge of m..p and p..t: both old ranges and the merged one are frozen */
+		rgw_str_reset(&f);
+		rgw_range_freeze(RGW_FREEZE_MERGE, "m\0t", 3, "p", 1, &f);
+		ck_assert(str_is(&f, "\xffmm\0t\0p", 7));
+		ck_assert_int_eq(rgw_range_state("m\0p", 3, f.p, f.len), RGW_RANGE_FROZEN);
+		ck_assert_int_eq(rgw_range_state("p\0t", 3, f.p, f.len), RGW_RANGE_FROZEN);
+		ck_assert_int_eq(rgw_range_state("m\0t", 3, f.p, f.len), RGW_RANGE_FROZEN);
+		ck_assert_int_eq(rgw_range_state("p\0u", 3, f.p, f.len), RGW_RANGE_MOVED);
+		/* a merged shard's mark: every reader of it reads the map anew */
+		ck_assert_int_eq(rgw_range_state("p\0t", 3, "\x01merged", 7), RGW_RANGE_MOVED);
 		rgw_str_fini(&f);
 	}
 	rgw_str_fini(&r);
