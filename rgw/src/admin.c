@@ -6,6 +6,7 @@
  * reads to check a signature. Changes are compare-and-swaps on the omap
  * values, so two admins never lose each other's change.
  */
+#include "rgw_int.h"
 #include "rgw/rgw.h"
 #include "rgw/meta.h"
 #include "rgw/shardmap.h"
@@ -761,38 +762,52 @@ rgw_admin_bucket_stats(cairn_cluster_t *cl, const char *pool, const char *name,
  * index is one shard: a bucket quota is exact through one shard's
  * counters (rgw.md §3.1.1). \return 0, or -EXDEV (split into several).
  */
-static int
-map_one_shard(cairn_ioctx_t *io, const char *name, void **raw, size_t *len)
+int
+rgw__map_read(cairn_ioctx_t *io, const char *bucket, uint8_t **raw, size_t *len)
 {
-	char oid[128];
+	struct cairn_kv *kvs = NULL;
 	cairn_op_t *op = cairn_op_create();
-	struct rgw_shardmap m;
-	uint8_t *buf = malloc(RGW_MAP_BYTES_MAX);
+	size_t n = 0;
+	char oid[128];
 	int rval = 0, rc;
 
 	*raw = NULL;
 	*len = 0;
-	if (!buf || !op) {
-		free(buf);
-		cairn_op_release(op);
+	if (!op)
 		return -ENOMEM;
-	}
-	snprintf(oid, sizeof(oid), "bucket.%s", name);
-	cairn_op_getxattr(op, RGW_MAP_XATTR, buf, RGW_MAP_BYTES_MAX, len, &rval);
+	snprintf(oid, sizeof(oid), "bucket.%s", bucket);
+	/* (all of them: a getxattr of one that is missing fails, and this one's size varies) */
+	cairn_op_getxattrs(op, &kvs, &n, &rval);
 	rc = cairn_operate(io, oid, op, NULL);
 	cairn_op_release(op);
 	if (!rc)
 		rc = rval;
-	if (rc == -ENODATA) {
-		rc = 0;
-		*len = 0; /* (never split) */
-	}
+	for (size_t i = 0; !rc && i < n; i++)
+		if (kvs[i].klen == sizeof(RGW_MAP_XATTR) - 1 &&
+		    !memcmp(kvs[i].key, RGW_MAP_XATTR, kvs[i].klen) && kvs[i].vlen) {
+			if (!(*raw = malloc(kvs[i].vlen)))
+				rc = -ENOMEM;
+			else
+				memcpy(*raw, kvs[i].val, *len = kvs[i].vlen);
+		}
+	cairn_kvs_free(kvs, n);
+	return rc;
+}
+
+static int
+map_one_shard(cairn_ioctx_t *io, const char *name, void **raw, size_t *len)
+{
+	struct rgw_shardmap m;
+	uint8_t *buf = NULL;
+	int rc = rgw__map_read(io, name, &buf, len);
+
+	*raw = NULL;
 	if (!rc && !(rc = rgw_shardmap_decode(buf, *len, &m))) {
 		if (m.n > 1)
 			rc = -EXDEV;
 		rgw_shardmap_fini(&m);
 	}
-	if (rc || !*len) {
+	if (rc) {
 		free(buf);
 		*len = 0;
 		return rc;

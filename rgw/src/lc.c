@@ -624,30 +624,15 @@ run_one(cairn_cluster_t *cl, cairn_ioctx_t *meta, const char *meta_pool, struct 
 static int
 load_map(cairn_ioctx_t *meta, const char *name, struct s3_bconf *bc)
 {
-	char oid[128];
-	cairn_op_t *op;
-	size_t len = 0;
-	int rc, rval = 0;
+	uint8_t *raw = NULL;
+	int rc;
 
 	rgw_shardmap_decode(NULL, 0, &bc->shards);
-	snprintf(oid, sizeof(oid), "bucket.%s", name);
-	if (!(bc->map = malloc(RGW_MAP_BYTES_MAX)) || !(op = cairn_op_create()))
-		return -ENOMEM;
-	cairn_op_getxattr(op, RGW_MAP_XATTR, bc->map, RGW_MAP_BYTES_MAX, &len, &rval);
-	rc = cairn_operate(meta, oid, op, NULL);
-	cairn_op_release(op);
-	if (!rc)
-		rc = rval;
-	if (rc == -ENODATA) {
-		rc = 0;
-		len = 0; /* (never split) */
-	}
-	if (!rc && len) {
-		rgw_shardmap_fini(&bc->shards);
-		rc = rgw_shardmap_decode(bc->map, len, &bc->shards);
-	}
-	bc->map_len = len;
-	return rc;
+	if ((rc = rgw__map_read(meta, name, &raw, &bc->map_len)) || !raw)
+		return rc;
+	bc->map = (char *)raw;
+	rgw_shardmap_fini(&bc->shards);
+	return rgw_shardmap_decode(bc->map, bc->map_len, &bc->shards);
 }
 
 void

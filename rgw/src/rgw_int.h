@@ -234,6 +234,8 @@ bool s3_shard_moved(struct s3_req *q, const struct s3_shard *s);
  */
 void s3_index_restart(struct s3_req *q);
 #define S3_RESTARTS_MAX 8
+/* Bucket's shard map as stored (*raw malloc'd; none, never split: NULL and 0). */
+int rgw__map_read(cairn_ioctx_t *io, const char *bucket, uint8_t **raw, size_t *len);
 
 /*
  * One index write's patience with its shard (rgw.md §3.1.1): while a

@@ -546,6 +546,44 @@ still_ours(struct rgw *g, const char *aoid, const struct geo *x, const char *tox
 	return run(g, aoid, op);
 }
 
+/*
+ * The bucket's map becomes nm (its spans freed here), compared with the
+ * map s was read with (and with its record, if rec); on success every
+ * gateway is told. \return 0, -ECANCELED (changed meanwhile), or an errno.
+ */
+static int
+map_swap(struct rgw *g, const struct sbk *s, struct rgw_shardmap *nm, bool rec)
+{
+	struct rgw_str enc;
+	cairn_op_t *op;
+	char oid[96];
+	int rc;
+
+	rgw_str_init(&enc);
+	rgw_shardmap_encode(nm, &enc);
+	free(nm->v);
+	nm->v = NULL;
+	if (enc.oom || !(op = cairn_op_create())) {
+		rgw_str_fini(&enc);
+		return -ENOMEM;
+	}
+	if (s->rlen)
+		cairn_op_cmpxattr(op, RGW_MAP_XATTR, CAIRN_CMP_EQ, s->raw, s->rlen);
+	else
+		cairn_op_cmpxattr(op, RGW_MAP_XATTR, CAIRN_CMP_ABSENT, NULL, 0);
+	if (rec)
+		cairn_op_cmpxattr(op, "rgw.bucket", CAIRN_CMP_EQ, s->rec, s->reclen);
+	cairn_op_setxattr(op, RGW_MAP_XATTR, enc.p, enc.len);
+	snprintf(oid, sizeof(oid), "bucket.%s", s->name);
+	rc = run(g, oid, op);
+	rgw_str_fini(&enc);
+	if (!rc) {
+		s3_bucket_forget(g, s->name);
+		tell(g, s->name);
+	}
+	return rc;
+}
+
 /* Step 3: the map gets shard num at key K after span i (whose range is x's whole). */
 static int
 map_add(struct rgw *g, struct sbk *s, uint32_t anum, uint32_t num, const struct geo *x)
@@ -555,11 +593,9 @@ map_add(struct rgw *g, struct sbk *s, uint32_t anum, uint32_t num, const struct 
 	shard_oid(s, anum, aoid, sizeof(aoid));
 	for (int tries = 0; tries < MAP_TRIES; tries++) {
 		struct rgw_shardmap nm = { 0 };
-		struct rgw_str enc;
-		char want[RGW_RANGE_MAX], oid[96];
+		char want[RGW_RANGE_MAX];
 		uint64_t at = 0;
 		size_t i, wl;
-		cairn_op_t *op;
 		int rc;
 
 		if (tries) {
@@ -594,29 +630,9 @@ map_add(struct rgw *g, struct sbk *s, uint32_t anum, uint32_t num, const struct 
 		memcpy(nm.v + i + 2, s->m.v + i + 1, (s->m.n - i - 1) * sizeof(*nm.v));
 		if (!nm.v[0].lo)
 			nm.v[0].lo = (const uint8_t *)""; /* (the map of shard 0 alone) */
-		rgw_str_init(&enc);
-		rgw_shardmap_encode(&nm, &enc);
-		free(nm.v);
-		if (enc.oom || !(op = cairn_op_create())) {
-			rgw_str_fini(&enc);
-			return -ENOMEM;
-		}
-		if (s->rlen)
-			cairn_op_cmpxattr(op, RGW_MAP_XATTR, CAIRN_CMP_EQ, s->raw, s->rlen);
-		else
-			cairn_op_cmpxattr(op, RGW_MAP_XATTR, CAIRN_CMP_ABSENT, NULL, 0);
 		/* (and the record as read: a quota set meanwhile stops the split) */
-		cairn_op_cmpxattr(op, "rgw.bucket", CAIRN_CMP_EQ, s->rec, s->reclen);
-		cairn_op_setxattr(op, RGW_MAP_XATTR, enc.p, enc.len);
-		snprintf(oid, sizeof(oid), "bucket.%s", s->name);
-		rc = run(g, oid, op);
-		rgw_str_fini(&enc);
-		if (rc == -ECANCELED)
+		if ((rc = map_swap(g, s, &nm, true)) == -ECANCELED)
 			continue; /* (another shard of the bucket split meanwhile: again) */
-		if (!rc) {
-			s3_bucket_forget(g, s->name);
-			tell(g, s->name);
-		}
 		return rc;
 	}
 	return -EBUSY;
@@ -967,16 +983,13 @@ merge_copy(struct rgw *g, const char *aoid, const char *boid, const struct geo *
 static int
 map_del(struct rgw *g, struct sbk *s, uint32_t anum, uint32_t bnum, const struct geo *x)
 {
-	char aoid[96], oid[96];
+	char aoid[96];
 
 	shard_oid(s, anum, aoid, sizeof(aoid));
-	snprintf(oid, sizeof(oid), "bucket.%s", s->name);
 	for (int tries = 0; tries < MAP_TRIES; tries++) {
 		struct rgw_shardmap nm = { 0 };
 		char want[RGW_RANGE_MAX];
-		struct rgw_str enc;
 		uint64_t at = 0;
-		cairn_op_t *op;
 		size_t i, wl;
 		int rc;
 
@@ -1003,23 +1016,8 @@ map_del(struct rgw *g, struct sbk *s, uint32_t anum, uint32_t bnum, const struct
 		nm.n = s->m.n - 1;
 		memcpy(nm.v, s->m.v, (i + 1) * sizeof(*nm.v));
 		memcpy(nm.v + i + 1, s->m.v + i + 2, (s->m.n - i - 2) * sizeof(*nm.v));
-		rgw_str_init(&enc);
-		rgw_shardmap_encode(&nm, &enc);
-		free(nm.v);
-		if (enc.oom || !(op = cairn_op_create())) {
-			rgw_str_fini(&enc);
-			return -ENOMEM;
-		}
-		cairn_op_cmpxattr(op, RGW_MAP_XATTR, CAIRN_CMP_EQ, s->raw, s->rlen);
-		cairn_op_setxattr(op, RGW_MAP_XATTR, enc.p, enc.len);
-		rc = run(g, oid, op);
-		rgw_str_fini(&enc);
-		if (rc == -ECANCELED)
+		if ((rc = map_swap(g, s, &nm, false)) == -ECANCELED)
 			continue; /* (another change of the map meanwhile: again) */
-		if (!rc) {
-			s3_bucket_forget(g, s->name);
-			tell(g, s->name);
-		}
 		return rc;
 	}
 	return -EBUSY;

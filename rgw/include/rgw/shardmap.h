@@ -25,8 +25,6 @@
 #define RGW_MAP_V       1
 #define RGW_MAP_MAX     4096 /* shards in one map */
 #define RGW_MAP_KEY_MAX 1024 /* bytes of an S3 key (S3's limit) */
-/* The longest encoded map. */
-#define RGW_MAP_BYTES_MAX (5 + (size_t)RGW_MAP_MAX * (6 + RGW_MAP_KEY_MAX))
 /* The longest plain range mark: two keys and the NUL between. */
 #define RGW_RANGE_MAX (2 * RGW_MAP_KEY_MAX + 1)
 /* The longest range mark: frozen, two keys in its range and one of the move. */
