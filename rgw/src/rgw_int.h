@@ -8,6 +8,7 @@
 #include "rgw/sigv4.h"
 #include "rgw/str.h"
 #include "rgw/uri.h"
+#include "rgw/md5.h"
 #include "rgw/meta.h"
 #include "rgw/shardmap.h"
 
@@ -110,6 +111,8 @@ struct rgw_thr {
 	/* RGW_CHUNK buffers given back by ended requests, for the next ones */
 	void *bufs[RGW_BUF_POOL];
 	unsigned nbufs;
+	/* PUTs' bytes waiting for their MD5 (ETag), hashed in lanes (rgw/md5.h) */
+	struct rgw_md5_batch md5b;
 };
 
 /* A RGW_CHUNK buffer (from t's pool: no page faults on a fresh mapping), or NULL. */

@@ -134,6 +134,8 @@ struct put {
 	uint64_t got;
 	struct chunk ch[RGW_PUT_INFLIGHT + 1];
 	struct chunk *fill;
+	/* the ETag's MD5: fill's bytes wait in q->t's batch until a flush (rgw/md5.h) */
+	struct rgw_md5 md5;
 	unsigned inflight;
 	uint64_t nobj;
 	int err;
@@ -287,6 +289,7 @@ put_free(struct s3_req *q)
 	rgw_str_fini(&p->ekey);
 	rgw_str_fini(&p->enc);
 	rgw_str_fini(&p->pval);
+	rgw_md5_drop(&p->md5); /* (before its bytes' buffers go back) */
 	for (size_t i = 0; i < CM_ARRAY_SIZE(p->ch); i++)
 		rgw__buf_put(q->t, p->ch[i].buf);
 	s3_meta_free(&p->e);
@@ -834,7 +837,7 @@ put_seal(struct s3_req *q)
 	unsigned l = 16;
 	uint8_t sha[32];
 
-	EVP_DigestFinal_ex(q->md5, p->e.md5, &l);
+	rgw_md5_final(&p->md5, p->e.md5);
 	if (p->have_md5 && memcmp(p->want_md5, p->e.md5, 16)) {
 		if (p->cp) {
 			CM_ERR("%s: copy source %s/%.*s: its bytes do not match its ETag",
@@ -1058,7 +1061,6 @@ put_data(void *arg, const char *data, size_t dlen)
 		put_fail(q, 400, "IncompleteBody", "the body is longer than its Content-Length");
 		return -1;
 	}
-	EVP_DigestUpdate(q->md5, data, (size_t)len);
 	if (p->check_sha)
 		EVP_DigestUpdate(q->sha, data, (size_t)len);
 	if (p->ck.alg)
@@ -1067,6 +1069,9 @@ put_data(void *arg, const char *data, size_t dlen)
 		size_t n;
 
 		if (!p->fill) {
+			/* (the buffer chunk_get picks may hold bytes still waiting for MD5) */
+			if (p->md5.b)
+				rgw_md5_flush(p->md5.b);
 			if (!(p->fill = chunk_get(q))) {
 				p->body_done = true;
 				put_fail(q, 503, "SlowDown", "no upload buffer");
@@ -1076,6 +1081,7 @@ put_data(void *arg, const char *data, size_t dlen)
 		}
 		n = CM_MIN((size_t)len, RGW_CHUNK - p->fill->len);
 		memcpy(p->fill->buf + p->fill->len, data, n);
+		rgw_md5_defer(&p->md5, &q->t->md5b, p->fill->buf + p->fill->len, n);
 		p->fill->len += n;
 		p->got += n;
 		data += n;
@@ -1514,9 +1520,9 @@ put_prepare(struct s3_req *q)
 	}
 	if (!p->part && !p->cp && (s3_put_tags(q, &p->e) || s3_put_acl(q, &p->e)))
 		return;
-	if (!(q->md5 = EVP_MD_CTX_new()) || !EVP_DigestInit_ex(q->md5, EVP_md5(), NULL) ||
-	    (p->check_sha &&
-	     (!(q->sha = EVP_MD_CTX_new()) || !EVP_DigestInit_ex(q->sha, EVP_sha256(), NULL)))) {
+	rgw_md5_init(&p->md5);
+	if (p->check_sha &&
+	    (!(q->sha = EVP_MD_CTX_new()) || !EVP_DigestInit_ex(q->sha, EVP_sha256(), NULL))) {
 		s3_error(q, 503, "SlowDown", "out of memory");
 		return;
 	}

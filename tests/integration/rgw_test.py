@@ -8,6 +8,7 @@ PHASE: api (the S3 calls), load OUT (write until killed, logging each
 acknowledged PUT to OUT), verify IN (every acknowledged PUT of IN reads back
 whole; every listed key reads).
 """
+import base64
 import hashlib
 import json
 import os
@@ -253,6 +254,7 @@ def api():
     quotas()
     acls()
     contention()
+    etags_in_lanes()
     versioning()
     lifecycle()
     bucket_tags()
@@ -699,6 +701,36 @@ def acls():
         for o in s3.list_objects_v2(Bucket=b).get("Contents", []):
             s3.delete_object(Bucket=b, Key=o["Key"])
         s3.delete_bucket(Bucket=b)
+
+
+def etags_in_lanes():
+    """16 writers PUT objects of odd sizes at once, so their MD5s are computed side by side in
+    the gateway's lanes (rgw/src/md5.c): each PUT carries its Content-MD5 (a wrong digest
+    answers BadDigest) and each ETag must be the body's MD5."""
+    s3.create_bucket(Bucket="lanes")
+    errors = []
+
+    def writer(w):
+        c = client(keys)
+        for i in range(2):
+            body = os.urandom((1 << 20) * (1 + (w + i) % 4) + 977 * w + 61 * i)
+            md5 = hashlib.md5(body)
+            try:
+                r = c.put_object(Bucket="lanes", Key="w%d.%d" % (w, i), Body=body,
+                                 ContentMD5=base64.b64encode(md5.digest()).decode())
+                if r["ETag"] != '"%s"' % md5.hexdigest():
+                    errors.append("w%d.%d: ETag %s" % (w, i, r["ETag"]))
+                c.delete_object(Bucket="lanes", Key="w%d.%d" % (w, i))
+            except botocore.exceptions.ClientError as e:
+                errors.append(str(e))
+
+    ts = [threading.Thread(target=writer, args=(w,)) for w in range(16)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join(120)
+    check(not errors, "ETags of concurrent PUTs: %s" % errors[:3])
+    s3.delete_bucket(Bucket="lanes")
 
 
 def contention():
