@@ -539,31 +539,41 @@ s3_error_hdrs(struct s3_req *q, int status, const char *code, const char *msg, c
 	s3_respond_xml(q, status, hdrs, &x);
 }
 
+int
+s3_rc_status(int rc, const char **code)
+{
+	switch (rc) {
+	case -EAGAIN:
+		*code = "SlowDown";
+		return 503;
+	case -ENOSPC:
+	case -EDQUOT:
+		*code = "InsufficientStorage";
+		return 507;
+	case -EPERM:
+	case -EACCES:
+		*code = "AccessDenied";
+		return 403;
+	case -ETIMEDOUT:
+		*code = "ServiceUnavailable";
+		return 503;
+	default:
+		*code = "InternalError";
+		return 500;
+	}
+}
+
 void
 s3_error_rc(struct s3_req *q, int rc, const char *what)
 {
+	const char *code;
+	int status = s3_rc_status(rc, &code);
 	char m[256];
 
 	snprintf(m, sizeof(m), "%s: %s", what, cm_strerror(rc));
-	switch (rc) {
-	case -EAGAIN:
-		s3_error(q, 503, "SlowDown", m);
-		return;
-	case -ENOSPC:
-	case -EDQUOT:
-		s3_error(q, 507, "InsufficientStorage", m);
-		return;
-	case -EPERM:
-	case -EACCES:
-		s3_error(q, 403, "AccessDenied", m);
-		return;
-	case -ETIMEDOUT:
-		s3_error(q, 503, "ServiceUnavailable", m);
-		return;
-	default:
+	if (status == 500)
 		CM_WARN_RC(rc, "%s %s: %s", rgw_req_id(q->r), q->h->target, what);
-		s3_error(q, 500, "InternalError", m);
-	}
+	s3_error(q, status, code, m);
 }
 
 /* ---- small bodies ---- */

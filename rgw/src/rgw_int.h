@@ -199,6 +199,8 @@ void s3_error_hdrs(struct s3_req *q, int status, const char *code, const char *m
 		   const char *hdrs);
 /* The error for a libcairn errno. */
 void s3_error_rc(struct s3_req *q, int rc, const char *what);
+/* The S3 status and code (*code) s3_error_rc answers rc with. */
+int s3_rc_status(int rc, const char **code);
 /* Respond with status, extra headers and an XML body; then end. */
 void s3_respond_xml(struct s3_req *q, int status, const char *hdrs, struct rgw_str *xml);
 void s3_done(struct s3_req *q);

@@ -777,7 +777,15 @@ put_maybe_finish(struct s3_req *q)
 	if (!p->body_done || p->committing)
 		return;
 	if (p->err) {
-		put_fail(q, 500, "InternalError", "writing the data failed");
+		/* (a full cluster is 507 InsufficientStorage, not an internal error) */
+		const char *code;
+		int status = s3_rc_status(p->err, &code);
+		char m[160];
+
+		snprintf(m, sizeof(m), "writing the data failed: %s", cm_strerror(p->err));
+		if (status == 500)
+			CM_WARN_RC(p->err, "%s: %s", rgw_req_id(q->r), m);
+		put_fail(q, status, code, m);
 		put_maybe_finish(q);
 		return;
 	}

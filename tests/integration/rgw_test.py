@@ -1975,6 +1975,54 @@ def merges(n_keys):
     s3.delete_bucket(Bucket=b)
 
 
+def full():
+    """A full cluster (rgw_full_test.sh: three 1 GiB OSDs): 4 MiB PUTs until 8 in a row are
+    refused (at most 400). Every refusal is 507 InsufficientStorage; every acknowledged PUT
+    reads back whole and the listing holds exactly those; once some are deleted (and
+    collected) a 4 MiB PUT is taken again."""
+    s3.create_bucket(Bucket="full")
+    acked, codes, row = {}, {}, 0
+    for i in range(400):
+        body = os.urandom(4 << 20)
+        k = "o%04d" % i
+        try:
+            s3.put_object(Bucket="full", Key=k, Body=body)
+            acked[k] = hashlib.md5(body).hexdigest()
+            row = 0
+        except botocore.exceptions.ClientError as e:
+            c = (e.response["ResponseMetadata"]["HTTPStatusCode"], e.response["Error"]["Code"])
+            codes[c] = codes.get(c, 0) + 1
+            row += 1
+            if row == 8:
+                break
+    check(row == 8, "full: no PUT was refused (%d acknowledged)" % len(acked))
+    check(set(codes) == {(507, "InsufficientStorage")}, "full: the refusals were %s" % codes)
+    listed = []
+    for page in s3.get_paginator("list_objects_v2").paginate(Bucket="full"):
+        listed += [o["Key"] for o in page.get("Contents", [])]
+    check(sorted(listed) == sorted(acked),
+          "full: %d listed, %d acknowledged" % (len(listed), len(acked)))
+    bad = [k for k in acked
+           if hashlib.md5(s3.get_object(Bucket="full", Key=k)["Body"].read()).hexdigest()
+           != acked[k]]
+    check(not bad, "full: acknowledged objects that do not read back: %s" % bad[:5])
+    for k in sorted(acked)[:16]:
+        s3.delete_object(Bucket="full", Key=k)
+    body, ok, t0 = os.urandom(4 << 20), False, time.time()
+    while not ok and time.time() - t0 < 60:
+        try:
+            s3.put_object(Bucket="full", Key="again", Body=body)
+            ok = True
+        except botocore.exceptions.ClientError:
+            time.sleep(1)
+    check(ok, "full: no 4 MiB PUT taken within 60 s of deleting 64 MiB")
+    if ok:
+        check(s3.get_object(Bucket="full", Key="again")["Body"].read() == body,
+              "full: the PUT after the deletes reads back")
+    print("full: %d PUTs acknowledged, then refused with %s; all read back; a PUT taken "
+          "%.1f s after deletes" % (len(acked), codes, time.time() - t0), flush=True)
+
+
 if phase == "api":
     api()
 elif phase == "load":
@@ -1991,6 +2039,8 @@ elif phase == "splits":
     splits(int(sys.argv[5]))
 elif phase == "merges":
     merges(int(sys.argv[5]))
+elif phase == "full":
+    full()
 if failures:
     print("%d failures" % len(failures))
     sys.exit(1)
