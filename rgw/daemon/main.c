@@ -33,6 +33,7 @@ struct rgw_dconf {
 	uint64_t pending_grace_ms;
 	uint64_t sweep_first_ms;
 	uint64_t sweep_every_ms;
+	uint64_t shard_retire_ms;
 	uint64_t lc_day_ms;
 	uint64_t index_shard_max;
 	uint64_t split_pause_ms;
@@ -77,6 +78,10 @@ static const struct cm_opt g_opts[] = {
 	       sweep_first_ms, "the first sweep of leftovers runs this long after start"),
 	CM_OPT("rgw_sweep_every", CM_OPT_DURATION, "5min", 1000, 86400000, 0, struct rgw_dconf,
 	       sweep_every_ms, "then a sweep (leftovers, lifecycle rules) runs this often"),
+	CM_OPT("rgw_shard_retire_grace", CM_OPT_DURATION, "1h", 1000, 604800000, 0,
+	       struct rgw_dconf, shard_retire_ms,
+	       "an index shard merged away (or left by a split undone) is removed by the "
+	       "sweep this long after"),
 	CM_OPT("rgw_lc_day", CM_OPT_DURATION, "24h", 1000, 86400000, 0, struct rgw_dconf, lc_day_ms,
 	       "how long a lifecycle rule's day is (shorter only to test rules)"),
 	CM_OPT("rgw_index_shard_max", CM_OPT_UINT, "100000", 0, 100000000, 0, struct rgw_dconf,
@@ -158,6 +163,7 @@ main(int argc, char **argv)
 	rc_.sweep_first_s = (unsigned)((c.sweep_first_ms + 999) / 1000);
 	rc_.sweep_every_s = (unsigned)((c.sweep_every_ms + 999) / 1000);
 	rc_.lc_day_s = (unsigned)((c.lc_day_ms + 999) / 1000);
+	rc_.shard_retire_s = (unsigned)((c.shard_retire_ms + 999) / 1000);
 	rc_.cache_ttl_ms = (unsigned)c.cache_ttl_ms;
 	rc_.index_shard_max = (unsigned)c.index_shard_max;
 	rc_.split_pause_ms = (unsigned)c.split_pause_ms;

@@ -227,6 +227,9 @@ collect(struct rgw *g, struct rgw_gc_item *it)
 	int rc = remove_data(g, it->bucket_id, it->inst, it->size, it->manifest);
 
 	if (!rc && (op = cairn_op_create())) {
+		/* (a write on a missing object makes it: a shard merged away or a bucket
+		 * deleted meanwhile would come back as an empty object, never removed) */
+		cairn_op_assert_exists(op);
 		cairn_op_omap_rm(op, it->marker, it->mlen);
 		rc = gc_run(g, g->meta, it->shard, op);
 		if (rc == -ENOENT)
@@ -315,6 +318,7 @@ sweep_pending(struct rgw *g, cairn_ioctx_t *mio, const char *moid, const char *b
 			cairn_op_t *rm = cairn_op_create();
 
 			if (rm) {
+				cairn_op_assert_exists(rm);
 				cairn_op_omap_rm(rm, kvs[i].key, kvs[i].klen);
 				gc_run(g, mio, moid, rm);
 			}
@@ -475,6 +479,7 @@ sweep_shard(struct rgw *g, const char *bucket_id, const char *shard, int64_t now
 					  shard, (now - t) / 1000000000, size);
 				if (remove_data(g, bucket_id, inst, size, false) == 0 &&
 				    (op = cairn_op_create())) {
+					cairn_op_assert_exists(op); /* (see collect) */
 					cairn_op_omap_rm(op, k, kl);
 					gc_run(g, g->meta, shard, op);
 				}

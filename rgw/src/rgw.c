@@ -1746,6 +1746,8 @@ rgw_start(cairn_cluster_t *cl, const struct rgw_conf *c, struct rgw **gp, char *
 		g->conf.sweep_every_s = 300;
 	if (!g->conf.lc_day_s)
 		g->conf.lc_day_s = 86400;
+	if (!g->conf.shard_retire_s)
+		g->conf.shard_retire_s = 3600;
 	pthread_mutex_init(&g->mu, NULL);
 	if ((rc = check_pool(g, g->meta_pool, true, err, errlen)) ||
 	    (rc = check_pool(g, g->data_pool, false, err, errlen)))

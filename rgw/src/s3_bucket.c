@@ -37,6 +37,10 @@ struct bop {
 	char *json;
 	struct s3_shard shard;
 	size_t idx;            /* DeleteBucket: the map's shard at hand (closed in map order) */
+	struct cairn_kv *rkvs; /* DeleteBucket: the shards noted retired (out of the map) */
+	size_t rn;
+	bool rmore;
+	int rrval;
 	struct cm_timer retry; /* DeleteBucket: a shard was splitting or merging */
 };
 
@@ -52,6 +56,7 @@ bop_free(struct s3_req *q)
 	cairn_kvs_free(b->kvs, b->n);
 	cairn_kvs_free(b->pkvs, b->pn);
 	cairn_kvs_free(b->ukvs, b->un);
+	cairn_kvs_free(b->rkvs, b->rn);
 	free(b->json);
 	free(b);
 	q->op = NULL;
@@ -407,13 +412,29 @@ db_record_done(void *arg, int rc)
 		return;
 	}
 	s3_bucket_forget(q->g, q->bucket);
-	/* The index shards go (their objects are gone: the bucket was empty). */
+	/* The index shards go (their objects are gone: the bucket was empty), and
+	 * those noted retired (merged away, or a split's copy undone). */
 	for (size_t i = 0; i < q->bc.shards.n; i++) {
 		map_shard(q, i, &b->shard);
 		if ((op = cairn_op_create())) {
 			cairn_op_remove(op);
 			rgw__aio(q->t, q->g->meta, b->shard.oid, op, cb_ignore, NULL);
 		}
+	}
+	for (size_t i = 0; !b->rrval && i < b->rn; i++) {
+		char hex[9], soid[96], *end;
+		unsigned long num;
+
+		if (b->rkvs[i].klen != RGW_RETIRED_KEY_LEN)
+			continue;
+		memcpy(hex, (const char *)b->rkvs[i].key + sizeof(RGW_RETIRED_PREFIX) - 1, 8);
+		hex[8] = '\0';
+		num = strtoul(hex, &end, 16);
+		if (*end || !(op = cairn_op_create()))
+			continue;
+		snprintf(soid, sizeof(soid), "idx.%s.%lu", q->b.id, num);
+		cairn_op_remove(op);
+		rgw__aio(q->t, q->g->meta, soid, op, cb_ignore, NULL);
 	}
 	if (!(op = cairn_op_create())) {
 		s3_bucket_changed(q, answer_204);
@@ -546,6 +567,9 @@ db_close_done(void *arg, int rc)
 	}
 	snprintf(oid, sizeof(oid), "bucket.%s", q->bucket);
 	cairn_op_cmpxattr(op, "rgw.id", CAIRN_CMP_EQ, q->b.id, 32);
+	/* (reads see the object before the op's writes: the retired shards' notes) */
+	cairn_op_omap_list(op, NULL, 0, RGW_RETIRED_PREFIX, sizeof(RGW_RETIRED_PREFIX) - 1, 1000,
+			   &b->rkvs, &b->rn, &b->rmore, &b->rrval);
 	cairn_op_remove(op);
 	s3_submit(q, q->g->meta, oid, op, db_record_done);
 }

@@ -67,6 +67,7 @@ drop_marker(struct s3_req *q, cairn_ioctx_t *io, const char *oid, const void *k,
 
 	if (!op)
 		return;
+	cairn_op_assert_exists(op); /* (a shard merged away stays gone) */
 	cairn_op_omap_rm(op, k, kl);
 	rgw__aio(q->t, io, oid, op, ignore_cb, NULL);
 }
@@ -427,7 +428,7 @@ recheck_done(void *arg, int rc)
 		rc = p->c.rrval;
 	st = rc ? RGW_RANGE_MOVED
 		: rgw_range_state(p->shard.range, p->shard.rlen, p->c.range, p->c.rlen);
-	if (rc == -ENOENT || rc == -ENODATA || (!rc && st == RGW_RANGE_CLOSED_ST)) {
+	if (rc == -ENODATA || (!rc && st == RGW_RANGE_CLOSED_ST)) {
 		s3_bucket_forget(q->g, q->bucket);
 		put_stop(q, 404, "NoSuchBucket", "the bucket was deleted during the upload");
 		return;
@@ -448,9 +449,11 @@ recheck_done(void *arg, int rc)
 		q->pending++;
 		return;
 	}
-	if (!rc && st != RGW_RANGE_OK) {
+	if ((!rc && st != RGW_RANGE_OK) || rc == -ENOENT) {
 		/* The shard holds another range now (the map was read before a split or
-		 * merge): the map read anew, and the commit on the key's shard now. */
+		 * merge), or is gone (merged away long ago, or the bucket deleted): the
+		 * map read anew (put_reloaded: 404 if the bucket is gone), and the commit
+		 * on the key's shard now. */
 		s3_bucket_forget(q->g, q->bucket);
 		if (++p->moves > S3_RESTARTS_MAX) {
 			put_stop(q, 503, "SlowDown",

@@ -171,6 +171,105 @@ le64s(const void *p)
 	return (int64_t)le64toh(v);
 }
 
+static void
+retired_key(uint32_t num, char out[RGW_RETIRED_KEY_LEN + 1])
+{
+	snprintf(out, RGW_RETIRED_KEY_LEN + 1, RGW_RETIRED_PREFIX "%08" PRIx32, num);
+}
+
+/* The time now, as a retired key's value. */
+static void
+retired_val(uint8_t out[8])
+{
+	uint64_t v = htole64((uint64_t)rgw__now_ns());
+
+	memcpy(out, &v, 8);
+}
+
+/*
+ * Note on the bucket object that shard num's object may be left out of the
+ * map (a split's copy, from now: the map change takes the note away; its
+ * time is renewed by every attempt, so a split at work is never older than
+ * the grace). Guarded on the bucket's id (a deleted bucket gets no object).
+ */
+static int
+retire_note(struct rgw *g, const struct sbk *s, uint32_t num)
+{
+	cairn_op_t *op = cairn_op_create();
+	char key[RGW_RETIRED_KEY_LEN + 1], oid[96];
+	uint8_t v[8];
+
+	if (!op)
+		return -ENOMEM;
+	retired_key(num, key);
+	retired_val(v);
+	snprintf(oid, sizeof(oid), "bucket.%s", s->name);
+	cairn_op_cmpxattr(op, "rgw.id", CAIRN_CMP_EQ, s->b.id, strlen(s->b.id));
+	cairn_op_omap_set(op, key, strlen(key), v, 8);
+	return run(g, oid, op);
+}
+
+/*
+ * The sweep's part: every shard noted retired longer ago than the grace and
+ * not in the map (as just read) loses its object, then its note (unless
+ * noted again meanwhile).
+ */
+static void
+retire_sweep(struct rgw *g, const struct sbk *s)
+{
+	struct cairn_kv *kvs = NULL;
+	cairn_op_t *op = cairn_op_create();
+	int64_t now = rgw__now_ns(), grace = (int64_t)g->conf.shard_retire_s * 1000000000;
+	char oid[96];
+	size_t n = 0;
+	bool more = false;
+	int rval = 0;
+
+	if (!op)
+		return;
+	snprintf(oid, sizeof(oid), "bucket.%s", s->name);
+	cairn_op_omap_list(op, NULL, 0, RGW_RETIRED_PREFIX, sizeof(RGW_RETIRED_PREFIX) - 1, 1000,
+			   &kvs, &n, &more, &rval);
+	if (run(g, oid, op) || rval)
+		n = 0;
+	for (size_t i = 0; i < n && !g->gc_stop; i++) {
+		const struct cairn_kv *kv = &kvs[i];
+		char hex[9], soid[96], *end;
+		unsigned long num;
+		bool mapped = false;
+		int rc;
+
+		if (kv->klen != RGW_RETIRED_KEY_LEN || kv->vlen != 8 ||
+		    now - le64s(kv->val) < grace)
+			continue;
+		memcpy(hex, (const char *)kv->key + sizeof(RGW_RETIRED_PREFIX) - 1, 8);
+		hex[8] = '\0';
+		num = strtoul(hex, &end, 16);
+		if (*end)
+			continue;
+		for (size_t j = 0; j < s->m.n; j++)
+			mapped |= s->m.v[j].num == num;
+		if (!mapped) {
+			if (!(op = cairn_op_create()))
+				break;
+			shard_oid(s, (uint32_t)num, soid, sizeof(soid));
+			cairn_op_remove(op);
+			if ((rc = run(g, soid, op)) && rc != -ENOENT) {
+				CM_WARN_RC(rc, "split: bucket %s: removing the retired shard %s",
+					   s->name, soid);
+				continue;
+			}
+			CM_INFO("split: bucket %s: retired shard %s removed", s->name, soid);
+		}
+		if (!(op = cairn_op_create()))
+			break;
+		cairn_op_omap_cmp(op, kv->key, kv->klen, CAIRN_CMP_EQ, kv->val, 8);
+		cairn_op_omap_rm(op, kv->key, kv->klen);
+		run(g, oid, op);
+	}
+	cairn_kvs_free(kvs, n);
+}
+
 static int
 shard_read(struct rgw *g, const char *oid, struct sst *st)
 {
@@ -552,8 +651,11 @@ still_ours(struct rgw *g, const char *aoid, const struct geo *x, const char *tox
  * gateway is told. \return 0, -ECANCELED (changed meanwhile), or an errno.
  */
 static int
-map_swap(struct rgw *g, const struct sbk *s, struct rgw_shardmap *nm, bool rec)
+map_swap(struct rgw *g, const struct sbk *s, struct rgw_shardmap *nm, bool rec, uint32_t num,
+	 bool retire)
 {
+	char key[RGW_RETIRED_KEY_LEN + 1];
+	uint8_t v[8];
 	struct rgw_str enc;
 	cairn_op_t *op;
 	char oid[96];
@@ -574,6 +676,13 @@ map_swap(struct rgw *g, const struct sbk *s, struct rgw_shardmap *nm, bool rec)
 	if (rec)
 		cairn_op_cmpxattr(op, "rgw.bucket", CAIRN_CMP_EQ, s->rec, s->reclen);
 	cairn_op_setxattr(op, RGW_MAP_XATTR, enc.p, enc.len);
+	/* (with the map change: a merged shard is noted, a split's new one is not any more) */
+	retired_key(num, key);
+	retired_val(v);
+	if (retire)
+		cairn_op_omap_set(op, key, strlen(key), v, 8);
+	else
+		cairn_op_omap_rm(op, key, strlen(key));
 	snprintf(oid, sizeof(oid), "bucket.%s", s->name);
 	rc = run(g, oid, op);
 	rgw_str_fini(&enc);
@@ -631,7 +740,7 @@ map_add(struct rgw *g, struct sbk *s, uint32_t anum, uint32_t num, const struct 
 		if (!nm.v[0].lo)
 			nm.v[0].lo = (const uint8_t *)""; /* (the map of shard 0 alone) */
 		/* (and the record as read: a quota set meanwhile stops the split) */
-		if ((rc = map_swap(g, s, &nm, true)) == -ECANCELED)
+		if ((rc = map_swap(g, s, &nm, true, num, false)) == -ECANCELED)
 			continue; /* (another shard of the bucket split meanwhile: again) */
 		return rc;
 	}
@@ -753,7 +862,7 @@ split_on(struct rgw *g, struct sbk *s, size_t i, const struct geo *x, uint32_t t
 	if (wl == x->wholelen && !memcmp(want, x->whole, wl)) {
 		/* before the map change: the copy (again), then the map */
 		shard_oid(s, to, boid, sizeof(boid));
-		if ((rc = copy_upper(g, aoid, boid, x))) {
+		if ((rc = retire_note(g, s, to)) || (rc = copy_upper(g, aoid, boid, x))) {
 			CM_WARN_RC(rc,
 				   "split: %s at a key of %zu bytes: the copy to %s failed, "
 				   "the split is undone",
@@ -1016,7 +1125,7 @@ map_del(struct rgw *g, struct sbk *s, uint32_t anum, uint32_t bnum, const struct
 		nm.n = s->m.n - 1;
 		memcpy(nm.v, s->m.v, (i + 1) * sizeof(*nm.v));
 		memcpy(nm.v + i + 1, s->m.v + i + 2, (s->m.n - i - 2) * sizeof(*nm.v));
-		if ((rc = map_swap(g, s, &nm, false)) == -ECANCELED)
+		if ((rc = map_swap(g, s, &nm, false, bnum, true)) == -ECANCELED)
 			continue; /* (another change of the map meanwhile: again) */
 		return rc;
 	}
@@ -1038,7 +1147,8 @@ merge_finish(struct rgw *g, const char *aoid, const char *boid, const struct geo
 	cairn_op_xattr_num(op, RGW_USAGE_OBJS, CAIRN_NUM_SET, 0, NULL, NULL);
 	cairn_op_xattr_num(op, RGW_USAGE_BYTES, CAIRN_NUM_SET, 0, NULL, NULL);
 	cairn_op_setxattr(op, RGW_RANGE_XATTR, RANGE_MERGED, sizeof(RANGE_MERGED) - 1);
-	if ((rc = remark(g, boid, op, RANGE_MERGED, sizeof(RANGE_MERGED) - 1)))
+	/* (B gone: the sweep removed it, its grace after the map change) */
+	if ((rc = remark(g, boid, op, RANGE_MERGED, sizeof(RANGE_MERGED) - 1)) && rc != -ENOENT)
 		return rc;
 	pause_for_tests(g);
 	if ((rc = shard_read(g, aoid, &as)))
@@ -1253,6 +1363,8 @@ rgw__split_bucket(struct rgw *g, const char *bucket, uint32_t only, bool one)
 		if (one)
 			break;
 	}
+	if (!one && !g->gc_stop)
+		retire_sweep(g, &s);
 	sbk_fini(&s);
 	return changed;
 }

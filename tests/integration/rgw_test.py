@@ -1969,10 +1969,30 @@ def merges(n_keys):
           "%d listings ran; %d shards after the merges, %d keys, counters exact" % (
               n_keys, peak, len(gone), live_ops[0], listings[0], st["shards"], len(kl)),
           flush=True)
+
+    def idx_objects():
+        out = subprocess.run([os.environ["CAIRN_CTL"], "obj", "ls", "rgw.meta"], check=True,
+                             capture_output=True, text=True).stdout
+        return [o for o in out.split() if o.startswith("idx.%s." % st["id"])]
+
+    # (the shards merged away were noted retired: the sweep removes them a grace, 1 s
+    # here, after; nothing else of the bucket's index is left in the pool)
+    t0 = time.time()
+    while len(idx_objects()) != st["shards"] and time.time() - t0 < 60:
+        time.sleep(0.5)
+    objs = idx_objects()
+    check(len(objs) == st["shards"],
+          "merges: %d index objects in the pool for %d shards" % (len(objs), st["shards"]))
     for i in range(0, len(kl), 1000):
         s3.delete_objects(Bucket=b, Delete={"Objects": [{"Key": k} for k in kl[i:i + 1000]],
                                             "Quiet": True})
     s3.delete_bucket(Bucket=b)
+    t0 = time.time()
+    while idx_objects() and time.time() - t0 < 20:
+        time.sleep(0.5)
+    check(not idx_objects(), "merges: index objects left after DeleteBucket: %s" % idx_objects())
+    print("merges: the retired shards were removed within %.1f s of the end; DeleteBucket left "
+          "no index object" % (time.time() - t0), flush=True)
 
 
 def full():

@@ -370,12 +370,14 @@ rgw_pid=$keep_pid
 merge_keys=${RGW_MERGE_KEYS:-4000}
 grep -q '^CAIRN_ASAN:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null && merge_keys=${RGW_MERGE_KEYS:-2000}
 keep_pid=$rgw_pid
-start_rgw 7 --rgw-index-shard-max 400 --rgw-split-pause 200ms --rgw-sweep-every 1s
+start_rgw 7 --rgw-index-shard-max 400 --rgw-split-pause 200ms --rgw-sweep-every 1s \
+	--rgw-shard-retire-grace 1s
 timeout 600 $py "$here/rgw_test.py" "$ep" "$dir/alice.json" "$dir/bob.json" merges "$merge_keys" \
 	>"$dir/merges.out" 2>&1 || fail "merges: $(tail "$dir/merges.out")"
 nmerge=$(grep -c "a merge$" "$dir/rgw7.log" || true)
 [ "$nmerge" -ge 1 ] || fail "no shard merged"
 echo "i. $(grep '^merges:' "$dir/merges.out" | head -1); $nmerge merges"
+echo "i. $(grep '^merges: the retired' "$dir/merges.out" | sed 's/^merges: //')"
 kill "$rgw_pid"
 wait "$rgw_pid" || fail "the merging gateway stopped with exit code $?"
 rgw_pid=$keep_pid

@@ -34,6 +34,7 @@ struct rgw_conf {
 	unsigned sweep_first_s;   /* the first sweep of leftovers, after start (default 30) */
 	unsigned sweep_every_s;   /* then one every this long (default 300) */
 	unsigned lc_day_s;        /* a lifecycle rule's day (default 86400; shorter for tests) */
+	unsigned shard_retire_s;  /* a shard out of the map is removed this long after (3600) */
 	unsigned index_shard_max; /* an index shard with more objects splits (0: never; the
 				   * daemon's default 100,000) */
 	unsigned split_pause_ms;  /* tests: a split waits this long after each step (0) */

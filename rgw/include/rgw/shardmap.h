@@ -19,6 +19,15 @@
 
 #define RGW_MAP_XATTR   "rgw.map"
 #define RGW_RANGE_XATTR "rgw.range"
+/*
+ * The bucket object's omap keys naming index shards that may be left out
+ * of its map (a split's new shard until the map has it, a shard merged
+ * away), each "<prefix><8 hex: the number>" with the time it was noted (ns,
+ * int64 little-endian): the sweep removes such a shard's object a grace
+ * after, and DeleteBucket removes them all (rgw.md §3.1.1).
+ */
+#define RGW_RETIRED_PREFIX  "shard.retired."
+#define RGW_RETIRED_KEY_LEN (sizeof(RGW_RETIRED_PREFIX) - 1 + 8)
 #define RGW_RANGE_CLOSED \
 	"\x01"           \
 	"closed"
