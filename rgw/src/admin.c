@@ -757,11 +757,7 @@ rgw_admin_bucket_stats(cairn_cluster_t *cl, const char *pool, const char *name,
 	return rc;
 }
 
-/*
- * The bucket's shard map as stored (*raw, *len; none: NULL, 0), if its
- * index is one shard: a bucket quota is exact through one shard's
- * counters (rgw.md §3.1.1). \return 0, or -EXDEV (split into several).
- */
+/* The bucket's shard map as stored (*raw, *len; none: NULL, 0). \return 0 or an errno. */
 int
 rgw__map_read(cairn_ioctx_t *io, const char *bucket, uint8_t **raw, size_t *len)
 {
@@ -794,26 +790,29 @@ rgw__map_read(cairn_ioctx_t *io, const char *bucket, uint8_t **raw, size_t *len)
 	return rc;
 }
 
+/*
+ * The bucket's quota counter (busage.<id>, rgw.md §6) set to what its
+ * index shards hold: commits that land while this reads are counted by
+ * the shards or by the counter, and the SET keeps the shards' view.
+ */
 static int
-map_one_shard(cairn_ioctx_t *io, const char *name, void **raw, size_t *len)
+busage_recount(cairn_ioctx_t *io, const struct rgw_bucket *b)
 {
-	struct rgw_shardmap m;
-	uint8_t *buf = NULL;
-	int rc = rgw__map_read(io, name, &buf, len);
+	int64_t bytes = 0, objs = 0;
+	cairn_op_t *op;
+	char oid[96];
+	int rc;
 
-	*raw = NULL;
-	if (!rc && !(rc = rgw_shardmap_decode(buf, *len, &m))) {
-		if (m.n > 1)
-			rc = -EXDEV;
-		rgw_shardmap_fini(&m);
-	}
-	if (rc) {
-		free(buf);
-		*len = 0;
+	if ((rc = bucket_usage(io, b, &bytes, &objs, NULL)))
 		return rc;
-	}
-	*raw = buf;
-	return 0;
+	if (!(op = cairn_op_create()))
+		return -ENOMEM;
+	snprintf(oid, sizeof(oid), "busage.%s", b->id);
+	cairn_op_xattr_num(op, RGW_USAGE_BYTES, CAIRN_NUM_SET, bytes, NULL, NULL);
+	cairn_op_xattr_num(op, RGW_USAGE_OBJS, CAIRN_NUM_SET, objs, NULL, NULL);
+	rc = cairn_operate(io, oid, op, NULL);
+	cairn_op_release(op);
+	return rc;
 }
 
 int
@@ -830,38 +829,33 @@ rgw_admin_bucket_quota(cairn_cluster_t *cl, const char *pool, const char *name, 
 	for (int t = 0; t < CAS_TRIES; t++) {
 		struct rgw_bucket b;
 		char *raw = NULL, *s = NULL, oid[128];
-		void *mraw = NULL;
-		size_t len = 0, mlen = 0;
+		size_t len = 0;
 		cairn_op_t *op;
 
 		if ((rc = bucket_get(io, name, &raw, &len, &b)))
 			break;
-		if ((max_bytes || max_objects) && (rc = map_one_shard(io, name, &mraw, &mlen))) {
-			free(raw);
-			break;
-		}
 		b.quota_bytes = (int64_t)max_bytes;
 		b.quota_objects = (int64_t)max_objects;
 		if (!(s = rgw_bucket_encode(&b)) || !(op = cairn_op_create())) {
 			free(s);
 			free(raw);
-			free(mraw);
 			rc = -ENOMEM;
 			break;
 		}
 		snprintf(oid, sizeof(oid), "bucket.%s", name);
 		cairn_op_cmpxattr(op, "rgw.bucket", CAIRN_CMP_EQ, raw, len);
-		if (max_bytes || max_objects) /* (the map as read: no split meanwhile) */
-			cairn_op_cmpxattr(op, RGW_MAP_XATTR, mlen ? CAIRN_CMP_EQ : CAIRN_CMP_ABSENT,
-					  mraw, mlen);
 		cairn_op_setxattr(op, "rgw.bucket", s, strlen(s));
 		rc = cairn_operate(io, oid, op, NULL);
 		cairn_op_release(op);
 		free(s);
 		free(raw);
-		free(mraw);
-		if (!rc)
+		if (!rc) {
+			/* (the gateways keep the counter from when they know the quota; then
+			 * it starts from what the shards hold) */
 			tell_gateways(io, RGW_NOTIFY_BUCKET, name);
+			if (max_bytes || max_objects)
+				rc = busage_recount(io, &b);
+		}
 		if (rc != -ECANCELED)
 			break;
 	}

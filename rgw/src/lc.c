@@ -552,6 +552,19 @@ lc_account(struct lc_run *x)
 			}
 		}
 		rgw_user_info_fini(&ui);
+		if (x->b->quota_bytes || x->b->quota_objects) {
+			/* (and the bucket's quota counter, kept while it has a quota) */
+			cairn_op_t *op = cairn_op_create();
+			char oid[96];
+
+			snprintf(oid, sizeof(oid), "busage.%s", x->b->id);
+			if (op) {
+				cairn_op_assert_exists(op);
+				rgw__usage_add(op, x->dbytes, x->dobjs, 0, 0);
+				rgw__gc_operate(x->g, x->meta, oid, op);
+				cairn_op_release(op);
+			}
+		}
 	}
 	if (x->expired || x->noncurrent || x->markers || x->aborted)
 		CM_NOTICE(

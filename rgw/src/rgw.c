@@ -1160,6 +1160,44 @@ s3_user_usage(struct s3_req *q, int64_t dbytes, int64_t dobjs, rgw_aio_cb cb)
 }
 
 bool
+s3_bucket_quota_applies(const struct s3_req *q)
+{
+	return q->b.quota_bytes || q->b.quota_objects;
+}
+
+int
+s3_bucket_usage(struct s3_req *q, int64_t dbytes, int64_t dobjs, rgw_aio_cb cb)
+{
+	cairn_op_t *op = cairn_op_create();
+	char oid[96];
+	int rc;
+
+	if (!op)
+		return -ENOMEM;
+	snprintf(oid, sizeof(oid), "busage.%s", q->b.id);
+	if (!cb)
+		cairn_op_assert_exists(op); /* (a bucket deleted meanwhile gets no new counter) */
+	rgw__usage_add(op, dbytes, dobjs, cb && dbytes > 0 ? q->b.quota_bytes : 0,
+		       cb && dobjs > 0 ? q->b.quota_objects : 0);
+	if (!cb)
+		return rgw__aio(q->t, q->g->meta, oid, op, usage_ignore, NULL);
+	if ((rc = rgw__aio(q->t, q->g->meta, oid, op, cb, q)))
+		return rc;
+	q->pending++;
+	return 0;
+}
+
+void
+s3_usage_flush(struct s3_req *q)
+{
+	if (q->du_bytes || q->du_objs)
+		s3_user_usage(q, q->du_bytes, q->du_objs, NULL);
+	if (q->db_bytes || q->db_objs)
+		s3_bucket_usage(q, q->db_bytes, q->db_objs, NULL);
+	q->du_bytes = q->du_objs = q->db_bytes = q->db_objs = 0;
+}
+
+bool
 s3_user_quota_applies(const struct s3_req *q)
 {
 	/* (a user's counter moves for what she writes into her own buckets only: what others

@@ -166,6 +166,9 @@ struct s3_req {
 	char uid[65];
 	char secret[64];
 	int64_t uq_bytes, uq_objects; /* the user's quota (0: none) */
+	/* deletes' moves of the user's and the bucket's quota counters, sent once at the end
+	 * (s3_usage_flush: one op each, not one per key of a DeleteObjects) */
+	int64_t du_bytes, du_objs, db_bytes, db_objs;
 	char seed[65];
 	uint8_t sigkey[32];
 	/* the bucket */
@@ -311,6 +314,18 @@ void rgw__usage_add(cairn_op_t *op, int64_t dbytes, int64_t dobjs, int64_t max_b
 int s3_user_usage(struct s3_req *q, int64_t dbytes, int64_t dobjs, rgw_aio_cb cb);
 /* Whether q's user has a quota that this request's writes move (her own bucket). */
 bool s3_user_quota_applies(const struct s3_req *q);
+/*
+ * The bucket's quota counter (object busage.<id>, rgw.md §6), whatever its
+ * index shards: kept while the bucket has a quota. A commit's growth is
+ * taken first with cb (bounded by the quota: -EOVERFLOW, nothing taken;
+ * q->pending counted), and given back if the commit fails; a shrink moves
+ * it after the commit, without cb (fire and forget, only if the counter
+ * exists). \return 0 or an errno (nothing sent).
+ */
+int s3_bucket_usage(struct s3_req *q, int64_t dbytes, int64_t dobjs, rgw_aio_cb cb);
+bool s3_bucket_quota_applies(const struct s3_req *q);
+/* Send the moves deletes noted in q->du_* and q->db_* (fire and forget), once. */
+void s3_usage_flush(struct s3_req *q);
 /* The answer to a commit refused by a quota (-EOVERFLOW). */
 #define S3_QUOTA_MSG "the bucket's or its owner's quota would be exceeded"
 

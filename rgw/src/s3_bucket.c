@@ -436,6 +436,12 @@ db_record_done(void *arg, int rc)
 		cairn_op_remove(op);
 		rgw__aio(q->t, q->g->meta, soid, op, cb_ignore, NULL);
 	}
+	if ((op = cairn_op_create())) {
+		/* (its quota counter, if it ever had a quota) */
+		snprintf(oid, sizeof(oid), "busage.%s", q->b.id);
+		cairn_op_remove(op);
+		rgw__aio(q->t, q->g->meta, oid, op, cb_ignore, NULL);
+	}
 	if (!(op = cairn_op_create())) {
 		s3_bucket_changed(q, answer_204);
 		return;

@@ -77,7 +77,10 @@ struct mp {
 	size_t nwant;
 	size_t *use;              /* recs index per wanted part */
 	bool reserved, committed; /* the user's quota: the object taken from its usage counter */
-	bool have_inst;           /* m->e.inst is the completion's manifest */
+	/* the bucket's quota counter: the completion's growth taken (given back on failure) */
+	int64_t btake_bytes, btake_objs;
+	bool btaken;
+	bool have_inst; /* m->e.inst is the completion's manifest */
 	char (*dkeys)[64];
 	struct inst *dead;
 	size_t ndead;
@@ -100,6 +103,8 @@ mp_free(struct s3_req *q)
 		return;
 	if (m->reserved && !m->committed)
 		s3_user_usage(q, -(int64_t)m->e.size, -1, NULL); /* (not completed: give back) */
+	if (m->btaken)
+		s3_bucket_usage(q, -m->btake_bytes, -m->btake_objs, NULL);
 	rgw_str_fini(&m->ukey);
 	rgw_str_fini(&m->ekey);
 	rgw_str_fini(&m->enc);
@@ -896,6 +901,10 @@ cm_committed(void *arg, int rc)
 	char etag[64], hd[64] = "";
 
 	q->pending--;
+	if (rc && m->btaken) {
+		s3_bucket_usage(q, -m->btake_bytes, -m->btake_objs, NULL);
+		m->btaken = false;
+	}
 	if (rc == -ECANCELED && ++m->tries < CAS_TRIES) {
 		read_marker(q, m, cm_reread);
 		return;
@@ -913,6 +922,9 @@ cm_committed(void *arg, int rc)
 		return;
 	}
 	m->committed = true;
+	m->btaken = false;
+	if (s3_bucket_quota_applies(q) && (m->vp.dbytes < 0 || m->vp.dobjs < 0))
+		s3_bucket_usage(q, CM_MIN(m->vp.dbytes, 0), CM_MIN(m->vp.dobjs, 0), NULL);
 	if (m->reserved && (m->vp.dbytes != (int64_t)m->e.size || m->vp.dobjs != 1))
 		/* (the reservation against what the commit moved: an overwrite frees) */
 		s3_user_usage(q, m->vp.dbytes - (int64_t)m->e.size, m->vp.dobjs - 1, NULL);
@@ -944,6 +956,27 @@ cm_committed(void *arg, int rc)
 }
 
 static void cm_commit(struct s3_req *q);
+static void cm_send(struct s3_req *q);
+
+/* The bucket's quota counter took the completion's growth (or refused it). */
+static void
+cm_btaken(void *arg, int rc)
+{
+	struct s3_req *q = arg;
+	struct mp *m = q->op;
+
+	q->pending--;
+	if (rc) {
+		drop_manifest(q, m);
+		if (rc == -EOVERFLOW)
+			cm_fail(q, 403, "QuotaExceeded", S3_QUOTA_MSG);
+		else
+			cm_fail(q, 503, "SlowDown", "reserving the bucket's quota failed");
+		return;
+	}
+	m->btaken = true;
+	cm_send(q);
+}
 
 static void
 cm_reserved(void *arg, int rc)
@@ -964,13 +997,11 @@ cm_reserved(void *arg, int rc)
 	cm_commit(q);
 }
 
-/* One op on the shard: the upload as read, the entry swapped, the markers. */
+/* The quotas' counters first (each bounded), then the completion's op. */
 static void
 cm_commit(struct s3_req *q)
 {
 	struct mp *m = q->op;
-	const struct cairn_kv *u = found(m, &m->ukey);
-	cairn_op_t *op;
 	int rc;
 
 	if (!m->reserved && s3_user_quota_applies(q)) {
@@ -989,6 +1020,27 @@ cm_commit(struct s3_req *q)
 			rc == -ENOMEM ? "out of memory" : "the index entry is damaged");
 		return;
 	}
+	if (s3_bucket_quota_applies(q) && (m->vp.dbytes > 0 || m->vp.dobjs > 0)) {
+		/* (the bucket's quota counter takes the growth first, bounded) */
+		m->btake_bytes = CM_MAX(m->vp.dbytes, 0);
+		m->btake_objs = CM_MAX(m->vp.dobjs, 0);
+		if (s3_bucket_usage(q, m->btake_bytes, m->btake_objs, cm_btaken)) {
+			drop_manifest(q, m);
+			cm_fail(q, 503, "SlowDown", "cannot reserve the bucket's quota");
+		}
+		return;
+	}
+	cm_send(q);
+}
+
+/* One op on the shard: the upload as read, the entry swapped, the markers. */
+static void
+cm_send(struct s3_req *q)
+{
+	struct mp *m = q->op;
+	const struct cairn_kv *u = found(m, &m->ukey);
+	cairn_op_t *op;
+
 	if (!(op = cairn_op_create())) {
 		drop_manifest(q, m);
 		cm_fail(q, 503, "SlowDown", "out of memory");

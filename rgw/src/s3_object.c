@@ -167,6 +167,9 @@ struct put {
 	bool ck_store; /* a checksum computed for the copy, with nothing to compare it to */
 	/* the user's quota: expect bytes and an object taken from its usage counter */
 	bool reserving, reserved, committed;
+	/* the bucket's quota counter: the commit's growth taken (given back on failure) */
+	int64_t btake_bytes, btake_objs;
+	bool btaken;
 	/* the shard ops (prepare, commit), batched with other requests' (batch.c) */
 	struct rgw_batch_item bi;
 };
@@ -281,6 +284,8 @@ put_free(struct s3_req *q)
 	if (p->reserved && !p->committed)
 		s3_user_usage(q, -(int64_t)p->expect, -1,
 			      NULL); /* (the upload failed: give back) */
+	if (p->btaken)
+		s3_bucket_usage(q, -p->btake_bytes, -p->btake_objs, NULL);
 	if (cm_timer_armed(&p->wait))
 		cm_timer_cancel(q->t->r, &p->wait);
 	cur_reset(&p->c);
@@ -340,6 +345,7 @@ put_abort(struct s3_req *q, int status, const char *code, const char *msg)
 }
 
 static void commit_done(void *arg, int rc);
+static void btake_done(void *arg, int rc);
 static void recheck_done(void *arg, int rc);
 static void put_prepare_op(struct s3_req *q);
 
@@ -488,6 +494,11 @@ commit_done(void *arg, int rc)
 	char etag[64], hd[200];
 
 	q->pending--;
+	if (rc && p->btaken) {
+		/* (not committed: the bucket's counter gets its growth back) */
+		s3_bucket_usage(q, -p->btake_bytes, -p->btake_objs, NULL);
+		p->btaken = false;
+	}
 	if (rc == -ECANCELED && ++p->tries < CAS_TRIES) {
 		/* Another writer went first (or the shard changed): read again and retry. */
 		put_recheck(q);
@@ -505,6 +516,9 @@ commit_done(void *arg, int rc)
 	}
 	p->finished = true;
 	p->committed = true;
+	p->btaken = false;
+	if (s3_bucket_quota_applies(q) && (p->vp.dbytes < 0 || p->vp.dobjs < 0))
+		s3_bucket_usage(q, CM_MIN(p->vp.dbytes, 0), CM_MIN(p->vp.dobjs, 0), NULL);
 	if (p->vp.dobjs > 0)
 		rgw__split_note(q->g, q->bucket, p->shard.num); /* (does it need a split?) */
 	if (p->reserved && (p->vp.dbytes != (int64_t)p->expect || p->vp.dobjs != 1))
@@ -729,6 +743,34 @@ put_commit(struct s3_req *q)
 	p->bi.usage = true;
 	p->bi.dbytes = p->vp.dbytes;
 	p->bi.dobjs = p->vp.dobjs;
+	if (s3_bucket_quota_applies(q) && (p->vp.dbytes > 0 || p->vp.dobjs > 0)) {
+		/* The bucket's quota counter takes the growth first, bounded: exact
+		 * whatever the number of index shards (each shard only bounds itself). */
+		p->btake_bytes = CM_MAX(p->vp.dbytes, 0);
+		p->btake_objs = CM_MAX(p->vp.dobjs, 0);
+		if (s3_bucket_usage(q, p->btake_bytes, p->btake_objs, btake_done))
+			put_abort(q, 503, "SlowDown", "cannot reserve the bucket's quota");
+		return;
+	}
+	put_item(q, commit_build, commit_done);
+}
+
+static void
+btake_done(void *arg, int rc)
+{
+	struct s3_req *q = arg;
+	struct put *p = q->op;
+
+	q->pending--;
+	if (rc == -EOVERFLOW) {
+		put_abort(q, 403, "QuotaExceeded", S3_QUOTA_MSG);
+		return;
+	}
+	if (rc) {
+		put_abort(q, 503, "SlowDown", "reserving the bucket's quota failed");
+		return;
+	}
+	p->btaken = true;
 	put_item(q, commit_build, commit_done);
 }
 
@@ -2219,8 +2261,15 @@ del_swapped(void *arg, int rc)
 	}
 	if (!rc) {
 		s3_vplan_collect(q, &d->vp, d->shard.oid);
-		if (s3_user_quota_applies(q) && (d->vp.dbytes || d->vp.dobjs))
-			s3_user_usage(q, d->vp.dbytes, d->vp.dobjs, NULL);
+		/* (the quota counters move once, at the request's end: s3_usage_flush) */
+		if (s3_user_quota_applies(q)) {
+			q->du_bytes += d->vp.dbytes;
+			q->du_objs += d->vp.dobjs;
+		}
+		if (s3_bucket_quota_applies(q)) {
+			q->db_bytes += d->vp.dbytes;
+			q->db_objs += d->vp.dobjs;
+		}
 	}
 	d->cb(d, rc);
 }
@@ -2409,6 +2458,7 @@ del_one_done(struct del *d, int rc)
 	struct s3_req *q = d->q;
 	char hd[96] = "";
 
+	s3_usage_flush(q);
 	if (rc == -ENOENT || rc == -ECANCELED) {
 		s3_bucket_forget(q->g, q->bucket);
 		s3_error(q, rc == -ENOENT ? 404 : 503, rc == -ENOENT ? "NoSuchBucket" : "SlowDown",
@@ -2575,6 +2625,7 @@ mdel_answer(struct s3_req *q)
 	struct mdel *m = q->op;
 	struct rgw_str x;
 
+	s3_usage_flush(q);
 	rgw_str_init(&x);
 	rgw_str_adds(&x, XMLHD "<DeleteResult " XMLNS ">");
 	for (size_t i = 0; i < m->nobj; i++) {

@@ -721,8 +721,6 @@ map_add(struct rgw *g, struct sbk *s, uint32_t anum, uint32_t num, const struct 
 		wl = rgw_shardmap_range_buf(&s->m, i, want);
 		if (wl != x->wholelen || memcmp(want, x->whole, wl))
 			return -ESTALE;
-		if (s->b.quota_bytes || s->b.quota_objects)
-			return -ESTALE; /* (a bucket quota was set meanwhile: one shard) */
 		if (s->m.n >= RGW_MAP_MAX)
 			return -ENOSPC;
 		if ((rc = still_ours(g, aoid, x, SPLIT_TO, num, &at)))
@@ -739,7 +737,7 @@ map_add(struct rgw *g, struct sbk *s, uint32_t anum, uint32_t num, const struct 
 		memcpy(nm.v + i + 2, s->m.v + i + 1, (s->m.n - i - 1) * sizeof(*nm.v));
 		if (!nm.v[0].lo)
 			nm.v[0].lo = (const uint8_t *)""; /* (the map of shard 0 alone) */
-		/* (and the record as read: a quota set meanwhile stops the split) */
+		/* (and the record as read: a bucket changed meanwhile is read again) */
 		if ((rc = map_swap(g, s, &nm, true, num, false)) == -ECANCELED)
 			continue; /* (another shard of the bucket split meanwhile: again) */
 		return rc;
@@ -1309,12 +1307,6 @@ look(struct rgw *g, struct sbk *s, size_t i)
 		}
 		if (st.objs <= (int64_t)g->conf.index_shard_max)
 			return 0;
-		if (s->b.quota_bytes || s->b.quota_objects) {
-			/* (a bucket quota is exact through one shard's bounded counters: its
-			 * index stays one shard, rgw.md §3.1.1) */
-			CM_INFO("split: bucket %s has a quota: its index is not split", s->name);
-			return 0;
-		}
 		rc = split_start(g, s, i, &st);
 		return rc ? rc : 1;
 	}

@@ -372,6 +372,10 @@ grep -q '^CAIRN_ASAN:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null && merge_keys=
 keep_pid=$rgw_pid
 start_rgw 7 --rgw-index-shard-max 400 --rgw-split-pause 200ms --rgw-sweep-every 1s \
 	--rgw-shard-retire-grace 1s
+# (first a bucket quota on a bucket split into several shards)
+timeout 300 $py "$here/rgw_test.py" "$ep" "$dir/alice.json" "$dir/bob.json" quota_split \
+	>"$dir/quota_split.out" 2>&1 || fail "quota_split: $(tail "$dir/quota_split.out")"
+echo "i. $(grep '^quota_split:' "$dir/quota_split.out")"
 timeout 600 $py "$here/rgw_test.py" "$ep" "$dir/alice.json" "$dir/bob.json" merges "$merge_keys" \
 	>"$dir/merges.out" 2>&1 || fail "merges: $(tail "$dir/merges.out")"
 nmerge=$(grep -c "a merge$" "$dir/rgw7.log" || true)

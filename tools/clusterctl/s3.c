@@ -190,14 +190,7 @@ ctl_s3(const struct ctl_conf *c, int argc, char **argv, bool json)
 			fprintf(stderr,
 				"clusterctl: s3 bucket quota: bad --max-bytes or --max-objects\n");
 			status = 2;
-		} else if ((rc = rgw_admin_bucket_quota(cl, pool, pos[2], b, o)) == -EXDEV) {
-			fprintf(stderr,
-				"clusterctl: s3 bucket quota: bucket %s's index is split into several "
-				"shards: a bucket quota needs a bucket of one index shard (set it "
-				"before the bucket grows, or use a user quota)\n",
-				pos[2]);
-			status = 1;
-		} else if (rc) {
+		} else if ((rc = rgw_admin_bucket_quota(cl, pool, pos[2], b, o))) {
 			status = fail("bucket quota", rc);
 		}
 	} else if (!strcmp(pos[0], "bucket") && !strcmp(pos[1], "stats") && npos == 3) {

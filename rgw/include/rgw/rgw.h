@@ -132,9 +132,9 @@ struct rgw_bucket_stats {
 int rgw_admin_bucket_stats(cairn_cluster_t *cl, const char *meta_pool, const char *name,
 			   struct rgw_bucket_stats *st);
 /*
- * Set a bucket's quota (0: none), exact from the gateways' next bucket
- * cache refresh. -EXDEV: the bucket's index is split into several shards
- * (a bucket quota is kept on one shard's counters).
+ * Set a bucket's quota (0: none), enforced from the gateways' next bucket
+ * cache refresh; the bucket's quota counter (busage.<id>) is then set to
+ * what its index shards hold (rgw.md §6).
  */
 int rgw_admin_bucket_quota(cairn_cluster_t *cl, const char *meta_pool, const char *name,
 			   uint64_t max_bytes, uint64_t max_objects);
