@@ -113,5 +113,7 @@ main(int argc, char **argv)
 		       "\"ratio\": %.2f}",
 		       ss[k], lanes_mb[k], port_mb[k], ossl_mb[k], lanes_mb[k] / ossl_mb[k]);
 	printf(", \"digests_differ\": %d}\n", bad);
+	for (unsigned i = 0; i < 32; i++)
+		free(buf[i]);
 	return bad ? 1 : 0;
 }

@@ -616,7 +616,7 @@ bucket_get(cairn_ioctx_t *io, const char *name, char **raw, size_t *len, struct 
  */
 static int
 shard_usage(cairn_ioctx_t *io, const char *oid, int64_t *bytes, int64_t *objs, char *mark,
-	    size_t *mlen)
+	    size_t *mlen, int64_t add[2])
 {
 	cairn_op_t *op = cairn_op_create();
 	struct cairn_kv *kvs = NULL;
@@ -631,7 +631,16 @@ shard_usage(cairn_ioctx_t *io, const char *oid, int64_t *bytes, int64_t *objs, c
 	if (!rc)
 		rc = rval;
 	*mlen = 0;
+	add[0] = add[1] = 0;
 	for (size_t i = 0; !rc && i < n; i++) {
+		/* (a merge's A: the counters of B, copied in, added to A's at its end) */
+		if (kvs[i].klen == sizeof(RGW_MERGE_ADD_XATTR) - 1 &&
+		    !memcmp(kvs[i].key, RGW_MERGE_ADD_XATTR, kvs[i].klen) && kvs[i].vlen == 16)
+			for (int h = 0; h < 2; h++)
+				for (int k = 7; k >= 0; k--)
+					add[h] =
+						(int64_t)((uint64_t)add[h] << 8 |
+							  ((const uint8_t *)kvs[i].val)[8 * h + k]);
 		if (kvs[i].klen == sizeof(RGW_RANGE_XATTR) - 1 &&
 		    !memcmp(kvs[i].key, RGW_RANGE_XATTR, kvs[i].klen) &&
 		    kvs[i].vlen <= RGW_RANGE_MARK_MAX) {
@@ -673,8 +682,10 @@ bucket_usage(cairn_ioctx_t *io, const struct rgw_bucket *b, int64_t *bytes, int6
 
 	struct {
 		int64_t bytes, objs;
-		char *mark; /* a frozen mark, or NULL */
+		int64_t add[2]; /* a merge's A: B's objects and bytes, not in A's counters yet */
+		char *mark;     /* a frozen mark, or NULL */
 		size_t mlen;
+		char tag; /* its kind: RGW_FREEZE_SPLIT or RGW_FREEZE_MERGE */
 	} *fz = NULL;
 
 	size_t n = 0, rlen = 0;
@@ -708,20 +719,37 @@ bucket_usage(cairn_ioctx_t *io, const struct rgw_bucket *b, int64_t *bytes, int6
 		size_t ml = 0, rl, kl;
 
 		snprintf(oid, sizeof(oid), "idx.%s.%" PRIu32, b->id, m.v[i].num);
-		if ((rc = shard_usage(io, oid, &fz[i].bytes, &fz[i].objs, mark, &ml)))
+		if ((rc = shard_usage(io, oid, &fz[i].bytes, &fz[i].objs, mark, &ml, fz[i].add)))
 			break;
 		if (ml && !rgw_range_frozen_parse(mark, ml, &tag, &r, &rl, &k, &kl) &&
 		    (fz[i].mark = malloc(ml))) {
 			memcpy(fz[i].mark, mark, ml);
 			fz[i].mlen = ml;
+			fz[i].tag = tag;
 		}
 	}
-	for (uint32_t i = 0; !rc && i < m.n; i++)
-		if (!(i && fz[i].mark && fz[i - 1].mark && fz[i].mlen == fz[i - 1].mlen &&
-		      !memcmp(fz[i].mark, fz[i - 1].mark, fz[i].mlen))) {
-			*bytes += fz[i].bytes;
-			*objs += fz[i].objs;
+	/*
+	 * A split's B under the same frozen mark as A holds a copy of A's upper
+	 * keys: skipped. A merge's B under A's mark is not in A's counters (they
+	 * move at the merge's end): counted; once B left the map, A's note of
+	 * B's counters stands for it.
+	 */
+	for (uint32_t i = 0; !rc && i < m.n; i++) {
+		bool prev = i && fz[i].mark && fz[i - 1].mark && fz[i].mlen == fz[i - 1].mlen &&
+			    !memcmp(fz[i].mark, fz[i - 1].mark, fz[i].mlen);
+		bool next = i + 1 < m.n && fz[i].mark && fz[i + 1].mark &&
+			    fz[i].mlen == fz[i + 1].mlen &&
+			    !memcmp(fz[i].mark, fz[i + 1].mark, fz[i].mlen);
+
+		if (prev && fz[i].tag == RGW_FREEZE_SPLIT)
+			continue;
+		*bytes += fz[i].bytes;
+		*objs += fz[i].objs;
+		if (fz[i].mark && fz[i].tag == RGW_FREEZE_MERGE && !next) {
+			*objs += fz[i].add[0];
+			*bytes += fz[i].add[1];
 		}
+	}
 	for (uint32_t i = 0; fz && i < m.n; i++)
 		free(fz[i].mark);
 	free(fz);

@@ -176,7 +176,8 @@ md5_x16(uint32_t st[4][LANES], const uint8_t *p[LANES], unsigned live, size_t nb
 
 		load_words(w, p, live);
 		for (unsigned l = 0; l < LANES; l++)
-			p[l] += live & (1u << l) ? 64 : 0;
+			if (live & (1u << l))
+				p[l] += 64;
 		VROUND(TF, 0, 0, 1, 2, 3, 7, 12, 17, 22);
 		VROUND(TF, 4, 4, 5, 6, 7, 7, 12, 17, 22);
 		VROUND(TF, 8, 8, 9, 10, 11, 7, 12, 17, 22);
@@ -239,7 +240,7 @@ run_jobs(struct job *jobs, size_t nj)
 	}
 #ifdef MD5_X16
 	_Alignas(64) uint32_t st[4][LANES];
-	const uint8_t *p[LANES];
+	const uint8_t *p[LANES] = { 0 };
 	struct job *on[LANES] = { 0 };
 	size_t left[LANES] = { 0 }, next = 0;
 

@@ -1187,6 +1187,24 @@ s3_bucket_usage(struct s3_req *q, int64_t dbytes, int64_t dobjs, rgw_aio_cb cb)
 	return 0;
 }
 
+int
+s3_bucket_hold(struct s3_req *q, int64_t *hb, int64_t *ho, int64_t nb, int64_t no, rgw_aio_cb cb)
+{
+	int64_t gb = nb - *hb, go = no - *ho;
+	int rc;
+
+	if (gb < 0 || go < 0) {
+		/* (less than held: given back now, it is ours) */
+		s3_bucket_usage(q, CM_MIN(gb, 0), CM_MIN(go, 0), NULL);
+		*hb = CM_MIN(*hb, nb);
+		*ho = CM_MIN(*ho, no);
+	}
+	if (gb <= 0 && go <= 0)
+		return 0;
+	rc = s3_bucket_usage(q, CM_MAX(gb, 0), CM_MAX(go, 0), cb);
+	return rc ? rc : 1;
+}
+
 void
 s3_usage_flush(struct s3_req *q)
 {

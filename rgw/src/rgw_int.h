@@ -324,6 +324,14 @@ bool s3_user_quota_applies(const struct s3_req *q);
  */
 int s3_bucket_usage(struct s3_req *q, int64_t dbytes, int64_t dobjs, rgw_aio_cb cb);
 bool s3_bucket_quota_applies(const struct s3_req *q);
+/*
+ * Hold (nb, no) of the bucket's quota counter where (*hb, *ho) is held (a
+ * commit's plan changed on a retry): what is held beyond is given back now,
+ * more is taken bounded with cb (the caller then holds nb, no).
+ * \return 0 (done: *hb, *ho are nb, no), 1 (cb runs), or an errno.
+ */
+int s3_bucket_hold(struct s3_req *q, int64_t *hb, int64_t *ho, int64_t nb, int64_t no,
+		   rgw_aio_cb cb);
 /* Send the moves deletes noted in q->du_* and q->db_* (fire and forget), once. */
 void s3_usage_flush(struct s3_req *q);
 /* The answer to a commit refused by a quota (-EOVERFLOW). */

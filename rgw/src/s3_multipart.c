@@ -77,9 +77,8 @@ struct mp {
 	size_t nwant;
 	size_t *use;              /* recs index per wanted part */
 	bool reserved, committed; /* the user's quota: the object taken from its usage counter */
-	/* the bucket's quota counter: the completion's growth taken (given back on failure) */
-	int64_t btake_bytes, btake_objs;
-	bool btaken;
+	/* the bucket's quota counter: the completion's growth held (as in a PUT) */
+	int64_t bheld_bytes, bheld_objs, bwant_bytes, bwant_objs;
 	bool have_inst; /* m->e.inst is the completion's manifest */
 	char (*dkeys)[64];
 	struct inst *dead;
@@ -103,8 +102,8 @@ mp_free(struct s3_req *q)
 		return;
 	if (m->reserved && !m->committed)
 		s3_user_usage(q, -(int64_t)m->e.size, -1, NULL); /* (not completed: give back) */
-	if (m->btaken)
-		s3_bucket_usage(q, -m->btake_bytes, -m->btake_objs, NULL);
+	if (m->bheld_bytes || m->bheld_objs)
+		s3_bucket_usage(q, -m->bheld_bytes, -m->bheld_objs, NULL);
 	rgw_str_fini(&m->ukey);
 	rgw_str_fini(&m->ekey);
 	rgw_str_fini(&m->enc);
@@ -901,10 +900,9 @@ cm_committed(void *arg, int rc)
 	char etag[64], hd[64] = "";
 
 	q->pending--;
-	if (rc && m->btaken) {
-		s3_bucket_usage(q, -m->btake_bytes, -m->btake_objs, NULL);
-		m->btaken = false;
-	}
+	if (rc && rc != -ECANCELED && rc != -ENOENT && rc != -EOVERFLOW && rc != -ENODATA)
+		/* (it may have been applied: the counter keeps it, high rather than low) */
+		m->bheld_bytes = m->bheld_objs = 0;
 	if (rc == -ECANCELED && ++m->tries < CAS_TRIES) {
 		read_marker(q, m, cm_reread);
 		return;
@@ -922,7 +920,7 @@ cm_committed(void *arg, int rc)
 		return;
 	}
 	m->committed = true;
-	m->btaken = false;
+	m->bheld_bytes = m->bheld_objs = 0; /* (the completion's own now) */
 	if (s3_bucket_quota_applies(q) && (m->vp.dbytes < 0 || m->vp.dobjs < 0))
 		s3_bucket_usage(q, CM_MIN(m->vp.dbytes, 0), CM_MIN(m->vp.dobjs, 0), NULL);
 	if (m->reserved && (m->vp.dbytes != (int64_t)m->e.size || m->vp.dobjs != 1))
@@ -974,7 +972,8 @@ cm_btaken(void *arg, int rc)
 			cm_fail(q, 503, "SlowDown", "reserving the bucket's quota failed");
 		return;
 	}
-	m->btaken = true;
+	m->bheld_bytes = m->bwant_bytes;
+	m->bheld_objs = m->bwant_objs;
 	cm_send(q);
 }
 
@@ -1020,15 +1019,18 @@ cm_commit(struct s3_req *q)
 			rc == -ENOMEM ? "out of memory" : "the index entry is damaged");
 		return;
 	}
-	if (s3_bucket_quota_applies(q) && (m->vp.dbytes > 0 || m->vp.dobjs > 0)) {
-		/* (the bucket's quota counter takes the growth first, bounded) */
-		m->btake_bytes = CM_MAX(m->vp.dbytes, 0);
-		m->btake_objs = CM_MAX(m->vp.dobjs, 0);
-		if (s3_bucket_usage(q, m->btake_bytes, m->btake_objs, cm_btaken)) {
+	if (s3_bucket_quota_applies(q) || m->bheld_bytes || m->bheld_objs) {
+		/* (the bucket's quota counter holds the growth first, bounded) */
+		m->bwant_bytes = s3_bucket_quota_applies(q) ? CM_MAX(m->vp.dbytes, 0) : 0;
+		m->bwant_objs = s3_bucket_quota_applies(q) ? CM_MAX(m->vp.dobjs, 0) : 0;
+		rc = s3_bucket_hold(q, &m->bheld_bytes, &m->bheld_objs, m->bwant_bytes,
+				    m->bwant_objs, cm_btaken);
+		if (rc < 0) {
 			drop_manifest(q, m);
 			cm_fail(q, 503, "SlowDown", "cannot reserve the bucket's quota");
 		}
-		return;
+		if (rc)
+			return;
 	}
 	cm_send(q);
 }

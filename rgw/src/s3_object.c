@@ -167,9 +167,9 @@ struct put {
 	bool ck_store; /* a checksum computed for the copy, with nothing to compare it to */
 	/* the user's quota: expect bytes and an object taken from its usage counter */
 	bool reserving, reserved, committed;
-	/* the bucket's quota counter: the commit's growth taken (given back on failure) */
-	int64_t btake_bytes, btake_objs;
-	bool btaken;
+	/* the bucket's quota counter: the commit's growth held (given back unless the commit
+	 * applied, or may have), and what the plan of the commit at hand wants */
+	int64_t bheld_bytes, bheld_objs, bwant_bytes, bwant_objs;
 	/* the shard ops (prepare, commit), batched with other requests' (batch.c) */
 	struct rgw_batch_item bi;
 };
@@ -284,8 +284,8 @@ put_free(struct s3_req *q)
 	if (p->reserved && !p->committed)
 		s3_user_usage(q, -(int64_t)p->expect, -1,
 			      NULL); /* (the upload failed: give back) */
-	if (p->btaken)
-		s3_bucket_usage(q, -p->btake_bytes, -p->btake_objs, NULL);
+	if (p->bheld_bytes || p->bheld_objs)
+		s3_bucket_usage(q, -p->bheld_bytes, -p->bheld_objs, NULL);
 	if (cm_timer_armed(&p->wait))
 		cm_timer_cancel(q->t->r, &p->wait);
 	cur_reset(&p->c);
@@ -494,16 +494,15 @@ commit_done(void *arg, int rc)
 	char etag[64], hd[200];
 
 	q->pending--;
-	if (rc && p->btaken) {
-		/* (not committed: the bucket's counter gets its growth back) */
-		s3_bucket_usage(q, -p->btake_bytes, -p->btake_objs, NULL);
-		p->btaken = false;
-	}
-	if (rc == -ECANCELED && ++p->tries < CAS_TRIES) {
-		/* Another writer went first (or the shard changed): read again and retry. */
+	if ((rc == -ECANCELED || rc == -ENOENT) && ++p->tries < CAS_TRIES) {
+		/* Another writer went first, or the shard changed or is gone (merged away
+		 * long ago): read again and retry (what the bucket's counter holds too). */
 		put_recheck(q);
 		return;
 	}
+	if (rc && rc != -ECANCELED && rc != -ENOENT && rc != -EOVERFLOW && rc != -ENODATA)
+		/* (it may have been applied: the counter keeps it, high rather than low) */
+		p->bheld_bytes = p->bheld_objs = 0;
 	if (rc == -EOVERFLOW) {
 		put_abort(q, 403, "QuotaExceeded", S3_QUOTA_MSG);
 		return;
@@ -516,7 +515,7 @@ commit_done(void *arg, int rc)
 	}
 	p->finished = true;
 	p->committed = true;
-	p->btaken = false;
+	p->bheld_bytes = p->bheld_objs = 0; /* (the commit's own now) */
 	if (s3_bucket_quota_applies(q) && (p->vp.dbytes < 0 || p->vp.dobjs < 0))
 		s3_bucket_usage(q, CM_MIN(p->vp.dbytes, 0), CM_MIN(p->vp.dobjs, 0), NULL);
 	if (p->vp.dobjs > 0)
@@ -743,14 +742,17 @@ put_commit(struct s3_req *q)
 	p->bi.usage = true;
 	p->bi.dbytes = p->vp.dbytes;
 	p->bi.dobjs = p->vp.dobjs;
-	if (s3_bucket_quota_applies(q) && (p->vp.dbytes > 0 || p->vp.dobjs > 0)) {
-		/* The bucket's quota counter takes the growth first, bounded: exact
+	if (s3_bucket_quota_applies(q) || p->bheld_bytes || p->bheld_objs) {
+		/* The bucket's quota counter holds the growth first, bounded: exact
 		 * whatever the number of index shards (each shard only bounds itself). */
-		p->btake_bytes = CM_MAX(p->vp.dbytes, 0);
-		p->btake_objs = CM_MAX(p->vp.dobjs, 0);
-		if (s3_bucket_usage(q, p->btake_bytes, p->btake_objs, btake_done))
+		p->bwant_bytes = s3_bucket_quota_applies(q) ? CM_MAX(p->vp.dbytes, 0) : 0;
+		p->bwant_objs = s3_bucket_quota_applies(q) ? CM_MAX(p->vp.dobjs, 0) : 0;
+		rc = s3_bucket_hold(q, &p->bheld_bytes, &p->bheld_objs, p->bwant_bytes,
+				    p->bwant_objs, btake_done);
+		if (rc < 0)
 			put_abort(q, 503, "SlowDown", "cannot reserve the bucket's quota");
-		return;
+		if (rc)
+			return;
 	}
 	put_item(q, commit_build, commit_done);
 }
@@ -770,7 +772,8 @@ btake_done(void *arg, int rc)
 		put_abort(q, 503, "SlowDown", "reserving the bucket's quota failed");
 		return;
 	}
-	p->btaken = true;
+	p->bheld_bytes = p->bwant_bytes;
+	p->bheld_objs = p->bwant_objs;
 	put_item(q, commit_build, commit_done);
 }
 

@@ -37,8 +37,8 @@ CM_LOG_SUBSYS(rgw);
 #define SPLIT_TOK     "rgw.split.tok"  /* B: the copy attempt writing it */
 #define SPLIT_DONE    "rgw.split.done" /* B: the copy is whole (set by its last op) */
 #define SPLIT_TOK_LEN 16
-#define MERGE_FROM    "rgw.merge.from" /* A: the number of the shard merged into it */
-#define MERGE_ADD     "rgw.merge.add"  /* A: that shard's counters, copied with its entries */
+#define MERGE_FROM    "rgw.merge.from"    /* A: the number of the shard merged into it */
+#define MERGE_ADD     RGW_MERGE_ADD_XATTR /* A: that shard's counters, copied with its entries */
 /* B once merged: out of the map, empty; a reader with an older map reads the map anew */
 #define RANGE_MERGED \
 	"\x01"       \
@@ -193,11 +193,10 @@ retired_val(uint8_t out[8])
  * the grace). Guarded on the bucket's id (a deleted bucket gets no object).
  */
 static int
-retire_note(struct rgw *g, const struct sbk *s, uint32_t num)
+retire_note(struct rgw *g, const struct sbk *s, uint32_t num, uint8_t v[8])
 {
 	cairn_op_t *op = cairn_op_create();
 	char key[RGW_RETIRED_KEY_LEN + 1], oid[96];
-	uint8_t v[8];
 
 	if (!op)
 		return -ENOMEM;
@@ -210,9 +209,12 @@ retire_note(struct rgw *g, const struct sbk *s, uint32_t num)
 }
 
 /*
- * The sweep's part: every shard noted retired longer ago than the grace and
- * not in the map (as just read) loses its object, then its note (unless
- * noted again meanwhile).
+ * The sweep's part: every note older than the grace is claimed (removed,
+ * guarded on its value: a split that noted it again keeps it), then, if its
+ * shard is not in the map as just read, the shard's object goes. A split's
+ * map change compares the note with what its attempt wrote, so a split
+ * whose note was claimed never puts a removed shard in the map: it fails,
+ * and the next attempt copies again.
  */
 static void
 retire_sweep(struct rgw *g, const struct sbk *s)
@@ -249,23 +251,21 @@ retire_sweep(struct rgw *g, const struct sbk *s)
 			continue;
 		for (size_t j = 0; j < s->m.n; j++)
 			mapped |= s->m.v[j].num == num;
-		if (!mapped) {
-			if (!(op = cairn_op_create()))
-				break;
-			shard_oid(s, (uint32_t)num, soid, sizeof(soid));
-			cairn_op_remove(op);
-			if ((rc = run(g, soid, op)) && rc != -ENOENT) {
-				CM_WARN_RC(rc, "split: bucket %s: removing the retired shard %s",
-					   s->name, soid);
-				continue;
-			}
-			CM_INFO("split: bucket %s: retired shard %s removed", s->name, soid);
-		}
 		if (!(op = cairn_op_create()))
 			break;
 		cairn_op_omap_cmp(op, kv->key, kv->klen, CAIRN_CMP_EQ, kv->val, 8);
 		cairn_op_omap_rm(op, kv->key, kv->klen);
-		run(g, oid, op);
+		if (run(g, oid, op) || mapped)
+			continue; /* (noted again meanwhile, or in the map: the object stays) */
+		if (!(op = cairn_op_create()))
+			break;
+		shard_oid(s, (uint32_t)num, soid, sizeof(soid));
+		cairn_op_remove(op);
+		if ((rc = run(g, soid, op)) && rc != -ENOENT)
+			CM_WARN_RC(rc, "split: bucket %s: removing the retired shard %s", s->name,
+				   soid);
+		else
+			CM_INFO("split: bucket %s: retired shard %s removed", s->name, soid);
 	}
 	cairn_kvs_free(kvs, n);
 }
@@ -652,7 +652,7 @@ still_ours(struct rgw *g, const char *aoid, const struct geo *x, const char *tox
  */
 static int
 map_swap(struct rgw *g, const struct sbk *s, struct rgw_shardmap *nm, bool rec, uint32_t num,
-	 bool retire)
+	 bool retire, const uint8_t *noted)
 {
 	char key[RGW_RETIRED_KEY_LEN + 1];
 	uint8_t v[8];
@@ -679,10 +679,14 @@ map_swap(struct rgw *g, const struct sbk *s, struct rgw_shardmap *nm, bool rec, 
 	/* (with the map change: a merged shard is noted, a split's new one is not any more) */
 	retired_key(num, key);
 	retired_val(v);
-	if (retire)
+	if (retire) {
 		cairn_op_omap_set(op, key, strlen(key), v, 8);
-	else
+	} else {
+		/* (the note as this attempt wrote it: one the sweep claimed fails the change) */
+		if (noted)
+			cairn_op_omap_cmp(op, key, strlen(key), CAIRN_CMP_EQ, noted, 8);
 		cairn_op_omap_rm(op, key, strlen(key));
+	}
 	snprintf(oid, sizeof(oid), "bucket.%s", s->name);
 	rc = run(g, oid, op);
 	rgw_str_fini(&enc);
@@ -695,7 +699,8 @@ map_swap(struct rgw *g, const struct sbk *s, struct rgw_shardmap *nm, bool rec, 
 
 /* Step 3: the map gets shard num at key K after span i (whose range is x's whole). */
 static int
-map_add(struct rgw *g, struct sbk *s, uint32_t anum, uint32_t num, const struct geo *x)
+map_add(struct rgw *g, struct sbk *s, uint32_t anum, uint32_t num, const struct geo *x,
+	const uint8_t noted[8])
 {
 	char aoid[96];
 
@@ -738,7 +743,7 @@ map_add(struct rgw *g, struct sbk *s, uint32_t anum, uint32_t num, const struct 
 		if (!nm.v[0].lo)
 			nm.v[0].lo = (const uint8_t *)""; /* (the map of shard 0 alone) */
 		/* (and the record as read: a bucket changed meanwhile is read again) */
-		if ((rc = map_swap(g, s, &nm, true, num, false)) == -ECANCELED)
+		if ((rc = map_swap(g, s, &nm, true, num, false, noted)) == -ECANCELED)
 			continue; /* (another shard of the bucket split meanwhile: again) */
 		return rc;
 	}
@@ -854,13 +859,14 @@ split_on(struct rgw *g, struct sbk *s, size_t i, const struct geo *x, uint32_t t
 	char aoid[96], boid[96], want[RGW_RANGE_MAX];
 	uint32_t anum = s->m.v[i].num;
 	size_t wl = rgw_shardmap_range_buf(&s->m, i, want);
+	uint8_t noted[8];
 	int rc;
 
 	shard_oid(s, anum, aoid, sizeof(aoid));
 	if (wl == x->wholelen && !memcmp(want, x->whole, wl)) {
 		/* before the map change: the copy (again), then the map */
 		shard_oid(s, to, boid, sizeof(boid));
-		if ((rc = retire_note(g, s, to)) || (rc = copy_upper(g, aoid, boid, x))) {
+		if ((rc = retire_note(g, s, to, noted)) || (rc = copy_upper(g, aoid, boid, x))) {
 			CM_WARN_RC(rc,
 				   "split: %s at a key of %zu bytes: the copy to %s failed, "
 				   "the split is undone",
@@ -870,7 +876,7 @@ split_on(struct rgw *g, struct sbk *s, size_t i, const struct geo *x, uint32_t t
 					 x);
 			return rc;
 		}
-		if ((rc = map_add(g, s, anum, to, x))) {
+		if ((rc = map_add(g, s, anum, to, x, noted))) {
 			if (rc == -ESTALE || rc == -ENOSPC)
 				unfreeze(g, s->name, anum, aoid, to, boid, x);
 			return rc;
@@ -1123,7 +1129,7 @@ map_del(struct rgw *g, struct sbk *s, uint32_t anum, uint32_t bnum, const struct
 		nm.n = s->m.n - 1;
 		memcpy(nm.v, s->m.v, (i + 1) * sizeof(*nm.v));
 		memcpy(nm.v + i + 1, s->m.v + i + 2, (s->m.n - i - 2) * sizeof(*nm.v));
-		if ((rc = map_swap(g, s, &nm, false, bnum, true)) == -ECANCELED)
+		if ((rc = map_swap(g, s, &nm, false, bnum, true, NULL)) == -ECANCELED)
 			continue; /* (another change of the map meanwhile: again) */
 		return rc;
 	}

@@ -1857,6 +1857,23 @@ def quota_split():
     check(shards >= 3, "quota_split: the bucket's index did not split (%d shards)" % shards)
     ctl("s3", "bucket", "quota", b, "--max-objects", "1010")
     time.sleep(cache_ttl)
+    # 16 writers overwrite 8 keys at once (their commits conflict and retry: what the
+    # counter holds follows each new plan; an overwrite takes no object)
+    over = []
+
+    def overwrite(w):
+        c = client(keys)
+        for i in range(12):
+            k = "q%05d" % (100 * ((w + i) % 8))
+            try:
+                c.put_object(Bucket=b, Key=k, Body=b"o" * (1 + (w + i) % 7))
+            except Exception as e:  # noqa: BLE001 (each failure is counted)
+                over.append("%s: %s" % (k, e))
+
+    ths = [threading.Thread(target=overwrite, args=(w,)) for w in range(16)]
+    [t.start() for t in ths]
+    [t.join() for t in ths]
+    check(not over, "quota_split: concurrent overwrites failed: %s" % over[:3])
     # 20 new keys spread over the key range (so over the shards): 10 are taken, in order
     codes = [code_of(lambda k=k: s3.put_object(Bucket=b, Key=k, Body=b"y"))
              for k in ["q%05d.n" % (i * 50) for i in range(20)]]

@@ -26,7 +26,9 @@
  * int64 little-endian): the sweep removes such a shard's object a grace
  * after, and DeleteBucket removes them all (rgw.md §3.1.1).
  */
-#define RGW_RETIRED_PREFIX  "shard.retired."
+#define RGW_RETIRED_PREFIX "shard.retired."
+/* A merge's A: B's counters (objects, bytes: int64 LE each), until the merge ends. */
+#define RGW_MERGE_ADD_XATTR "rgw.merge.add"
 #define RGW_RETIRED_KEY_LEN (sizeof(RGW_RETIRED_PREFIX) - 1 + 8)
 #define RGW_RANGE_CLOSED \
 	"\x01"           \
