@@ -718,7 +718,7 @@ bucket_usage(cairn_ioctx_t *io, const struct rgw_bucket *b, int64_t *bytes, int6
 		const uint8_t *r, *k;
 		size_t ml = 0, rl, kl;
 
-		snprintf(oid, sizeof(oid), "idx.%s.%" PRIu32, b->id, m.v[i].num);
+		rgw_shard_oid(b->id, m.v[i].num, oid, sizeof(oid));
 		if ((rc = shard_usage(io, oid, &fz[i].bytes, &fz[i].objs, mark, &ml, fz[i].add)))
 			break;
 		if (ml && !rgw_range_frozen_parse(mark, ml, &tag, &r, &rl, &k, &kl) &&

@@ -577,8 +577,8 @@ sweep(struct rgw *g, const char *cookie)
 					rgw__split_bucket(g, b.name, 0, false);
 					if (rgw__bucket_shards(g, b.name, &nums, &ns) == 0) {
 						for (size_t s = 0; s < ns && !g->gc_stop; s++) {
-							snprintf(shard, sizeof(shard),
-								 "idx.%s.%" PRIu32, b.id, nums[s]);
+							rgw_shard_oid(b.id, nums[s], shard,
+								      sizeof(shard));
 							sweep_shard(g, b.id, shard, now);
 						}
 					}

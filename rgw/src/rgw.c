@@ -921,7 +921,7 @@ s3_shard_pick(const struct rgw_bucket *b, const struct s3_bconf *bc, const char 
 	size_t i = m ? rgw_shardmap_pick(m, key, klen) : 0;
 
 	s->num = m ? m->v[i].num : 0;
-	snprintf(s->oid, sizeof(s->oid), "idx.%s.%" PRIu32, b->id, s->num);
+	rgw_shard_oid(b->id, s->num, s->oid, sizeof(s->oid));
 	if (m) {
 		s->rlen = rgw_shardmap_range_buf(m, i, s->range);
 	} else {
@@ -1139,24 +1139,39 @@ usage_ignore(void *arg, int rc)
 	(void)rc;
 }
 
-int
-s3_user_usage(struct s3_req *q, int64_t dbytes, int64_t dobjs, rgw_aio_cb cb)
+/*
+ * Move counter object oid by dbytes and dobjs: with cb, the growths bounded
+ * by (max_bytes, max_objs) (0: none); without, fire and forget, and only an
+ * existing counter if must_exist.
+ */
+static int
+usage_move(struct s3_req *q, const char *oid, int64_t dbytes, int64_t dobjs, int64_t max_bytes,
+	   int64_t max_objs, bool must_exist, rgw_aio_cb cb)
 {
 	cairn_op_t *op = cairn_op_create();
-	char oid[96];
 	int rc;
 
-	snprintf(oid, sizeof(oid), "usage.%s", q->uid);
 	if (!op)
 		return -ENOMEM;
-	rgw__usage_add(op, dbytes, dobjs, cb && dbytes > 0 ? q->uq_bytes : 0,
-		       cb && dobjs > 0 ? q->uq_objects : 0);
+	if (!cb && must_exist)
+		cairn_op_assert_exists(op);
+	rgw__usage_add(op, dbytes, dobjs, cb && dbytes > 0 ? max_bytes : 0,
+		       cb && dobjs > 0 ? max_objs : 0);
 	if (!cb)
 		return rgw__aio(q->t, q->g->meta, oid, op, usage_ignore, NULL);
 	if ((rc = rgw__aio(q->t, q->g->meta, oid, op, cb, q)))
 		return rc;
 	q->pending++;
 	return 0;
+}
+
+int
+s3_user_usage(struct s3_req *q, int64_t dbytes, int64_t dobjs, rgw_aio_cb cb)
+{
+	char oid[96];
+
+	snprintf(oid, sizeof(oid), "usage.%s", q->uid);
+	return usage_move(q, oid, dbytes, dobjs, q->uq_bytes, q->uq_objects, false, cb);
 }
 
 bool
@@ -1168,23 +1183,11 @@ s3_bucket_quota_applies(const struct s3_req *q)
 int
 s3_bucket_usage(struct s3_req *q, int64_t dbytes, int64_t dobjs, rgw_aio_cb cb)
 {
-	cairn_op_t *op = cairn_op_create();
 	char oid[96];
-	int rc;
 
-	if (!op)
-		return -ENOMEM;
 	snprintf(oid, sizeof(oid), "busage.%s", q->b.id);
-	if (!cb)
-		cairn_op_assert_exists(op); /* (a bucket deleted meanwhile gets no new counter) */
-	rgw__usage_add(op, dbytes, dobjs, cb && dbytes > 0 ? q->b.quota_bytes : 0,
-		       cb && dobjs > 0 ? q->b.quota_objects : 0);
-	if (!cb)
-		return rgw__aio(q->t, q->g->meta, oid, op, usage_ignore, NULL);
-	if ((rc = rgw__aio(q->t, q->g->meta, oid, op, cb, q)))
-		return rc;
-	q->pending++;
-	return 0;
+	/* (a give-back to a bucket deleted meanwhile makes no new counter) */
+	return usage_move(q, oid, dbytes, dobjs, q->b.quota_bytes, q->b.quota_objects, true, cb);
 }
 
 int

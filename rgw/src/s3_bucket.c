@@ -422,17 +422,13 @@ db_record_done(void *arg, int rc)
 		}
 	}
 	for (size_t i = 0; !b->rrval && i < b->rn; i++) {
-		char hex[9], soid[96], *end;
-		unsigned long num;
+		char soid[96];
+		uint32_t num;
 
-		if (b->rkvs[i].klen != RGW_RETIRED_KEY_LEN)
+		if (rgw_retired_num(b->rkvs[i].key, b->rkvs[i].klen, &num) ||
+		    !(op = cairn_op_create()))
 			continue;
-		memcpy(hex, (const char *)b->rkvs[i].key + sizeof(RGW_RETIRED_PREFIX) - 1, 8);
-		hex[8] = '\0';
-		num = strtoul(hex, &end, 16);
-		if (*end || !(op = cairn_op_create()))
-			continue;
-		snprintf(soid, sizeof(soid), "idx.%s.%lu", q->b.id, num);
+		rgw_shard_oid(q->b.id, num, soid, sizeof(soid));
 		cairn_op_remove(op);
 		rgw__aio(q->t, q->g->meta, soid, op, cb_ignore, NULL);
 	}

@@ -956,6 +956,21 @@ cm_committed(void *arg, int rc)
 static void cm_commit(struct s3_req *q);
 static void cm_send(struct s3_req *q);
 
+/* A quota counter's answer to the completion's taking. \return true if refused (answered). */
+static bool
+cm_refused(struct s3_req *q, int rc, int status, const char *msg)
+{
+	q->pending--;
+	if (!rc)
+		return false;
+	drop_manifest(q, q->op);
+	if (rc == -EOVERFLOW)
+		cm_fail(q, 403, "QuotaExceeded", S3_QUOTA_MSG);
+	else
+		cm_fail(q, status, status == 503 ? "SlowDown" : "InternalError", msg);
+	return true;
+}
+
 /* The bucket's quota counter took the completion's growth (or refused it). */
 static void
 cm_btaken(void *arg, int rc)
@@ -963,15 +978,8 @@ cm_btaken(void *arg, int rc)
 	struct s3_req *q = arg;
 	struct mp *m = q->op;
 
-	q->pending--;
-	if (rc) {
-		drop_manifest(q, m);
-		if (rc == -EOVERFLOW)
-			cm_fail(q, 403, "QuotaExceeded", S3_QUOTA_MSG);
-		else
-			cm_fail(q, 503, "SlowDown", "reserving the bucket's quota failed");
+	if (cm_refused(q, rc, 503, "reserving the bucket's quota failed"))
 		return;
-	}
 	m->bheld_bytes = m->bwant_bytes;
 	m->bheld_objs = m->bwant_objs;
 	cm_send(q);
@@ -983,15 +991,8 @@ cm_reserved(void *arg, int rc)
 	struct s3_req *q = arg;
 	struct mp *m = q->op;
 
-	q->pending--;
-	if (rc) {
-		drop_manifest(q, m);
-		if (rc == -EOVERFLOW)
-			cm_fail(q, 403, "QuotaExceeded", S3_QUOTA_MSG);
-		else
-			cm_fail(q, 500, "InternalError", "reserving the user's quota failed");
+	if (cm_refused(q, rc, 500, "reserving the user's quota failed"))
 		return;
-	}
 	m->reserved = true;
 	cm_commit(q);
 }

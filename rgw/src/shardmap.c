@@ -7,6 +7,8 @@
 
 #include <endian.h>
 #include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -181,6 +183,31 @@ rgw_shardmap_range(const struct rgw_shardmap *m, size_t i, struct rgw_str *out)
 	char buf[RGW_RANGE_MAX];
 
 	rgw_str_add(out, buf, rgw_shardmap_range_buf(m, i, buf));
+}
+
+void
+rgw_shard_oid(const char *bucket_id, uint32_t num, char *oid, size_t len)
+{
+	snprintf(oid, len, "idx.%s.%" PRIu32, bucket_id, num);
+}
+
+void
+rgw_retired_key(uint32_t num, char out[RGW_RETIRED_KEY_LEN + 1])
+{
+	snprintf(out, RGW_RETIRED_KEY_LEN + 1, RGW_RETIRED_PREFIX "%08" PRIx32, num);
+}
+
+int
+rgw_retired_num(const void *key, size_t klen, uint32_t *num)
+{
+	char hex[9], *end;
+
+	if (klen != RGW_RETIRED_KEY_LEN || memcmp(key, RGW_RETIRED_PREFIX, klen - 8))
+		return -EINVAL;
+	memcpy(hex, (const char *)key + klen - 8, 8);
+	hex[8] = '\0';
+	*num = (uint32_t)strtoul(hex, &end, 16);
+	return *end ? -EINVAL : 0;
 }
 
 uint32_t

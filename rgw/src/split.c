@@ -159,7 +159,7 @@ sbk_load(struct rgw *g, const char *bucket, struct sbk *s)
 static void
 shard_oid(const struct sbk *s, uint32_t num, char *oid, size_t len)
 {
-	snprintf(oid, len, "idx.%s.%" PRIu32, s->b.id, num);
+	rgw_shard_oid(s->b.id, num, oid, len);
 }
 
 static int64_t
@@ -169,12 +169,6 @@ le64s(const void *p)
 
 	memcpy(&v, p, 8);
 	return (int64_t)le64toh(v);
-}
-
-static void
-retired_key(uint32_t num, char out[RGW_RETIRED_KEY_LEN + 1])
-{
-	snprintf(out, RGW_RETIRED_KEY_LEN + 1, RGW_RETIRED_PREFIX "%08" PRIx32, num);
 }
 
 /* The time now, as a retired key's value. */
@@ -200,7 +194,7 @@ retire_note(struct rgw *g, const struct sbk *s, uint32_t num, uint8_t v[8])
 
 	if (!op)
 		return -ENOMEM;
-	retired_key(num, key);
+	rgw_retired_key(num, key);
 	retired_val(v);
 	snprintf(oid, sizeof(oid), "bucket.%s", s->name);
 	cairn_op_cmpxattr(op, "rgw.id", CAIRN_CMP_EQ, s->b.id, strlen(s->b.id));
@@ -236,18 +230,13 @@ retire_sweep(struct rgw *g, const struct sbk *s)
 		n = 0;
 	for (size_t i = 0; i < n && !g->gc_stop; i++) {
 		const struct cairn_kv *kv = &kvs[i];
-		char hex[9], soid[96], *end;
-		unsigned long num;
+		char soid[96];
+		uint32_t num;
 		bool mapped = false;
 		int rc;
 
-		if (kv->klen != RGW_RETIRED_KEY_LEN || kv->vlen != 8 ||
+		if (rgw_retired_num(kv->key, kv->klen, &num) || kv->vlen != 8 ||
 		    now - le64s(kv->val) < grace)
-			continue;
-		memcpy(hex, (const char *)kv->key + sizeof(RGW_RETIRED_PREFIX) - 1, 8);
-		hex[8] = '\0';
-		num = strtoul(hex, &end, 16);
-		if (*end)
 			continue;
 		for (size_t j = 0; j < s->m.n; j++)
 			mapped |= s->m.v[j].num == num;
@@ -259,7 +248,7 @@ retire_sweep(struct rgw *g, const struct sbk *s)
 			continue; /* (noted again meanwhile, or in the map: the object stays) */
 		if (!(op = cairn_op_create()))
 			break;
-		shard_oid(s, (uint32_t)num, soid, sizeof(soid));
+		shard_oid(s, num, soid, sizeof(soid));
 		cairn_op_remove(op);
 		if ((rc = run(g, soid, op)) && rc != -ENOENT)
 			CM_WARN_RC(rc, "split: bucket %s: removing the retired shard %s", s->name,
@@ -677,7 +666,7 @@ map_swap(struct rgw *g, const struct sbk *s, struct rgw_shardmap *nm, bool rec, 
 		cairn_op_cmpxattr(op, "rgw.bucket", CAIRN_CMP_EQ, s->rec, s->reclen);
 	cairn_op_setxattr(op, RGW_MAP_XATTR, enc.p, enc.len);
 	/* (with the map change: a merged shard is noted, a split's new one is not any more) */
-	retired_key(num, key);
+	rgw_retired_key(num, key);
 	retired_val(v);
 	if (retire) {
 		cairn_op_omap_set(op, key, strlen(key), v, 8);

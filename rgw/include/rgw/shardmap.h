@@ -72,6 +72,12 @@ size_t rgw_shardmap_pick(const struct rgw_shardmap *m, const void *key, size_t k
 size_t rgw_shardmap_range_buf(const struct rgw_shardmap *m, size_t i, char *out);
 /* The same, appended to out. */
 void rgw_shardmap_range(const struct rgw_shardmap *m, size_t i, struct rgw_str *out);
+/* Index shard num's object of the bucket whose id is bucket_id: "idx.<id>.<num>". */
+void rgw_shard_oid(const char *bucket_id, uint32_t num, char *oid, size_t len);
+/* The retired note's key for shard num (RGW_RETIRED_PREFIX + 8 hex). */
+void rgw_retired_key(uint32_t num, char out[RGW_RETIRED_KEY_LEN + 1]);
+/* The shard number a retired note's key names. \return 0, or -EINVAL (not such a key). */
+int rgw_retired_num(const void *key, size_t klen, uint32_t *num);
 /* The largest shard number in m plus one (a new shard's number). */
 uint32_t rgw_shardmap_next_num(const struct rgw_shardmap *m);
 

@@ -686,6 +686,22 @@ START_TEST(test_shardmap)
 	ck_assert_uint_eq(rgw_shardmap_next_num(&d), 1);
 	rgw_shardmap_fini(&d);
 
+	/* Shard objects' names and retired notes' keys. */
+	{
+		char oid[64], key[RGW_RETIRED_KEY_LEN + 1];
+		uint32_t num = 0;
+
+		rgw_shard_oid("ab12", 2018661243, oid, sizeof(oid));
+		ck_assert_str_eq(oid, "idx.ab12.2018661243");
+		rgw_retired_key(0x7fffffff, key);
+		ck_assert_str_eq(key, "shard.retired.7fffffff");
+		ck_assert_int_eq(rgw_retired_num(key, strlen(key), &num), 0);
+		ck_assert_uint_eq(num, 0x7fffffff);
+		ck_assert_int_eq(rgw_retired_num(key, strlen(key) - 1, &num), -EINVAL);
+		ck_assert_int_eq(rgw_retired_num("shard.retired.0000zz00", 22, &num), -EINVAL);
+		ck_assert_int_eq(rgw_retired_num("shard.retiree.00000001", 22, &num), -EINVAL);
+	}
+
 	/* Three spans: encoded, decoded, picked, their marks. */
 	rgw_str_init(&b);
 	rgw_shardmap_encode(&m, &b);
