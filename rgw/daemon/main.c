@@ -37,6 +37,7 @@ struct rgw_dconf {
 	uint64_t lc_day_ms;
 	uint64_t index_shard_max;
 	uint64_t split_pause_ms;
+	bool test_resend_commits;
 	uint64_t cache_ttl_ms;
 	bool create_pools;
 };
@@ -91,6 +92,10 @@ static const struct cm_opt g_opts[] = {
 	       split_pause_ms,
 	       "tests only: a split waits this long after its map change and after its trim "
 	       "(widens the windows readers must cope with)"),
+	CM_OPT("rgw_test_resend_commits", CM_OPT_BOOL, "false", 0, 0, 0, struct rgw_dconf,
+	       test_resend_commits,
+	       "tests only: a multipart completion sends its commit again once it applied and "
+	       "takes the second answer (what a resend the OSD did not recognise gets)"),
 	CM_OPT("rgw_cache_ttl", CM_OPT_DURATION, "2s", 1, 600000, 0, struct rgw_dconf, cache_ttl_ms,
 	       "keys and bucket records are cached this long"),
 	CM_OPT("create_pools", CM_OPT_BOOL, "false", 0, 0, 0, struct rgw_dconf, create_pools,
@@ -167,6 +172,7 @@ main(int argc, char **argv)
 	rc_.cache_ttl_ms = (unsigned)c.cache_ttl_ms;
 	rc_.index_shard_max = (unsigned)c.index_shard_max;
 	rc_.split_pause_ms = (unsigned)c.split_pause_ms;
+	rc_.test_resend_commits = c.test_resend_commits;
 	if (cm_reactor_backend_parse(c.d.reactor, &rc_.backend))
 		rc_.backend = CM_REACTOR_AUTO;
 	if ((rc = rgw_start(cl, &rc_, &g, err, sizeof(err)))) {

@@ -84,6 +84,7 @@ struct mp {
 	struct inst *dead;
 	size_t ndead;
 	int tries;
+	bool resent; /* tests (rgw_test_resend_commits): the commit was sent again */
 };
 
 static void
@@ -845,6 +846,9 @@ s3_mp_abort(struct s3_req *q)
 /* ---- CompleteMultipartUpload ---- */
 
 static void cm_commit(struct s3_req *q);
+static void cm_done(struct s3_req *q);
+static void cm_send(struct s3_req *q);
+static bool cm_applied(const struct mp *m);
 
 static void
 cm_fail(struct s3_req *q, int status, const char *code, const char *msg)
@@ -879,6 +883,16 @@ cm_reread(void *arg, int rc)
 		return; /* (a split: mp_waited reads again) */
 	if (!rc)
 		rc = m->rval;
+	if (!rc && !found(m, &m->ukey) && cm_applied(m)) {
+		/* (ours: its op applied though its answer said otherwise, a resend's
+		 * compare after the first send had removed the marker) */
+		CM_LOG(CM_LOG_NOTICE,
+		       "%s: the completion of upload %s applied, though its commit was "
+		       "answered as refused (a resend): answered as done",
+		       rgw_req_id(q->r), m->upid);
+		cm_done(q);
+		return;
+	}
 	if (rc || !found(m, &m->ukey)) {
 		drop_manifest(q, m);
 		if (rc && rc != -ENOENT)
@@ -891,15 +905,37 @@ cm_reread(void *arg, int rc)
 	cm_commit(q);
 }
 
+/*
+ * Whether the key's latest entry, as read again, is this completion's (its
+ * manifest's instance is new to each completion, so no other request wrote it).
+ */
+static bool
+cm_applied(const struct mp *m)
+{
+	const struct cairn_kv *cur = s3_vread_cur(&m->vr);
+	struct rgw_entry e;
+	bool ours;
+
+	if (!cur || rgw_entry_decode(cur->val, cur->vlen, &e))
+		return false;
+	ours = (e.flags & RGW_ENTRY_MULTIPART) && !memcmp(e.inst, m->e.inst, 16);
+	rgw_entry_fini(&e);
+	return ours;
+}
+
 static void
 cm_committed(void *arg, int rc)
 {
 	struct s3_req *q = arg;
 	struct mp *m = q->op;
-	struct rgw_str x;
-	char etag[64], hd[64] = "";
 
 	q->pending--;
+	if (!rc && q->g->conf.test_resend_commits && !m->resent) {
+		/* (tests: the same op again, as a resend the OSD did not know would go) */
+		m->resent = true;
+		cm_send(q);
+		return;
+	}
 	if (rc && rc != -ECANCELED && rc != -ENOENT && rc != -EOVERFLOW && rc != -ENODATA)
 		/* (it may have been applied: the counter keeps it, high rather than low) */
 		m->bheld_bytes = m->bheld_objs = 0;
@@ -919,6 +955,17 @@ cm_committed(void *arg, int rc)
 			"committing the index entry failed");
 		return;
 	}
+	cm_done(q);
+}
+
+/* The completion's op applied: the counters' moves, the leftovers, the answer. */
+static void
+cm_done(struct s3_req *q)
+{
+	struct mp *m = q->op;
+	struct rgw_str x;
+	char etag[64], hd[64] = "";
+
 	m->committed = true;
 	m->bheld_bytes = m->bheld_objs = 0; /* (the completion's own now) */
 	if (s3_bucket_quota_applies(q) && (m->vp.dbytes < 0 || m->vp.dobjs < 0))
@@ -954,7 +1001,6 @@ cm_committed(void *arg, int rc)
 }
 
 static void cm_commit(struct s3_req *q);
-static void cm_send(struct s3_req *q);
 
 /* A quota counter's answer to the completion's taking. \return true if refused (answered). */
 static bool

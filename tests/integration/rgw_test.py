@@ -2123,6 +2123,57 @@ def full():
           "%.1f s after deletes" % (len(acked), codes, time.time() - t0), flush=True)
 
 
+def resends():
+    """Multipart completions on a gateway started with --rgw-test-resend-commits (each
+    commit op is sent again once it applied, and the gateway takes the second answer: a
+    refusal, as a resend the OSD did not recognise would get). Each completion must still
+    answer 200 with its ETag and version id, and its object must read back whole: before,
+    the gateway answered NoSuchUpload and removed the manifest its own commit pointed at.
+    A second completion of the same upload is NoSuchUpload."""
+    MiB = 1 << 20
+    done = 0
+    for b, versioned in (("resend", False), ("resend-v", True)):
+        s3.create_bucket(Bucket=b)
+        if versioned:
+            s3.put_bucket_versioning(Bucket=b, VersioningConfiguration={"Status": "Enabled"})
+        for i in range(3):
+            key = "ckpt/%d.bin" % i
+            bodies = [os.urandom(5 * MiB), os.urandom(1000 + i)]
+            up = s3.create_multipart_upload(Bucket=b, Key=key)["UploadId"]
+            parts = [{"PartNumber": n + 1, "ETag": s3.upload_part(
+                Bucket=b, Key=key, UploadId=up, PartNumber=n + 1, Body=x)["ETag"]}
+                for n, x in enumerate(bodies)]
+            want = '"%s-2"' % hashlib.md5(b"".join(
+                hashlib.md5(x).digest() for x in bodies)).hexdigest()
+            try:
+                r = s3.complete_multipart_upload(Bucket=b, Key=key, UploadId=up,
+                                                 MultipartUpload={"Parts": parts})
+            except Exception as e:  # noqa: BLE001 (the failure this guards against)
+                check(False, "resends: completing %s/%s: %s" % (b, key, e))
+                r = {"ETag": want, "VersionId": "-" if versioned else None}
+            check(r["ETag"] == want, "resends: %s/%s ETag %s, want %s" % (
+                b, key, r["ETag"], want))
+            check(bool(r.get("VersionId")) == versioned and r.get("VersionId") != "null",
+                  "resends: %s/%s version id %r" % (b, key, r.get("VersionId")))
+            try:
+                got = s3.get_object(Bucket=b, Key=key)["Body"].read()
+            except Exception as e:  # noqa: BLE001 (a listed object that cannot be read)
+                got = str(e).encode()
+            check(got == b"".join(bodies), "resends: %s/%s reads back whole (%d bytes)" % (
+                b, key, len(got)))
+            check(code_of(lambda: s3.complete_multipart_upload(
+                Bucket=b, Key=key, UploadId=up, MultipartUpload={"Parts": parts}))
+                == "NoSuchUpload", "resends: %s/%s completed twice" % (b, key))
+            done += 1
+        listed = [o["Key"] for o in s3.list_objects_v2(Bucket=b).get("Contents", [])]
+        check(listed == ["ckpt/%d.bin" % i for i in range(3)], "resends: %s lists %s" % (
+            b, listed))
+        check(not s3.list_multipart_uploads(Bucket=b).get("Uploads"),
+              "resends: %s: no upload left" % b)
+    print("resends: %d completions whose commit was answered as refused after it applied: "
+          "each answered 200 and reads back whole" % done, flush=True)
+
+
 if phase == "api":
     api()
 elif phase == "load":
@@ -2143,6 +2194,8 @@ elif phase == "full":
     full()
 elif phase == "quota_split":
     quota_split()
+elif phase == "resends":
+    resends()
 if failures:
     print("%d failures" % len(failures))
     sys.exit(1)

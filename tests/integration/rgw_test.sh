@@ -371,7 +371,13 @@ merge_keys=${RGW_MERGE_KEYS:-4000}
 grep -q '^CAIRN_ASAN:BOOL=ON' "$build/CMakeCache.txt" 2>/dev/null && merge_keys=${RGW_MERGE_KEYS:-2000}
 keep_pid=$rgw_pid
 start_rgw 7 --rgw-index-shard-max 400 --rgw-split-pause 200ms --rgw-sweep-every 1s \
-	--rgw-shard-retire-grace 1s
+	--rgw-shard-retire-grace 1s --rgw-test-resend-commits true
+# (multipart completions whose commit is answered as refused after it applied)
+timeout 120 $py "$here/rgw_test.py" "$ep" "$dir/alice.json" "$dir/bob.json" resends \
+	>"$dir/resends.out" 2>&1 || fail "resends: $(tail "$dir/resends.out")"
+nres=$(grep -c "answered as done$" "$dir/rgw7.log" || true)
+[ "$nres" -ge 6 ] || fail "resends: $nres completions met their own applied commit (want 6)"
+echo "i. $(grep '^resends:' "$dir/resends.out")"
 # (first a bucket quota on a bucket split into several shards)
 timeout 300 $py "$here/rgw_test.py" "$ep" "$dir/alice.json" "$dir/bob.json" quota_split \
 	>"$dir/quota_split.out" 2>&1 || fail "quota_split: $(tail "$dir/quota_split.out")"

@@ -194,7 +194,7 @@ grep -q '"twice":0,"lost":0,"wrong":0' "$dir/load.out" ||
 	fail "lost, wrong or applied twice: $(tail -1 "$dir/load.out")"
 grep -q '"write_errors":0,' "$dir/load.out" && grep -q '"append_errors":0,' "$dir/load.out" &&
 	grep -q '"read_errors":0,' "$dir/load.out" ||
-	fail "client ops failed (routine failures must not show): $(tail -1 "$dir/load.out")"
+	fail "client ops failed (routine failures must not show): $(tail -1 "$dir/load.out"); the last errors: $(tail -5 "$dir/load.err" | tr '\n' ';')"
 t0=$(date +%s)
 if [ "$splits" = 2 ]; then
 	# The merge goes on after the faults stop (each step waits for every PG clean).

@@ -38,6 +38,7 @@ struct rgw_conf {
 	unsigned index_shard_max; /* an index shard with more objects splits (0: never; the
 				   * daemon's default 100,000) */
 	unsigned split_pause_ms;  /* tests: a split waits this long after each step (0) */
+	bool test_resend_commits; /* tests: a multipart completion's applied commit goes twice */
 	enum cm_reactor_backend backend;
 };
 
