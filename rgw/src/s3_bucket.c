@@ -24,8 +24,10 @@
 
 CM_LOG_SUBSYS(rgw);
 
-#define XMLNS "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\""
-#define XMLHD "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+#define XMLNS         "xmlns=\"http://s3.amazonaws.com/doc/2006-03-01/\""
+#define XMLHD         "<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n"
+#define DB_NOTES_PAGE 1000 /* DeleteBucket reads retired shards' notes this many at once */
+#define DB_RM_WINDOW  32   /* and removes shard objects this many at once */
 
 struct bop {
 	struct cairn_kv *kvs, *pkvs, *ukvs;
@@ -40,7 +42,13 @@ struct bop {
 	struct cairn_kv *rkvs; /* DeleteBucket: the shards noted retired (out of the map) */
 	size_t rn;
 	bool rmore;
+	bool paging; /* DeleteBucket: reading notes past the first page, before the record goes */
 	int rrval;
+	/* DeleteBucket: shard objects to remove (numbers), DB_RM_WINDOW at a time, then rm_then */
+	uint32_t *rm;
+	size_t rm_n, rm_cap, rm_next, rm_busy;
+	int rm_err;
+	void (*rm_then)(struct s3_req *q);
 	struct cm_timer retry; /* DeleteBucket: a shard was splitting or merging */
 };
 
@@ -57,6 +65,7 @@ bop_free(struct s3_req *q)
 	cairn_kvs_free(b->pkvs, b->pn);
 	cairn_kvs_free(b->ukvs, b->un);
 	cairn_kvs_free(b->rkvs, b->rn);
+	free(b->rm);
 	free(b->json);
 	free(b);
 	q->op = NULL;
@@ -393,14 +402,21 @@ map_shard(struct s3_req *q, size_t i, struct s3_shard *s)
 }
 
 static void db_close(struct s3_req *q);
+static void db_notes(struct s3_req *q, const void *after, size_t alen);
+static void db_page_done(void *arg, int rc);
+static void db_page_removed(struct s3_req *q);
+static void db_page_dropped(void *arg, int rc);
+static void db_notes_next(struct s3_req *q, bool kept);
+static void db_retired_add(struct bop *b);
+static void db_shards_gone(struct s3_req *q);
+static void rm_add(struct bop *b, uint32_t num);
+static void rm_run(struct s3_req *q, void (*then)(struct s3_req *q));
 
 static void
 db_record_done(void *arg, int rc)
 {
 	struct s3_req *q = arg;
 	struct bop *b = q->op;
-	cairn_op_t *op;
-	char oid[96];
 
 	q->pending--;
 	if (rc == -ECANCELED || rc == -ENOENT) {
@@ -413,25 +429,29 @@ db_record_done(void *arg, int rc)
 	}
 	s3_bucket_forget(q->g, q->bucket);
 	/* The index shards go (their objects are gone: the bucket was empty), and
-	 * those noted retired (merged away, or a split's copy undone). */
-	for (size_t i = 0; i < q->bc.shards.n; i++) {
-		map_shard(q, i, &b->shard);
-		if ((op = cairn_op_create())) {
-			cairn_op_remove(op);
-			rgw__aio(q->t, q->g->meta, b->shard.oid, op, cb_ignore, NULL);
-		}
-	}
-	for (size_t i = 0; !b->rrval && i < b->rn; i++) {
-		char soid[96];
-		uint32_t num;
+	 * those noted retired (merged away, or a split's copy undone) since the
+	 * pages read before. */
+	b->rm_n = 0;
+	b->rm_err = 0;
+	for (size_t i = 0; i < q->bc.shards.n; i++)
+		rm_add(b, q->bc.shards.v[i].num);
+	db_retired_add(b);
+	rm_run(q, db_shards_gone);
+}
 
-		if (rgw_retired_num(b->rkvs[i].key, b->rkvs[i].klen, &num) ||
-		    !(op = cairn_op_create()))
-			continue;
-		rgw_shard_oid(q->b.id, num, soid, sizeof(soid));
-		cairn_op_remove(op);
-		rgw__aio(q->t, q->g->meta, soid, op, cb_ignore, NULL);
-	}
+/* The bucket's shard objects gone: its quota counter, then the owner's list. */
+static void
+db_shards_gone(struct s3_req *q)
+{
+	struct bop *b = q->op;
+	cairn_op_t *op;
+	char oid[96];
+
+	if (b->rm_err)
+		CM_ERR_RC(b->rm_err,
+			  "bucket %s (id %s): removing its index shard objects (some are left in "
+			  "pool %s: idx.%s.*)",
+			  q->bucket, q->b.id, q->g->conf.meta_pool, q->b.id);
 	if ((op = cairn_op_create())) {
 		/* (its quota counter, if it ever had a quota) */
 		snprintf(oid, sizeof(oid), "busage.%s", q->b.id);
@@ -445,6 +465,84 @@ db_record_done(void *arg, int rc)
 	snprintf(oid, sizeof(oid), "buckets.%s", q->b.owner);
 	cairn_op_omap_rm(op, q->bucket, strlen(q->bucket));
 	s3_submit(q, q->g->meta, oid, op, db_list_done);
+}
+
+/* ---- DeleteBucket: shard objects removed a window at a time ---- */
+
+static void
+rm_add(struct bop *b, uint32_t num)
+{
+	if (b->rm_n == b->rm_cap) {
+		size_t cap = b->rm_cap ? 2 * b->rm_cap : 64;
+		uint32_t *v = realloc(b->rm, cap * sizeof(*v));
+
+		if (!v) {
+			b->rm_err = -ENOMEM;
+			return;
+		}
+		b->rm = v;
+		b->rm_cap = cap;
+	}
+	b->rm[b->rm_n++] = num;
+}
+
+static void rm_pump(struct s3_req *q);
+
+static void
+rm_one_done(void *arg, int rc)
+{
+	struct s3_req *q = arg;
+	struct bop *b = q->op;
+
+	q->pending--;
+	b->rm_busy--;
+	if (rc && rc != -ENOENT && !b->rm_err)
+		b->rm_err = rc;
+	rm_pump(q);
+}
+
+static void
+rm_pump(struct s3_req *q)
+{
+	struct bop *b = q->op;
+
+	while (b->rm_busy < DB_RM_WINDOW && b->rm_next < b->rm_n) {
+		cairn_op_t *op = cairn_op_create();
+		char oid[128];
+		int rc;
+
+		if (!op) {
+			b->rm_err = -ENOMEM;
+			b->rm_next = b->rm_n;
+			break;
+		}
+		rgw_shard_oid(q->b.id, b->rm[b->rm_next++], oid, sizeof(oid));
+		cairn_op_remove(op);
+		if ((rc = rgw__aio(q->t, q->g->meta, oid, op, rm_one_done, q))) {
+			if (rc == -EAGAIN && b->rm_busy) {
+				b->rm_next--; /* (the throttle full: again when one of ours ends) */
+				break;
+			}
+			b->rm_err = rc;
+			b->rm_next = b->rm_n;
+			break;
+		}
+		b->rm_busy++;
+		q->pending++;
+	}
+	if (!b->rm_busy && b->rm_next >= b->rm_n)
+		b->rm_then(q);
+}
+
+/* Remove the shards in b->rm (errors in b->rm_err; -ENOENT is none), then then(q). */
+static void
+rm_run(struct s3_req *q, void (*then)(struct s3_req *q))
+{
+	struct bop *b = q->op;
+
+	b->rm_next = b->rm_busy = 0;
+	b->rm_then = then;
+	rm_pump(q);
 }
 
 static void db_reopen(struct s3_req *q);
@@ -525,9 +623,7 @@ db_close_done(void *arg, int rc)
 {
 	struct s3_req *q = arg;
 	struct bop *b = q->op;
-	cairn_op_t *op;
 	bool empty = true;
-	char oid[96];
 
 	q->pending--;
 	if ((rc == -ECANCELED || rc == -ENOENT) && b->idx) {
@@ -563,6 +659,34 @@ db_close_done(void *arg, int rc)
 		db_close(q);
 		return;
 	}
+	b->paging = true;
+	db_notes(q, NULL, 0);
+}
+
+/* The shards named by the retired notes in b->rkvs, into the removal list. */
+static void
+db_retired_add(struct bop *b)
+{
+	for (size_t i = 0; !b->rrval && i < b->rn; i++) {
+		uint32_t num;
+
+		if (!rgw_retired_num(b->rkvs[i].key, b->rkvs[i].klen, &num))
+			rm_add(b, num);
+	}
+}
+
+/*
+ * Every shard closed and empty: the bucket's record goes, with a read of the
+ * retired shards' notes in the same op (up to DB_NOTES_PAGE; a bucket with more
+ * has its notes paged through first, from after, their shards removed).
+ */
+static void
+db_notes(struct s3_req *q, const void *after, size_t alen)
+{
+	struct bop *b = q->op;
+	cairn_op_t *op;
+	char oid[96];
+
 	if (!(op = cairn_op_create())) {
 		s3_error(q, 503, "SlowDown", "out of memory");
 		return;
@@ -570,10 +694,95 @@ db_close_done(void *arg, int rc)
 	snprintf(oid, sizeof(oid), "bucket.%s", q->bucket);
 	cairn_op_cmpxattr(op, "rgw.id", CAIRN_CMP_EQ, q->b.id, 32);
 	/* (reads see the object before the op's writes: the retired shards' notes) */
-	cairn_op_omap_list(op, NULL, 0, RGW_RETIRED_PREFIX, sizeof(RGW_RETIRED_PREFIX) - 1, 1000,
-			   &b->rkvs, &b->rn, &b->rmore, &b->rrval);
+	cairn_op_omap_list(op, after, alen, RGW_RETIRED_PREFIX, sizeof(RGW_RETIRED_PREFIX) - 1,
+			   DB_NOTES_PAGE, &b->rkvs, &b->rn, &b->rmore, &b->rrval);
+	if (b->paging) {
+		s3_submit(q, q->g->meta, oid, op, db_page_done);
+		return;
+	}
 	cairn_op_remove(op);
 	s3_submit(q, q->g->meta, oid, op, db_record_done);
+}
+
+/*
+ * A page of retired notes read (the record kept): their shards go, then their
+ * notes (so the record's op reads only what was noted since), then the next page.
+ */
+static void
+db_page_done(void *arg, int rc)
+{
+	struct s3_req *q = arg;
+	struct bop *b = q->op;
+
+	q->pending--;
+	if (rc == -ECANCELED || rc == -ENOENT) {
+		s3_error(q, 404, "NoSuchBucket", "the bucket does not exist");
+		return;
+	}
+	if (rc || b->rrval || !b->rn) {
+		/* (a failed read: the record's op reads the first page again) */
+		db_notes_next(q, false);
+		return;
+	}
+	b->rm_n = 0;
+	b->rm_err = 0;
+	db_retired_add(b);
+	rm_run(q, db_page_removed);
+}
+
+static void
+db_page_removed(struct s3_req *q)
+{
+	struct bop *b = q->op;
+	cairn_op_t *op;
+	char oid[300];
+
+	if (b->rm_err || !(op = cairn_op_create())) {
+		/* (the notes stay: the sweep, or the record's op, removes those shards) */
+		db_notes_next(q, true);
+		return;
+	}
+	snprintf(oid, sizeof(oid), "bucket.%s", q->bucket);
+	cairn_op_cmpxattr(op, "rgw.id", CAIRN_CMP_EQ, q->b.id, 32);
+	for (size_t i = 0; i < b->rn; i++)
+		cairn_op_omap_rm(op, b->rkvs[i].key, b->rkvs[i].klen);
+	s3_submit(q, q->g->meta, oid, op, db_page_dropped);
+}
+
+static void
+db_page_dropped(void *arg, int rc)
+{
+	struct s3_req *q = arg;
+
+	q->pending--;
+	if (rc == -ECANCELED || rc == -ENOENT) {
+		s3_error(q, 404, "NoSuchBucket", "the bucket does not exist");
+		return;
+	}
+	db_notes_next(q, rc != 0);
+}
+
+/* After a page: the next one (after its last key if its notes are still there), or the
+ * record's op when it was the last. */
+static void
+db_notes_next(struct s3_req *q, bool kept)
+{
+	struct bop *b = q->op;
+	char last[RGW_RETIRED_KEY_LEN + 1];
+	size_t llen = 0;
+	bool more = b->rmore && b->rn && !b->rrval;
+
+	if (more && kept && b->rkvs[b->rn - 1].klen <= sizeof(last)) {
+		llen = b->rkvs[b->rn - 1].klen;
+		memcpy(last, b->rkvs[b->rn - 1].key, llen);
+	}
+	cairn_kvs_free(b->rkvs, b->rn);
+	b->rkvs = NULL;
+	b->rn = 0;
+	b->rrval = 0;
+	b->rmore = false;
+	b->paging = more && (!kept || llen);
+	db_notes(q, llen ? last : NULL, llen);
 }
 
 /*

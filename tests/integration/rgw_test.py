@@ -2174,6 +2174,37 @@ def resends():
           "each answered 200 and reads back whole" % done, flush=True)
 
 
+def notes(n):
+    """DeleteBucket on a bucket whose object notes n retired index shards (what n merges
+    within the grace leave; made by rgw_retired_fill, more than one page of notes): every
+    one of those shard objects goes with the bucket."""
+    b = "notes"
+    s3.create_bucket(Bucket=b)
+    s3.put_object(Bucket=b, Key="k", Body=b"x")
+    bid = ctl("s3", "bucket", "stats", b)["id"]
+    subprocess.run([os.environ["RGW_RETIRED_FILL"], "-c", os.environ["CAIRN_CONF"], "rgw.meta",
+                    b, bid, str(n)], check=True, capture_output=True)
+
+    def idx_objects():
+        out = subprocess.run([os.environ["CAIRN_CTL"], "obj", "ls", "rgw.meta"], check=True,
+                             capture_output=True, text=True).stdout
+        return [o for o in out.split() if o.startswith("idx.%s." % bid)]
+
+    before = len(idx_objects())
+    check(before == n + 1, "notes: %d index objects before, want %d" % (before, n + 1))
+    s3.delete_object(Bucket=b, Key="k")
+    s3.delete_bucket(Bucket=b)
+    t0 = time.time()
+    left = idx_objects()
+    while left and time.time() - t0 < 30:
+        time.sleep(0.5)
+        left = idx_objects()
+    check(not left, "notes: %d of %d index objects left after DeleteBucket, first %s" % (
+        len(left), before, left[:2]))
+    print("notes: DeleteBucket removed the %d index objects of a bucket noting %d retired "
+          "shards (within %.1f s)" % (before, n, time.time() - t0), flush=True)
+
+
 if phase == "api":
     api()
 elif phase == "load":
@@ -2196,6 +2227,8 @@ elif phase == "quota_split":
     quota_split()
 elif phase == "resends":
     resends()
+elif phase == "notes":
+    notes(int(sys.argv[5]))
 if failures:
     print("%d failures" % len(failures))
     sys.exit(1)

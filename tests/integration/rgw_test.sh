@@ -391,6 +391,16 @@ echo "i. $(grep '^merges: the retired' "$dir/merges.out" | sed 's/^merges: //')"
 kill "$rgw_pid"
 wait "$rgw_pid" || fail "the merging gateway stopped with exit code $?"
 rgw_pid=$keep_pid
+# (DeleteBucket on a bucket noting 2,500 retired shards, more than a page of notes, on a
+# gateway whose grace is the default hour: nothing but DeleteBucket removes them)
+start_rgw 9
+RGW_RETIRED_FILL="$build/tests/integration/rgw_retired_fill" timeout 120 $py "$here/rgw_test.py" \
+	"$ep" "$dir/alice.json" "$dir/bob.json" notes 2500 >"$dir/notes.out" 2>&1 ||
+	fail "notes: $(tail "$dir/notes.out")"
+echo "i. $(grep '^notes:' "$dir/notes.out")"
+kill "$rgw_pid"
+wait "$rgw_pid" || fail "gateway 9 stopped with exit code $?"
+rgw_pid=$keep_pid
 
 # f. The cluster gone: every mon and OSD killed with -9, then SIGTERM to both
 # gateways (the second one's sweep is due within 4 s of its start, so its
